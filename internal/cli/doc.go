@@ -1,0 +1,21 @@
+// Package cli implements the rehearse command line: each subcommand fills an
+// options struct from flags, validates it before any work, and hands it to a
+// run function in the package that does the work. No logic lives here.
+package cli
+
+const usage = `rehearse rehearses LLM serving under load before production does.
+
+It launches the servers under test, drives them through the OpenAI streaming
+chat-completions API with closed-loop waves and open-loop arrivals, times every
+streamed chunk, counts tokens exactly with the model's own tokenizer, aggregates
+under a precise metric contract, and writes a self-verifying results bundle.
+
+  rehearse demo                    the canonical rehearsal on two simulated servers
+  rehearse run -f REHEARSAL.yaml   launch, drive and stop real servers; write a bundle
+  rehearse bench --base-url URL    drive an endpoint that is already running
+  rehearse sim                     run a simulated OpenAI-compatible server
+  rehearse report DIR              re-render a bundle's README.md (and plots)
+  rehearse verify DIR              check digests, schema, and recompute every aggregate
+  rehearse compare A B             put two bundles side by side, with gates
+  rehearse merge -o DIR A B ...    merge bundles of one rehearsal into one
+  rehearse tokens                  count tokens of text with a tokenizer`

@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// State is the process state a command may touch: its streams. Libraries
+// below cli never print; commands write through State.
+type State struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// ExitError carries a specific exit code out of a command.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// Main runs the rehearse command line and returns the process exit code:
+// 0 on success, 1 when the work failed (a check did not pass, a gate tripped),
+// 2 for bad usage or bad input.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	st := &State{Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	root := newRootCmd(st)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(stderr, "rehearse: %v\n", err)
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	return 1
+}
+
+func newRootCmd(st *State) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "rehearse",
+		Short:         "Rehearse LLM serving under load before production does",
+		Long:          usage,
+		Version:       Version(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetVersionTemplate("rehearse {{.Version}}\n")
+	root.AddCommand(
+		newDemoCmd(st),
+		newRunCmd(st),
+		newBenchCmd(st),
+		newSimCmd(st),
+		newReportCmd(st),
+		newVerifyCmd(st),
+		newCompareCmd(st),
+		newMergeCmd(st),
+		newTokensCmd(st),
+	)
+	return root
+}
+
+// Version describes this build from its build info: module version, VCS
+// revision and whether the tree was modified. Nothing is a literal.
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = "+dirty"
+			}
+		}
+	}
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		return fmt.Sprintf("%s (commit %s%s)", v, rev, modified)
+	}
+	return v
+}
+
+// Commit is the full VCS revision this binary was built from, or "".
+func Commit() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" {
+			return s.Value
+		}
+	}
+	return ""
+}
+
+// usageError marks bad flags or arguments: exit code 2.
+func usageError(format string, a ...any) error {
+	return &ExitError{Code: 2, Err: fmt.Errorf(format, a...)}
+}
+
+func notBuilt(name string) *cobra.Command {
+	return &cobra.Command{
+		Use:   name,
+		Short: "(not built yet)",
+		RunE: func(*cobra.Command, []string) error {
+			return fmt.Errorf("%s: not built yet", name)
+		},
+	}
+}
