@@ -1,0 +1,249 @@
+package bundle
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+// WriteFileAtomic writes data to path through a temporary file in the same
+// folder and a rename, so a reader never sees a half-written file.
+func WriteFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// Encode returns results.json's bytes: indented JSON, nil slices as [].
+func Encode(r *Results) ([]byte, error) {
+	c := *r
+	c.Schema = Schema
+	if c.Waves == nil {
+		c.Waves = []contract.Wave{}
+	}
+	if c.Records == nil {
+		c.Records = []contract.Record{}
+	}
+	if c.Aggregates == nil {
+		c.Aggregates = []contract.Aggregate{}
+	}
+	if c.Notes == nil {
+		c.Notes = []string{}
+	}
+	if c.Servers == nil {
+		c.Servers = []Server{}
+	}
+	if c.Provenance.GPUs == nil {
+		c.Provenance.GPUs = []GPU{}
+	}
+	for i := range c.Records {
+		if c.Records[i].ChunkTimesS == nil {
+			c.Records[i].ChunkTimesS = []float64{}
+		}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(&c); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// WriteResults writes dir/results.json atomically.
+func WriteResults(dir string, r *Results) error {
+	data, err := Encode(r)
+	if err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(dir, ResultsFile), err)
+	}
+	return WriteFileAtomic(filepath.Join(dir, ResultsFile), data)
+}
+
+// ReadResults reads and decodes dir/results.json. Errors name the file and
+// what is wrong with it.
+func ReadResults(dir string) (*Results, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: no such bundle directory", dir)
+		}
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("%s: not a directory", dir)
+	}
+	path := filepath.Join(dir, ResultsFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: missing (not a rehearse bundle?)", path)
+		}
+		return nil, err
+	}
+	r, err := Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// Decode parses results.json's bytes and checks the schema and that every
+// record has every required field.
+func Decode(data []byte) (*Results, error) {
+	var head struct {
+		Schema  *string           `json:"schema"`
+		Records []json.RawMessage `json:"records"`
+		Waves   []json.RawMessage `json:"waves"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, describeJSONError(data, err)
+	}
+	if head.Schema == nil {
+		return nil, errors.New("no \"schema\" field")
+	}
+	if *head.Schema != Schema {
+		return nil, fmt.Errorf("unknown schema %q (this rehearse reads %q)", *head.Schema, Schema)
+	}
+	for i, raw := range head.Records {
+		if err := checkFields(raw, contract.RequiredRecordFields); err != nil {
+			return nil, fmt.Errorf("records[%d]: %w", i, err)
+		}
+	}
+	for i, raw := range head.Waves {
+		if err := checkFields(raw, requiredWaveFields); err != nil {
+			return nil, fmt.Errorf("waves[%d]: %w", i, err)
+		}
+	}
+	var r Results
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, describeJSONError(data, err)
+	}
+	if err := checkConsistency(&r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+var requiredWaveFields = []string{"id", "server", "concurrency", "repeat", "kind", "started_at", "wall_s", "cold"}
+
+func checkFields(raw json.RawMessage, required []string) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return fmt.Errorf("not an object: %v", err)
+	}
+	var missing []string
+	for _, f := range required {
+		if _, ok := m[f]; !ok {
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing field %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// checkConsistency rejects results whose records point at waves that do not
+// exist, or whose kinds disagree with their wave's.
+func checkConsistency(r *Results) error {
+	waves := map[int]contract.Wave{}
+	for i, w := range r.Waves {
+		if _, dup := waves[w.ID]; dup {
+			return fmt.Errorf("waves[%d]: duplicate wave id %d", i, w.ID)
+		}
+		switch w.Kind {
+		case contract.KindRecorded, contract.KindWarmup, contract.KindMechanismCheck:
+		default:
+			return fmt.Errorf("waves[%d]: unknown kind %q", i, w.Kind)
+		}
+		waves[w.ID] = w
+	}
+	for i, rec := range r.Records {
+		w, ok := waves[rec.Wave]
+		if !ok {
+			return fmt.Errorf("records[%d]: wave %d does not exist", i, rec.Wave)
+		}
+		if rec.Kind != w.Kind || rec.Server != w.Server {
+			return fmt.Errorf("records[%d]: kind %q / server %q disagree with wave %d (%q / %q)", i, rec.Kind, rec.Server, w.ID, w.Kind, w.Server)
+		}
+		if !rec.OK && rec.ErrorKind == "" {
+			return fmt.Errorf("records[%d]: failed record without error_kind", i)
+		}
+	}
+	return nil
+}
+
+// describeJSONError turns a decoding error into a message with a line number.
+func describeJSONError(data []byte, err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		line := 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))
+		if int(se.Offset) >= len(bytes.TrimRight(data, " \n\r\t")) {
+			return fmt.Errorf("truncated JSON (ends at line %d)", line)
+		}
+		return fmt.Errorf("invalid JSON at line %d: %v", line, se)
+	case errors.As(err, &te):
+		line := 1 + bytes.Count(data[:min(int(te.Offset), len(data))], []byte("\n"))
+		return fmt.Errorf("line %d: field %s: %v cannot hold a JSON %s", line, te.Field, te.Type, te.Value)
+	case err.Error() == "unexpected end of JSON input":
+		return errors.New("truncated JSON (unexpected end of input)")
+	}
+	return err
+}
+
+// Files lists the regular files of a bundle relative to dir, sorted, except
+// the manifest itself and hidden files.
+func Files(dir string) ([]string, error) {
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if d.IsDir() {
+			if rel != "." && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), ".") || rel == SumsFile || !d.Type().IsRegular() {
+			return nil
+		}
+		files = append(files, filepath.ToSlash(rel))
+		return nil
+	})
+	sort.Strings(files)
+	return files, err
+}

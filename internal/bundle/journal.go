@@ -1,0 +1,226 @@
+package bundle
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+// Entry is one line of the journal. Exactly one field is set.
+type Entry struct {
+	// Header carries provenance, workload, servers and notes (no waves,
+	// records or aggregates); a later header replaces an earlier one.
+	Header *Results `json:"header,omitempty"`
+	// Wave is written at release and again when the wave ends; the last
+	// entry for an id wins.
+	Wave      *contract.Wave   `json:"wave,omitempty"`
+	Record    *contract.Record `json:"record,omitempty"`
+	Mechanism *MechanismCheck  `json:"mechanism_check,omitempty"`
+}
+
+// Journal appends entries to a JSON Lines file, one write per entry, so a
+// crash of the tool loses nothing that was written. Safe for concurrent use.
+type Journal struct {
+	mu   sync.Mutex
+	f    *os.File
+	path string
+	err  error
+}
+
+// CreateJournal creates (or truncates) the journal at path.
+func CreateJournal(path string) (*Journal, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &Journal{f: f, path: path}, nil
+}
+
+// OpenJournal opens the journal at path for appending (a resumed run).
+func OpenJournal(path string) (*Journal, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &Journal{f: f, path: path}, nil
+}
+
+// Path is the journal's file name.
+func (j *Journal) Path() string { return j.path }
+
+func (j *Journal) write(e Entry) error {
+	line, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	line = append(line, '\n')
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil {
+		return j.err
+	}
+	if j.f == nil {
+		return fmt.Errorf("%s: journal is closed", j.path)
+	}
+	if _, err := j.f.Write(line); err != nil {
+		j.err = fmt.Errorf("%s: %w", j.path, err)
+		return j.err
+	}
+	return nil
+}
+
+// WriteHeader journals the rehearsal's header (waves, records and
+// aggregates of h are not written).
+func (j *Journal) WriteHeader(h *Results) error {
+	c := *h
+	c.Schema = Schema
+	c.Waves, c.Records, c.Aggregates = nil, nil, nil
+	return j.write(Entry{Header: &c})
+}
+
+// WriteWave journals a wave's state.
+func (j *Journal) WriteWave(w contract.Wave) error { return j.write(Entry{Wave: &w}) }
+
+// WriteRecord journals one finished request.
+func (j *Journal) WriteRecord(r contract.Record) error { return j.write(Entry{Record: &r}) }
+
+// WriteMechanismCheck journals the mechanism-check series.
+func (j *Journal) WriteMechanismCheck(m MechanismCheck) error { return j.write(Entry{Mechanism: &m}) }
+
+// Close syncs and closes the file.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return nil
+	}
+	err := j.f.Sync()
+	if cerr := j.f.Close(); err == nil {
+		err = cerr
+	}
+	j.f = nil
+	return err
+}
+
+// ReadJournal rebuilds results from a journal file. A torn last line (the
+// tool died mid-write) is dropped with a note; any other bad line is an
+// error naming the file and line. Aggregates are recomputed.
+func ReadJournal(path string) (*Results, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := DecodeJournal(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// DecodeJournal rebuilds results from journal lines.
+func DecodeJournal(in io.Reader) (*Results, error) {
+	br := bufio.NewReader(in)
+	var (
+		header     *Results
+		waveOrder  []int
+		waves      = map[int]contract.Wave{}
+		records    []contract.Record
+		mechanism  *MechanismCheck
+		notes      []string
+		lineNumber int
+	)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) == 0 && err == io.EOF {
+			break
+		}
+		if err != nil && err != io.EOF {
+			return nil, err
+		}
+		lineNumber++
+		torn := err == io.EOF // no final newline: the last write did not finish
+		trimmed := bytes.TrimSpace(line)
+		if len(trimmed) == 0 {
+			continue
+		}
+		var e Entry
+		if derr := json.Unmarshal(trimmed, &e); derr != nil {
+			if torn {
+				notes = append(notes, fmt.Sprintf("journal line %d was torn (the tool stopped mid-write) and was dropped", lineNumber))
+				break
+			}
+			return nil, fmt.Errorf("line %d: %v", lineNumber, derr)
+		}
+		set := 0
+		switch {
+		case e.Header != nil:
+			set++
+			header = e.Header
+		}
+		if e.Wave != nil {
+			set++
+			if _, ok := waves[e.Wave.ID]; !ok {
+				waveOrder = append(waveOrder, e.Wave.ID)
+			}
+			waves[e.Wave.ID] = *e.Wave
+		}
+		if e.Record != nil {
+			set++
+			if e.Record.Server == "" || e.Record.Kind == "" {
+				return nil, fmt.Errorf("line %d: record without server or kind", lineNumber)
+			}
+			records = append(records, *e.Record)
+		}
+		if e.Mechanism != nil {
+			set++
+			mechanism = e.Mechanism
+		}
+		if set != 1 {
+			return nil, fmt.Errorf("line %d: an entry must hold exactly one of header, wave, record, mechanism_check", lineNumber)
+		}
+		if torn {
+			break
+		}
+	}
+	if header == nil {
+		return nil, errors.New("no header entry")
+	}
+	r := *header
+	r.Schema = Schema
+	for _, id := range waveOrder {
+		r.Waves = append(r.Waves, waves[id])
+	}
+	for i, rec := range records {
+		if _, ok := waves[rec.Wave]; !ok {
+			return nil, fmt.Errorf("record %d names wave %d, which the journal never opened", i, rec.Wave)
+		}
+	}
+	r.Records = records
+	if mechanism != nil {
+		r.MechanismCheck = mechanism
+	}
+	r.Notes = append(r.Notes, notes...)
+	FixWallTimes(&r)
+	r.Recompute()
+	return &r, nil
+}
+
+// FixWallTimes sets each wave's wall_s from its records by the contract (the
+// largest end_s), for waves whose end was never journaled.
+func FixWallTimes(r *Results) {
+	byWave := map[int][]contract.Record{}
+	for _, rec := range r.Records {
+		byWave[rec.Wave] = append(byWave[rec.Wave], rec)
+	}
+	for i := range r.Waves {
+		r.Waves[i].WallS = contract.WaveWallS(byWave[r.Waves[i].ID])
+	}
+}

@@ -1,0 +1,196 @@
+package bundle
+
+import (
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+// Schema is the version string of results.json this package reads and writes.
+const Schema = "rehearse/results/v1"
+
+// File names inside a bundle.
+const (
+	ResultsFile = "results.json"
+	JournalFile = "journal.jsonl"
+	SumsFile    = "SHA256SUMS"
+	ReadmeFile  = "README.md"
+)
+
+// Results is the content of results.json (SPEC §4a). Field names are a public
+// interface: more may be added, none renamed.
+type Results struct {
+	Schema         string               `json:"schema"`
+	Provenance     Provenance           `json:"provenance"`
+	Workload       Workload             `json:"workload"`
+	Baseline       *string              `json:"baseline"`
+	Servers        []Server             `json:"servers"`
+	Waves          []contract.Wave      `json:"waves"`
+	Records        []contract.Record    `json:"records"`
+	Aggregates     []contract.Aggregate `json:"aggregates"`
+	MechanismCheck *MechanismCheck      `json:"mechanism_check"`
+	Notes          []string             `json:"notes"`
+}
+
+// Provenance says what produced the figures: tool, time, machine, model,
+// tokenizer and, for simulated servers, the simulation.
+type Provenance struct {
+	Tool       Tool      `json:"tool"`
+	Command    []string  `json:"command,omitempty"`
+	StartedAt  string    `json:"started_at"`
+	FinishedAt string    `json:"finished_at"`
+	Host       Host      `json:"host"`
+	GPUs       []GPU     `json:"gpus"`
+	Runtimes   []Runtime `json:"runtimes,omitempty"`
+	Model      Model     `json:"model"`
+	Tokenizer  Tokenizer `json:"tokenizer"`
+	// OutputTokensSource says what output_tokens counts: "tokenizer" (the
+	// text re-tokenized) or "usage" (the server's own completion_tokens).
+	OutputTokensSource string      `json:"output_tokens_source"`
+	Simulation         *Simulation `json:"simulation,omitempty"`
+}
+
+// Tool identifies the rehearse build, from its build info.
+type Tool struct {
+	Name      string `json:"name"`
+	Version   string `json:"version"`
+	Commit    string `json:"commit"`
+	GoVersion string `json:"go_version"`
+}
+
+// Host describes the machine the load generator ran on.
+type Host struct {
+	Hostname    string `json:"hostname"`
+	OS          string `json:"os"`
+	Arch        string `json:"arch"`
+	CPU         string `json:"cpu,omitempty"`
+	CPUs        int    `json:"cpus"`
+	MemoryBytes uint64 `json:"memory_bytes,omitempty"`
+	Kernel      string `json:"kernel,omitempty"`
+}
+
+// GPU is one accelerator as nvidia-smi reports it.
+type GPU struct {
+	Name      string `json:"name"`
+	MemoryMiB int    `json:"memory_mib"`
+	Driver    string `json:"driver"`
+	CUDA      string `json:"cuda,omitempty"`
+}
+
+// Runtime is a named runtime component and its version (python, torch, vllm …).
+type Runtime struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Server  string `json:"server,omitempty"`
+}
+
+// Model is the model under test, as the rehearsal file declares it.
+type Model struct {
+	ID            string `json:"id"`
+	Revision      string `json:"revision,omitempty"`
+	Dtype         string `json:"dtype,omitempty"`
+	RandomWeights bool   `json:"random_weights,omitempty"`
+	Note          string `json:"note,omitempty"`
+}
+
+// Tokenizer identifies the file that counted output tokens.
+type Tokenizer struct {
+	Name    string `json:"name"`
+	Source  string `json:"source"`
+	SHA256  string `json:"sha256"`
+	Variant string `json:"variant,omitempty"`
+}
+
+// Simulation is present when servers were simulated: no figure of such a
+// bundle is a GPU measurement.
+type Simulation struct {
+	TimeScale float64           `json:"time_scale"`
+	Profiles  map[string]string `json:"profiles"`
+	Note      string            `json:"note"`
+}
+
+// Workload is what was sent (SPEC §1).
+type Workload struct {
+	Kind             string         `json:"kind"`
+	Concurrencies    []int          `json:"concurrencies"`
+	Repeats          int            `json:"repeats"`
+	Prompts          []string       `json:"prompts"`
+	MaxTokens        int            `json:"max_tokens"`
+	Temperature      float64        `json:"temperature"`
+	TimeoutS         float64        `json:"timeout_s"`
+	WarmupWaves      int            `json:"warmup_waves"`
+	PercentileMethod string         `json:"percentile_method"`
+	Endpoint         string         `json:"endpoint,omitempty"`
+	IncludeUsage     bool           `json:"include_usage"`
+	ExtraBody        map[string]any `json:"extra_body,omitempty"`
+	Open             *OpenLoop      `json:"open_loop,omitempty"`
+	MechanismCheck   *MechanismSpec `json:"mechanism_check,omitempty"`
+}
+
+// OpenLoop is the arrival schedule of open-loop waves.
+type OpenLoop struct {
+	RequestRatesRPS []float64 `json:"request_rates_rps"`
+	Arrival         string    `json:"arrival"`
+	Burstiness      float64   `json:"burstiness,omitempty"`
+	Seed            int64     `json:"seed"`
+	NumRequests     int       `json:"num_requests,omitempty"`
+	DurationS       float64   `json:"duration_s,omitempty"`
+	MaxConcurrency  int       `json:"max_concurrency,omitempty"`
+}
+
+// MechanismSpec is the configured mechanism check.
+type MechanismSpec struct {
+	Server      string  `json:"server"`
+	Metric      string  `json:"metric"`
+	Concurrency int     `json:"concurrency"`
+	PeriodS     float64 `json:"period_s"`
+}
+
+// Server is one server under test.
+type Server struct {
+	Name    string `json:"name"`
+	BaseURL string `json:"base_url"`
+	Model   string `json:"model,omitempty"`
+	// LaunchArgv is empty for an endpoint that was already running.
+	LaunchArgv []string `json:"launch_argv"`
+	// Env holds the environment overrides, secrets redacted.
+	Env         map[string]string `json:"env,omitempty"`
+	Log         string            `json:"log,omitempty"`
+	MetricsPath string            `json:"metrics_path,omitempty"`
+	// Exit says how the launched process ended ("stopped by rehearse",
+	// "exited with status 3 at 12:03:04Z during a wave", …).
+	Exit      string `json:"exit,omitempty"`
+	Simulated string `json:"simulated,omitempty"`
+}
+
+// MechanismCheck is the polled metric series of the mechanism-check wave.
+type MechanismCheck struct {
+	Server      string       `json:"server"`
+	Metric      string       `json:"metric"`
+	Concurrency int          `json:"concurrency"`
+	PeriodS     float64      `json:"period_s"`
+	Wave        int          `json:"wave"`
+	Max         *float64     `json:"max"`
+	Series      [][2]float64 `json:"series"`
+	Errors      int          `json:"scrape_errors,omitempty"`
+}
+
+// Recompute sets Aggregates from Waves and Records by the contract.
+func (r *Results) Recompute() {
+	r.Aggregates = contract.Aggregates(r.Waves, r.Records, r.ServerNames(), r.BaselineName())
+}
+
+// ServerNames lists the servers in the order the rehearsal named them.
+func (r *Results) ServerNames() []string {
+	names := make([]string, 0, len(r.Servers))
+	for _, s := range r.Servers {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+// BaselineName is the baseline server's name, or "".
+func (r *Results) BaselineName() string {
+	if r.Baseline == nil {
+		return ""
+	}
+	return *r.Baseline
+}

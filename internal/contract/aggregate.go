@@ -1,0 +1,345 @@
+package contract
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// PercentileMethod names the percentile definition every aggregate uses; it
+// is written into results.json.
+const PercentileMethod = "linear interpolation between closest ranks (Hyndman-Fan type 7, NumPy default)"
+
+// MinTailSamples is the population size under which a p95 or p99 is flagged:
+// with fewer samples the tail percentile is mostly the maximum.
+const MinTailSamples = 20
+
+// LatenessWarnS is the p99 client lateness (actual minus intended start)
+// above which an open-loop aggregate warns that the load generator, not only
+// the server, shaped the figures.
+const LatenessWarnS = 0.010
+
+// Spread is a per-repeat figure summarized as median [min–max].
+type Spread struct {
+	Median    *float64  `json:"median"`
+	Min       *float64  `json:"min"`
+	Max       *float64  `json:"max"`
+	PerRepeat []float64 `json:"per_repeat"`
+}
+
+// Percentiles summarizes a pooled population; nil percentiles mean the
+// population was empty.
+type Percentiles struct {
+	N   int      `json:"n"`
+	P50 *float64 `json:"p50"`
+	P90 *float64 `json:"p90"`
+	P95 *float64 `json:"p95"`
+	P99 *float64 `json:"p99"`
+}
+
+// Failures counts failed attempts over all repeats.
+type Failures struct {
+	Count  int            `json:"count"`
+	Total  int            `json:"total"`
+	Rate   float64        `json:"rate"`
+	ByKind map[string]int `json:"by_kind"`
+}
+
+// Aggregate is the contract's summary of one server at one concurrency (or,
+// open loop, one request rate) over its recorded repeats.
+type Aggregate struct {
+	Server         string  `json:"server"`
+	Mode           string  `json:"mode"`
+	Concurrency    int     `json:"concurrency"`
+	RequestRateRPS float64 `json:"request_rate_rps,omitempty"`
+	Repeats        int     `json:"repeats"`
+
+	Goodput           Spread `json:"goodput_tok_s"`
+	RequestThroughput Spread `json:"request_throughput_rps"`
+	OutputTokens      int    `json:"output_tokens"`
+
+	TTFT Percentiles `json:"ttft_s"`
+	TPOT Percentiles `json:"tpot_s"`
+	ITL  Percentiles `json:"itl_s"`
+	E2E  Percentiles `json:"e2e_s"`
+	// Lateness is start_s − intended_start_s over every sent request of
+	// open-loop waves: the load generator's own delay.
+	Lateness *Percentiles `json:"lateness_s,omitempty"`
+
+	Failures          Failures `json:"failures"`
+	FailedWithContent int      `json:"failed_with_content"`
+	SpeedupVsBaseline *float64 `json:"speedup_vs_baseline"`
+	Warnings          []string `json:"warnings"`
+}
+
+// Key returns the population key of the aggregate.
+func (a Aggregate) Key() Key {
+	return Key{Server: a.Server, Mode: a.Mode, Concurrency: a.Concurrency, RequestRateRPS: a.RequestRateRPS}
+}
+
+// Percentile returns the p-quantile (0 ≤ p ≤ 1) of sorted by linear
+// interpolation between closest ranks (type 7), or nil for an empty slice.
+func Percentile(sorted []float64, p float64) *float64 {
+	n := len(sorted)
+	if n == 0 {
+		return nil
+	}
+	h := float64(n-1) * p
+	lo := int(math.Floor(h))
+	if lo >= n-1 {
+		v := sorted[n-1]
+		return &v
+	}
+	v := sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
+	return &v
+}
+
+// Median returns the median of xs (the mean of the middle two for an even
+// count), or nil when xs is empty. xs is not modified.
+func Median(xs []float64) *float64 {
+	s := sortedCopy(xs)
+	return Percentile(s, 0.5)
+}
+
+// Summarize returns the percentiles of a population. xs is not modified.
+func Summarize(xs []float64) Percentiles {
+	s := sortedCopy(xs)
+	return Percentiles{
+		N:   len(s),
+		P50: Percentile(s, 0.50),
+		P90: Percentile(s, 0.90),
+		P95: Percentile(s, 0.95),
+		P99: Percentile(s, 0.99),
+	}
+}
+
+// SpreadOf summarizes per-repeat values as median [min–max].
+func SpreadOf(perRepeat []float64) Spread {
+	sp := Spread{PerRepeat: perRepeat}
+	if sp.PerRepeat == nil {
+		sp.PerRepeat = []float64{}
+	}
+	if len(perRepeat) == 0 {
+		return sp
+	}
+	s := sortedCopy(perRepeat)
+	lo, hi := s[0], s[len(s)-1]
+	sp.Median, sp.Min, sp.Max = Percentile(s, 0.5), &lo, &hi
+	return sp
+}
+
+func sortedCopy(xs []float64) []float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s
+}
+
+// WaveWallS is a wave's wall time by the contract: the largest end_s among
+// its records (the wave is released at 0), 0 for a wave with none.
+func WaveWallS(records []Record) float64 {
+	var m float64
+	for _, r := range records {
+		if r.EndS > m {
+			m = r.EndS
+		}
+	}
+	return m
+}
+
+// TTFT returns first_content_s − start_s, or false when no content arrived.
+func (r Record) TTFT() (float64, bool) {
+	if r.FirstContentS == nil {
+		return 0, false
+	}
+	return *r.FirstContentS - r.StartS, true
+}
+
+// TPOT returns (end_s − first_content_s) ÷ (output_tokens − 1), defined for
+// records with content and more than one output token.
+func (r Record) TPOT() (float64, bool) {
+	if r.FirstContentS == nil || r.OutputTokens <= 1 {
+		return 0, false
+	}
+	return (r.EndS - *r.FirstContentS) / float64(r.OutputTokens-1), true
+}
+
+// Aggregates computes every aggregate of the recorded waves. Aggregates come
+// in the order of servers (servers not named there follow, sorted), then
+// closed before open, then by concurrency or rate. baseline names the
+// speed-up denominator ("" for none).
+func Aggregates(waves []Wave, records []Record, servers []string, baseline string) []Aggregate {
+	byWave := map[int][]Record{}
+	for _, r := range records {
+		if r.Kind == KindRecorded {
+			byWave[r.Wave] = append(byWave[r.Wave], r)
+		}
+	}
+	groups := map[Key][]Wave{}
+	var keys []Key
+	for _, w := range waves {
+		if w.Kind != KindRecorded {
+			continue
+		}
+		k := KeyOf(w)
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], w)
+	}
+	rank := map[string]int{}
+	for i, s := range servers {
+		if _, ok := rank[s]; !ok {
+			rank[s] = i
+		}
+	}
+	sort.SliceStable(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		ra, oka := rank[a.Server]
+		rb, okb := rank[b.Server]
+		switch {
+		case oka != okb:
+			return oka
+		case oka && ra != rb:
+			return ra < rb
+		case !oka && a.Server != b.Server:
+			return a.Server < b.Server
+		case a.Mode != b.Mode:
+			return a.Mode == ModeClosed
+		case a.Concurrency != b.Concurrency:
+			return a.Concurrency < b.Concurrency
+		default:
+			return a.RequestRateRPS < b.RequestRateRPS
+		}
+	})
+
+	out := make([]Aggregate, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, aggregate(k, groups[k], byWave))
+	}
+	applySpeedup(out, baseline)
+	return out
+}
+
+func aggregate(k Key, waves []Wave, byWave map[int][]Record) Aggregate {
+	sort.SliceStable(waves, func(i, j int) bool { return waves[i].Repeat < waves[j].Repeat })
+	a := Aggregate{
+		Server: k.Server, Mode: k.Mode, Concurrency: k.Concurrency, RequestRateRPS: k.RequestRateRPS,
+		Repeats:  len(waves),
+		Failures: Failures{ByKind: map[string]int{}},
+		Warnings: []string{},
+	}
+	var goodput, reqRate, ttft, tpot, itl, e2e, late []float64
+	successes := 0
+	for _, w := range waves {
+		recs := byWave[w.ID]
+		wall := WaveWallS(recs)
+		tokens, oks := 0, 0
+		for _, r := range recs {
+			a.Failures.Total++
+			if k.Mode == ModeOpen {
+				late = append(late, r.StartS-r.IntendedStartS)
+			}
+			if !r.OK {
+				a.Failures.Count++
+				a.Failures.ByKind[r.ErrorKind]++
+				if r.FirstContentS != nil {
+					a.FailedWithContent++
+				}
+				continue
+			}
+			oks++
+			tokens += r.OutputTokens
+			if v, ok := r.TTFT(); ok {
+				ttft = append(ttft, v)
+			}
+			if v, ok := r.TPOT(); ok {
+				tpot = append(tpot, v)
+			}
+			for i := 1; i < len(r.ChunkTimesS); i++ {
+				itl = append(itl, r.ChunkTimesS[i]-r.ChunkTimesS[i-1])
+			}
+			e2e = append(e2e, r.EndS-r.StartS)
+		}
+		successes += oks
+		a.OutputTokens += tokens
+		if wall > 0 {
+			goodput = append(goodput, float64(tokens)/wall)
+			reqRate = append(reqRate, float64(oks)/wall)
+		} else {
+			a.Warnings = append(a.Warnings, fmt.Sprintf("repeat %d: wave has no records with a positive end time; left out of goodput", w.Repeat))
+		}
+		if w.Cold {
+			g := 0.0
+			if wall > 0 {
+				g = float64(tokens) / wall
+			}
+			a.Warnings = append(a.Warnings, fmt.Sprintf("repeat %d is a cold wave (no warm-up before it): %.1f tok/s", w.Repeat, g))
+		}
+		if w.Stopped != "" {
+			a.Warnings = append(a.Warnings, fmt.Sprintf("repeat %d stopped early: %s", w.Repeat, w.Stopped))
+		}
+		if w.Waited > 0 {
+			a.Warnings = append(a.Warnings, fmt.Sprintf("repeat %d: %d requests waited for a free slot under max_concurrency %d", w.Repeat, w.Waited, w.MaxConcurrency))
+		}
+		if w.NotSent > 0 {
+			a.Warnings = append(a.Warnings, fmt.Sprintf("repeat %d: %d scheduled requests were never sent", w.Repeat, w.NotSent))
+		}
+	}
+	if a.Failures.Total > 0 {
+		a.Failures.Rate = float64(a.Failures.Count) / float64(a.Failures.Total)
+	}
+	a.Goodput = SpreadOf(goodput)
+	a.RequestThroughput = SpreadOf(reqRate)
+	a.TTFT, a.TPOT, a.ITL, a.E2E = Summarize(ttft), Summarize(tpot), Summarize(itl), Summarize(e2e)
+	if k.Mode == ModeOpen {
+		l := Summarize(late)
+		a.Lateness = &l
+		if l.P99 != nil && *l.P99 > LatenessWarnS {
+			a.Warnings = append(a.Warnings, fmt.Sprintf("client lateness p99 %.0f ms: the load generator sent late; arrivals were not the schedule's", *l.P99*1000))
+		}
+	}
+	if successes == 0 {
+		a.Warnings = append(a.Warnings, fmt.Sprintf("no successful request in %d attempts: every latency is null", a.Failures.Total))
+	} else {
+		for _, p := range []struct {
+			name string
+			n    int
+		}{{"TTFT", a.TTFT.N}, {"TPOT", a.TPOT.N}, {"E2E", a.E2E.N}} {
+			if p.n > 0 && p.n < MinTailSamples {
+				a.Warnings = append(a.Warnings, fmt.Sprintf("p95/p99 %s from only %d samples (< %d): the tail is close to the maximum", p.name, p.n, MinTailSamples))
+			}
+		}
+	}
+	if a.FailedWithContent > 0 {
+		a.Warnings = append(a.Warnings, fmt.Sprintf("%d failed requests had received content before failing (kept out of every latency)", a.FailedWithContent))
+	}
+	return a
+}
+
+func applySpeedup(aggs []Aggregate, baseline string) {
+	if baseline == "" {
+		return
+	}
+	base := map[Key]*float64{}
+	for _, a := range aggs {
+		if a.Server == baseline {
+			k := a.Key()
+			k.Server = ""
+			base[k] = a.Goodput.Median
+		}
+	}
+	for i := range aggs {
+		a := &aggs[i]
+		if a.Server == baseline || a.Goodput.Median == nil {
+			continue
+		}
+		k := a.Key()
+		k.Server = ""
+		b, ok := base[k]
+		if !ok || b == nil || *b == 0 {
+			continue
+		}
+		s := *a.Goodput.Median / *b
+		a.SpeedupVsBaseline = &s
+	}
+}

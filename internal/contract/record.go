@@ -1,0 +1,125 @@
+package contract
+
+// Wave kinds. Only records of recorded waves enter aggregates.
+const (
+	KindRecorded       = "recorded"
+	KindWarmup         = "warmup"
+	KindMechanismCheck = "mechanism_check"
+)
+
+// Load modes of a wave.
+const (
+	ModeClosed = "closed" // N clients released together, one request each
+	ModeOpen   = "open"   // requests sent on an arrival schedule
+)
+
+// Failure kinds (SPEC §2).
+const (
+	ErrTimeout         = "timeout"
+	ErrConnect         = "connect"
+	ErrHTTPStatus      = "http_status"
+	ErrStreamTruncated = "stream_truncated"
+	ErrStreamMalformed = "stream_malformed"
+	ErrServerError     = "server_error"
+	ErrCanceled        = "canceled"
+)
+
+// ErrorKinds lists every failure kind a record may carry.
+var ErrorKinds = []string{ErrTimeout, ErrConnect, ErrHTTPStatus, ErrStreamTruncated, ErrStreamMalformed, ErrServerError, ErrCanceled}
+
+// Record is one request attempt (SPEC §2). Times are seconds on the
+// monotonic clock relative to the release of the record's wave.
+type Record struct {
+	Kind        string `json:"kind"`
+	Server      string `json:"server"`
+	Concurrency int    `json:"concurrency"`
+	Repeat      int    `json:"repeat"`
+	// Wave is the id of the record's wave in Results.Waves.
+	Wave   int `json:"wave"`
+	Client int `json:"client"`
+	// Prompt is the index into workload.prompts.
+	Prompt int `json:"prompt"`
+
+	IntendedStartS float64 `json:"intended_start_s"`
+	StartS         float64 `json:"start_s"`
+	EndS           float64 `json:"end_s"`
+	// FirstContentS is the arrival of the first chunk with non-empty
+	// content; kept on failed records too, nil when none arrived.
+	FirstContentS *float64  `json:"first_content_s"`
+	ChunkTimesS   []float64 `json:"chunk_times_s"`
+
+	OK         bool   `json:"ok"`
+	ErrorKind  string `json:"error_kind,omitempty"`
+	Error      string `json:"error,omitempty"`
+	HTTPStatus int    `json:"http_status,omitempty"`
+
+	Text string `json:"text"`
+	// OutputTokens is Text re-tokenized with the pinned tokenizer.
+	OutputTokens          int    `json:"output_tokens"`
+	UsageCompletionTokens *int   `json:"usage_completion_tokens"`
+	UsagePromptTokens     *int   `json:"usage_prompt_tokens"`
+	FinishReason          string `json:"finish_reason,omitempty"`
+}
+
+// RequiredRecordFields are the JSON keys every record must carry; a decoder
+// that meets a record without one of them rejects it by name.
+var RequiredRecordFields = []string{
+	"kind", "server", "concurrency", "repeat", "wave", "client", "prompt",
+	"intended_start_s", "start_s", "end_s", "first_content_s", "chunk_times_s",
+	"ok", "text", "output_tokens",
+}
+
+// Wave is one release of load against one server: a closed-loop wave of
+// Concurrency clients, or an open-loop run of arrivals.
+type Wave struct {
+	ID          int    `json:"id"`
+	Server      string `json:"server"`
+	Concurrency int    `json:"concurrency"`
+	Repeat      int    `json:"repeat"`
+	Kind        string `json:"kind"`
+	Mode        string `json:"mode"`
+	// StartedAt is the wall-clock anchor of the release, RFC 3339 UTC.
+	StartedAt string `json:"started_at"`
+	// WallS is the largest end_s among the wave's records.
+	WallS float64 `json:"wall_s"`
+	Cold  bool    `json:"cold"`
+	// ReleaseSpreadS is the last start_s minus the first (closed loop).
+	ReleaseSpreadS float64 `json:"release_spread_s"`
+
+	// Open-loop schedule, zero for closed waves.
+	RequestRateRPS float64 `json:"request_rate_rps,omitempty"`
+	Arrival        string  `json:"arrival,omitempty"`
+	Burstiness     float64 `json:"burstiness,omitempty"`
+	Seed           int64   `json:"seed,omitempty"`
+	MaxConcurrency int     `json:"max_concurrency,omitempty"`
+	// Waited counts requests that found the max_concurrency cap full and
+	// had to wait for a slot; NotSent counts scheduled requests never sent
+	// (the run was bounded or canceled first).
+	Waited  int `json:"waited,omitempty"`
+	NotSent int `json:"not_sent,omitempty"`
+	// Stopped says why a wave ended early ("canceled: ...", "server died"), or "".
+	Stopped string `json:"stopped,omitempty"`
+}
+
+// Key identifies the population an aggregate is computed over.
+type Key struct {
+	Server         string
+	Mode           string
+	Concurrency    int
+	RequestRateRPS float64
+}
+
+// KeyOf returns the aggregate key of a wave.
+func KeyOf(w Wave) Key {
+	mode := w.Mode
+	if mode == "" {
+		mode = ModeClosed
+	}
+	k := Key{Server: w.Server, Mode: mode}
+	if mode == ModeOpen {
+		k.RequestRateRPS = w.RequestRateRPS
+	} else {
+		k.Concurrency = w.Concurrency
+	}
+	return k
+}
