@@ -1,8 +1,51 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/report"
+)
 
 func newReportCmd(st *State) *cobra.Command {
-	_ = st
-	return notBuilt("report")
+	return &cobra.Command{
+		Use:   "report DIR",
+		Short: "Re-render a bundle's README.md, figures and report.html from its results.json",
+		Long: `Re-render a bundle's report from results.json alone: the aggregates are
+recomputed from the raw records first (so the report can never show a figure
+the records do not support), then README.md, the SVG figures and report.html
+are written and SHA256SUMS is refreshed. results.json itself is never changed.`,
+		Args: exactArgs(1, "DIR"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runReport(st, args[0])
+		},
+	}
+}
+
+func runReport(st *State, dir string) error {
+	res, err := bundle.ReadResults(dir)
+	if err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	if n := len(bundle.VerifyResults(res)); n > 0 {
+		fmt.Fprintf(st.Stderr, "rehearse: %s: %d stored figures disagree with the raw records; the report shows the recomputed ones and `rehearse verify` will fail until results.json is rebuilt\n", dir, n)
+	}
+	res.Recompute()
+	if err := report.Write(dir, res); err != nil {
+		return err
+	}
+	fmt.Fprintf(st.Stdout, "wrote %s/README.md and refreshed %s/SHA256SUMS\n", dir, dir)
+	return nil
+}
+
+// exactArgs is cobra.ExactArgs with an error that names what is expected.
+func exactArgs(n int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageError("%s takes %s (got %d argument(s)); see --help", cmd.CommandPath(), names, len(args))
+		}
+		return nil
+	}
 }

@@ -1,0 +1,97 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+const dash = "—"
+
+// Goodput formats a spread in the seed's form: 19.7 [10.2–20.2].
+func Goodput(s contract.Spread) string {
+	if s.Median == nil {
+		return dash
+	}
+	return fmt.Sprintf("%.1f [%.1f–%.1f]", *s.Median, *s.Min, *s.Max)
+}
+
+// Speedup formats a ratio as 48.6×.
+func Speedup(v *float64) string {
+	if v == nil {
+		return dash
+	}
+	return fmt.Sprintf("%.1f×", *v)
+}
+
+// Seconds formats a latency as 0.225 s.
+func Seconds(v *float64) string {
+	if v == nil {
+		return dash
+	}
+	return fmt.Sprintf("%.3f s", *v)
+}
+
+// Millis formats a short latency as 12.3 ms.
+func Millis(v *float64) string {
+	if v == nil {
+		return dash
+	}
+	return fmt.Sprintf("%.1f ms", *v*1000)
+}
+
+// FailureCount formats failures as 54/96 (56.3%).
+func FailureCount(f contract.Failures) string {
+	return fmt.Sprintf("%d/%d (%s)", f.Count, f.Total, Percent(f.Count, f.Total))
+}
+
+// Percent formats count/total as a percentage with one decimal, except the
+// exact ends 0% and 100%.
+func Percent(count, total int) string {
+	switch {
+	case total == 0 || count == 0:
+		return "0%"
+	case count == total:
+		return "100%"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(count)/float64(total))
+}
+
+// Number formats a float with up to 3 decimals, no trailing zeros.
+func Number(v float64) string {
+	if v == math.Trunc(v) {
+		return fmt.Sprintf("%.0f", v)
+	}
+	s := fmt.Sprintf("%.3f", v)
+	s = strings.TrimRight(s, "0")
+	return strings.TrimSuffix(s, ".")
+}
+
+// Ints joins integers with ", ".
+func Ints(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Argv renders an argv for reading, quoting words that need it.
+func Argv(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`|&;<>(){}*?#~") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		parts[i] = a
+	}
+	return strings.Join(parts, " ")
+}
+
+// cell escapes text for a markdown table cell.
+func cell(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "\n", " ")
+}

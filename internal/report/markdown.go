@@ -1,0 +1,519 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+// FigureRef is a figure file of the bundle as README.md links it.
+type FigureRef struct {
+	File, Title, Caption string
+}
+
+// Markdown renders README.md. digests are the bundle's files other than
+// README.md and SHA256SUMS; figs the figure files to show.
+func Markdown(res *bundle.Results, figs []FigureRef, digests []bundle.Digest) []byte {
+	var b bytes.Buffer
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p := res.Provenance
+
+	title := "Rehearsal"
+	if p.Model.ID != "" {
+		title += ": " + p.Model.ID
+	}
+	w("# %s\n\n", title)
+	if sim := p.Simulation; sim != nil {
+		w("> **Simulated servers.** No figure below is a GPU measurement: the servers were `rehearse sim` engines")
+		w(" with the profiles %s, run %s× faster than simulated time (time scale %s). ", simProfiles(sim), Number(sim.TimeScale), Number(sim.TimeScale))
+		w("Times and rates are as measured on the wall clock; divide goodput by %s and multiply latencies by %s to read them in simulated time.", Number(sim.TimeScale), Number(sim.TimeScale))
+		if sim.Note != "" {
+			w(" %s", sim.Note)
+		}
+		w("\n\n")
+	}
+	if p.Model.RandomWeights {
+		w("> **Random weights.** The model was built from its architecture config with random weights: the same compute per token as the real model, meaningless text.\n\n")
+	}
+	w("Rehearsed with rehearse %s from %s to %s.\n\n", orDash(p.Tool.Version), orDash(p.StartedAt), orDash(p.FinishedAt))
+
+	writeEnvironment(&b, res)
+	writeServers(&b, res)
+	writeWorkload(&b, res)
+	writeResults(&b, res)
+	writeFigures(&b, figs)
+	writeLatency(&b, res)
+	writeOpenLoop(&b, res)
+	writeMechanism(&b, res)
+	writeWarnings(&b, res)
+	writeIntegrity(&b, digests)
+	return b.Bytes()
+}
+
+func simProfiles(s *bundle.Simulation) string {
+	names := make([]string, 0, len(s.Profiles))
+	for srv, prof := range s.Profiles {
+		names = append(names, fmt.Sprintf("`%s` (%s)", prof, srv))
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return "(unnamed)"
+	}
+	return strings.Join(names, ", ")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return dash
+	}
+	return s
+}
+
+func writeEnvironment(b *bytes.Buffer, res *bundle.Results) {
+	p := res.Provenance
+	fmt.Fprintf(b, "## Environment\n\n")
+	tool := "rehearse " + orDash(p.Tool.Version)
+	if p.Tool.Commit != "" {
+		tool += ", commit `" + p.Tool.Commit + "`"
+	}
+	if p.Tool.GoVersion != "" {
+		tool += ", " + p.Tool.GoVersion
+	}
+	fmt.Fprintf(b, "- Tool: %s.\n", tool)
+	h := p.Host
+	host := fmt.Sprintf("%s (%s/%s, %d CPUs", orDash(h.Hostname), h.OS, h.Arch, h.CPUs)
+	if h.CPU != "" {
+		host += ", " + h.CPU
+	}
+	if h.MemoryBytes > 0 {
+		host += fmt.Sprintf(", %.1f GiB memory", float64(h.MemoryBytes)/(1<<30))
+	}
+	fmt.Fprintf(b, "- Load generator host: %s).\n", host)
+	if len(p.GPUs) == 0 {
+		fmt.Fprintf(b, "- GPU: none seen by nvidia-smi.\n")
+	}
+	for _, g := range p.GPUs {
+		line := fmt.Sprintf("- GPU: %s, %s MiB; driver %s", g.Name, fmt.Sprint(g.MemoryMiB), orDash(g.Driver))
+		if g.CUDA != "" {
+			line += "; CUDA reported by the driver: " + g.CUDA
+		}
+		fmt.Fprintf(b, "%s.\n", line)
+	}
+	for _, r := range p.Runtimes {
+		if r.Server != "" {
+			fmt.Fprintf(b, "- Runtime (%s): %s %s.\n", r.Server, r.Name, r.Version)
+		} else {
+			fmt.Fprintf(b, "- Runtime: %s %s.\n", r.Name, r.Version)
+		}
+	}
+	m := p.Model
+	if m.ID != "" {
+		line := "- Model: `" + m.ID + "`"
+		if m.Revision != "" {
+			line += " at revision `" + m.Revision + "`"
+		}
+		if m.Dtype != "" {
+			line += ", " + m.Dtype
+		}
+		if m.RandomWeights {
+			line += ", **random weights**"
+		}
+		fmt.Fprintf(b, "%s.", line)
+		if m.Note != "" {
+			fmt.Fprintf(b, " %s", m.Note)
+		}
+		fmt.Fprintf(b, "\n")
+	}
+	t := p.Tokenizer
+	switch p.OutputTokensSource {
+	case "usage":
+		fmt.Fprintf(b, "- Output tokens: the servers' own `usage.completion_tokens` (no tokenizer was given).\n")
+	default:
+		line := fmt.Sprintf("- Output tokens: returned text re-tokenized with %s", orDash(t.Name))
+		if t.Variant != "" {
+			line += " (" + t.Variant + ")"
+		}
+		if t.Source != "" {
+			line += " from " + t.Source
+		}
+		if t.SHA256 != "" {
+			line += ", SHA-256 `" + t.SHA256 + "`"
+		}
+		fmt.Fprintf(b, "%s.\n", line)
+	}
+	b.WriteString("\n")
+}
+
+func writeServers(b *bytes.Buffer, res *bundle.Results) {
+	fmt.Fprintf(b, "## Servers and launch\n\n")
+	if len(res.Servers) == 0 {
+		fmt.Fprintf(b, "No servers recorded.\n\n")
+		return
+	}
+	for _, s := range res.Servers {
+		role := ""
+		if res.BaselineName() == s.Name {
+			role = " (baseline)"
+		}
+		if len(s.LaunchArgv) == 0 {
+			fmt.Fprintf(b, "- `%s`%s: already running at %s; not launched by rehearse.", s.Name, role, s.BaseURL)
+		} else {
+			fmt.Fprintf(b, "- `%s`%s at %s:\n  `%s`", s.Name, role, s.BaseURL, Argv(s.LaunchArgv))
+			if len(s.Env) > 0 {
+				keys := make([]string, 0, len(s.Env))
+				for k := range s.Env {
+					keys = append(keys, k)
+				}
+				sort.Strings(keys)
+				var env []string
+				for _, k := range keys {
+					env = append(env, k+"="+s.Env[k])
+				}
+				fmt.Fprintf(b, "\n  with environment `%s`", strings.Join(env, " "))
+			}
+		}
+		if s.Simulated != "" {
+			fmt.Fprintf(b, " Simulated: %s.", s.Simulated)
+		}
+		if s.Log != "" {
+			fmt.Fprintf(b, " Log: [`%s`](%s).", s.Log, s.Log)
+		}
+		if s.Exit != "" {
+			fmt.Fprintf(b, " Exit: %s.", s.Exit)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+}
+
+func writeWorkload(b *bytes.Buffer, res *bundle.Results) {
+	wl := res.Workload
+	fmt.Fprintf(b, "## Workload and metric semantics\n\n")
+	if len(wl.Concurrencies) > 0 {
+		fmt.Fprintf(b, "- Closed-loop waves of %s simultaneous clients; %d recorded repeats per server and concurrency; %d warm-up waves before them.\n",
+			Ints(wl.Concurrencies), wl.Repeats, wl.WarmupWaves)
+	}
+	if o := wl.Open; o != nil {
+		rates := make([]string, len(o.RequestRatesRPS))
+		for i, r := range o.RequestRatesRPS {
+			rates[i] = Number(r)
+		}
+		line := fmt.Sprintf("- Open-loop arrivals at %s requests/s, %s schedule", strings.Join(rates, ", "), o.Arrival)
+		if o.Arrival == "gamma" {
+			line += fmt.Sprintf(" (burstiness %s)", Number(o.Burstiness))
+		}
+		line += fmt.Sprintf(", seed %d", o.Seed)
+		if o.NumRequests > 0 {
+			line += fmt.Sprintf(", %d requests", o.NumRequests)
+		}
+		if o.DurationS > 0 {
+			line += fmt.Sprintf(", at most %s s", Number(o.DurationS))
+		}
+		if o.MaxConcurrency > 0 {
+			line += fmt.Sprintf(", at most %d in flight", o.MaxConcurrency)
+		}
+		fmt.Fprintf(b, "%s.\n", line)
+	}
+	fmt.Fprintf(b, "- %d fixed prompts assigned to clients round-robin; `max_tokens` %d; temperature %s; client timeout %s s per request",
+		len(wl.Prompts), wl.MaxTokens, Number(wl.Temperature), Number(wl.TimeoutS))
+	if wl.Endpoint != "" {
+		fmt.Fprintf(b, "; endpoint `%s`", wl.Endpoint)
+	}
+	if len(wl.ExtraBody) > 0 {
+		keys := make([]string, 0, len(wl.ExtraBody))
+		for k := range wl.ExtraBody {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		fmt.Fprintf(b, "; extra request fields %s", "`"+strings.Join(keys, "`, `")+"`")
+	}
+	b.WriteString(".\n")
+	b.WriteString("- Goodput is successful-output goodput: output tokens of successful requests divided by the complete wave wall time (release to the end of its last request). Tokens of requests that later fail are excluded. It is reported as the median of the repeats with [min–max].\n")
+	b.WriteString("- TTFT, TPOT, ITL and E2E percentiles are pooled over the successful requests of all repeats; a failure never enters a latency population. Failed requests that had received content are counted separately. Failures are totals over all repeats.\n")
+	method := wl.PercentileMethod
+	if method == "" {
+		method = contract.PercentileMethod
+	}
+	fmt.Fprintf(b, "- Percentiles: %s; an empty population is shown as %s.\n\n", method, dash)
+}
+
+// closedServers returns the servers with closed-loop aggregates, in order,
+// and the aggregates indexed by server and concurrency.
+func closedTable(res *bundle.Results) ([]string, []int, map[string]map[int]contract.Aggregate) {
+	idx := map[string]map[int]contract.Aggregate{}
+	var servers []string
+	concSet := map[int]bool{}
+	for _, a := range res.Aggregates {
+		if a.Mode != contract.ModeClosed {
+			continue
+		}
+		if idx[a.Server] == nil {
+			idx[a.Server] = map[int]contract.Aggregate{}
+			servers = append(servers, a.Server)
+		}
+		idx[a.Server][a.Concurrency] = a
+		concSet[a.Concurrency] = true
+	}
+	concs := make([]int, 0, len(concSet))
+	for c := range concSet {
+		concs = append(concs, c)
+	}
+	sort.Ints(concs)
+	return servers, concs, idx
+}
+
+func writeResults(b *bytes.Buffer, res *bundle.Results) {
+	fmt.Fprintf(b, "## Results\n\n")
+	servers, concs, idx := closedTable(res)
+	if len(servers) == 0 {
+		fmt.Fprintf(b, "No recorded closed-loop waves.\n\n")
+		return
+	}
+	base := res.BaselineName()
+	var others []string
+	for _, s := range servers {
+		if base != "" && s != base {
+			if _, ok := idx[base]; ok {
+				others = append(others, s)
+			}
+		}
+	}
+	head := []string{"Clients"}
+	align := []string{"---:"}
+	for _, s := range servers {
+		head = append(head, s+" goodput, median [min–max] tok/s")
+	}
+	for _, s := range others {
+		if len(others) == 1 {
+			head = append(head, "Speed-up")
+		} else {
+			head = append(head, s+" speed-up")
+		}
+	}
+	for _, s := range servers {
+		head = append(head, s+" p95 TTFT")
+	}
+	for _, s := range servers {
+		head = append(head, s+" failures")
+	}
+	for len(align) < len(head) {
+		align = append(align, "---:")
+	}
+	writeRow(b, head)
+	writeRow(b, align)
+	for _, c := range concs {
+		row := []string{fmt.Sprint(c)}
+		for _, s := range servers {
+			row = append(row, cellOf(idx[s], c, func(a contract.Aggregate) string { return Goodput(a.Goodput) }))
+		}
+		for _, s := range others {
+			row = append(row, cellOf(idx[s], c, func(a contract.Aggregate) string { return Speedup(a.SpeedupVsBaseline) }))
+		}
+		for _, s := range servers {
+			row = append(row, cellOf(idx[s], c, func(a contract.Aggregate) string { return Seconds(a.TTFT.P95) }))
+		}
+		for _, s := range servers {
+			row = append(row, cellOf(idx[s], c, func(a contract.Aggregate) string { return FailureCount(a.Failures) }))
+		}
+		writeRow(b, row)
+	}
+	b.WriteString("\n")
+	if len(others) > 0 {
+		fmt.Fprintf(b, "Speed-up is the ratio of median goodputs, %s over `%s`, at equal concurrency.\n\n", strings.Join(quoteAll(others), ", "), base)
+	}
+	var kinds []string
+	for _, s := range servers {
+		for _, c := range concs {
+			a, ok := idx[s][c]
+			if !ok || a.Failures.Count == 0 {
+				continue
+			}
+			kinds = append(kinds, fmt.Sprintf("`%s` at %d clients: %s", s, c, byKind(a.Failures.ByKind)))
+		}
+	}
+	if len(kinds) > 0 {
+		b.WriteString("Failures by kind:\n\n")
+		for _, k := range kinds {
+			fmt.Fprintf(b, "- %s.\n", k)
+		}
+		b.WriteString("\n")
+	}
+}
+
+func quoteAll(xs []string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = "`" + x + "`"
+	}
+	return out
+}
+
+func byKind(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d %s", m[k], k)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func cellOf(m map[int]contract.Aggregate, c int, f func(contract.Aggregate) string) string {
+	a, ok := m[c]
+	if !ok {
+		return dash
+	}
+	return f(a)
+}
+
+func writeRow(b *bytes.Buffer, cells []string) {
+	b.WriteString("|")
+	for _, c := range cells {
+		b.WriteString(" " + cell(c) + " |")
+	}
+	b.WriteString("\n")
+}
+
+func writeFigures(b *bytes.Buffer, figs []FigureRef) {
+	if len(figs) == 0 {
+		return
+	}
+	b.WriteString("## Figures\n\n")
+	for _, f := range figs {
+		fmt.Fprintf(b, "![%s](%s)\n\n", f.Title, f.File)
+		if f.Caption != "" {
+			fmt.Fprintf(b, "%s\n\n", f.Caption)
+		}
+	}
+}
+
+func writeLatency(b *bytes.Buffer, res *bundle.Results) {
+	servers, concs, idx := closedTable(res)
+	if len(servers) == 0 {
+		return
+	}
+	b.WriteString("## Latency detail\n\n")
+	b.WriteString("Successful requests only, pooled over repeats; n is the number of samples behind each percentile.\n\n")
+	for _, s := range servers {
+		fmt.Fprintf(b, "### %s\n\n", s)
+		writeRow(b, []string{"Clients", "TTFT p50", "TTFT p95", "TTFT p99", "TPOT p50", "TPOT p95", "ITL p50", "ITL p99", "E2E p50", "E2E p95", "Requests/s, median", "n"})
+		writeRow(b, []string{"---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"})
+		for _, c := range concs {
+			a, ok := idx[s][c]
+			if !ok {
+				continue
+			}
+			rps := dash
+			if a.RequestThroughput.Median != nil {
+				rps = fmt.Sprintf("%.2f", *a.RequestThroughput.Median)
+			}
+			writeRow(b, []string{fmt.Sprint(c),
+				Seconds(a.TTFT.P50), Seconds(a.TTFT.P95), Seconds(a.TTFT.P99),
+				Millis(a.TPOT.P50), Millis(a.TPOT.P95), Millis(a.ITL.P50), Millis(a.ITL.P99),
+				Seconds(a.E2E.P50), Seconds(a.E2E.P95), rps, fmt.Sprint(a.TTFT.N)})
+		}
+		b.WriteString("\n")
+	}
+}
+
+func writeOpenLoop(b *bytes.Buffer, res *bundle.Results) {
+	var open []contract.Aggregate
+	for _, a := range res.Aggregates {
+		if a.Mode == contract.ModeOpen {
+			open = append(open, a)
+		}
+	}
+	if len(open) == 0 {
+		return
+	}
+	b.WriteString("## Open-loop arrivals\n\n")
+	writeRow(b, []string{"Server", "Rate, req/s", "Goodput, median [min–max] tok/s", "Requests/s done", "p95 TTFT", "p99 TTFT", "p95 E2E", "Lateness p50", "Lateness p99", "Failures"})
+	writeRow(b, []string{"---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"})
+	for _, a := range open {
+		rps := dash
+		if a.RequestThroughput.Median != nil {
+			rps = fmt.Sprintf("%.2f", *a.RequestThroughput.Median)
+		}
+		var l50, l99 *float64
+		if a.Lateness != nil {
+			l50, l99 = a.Lateness.P50, a.Lateness.P99
+		}
+		writeRow(b, []string{a.Server, Number(a.RequestRateRPS), Goodput(a.Goodput), rps, Seconds(a.TTFT.P95), Seconds(a.TTFT.P99), Seconds(a.E2E.P95), Millis(l50), Millis(l99), FailureCount(a.Failures)})
+	}
+	b.WriteString("\nLateness is each request's actual send time minus its intended time on the schedule: the load generator's own delay, visible instead of hidden (coordinated omission).\n\n")
+}
+
+func writeMechanism(b *bytes.Buffer, res *bundle.Results) {
+	m := res.MechanismCheck
+	if m == nil {
+		return
+	}
+	b.WriteString("## Mechanism check\n\n")
+	max := dash
+	if m.Max != nil {
+		max = Number(*m.Max)
+	}
+	fmt.Fprintf(b, "A separate, unrecorded %d-client wave polled `%s`'s Prometheus metric `%s` every %s s (%d samples",
+		m.Concurrency, m.Server, m.Metric, Number(m.PeriodS), len(m.Series))
+	if m.Errors > 0 {
+		fmt.Fprintf(b, ", %d failed scrapes", m.Errors)
+	}
+	fmt.Fprintf(b, "); the observed maximum was **%s**. This wave is not part of the results table.\n\n", max)
+}
+
+func writeWarnings(b *bytes.Buffer, res *bundle.Results) {
+	var lines []string
+	for _, a := range res.Aggregates {
+		where := fmt.Sprintf("`%s` at %d clients", a.Server, a.Concurrency)
+		if a.Mode == contract.ModeOpen {
+			where = fmt.Sprintf("`%s` at %s req/s", a.Server, Number(a.RequestRateRPS))
+		}
+		for _, w := range a.Warnings {
+			lines = append(lines, where+": "+w)
+		}
+	}
+	if len(lines) == 0 && len(res.Notes) == 0 {
+		return
+	}
+	b.WriteString("## Warnings and notes\n\n")
+	for _, l := range lines {
+		fmt.Fprintf(b, "- %s.\n", strings.TrimSuffix(l, "."))
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(b, "- %s\n", n)
+	}
+	b.WriteString("\n")
+}
+
+func writeIntegrity(b *bytes.Buffer, digests []bundle.Digest) {
+	b.WriteString("## Files and integrity\n\n")
+	writeRow(b, []string{"File", "Purpose", "SHA-256"})
+	writeRow(b, []string{"---", "---", "---"})
+	for _, d := range digests {
+		writeRow(b, []string{"`" + d.File + "`", purpose(d.File), "`" + d.SHA256 + "`"})
+	}
+	b.WriteString("\n`SHA256SUMS` holds the same digests and one for this README; `rehearse verify .` checks them, the schema, and recomputes every aggregate from the raw records.\n")
+}
+
+func purpose(file string) string {
+	switch {
+	case file == bundle.ResultsFile:
+		return "provenance, workload, every raw request record, and the aggregates"
+	case file == bundle.JournalFile:
+		return "the journal: every record as it was written when its request ended"
+	case file == "report.html":
+		return "this report as one self-contained web page"
+	case strings.HasSuffix(file, ".log"):
+		return "complete log of server `" + strings.TrimSuffix(file, ".log") + "`"
+	case strings.HasSuffix(file, ".svg"):
+		return "figure"
+	}
+	return ""
+}
