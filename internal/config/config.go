@@ -1,0 +1,324 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+)
+
+// Rehearsal is a rehearsal file after defaults. Field names are the YAML keys.
+type Rehearsal struct {
+	Model    Model    `yaml:"model"`
+	Baseline string   `yaml:"baseline"`
+	Servers  []Server `yaml:"servers"`
+	Workload Workload `yaml:"workload"`
+	// MechanismCheck is nil when the rehearsal has none (disabled, or no
+	// server to run it on).
+	MechanismCheck *MechanismCheck `yaml:"mechanism_check"`
+	Tokenizer      Tokenizer       `yaml:"tokenizer"`
+	Output         Output          `yaml:"output"`
+	// OnServerFailure is "continue" (go on with the next server) or "stop".
+	OnServerFailure string `yaml:"on_server_failure"`
+	// Notes are copied into the bundle's notes.
+	Notes []string `yaml:"notes"`
+
+	// Path is the file the rehearsal was read from ("" for bytes).
+	Path string `yaml:"-"`
+	// Dir is the folder relative paths are resolved against.
+	Dir string `yaml:"-"`
+}
+
+// Model is the model under test, as provenance records it.
+type Model struct {
+	ID            string `yaml:"id"`
+	Revision      string `yaml:"revision"`
+	Dtype         string `yaml:"dtype"`
+	RandomWeights bool   `yaml:"random_weights"`
+	Note          string `yaml:"note"`
+}
+
+// Server is one server under test: launched by argv, or already running at
+// BaseURL when Launch is empty.
+type Server struct {
+	Name string `yaml:"name"`
+	// Launch is the argv; placeholders {port}, {rehearse}, {config_dir},
+	// {model}, {revision} and {dtype} are substituted (see Argv).
+	Launch []string          `yaml:"launch"`
+	Env    map[string]string `yaml:"env"`
+	// Port is the port a launched server listens on; 0 picks a free one.
+	Port    int     `yaml:"port"`
+	BaseURL string  `yaml:"base_url"`
+	Ready   Ready   `yaml:"ready"`
+	Metrics Metrics `yaml:"metrics"`
+	// APIKeyEnv names the environment variable holding the API key; the
+	// key itself is never written anywhere.
+	APIKeyEnv string `yaml:"api_key_env"`
+	// Model is the model name sent in requests (default: model.id).
+	Model string `yaml:"model"`
+	// StopGrace is how long SIGTERM has before SIGKILL.
+	StopGrace Duration `yaml:"stop_grace"`
+	// Simulated names the simulator profile when the server is a
+	// `rehearse sim` process (set by the demo, or by hand).
+	Simulated string `yaml:"simulated"`
+}
+
+// Launched reports whether rehearse starts this server itself.
+func (s Server) Launched() bool { return len(s.Launch) > 0 }
+
+// Ready is the readiness probe of a launched server.
+type Ready struct {
+	// Path is probed with GET until it answers 2xx (default /health).
+	Path string `yaml:"path"`
+	// Timeout bounds the whole readiness sequence (default 10m).
+	Timeout Duration `yaml:"timeout"`
+}
+
+// Metrics is where a server exposes Prometheus metrics.
+type Metrics struct {
+	Path   string `yaml:"path"`
+	Metric string `yaml:"metric"`
+}
+
+// Workload is what is sent: bench's knobs.
+type Workload struct {
+	Concurrencies []int   `yaml:"concurrencies"`
+	Repeats       int     `yaml:"repeats"`
+	Prompts       Prompts `yaml:"prompts"`
+	MaxTokens     int     `yaml:"max_tokens"`
+	// Temperature is nil until defaults are applied (then 0).
+	Temperature  *float64       `yaml:"temperature"`
+	Timeout      Duration       `yaml:"timeout"`
+	WarmupWaves  int            `yaml:"warmup_waves"`
+	Endpoint     string         `yaml:"endpoint"`
+	IncludeUsage *bool          `yaml:"include_usage"`
+	ExtraBody    map[string]any `yaml:"extra_body"`
+	OpenLoop     *OpenLoop      `yaml:"open_loop"`
+}
+
+// OpenLoop describes open-loop waves run after the closed-loop ones.
+type OpenLoop struct {
+	RequestRatesRPS []float64 `yaml:"request_rates_rps"`
+	Arrival         string    `yaml:"arrival"`
+	Burstiness      float64   `yaml:"burstiness"`
+	Seed            int64     `yaml:"seed"`
+	NumRequests     int       `yaml:"num_requests"`
+	Duration        Duration  `yaml:"duration"`
+	MaxConcurrency  int       `yaml:"max_concurrency"`
+}
+
+// MechanismCheck is the separate, unrecorded wave during which a server's
+// metric is polled.
+type MechanismCheck struct {
+	Server      string   `yaml:"server"`
+	Metric      string   `yaml:"metric"`
+	Concurrency int      `yaml:"concurrency"`
+	Period      Duration `yaml:"period"`
+	Disabled    bool     `yaml:"disabled"`
+}
+
+// Tokenizer chooses the tokenizer that counts output tokens: an explicit
+// path, a Hugging Face model and revision looked up in the cache, or the
+// bundled default (variant).
+type Tokenizer struct {
+	Path     string `yaml:"path"`
+	Model    string `yaml:"model"`
+	Revision string `yaml:"revision"`
+	Variant  string `yaml:"variant"`
+}
+
+// Output says where the bundle goes.
+type Output struct {
+	Dir string `yaml:"dir"`
+}
+
+// Prompts is either an inline list or the path of a prompts file
+// (.jsonl with "prompt", or .txt with one prompt per line).
+type Prompts struct {
+	Inline []string
+	File   string
+}
+
+// UnmarshalYAML accepts a string (a file) or a list of strings.
+func (p *Prompts) UnmarshalYAML(b []byte) error {
+	var v any
+	if err := yaml.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	switch x := v.(type) {
+	case nil:
+		*p = Prompts{}
+	case string:
+		*p = Prompts{File: x}
+	case []any:
+		out := make([]string, len(x))
+		for i, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return fmt.Errorf("prompts[%d]: not a string", i)
+			}
+			out[i] = s
+		}
+		*p = Prompts{Inline: out}
+	default:
+		return fmt.Errorf("prompts: want a file name or a list of strings")
+	}
+	return nil
+}
+
+// Duration is a time span written as a Go duration ("60s", "10m", "100ms")
+// or a number of seconds.
+type Duration time.Duration
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Seconds returns the duration in seconds.
+func (d Duration) Seconds() float64 { return time.Duration(d).Seconds() }
+
+// String formats like time.Duration.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalYAML writes the Go form.
+func (d Duration) MarshalYAML() ([]byte, error) { return []byte(strconv.Quote(d.String())), nil }
+
+// UnmarshalYAML reads "60s" or 60.
+func (d *Duration) UnmarshalYAML(b []byte) error {
+	var v any
+	if err := yaml.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	x, err := parseDuration(v)
+	if err != nil {
+		return err
+	}
+	*d = x
+	return nil
+}
+
+func parseDuration(v any) (Duration, error) {
+	switch x := v.(type) {
+	case nil:
+		return 0, nil
+	case string:
+		dd, err := time.ParseDuration(strings.TrimSpace(x))
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a duration (write 60s, 10m, 100ms, or a number of seconds)", x)
+		}
+		return Duration(dd), nil
+	case uint64:
+		return Duration(time.Duration(x) * time.Second), nil
+	case int64:
+		return Duration(time.Duration(x) * time.Second), nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return 0, fmt.Errorf("%v is not a duration", x)
+		}
+		return Duration(time.Duration(x * float64(time.Second))), nil
+	}
+	return 0, fmt.Errorf("%v is not a duration (write 60s, 10m, 100ms, or a number of seconds)", v)
+}
+
+// Defaults of the canonical rehearsal (SPEC §1).
+var (
+	DefaultConcurrencies = []int{1, 8, 32, 64}
+)
+
+const (
+	DefaultRepeats        = 3
+	DefaultMaxTokens      = 128
+	DefaultTimeout        = 60 * time.Second
+	DefaultEndpoint       = "/v1/chat/completions"
+	DefaultReadyPath      = "/health"
+	DefaultReadyTimeout   = 10 * time.Minute
+	DefaultMetricsPath    = "/metrics"
+	DefaultMetric         = "vllm:num_requests_running"
+	DefaultMechanismEvery = 100 * time.Millisecond
+	DefaultStopGrace      = 15 * time.Second
+	OnFailureContinue     = "continue"
+	OnFailureStop         = "stop"
+)
+
+var (
+	placeholderRE = regexp.MustCompile(`\{(port|rehearse|config_dir|model|revision|dtype)\}`)
+	secretKeyRE   = regexp.MustCompile(`(?i)(key|token|secret|password|passwd|auth|credential)`)
+	serverNameRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	envNameRE     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// Redacted is written in place of a secret.
+const Redacted = "[redacted]"
+
+// Argv returns the launch argv with placeholders substituted: {port} the
+// chosen port, {rehearse} the rehearse executable, {config_dir} the folder
+// of the rehearsal file, {model}, {revision} and {dtype} from model.
+func (r *Rehearsal) Argv(s Server, port int, rehearseExe string) []string {
+	out := make([]string, len(s.Launch))
+	for i, a := range s.Launch {
+		out[i] = placeholderRE.ReplaceAllStringFunc(a, func(m string) string {
+			switch m {
+			case "{port}":
+				return strconv.Itoa(port)
+			case "{rehearse}":
+				return rehearseExe
+			case "{config_dir}":
+				return r.Dir
+			case "{model}":
+				return r.Model.ID
+			case "{revision}":
+				return r.Model.Revision
+			case "{dtype}":
+				return r.Model.Dtype
+			}
+			return m
+		})
+	}
+	return out
+}
+
+// IsSecretName reports whether an environment variable's name marks its
+// value as a secret (key, token, secret, password, auth, credential).
+func IsSecretName(name string) bool { return secretKeyRE.MatchString(name) }
+
+// RedactEnv returns env with the values of secret-named variables and of
+// apiKeyEnv replaced by "[redacted]". The input is not modified.
+func RedactEnv(env map[string]string, apiKeyEnv string) map[string]string {
+	if len(env) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(env))
+	for k, v := range env {
+		if IsSecretName(k) || (apiKeyEnv != "" && k == apiKeyEnv) {
+			v = Redacted
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// RedactArgv replaces the value following a secret-named flag
+// (--api-key X, --hf-token=X) with "[redacted]".
+func RedactArgv(argv []string) []string {
+	out := append([]string(nil), argv...)
+	for i := 0; i < len(out); i++ {
+		a := out[i]
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, _, hasValue := strings.Cut(a, "=")
+		if !IsSecretName(strings.TrimLeft(name, "-")) {
+			continue
+		}
+		if hasValue {
+			out[i] = name + "=" + Redacted
+		} else if i+1 < len(out) && !strings.HasPrefix(out[i+1], "-") {
+			out[i+1] = Redacted
+			i++
+		}
+	}
+	return out
+}

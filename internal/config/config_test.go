@@ -1,0 +1,233 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+const seedYAML = `
+model: {id: Qwen/Qwen2.5-1.5B-Instruct, revision: 989aa7980e4cf806f80c7fef2b1adb7bc71aa306, dtype: float16}
+servers:
+  - name: naive
+    launch: [python3, naive_server.py, --port, "{port}"]
+    port: 8001
+  - name: vllm
+    launch: [vllm, serve, "{model}", --revision, "{revision}", --port, "{port}"]
+    env: {HF_TOKEN: hf_abc, CUDA_VISIBLE_DEVICES: 0}
+`
+
+func TestDefaultsMakeTheSeedShort(t *testing.T) {
+	r, err := Parse([]byte(seedYAML), "seed.yaml", "/cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Baseline != "naive" {
+		t.Errorf("baseline = %q, want the first server", r.Baseline)
+	}
+	w := r.Workload
+	if !slices.Equal(w.Concurrencies, []int{1, 8, 32, 64}) || w.Repeats != 3 || w.MaxTokens != 128 ||
+		*w.Temperature != 0 || w.Timeout.D() != 60*time.Second || w.Endpoint != "/v1/chat/completions" || !*w.IncludeUsage {
+		t.Errorf("workload defaults wrong: %+v", w)
+	}
+	m := r.MechanismCheck
+	if m == nil || m.Server != "vllm" || m.Concurrency != 64 || m.Metric != "vllm:num_requests_running" || m.Period.D() != 100*time.Millisecond {
+		t.Fatalf("mechanism check defaults wrong: %+v", m)
+	}
+	s := r.Servers[1]
+	if s.Ready.Path != "/health" || s.Ready.Timeout.D() != 10*time.Minute || s.Metrics.Path != "/metrics" || s.Model != "Qwen/Qwen2.5-1.5B-Instruct" {
+		t.Errorf("server defaults wrong: %+v", s)
+	}
+	if s.Env["CUDA_VISIBLE_DEVICES"] != "0" {
+		t.Errorf("numeric env value not kept as a string: %q", s.Env["CUDA_VISIBLE_DEVICES"])
+	}
+	argv := r.Argv(s, 8123, "/bin/rehearse")
+	want := []string{"vllm", "serve", "Qwen/Qwen2.5-1.5B-Instruct", "--revision", "989aa7980e4cf806f80c7fef2b1adb7bc71aa306", "--port", "8123"}
+	if !slices.Equal(argv, want) {
+		t.Errorf("argv = %q, want %q", argv, want)
+	}
+	if r.OnServerFailure != "continue" {
+		t.Errorf("on_server_failure = %q", r.OnServerFailure)
+	}
+}
+
+func TestBadFileReportsEveryProblem(t *testing.T) {
+	bad := `
+baseline: nobody
+servers:
+  - name: a
+    launch: [x]
+  - name: b
+    launch: []
+    ready: {path: health}
+  - name: a
+    base_url: ftp://x
+    launch: [y]
+    colour: blue
+workload:
+  concurrencies: [1, 0, 1]
+  repeats: 0
+  timeout: soon
+  open_loop: {arrival: lumpy, request_rates_rps: [2]}
+on_server_failure: panic
+`
+	_, err := Parse([]byte(bad), "bad.yaml", t.TempDir())
+	var p *Problems
+	if !errors.As(err, &p) {
+		t.Fatalf("want *Problems, got %v", err)
+	}
+	// Shape problems (unknown keys, wrong kinds) are reported together first.
+	for _, want := range []string{
+		"servers[2].colour: unknown key",
+		"workload.timeout: \"soon\" is not a duration",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+	if len(p.Items) != 2 {
+		t.Errorf("want 2 shape problems, got %d:\n%v", len(p.Items), err)
+	}
+
+	// With the shape fixed, every semantic problem comes out at once.
+	fixed := strings.Replace(strings.Replace(bad, "    colour: blue\n", "", 1), "timeout: soon", "timeout: 5s", 1)
+	_, err = Parse([]byte(fixed), "bad.yaml", t.TempDir())
+	if !errors.As(err, &p) {
+		t.Fatalf("want *Problems, got %v", err)
+	}
+	for _, want := range []string{
+		"servers[1].launch: empty",
+		"servers[1].ready.path: \"health\" must start with /",
+		"servers[2].name: \"a\" already names servers[0]",
+		"servers[2].base_url: \"ftp://x\" is not an http(s) URL",
+		"baseline: \"nobody\" names no server",
+		"workload.concurrencies[1]: 0: must be at least 1",
+		"workload.concurrencies[2]: 1 appears twice",
+		"workload.open_loop.arrival: \"lumpy\"",
+		"workload.open_loop: needs num_requests or duration",
+		"on_server_failure: \"panic\"",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+	if !strings.HasPrefix(err.Error(), "bad.yaml: ") {
+		t.Errorf("error does not name the file: %v", err)
+	}
+}
+
+func TestRepeatsZeroIsDefaultedButNegativeIsNot(t *testing.T) {
+	_, err := Parse([]byte("servers: [{name: s, base_url: 'http://127.0.0.1:1'}]\nmodel: {id: m}\nworkload: {repeats: -1}\n"), "x.yaml", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "workload.repeats: -1") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestShapeErrors(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"", "empty rehearsal file"},
+		{"servers: 3", "servers: want a list, got 3"},
+		{"servers: [{name: s, launch: x}]", "servers[0].launch: want a list"},
+		{"servers: [{name: s, launch: [x], port: eight}]", "servers[0].port: want a whole number"},
+		{"servers: [{name: s, launch: [x]}]\nworkload: {include_usage: maybe}", "workload.include_usage: want true or false"},
+		{"servers: [{name: s, launch: [x], env: {A: [1]}}]", "servers[0].env.A: want a plain value"},
+		{"workload: {prompts: 3}\nservers: []", "workload.prompts: want a file name or a list"},
+		{"servers: [{name: s, launch: [x]]", "not valid YAML"},
+		{"sever: []", "sever: unknown key"},
+	} {
+		_, err := Parse([]byte(c.yaml), "t.yaml", t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want %q", c.yaml, err, c.want)
+		}
+	}
+}
+
+func TestRelativePathsAndPromptsFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "p.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "r.yaml")
+	if err := os.WriteFile(path, []byte("model: {id: m}\nservers: [{name: s, launch: [x]}]\nworkload: {prompts: p.txt}\noutput: {dir: out}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Workload.Prompts.File != filepath.Join(dir, "p.txt") || r.Output.Dir != filepath.Join(dir, "out") {
+		t.Errorf("relative paths not resolved: %+v %+v", r.Workload.Prompts, r.Output)
+	}
+	if r.MechanismCheck == nil || r.MechanismCheck.Server != "s" {
+		t.Errorf("one server: the mechanism check should run on it: %+v", r.MechanismCheck)
+	}
+	_, err = Parse([]byte("model: {id: m}\nservers: [{name: s, launch: [x]}]\nworkload: {prompts: missing.txt}\n"), "r.yaml", dir)
+	if err == nil || !strings.Contains(err.Error(), "workload.prompts: ") || !strings.Contains(err.Error(), "missing.txt: no such file") {
+		t.Errorf("missing prompts file: %v", err)
+	}
+	if _, err := Load(filepath.Join(dir, "nope.yaml")); err == nil || !strings.Contains(err.Error(), "nope.yaml: no such rehearsal file") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestMechanismCheckOff(t *testing.T) {
+	for _, y := range []string{"mechanism_check: ~", "mechanism_check: {disabled: true}"} {
+		r, err := Parse([]byte("model: {id: m}\nservers: [{name: s, launch: [x]}]\n"+y+"\n"), "r.yaml", "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.MechanismCheck != nil {
+			t.Errorf("%s: mechanism check still on: %+v", y, r.MechanismCheck)
+		}
+	}
+}
+
+func TestRedaction(t *testing.T) {
+	env := map[string]string{
+		"HF_TOKEN": "hf_secret", "OPENAI_API_KEY": "sk-1", "DB_PASSWORD": "pw", "MY_AUTH_HEADER": "x",
+		"SERVICE_CREDENTIALS": "c", "CUSTOM": "visible-but-api-key-env", "CUDA_VISIBLE_DEVICES": "0",
+	}
+	got := RedactEnv(env, "CUSTOM")
+	want := map[string]string{
+		"HF_TOKEN": Redacted, "OPENAI_API_KEY": Redacted, "DB_PASSWORD": Redacted, "MY_AUTH_HEADER": Redacted,
+		"SERVICE_CREDENTIALS": Redacted, "CUSTOM": Redacted, "CUDA_VISIBLE_DEVICES": "0",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("RedactEnv = %v, want %v", got, want)
+	}
+	if env["HF_TOKEN"] != "hf_secret" {
+		t.Error("RedactEnv modified its input")
+	}
+	argv := RedactArgv([]string{"vllm", "serve", "m", "--api-key", "sk-1", "--hf-token=hf_x", "--port", "8000"})
+	wantArgv := []string{"vllm", "serve", "m", "--api-key", Redacted, "--hf-token=" + Redacted, "--port", "8000"}
+	if !slices.Equal(argv, wantArgv) {
+		t.Errorf("RedactArgv = %q", argv)
+	}
+}
+
+func TestDurationForms(t *testing.T) {
+	r, err := Parse([]byte("model: {id: m}\nservers: [{name: s, launch: [x], ready: {timeout: 90}, stop_grace: 2.5}]\nworkload: {timeout: 1m30s}\n"), "r.yaml", "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Servers[0].Ready.Timeout.D() != 90*time.Second || r.Servers[0].StopGrace.D() != 2500*time.Millisecond || r.Workload.Timeout.D() != 90*time.Second {
+		t.Errorf("durations: %v %v %v", r.Servers[0].Ready.Timeout, r.Servers[0].StopGrace, r.Workload.Timeout)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(seedYAML))
+	f.Add([]byte("servers: [{name: s, launch: []}]"))
+	f.Add([]byte("workload: {concurrencies: [1, 2.5], timeout: -3}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := Parse(data, "f.yaml", "/")
+		if err == nil && len(r.Servers) == 0 {
+			t.Fatal("a rehearsal without servers validated")
+		}
+	})
+}

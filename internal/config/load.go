@@ -1,0 +1,556 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+)
+
+// Problems is every problem found in a rehearsal file, each prefixed with
+// its field path. Error() lists them one per line.
+type Problems struct {
+	File  string
+	Items []string
+}
+
+func (p *Problems) Error() string {
+	name := p.File
+	if name == "" {
+		name = "rehearsal"
+	}
+	if len(p.Items) == 1 {
+		return name + ": " + p.Items[0]
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d problems:", name, len(p.Items))
+	for _, it := range p.Items {
+		b.WriteString("\n  ")
+		b.WriteString(it)
+	}
+	return b.String()
+}
+
+func (p *Problems) add(path, format string, a ...any) {
+	msg := fmt.Sprintf(format, a...)
+	if path != "" {
+		msg = path + ": " + msg
+	}
+	p.Items = append(p.Items, msg)
+}
+
+// Load reads, defaults and validates the rehearsal file at path. Relative
+// paths inside it (prompts file, tokenizer path, output dir) are resolved
+// against the file's folder. A *Problems error lists every problem found.
+func Load(path string) (*Rehearsal, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: no such rehearsal file", path)
+		}
+		return nil, err
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, path, dir)
+}
+
+// Parse reads a rehearsal from YAML bytes; name labels errors and dir
+// resolves relative paths.
+func Parse(data []byte, name, dir string) (*Rehearsal, error) {
+	probs := &Problems{File: name}
+	var generic any
+	if err := yaml.Unmarshal(data, &generic); err != nil {
+		probs.Items = append(probs.Items, "not valid YAML: "+oneLine(err))
+		return nil, probs
+	}
+	if generic == nil {
+		probs.add("", "empty rehearsal file (it needs at least servers:)")
+		return nil, probs
+	}
+	checkShape(reflect.TypeFor[Rehearsal](), generic, "", probs)
+	if len(probs.Items) > 0 {
+		return nil, probs
+	}
+	var r Rehearsal
+	if err := yaml.UnmarshalWithOptions(data, &r, yaml.DisallowUnknownField()); err != nil {
+		probs.Items = append(probs.Items, oneLine(err))
+		return nil, probs
+	}
+	r.Path, r.Dir = name, dir
+	raw, _ := generic.(map[string]any)
+	r.applyDefaults(raw)
+	r.validate(probs)
+	if len(probs.Items) > 0 {
+		return nil, probs
+	}
+	return &r, nil
+}
+
+func oneLine(err error) string {
+	s := strings.TrimSpace(err.Error())
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+var (
+	durationType = reflect.TypeFor[Duration]()
+	promptsType  = reflect.TypeFor[Prompts]()
+)
+
+// checkShape walks the generic YAML value against the Go type, reporting
+// unknown keys and values of the wrong kind with their paths.
+func checkShape(t reflect.Type, v any, path string, probs *Problems) {
+	if v == nil {
+		return
+	}
+	switch t {
+	case durationType:
+		if _, err := parseDuration(v); err != nil {
+			probs.add(path, "%v", err)
+		}
+		return
+	case promptsType:
+		switch x := v.(type) {
+		case string:
+		case []any:
+			for i, e := range x {
+				if _, ok := e.(string); !ok {
+					probs.add(fmt.Sprintf("%s[%d]", path, i), "want a string, got %s", describe(e))
+				}
+			}
+		default:
+			probs.add(path, "want a file name or a list of prompts, got %s", describe(v))
+		}
+		return
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		checkShape(t.Elem(), v, path, probs)
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			probs.add(path, "want a mapping, got %s", describe(v))
+			return
+		}
+		fields := map[string]reflect.Type{}
+		var known []string
+		for i := range t.NumField() {
+			f := t.Field(i)
+			tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if tag == "" || tag == "-" {
+				continue
+			}
+			fields[tag] = f.Type
+			known = append(known, tag)
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			ft, ok := fields[k]
+			if !ok {
+				probs.add(join(path, k), "unknown key (known: %s)", strings.Join(known, ", "))
+				continue
+			}
+			checkShape(ft, m[k], join(path, k), probs)
+		}
+	case reflect.Slice:
+		s, ok := v.([]any)
+		if !ok {
+			probs.add(path, "want a list, got %s", describe(v))
+			return
+		}
+		for i, e := range s {
+			checkShape(t.Elem(), e, fmt.Sprintf("%s[%d]", path, i), probs)
+		}
+	case reflect.Map:
+		m, ok := v.(map[string]any)
+		if !ok {
+			probs.add(path, "want a mapping, got %s", describe(v))
+			return
+		}
+		if t.Elem().Kind() == reflect.Interface {
+			return
+		}
+		for k, e := range m {
+			switch e.(type) {
+			case map[string]any, []any:
+				probs.add(join(path, k), "want a plain value, got %s", describe(e))
+			}
+		}
+	case reflect.String:
+		switch v.(type) {
+		case map[string]any, []any:
+			probs.add(path, "want a string, got %s", describe(v))
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			probs.add(path, "want true or false, got %s", describe(v))
+		}
+	case reflect.Int, reflect.Int64:
+		switch x := v.(type) {
+		case uint64, int64:
+		case float64:
+			if x != math.Trunc(x) {
+				probs.add(path, "want a whole number, got %v", x)
+			}
+		default:
+			probs.add(path, "want a whole number, got %s", describe(v))
+		}
+	case reflect.Float64:
+		switch v.(type) {
+		case uint64, int64, float64:
+		default:
+			probs.add(path, "want a number, got %s", describe(v))
+		}
+	}
+}
+
+func describe(v any) string {
+	switch x := v.(type) {
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case string:
+		return fmt.Sprintf("%q", x)
+	case nil:
+		return "nothing"
+	}
+	return fmt.Sprintf("%v", v)
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func (r *Rehearsal) applyDefaults(raw map[string]any) {
+	for i := range r.Servers {
+		s := &r.Servers[i]
+		if s.Ready.Path == "" {
+			s.Ready.Path = DefaultReadyPath
+		}
+		if s.Ready.Timeout == 0 {
+			s.Ready.Timeout = Duration(DefaultReadyTimeout)
+		}
+		if s.Metrics.Path == "" {
+			s.Metrics.Path = DefaultMetricsPath
+		}
+		if s.Metrics.Metric == "" {
+			s.Metrics.Metric = DefaultMetric
+		}
+		if s.Model == "" {
+			s.Model = r.Model.ID
+		}
+		if s.StopGrace == 0 {
+			s.StopGrace = Duration(DefaultStopGrace)
+		}
+		s.BaseURL = strings.TrimRight(s.BaseURL, "/")
+	}
+	if r.Baseline == "" && len(r.Servers) >= 2 {
+		r.Baseline = r.Servers[0].Name
+	}
+	w := &r.Workload
+	if w.Concurrencies == nil {
+		w.Concurrencies = append([]int(nil), DefaultConcurrencies...)
+	}
+	if w.Repeats == 0 {
+		w.Repeats = DefaultRepeats
+	}
+	if w.MaxTokens == 0 {
+		w.MaxTokens = DefaultMaxTokens
+	}
+	if w.Temperature == nil {
+		zero := 0.0
+		w.Temperature = &zero
+	}
+	if w.Timeout == 0 {
+		w.Timeout = Duration(DefaultTimeout)
+	}
+	if w.Endpoint == "" {
+		w.Endpoint = DefaultEndpoint
+	}
+	if w.IncludeUsage == nil {
+		yes := true
+		w.IncludeUsage = &yes
+	}
+	if w.Prompts.File != "" && !filepath.IsAbs(w.Prompts.File) {
+		w.Prompts.File = filepath.Join(r.Dir, w.Prompts.File)
+	}
+	if r.Tokenizer.Path != "" && !filepath.IsAbs(r.Tokenizer.Path) {
+		r.Tokenizer.Path = filepath.Join(r.Dir, r.Tokenizer.Path)
+	}
+	if r.Output.Dir != "" && !filepath.IsAbs(r.Output.Dir) {
+		r.Output.Dir = filepath.Join(r.Dir, r.Output.Dir)
+	}
+	if r.OnServerFailure == "" {
+		r.OnServerFailure = OnFailureContinue
+	}
+	if _, given := raw["mechanism_check"]; !given || r.MechanismCheck == nil {
+		r.MechanismCheck = &MechanismCheck{}
+		if given {
+			// mechanism_check: ~ turns it off.
+			r.MechanismCheck.Disabled = true
+		}
+	}
+	m := r.MechanismCheck
+	if m.Server == "" {
+		for _, s := range r.Servers {
+			if s.Name != r.Baseline {
+				m.Server = s.Name
+				break
+			}
+		}
+		if m.Server == "" && len(r.Servers) > 0 {
+			m.Server = r.Servers[0].Name
+		}
+	}
+	if m.Metric == "" {
+		for _, s := range r.Servers {
+			if s.Name == m.Server {
+				m.Metric = s.Metrics.Metric
+			}
+		}
+	}
+	if m.Concurrency == 0 {
+		for _, c := range w.Concurrencies {
+			m.Concurrency = max(m.Concurrency, c)
+		}
+	}
+	if m.Period == 0 {
+		m.Period = Duration(DefaultMechanismEvery)
+	}
+	if m.Disabled || m.Server == "" {
+		r.MechanismCheck = nil
+	}
+}
+
+func (r *Rehearsal) validate(p *Problems) {
+	if len(r.Servers) == 0 {
+		p.add("servers", "none given (a rehearsal needs at least one server)")
+	}
+	names := map[string]int{}
+	for i, s := range r.Servers {
+		at := fmt.Sprintf("servers[%d]", i)
+		switch {
+		case s.Name == "":
+			p.add(at+".name", "empty")
+		case !serverNameRE.MatchString(s.Name):
+			p.add(at+".name", "%q: use letters, digits, '.', '_' or '-' (it names the log file)", s.Name)
+		default:
+			if j, dup := names[s.Name]; dup {
+				p.add(at+".name", "%q already names servers[%d]", s.Name, j)
+			} else {
+				names[s.Name] = i
+			}
+		}
+		if s.Launch != nil && len(s.Launch) == 0 {
+			p.add(at+".launch", "empty")
+		}
+		for j, a := range s.Launch {
+			if j == 0 && strings.TrimSpace(a) == "" {
+				p.add(fmt.Sprintf("%s.launch[%d]", at, j), "empty program name")
+			}
+		}
+		if s.Launch == nil && s.BaseURL == "" {
+			p.add(at, "needs launch (an argv to start it) or base_url (a server already running)")
+		}
+		if s.BaseURL != "" {
+			u, err := url.Parse(s.BaseURL)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				p.add(at+".base_url", "%q is not an http(s) URL", s.BaseURL)
+			}
+		}
+		if s.Port < 0 || s.Port > 65535 {
+			p.add(at+".port", "%d is not a port (0 picks a free one)", s.Port)
+		}
+		if !s.Launched() && s.Port != 0 {
+			p.add(at+".port", "only meaningful for a launched server (put the port in base_url)")
+		}
+		if s.Launched() && s.Port == 0 && s.BaseURL != "" && !strings.Contains(strings.Join(s.Launch, " "), "{port}") {
+			p.add(at+".port", "base_url is given for a launched server but no port and no {port} in launch")
+		}
+		keys := make([]string, 0, len(s.Env))
+		for k := range s.Env {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if !envNameRE.MatchString(k) {
+				p.add(at+".env", "%q is not an environment variable name", k)
+			}
+		}
+		if s.APIKeyEnv != "" && !envNameRE.MatchString(s.APIKeyEnv) {
+			p.add(at+".api_key_env", "%q is not an environment variable name", s.APIKeyEnv)
+		}
+		if !strings.HasPrefix(s.Ready.Path, "/") {
+			p.add(at+".ready.path", "%q must start with /", s.Ready.Path)
+		}
+		if s.Ready.Timeout < 0 {
+			p.add(at+".ready.timeout", "%v is negative", s.Ready.Timeout)
+		}
+		if !strings.HasPrefix(s.Metrics.Path, "/") {
+			p.add(at+".metrics.path", "%q must start with /", s.Metrics.Path)
+		}
+		if s.StopGrace < 0 {
+			p.add(at+".stop_grace", "%v is negative", s.StopGrace)
+		}
+		if s.Model == "" {
+			p.add(at+".model", "empty, and model.id is not set either (the model name to request)")
+		}
+	}
+	if r.Baseline != "" {
+		if _, ok := names[r.Baseline]; !ok && len(names) > 0 {
+			p.add("baseline", "%q names no server (servers: %s)", r.Baseline, strings.Join(sortedKeys(names), ", "))
+		}
+	}
+	w := r.Workload
+	if len(w.Concurrencies) == 0 {
+		p.add("workload.concurrencies", "empty")
+	}
+	seen := map[int]bool{}
+	for i, c := range w.Concurrencies {
+		if c < 1 {
+			p.add(fmt.Sprintf("workload.concurrencies[%d]", i), "%d: must be at least 1", c)
+		} else if seen[c] {
+			p.add(fmt.Sprintf("workload.concurrencies[%d]", i), "%d appears twice", c)
+		}
+		seen[c] = true
+	}
+	if w.Repeats < 1 {
+		p.add("workload.repeats", "%d: must be at least 1", w.Repeats)
+	}
+	if w.MaxTokens < 1 {
+		p.add("workload.max_tokens", "%d: must be at least 1", w.MaxTokens)
+	}
+	if t := *w.Temperature; t < 0 || math.IsNaN(t) {
+		p.add("workload.temperature", "%v: must be 0 or more", t)
+	}
+	if w.Timeout <= 0 {
+		p.add("workload.timeout", "%v: must be positive", w.Timeout)
+	}
+	if w.WarmupWaves < 0 {
+		p.add("workload.warmup_waves", "%d: must be 0 or more", w.WarmupWaves)
+	}
+	if !strings.HasPrefix(w.Endpoint, "/") {
+		p.add("workload.endpoint", "%q must start with /", w.Endpoint)
+	}
+	if w.Prompts.Inline != nil && len(w.Prompts.Inline) == 0 {
+		p.add("workload.prompts", "empty list")
+	}
+	for i, s := range w.Prompts.Inline {
+		if strings.TrimSpace(s) == "" {
+			p.add(fmt.Sprintf("workload.prompts[%d]", i), "empty prompt")
+		}
+	}
+	if f := w.Prompts.File; f != "" {
+		if st, err := os.Stat(f); err != nil {
+			p.add("workload.prompts", "%s: no such file", f)
+		} else if st.IsDir() {
+			p.add("workload.prompts", "%s: a folder, not a prompts file", f)
+		}
+	}
+	if o := w.OpenLoop; o != nil {
+		if len(o.RequestRatesRPS) == 0 {
+			p.add("workload.open_loop.request_rates_rps", "empty")
+		}
+		for i, rate := range o.RequestRatesRPS {
+			if rate <= 0 || math.IsInf(rate, 0) || math.IsNaN(rate) {
+				p.add(fmt.Sprintf("workload.open_loop.request_rates_rps[%d]", i), "%v: must be positive", rate)
+			}
+		}
+		switch o.Arrival {
+		case "fixed", "poisson":
+		case "gamma":
+			if o.Burstiness <= 0 {
+				p.add("workload.open_loop.burstiness", "%v: gamma arrivals need a positive burstiness", o.Burstiness)
+			}
+		case "":
+			p.add("workload.open_loop.arrival", "empty (fixed, poisson or gamma)")
+		default:
+			p.add("workload.open_loop.arrival", "%q: want fixed, poisson or gamma", o.Arrival)
+		}
+		if o.NumRequests < 0 {
+			p.add("workload.open_loop.num_requests", "%d: must be 0 or more", o.NumRequests)
+		}
+		if o.Duration < 0 {
+			p.add("workload.open_loop.duration", "%v: negative", o.Duration)
+		}
+		if o.NumRequests == 0 && o.Duration == 0 {
+			p.add("workload.open_loop", "needs num_requests or duration (an open-loop wave must be bounded)")
+		}
+		if o.MaxConcurrency < 0 {
+			p.add("workload.open_loop.max_concurrency", "%d: must be 0 (no cap) or more", o.MaxConcurrency)
+		}
+	}
+	if m := r.MechanismCheck; m != nil {
+		if _, ok := names[m.Server]; !ok && len(names) > 0 {
+			p.add("mechanism_check.server", "%q names no server (servers: %s)", m.Server, strings.Join(sortedKeys(names), ", "))
+		}
+		if m.Concurrency < 1 {
+			p.add("mechanism_check.concurrency", "%d: must be at least 1", m.Concurrency)
+		}
+		if m.Period <= 0 || m.Period.D() < time.Millisecond {
+			p.add("mechanism_check.period", "%v: must be at least 1ms", m.Period)
+		}
+		if m.Metric == "" {
+			p.add("mechanism_check.metric", "empty")
+		}
+	}
+	t := r.Tokenizer
+	if t.Path != "" {
+		if t.Model != "" || t.Variant != "" {
+			p.add("tokenizer", "give path, or model (and revision), or variant; not several")
+		}
+		if _, err := os.Stat(t.Path); err != nil {
+			p.add("tokenizer.path", "%s: no such file", t.Path)
+		}
+	} else if t.Model != "" && t.Variant != "" {
+		p.add("tokenizer", "give model (and revision) or variant, not both")
+	}
+	if t.Revision != "" && t.Model == "" {
+		p.add("tokenizer.revision", "given without tokenizer.model")
+	}
+	switch r.OnServerFailure {
+	case OnFailureContinue, OnFailureStop:
+	default:
+		p.add("on_server_failure", "%q: want continue or stop", r.OnServerFailure)
+	}
+}
+
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Server returns the server named name.
+func (r *Rehearsal) Server(name string) (Server, bool) {
+	for _, s := range r.Servers {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Server{}, false
+}
