@@ -196,6 +196,7 @@ class ServerState:
         self.ready = False
         self.draining = False
         self.in_flight = 0
+        self.streams: set[TokenStream] = set()
         self.idle = asyncio.Event()
         self.idle.set()
         self.metrics = Metrics(engine, served_model_name)
@@ -261,6 +262,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     response: web.StreamResponse | None = None
 
     state.in_flight += 1
+    state.streams.add(stream)
     state.idle.clear()
     state.metrics.prompt_tokens.inc(len(prompt_ids))
     engine.submit(stream, prompt_ids, max_tokens, chat)
@@ -303,8 +305,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         state.metrics.success(finish_reason)
         return result
     except EngineFailure as exc:
-        status, error = "engine_error", str(exc)
-        state.metrics.failure("engine_error")
+        status, error = ("cancelled" if stream.cancelled.is_set() else "engine_error"), str(exc)
+        state.metrics.failure(status)
         if response is None:
             return _json_error(500, f"generation failed: {exc}", "InternalServerError")
         # Headers are gone: report in-band and end the stream without [DONE].
@@ -330,6 +332,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         state.metrics.e2e.observe(duration_s)
         log(oc.request_log_line(completion_id, status, len(prompt_ids), len(detok.ids), ttft_s, duration_s,
                                 stream.finish_reason, error))
+        state.streams.discard(stream)
         state.in_flight -= 1
         if state.in_flight == 0:
             state.idle.set()
@@ -440,15 +443,20 @@ async def _serve(engine: Engine, args: argparse.Namespace) -> int:
         log(f"{engine.name}: stop requested during startup")
         startup.cancel()
 
+    # New requests get 503 from here on. The listener stays open until runner.cleanup(), which
+    # waits for open handlers, so in-flight requests are finished or cancelled first.
     log(f"{engine.name}: shutting down: no new requests; {state.in_flight} in flight")
     state.draining = True
-    await site.stop()
     if state.in_flight:
         try:
             await asyncio.wait_for(state.idle.wait(), args.shutdown_grace_s)
         except asyncio.TimeoutError:
             log(f"{engine.name}: cancelling {state.in_flight} in-flight requests after "
                 f"{args.shutdown_grace_s:g} s")
+            for stream in list(state.streams):
+                if not stream.closed:
+                    engine.cancel(stream)
+                    stream.fail("server shutting down")
     await loop.run_in_executor(None, engine.shutdown)
     try:
         await asyncio.wait_for(state.idle.wait(), 5.0)
