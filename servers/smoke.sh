@@ -10,8 +10,9 @@
 #   MODEL_ARGS      weights flags (default: --random-weights)
 #   PORT            port to serve on (8000)
 #   MAX_TOKENS      tokens in the streamed request (16)
-#   BURST_CLIENTS   concurrent requests in the burst, 0 to skip (0)
-#   BURST_TOKENS    tokens per burst request (128)
+#   BURST_CLIENTS   concurrent requests in the burst, 0 to skip (0); BURST_CLIENTS_naive etc. per server
+#   BURST_TOKENS    tokens per burst request (128); BURST_TOKENS_naive etc. per server
+#   HEALTH_WAIT_S   how long a server may take to load and warm up (600)
 #   LOG_DIR         where each server's log goes (a temporary directory)
 #   EXTRA_ARGS_naive / EXTRA_ARGS_batching   more flags for one server
 set -u -o pipefail
@@ -20,6 +21,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 PYTHON=${PYTHON:-python3}
 PORT=${PORT:-8000}
 MAX_TOKENS=${MAX_TOKENS:-16}
+HEALTH_WAIT_S=${HEALTH_WAIT_S:-600}
 BURST_CLIENTS=${BURST_CLIENTS:-0}
 BURST_TOKENS=${BURST_TOKENS:-128}
 MODEL_ARGS=${MODEL_ARGS:---random-weights}
@@ -42,13 +44,15 @@ for server in "${servers[@]}"; do
   pid=$!
   started=$EPOCHREALTIME
   ok=1
-  if "${client[@]}" health --wait-s 600 --pid "$pid"; then
+  clients_var="BURST_CLIENTS_${server}"; clients=${!clients_var:-$BURST_CLIENTS}
+  tokens_var="BURST_TOKENS_${server}"; tokens=${!tokens_var:-$BURST_TOKENS}
+  if "${client[@]}" health --wait-s "$HEALTH_WAIT_S" --pid "$pid"; then
     echo "--- $server: ready $(elapsed "$started") s after launch"
     "${client[@]}" chat --max-tokens "$MAX_TOKENS" --ignore-eos || ok=0
     "${client[@]}" metrics || ok=0
-    if [ "$BURST_CLIENTS" -gt 0 ]; then
-      "${client[@]}" burst --clients 1 --max-tokens "$BURST_TOKENS" || ok=0
-      "${client[@]}" burst --clients "$BURST_CLIENTS" --max-tokens "$BURST_TOKENS" || ok=0
+    if [ "$clients" -gt 0 ]; then
+      "${client[@]}" burst --clients 1 --max-tokens "$tokens" || ok=0
+      "${client[@]}" burst --clients "$clients" --max-tokens "$tokens" || ok=0
     fi
   else
     ok=0
