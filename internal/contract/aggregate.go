@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 )
 
 // PercentileMethod names the percentile definition every aggregate uses; it
@@ -301,13 +302,19 @@ func aggregate(k Key, waves []Wave, byWave map[int][]Record) Aggregate {
 	if successes == 0 {
 		a.Warnings = append(a.Warnings, fmt.Sprintf("no successful request in %d attempts: every latency is null", a.Failures.Total))
 	} else {
+		var small []string
+		n := 0
 		for _, p := range []struct {
 			name string
 			n    int
 		}{{"TTFT", a.TTFT.N}, {"TPOT", a.TPOT.N}, {"E2E", a.E2E.N}} {
 			if p.n > 0 && p.n < MinTailSamples {
-				a.Warnings = append(a.Warnings, fmt.Sprintf("p95/p99 %s from only %d samples (< %d): the tail is close to the maximum", p.name, p.n, MinTailSamples))
+				small = append(small, p.name)
+				n = max(n, p.n)
 			}
+		}
+		if len(small) > 0 {
+			a.Warnings = append(a.Warnings, fmt.Sprintf("p95/p99 of %s from %d or fewer samples (< %d): the tail is close to the maximum", strings.Join(small, ", "), n, MinTailSamples))
 		}
 	}
 	if a.FailedWithContent > 0 {

@@ -150,7 +150,7 @@ func TestAggregatesDefinitions(t *testing.T) {
 	if a.OutputTokens != 45 {
 		t.Errorf("output tokens = %d, want 45", a.OutputTokens)
 	}
-	if !hasWarning(a, "only 4 samples") {
+	if !hasWarning(a, "TTFT, TPOT, E2E from 4 or fewer samples") {
 		t.Errorf("want a small-sample warning, got %q", a.Warnings)
 	}
 }

@@ -56,7 +56,9 @@ func Percent(count, total int) string {
 	case count == total:
 		return "100%"
 	}
-	return fmt.Sprintf("%.1f%%", 100*float64(count)/float64(total))
+	// Half up, as the seed's report rounds (54/96 is 56.3%).
+	tenths := math.Floor(1000*float64(count)/float64(total) + 0.5)
+	return fmt.Sprintf("%.1f%%", tenths/10)
 }
 
 // Number formats a float with up to 3 decimals, no trailing zeros.

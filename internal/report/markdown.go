@@ -332,7 +332,7 @@ func writeResults(b *bytes.Buffer, res *bundle.Results) {
 			if !ok || a.Failures.Count == 0 {
 				continue
 			}
-			kinds = append(kinds, fmt.Sprintf("`%s` at %d clients: %s", s, c, byKind(a.Failures.ByKind)))
+			kinds = append(kinds, fmt.Sprintf("`%s` at %s: %s", s, clients(c), byKind(a.Failures.ByKind)))
 		}
 	}
 	if len(kinds) > 0 {
@@ -471,7 +471,7 @@ func writeMechanism(b *bytes.Buffer, res *bundle.Results) {
 func writeWarnings(b *bytes.Buffer, res *bundle.Results) {
 	var lines []string
 	for _, a := range res.Aggregates {
-		where := fmt.Sprintf("`%s` at %d clients", a.Server, a.Concurrency)
+		where := fmt.Sprintf("`%s` at %s", a.Server, clients(a.Concurrency))
 		if a.Mode == contract.ModeOpen {
 			where = fmt.Sprintf("`%s` at %s req/s", a.Server, Number(a.RequestRateRPS))
 		}
@@ -516,4 +516,11 @@ func purpose(file string) string {
 		return "figure"
 	}
 	return ""
+}
+
+func clients(n int) string {
+	if n == 1 {
+		return "1 client"
+	}
+	return fmt.Sprintf("%d clients", n)
 }

@@ -1,0 +1,258 @@
+package bundle_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/bundle/bundletest"
+)
+
+func writeBundle(t *testing.T, res *bundle.Results) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := bundle.WriteResults(dir, res); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "naive.log"), []byte("INFO started\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := bundle.WriteSums(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestRoundTripAndVerify(t *testing.T) {
+	res := bundletest.SeedLike()
+	dir := writeBundle(t, res)
+	got, err := bundle.ReadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Aggregates, res.Aggregates) {
+		t.Error("aggregates changed in a write/read round trip")
+	}
+	if len(got.Records) != len(res.Records) {
+		t.Errorf("records: %d, want %d", len(got.Records), len(res.Records))
+	}
+	if probs := bundle.Verify(dir); len(probs) != 0 {
+		t.Fatalf("a fresh bundle must verify, got %v", probs)
+	}
+}
+
+func TestVerifyDetectsChangedBytes(t *testing.T) {
+	dir := writeBundle(t, bundletest.SeedLike())
+	log := filepath.Join(dir, "naive.log")
+	if err := os.WriteFile(log, []byte("INFO started\nERROR hidden\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	probs := bundle.Verify(dir)
+	if len(probs) != 1 || probs[0].File != "naive.log" || !strings.Contains(probs[0].Msg, "SHA256SUMS says") {
+		t.Fatalf("want one digest problem for naive.log, got %v", probs)
+	}
+}
+
+func TestVerifyDetectsChangedContentWithRemadeDigests(t *testing.T) {
+	res := bundletest.SeedLike()
+	// Make the baseline look better than its records: change a stored
+	// median and re-make every digest so only recomputation can tell.
+	v := *res.Aggregates[1].Goodput.Median * 1.5
+	res.Aggregates[1].Goodput.Median = &v
+	dir := writeBundle(t, res)
+	probs := bundle.Verify(dir)
+	if len(probs) != 1 {
+		t.Fatalf("want exactly one problem, got %v", probs)
+	}
+	p := probs[0].String()
+	for _, want := range []string{"results.json", "server naive", "concurrency 8", "goodput_tok_s.median", "recomputed"} {
+		if !strings.Contains(p, want) {
+			t.Errorf("problem %q does not name %q", p, want)
+		}
+	}
+}
+
+func TestVerifyDetectsChangedRecord(t *testing.T) {
+	res := bundletest.SeedLike()
+	res.Records[5].OutputTokens += 40 // a record changed after aggregation
+	dir := writeBundle(t, res)
+	probs := bundle.Verify(dir)
+	if len(probs) == 0 {
+		t.Fatal("a changed record must make the stored aggregates disagree")
+	}
+}
+
+func TestVerifyUnlistedAndMissingFiles(t *testing.T) {
+	dir := writeBundle(t, bundletest.SeedLike())
+	os.WriteFile(filepath.Join(dir, "extra.txt"), []byte("x"), 0o644)
+	os.Remove(filepath.Join(dir, "naive.log"))
+	var msgs []string
+	for _, p := range bundle.Verify(dir) {
+		msgs = append(msgs, p.String())
+	}
+	joined := strings.Join(msgs, "\n")
+	if !strings.Contains(joined, "extra.txt: not listed") || !strings.Contains(joined, "naive.log: listed in SHA256SUMS but missing") {
+		t.Fatalf("got %q", joined)
+	}
+}
+
+func TestReadResultsBadInput(t *testing.T) {
+	good, err := bundle.Encode(bundletest.SeedLike())
+	if err != nil {
+		t.Fatal(err)
+	}
+	missingField := func() []byte {
+		var m map[string]any
+		json.Unmarshal(good, &m)
+		rec := m["records"].([]any)[3].(map[string]any)
+		delete(rec, "end_s")
+		b, _ := json.Marshal(m)
+		return b
+	}()
+	tests := []struct {
+		name  string
+		data  []byte // nil: no results.json
+		noDir bool
+		want  string
+	}{
+		{name: "missing dir", noDir: true, want: "no such bundle directory"},
+		{name: "missing results.json", want: "results.json: missing"},
+		{name: "truncated", data: good[:len(good)/2], want: "truncated JSON"},
+		{name: "empty", data: []byte{}, want: "truncated JSON"},
+		{name: "unknown schema", data: bytes.Replace(good, []byte(bundle.Schema), []byte("rehearse/results/v9"), 1), want: `unknown schema "rehearse/results/v9"`},
+		{name: "no schema", data: []byte(`{"records": []}`), want: `no "schema" field`},
+		{name: "missing field", data: missingField, want: "records[3]: missing field end_s"},
+		{name: "wrong type", data: bytes.Replace(good, []byte(`"concurrency": 1,`), []byte(`"concurrency": "one",`), 1), want: "concurrency"},
+		{name: "not json", data: []byte("hello"), want: "invalid JSON at line 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tt.noDir {
+				dir = filepath.Join(dir, "nope")
+			} else if tt.data != nil {
+				os.WriteFile(filepath.Join(dir, bundle.ResultsFile), tt.data, 0o644)
+			}
+			_, err := bundle.ReadResults(dir)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %q: want one line containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestJournalRebuildsResults(t *testing.T) {
+	res := bundletest.SeedLike()
+	path := filepath.Join(t.TempDir(), bundle.JournalFile)
+	j, err := bundle.CreateJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.WriteHeader(res); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range res.Waves {
+		open := w
+		open.WallS = 0
+		j.WriteWave(open) // at release
+	}
+	for _, r := range res.Records {
+		if err := j.WriteRecord(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, w := range res.Waves {
+		j.WriteWave(w) // at the end
+	}
+	j.WriteMechanismCheck(*res.MechanismCheck)
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := bundle.ReadJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Aggregates, res.Aggregates) || len(got.Records) != len(res.Records) || len(got.Waves) != len(res.Waves) {
+		t.Fatal("results rebuilt from the journal differ from the original")
+	}
+	if got.MechanismCheck == nil || *got.MechanismCheck.Max != *res.MechanismCheck.Max {
+		t.Fatal("mechanism check lost")
+	}
+}
+
+func TestJournalTornLastLine(t *testing.T) {
+	res := bundletest.SeedLike()
+	var buf bytes.Buffer
+	path := filepath.Join(t.TempDir(), bundle.JournalFile)
+	j, _ := bundle.CreateJournal(path)
+	j.WriteHeader(res)
+	j.WriteWave(res.Waves[0])
+	j.WriteRecord(res.Records[0])
+	j.WriteRecord(res.Records[1])
+	j.Close()
+	data, _ := os.ReadFile(path)
+	buf.Write(data[:len(data)-30]) // the tool died in the middle of the last write
+	got, err := bundle.DecodeJournal(&buf)
+	if err != nil {
+		t.Fatalf("a torn last line must not lose the rest: %v", err)
+	}
+	if len(got.Records) != 1 {
+		t.Errorf("records = %d, want 1", len(got.Records))
+	}
+	if len(got.Notes) == 0 || !strings.Contains(got.Notes[len(got.Notes)-1], "torn") {
+		t.Errorf("the dropped line must be noted: %q", got.Notes)
+	}
+	// A bad line in the middle is an error naming the line.
+	bad := strings.Replace(string(data), `{"record"`, `{"record" x`, 1)
+	if _, err := bundle.DecodeJournal(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "line 3") {
+		t.Errorf("want an error naming line 3, got %v", err)
+	}
+}
+
+func FuzzDecodeJournal(f *testing.F) {
+	res := bundletest.SeedLike()
+	var buf bytes.Buffer
+	path := filepath.Join(f.TempDir(), bundle.JournalFile)
+	j, _ := bundle.CreateJournal(path)
+	j.WriteHeader(res)
+	j.WriteWave(res.Waves[0])
+	j.WriteRecord(res.Records[0])
+	j.Close()
+	data, _ := os.ReadFile(path)
+	buf.Write(data)
+	f.Add(buf.Bytes())
+	f.Add([]byte(`{"header":{}}` + "\n" + `{"record":{"server":"a","kind":"recorded","wave":1}}`))
+	f.Add([]byte("{}\n{}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := bundle.DecodeJournal(bytes.NewReader(data))
+		if err == nil && r == nil {
+			t.Fatal("nil results without error")
+		}
+	})
+}
+
+func FuzzDecodeResults(f *testing.F) {
+	good, _ := bundle.Encode(bundletest.SeedLike())
+	f.Add(good)
+	f.Add([]byte(`{"schema":"rehearse/results/v1","records":[{}]}`))
+	f.Add([]byte(`{"schema":"rehearse/results/v1","waves":[{"id":1,"server":"a","concurrency":1,"repeat":0,"kind":"recorded","started_at":"","wall_s":1,"cold":false}],"records":[]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := bundle.Decode(data)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("multi-line error: %q", err)
+			}
+			return
+		}
+		// Whatever decodes must be verifiable without panicking.
+		_ = bundle.VerifyResults(r)
+	})
+}

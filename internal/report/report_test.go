@@ -1,0 +1,121 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/bundle/bundletest"
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file; run go test ./internal/report -update and review the diff\n--- got ---\n%s", path, got)
+	}
+}
+
+func TestMarkdownGolden(t *testing.T) {
+	res := bundletest.SeedLike()
+	digests := []bundle.Digest{
+		{File: "batching.log", SHA256: strings.Repeat("b", 64)},
+		{File: "naive.log", SHA256: strings.Repeat("a", 64)},
+		{File: "results.json", SHA256: strings.Repeat("c", 64)},
+	}
+	figs := []FigureRef{{File: "goodput.svg", Title: "Goodput against clients", Caption: "Median with min–max range."}}
+	golden(t, "seedlike.README.md", Markdown(res, figs, digests))
+}
+
+func TestMarkdownSimulatedAndOpenLoop(t *testing.T) {
+	res := bundletest.SeedLike()
+	res.Provenance.Simulation = &bundle.Simulation{TimeScale: 10, Profiles: map[string]string{"naive": "t4-serial", "batching": "t4-batching"}}
+	res.Provenance.Model.RandomWeights = true
+	res.Workload.Open = &bundle.OpenLoop{RequestRatesRPS: []float64{2.5}, Arrival: "gamma", Burstiness: 0.5, Seed: 42, NumRequests: 3}
+	id := len(res.Waves)
+	res.Waves = append(res.Waves, contract.Wave{ID: id, Server: "batching", Kind: contract.KindRecorded, Mode: contract.ModeOpen, RequestRateRPS: 2.5})
+	one := 0.3
+	for i := 0; i < 3; i++ {
+		res.Records = append(res.Records, contract.Record{Kind: contract.KindRecorded, Server: "batching", Wave: id,
+			IntendedStartS: 0.4 * float64(i), StartS: 0.4*float64(i) + 0.002, FirstContentS: &one, EndS: 2, OutputTokens: 10, OK: true})
+	}
+	bundle.FixWallTimes(res)
+	res.Recompute()
+	md := string(Markdown(res, nil, nil))
+	for _, want := range []string{
+		"**Simulated servers.** No figure below is a GPU measurement",
+		"time scale 10",
+		"`t4-serial` (naive)",
+		"**Random weights.**",
+		"## Open-loop arrivals",
+		"| batching | 2.5 |",
+		"gamma schedule (burstiness 0.5), seed 42, 3 requests",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+func TestFormats(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	tests := []struct{ got, want string }{
+		{Goodput(contract.Spread{Median: f(19.7), Min: f(10.2), Max: f(20.2)}), "19.7 [10.2–20.2]"},
+		{Goodput(contract.Spread{}), "—"},
+		{Speedup(f(48.55)), "48.5×"},
+		{Speedup(f(81.1)), "81.1×"},
+		{Speedup(nil), "—"},
+		{Seconds(f(0.2249)), "0.225 s"},
+		{Seconds(nil), "—"},
+		{FailureCount(contract.Failures{Count: 54, Total: 96}), "54/96 (56.3%)"},
+		{FailureCount(contract.Failures{Count: 0, Total: 3}), "0/3 (0%)"},
+		{FailureCount(contract.Failures{Count: 154, Total: 192}), "154/192 (80.2%)"},
+		{FailureCount(contract.Failures{Count: 5, Total: 5}), "5/5 (100%)"},
+		{Argv([]string{"vllm", "serve", "a b", "it's"}), `vllm serve 'a b' 'it'\''s'`},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+}
+
+func TestWriteBundle(t *testing.T) {
+	dir := t.TempDir()
+	res := bundletest.SeedLike()
+	if err := bundle.WriteResults(dir, res); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "naive.log"), []byte("hello\n"), 0o644)
+	if err := Write(dir, res); err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(dir, bundle.ReadmeFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, _ := bundle.HashFile(filepath.Join(dir, "naive.log"))
+	if !strings.Contains(string(readme), "| `naive.log` | complete log of server `naive` | `"+sum+"` |") {
+		t.Errorf("README's integrity table lacks naive.log's digest")
+	}
+	if probs := bundle.Verify(dir); len(probs) != 0 {
+		t.Fatalf("written bundle does not verify: %v", probs)
+	}
+}
