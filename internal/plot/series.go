@@ -1,0 +1,202 @@
+package plot
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+
+	gplot "gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+// mechanismFigures draws the mechanism-check series: the polled metric (by
+// default running requests) against time, with the wave's client count.
+func mechanismFigures(d *data) ([]Figure, error) {
+	m := d.res.MechanismCheck
+	if m == nil || len(m.Series) == 0 {
+		return nil, nil
+	}
+	var xys plotter.XYs
+	for _, pt := range m.Series {
+		xys = append(xys, plotter.XY{X: pt[0], Y: pt[1]})
+	}
+	sort.SliceStable(xys, func(i, j int) bool { return xys[i].X < xys[j].X })
+	title := fmt.Sprintf("Mechanism check: %s on %s", m.Metric, m.Server)
+	p := newPlot(title, "time since the wave's release (s)", m.Metric)
+	l, err := plotter.NewLine(xys)
+	if err != nil {
+		return nil, fmt.Errorf("mechanism.svg: %w", err)
+	}
+	i, ok := d.index[m.Server]
+	if !ok {
+		i = 0
+	}
+	l.LineStyle = lineStyle(i)
+	l.LineStyle.Dashes = nil
+	l.StepStyle = plotter.PostStep
+	p.Add(l)
+	p.Legend.Add(fmt.Sprintf("%s, polled every %s s", m.Metric, strconv.FormatFloat(m.PeriodS, 'g', 4, 64)), l)
+	ymax := maxOf(xyValues(xys).ys())
+	if m.Concurrency > 0 {
+		c := float64(m.Concurrency)
+		ref, err := plotter.NewLine(plotter.XYs{{X: xys[0].X, Y: c}, {X: xys[len(xys)-1].X, Y: c}})
+		if err != nil {
+			return nil, fmt.Errorf("mechanism.svg: %w", err)
+		}
+		ref.LineStyle.Color = grey
+		ref.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(ref)
+		p.Legend.Add(fmt.Sprintf("clients in the wave (%d)", m.Concurrency), ref)
+		if c > ymax {
+			ymax = c
+		}
+	}
+	p.Y.Min, p.Y.Max = 0, ymax*1.05
+	p.Y.Tick.Marker = fixedTicks(linearTicks(p.Y.Max)...)
+	headroom(&p.Y, 2)
+	caption := fmt.Sprintf("%s polled from %s's /metrics during a separate %d-client wave that is not part of the results table", m.Metric, m.Server, m.Concurrency)
+	if m.Max != nil {
+		caption += fmt.Sprintf("; observed maximum %s", strconv.FormatFloat(*m.Max, 'g', 6, 64))
+	}
+	caption += "."
+	if m.Errors > 0 {
+		caption += fmt.Sprintf(" %d scrapes failed and are absent from the series.", m.Errors)
+	}
+	doc, err := svg(title, figWidth, figHeight, p)
+	if err != nil {
+		return nil, fmt.Errorf("mechanism.svg: %w", err)
+	}
+	return []Figure{{Name: "mechanism.svg", Title: title, Caption: caption, SVG: doc}}, nil
+}
+
+type xyValues plotter.XYs
+
+func (xys xyValues) ys() []float64 {
+	out := make([]float64, len(xys))
+	for i, p := range xys {
+		out[i] = p.Y
+	}
+	return out
+}
+
+// cdfFigures draws the TTFT and TPOT distributions (empirical CDFs) per
+// server at the highest concurrency of the closed-loop waves, pooled over the
+// successful requests of its recorded repeats, as the contract pools them.
+func cdfFigures(d *data) ([]Figure, error) {
+	top := 0
+	for _, w := range d.res.Waves {
+		if w.Kind == contract.KindRecorded && (w.Mode == "" || w.Mode == contract.ModeClosed) && w.Concurrency > top {
+			top = w.Concurrency
+		}
+	}
+	if top == 0 {
+		return nil, nil
+	}
+	ttft := map[string][]float64{}
+	tpot := map[string][]float64{}
+	for _, w := range d.res.Waves {
+		if w.Kind != contract.KindRecorded || (w.Mode != "" && w.Mode != contract.ModeClosed) || w.Concurrency != top {
+			continue
+		}
+		for _, r := range d.byWave[w.ID] {
+			if !r.OK {
+				continue
+			}
+			if v, ok := r.TTFT(); ok {
+				ttft[r.Server] = append(ttft[r.Server], v)
+			}
+			if v, ok := r.TPOT(); ok {
+				tpot[r.Server] = append(tpot[r.Server], v)
+			}
+		}
+	}
+	title := fmt.Sprintf("TTFT and TPOT distributions at %d clients", top)
+	var panels []*gplot.Plot
+	var absent []string
+	for _, pan := range []struct {
+		name, label string
+		pop         map[string][]float64
+	}{
+		{"Time to first token", "TTFT (s)", ttft},
+		{"Time per output token", "TPOT (s per token after the first)", tpot},
+	} {
+		p := newPlot(fmt.Sprintf("%s, %d clients", pan.name, top), pan.label, "fraction of successful requests ≤ x")
+		var all []float64
+		for _, s := range d.servers {
+			all = append(all, pan.pop[s]...)
+		}
+		if len(all) == 0 {
+			absent = append(absent, pan.name)
+			continue
+		}
+		sx := scale{log: logWorthy([]float64{minOf(all), maxOf(all)}, 30)}
+		for _, s := range d.servers {
+			xs := pan.pop[s]
+			if len(xs) == 0 {
+				continue
+			}
+			xys := ecdf(xs)
+			for k := range xys {
+				xys[k].X = sx.v(xys[k].X)
+			}
+			l, err := plotter.NewLine(xys)
+			if err != nil {
+				return nil, fmt.Errorf("cdf.svg: server %s: %w", s, err)
+			}
+			l.LineStyle = lineStyle(d.index[s])
+			l.StepStyle = plotter.PostStep
+			p.Add(l)
+			p.Legend.Add(fmt.Sprintf("%s (n=%d)", s, len(xs)), l)
+		}
+		p.Y.Min, p.Y.Max = 0, 1
+		p.Y.Tick.Marker = fixedTicks(0, 0.25, 0.5, 0.75, 1)
+		headroom(&p.Y, len(d.servers))
+		if sx.log {
+			setLog(&p.X, minOf(all), maxOf(all))
+		} else {
+			p.X.Min, p.X.Max = 0, maxOf(all)*1.05
+			p.X.Tick.Marker = fixedTicks(linearTicks(p.X.Max)...)
+		}
+		panels = append(panels, p)
+	}
+	if len(panels) == 0 {
+		return nil, nil
+	}
+	var missing []string
+	for _, s := range d.servers {
+		if len(ttft[s]) == 0 {
+			missing = append(missing, s)
+		}
+	}
+	caption := fmt.Sprintf("Empirical CDFs over the successful requests of every recorded repeat at %d clients, the highest concurrency; a step per request. TTFT = first content − send; TPOT = (end − first content) ÷ (output tokens − 1). A log x axis is used where the servers differ by more than 30×.", top)
+	for _, a := range absent {
+		caption += fmt.Sprintf(" %s: no request qualifies.", a)
+	}
+	if len(missing) > 0 {
+		caption += fmt.Sprintf(" No successful request at %d clients for: %v.", top, missing)
+	}
+	w := figWidth
+	if len(panels) > 1 {
+		w = wideWidth
+	}
+	doc, err := svg(title, w, figHeight, panels...)
+	if err != nil {
+		return nil, fmt.Errorf("cdf.svg: %w", err)
+	}
+	return []Figure{{Name: "cdf.svg", Title: title, Caption: caption, SVG: doc}}, nil
+}
+
+// ecdf returns the steps of the empirical CDF of xs, starting from 0.
+func ecdf(xs []float64) plotter.XYs {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	out := make(plotter.XYs, 0, len(s)+1)
+	out = append(out, plotter.XY{X: s[0], Y: 0})
+	for i, x := range s {
+		out = append(out, plotter.XY{X: x, Y: float64(i+1) / float64(len(s))})
+	}
+	return out
+}

@@ -1,0 +1,224 @@
+package plot
+
+import (
+	"fmt"
+	"image/color"
+	"sort"
+	"strconv"
+
+	gplot "gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+// timelineTarget is the concurrency whose wave the timeline shows: with 8
+// clients both serialization (a staircase) and batching (overlapping bars)
+// are visible at a glance.
+const timelineTarget = 8
+
+// timelineFigures draws, per server, one recorded closed-loop wave at the
+// concurrency closest to 8: one bar per request from send to end of stream.
+func timelineFigures(d *data) ([]Figure, error) {
+	var figs []Figure
+	for _, s := range d.servers {
+		w, ok := d.timelineWave(s)
+		if !ok {
+			continue
+		}
+		recs := append([]contract.Record(nil), d.byWave[w.ID]...)
+		if len(recs) == 0 {
+			continue
+		}
+		sort.SliceStable(recs, func(i, j int) bool {
+			if recs[i].StartS != recs[j].StartS {
+				return recs[i].StartS < recs[j].StartS
+			}
+			return recs[i].Client < recs[j].Client
+		})
+		tl := &timeline{color: palette[d.index[s]%len(palette)]}
+		fails := 0
+		for i, r := range recs {
+			tl.rows = append(tl.rows, timelineRow{y: float64(len(recs) - 1 - i), rec: r})
+			if !r.OK {
+				fails++
+			}
+		}
+		title := fmt.Sprintf("%s: every request of the %d-client wave", s, w.Concurrency)
+		p := newPlot(fmt.Sprintf("%s — %d-client wave, repeat %d", s, w.Concurrency, w.Repeat), "time since the wave's release (s)", "request, in order of sending")
+		p.Add(tl)
+		p.Legend.Add("waiting for first content", thumb(func(c *draw.Canvas) {
+			y := (c.Min.Y + c.Max.Y) / 2
+			c.StrokeLine2(waitStyle, c.Min.X, y, c.Max.X, y)
+		}))
+		p.Legend.Add("streaming", thumb(func(c *draw.Canvas) {
+			y := (c.Min.Y + c.Max.Y) / 2
+			fillRect(c, tl.color, c.Min.X, y-vg.Points(3.5), c.Max.X, y+vg.Points(3.5))
+		}))
+		p.Legend.Add("first content", thumb(func(c *draw.Canvas) {
+			x, y := (c.Min.X+c.Max.X)/2, (c.Min.Y+c.Max.Y)/2
+			c.StrokeLine2(firstStyle, x, y-vg.Points(5), x, y+vg.Points(5))
+		}))
+		if fails > 0 {
+			p.Legend.Add("failed", thumb(func(c *draw.Canvas) {
+				y := (c.Min.Y + c.Max.Y) / 2
+				fillRect(c, failed, c.Min.X, y-vg.Points(3.5), c.Max.X, y+vg.Points(3.5))
+			}))
+		}
+		// The legend sits top right, in room kept free beyond the last end.
+		p.Legend.Top, p.Legend.Left = true, false
+		_, xmax, _, _ := tl.DataRange()
+		p.X.Min, p.X.Max = 0, xmax*1.45
+		p.Y.Min, p.Y.Max = -0.6, float64(len(recs))-0.4
+		p.Y.Tick.Marker = rowTicks(len(recs))
+		caption := fmt.Sprintf("One bar per request of %s's %d-client wave (repeat %d), from its send to the end of its stream: the thin grey part waits for the first content (black tick), the coloured part streams. Overlapping bars mean requests were served together (batching); a staircase means one at a time (serialization).", s, w.Concurrency, w.Repeat)
+		if fails > 0 {
+			caption += fmt.Sprintf(" %d of %d requests failed (red, ending where the client gave up).", fails, len(recs))
+		}
+		if w.Concurrency != timelineTarget {
+			caption += fmt.Sprintf(" No %d-client wave was recorded; %d clients is the closest.", timelineTarget, w.Concurrency)
+		}
+		doc, err := svg(title, figWidth, figHeight, p)
+		if err != nil {
+			return nil, fmt.Errorf("timeline of %s: %w", s, err)
+		}
+		figs = append(figs, Figure{Name: "timeline-" + fileName(s) + ".svg", Title: title, Caption: caption, SVG: doc})
+	}
+	return figs, nil
+}
+
+// timelineWave picks server's recorded closed-loop wave at the concurrency
+// closest to 8 (the larger on a tie), preferring the first warm repeat.
+func (d *data) timelineWave(server string) (contract.Wave, bool) {
+	var best contract.Wave
+	found := false
+	better := func(w contract.Wave) bool {
+		if !found {
+			return true
+		}
+		dw, db := abs(w.Concurrency-timelineTarget), abs(best.Concurrency-timelineTarget)
+		switch {
+		case dw != db:
+			return dw < db
+		case w.Concurrency != best.Concurrency:
+			return w.Concurrency > best.Concurrency
+		case w.Cold != best.Cold:
+			return !w.Cold
+		default:
+			return w.Repeat < best.Repeat
+		}
+	}
+	for _, w := range d.res.Waves {
+		if w.Server != server || w.Kind != contract.KindRecorded || (w.Mode != "" && w.Mode != contract.ModeClosed) {
+			continue
+		}
+		if len(d.byWave[w.ID]) == 0 {
+			continue
+		}
+		if better(w) {
+			best, found = w, true
+		}
+	}
+	return best, found
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// rowTicks labels rows 1..n from the top: every row for small waves, every
+// eighth for large ones.
+func rowTicks(n int) gplot.ConstantTicks {
+	step := 1
+	if n > 16 {
+		step = 8
+	}
+	var ticks gplot.ConstantTicks
+	for i := 0; i < n; i++ {
+		label := ""
+		if i%step == 0 || i == n-1 {
+			label = strconv.Itoa(i + 1)
+		}
+		ticks = append(ticks, gplot.Tick{Value: float64(n - 1 - i), Label: label})
+	}
+	return ticks
+}
+
+var (
+	waitStyle  = draw.LineStyle{Color: grey, Width: vg.Points(1.2)}
+	firstStyle = draw.LineStyle{Color: color.Black, Width: vg.Points(1.4)}
+)
+
+type timelineRow struct {
+	y   float64
+	rec contract.Record
+}
+
+// timeline is a gonum/plot plotter drawing one horizontal bar per request.
+type timeline struct {
+	rows  []timelineRow
+	color color.Color
+}
+
+// Plot implements gplot.Plotter.
+func (t *timeline) Plot(c draw.Canvas, p *gplot.Plot) {
+	trX, trY := p.Transforms(&c)
+	half := vg.Points(6)
+	if len(t.rows) > 1 {
+		if h := (trY(1) - trY(0)) * 0.35; h < half {
+			half = h
+		}
+	}
+	if half < vg.Points(0.6) {
+		half = vg.Points(0.6)
+	}
+	for _, r := range t.rows {
+		y := trY(r.y)
+		x0, x1 := trX(r.rec.StartS), trX(r.rec.EndS)
+		xf := x1
+		if r.rec.FirstContentS != nil {
+			xf = trX(*r.rec.FirstContentS)
+		}
+		c.StrokeLine2(waitStyle, x0, y, xf, y)
+		fill := t.color
+		if !r.rec.OK {
+			fill = failed
+		}
+		if x1 > xf {
+			fillRect(&c, fill, xf, y-half, x1, y+half)
+		} else if !r.rec.OK {
+			c.StrokeLine2(draw.LineStyle{Color: failed, Width: vg.Points(1.2)}, x0, y, x1, y)
+		}
+		if r.rec.FirstContentS != nil {
+			c.StrokeLine2(firstStyle, xf, y-half*1.5, xf, y+half*1.5)
+		}
+	}
+}
+
+// DataRange implements gplot.DataRanger.
+func (t *timeline) DataRange() (xmin, xmax, ymin, ymax float64) {
+	xmax = 0
+	for _, r := range t.rows {
+		if r.rec.EndS > xmax {
+			xmax = r.rec.EndS
+		}
+	}
+	if xmax == 0 {
+		xmax = 1
+	}
+	return 0, xmax, -0.5, float64(len(t.rows)) - 0.5
+}
+
+func fillRect(c *draw.Canvas, clr color.Color, x0, y0, x1, y1 vg.Length) {
+	c.FillPolygon(clr, []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}})
+}
+
+// thumb is a legend thumbnail drawn by a function.
+type thumb func(c *draw.Canvas)
+
+// Thumbnail implements gplot.Thumbnailer.
+func (f thumb) Thumbnail(c *draw.Canvas) { f(c) }
