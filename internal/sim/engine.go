@@ -1,0 +1,357 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Engine kinds.
+const (
+	// EngineSerial is a lock-serialized engine: one request at a time, in
+	// arrival order; its prompt is prefilled in one step, then one token per
+	// decode step until it ends, then the next request takes the lock.
+	EngineSerial = "serial"
+	// EngineBatching is an iteration-level (continuous batching) engine: every
+	// step serves all running sequences; new requests join at the next step,
+	// within max_num_seqs, the KV-token budget and the per-step token budget
+	// (chunked prefill).
+	EngineBatching = "batching"
+)
+
+// Sequence states, as seen by the request handler.
+const (
+	seqWaiting int32 = iota
+	seqRunning
+	seqFinished
+	seqAborted
+)
+
+// maxSlipWall is how far the engine may fall behind its simulated schedule
+// (in wall time) and still catch up by running steps back to back; beyond it
+// the schedule is moved to now and the difference counted as slip, so an
+// overloaded simulator shows up in its own metrics instead of in figures.
+const maxSlipWall = 100 * time.Millisecond
+
+var errEngineClosed = errors.New("sim: engine is shut down")
+
+// sequence is one request inside the engine.
+type sequence struct {
+	promptTokens int
+	outputTokens int
+	arrivalS     float64
+
+	// Engine goroutine only.
+	prefillLeft int
+
+	// Written by the engine, read by the handler after it observes produced
+	// or state through the atomics (which order the plain fields).
+	firstTokenS float64
+	produced    atomic.Int32
+	state       atomic.Int32
+	canceled    atomic.Bool
+	notify      chan struct{}
+}
+
+func (s *sequence) signal() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// engine schedules sequences in steps on a simulated clock. One goroutine
+// (run) owns the queue and the running batch; handlers submit and cancel.
+type engine struct {
+	prof        *Profile
+	clk         *simClock
+	maxSeqs     int
+	batchTokens int // 0: unlimited
+	kvBudget    int
+
+	mu       sync.Mutex
+	incoming []*sequence
+	wake     chan struct{}
+
+	waiting []*sequence
+	running []*sequence
+
+	nRunning     atomic.Int64
+	nWaiting     atomic.Int64
+	genTokens    atomic.Int64
+	promptTokens atomic.Int64
+	preemptions  atomic.Int64
+	steps        atomic.Int64
+	slipNs       atomic.Int64 // simulated nanoseconds lost to slip
+
+	histMu sync.Mutex
+	ttft   histogram
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newEngine(prof *Profile, clk *simClock, maxSeqs, batchTokens, kvBudget int) *engine {
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &engine{
+		prof:        prof,
+		clk:         clk,
+		maxSeqs:     maxSeqs,
+		batchTokens: batchTokens,
+		kvBudget:    kvBudget,
+		wake:        make(chan struct{}, 1),
+		ttft:        newHistogram(ttftBuckets),
+		ctx:         ctx,
+		cancel:      cancel,
+		done:        make(chan struct{}),
+	}
+	go e.run()
+	return e
+}
+
+func (e *engine) poke() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// submit queues sequences, in order; they join the batch at the next step.
+// It fails only once the engine is closed.
+func (e *engine) submit(seqs ...*sequence) error {
+	prompt := 0
+	for _, s := range seqs {
+		s.notify = make(chan struct{}, 1)
+		s.prefillLeft = s.promptTokens
+		prompt += s.promptTokens
+	}
+	e.mu.Lock()
+	if err := e.ctx.Err(); err != nil {
+		e.mu.Unlock()
+		return errEngineClosed
+	}
+	e.incoming = append(e.incoming, seqs...)
+	e.nWaiting.Add(int64(len(seqs)))
+	e.mu.Unlock()
+	e.promptTokens.Add(int64(prompt))
+	e.poke()
+	return nil
+}
+
+// abandon marks a sequence canceled (its client went away); the engine frees
+// its slot at the next step boundary.
+func (e *engine) abandon(s *sequence) {
+	s.canceled.Store(true)
+	e.poke()
+}
+
+// close aborts every sequence and stops the engine goroutine.
+func (e *engine) close() {
+	e.cancel()
+	<-e.done
+}
+
+func (e *engine) run() {
+	defer close(e.done)
+	vnow := e.clk.now()
+	for {
+		e.drain()
+		e.dropCanceled()
+		if len(e.running) == 0 && len(e.waiting) == 0 {
+			select {
+			case <-e.wake:
+			case <-e.ctx.Done():
+				e.abortAll()
+				return
+			}
+			vnow = max(vnow, e.clk.now())
+			continue
+		}
+		e.preempt()
+		e.admit()
+		e.publishGauges()
+		if len(e.running) == 0 {
+			// The queue head cannot be admitted (it cannot happen with a
+			// validated budget, but never spin).
+			select {
+			case <-e.wake:
+			case <-e.ctx.Done():
+				e.abortAll()
+				return
+			}
+			continue
+		}
+
+		// Plan the step: running decodes first (one token each), then
+		// prefill chunks in admission order within the token budget.
+		budget := e.batchTokens
+		if budget == 0 {
+			budget = math.MaxInt
+		}
+		chunks := make([]int, len(e.running))
+		prefillTokens, inStep := 0, 0
+		for _, s := range e.running {
+			if s.prefillLeft == 0 {
+				budget--
+				inStep++
+			}
+		}
+		for i, s := range e.running {
+			if s.prefillLeft > 0 && budget > 0 {
+				c := min(s.prefillLeft, budget)
+				chunks[i] = c
+				budget -= c
+				prefillTokens += c
+				inStep++
+			}
+		}
+		target := vnow + e.prof.StepS(inStep, prefillTokens)
+		if !e.clk.sleepUntil(e.ctx, target) {
+			e.abortAll()
+			return
+		}
+		if now := e.clk.now(); now-target > e.clk.scale*maxSlipWall.Seconds() {
+			e.slipNs.Add(int64((now - target) * 1e9))
+			vnow = now
+		} else {
+			vnow = target
+		}
+		e.steps.Add(1)
+
+		// Apply the step: every sequence that decoded or finished its
+		// prefill produced one token at the step's end.
+		kept := e.running[:0]
+		for i, s := range e.running {
+			produce := false
+			if s.prefillLeft == 0 {
+				produce = true
+			} else if chunks[i] > 0 {
+				s.prefillLeft -= chunks[i]
+				produce = s.prefillLeft == 0
+			}
+			if produce {
+				n := s.produced.Load() + 1
+				if n == 1 {
+					s.firstTokenS = target
+					e.histMu.Lock()
+					e.ttft.observe(target - s.arrivalS)
+					e.histMu.Unlock()
+				}
+				e.genTokens.Add(1)
+				if int(n) >= s.outputTokens {
+					s.state.Store(seqFinished)
+				}
+				s.produced.Store(n)
+				s.signal()
+				if int(n) >= s.outputTokens {
+					continue
+				}
+			}
+			kept = append(kept, s)
+		}
+		clear(e.running[len(kept):])
+		e.running = kept
+		e.publishGauges()
+	}
+}
+
+func (e *engine) drain() {
+	e.mu.Lock()
+	e.waiting = append(e.waiting, e.incoming...)
+	clear(e.incoming)
+	e.incoming = e.incoming[:0]
+	e.mu.Unlock()
+}
+
+func (e *engine) dropCanceled() {
+	drop := func(list []*sequence) []*sequence {
+		kept := list[:0]
+		for _, s := range list {
+			if s.canceled.Load() {
+				s.state.Store(seqAborted)
+				s.signal()
+				continue
+			}
+			kept = append(kept, s)
+		}
+		clear(list[len(kept):])
+		return kept
+	}
+	e.waiting = drop(e.waiting)
+	e.running = drop(e.running)
+	e.publishGauges()
+}
+
+// kvHeld is the KV cache a running sequence needs for its next step.
+func kvHeld(s *sequence) int { return s.promptTokens + int(s.produced.Load()) + 1 }
+
+// preempt moves the newest running sequences back to the queue head while
+// the running batch needs more KV cache than the budget (vLLM's recompute
+// preemption); a preempted sequence prefills its prompt and output again.
+func (e *engine) preempt() {
+	for len(e.running) > 1 {
+		need := 0
+		for _, s := range e.running {
+			need += kvHeld(s)
+		}
+		if need <= e.kvBudget {
+			return
+		}
+		last := e.running[len(e.running)-1]
+		e.running = e.running[:len(e.running)-1]
+		last.prefillLeft = last.promptTokens + int(last.produced.Load())
+		last.state.Store(seqWaiting)
+		e.waiting = append([]*sequence{last}, e.waiting...)
+		e.preemptions.Add(1)
+	}
+}
+
+// admit moves queue heads into the running batch, first come first served,
+// while there is a free slot and KV budget.
+func (e *engine) admit() {
+	held := 0
+	for _, s := range e.running {
+		held += kvHeld(s)
+	}
+	n := 0
+	for _, s := range e.waiting {
+		if len(e.running) >= e.maxSeqs || held+kvHeld(s) > e.kvBudget {
+			break
+		}
+		held += kvHeld(s)
+		s.state.Store(seqRunning)
+		e.running = append(e.running, s)
+		n++
+	}
+	if n > 0 {
+		clear(e.waiting[:n])
+		e.waiting = e.waiting[n:]
+	}
+}
+
+func (e *engine) publishGauges() {
+	e.nRunning.Store(int64(len(e.running)))
+	e.mu.Lock()
+	e.nWaiting.Store(int64(len(e.waiting) + len(e.incoming)))
+	e.mu.Unlock()
+}
+
+func (e *engine) abortAll() {
+	e.drain()
+	for _, list := range [][]*sequence{e.waiting, e.running} {
+		for _, s := range list {
+			s.state.Store(seqAborted)
+			s.signal()
+		}
+	}
+	e.waiting, e.running = nil, nil
+	e.publishGauges()
+}
+
+// slipS is the simulated time the engine lost because the host could not
+// keep up with the schedule.
+func (e *engine) slipS() float64 { return float64(e.slipNs.Load()) / 1e9 }

@@ -1,0 +1,233 @@
+package sim
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path"
+	"sort"
+	"strings"
+)
+
+// Profile is a calibrated step-latency model of one engine serving one model
+// on one accelerator. All durations are simulated seconds. A profile is data:
+// the built-in ones live in profiles/*.json, each with a .md beside it that
+// derives every number.
+type Profile struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// Engine is the engine this profile was fitted for: "serial" or "batching".
+	Engine string `json:"engine"`
+	// Model is the model id the simulated server reports by default.
+	Model string `json:"model"`
+	// MaxModelLen bounds prompt plus output tokens, like vLLM's --max-model-len;
+	// it is also the default max_tokens budget (max_model_len - prompt tokens).
+	MaxModelLen int `json:"max_model_len"`
+
+	// ChatTemplate names how messages are rendered before counting prompt
+	// tokens: "chatml" renders <|im_start|>role\ncontent<|im_end|>\n per
+	// message plus <|im_start|>assistant\n, as Qwen2.5's template does.
+	ChatTemplate string `json:"chat_template"`
+	// DefaultSystemPrompt is inserted when the request has no system message
+	// (Qwen2.5's template does this); empty means none.
+	DefaultSystemPrompt string `json:"default_system_prompt"`
+
+	// RequestOverheadS is the latency a request spends before it reaches the
+	// engine's queue (HTTP handling, tokenization, detokenizer set-up). It is
+	// paid by every request in parallel, never serialized.
+	RequestOverheadS float64 `json:"request_overhead_s"`
+	// DecodeStepS gives the latency of one engine step as a function of the
+	// number of sequences in the step: [batch, seconds] points, interpolated
+	// linearly between points and extrapolated along the last segment.
+	DecodeStepS [][2]float64 `json:"decode_step_s"`
+	// PrefillBaseS is added once to a step that prefills any prompt tokens.
+	PrefillBaseS float64 `json:"prefill_base_s"`
+	// PrefillPerTokenS is the cost of each prompt token prefilled in a step.
+	PrefillPerTokenS float64 `json:"prefill_per_token_s"`
+
+	// MaxNumSeqs caps the sequences running at once (1 for a serial engine).
+	MaxNumSeqs int `json:"max_num_seqs"`
+	// MaxNumBatchedTokens caps the tokens one step processes (decode tokens
+	// plus prefill chunks), like vLLM's chunked prefill; 0 means unlimited.
+	MaxNumBatchedTokens int `json:"max_num_batched_tokens"`
+	// KVTokenBudget caps prompt plus generated tokens held by running
+	// sequences; requests beyond it wait in the queue.
+	KVTokenBudget int `json:"kv_token_budget"`
+
+	// OutputTokens is the natural output length (where the model would emit
+	// its end-of-sequence token) of a prompt: entry hash(seed, prompt) mod n.
+	// The output is max_tokens when that is smaller, or when ignore_eos is set.
+	OutputTokens []int `json:"output_tokens"`
+
+	// Source says where the profile was loaded from (a path or "builtin").
+	Source string `json:"-"`
+}
+
+//go:embed profiles/*.json profiles/*.md
+var builtinFS embed.FS
+
+// ProfileNames lists the built-in profiles, sorted.
+func ProfileNames() []string {
+	entries, err := builtinFS.ReadDir("profiles")
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, e := range entries {
+		if n, ok := strings.CutSuffix(e.Name(), ".json"); ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// BuiltinProfile returns the built-in profile of that name.
+func BuiltinProfile(name string) (*Profile, error) {
+	data, err := builtinFS.ReadFile(path.Join("profiles", name+".json"))
+	if err != nil {
+		return nil, fmt.Errorf("sim: no built-in profile %q (have: %s)", name, strings.Join(ProfileNames(), ", "))
+	}
+	p, err := ParseProfile(data, "builtin:"+name)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// BuiltinDerivation returns the markdown derivation written beside a
+// built-in profile.
+func BuiltinDerivation(name string) (string, error) {
+	data, err := builtinFS.ReadFile(path.Join("profiles", name+".md"))
+	if err != nil {
+		return "", fmt.Errorf("sim: no derivation for built-in profile %q", name)
+	}
+	return string(data), nil
+}
+
+// LoadProfile reads a profile from a JSON file.
+func LoadProfile(file string) (*Profile, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("sim: profile: %w", err)
+	}
+	return ParseProfile(data, file)
+}
+
+// ResolveProfile returns the built-in profile of that name, or loads the
+// file when the name is not a built-in one.
+func ResolveProfile(nameOrPath string) (*Profile, error) {
+	for _, n := range ProfileNames() {
+		if n == nameOrPath {
+			return BuiltinProfile(n)
+		}
+	}
+	if _, err := os.Stat(nameOrPath); err != nil {
+		return nil, fmt.Errorf("sim: profile %q is neither a built-in profile (%s) nor a readable file", nameOrPath, strings.Join(ProfileNames(), ", "))
+	}
+	return LoadProfile(nameOrPath)
+}
+
+// ParseProfile decodes and validates a profile; source names it in errors.
+func ParseProfile(data []byte, source string) (*Profile, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var p Profile
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("sim: profile %s: %w", source, err)
+	}
+	p.Source = source
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("sim: profile %s: %w", source, err)
+	}
+	return &p, nil
+}
+
+// Validate checks that every field holds a usable value.
+func (p *Profile) Validate() error {
+	if p.Name == "" {
+		return fmt.Errorf("field name is empty")
+	}
+	if p.Engine != EngineSerial && p.Engine != EngineBatching {
+		return fmt.Errorf("field engine = %q, want %q or %q", p.Engine, EngineSerial, EngineBatching)
+	}
+	if p.Model == "" {
+		return fmt.Errorf("field model is empty")
+	}
+	if p.MaxModelLen <= 0 {
+		return fmt.Errorf("field max_model_len = %d, want > 0", p.MaxModelLen)
+	}
+	if p.ChatTemplate != "chatml" {
+		return fmt.Errorf("field chat_template = %q, want \"chatml\"", p.ChatTemplate)
+	}
+	if p.RequestOverheadS < 0 || p.PrefillBaseS < 0 || p.PrefillPerTokenS < 0 {
+		return fmt.Errorf("request_overhead_s, prefill_base_s and prefill_per_token_s must be >= 0")
+	}
+	if len(p.DecodeStepS) == 0 {
+		return fmt.Errorf("field decode_step_s has no points")
+	}
+	for i, pt := range p.DecodeStepS {
+		if pt[0] < 1 || pt[1] <= 0 {
+			return fmt.Errorf("decode_step_s[%d] = [%g, %g], want batch >= 1 and seconds > 0", i, pt[0], pt[1])
+		}
+		if i > 0 && pt[0] <= p.DecodeStepS[i-1][0] {
+			return fmt.Errorf("decode_step_s[%d]: batch %g is not above the previous point's %g", i, pt[0], p.DecodeStepS[i-1][0])
+		}
+	}
+	if p.MaxNumSeqs < 1 {
+		return fmt.Errorf("field max_num_seqs = %d, want >= 1", p.MaxNumSeqs)
+	}
+	if p.MaxNumBatchedTokens < 0 {
+		return fmt.Errorf("field max_num_batched_tokens = %d, want >= 0", p.MaxNumBatchedTokens)
+	}
+	if p.KVTokenBudget < 1 {
+		return fmt.Errorf("field kv_token_budget = %d, want >= 1", p.KVTokenBudget)
+	}
+	if len(p.OutputTokens) == 0 {
+		return fmt.Errorf("field output_tokens is empty")
+	}
+	for i, n := range p.OutputTokens {
+		if n < 1 {
+			return fmt.Errorf("output_tokens[%d] = %d, want >= 1", i, n)
+		}
+	}
+	return nil
+}
+
+// StepS is the latency of one engine step that serves batch sequences
+// (decoding or finishing a prefill chunk) and prefills prefillTokens prompt
+// tokens.
+func (p *Profile) StepS(batch, prefillTokens int) float64 {
+	s := p.decodeS(float64(max(batch, 1)))
+	if prefillTokens > 0 {
+		s += p.PrefillBaseS + p.PrefillPerTokenS*float64(prefillTokens)
+	}
+	return s
+}
+
+func (p *Profile) decodeS(b float64) float64 {
+	pts := p.DecodeStepS
+	if len(pts) == 1 || b <= pts[0][0] {
+		return pts[0][1]
+	}
+	i := sort.Search(len(pts), func(i int) bool { return pts[i][0] >= b })
+	if i == len(pts) {
+		i = len(pts) - 1 // extrapolate along the last segment
+	}
+	a, c := pts[i-1], pts[i]
+	s := a[1] + (c[1]-a[1])*(b-a[0])/(c[0]-a[0])
+	return max(s, pts[0][1]*0.5)
+}
+
+// NaturalOutputTokens is the output length the modelled model would produce
+// for this prompt text before stopping on its own: deterministic in the
+// prompt and the seed, as a temperature-0 model is in its prompt.
+func (p *Profile) NaturalOutputTokens(seed int64, prompt string) int {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d\x00", seed)
+	h.Write([]byte(prompt))
+	return p.OutputTokens[h.Sum64()%uint64(len(p.OutputTokens))]
+}

@@ -1,0 +1,642 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options configures a simulated server.
+type Options struct {
+	// Engine is "serial" or "batching"; empty means the profile's engine.
+	Engine string
+	// Profile is the step-latency profile; nil means the built-in
+	// t4-qwen2.5-1.5b profile of the engine.
+	Profile *Profile
+	// Model is the model id served in /v1/models and responses; empty means
+	// the profile's model.
+	Model string
+	// TimeScale K: simulated time runs K times faster than wall time; 0
+	// means 1.
+	TimeScale float64
+	// Seed drives output lengths, output text and fault draws.
+	Seed int64
+	// Faults are injected into a share of requests each.
+	Faults []Fault
+	// MaxNumSeqs and KVTokenBudget override the profile's when > 0. A serial
+	// engine always runs one sequence at a time.
+	MaxNumSeqs, KVTokenBudget int
+	// Tokenizer counts prompt and output tokens; nil means the pinned
+	// default tokenizer (tokenizer.Default).
+	Tokenizer Counter
+	// Log receives one line per request and nothing else; nil means none.
+	Log *log.Logger
+	// OnCrash is called when a crash fault fires, before the connection is
+	// dropped; rehearse sim makes it exit the process.
+	OnCrash func()
+}
+
+// Server is a simulated OpenAI-compatible LLM server.
+type Server struct {
+	opts    Options
+	prof    *Profile
+	model   string
+	clk     *simClock
+	engine  *engine
+	counter Counter
+	mux     *http.ServeMux
+	created int64
+
+	reqCount  atomic.Uint64
+	closing   chan struct{}
+	closeOnce sync.Once
+}
+
+// New validates the options and starts the simulated engine.
+func New(opts Options) (*Server, error) {
+	if opts.Profile == nil {
+		engine := opts.Engine
+		if engine == "" {
+			engine = EngineBatching
+		}
+		if engine != EngineSerial && engine != EngineBatching {
+			return nil, fmt.Errorf("sim: engine %q: want %q or %q", opts.Engine, EngineSerial, EngineBatching)
+		}
+		p, err := BuiltinProfile("t4-qwen2.5-1.5b-" + engine)
+		if err != nil {
+			return nil, err
+		}
+		opts.Profile = p
+	}
+	prof := opts.Profile
+	if err := prof.Validate(); err != nil {
+		return nil, fmt.Errorf("sim: profile %s: %w", prof.Name, err)
+	}
+	if opts.Engine == "" {
+		opts.Engine = prof.Engine
+	}
+	if opts.Engine != EngineSerial && opts.Engine != EngineBatching {
+		return nil, fmt.Errorf("sim: engine %q: want %q or %q", opts.Engine, EngineSerial, EngineBatching)
+	}
+	if opts.Engine != prof.Engine {
+		return nil, fmt.Errorf("sim: profile %s was fitted for the %s engine, not %s", prof.Name, prof.Engine, opts.Engine)
+	}
+	if opts.TimeScale == 0 {
+		opts.TimeScale = 1
+	}
+	if !finite(opts.TimeScale) || opts.TimeScale <= 0 {
+		return nil, fmt.Errorf("sim: time scale %g: want a positive number", opts.TimeScale)
+	}
+	if opts.Model == "" {
+		opts.Model = prof.Model
+	}
+	maxSeqs, batchTokens, kv := prof.MaxNumSeqs, prof.MaxNumBatchedTokens, prof.KVTokenBudget
+	if opts.MaxNumSeqs < 0 || opts.KVTokenBudget < 0 {
+		return nil, fmt.Errorf("sim: max_num_seqs %d and kv_token_budget %d must not be negative", opts.MaxNumSeqs, opts.KVTokenBudget)
+	}
+	if opts.MaxNumSeqs > 0 {
+		maxSeqs = opts.MaxNumSeqs
+	}
+	if opts.KVTokenBudget > 0 {
+		kv = opts.KVTokenBudget
+	}
+	if opts.Engine == EngineSerial {
+		if maxSeqs != 1 {
+			return nil, fmt.Errorf("sim: the serial engine runs one sequence at a time; max_num_seqs %d is not 1", maxSeqs)
+		}
+		batchTokens = 0
+	}
+	for _, f := range opts.Faults {
+		if _, err := ParseFault(f.String()); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Tokenizer == nil {
+		tk, err := defaultCounter()
+		if err != nil {
+			return nil, fmt.Errorf("sim: tokenizer: %w", err)
+		}
+		opts.Tokenizer = tk
+	}
+	if err := checkOutputWords(opts.Tokenizer); err != nil {
+		return nil, err
+	}
+	clk := newSimClock(opts.TimeScale)
+	s := &Server{
+		opts:    opts,
+		prof:    prof,
+		model:   opts.Model,
+		clk:     clk,
+		engine:  newEngine(prof, clk, maxSeqs, batchTokens, kv),
+		counter: opts.Tokenizer,
+		mux:     http.NewServeMux(),
+		created: time.Now().Unix(),
+		closing: make(chan struct{}),
+	}
+	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	s.mux.HandleFunc("GET /v1/models", s.handleModels)
+	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
+	s.mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+	})
+	return s, nil
+}
+
+// Handler serves /v1/chat/completions, /v1/models, /health and /metrics.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Engine is the engine kind in use.
+func (s *Server) Engine() string { return s.opts.Engine }
+
+// Profile is the profile in use.
+func (s *Server) Profile() *Profile { return s.prof }
+
+// Model is the served model id.
+func (s *Server) Model() string { return s.model }
+
+// Close aborts every request in the engine, releases stalled responses and
+// stops the engine. It is safe to call more than once.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		s.engine.close()
+	})
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"object": "list",
+		"data": []map[string]any{{
+			"id": s.model, "object": "model", "created": s.created, "owned_by": "rehearse-sim",
+			"root": s.model, "max_model_len": s.prof.MaxModelLen,
+		}},
+	})
+}
+
+func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
+	var buf bytes.Buffer
+	if err := s.writeMetrics(&buf); err != nil {
+		writeError(w, http.StatusInternalServerError, "InternalServerError", err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Write(buf.Bytes())
+}
+
+// chatRequest is the part of an OpenAI chat completions request the
+// simulator reads.
+type chatRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	Stream        bool `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	MaxTokens           *int     `json:"max_tokens"`
+	MaxCompletionTokens *int     `json:"max_completion_tokens"`
+	MinTokens           int      `json:"min_tokens"`
+	IgnoreEOS           bool     `json:"ignore_eos"`
+	N                   *int     `json:"n"`
+	Temperature         *float64 `json:"temperature"`
+}
+
+// job is one accepted chat request, fully decided before it reaches the
+// engine.
+type job struct {
+	id           string
+	stream       bool
+	includeUsage bool
+	promptTokens int
+	outputTokens int
+	finish       string
+	text         textSource
+	fault        faultPlan
+}
+
+const maxRequestBytes = 8 << 20
+
+func (s *Server) parseChat(r *http.Request) (*job, int, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+	if err != nil {
+		return nil, http.StatusBadRequest, fmt.Errorf("reading the request body: %v", err)
+	}
+	if len(body) > maxRequestBytes {
+		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes", maxRequestBytes)
+	}
+	var req chatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, http.StatusBadRequest, fmt.Errorf("request body is not a chat completions request: %v", err)
+	}
+	if req.Model != "" && req.Model != s.model {
+		return nil, http.StatusNotFound, fmt.Errorf("the model `%s` does not exist (this server serves `%s`)", req.Model, s.model)
+	}
+	if req.N != nil && *req.N != 1 {
+		return nil, http.StatusBadRequest, fmt.Errorf("n = %d: the simulator returns one choice", *req.N)
+	}
+	if req.Temperature != nil && (*req.Temperature < 0 || !finite(*req.Temperature)) {
+		return nil, http.StatusBadRequest, fmt.Errorf("temperature = %g: want >= 0", *req.Temperature)
+	}
+	if len(req.Messages) == 0 {
+		return nil, http.StatusBadRequest, errors.New("messages is empty")
+	}
+	msgs := make([]chatMessage, len(req.Messages))
+	for i, m := range req.Messages {
+		if m.Role == "" {
+			return nil, http.StatusBadRequest, fmt.Errorf("messages[%d].role is empty", i)
+		}
+		text, err := messageText(m.Content)
+		if err != nil {
+			return nil, http.StatusBadRequest, fmt.Errorf("messages[%d].content: %v", i, err)
+		}
+		msgs[i] = chatMessage{Role: m.Role, Content: text}
+	}
+	prompt := renderChat(s.prof, msgs)
+	reqN := s.reqCount.Add(1)
+	j := &job{
+		id:           fmt.Sprintf("chatcmpl-sim-%d", reqN),
+		stream:       req.Stream,
+		includeUsage: req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
+		promptTokens: s.counter.Count(prompt),
+		text:         newTextSource(s.opts.Seed, prompt),
+	}
+	maxLen := s.prof.MaxModelLen
+	if j.promptTokens >= maxLen {
+		return nil, http.StatusBadRequest, fmt.Errorf("this model's maximum context length is %d tokens; the messages have %d", maxLen, j.promptTokens)
+	}
+	maxTokens := maxLen - j.promptTokens
+	switch {
+	case req.MaxCompletionTokens != nil:
+		maxTokens = *req.MaxCompletionTokens
+	case req.MaxTokens != nil:
+		maxTokens = *req.MaxTokens
+	}
+	if maxTokens < 1 {
+		return nil, http.StatusBadRequest, fmt.Errorf("max_tokens = %d: want >= 1", maxTokens)
+	}
+	if j.promptTokens+maxTokens > maxLen {
+		return nil, http.StatusBadRequest, fmt.Errorf("this model's maximum context length is %d tokens; you requested %d (%d in the messages, %d in the completion)", maxLen, j.promptTokens+maxTokens, j.promptTokens, maxTokens)
+	}
+	if j.promptTokens+maxTokens > s.engine.kvBudget {
+		return nil, http.StatusBadRequest, fmt.Errorf("the request needs %d KV-cache tokens, over the engine's budget of %d", j.promptTokens+maxTokens, s.engine.kvBudget)
+	}
+	if req.MinTokens < 0 || req.MinTokens > maxTokens {
+		return nil, http.StatusBadRequest, fmt.Errorf("min_tokens = %d: want between 0 and max_tokens (%d)", req.MinTokens, maxTokens)
+	}
+	natural := s.prof.NaturalOutputTokens(s.opts.Seed, prompt)
+	n := max(natural, req.MinTokens)
+	if req.IgnoreEOS {
+		n = maxTokens
+	}
+	j.finish = "stop"
+	if n >= maxTokens {
+		n, j.finish = maxTokens, "length"
+	}
+	j.outputTokens = n
+	j.fault = planFault(s.opts.Faults, s.opts.Seed, reqN, n)
+	return j, 0, nil
+}
+
+// messageText reads a message's content: a string, an array of content
+// parts whose text parts are concatenated, or null.
+func messageText(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("want a string or an array of content parts")
+	}
+	var b bytes.Buffer
+	for i, p := range parts {
+		if p.Type != "text" {
+			return "", fmt.Errorf("part %d has type %q; the simulator reads text parts only", i, p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+// outcome is what the request log line reports.
+type outcome struct {
+	status    int
+	tokens    int
+	finish    string
+	firstS    float64 // simulated TTFT, -1 when no token came
+	note      string
+	arrivalS  float64
+	streaming bool
+}
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	arrivalS := s.clk.now()
+	out := outcome{status: http.StatusOK, firstS: -1, arrivalS: arrivalS}
+	var j *job
+	defer func() { s.logRequest(r, j, &out) }()
+
+	j, status, err := s.parseChat(r)
+	if err != nil {
+		out.status, out.note = status, err.Error()
+		writeError(w, status, errorType(status), err.Error())
+		return
+	}
+	out.streaming = j.stream
+	switch j.fault.kind {
+	case FaultHTTP500:
+		out.status, out.note = http.StatusInternalServerError, "fault http500"
+		writeError(w, http.StatusInternalServerError, "InternalServerError", "simulated internal server error (fault http500)")
+		return
+	case FaultHTTP429:
+		out.status, out.note = http.StatusTooManyRequests, "fault http429"
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "RateLimitError", "simulated rate limit (fault http429)")
+		return
+	}
+	if !s.clk.sleep(r.Context(), s.prof.RequestOverheadS) {
+		out.note = "client went away before the engine saw the request"
+		return
+	}
+	seq := &sequence{promptTokens: j.promptTokens, outputTokens: j.outputTokens, arrivalS: arrivalS}
+	if err := s.engine.submit(seq); err != nil {
+		out.status, out.note = http.StatusServiceUnavailable, err.Error()
+		writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", err.Error())
+		return
+	}
+	if j.stream {
+		s.stream(w, r, j, seq, &out)
+	} else {
+		s.complete(w, r, j, seq, &out)
+	}
+}
+
+// stream writes the response as server-sent events: a role chunk, one
+// chunk per token, a finish chunk, a usage chunk when asked, then [DONE].
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *sequence, out *outcome) {
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+
+	model, _ := json.Marshal(s.model)
+	head := fmt.Appendf(nil, `data: {"id":%q,"object":"chat.completion.chunk","created":%d,"model":%s,"choices":[`, j.id, time.Now().Unix(), model)
+	buf := append([]byte(nil), head...)
+	buf = append(buf, `{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+	if _, err := w.Write(buf); err != nil {
+		s.engine.abandon(seq)
+		out.note = "client went away"
+		return
+	}
+	rc.Flush()
+
+	sent := 0
+	defer func() { out.tokens = sent }()
+	for {
+		select {
+		case <-seq.notify:
+		case <-r.Context().Done():
+			s.engine.abandon(seq)
+			out.note = "client went away"
+			return
+		}
+		produced := int(seq.produced.Load())
+		state := seq.state.Load()
+		if sent == 0 && produced > 0 {
+			out.firstS = seq.firstTokenS - out.arrivalS
+		}
+		buf = buf[:0]
+		for sent < produced {
+			if j.fault.kind != "" && sent == j.fault.atToken {
+				if j.fault.kind == FaultMalformed {
+					// One chunk of invalid JSON; the stream carries on.
+					buf = append(buf, head...)
+					buf = append(buf, `{"index":0,"delta":{"content":" the`+"\n\n"...)
+					out.note = "fault malformed"
+					j.fault.kind = ""
+					continue
+				}
+				s.engine.abandon(seq)
+				w.Write(buf)
+				rc.Flush()
+				s.streamFault(w, rc, r, j, out)
+				return
+			}
+			buf = append(buf, head...)
+			buf = append(buf, `{"index":0,"delta":{"content":`...)
+			buf = strconv.AppendQuote(buf, j.text.piece(sent))
+			buf = append(buf, `},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+			sent++
+		}
+		if sent == j.outputTokens {
+			buf = append(buf, head...)
+			buf = fmt.Appendf(buf, `{"index":0,"delta":{},"logprobs":null,"finish_reason":%q}]}`+"\n\n", j.finish)
+			if j.includeUsage {
+				buf = append(buf, head[:len(head)-len(`"choices":[`)]...)
+				buf = fmt.Appendf(buf, `"choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`+"\n\n",
+					j.promptTokens, sent, j.promptTokens+sent)
+			}
+			buf = append(buf, "data: [DONE]\n\n"...)
+			w.Write(buf)
+			rc.Flush()
+			out.finish = j.finish
+			return
+		}
+		if state == seqAborted {
+			buf = append(buf, `data: {"error":{"message":"the simulated engine shut down before the request finished","type":"InternalServerError","param":null,"code":500}}`+"\n\n"...)
+			buf = append(buf, "data: [DONE]\n\n"...)
+			w.Write(buf)
+			rc.Flush()
+			out.note = "aborted: server shutting down"
+			return
+		}
+		if len(buf) > 0 {
+			if _, err := w.Write(buf); err != nil {
+				s.engine.abandon(seq)
+				out.note = "client went away"
+				return
+			}
+			rc.Flush()
+		}
+	}
+}
+
+// streamFault acts out a mid-stream fault whose sequence has already left
+// the engine.
+func (s *Server) streamFault(w http.ResponseWriter, rc *http.ResponseController, r *http.Request, j *job, out *outcome) {
+	out.note = "fault " + string(j.fault.kind)
+	switch j.fault.kind {
+	case FaultErrorEvent:
+		w.Write([]byte(`data: {"error":{"message":"simulated engine error (fault error_event)","type":"InternalServerError","param":null,"code":500}}` + "\n\n" + "data: [DONE]\n\n"))
+		rc.Flush()
+	case FaultTruncate:
+		// The body ends here, without finish_reason or [DONE].
+	case FaultStall:
+		s.stall(r)
+	case FaultCrash:
+		s.crash()
+	}
+}
+
+// stall holds a response open until the client gives up or the server
+// closes.
+func (s *Server) stall(r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-s.closing:
+	}
+}
+
+// crash calls the crash hook, then drops the connection without ending the
+// response.
+func (s *Server) crash() {
+	if s.opts.OnCrash != nil {
+		s.opts.OnCrash()
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// complete waits for the whole output and writes one chat.completion.
+func (s *Server) complete(w http.ResponseWriter, r *http.Request, j *job, seq *sequence, out *outcome) {
+	faultAt := -1
+	if j.fault.kind != "" {
+		faultAt = j.fault.atToken
+	}
+	for {
+		select {
+		case <-seq.notify:
+		case <-r.Context().Done():
+			s.engine.abandon(seq)
+			out.note = "client went away"
+			return
+		}
+		produced := int(seq.produced.Load())
+		if out.firstS < 0 && produced > 0 {
+			out.firstS = seq.firstTokenS - out.arrivalS
+		}
+		if faultAt >= 0 && produced >= faultAt {
+			s.engine.abandon(seq)
+			s.completeFault(w, r, j, out)
+			return
+		}
+		if produced >= j.outputTokens {
+			break
+		}
+		if seq.state.Load() == seqAborted {
+			out.status, out.note = http.StatusServiceUnavailable, "aborted: server shutting down"
+			writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", "the simulated engine shut down before the request finished")
+			return
+		}
+	}
+	out.tokens, out.finish = j.outputTokens, j.finish
+	writeJSON(w, http.StatusOK, s.completion(j))
+}
+
+func (s *Server) completion(j *job) map[string]any {
+	return map[string]any{
+		"id": j.id, "object": "chat.completion", "created": time.Now().Unix(), "model": s.model,
+		"choices": []map[string]any{{
+			"index":         0,
+			"message":       map[string]any{"role": "assistant", "content": j.text.text(j.outputTokens)},
+			"logprobs":      nil,
+			"finish_reason": j.finish,
+		}},
+		"usage": map[string]int{"prompt_tokens": j.promptTokens, "completion_tokens": j.outputTokens, "total_tokens": j.promptTokens + j.outputTokens},
+	}
+}
+
+// completeFault acts out a fault on a non-streaming response.
+func (s *Server) completeFault(w http.ResponseWriter, r *http.Request, j *job, out *outcome) {
+	out.note = "fault " + string(j.fault.kind)
+	switch j.fault.kind {
+	case FaultErrorEvent:
+		out.status = http.StatusInternalServerError
+		writeError(w, http.StatusInternalServerError, "InternalServerError", "simulated engine error (fault error_event)")
+	case FaultTruncate:
+		body, _ := json.Marshal(s.completion(j))
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(http.StatusOK)
+		w.Write(body[:len(body)/2])
+		http.NewResponseController(w).Flush()
+		panic(http.ErrAbortHandler)
+	case FaultMalformed:
+		body, _ := json.Marshal(s.completion(j))
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		w.Write(body[:len(body)-2])
+	case FaultStall:
+		s.stall(r)
+	case FaultCrash:
+		s.crash()
+	}
+}
+
+func (s *Server) logRequest(r *http.Request, j *job, out *outcome) {
+	if s.opts.Log == nil {
+		return
+	}
+	line := fmt.Sprintf("%s %s %s %d", r.RemoteAddr, r.Method, r.URL.Path, out.status)
+	if j != nil {
+		mode := "complete"
+		if j.stream {
+			mode = "stream"
+		}
+		line += fmt.Sprintf(" id=%s %s prompt_tokens=%d completion_tokens=%d", j.id, mode, j.promptTokens, out.tokens)
+		if out.finish != "" {
+			line += " finish=" + out.finish
+		}
+		if out.firstS >= 0 {
+			line += fmt.Sprintf(" sim_ttft_s=%.3f", out.firstS)
+		}
+		line += fmt.Sprintf(" sim_e2e_s=%.3f", s.clk.now()-out.arrivalS)
+	}
+	if out.note != "" {
+		line += " (" + out.note + ")"
+	}
+	s.opts.Log.Print(line)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		body = []byte(`{"error":{"message":"encoding the response failed","type":"InternalServerError","param":null,"code":500}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// writeError writes an OpenAI-style error body.
+func writeError(w http.ResponseWriter, status int, kind, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": kind, "param": nil, "code": status}})
+}
+
+func errorType(status int) string {
+	switch status {
+	case http.StatusNotFound:
+		return "NotFoundError"
+	case http.StatusServiceUnavailable:
+		return "ServiceUnavailableError"
+	default:
+		return "BadRequestError"
+	}
+}
