@@ -1,0 +1,8 @@
+// Package supervise launches a server under test by argv in its own process
+// group (never through a shell), sends its stdout and stderr straight to a
+// log file, waits for it to become ready (alive, health probe, /v1/models,
+// one tiny request), notices when it dies, and stops it deliberately:
+// SIGTERM to the group, a grace period, SIGKILL to the group. Lines the tool
+// itself adds to a log start with "==> rehearse:"; ScanLog splits a log at
+// the deliberate-stop marker so shutdown noise is never read as a failure.
+package supervise

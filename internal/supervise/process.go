@@ -1,0 +1,296 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// MarkerPrefix starts every line the tool itself writes into a server log.
+const MarkerPrefix = "==> rehearse: "
+
+// StopMarker is the fixed part of the deliberate-stop line; what follows it
+// in the log is shutdown.
+const StopMarker = "(deliberate stop; lines below are shutdown)"
+
+// Spec says how to launch one server.
+type Spec struct {
+	Name string
+	// Argv is run directly, never through a shell.
+	Argv []string
+	// Env holds overrides on top of this process's environment.
+	Env map[string]string
+	// Dir is the working folder ("" for the current one).
+	Dir string
+	// Port must be free before launch (0: no check).
+	Port int
+	// LogPath receives the process's stdout and stderr, complete.
+	LogPath string
+	// StopGrace is how long SIGTERM has before SIGKILL (default 15 s).
+	StopGrace time.Duration
+	// ShownArgv is the argv as written into the log's launch line, with
+	// secrets redacted (default Argv).
+	ShownArgv []string
+}
+
+// Exit describes how a process ended.
+type Exit struct {
+	// At is the wall-clock time the exit was observed.
+	At time.Time
+	// Code is the exit status, -1 when a signal ended the process.
+	Code int
+	// Signal names the signal that ended it, if one did.
+	Signal string
+	// Deliberate is true when rehearse stopped it (or the run was
+	// interrupted and rehearse stopped it then).
+	Deliberate bool
+	// Killed is true when SIGKILL was needed after the grace period.
+	Killed bool
+}
+
+// String says how the process ended in words.
+func (e Exit) String() string {
+	var how string
+	if e.Signal != "" {
+		how = "killed by " + e.Signal
+	} else {
+		how = "exited with status " + strconv.Itoa(e.Code)
+	}
+	at := e.At.UTC().Format(time.RFC3339)
+	switch {
+	case e.Deliberate && e.Killed:
+		return fmt.Sprintf("stopped by rehearse: SIGKILL after the grace period at %s", at)
+	case e.Deliberate:
+		return fmt.Sprintf("stopped by rehearse (SIGTERM), %s at %s", how, at)
+	}
+	return fmt.Sprintf("%s at %s, before rehearse stopped it", how, at)
+}
+
+// Process is one launched server.
+type Process struct {
+	spec    Spec
+	cmd     *exec.Cmd
+	log     *os.File
+	started time.Time
+	cancel  context.CancelFunc
+
+	mu         sync.Mutex
+	deliberate bool
+	termAt     time.Time
+	exit       *Exit
+	done       chan struct{}
+}
+
+// FreePort asks the kernel for a free loopback TCP port.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// CheckPortFree returns an error when something already listens on port (a
+// leftover server would answer the readiness probe in the new one's place).
+func CheckPortFree(port int) error {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond); err == nil {
+		c.Close()
+		return fmt.Errorf("port %d is already in use (a leftover server? it would fake readiness); stop it or choose another port", port)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("port %d is not free: %v", port, err)
+	}
+	return l.Close()
+}
+
+// Start launches the server described by spec, with stdout and stderr going
+// to spec.LogPath. Canceling ctx stops the process as Stop does (SIGTERM to
+// the group with the marker line, SIGKILL after the grace period).
+func Start(ctx context.Context, spec Spec) (*Process, error) {
+	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
+		return nil, fmt.Errorf("%s: empty launch argv", spec.Name)
+	}
+	if spec.StopGrace <= 0 {
+		spec.StopGrace = 15 * time.Second
+	}
+	if spec.Port > 0 {
+		if err := CheckPortFree(spec.Port); err != nil {
+			return nil, fmt.Errorf("%s: %w", spec.Name, err)
+		}
+	}
+	if _, err := exec.LookPath(spec.Argv[0]); err != nil {
+		return nil, fmt.Errorf("%s: cannot launch %q: %v", spec.Name, spec.Argv[0], errors.Unwrap(err))
+	}
+	logf, err := os.OpenFile(spec.LogPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("%s: log: %w", spec.Name, err)
+	}
+	stopCtx, cancel := context.WithCancel(ctx)
+	cmd := exec.CommandContext(stopCtx, spec.Argv[0], spec.Argv[1:]...)
+	cmd.Dir = spec.Dir
+	cmd.Env = mergeEnv(os.Environ(), spec.Env)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.WaitDelay = spec.StopGrace
+	p := &Process{spec: spec, cmd: cmd, log: logf, cancel: cancel, done: make(chan struct{})}
+	cmd.Cancel = p.terminate
+
+	shown := spec.ShownArgv
+	if shown == nil {
+		shown = spec.Argv
+	}
+	p.started = time.Now()
+	fmt.Fprintf(logf, MarkerPrefix+"launched %s at %s\n", quoteArgv(shown), p.started.UTC().Format(time.RFC3339Nano))
+	if err := cmd.Start(); err != nil {
+		cancel()
+		p.mark("launch failed: %v", err)
+		logf.Close()
+		return nil, fmt.Errorf("%s: launch %s: %w", spec.Name, quoteArgv(shown), err)
+	}
+	go p.wait()
+	return p, nil
+}
+
+// terminate is the Cmd's Cancel: the marker line, then SIGTERM to the group.
+func (p *Process) terminate() error {
+	p.mu.Lock()
+	p.deliberate = true
+	p.termAt = time.Now()
+	p.mu.Unlock()
+	p.mark("SIGTERM sent at %s %s", p.termAt.UTC().Format(time.RFC3339Nano), StopMarker)
+	return syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+}
+
+func (p *Process) wait() {
+	err := p.cmd.Wait()
+	at := time.Now()
+	// Whatever else is left in the group goes too: no orphans.
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	e := Exit{At: at, Code: -1}
+	if st := p.cmd.ProcessState; st != nil {
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			e.Signal = ws.Signal().String()
+			if ws.Signal() == syscall.SIGKILL {
+				e.Signal = "SIGKILL"
+			} else if ws.Signal() == syscall.SIGTERM {
+				e.Signal = "SIGTERM"
+			}
+		} else {
+			e.Code = st.ExitCode()
+		}
+	} else if err != nil {
+		e.Signal = err.Error()
+	}
+	p.mu.Lock()
+	e.Deliberate = p.deliberate
+	if e.Deliberate && e.Signal == "SIGKILL" {
+		e.Killed = true
+	}
+	p.exit = &e
+	p.mu.Unlock()
+	switch {
+	case e.Killed:
+		p.mark("SIGKILL sent to the group at %s: the grace period of %s was over", at.UTC().Format(time.RFC3339Nano), p.spec.StopGrace)
+	case e.Deliberate:
+		p.mark("process ended at %s (%s)", at.UTC().Format(time.RFC3339Nano), exitWords(e))
+	default:
+		p.mark("process exited with %s at %s, before rehearse stopped it", exitWords(e), at.UTC().Format(time.RFC3339Nano))
+	}
+	p.log.Close()
+	p.cancel()
+	close(p.done)
+}
+
+func exitWords(e Exit) string {
+	if e.Signal != "" {
+		return "signal " + e.Signal
+	}
+	return "status " + strconv.Itoa(e.Code)
+}
+
+// mark appends a tool line to the log.
+func (p *Process) mark(format string, a ...any) {
+	fmt.Fprintf(p.log, "\n"+MarkerPrefix+format+"\n", a...)
+}
+
+// Name is the server's name.
+func (p *Process) Name() string { return p.spec.Name }
+
+// PID is the process id (and process group id).
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Started is when the process was launched.
+func (p *Process) Started() time.Time { return p.started }
+
+// Done is closed once the process has exited and its log is closed.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Exited returns how the process ended, or false while it runs.
+func (p *Process) Exited() (Exit, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exit == nil {
+		return Exit{}, false
+	}
+	return *p.exit, true
+}
+
+// Stop stops the process deliberately: the marker line and SIGTERM to the
+// group, SIGKILL to the group after the grace period. It returns once the
+// process is gone. Stopping a process that already exited returns how it
+// ended.
+func (p *Process) Stop() Exit {
+	p.cancel()
+	<-p.done
+	e, _ := p.Exited()
+	return e
+}
+
+// LogPath is the log file.
+func (p *Process) LogPath() string { return p.spec.LogPath }
+
+func mergeEnv(base []string, over map[string]string) []string {
+	if len(over) == 0 {
+		return base
+	}
+	out := make([]string, 0, len(base)+len(over))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, replaced := over[k]; !replaced {
+			out = append(out, kv)
+		}
+	}
+	keys := make([]string, 0, len(over))
+	for k := range over {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+over[k])
+	}
+	return out
+}
+
+func quoteArgv(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`") {
+			parts[i] = strconv.Quote(a)
+		} else {
+			parts[i] = a
+		}
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,286 @@
+package supervise
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+)
+
+// Probe is the readiness sequence of one server: its health path answers
+// 2xx, /v1/models answers 2xx (and lists Model, when given), then one tiny
+// request to Endpoint succeeds.
+type Probe struct {
+	BaseURL    string
+	HealthPath string // default /health
+	Endpoint   string // default /v1/chat/completions; "" with SkipRequest
+	Model      string
+	APIKey     string
+	// Timeout bounds the whole sequence (default 10 min: GPU servers may
+	// download weights or compile before they answer).
+	Timeout time.Duration
+	// Interval is the pause between attempts (default 200 ms).
+	Interval time.Duration
+	// SkipRequest leaves out the tiny request.
+	SkipRequest bool
+	// LogLines is how many last lines of the log a failure shows (default 20).
+	LogLines int
+	// Client makes the probes (default: a client with a 10 s timeout).
+	Client *http.Client
+}
+
+// NotReadyError says why a server did not become ready, with the last lines
+// of its log.
+type NotReadyError struct {
+	Server  string
+	Reason  string
+	LogPath string
+	Tail    []string
+}
+
+func (e *NotReadyError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: not ready: %s", e.Server, e.Reason)
+	if e.LogPath != "" {
+		if len(e.Tail) == 0 {
+			fmt.Fprintf(&b, " (%s is empty)", e.LogPath)
+		} else {
+			fmt.Fprintf(&b, "; last lines of %s:", e.LogPath)
+			for _, l := range e.Tail {
+				b.WriteString("\n    ")
+				b.WriteString(l)
+			}
+		}
+	}
+	return b.String()
+}
+
+// WaitReady runs the readiness sequence against a launched process (p) or a
+// server already running (p nil). It fails early when p exits.
+func WaitReady(ctx context.Context, p *Process, pr Probe) error {
+	if pr.HealthPath == "" {
+		pr.HealthPath = "/health"
+	}
+	if pr.Endpoint == "" {
+		pr.Endpoint = "/v1/chat/completions"
+	}
+	if pr.Timeout <= 0 {
+		pr.Timeout = 10 * time.Minute
+	}
+	if pr.Interval <= 0 {
+		pr.Interval = 200 * time.Millisecond
+	}
+	if pr.LogLines <= 0 {
+		pr.LogLines = 20
+	}
+	client := pr.Client
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Second}
+	}
+	name, logPath := "server", ""
+	var done <-chan struct{}
+	if p != nil {
+		name, logPath, done = p.Name(), p.LogPath(), p.Done()
+	}
+	fail := func(reason string) error {
+		e := &NotReadyError{Server: name, Reason: reason, LogPath: logPath}
+		if logPath != "" {
+			e.Tail, _ = TailLines(logPath, pr.LogLines)
+		}
+		return e
+	}
+	deadline := time.Now().Add(pr.Timeout)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+
+	steps := []struct {
+		name string
+		try  func(context.Context) error
+	}{
+		{"GET " + pr.HealthPath, func(c context.Context) error { return get(c, client, pr.BaseURL+pr.HealthPath, pr.APIKey, nil) }},
+		{"GET /v1/models", func(c context.Context) error { return checkModels(c, client, pr) }},
+	}
+	if !pr.SkipRequest {
+		steps = append(steps, struct {
+			name string
+			try  func(context.Context) error
+		}{"POST " + pr.Endpoint + " (one tiny request)", func(c context.Context) error { return tinyRequest(c, client, pr) }})
+	}
+	for _, step := range steps {
+		var last error
+		for {
+			if done != nil {
+				select {
+				case <-done:
+					e, _ := p.Exited()
+					return fail(fmt.Sprintf("the process %s during %s", exitPhrase(e), step.name))
+				default:
+				}
+			}
+			last = step.try(ctx)
+			if last == nil {
+				break
+			}
+			var fatal *fatalProbe
+			if errors.As(last, &fatal) {
+				return fail(fmt.Sprintf("%s: %v", step.name, fatal.err))
+			}
+			wait := time.NewTimer(pr.Interval)
+			select {
+			case <-ctx.Done():
+				wait.Stop()
+				if errors.Is(context.Cause(ctx), context.DeadlineExceeded) && time.Now().After(deadline.Add(-time.Millisecond)) {
+					return fail(fmt.Sprintf("no answer within %s; last attempt %s: %v", pr.Timeout, step.name, last))
+				}
+				return fmt.Errorf("%s: readiness interrupted: %w", name, context.Cause(ctx))
+			case <-done:
+				wait.Stop()
+			case <-wait.C:
+			}
+		}
+	}
+	return nil
+}
+
+func exitPhrase(e Exit) string {
+	if e.Signal != "" {
+		return "was killed by " + e.Signal
+	}
+	return fmt.Sprintf("exited with status %d", e.Code)
+}
+
+// fatalProbe is a probe answer that retrying will not change.
+type fatalProbe struct{ err error }
+
+func (f *fatalProbe) Error() string { return f.err.Error() }
+
+func get(ctx context.Context, client *http.Client, url, apiKey string, body *[]byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return &fatalProbe{err}
+	}
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return shortNetErr(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			return &fatalProbe{fmt.Errorf("HTTP %d (check api_key_env)", resp.StatusCode)}
+		}
+		return fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	if body != nil {
+		*body = data
+	}
+	return nil
+}
+
+func checkModels(ctx context.Context, client *http.Client, pr Probe) error {
+	var data []byte
+	if err := get(ctx, client, pr.BaseURL+"/v1/models", pr.APIKey, &data); err != nil {
+		return err
+	}
+	if pr.Model == "" {
+		return nil
+	}
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(data, &list); err != nil {
+		return &fatalProbe{fmt.Errorf("not an OpenAI model list: %v", err)}
+	}
+	var ids []string
+	for _, m := range list.Data {
+		if m.ID == pr.Model {
+			return nil
+		}
+		ids = append(ids, m.ID)
+	}
+	return &fatalProbe{fmt.Errorf("model %q is not served (served: %s)", pr.Model, strings.Join(ids, ", "))}
+}
+
+func tinyRequest(ctx context.Context, client *http.Client, pr Probe) error {
+	body := map[string]any{"model": pr.Model, "max_tokens": 1, "temperature": 0, "stream": false}
+	if strings.Contains(pr.Endpoint, "chat") {
+		body["messages"] = []map[string]string{{"role": "user", "content": "Hi"}}
+	} else {
+		body["prompt"] = "Hi"
+	}
+	data, _ := json.Marshal(body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, pr.BaseURL+pr.Endpoint, bytes.NewReader(data))
+	if err != nil {
+		return &fatalProbe{err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if pr.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+pr.APIKey)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return shortNetErr(err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		err := fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(msg)))
+		if resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests {
+			return &fatalProbe{err}
+		}
+		return err
+	}
+	return nil
+}
+
+func shortNetErr(err error) error {
+	s := err.Error()
+	if i := strings.LastIndex(s, ": "); i >= 0 && strings.Contains(s, "dial tcp") {
+		s = s[i+2:]
+	}
+	return errors.New(s)
+}
+
+// TailLines returns the last n lines of the file at path.
+func TailLines(path string, n int) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	const chunk = 64 << 10
+	off := max(st.Size()-chunk, 0)
+	buf := make([]byte, st.Size()-off)
+	if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	lines := strings.Split(strings.TrimRight(string(buf), "\n"), "\n")
+	if off > 0 && len(lines) > 1 {
+		lines = lines[1:] // the first may be cut
+	}
+	var out []string
+	for _, l := range lines {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out, nil
+}

@@ -1,0 +1,355 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as the server under supervision: with
+// SUPERVISE_CHILD set it runs one of the behaviours below instead of tests.
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("SUPERVISE_CHILD"); mode != "" {
+		os.Exit(child(mode, os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+func child(mode string, args []string) int {
+	switch mode {
+	case "exit3":
+		fmt.Println("loading model weights")
+		fmt.Fprintln(os.Stderr, "RuntimeError: CUDA out of memory")
+		return 3
+	case "serve", "ignore-term", "unhealthy":
+		port, _ := strconv.Atoi(args[0])
+		if mode == "ignore-term" {
+			signal.Ignore(syscall.SIGTERM)
+			// A grandchild in the same group, which must not outlive the stop.
+			gc := exec.Command("sleep", "60")
+			if err := gc.Start(); err != nil {
+				return 9
+			}
+			fmt.Printf("grandchild %d\n", gc.Process.Pid)
+		}
+		term := make(chan os.Signal, 1)
+		if mode != "ignore-term" {
+			signal.Notify(term, syscall.SIGTERM)
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {
+			if mode == "unhealthy" {
+				http.Error(w, "loading", http.StatusServiceUnavailable)
+			}
+		})
+		mux.HandleFunc("/v1/models", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"m1"}]}`)
+		})
+		mux.HandleFunc("/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintln(os.Stderr, "INFO request "+r.Header.Get("Authorization"))
+			fmt.Fprint(w, `{"choices":[{"message":{"content":"ok"}}]}`)
+		})
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 4
+		}
+		fmt.Println("listening; TEST_ENV=" + os.Getenv("TEST_ENV"))
+		fmt.Fprintln(os.Stderr, "WARNING: generation config differs from the model's defaults")
+		go http.Serve(l, mux)
+		<-term
+		fmt.Fprintln(os.Stderr, "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue")
+		return 0
+	}
+	return 2
+}
+
+func spec(t *testing.T, mode string, port int) Spec {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Spec{
+		Name:      mode,
+		Argv:      []string{exe, strconv.Itoa(port)},
+		Env:       map[string]string{"SUPERVISE_CHILD": mode, "TEST_ENV": "override"},
+		Port:      port,
+		LogPath:   filepath.Join(t.TempDir(), mode+".log"),
+		StopGrace: 2 * time.Second,
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	p, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func readLog(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestReadyLogAndDeliberateStop(t *testing.T) {
+	port := freePort(t)
+	s := spec(t, "serve", port)
+	s.ShownArgv = []string{"server", "--api-key", "[redacted]"}
+	p, err := Start(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop() })
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	if err := WaitReady(context.Background(), p, Probe{BaseURL: base, Model: "m1", APIKey: "sk-test", Timeout: 10 * time.Second, Interval: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if _, exited := p.Exited(); exited {
+		t.Fatal("process exited while ready")
+	}
+	e := p.Stop()
+	if !e.Deliberate || e.Killed || e.Code != 0 {
+		t.Errorf("exit = %+v, want a deliberate stop with status 0", e)
+	}
+	log := readLog(t, s.LogPath)
+	for _, want := range []string{
+		"==> rehearse: launched server --api-key [redacted] at ",
+		"listening; TEST_ENV=override",       // stdout, with the env override
+		"WARNING: generation config differs", // stderr
+		"INFO request Bearer sk-test",        // the tiny request reached it
+		"==> rehearse: SIGTERM sent at ",     // the marker
+		StopMarker,
+		"EngineDeadError", // shutdown noise after the marker
+		"==> rehearse: process ended at ",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+	if strings.Index(log, StopMarker) > strings.Index(log, "EngineDeadError") {
+		t.Error("the shutdown error precedes the stop marker")
+	}
+	notes, err := ScanLog(s.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !notes.Stopped || notes.WarningsDuringRunCount != 1 || notes.ShutdownNoiseCount != 1 || notes.DiedEarly != "" {
+		t.Errorf("notes = %+v", notes)
+	}
+	if !strings.Contains(notes.ShutdownNoise[0], "EngineDeadError") || !strings.Contains(notes.WarningsDuringRun[0], "generation config") {
+		t.Errorf("lines split wrongly: %+v", notes)
+	}
+}
+
+func TestExitAtStartShowsLastLogLines(t *testing.T) {
+	port := freePort(t)
+	s := spec(t, "exit3", port)
+	p, err := Start(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = WaitReady(context.Background(), p, Probe{BaseURL: "http://127.0.0.1:" + strconv.Itoa(port), Timeout: 10 * time.Second, Interval: 20 * time.Millisecond})
+	var nr *NotReadyError
+	if !errors.As(err, &nr) {
+		t.Fatalf("want NotReadyError, got %v", err)
+	}
+	for _, want := range []string{"exit3: not ready: the process exited with status 3", "CUDA out of memory", "loading model weights", "exit3.log"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	e := p.Stop()
+	if e.Deliberate || e.Code != 3 {
+		t.Errorf("exit = %+v", e)
+	}
+	if !strings.Contains(e.String(), "exited with status 3 at ") || !strings.Contains(e.String(), "before rehearse stopped it") {
+		t.Errorf("exit words: %s", e)
+	}
+	notes, _ := ScanLog(s.LogPath)
+	if notes.Stopped || !strings.Contains(notes.DiedEarly, "status 3") {
+		t.Errorf("notes = %+v", notes)
+	}
+}
+
+func TestPortAlreadyTaken(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	s := spec(t, "serve", port)
+	_, err = Start(context.Background(), s)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("port %d is already in use", port)) {
+		t.Fatalf("got %v", err)
+	}
+	if _, statErr := os.Stat(s.LogPath); statErr == nil {
+		t.Error("a log was created for a server that never launched")
+	}
+}
+
+func TestKillAfterGraceTakesTheWholeGroup(t *testing.T) {
+	port := freePort(t)
+	s := spec(t, "ignore-term", port)
+	s.StopGrace = 300 * time.Millisecond
+	p, err := Start(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitReady(context.Background(), p, Probe{BaseURL: "http://127.0.0.1:" + strconv.Itoa(port), SkipRequest: true, Timeout: 10 * time.Second, Interval: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	e := p.Stop()
+	if !e.Deliberate || !e.Killed {
+		t.Errorf("exit = %+v, want killed after the grace period", e)
+	}
+	log := readLog(t, s.LogPath)
+	var gc int
+	for _, line := range strings.Split(log, "\n") {
+		if v, ok := strings.CutPrefix(line, "grandchild "); ok {
+			gc, _ = strconv.Atoi(v)
+		}
+	}
+	if gc == 0 {
+		t.Fatalf("no grandchild pid in log:\n%s", log)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(gc, 0) == nil {
+		// A zombie still answers kill 0 until its parent reaps it; init
+		// reaps it after the group is gone.
+		if time.Now().After(deadline) {
+			t.Fatalf("grandchild %d outlived the stop", gc)
+		}
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", gc)); err == nil && strings.Contains(string(st), ") Z ") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(log, "SIGKILL sent to the group") {
+		t.Errorf("log lacks the SIGKILL line:\n%s", log)
+	}
+}
+
+func TestDeathWhileRunningIsNoted(t *testing.T) {
+	port := freePort(t)
+	s := spec(t, "serve", port)
+	p, err := Start(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitReady(context.Background(), p, Probe{BaseURL: "http://127.0.0.1:" + strconv.Itoa(port), SkipRequest: true, Timeout: 10 * time.Second, Interval: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(p.PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done not closed after the process died")
+	}
+	e, ok := p.Exited()
+	if !ok || e.Deliberate || e.Signal != "SIGKILL" {
+		t.Errorf("exit = %+v", e)
+	}
+	if again := p.Stop(); again != e {
+		t.Errorf("Stop after death changed the exit: %+v", again)
+	}
+	notes, _ := ScanLog(s.LogPath)
+	if !strings.Contains(notes.DiedEarly, "signal SIGKILL") || notes.Stopped {
+		t.Errorf("notes = %+v", notes)
+	}
+}
+
+func TestCancelStopsLikeStop(t *testing.T) {
+	port := freePort(t)
+	s := spec(t, "serve", port)
+	ctx, cancel := context.WithCancel(context.Background())
+	p, err := Start(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitReady(ctx, p, Probe{BaseURL: "http://127.0.0.1:" + strconv.Itoa(port), SkipRequest: true, Timeout: 10 * time.Second, Interval: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-p.Done()
+	e, _ := p.Exited()
+	if !e.Deliberate {
+		t.Errorf("exit = %+v", e)
+	}
+	if !strings.Contains(readLog(t, s.LogPath), StopMarker) {
+		t.Error("no stop marker after cancel")
+	}
+}
+
+func TestNotReadyBeforeTimeout(t *testing.T) {
+	port := freePort(t)
+	s := spec(t, "unhealthy", port)
+	p, err := Start(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	err = WaitReady(context.Background(), p, Probe{BaseURL: "http://127.0.0.1:" + strconv.Itoa(port), Timeout: 700 * time.Millisecond, Interval: 20 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "no answer within 700ms; last attempt GET /health: HTTP 503") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestModelNotServed(t *testing.T) {
+	port := freePort(t)
+	s := spec(t, "serve", port)
+	p, err := Start(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	err = WaitReady(context.Background(), p, Probe{BaseURL: "http://127.0.0.1:" + strconv.Itoa(port), Model: "other", Timeout: 10 * time.Second, Interval: 20 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), `model "other" is not served (served: m1)`) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestLaunchOfMissingProgram(t *testing.T) {
+	_, err := Start(context.Background(), Spec{Name: "x", Argv: []string{"/no/such/server"}, LogPath: filepath.Join(t.TempDir(), "x.log")})
+	if err == nil || !strings.Contains(err.Error(), `x: cannot launch "/no/such/server"`) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestTailLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "l.log")
+	var b strings.Builder
+	for i := range 100000 {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := TailLines(path, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, "|") != "line 99997|line 99998|line 99999" {
+		t.Errorf("got %q", got)
+	}
+}
