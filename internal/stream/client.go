@@ -1,0 +1,499 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+// DefaultEndpoint is the chat-completions path appended to a base URL.
+const DefaultEndpoint = "/v1/chat/completions"
+
+// Request is one streaming chat completion: the prompt is sent as one user
+// message with temperature and max_tokens, stream on, and ExtraBody merged
+// into the top level of the JSON body last (so it may set ignore_eos,
+// min_tokens, …).
+type Request struct {
+	BaseURL, Endpoint, Model, APIKey, Prompt string
+	MaxTokens                                int
+	Temperature                              float64
+	// IncludeUsage sends stream_options.include_usage (off for servers
+	// that reject stream_options).
+	IncludeUsage bool
+	ExtraBody    map[string]any
+	// Timeout bounds the whole request, from send to the end of the
+	// stream; 0 means none.
+	Timeout time.Duration
+}
+
+// Result is everything a request produced. Times carry the monotonic clock
+// reading of time.Now; zero values mean "did not happen".
+type Result struct {
+	Start        time.Time // just before the request was handed to the transport
+	End          time.Time // end of the stream, or the failure
+	FirstContent time.Time // first chunk with non-empty content, kept on failure
+	ChunkTimes   []time.Time
+
+	OK         bool
+	ErrorKind  string // one of contract.ErrorKinds, "" when OK
+	Error      string
+	HTTPStatus int
+
+	Text                  string
+	FinishReason          string
+	UsageCompletionTokens *int
+	UsagePromptTokens     *int
+	// Chunks counts every data event, content or not (role, usage, …).
+	Chunks int
+}
+
+// Prepared is a request whose URL, headers and body are built, ready to be
+// sent without further allocation of the body.
+type Prepared struct {
+	url     string
+	body    []byte
+	apiKey  string
+	timeout time.Duration
+}
+
+// Prepare builds the HTTP request of req. It fails on a base URL that is not
+// an absolute http(s) URL or an ExtraBody that cannot be encoded.
+func Prepare(req Request) (*Prepared, error) {
+	u, err := url.Parse(req.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("base URL %q: want an absolute http:// or https:// URL", req.BaseURL)
+	}
+	endpoint := req.Endpoint
+	if endpoint == "" {
+		endpoint = DefaultEndpoint
+	}
+	if !strings.HasPrefix(endpoint, "/") {
+		return nil, fmt.Errorf("endpoint %q: want a path starting with /", endpoint)
+	}
+	body := map[string]any{
+		"model":       req.Model,
+		"messages":    []map[string]string{{"role": "user", "content": req.Prompt}},
+		"max_tokens":  req.MaxTokens,
+		"temperature": req.Temperature,
+		"stream":      true,
+	}
+	if req.IncludeUsage {
+		body["stream_options"] = map[string]any{"include_usage": true}
+	}
+	for k, v := range req.ExtraBody {
+		body[k] = v
+	}
+	data, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("request body: %v", err)
+	}
+	return &Prepared{
+		url:     strings.TrimRight(req.BaseURL, "/") + endpoint,
+		body:    data,
+		apiKey:  req.APIKey,
+		timeout: req.Timeout,
+	}, nil
+}
+
+// Body returns the JSON body the request sends.
+func (p *Prepared) Body() []byte { return p.body }
+
+// Client sends streaming requests over an http.Transport tuned for many
+// concurrent streams: no connection limit per host, an idle pool as large as
+// the largest wave, no compression (chunks are timed as they arrive), and
+// HTTP/1.1 so that every stream has its own connection as in a real fleet of
+// clients. Safe for concurrent use.
+type Client struct {
+	hc     *http.Client
+	tr     *http.Transport
+	dialer net.Dialer
+	tlsCfg *tls.Config
+
+	mu    sync.Mutex
+	ready map[string][]net.Conn // pre-dialed connections by "scheme://host:port"
+}
+
+// NewClient returns a client. A nil tlsConfig uses the system roots.
+func NewClient(tlsConfig *tls.Config) *Client {
+	c := &Client{
+		dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
+		ready:  map[string][]net.Conn{},
+	}
+	if tlsConfig == nil {
+		tlsConfig = &tls.Config{}
+	} else {
+		tlsConfig = tlsConfig.Clone()
+	}
+	tlsConfig.NextProtos = []string{"http/1.1"}
+	c.tlsCfg = tlsConfig
+	c.tr = &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           c.dialPlain,
+		DialTLSContext:        c.dialTLS,
+		MaxIdleConns:          0,
+		MaxIdleConnsPerHost:   4096,
+		MaxConnsPerHost:       0,
+		IdleConnTimeout:       90 * time.Second,
+		DisableCompression:    true,
+		ForceAttemptHTTP2:     false,
+		ResponseHeaderTimeout: 0,
+		WriteBufferSize:       16 << 10,
+		ReadBufferSize:        16 << 10,
+	}
+	c.hc = &http.Client{Transport: c.tr}
+	return c
+}
+
+func (c *Client) take(key string) net.Conn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	conns := c.ready[key]
+	if len(conns) == 0 {
+		return nil
+	}
+	conn := conns[len(conns)-1]
+	c.ready[key] = conns[:len(conns)-1]
+	return conn
+}
+
+func (c *Client) dialPlain(ctx context.Context, network, addr string) (net.Conn, error) {
+	if conn := c.take("http://" + addr); conn != nil {
+		return conn, nil
+	}
+	return c.dialer.DialContext(ctx, network, addr)
+}
+
+func (c *Client) dialTLS(ctx context.Context, network, addr string) (net.Conn, error) {
+	if conn := c.take("https://" + addr); conn != nil {
+		return conn, nil
+	}
+	return c.handshake(ctx, network, addr)
+}
+
+func (c *Client) handshake(ctx context.Context, network, addr string) (net.Conn, error) {
+	raw, err := c.dialer.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	cfg := c.tlsCfg.Clone()
+	if cfg.ServerName == "" {
+		host, _, _ := net.SplitHostPort(addr)
+		cfg.ServerName = host
+	}
+	tc := tls.Client(raw, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		raw.Close()
+		return nil, err
+	}
+	return tc, nil
+}
+
+// Warm closes the transport's idle connections and opens n fresh ones to
+// baseURL's host (TLS handshakes included), which the next n requests to
+// that host take instead of dialing. A closed-loop wave calls it before its
+// release so that no request of the wave pays for a connection.
+func (c *Client) Warm(ctx context.Context, baseURL string, n int) error {
+	c.tr.CloseIdleConnections()
+	c.Drop()
+	if n <= 0 {
+		return nil
+	}
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("base URL %q: want an absolute http:// or https:// URL", baseURL)
+	}
+	if proxy, _ := http.ProxyFromEnvironment(&http.Request{URL: u}); proxy != nil {
+		return nil // connections go to the proxy: nothing to pre-dial
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		addr = net.JoinHostPort(u.Hostname(), port)
+	}
+	key := u.Scheme + "://" + addr
+	conns := make([]net.Conn, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64) // do not SYN-flood the listen backlog
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if u.Scheme == "https" {
+				conns[i], errs[i] = c.handshake(ctx, "tcp", addr)
+			} else {
+				conns[i], errs[i] = c.dialer.DialContext(ctx, "tcp", addr)
+			}
+		}()
+	}
+	wg.Wait()
+	var ok []net.Conn
+	var firstErr error
+	for i := range n {
+		if errs[i] != nil {
+			if firstErr == nil {
+				firstErr = errs[i]
+			}
+			continue
+		}
+		ok = append(ok, conns[i])
+	}
+	c.mu.Lock()
+	c.ready[key] = append(c.ready[key], ok...)
+	c.mu.Unlock()
+	if firstErr != nil {
+		return fmt.Errorf("opening %d connections to %s: %d failed: %v", n, addr, n-len(ok), firstErr)
+	}
+	return nil
+}
+
+// Drop closes every pre-dialed connection no request has taken.
+func (c *Client) Drop() {
+	c.mu.Lock()
+	ready := c.ready
+	c.ready = map[string][]net.Conn{}
+	c.mu.Unlock()
+	for _, conns := range ready {
+		for _, conn := range conns {
+			conn.Close()
+		}
+	}
+}
+
+// Close releases every connection of the client.
+func (c *Client) Close() {
+	c.Drop()
+	c.tr.CloseIdleConnections()
+}
+
+// Do prepares and sends req. It never returns an error: a request that
+// cannot be built is a failed Result of kind connect.
+func (c *Client) Do(ctx context.Context, req Request) Result {
+	p, err := Prepare(req)
+	if err != nil {
+		now := time.Now()
+		return Result{Start: now, End: now, ErrorKind: contract.ErrConnect, Error: "cannot build request: " + err.Error()}
+	}
+	return c.Send(ctx, p)
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
+
+// Send sends a prepared request and reads its stream to the end, the
+// timeout, or the cancellation of ctx, whichever comes first.
+func (c *Client) Send(ctx context.Context, p *Prepared) Result {
+	reqCtx, cancel := ctx, context.CancelFunc(func() {})
+	if p.timeout > 0 {
+		reqCtx, cancel = context.WithTimeoutCause(ctx, p.timeout, errTimeout)
+	}
+	defer cancel()
+
+	var res Result
+	hreq, err := http.NewRequestWithContext(reqCtx, http.MethodPost, p.url, bytes.NewReader(p.body))
+	if err != nil {
+		res.Start = time.Now()
+		res.End = res.Start
+		res.ErrorKind, res.Error = contract.ErrConnect, "cannot build request: "+err.Error()
+		return res
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "text/event-stream")
+	if p.apiKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+p.apiKey)
+	}
+
+	res.Start = time.Now()
+	resp, err := c.hc.Do(hreq)
+	if err != nil {
+		res.End = time.Now()
+		c.classifyTransport(ctx, reqCtx, &res, err, false)
+		return res
+	}
+	defer resp.Body.Close()
+	res.HTTPStatus = resp.StatusCode
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		msg := readErrorBody(resp.Body)
+		res.End = time.Now()
+		res.ErrorKind = contract.ErrHTTPStatus
+		res.Error = fmt.Sprintf("HTTP %d", resp.StatusCode)
+		if msg != "" {
+			res.Error += ": " + msg
+		}
+		return res
+	}
+	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
+		msg := readErrorBody(resp.Body)
+		res.End = time.Now()
+		res.ErrorKind, res.Error = contract.ErrStreamMalformed, "response is "+ct+", not an event stream"
+		if msg != "" {
+			res.Error += ": " + msg
+		}
+		return res
+	}
+	c.readStream(ctx, reqCtx, resp.Body, &res)
+	return res
+}
+
+var errTimeout = errors.New("request timeout")
+
+// readStream reads the event stream, stamping each read on the monotonic
+// clock; an event is timed by the read that completed it.
+func (c *Client) readStream(ctx, reqCtx context.Context, body io.Reader, res *Result) {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
+	var (
+		dec      Decoder
+		st       state
+		text     strings.Builder
+		now      time.Time
+		finished bool // [DONE] seen, or a failure decided in-band
+	)
+	emit := func(ev Event) {
+		if finished {
+			return
+		}
+		res.Chunks++
+		st.handle(ev, now, res, &text)
+		if st.done || st.fail != "" {
+			finished = true
+		}
+	}
+	for !finished {
+		n, err := body.Read(buf)
+		now = time.Now()
+		if n > 0 {
+			dec.Feed(buf[:n], emit)
+		}
+		if err != nil {
+			if !finished && errors.Is(err, io.EOF) {
+				dec.Finish(emit)
+			}
+			res.End = now
+			res.Text = text.String()
+			if finished || errors.Is(err, io.EOF) {
+				c.finish(res, &st)
+				return
+			}
+			c.classifyTransport(ctx, reqCtx, res, err, true)
+			return
+		}
+	}
+	res.End = now
+	res.Text = text.String()
+	c.finish(res, &st)
+}
+
+func (c *Client) finish(res *Result, st *state) {
+	switch {
+	case st.fail != "":
+		res.ErrorKind, res.Error = st.fail, st.failMsg
+	case res.FinishReason != "":
+		res.OK = true
+	case st.done:
+		res.ErrorKind, res.Error = contract.ErrStreamTruncated, "[DONE] arrived without a finish_reason"
+	default:
+		res.ErrorKind, res.Error = contract.ErrStreamTruncated, "stream ended without a finish_reason"
+	}
+}
+
+// classifyTransport names a failure of the transport: before the response
+// (connect, timeout, canceled) or while reading the stream (timeout,
+// canceled, stream_truncated).
+func (c *Client) classifyTransport(ctx, reqCtx context.Context, res *Result, err error, reading bool) {
+	switch {
+	case ctx.Err() != nil:
+		res.ErrorKind = contract.ErrCanceled
+		res.Error = "canceled: " + context.Cause(ctx).Error()
+	case errors.Is(context.Cause(reqCtx), errTimeout):
+		res.ErrorKind = contract.ErrTimeout
+		if reading {
+			res.Error = "timeout while streaming"
+		} else {
+			res.Error = "timeout before the response headers"
+		}
+	case reading:
+		res.ErrorKind = contract.ErrStreamTruncated
+		res.Error = "stream broken: " + err.Error()
+	default:
+		res.ErrorKind = contract.ErrConnect
+		res.Error = err.Error()
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			res.Error = ue.Err.Error()
+		}
+	}
+}
+
+// readErrorBody reads at most 64 KiB of an error response and extracts its
+// message: OpenAI's {"error": {"message"}}, {"message"}, FastAPI's
+// {"detail"}, or the text itself, cut to 300 bytes.
+func readErrorBody(r io.Reader) string {
+	data, _ := io.ReadAll(io.LimitReader(r, 64<<10))
+	return errorMessage(data)
+}
+
+func errorMessage(data []byte) string {
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(data, &v) == nil {
+		if len(v.Error) > 0 && string(v.Error) != "null" {
+			var e struct {
+				Message string `json:"message"`
+			}
+			if json.Unmarshal(v.Error, &e) == nil && e.Message != "" {
+				return cut(e.Message)
+			}
+			var s string
+			if json.Unmarshal(v.Error, &s) == nil && s != "" {
+				return cut(s)
+			}
+			return cut(string(v.Error))
+		}
+		if v.Message != "" {
+			return cut(v.Message)
+		}
+		if len(v.Detail) > 0 && string(v.Detail) != "null" {
+			var s string
+			if json.Unmarshal(v.Detail, &s) == nil {
+				return cut(s)
+			}
+			return cut(string(v.Detail))
+		}
+	}
+	return cut(strings.TrimSpace(string(data)))
+}
+
+func cut(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	const max = 300
+	if len(s) <= max {
+		return s
+	}
+	s = s[:max]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
+}
