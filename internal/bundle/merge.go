@@ -1,0 +1,151 @@
+package bundle
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+)
+
+// Merge combines the results of several parts of one rehearsal (say one
+// server per GPU session) into one. The parts must share the workload's
+// prompts, max_tokens, temperature, timeout and endpoint; wave ids are
+// renumbered, servers are joined by name (a server may appear in several
+// parts, e.g. split by concurrency), and aggregates are recomputed from the
+// records. names labels each part in errors and notes.
+func Merge(parts []*Results, names []string) (*Results, error) {
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("nothing to merge")
+	}
+	first := parts[0]
+	out := &Results{
+		Schema:     Schema,
+		Provenance: first.Provenance,
+		Workload:   first.Workload,
+		Baseline:   first.Baseline,
+	}
+	serverIdx := map[string]int{}
+	concs := map[int]bool{}
+	nextID := 0
+	for i, p := range parts {
+		if err := sameWorkload(first.Workload, p.Workload); err != nil {
+			return nil, fmt.Errorf("%s: workload differs from %s's: %v", names[i], names[0], err)
+		}
+		if p.Baseline != nil {
+			if out.Baseline != nil && *out.Baseline != *p.Baseline {
+				return nil, fmt.Errorf("%s: baseline %q differs from %q", names[i], *p.Baseline, *out.Baseline)
+			}
+			out.Baseline = p.Baseline
+		}
+		if p.Provenance.StartedAt != "" && (out.Provenance.StartedAt == "" || p.Provenance.StartedAt < out.Provenance.StartedAt) {
+			out.Provenance.StartedAt = p.Provenance.StartedAt
+		}
+		if p.Provenance.FinishedAt > out.Provenance.FinishedAt {
+			out.Provenance.FinishedAt = p.Provenance.FinishedAt
+		}
+		if p.Provenance.Tokenizer.SHA256 != first.Provenance.Tokenizer.SHA256 {
+			return nil, fmt.Errorf("%s: counted with tokenizer %s, %s with %s", names[i], p.Provenance.Tokenizer.SHA256, names[0], first.Provenance.Tokenizer.SHA256)
+		}
+		if i > 0 {
+			for _, g := range p.Provenance.GPUs {
+				if !slices.Contains(out.Provenance.GPUs, g) {
+					out.Provenance.GPUs = append(out.Provenance.GPUs, g)
+				}
+			}
+			for _, r := range p.Provenance.Runtimes {
+				if !slices.Contains(out.Provenance.Runtimes, r) {
+					out.Provenance.Runtimes = append(out.Provenance.Runtimes, r)
+				}
+			}
+		}
+		for _, c := range p.Workload.Concurrencies {
+			concs[c] = true
+		}
+		for _, s := range p.Servers {
+			if j, ok := serverIdx[s.Name]; ok {
+				prev := out.Servers[j]
+				if !reflect.DeepEqual(prev.LaunchArgv, s.LaunchArgv) {
+					return nil, fmt.Errorf("%s: server %q was launched as %v, in an earlier part as %v", names[i], s.Name, s.LaunchArgv, prev.LaunchArgv)
+				}
+				if s.Exit != "" && s.Exit != prev.Exit {
+					out.Servers[j].Exit = joinNonEmpty(prev.Exit, s.Exit)
+				}
+				continue
+			}
+			serverIdx[s.Name] = len(out.Servers)
+			out.Servers = append(out.Servers, s)
+		}
+		ids := map[int]int{}
+		for _, w := range p.Waves {
+			ids[w.ID] = nextID
+			w.ID = nextID
+			nextID++
+			out.Waves = append(out.Waves, w)
+		}
+		for _, r := range p.Records {
+			id, ok := ids[r.Wave]
+			if !ok {
+				return nil, fmt.Errorf("%s: a record names wave %d, which the part does not have", names[i], r.Wave)
+			}
+			r.Wave = id
+			out.Records = append(out.Records, r)
+		}
+		if p.MechanismCheck != nil {
+			if out.MechanismCheck != nil {
+				return nil, fmt.Errorf("%s: a second mechanism check (the first came from an earlier part)", names[i])
+			}
+			m := *p.MechanismCheck
+			m.Wave = ids[m.Wave]
+			out.MechanismCheck = &m
+			if p.Workload.MechanismCheck != nil {
+				out.Workload.MechanismCheck = p.Workload.MechanismCheck
+			}
+		}
+		for _, n := range p.Notes {
+			out.Notes = append(out.Notes, fmt.Sprintf("[%s] %s", names[i], n))
+		}
+	}
+	out.Workload.Concurrencies = out.Workload.Concurrencies[:0:0]
+	for c := range concs {
+		out.Workload.Concurrencies = append(out.Workload.Concurrencies, c)
+	}
+	sort.Ints(out.Workload.Concurrencies)
+	if out.Baseline != nil {
+		if _, ok := serverIdx[*out.Baseline]; !ok {
+			return nil, fmt.Errorf("baseline %q is in none of the parts", *out.Baseline)
+		}
+	}
+	out.Notes = append(out.Notes, fmt.Sprintf("Merged by rehearse merge from %d parts: %v.", len(parts), names))
+	out.Recompute()
+	return out, nil
+}
+
+func joinNonEmpty(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
+func sameWorkload(a, b Workload) error {
+	switch {
+	case !slices.Equal(a.Prompts, b.Prompts):
+		return fmt.Errorf("prompts")
+	case a.MaxTokens != b.MaxTokens:
+		return fmt.Errorf("max_tokens %d vs %d", b.MaxTokens, a.MaxTokens)
+	case a.Temperature != b.Temperature:
+		return fmt.Errorf("temperature %v vs %v", b.Temperature, a.Temperature)
+	case a.TimeoutS != b.TimeoutS:
+		return fmt.Errorf("timeout_s %v vs %v", b.TimeoutS, a.TimeoutS)
+	case a.Endpoint != b.Endpoint:
+		return fmt.Errorf("endpoint %q vs %q", b.Endpoint, a.Endpoint)
+	case a.Repeats != b.Repeats:
+		return fmt.Errorf("repeats %d vs %d", b.Repeats, a.Repeats)
+	case !reflect.DeepEqual(a.ExtraBody, b.ExtraBody):
+		return fmt.Errorf("extra_body")
+	}
+	return nil
+}

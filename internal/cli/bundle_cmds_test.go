@@ -1,0 +1,157 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/bundle/bundletest"
+	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/report"
+)
+
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Main(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func seedBundle(t *testing.T, res *bundle.Results) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := bundle.WriteResults(dir, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range res.Servers {
+		os.WriteFile(filepath.Join(dir, s.Log), []byte("log of "+s.Name+"\n"), 0o644)
+	}
+	if err := report.Write(dir, res); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestVerifyCommand(t *testing.T) {
+	dir := seedBundle(t, bundletest.SeedLike())
+	code, out, errs := run(t, "verify", dir)
+	if code != 0 || !strings.Contains(out, "ok:") {
+		t.Fatalf("verify of a fresh bundle: code %d, out %q, err %q", code, out, errs)
+	}
+	// Tamper: change a record's tokens and re-make the digests.
+	res, _ := bundle.ReadResults(dir)
+	res.Records[0].OutputTokens += 7
+	bundle.WriteResults(dir, res)
+	bundle.WriteSums(dir)
+	code, out, _ = run(t, "verify", dir)
+	if code != 1 || !strings.Contains(out, "results.json: server naive, concurrency 1: goodput_tok_s") {
+		t.Fatalf("verify of a tampered bundle: code %d, out %q", code, out)
+	}
+}
+
+func TestReportCommandBadInput(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"report", filepath.Join(t.TempDir(), "nope")}, 2, "no such bundle directory"},
+		{[]string{"report", t.TempDir()}, 2, "results.json: missing"},
+		{[]string{"report"}, 2, "takes DIR"},
+		{[]string{"verify", t.TempDir()}, 1, "SHA256SUMS: missing"},
+	}
+	for _, tt := range tests {
+		code, out, errs := run(t, tt.args...)
+		msg := out + errs
+		if code != tt.code || !strings.Contains(msg, tt.want) {
+			t.Errorf("%v: code %d (want %d), output %q (want %q)", tt.args, code, tt.code, msg, tt.want)
+		}
+	}
+}
+
+func TestReportCommandRerenders(t *testing.T) {
+	dir := seedBundle(t, bundletest.SeedLike())
+	os.Remove(filepath.Join(dir, bundle.ReadmeFile))
+	if code, _, errs := run(t, "report", dir); code != 0 {
+		t.Fatalf("report: %d %s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, bundle.ReadmeFile)); err != nil {
+		t.Fatal("README.md not re-made")
+	}
+	if code, out, _ := run(t, "verify", dir); code != 0 {
+		t.Fatalf("bundle does not verify after report: %s", out)
+	}
+}
+
+func TestMergeCommand(t *testing.T) {
+	full := bundletest.SeedLike()
+	// Split the rehearsal into one part per server, as two GPU sessions would.
+	split := func(server string) *bundle.Results {
+		p := *full
+		p.Waves, p.Records, p.Servers, p.MechanismCheck = nil, nil, nil, nil
+		for _, s := range full.Servers {
+			if s.Name == server {
+				p.Servers = append(p.Servers, s)
+			}
+		}
+		for _, w := range full.Waves {
+			if w.Server == server {
+				p.Waves = append(p.Waves, w)
+			}
+		}
+		for _, r := range full.Records {
+			if r.Server == server {
+				p.Records = append(p.Records, r)
+			}
+		}
+		if full.MechanismCheck.Server == server {
+			p.MechanismCheck = full.MechanismCheck
+		}
+		p.Recompute()
+		return &p
+	}
+	a, b := seedBundle(t, split("naive")), seedBundle(t, split("batching"))
+	out := filepath.Join(t.TempDir(), "merged")
+	code, stdout, errs := run(t, "merge", "-o", out, a, b)
+	if code != 0 {
+		t.Fatalf("merge: %d %s %s", code, stdout, errs)
+	}
+	merged, err := bundle.ReadResults(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(merged.Aggregates) != len(full.Aggregates) {
+		t.Fatalf("aggregates %d, want %d", len(merged.Aggregates), len(full.Aggregates))
+	}
+	for i := range full.Aggregates {
+		g, w := merged.Aggregates[i], full.Aggregates[i]
+		if g.Key() != w.Key() || *g.Goodput.Median != *w.Goodput.Median || !ptrEq(g.SpeedupVsBaseline, w.SpeedupVsBaseline) {
+			t.Errorf("aggregate %d: %v %v, want %v %v", i, g.Key(), *g.Goodput.Median, w.Key(), *w.Goodput.Median)
+		}
+	}
+	if merged.MechanismCheck == nil || merged.Waves[merged.MechanismCheck.Wave].Kind != contract.KindMechanismCheck {
+		t.Error("mechanism check lost or pointing at the wrong wave")
+	}
+	if code, out, _ := run(t, "verify", out); code != 0 {
+		t.Fatalf("merged bundle does not verify: %s", out)
+	}
+	// A part with another workload is refused with a one-line reason.
+	other := split("batching")
+	other.Workload.MaxTokens = 64
+	c := seedBundle(t, other)
+	code, _, errs = run(t, "merge", "-o", filepath.Join(t.TempDir(), "m2"), a, c)
+	if code != 2 || !strings.Contains(errs, "max_tokens 64 vs 128") {
+		t.Errorf("merge of different workloads: code %d, %q", code, errs)
+	}
+}
+
+func ptrEq(a, b *float64) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
