@@ -1,0 +1,183 @@
+package promscrape
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Value returns the value of metric in a Prometheus text exposition: the
+// sum over its label sets (vLLM labels by model name) of the gauge, counter
+// or untyped value. A metric that is absent is an error naming it.
+func Value(in io.Reader, metric string) (float64, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(in)
+	if err != nil {
+		return 0, err
+	}
+	mf, ok := families[metric]
+	if !ok || len(mf.GetMetric()) == 0 {
+		return 0, fmt.Errorf("metric %q not exposed", metric)
+	}
+	var sum float64
+	for _, m := range mf.GetMetric() {
+		switch mf.GetType() {
+		case dto.MetricType_GAUGE:
+			sum += m.GetGauge().GetValue()
+		case dto.MetricType_COUNTER:
+			sum += m.GetCounter().GetValue()
+		case dto.MetricType_UNTYPED:
+			sum += m.GetUntyped().GetValue()
+		default:
+			return 0, fmt.Errorf("metric %q is a %s, not a gauge or counter", metric, mf.GetType())
+		}
+	}
+	return sum, nil
+}
+
+// Scraper fetches one metric from one /metrics URL.
+type Scraper struct {
+	URL    string
+	Metric string
+	APIKey string
+	Client *http.Client
+}
+
+// Scrape fetches the metrics page once and returns the metric's value.
+func (s Scraper) Scrape(ctx context.Context) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	if s.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+s.APIKey)
+	}
+	client := s.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		return 0, fmt.Errorf("GET %s: HTTP %d", s.URL, resp.StatusCode)
+	}
+	v, err := Value(resp.Body, s.Metric)
+	if err != nil {
+		return 0, fmt.Errorf("GET %s: %w", s.URL, err)
+	}
+	return v, nil
+}
+
+// Sample is one successful scrape. At is taken on the monotonic clock when
+// the answer arrived.
+type Sample struct {
+	At    time.Time
+	Value float64
+}
+
+// Series is what a Poller collected.
+type Series struct {
+	Samples []Sample
+	// Errors counts failed scrapes; FirstError is the first one's message.
+	Errors     int
+	FirstError string
+}
+
+// Offsets returns the samples as [t_s, value] pairs with t_s in seconds
+// relative to origin (a wave's release), on the monotonic clock.
+func (s Series) Offsets(origin time.Time) [][2]float64 {
+	out := make([][2]float64, len(s.Samples))
+	for i, smp := range s.Samples {
+		out[i] = [2]float64{smp.At.Sub(origin).Seconds(), smp.Value}
+	}
+	return out
+}
+
+// Max returns the largest value, or nil without samples.
+func (s Series) Max() *float64 {
+	if len(s.Samples) == 0 {
+		return nil
+	}
+	m := s.Samples[0].Value
+	for _, smp := range s.Samples[1:] {
+		m = max(m, smp.Value)
+	}
+	return &m
+}
+
+// Poller scrapes every Period until stopped. A scrape that takes longer than
+// the period delays the next one (ticks are dropped, never queued).
+type Poller struct {
+	scraper Scraper
+	period  time.Duration
+	cancel  context.CancelFunc
+	done    chan struct{}
+
+	mu     sync.Mutex
+	series Series
+}
+
+// StartPoller begins polling at once and then every period.
+func StartPoller(ctx context.Context, s Scraper, period time.Duration) (*Poller, error) {
+	if period <= 0 {
+		return nil, errors.New("promscrape: period must be positive")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	p := &Poller{scraper: s, period: period, cancel: cancel, done: make(chan struct{})}
+	go p.run(ctx)
+	return p, nil
+}
+
+func (p *Poller) run(ctx context.Context) {
+	defer close(p.done)
+	tick := time.NewTicker(p.period)
+	defer tick.Stop()
+	for {
+		sctx, cancel := context.WithTimeout(ctx, max(p.period*10, time.Second))
+		v, err := p.scraper.Scrape(sctx)
+		at := time.Now()
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		p.mu.Lock()
+		if err != nil {
+			if p.series.Errors == 0 {
+				p.series.FirstError = err.Error()
+			}
+			p.series.Errors++
+		} else {
+			p.series.Samples = append(p.series.Samples, Sample{At: at, Value: v})
+		}
+		p.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// Stop ends polling and returns the series.
+func (p *Poller) Stop() Series {
+	p.cancel()
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.series
+	s.Samples = append([]Sample(nil), s.Samples...)
+	return s
+}

@@ -1,0 +1,123 @@
+package promscrape
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+const page = `# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{model_name="a"} 40
+vllm:num_requests_running{model_name="b"} 24
+# TYPE vllm:generation_tokens_total counter
+vllm:generation_tokens_total{model_name="a"} 1234
+# TYPE vllm:time_to_first_token_seconds histogram
+vllm:time_to_first_token_seconds_bucket{le="0.1"} 3
+vllm:time_to_first_token_seconds_bucket{le="+Inf"} 4
+vllm:time_to_first_token_seconds_sum 0.5
+vllm:time_to_first_token_seconds_count 4
+`
+
+func TestValue(t *testing.T) {
+	for _, c := range []struct {
+		metric string
+		want   float64
+		err    string
+	}{
+		{"vllm:num_requests_running", 64, ""},
+		{"vllm:generation_tokens_total", 1234, ""},
+		{"vllm:num_requests_waiting", 0, `metric "vllm:num_requests_waiting" not exposed`},
+		{"vllm:time_to_first_token_seconds", 0, "is a HISTOGRAM, not a gauge or counter"},
+	} {
+		got, err := Value(strings.NewReader(page), c.metric)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: err = %v, want %q", c.metric, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%s = %v, %v; want %v", c.metric, got, err, c.want)
+		}
+	}
+	_, err := Value(strings.NewReader("ok 1\nbroken{ 2\n"), "ok")
+	if err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("malformed page: %v", err)
+	}
+}
+
+func TestPollerSeriesOnTheMonotonicClock(t *testing.T) {
+	var running atomic.Int64
+	var fail atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if fail.Load() {
+			http.Error(w, "boom", http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running %d\n", running.Load())
+	}))
+	defer srv.Close()
+	origin := time.Now()
+	p, err := StartPoller(context.Background(), Scraper{URL: srv.URL, Metric: "vllm:num_requests_running", Client: srv.Client()}, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(cond func(Series) bool) {
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			p.mu.Lock()
+			ok := cond(p.series)
+			p.mu.Unlock()
+			if ok {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		t.Fatal("poller made no progress")
+	}
+	waitFor(func(s Series) bool { return len(s.Samples) >= 2 })
+	running.Store(64)
+	waitFor(func(s Series) bool { return len(s.Samples) > 0 && s.Samples[len(s.Samples)-1].Value == 64 })
+	running.Store(3)
+	waitFor(func(s Series) bool { return s.Samples[len(s.Samples)-1].Value == 3 })
+	fail.Store(true)
+	waitFor(func(s Series) bool { return s.Errors > 0 })
+	s := p.Stop()
+	n := len(s.Samples)
+	time.Sleep(30 * time.Millisecond)
+	if after := p.Stop(); len(after.Samples) != n {
+		t.Error("poller kept sampling after Stop")
+	}
+	if m := s.Max(); m == nil || *m != 64 {
+		t.Errorf("max = %v, want 64", m)
+	}
+	if !strings.Contains(s.FirstError, "HTTP 500") {
+		t.Errorf("first error = %q", s.FirstError)
+	}
+	off := s.Offsets(origin)
+	for i := range off {
+		if off[i][0] < 0 || (i > 0 && off[i][0] < off[i-1][0]) {
+			t.Fatalf("offsets not increasing from the origin: %v", off)
+		}
+	}
+	if gap := off[1][0] - off[0][0]; gap < 0.005 {
+		t.Errorf("samples %v s apart with a 10 ms period", gap)
+	}
+	if (Series{}).Max() != nil {
+		t.Error("max of nothing is not nil")
+	}
+}
+
+func FuzzValue(f *testing.F) {
+	f.Add(page)
+	f.Add("x 1\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		_, _ = Value(strings.NewReader(text), "vllm:num_requests_running")
+	})
+}
