@@ -6,12 +6,13 @@ import (
 	"path/filepath"
 
 	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/plot"
 )
 
 // Write renders a bundle whose results.json is already written: the
 // figures, README.md, report.html, and last SHA256SUMS over every file.
 func Write(dir string, res *bundle.Results) error {
-	figs, err := writeFigureFiles(dir, res)
+	figs, refs, err := writeFigureFiles(dir, res)
 	if err != nil {
 		return err
 	}
@@ -25,11 +26,11 @@ func Write(dir string, res *bundle.Results) error {
 			listed = append(listed, d)
 		}
 	}
-	readme := Markdown(res, figs, listed)
+	readme := Markdown(res, refs, listed)
 	if err := bundle.WriteFileAtomic(filepath.Join(dir, bundle.ReadmeFile), readme); err != nil {
 		return err
 	}
-	if err := writeHTML(dir, res, readme); err != nil {
+	if err := writeHTML(dir, res, readme, figs); err != nil {
 		return err
 	}
 	return bundle.WriteSums(dir)
@@ -38,30 +39,22 @@ func Write(dir string, res *bundle.Results) error {
 // HTMLFile is the self-contained web page of a bundle.
 const HTMLFile = "report.html"
 
-func writeFigureFiles(dir string, res *bundle.Results) ([]FigureRef, error) {
-	figs, err := renderFigures(res)
+func writeFigureFiles(dir string, res *bundle.Results) ([]plot.Figure, []FigureRef, error) {
+	figs, err := plot.Render(res)
 	if err != nil {
-		return nil, fmt.Errorf("figures: %w", err)
+		return nil, nil, fmt.Errorf("figures: %w", err)
 	}
 	refs := make([]FigureRef, 0, len(figs))
 	for _, f := range figs {
-		if err := bundle.WriteFileAtomic(filepath.Join(dir, f.File), f.SVG); err != nil {
-			return nil, err
+		if err := bundle.WriteFileAtomic(filepath.Join(dir, f.Name), f.SVG); err != nil {
+			return nil, nil, err
 		}
-		refs = append(refs, f.FigureRef)
+		refs = append(refs, FigureRef{File: f.Name, Title: f.Title, Caption: f.Caption})
 	}
-	return refs, nil
+	return figs, refs, nil
 }
 
-// figure is a rendered SVG file.
-type figure struct {
-	FigureRef
-	SVG []byte
-}
-
-var renderFigures = func(*bundle.Results) ([]figure, error) { return nil, nil }
-
-var writeHTML = func(dir string, res *bundle.Results, readme []byte) error {
+var writeHTML = func(dir string, res *bundle.Results, readme []byte, figs []plot.Figure) error {
 	_ = os.Remove(filepath.Join(dir, HTMLFile))
 	return nil
 }
