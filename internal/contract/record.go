@@ -99,6 +99,9 @@ type Wave struct {
 	NotSent int `json:"not_sent,omitempty"`
 	// Stopped says why a wave ended early ("canceled: ...", "server died"), or "".
 	Stopped string `json:"stopped,omitempty"`
+	// ClientCPUS is the CPU time (user + system) the rehearse process used
+	// during the wave, so a reader can see when the load generator was busy.
+	ClientCPUS float64 `json:"client_cpu_s,omitempty"`
 }
 
 // Key identifies the population an aggregate is computed over.
