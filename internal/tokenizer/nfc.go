@@ -1,0 +1,172 @@
+package tokenizer
+
+import (
+	"unicode/utf8"
+)
+
+// NFC as the library computes it: its own tables (tables_gen.go), canonical
+// ordering by combining class, canonical composition, and no U+034F ever
+// inserted after long runs of non-starters.
+
+const (
+	hangulSBase  = 0xAC00
+	hangulLBase  = 0x1100
+	hangulVBase  = 0x1161
+	hangulTBase  = 0x11A7
+	hangulLCount = 19
+	hangulVCount = 21
+	hangulTCount = 28
+	hangulNCount = hangulVCount * hangulTCount
+	hangulSCount = hangulLCount * hangulNCount
+)
+
+var composeTable map[uint64]rune
+
+func init() {
+	composeTable = make(map[uint64]rune, len(compositions))
+	for _, c := range compositions {
+		composeTable[uint64(c[0])<<32|uint64(c[1])] = c[2]
+	}
+}
+
+func ccc(r rune) uint8 {
+	if r < 0x300 {
+		return 0
+	}
+	return combiningClass[r]
+}
+
+// nfc returns s in Normalization Form C. Text whose runes all have a quick
+// check of Yes and class 0 is returned as is, without copying.
+func nfc(s string) string {
+	first := -1
+	prev := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			prev = i
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if runeClass(r)&clsNFC != 0 {
+			first = i
+			break
+		}
+		prev = i
+		i += n
+	}
+	if first < 0 {
+		return s
+	}
+	// The rune before the first flagged one is a stable starter: nothing
+	// after it composes with anything before it.
+	q := first
+	if first > 0 {
+		q = prev
+	}
+	buf := make([]byte, 0, len(s)+8)
+	buf = append(buf, s[:q]...)
+	buf = appendNFC(buf, s[q:])
+	return string(buf)
+}
+
+// appendNFC appends the NFC of s to dst: full decomposition with canonical
+// ordering, then canonical composition.
+func appendNFC(dst []byte, s string) []byte {
+	d := make([]rune, 0, len(s))
+	for _, r := range s {
+		d = appendDecomposed(d, r)
+	}
+	d = compose(d)
+	for _, r := range d {
+		dst = utf8.AppendRune(dst, r)
+	}
+	return dst
+}
+
+func appendDecomposed(d []rune, r rune) []rune {
+	if r >= hangulSBase && r < hangulSBase+hangulSCount {
+		si := r - hangulSBase
+		d = append(d, hangulLBase+si/hangulNCount, hangulVBase+(si%hangulNCount)/hangulTCount)
+		if t := si % hangulTCount; t != 0 {
+			d = append(d, hangulTBase+t)
+		}
+		return d
+	}
+	if dec, ok := decomposition[r]; ok {
+		for _, x := range dec {
+			d = appendOrdered(d, x)
+		}
+		return d
+	}
+	return appendOrdered(d, r)
+}
+
+// appendOrdered appends r and moves it before the non-starters of a higher
+// class at the end of d (a stable insertion sort by combining class).
+func appendOrdered(d []rune, r rune) []rune {
+	c := ccc(r)
+	d = append(d, r)
+	if c == 0 {
+		return d
+	}
+	i := len(d) - 1
+	for i > 0 {
+		pc := ccc(d[i-1])
+		if pc == 0 || pc <= c {
+			break
+		}
+		d[i] = d[i-1]
+		i--
+	}
+	d[i] = r
+	return d
+}
+
+func composePair(a, b rune) (rune, bool) {
+	// Hangul L + V, LV + T.
+	if a >= hangulLBase && a < hangulLBase+hangulLCount && b >= hangulVBase && b < hangulVBase+hangulVCount {
+		return hangulSBase + ((a-hangulLBase)*hangulVCount+(b-hangulVBase))*hangulTCount, true
+	}
+	if a >= hangulSBase && a < hangulSBase+hangulSCount && (a-hangulSBase)%hangulTCount == 0 &&
+		b > hangulTBase && b < hangulTBase+hangulTCount {
+		return a + (b - hangulTBase), true
+	}
+	c, ok := composeTable[uint64(a)<<32|uint64(b)]
+	return c, ok
+}
+
+// compose is canonical composition over a decomposed, ordered sequence, in
+// place: a rune joins the last starter unless a rune between them is a
+// starter or has a class at least its own.
+func compose(d []rune) []rune {
+	if len(d) == 0 {
+		return d
+	}
+	starter := -1
+	var lastClass int
+	if ccc(d[0]) == 0 {
+		starter = 0
+	} else {
+		lastClass = 256
+	}
+	out := 1
+	for i := 1; i < len(d); i++ {
+		r := d[i]
+		c := int(ccc(r))
+		if starter >= 0 && (lastClass < c || lastClass == 0) {
+			if comp, ok := composePair(d[starter], r); ok {
+				d[starter] = comp
+				continue
+			}
+		}
+		if c == 0 {
+			starter = out
+		}
+		lastClass = c
+		d[out] = r
+		out++
+	}
+	return d[:out]
+}

@@ -1,0 +1,214 @@
+package tokenizer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sort"
+	"unicode/utf8"
+)
+
+// Tokenizer encodes text to token ids and back. It is immutable after
+// loading and safe for concurrent use by many goroutines.
+type Tokenizer struct {
+	info  Info
+	nfc   bool
+	split splitKind
+	model *bpe
+
+	// whole maps the raw bytes of a piece to its id when BPE would make the
+	// piece one token (or when ignore_merges says so); other pieces are merged.
+	whole map[string]int32
+
+	added    addedMatcher
+	idBytes  [][]byte // what each id decodes to; nil for unused ids
+	vocabLen int
+}
+
+// Info says which tokenizer file counted, for provenance.
+type Info struct {
+	Name        string `json:"name"`         // "qwen3", "qwen2.5" or the file's path
+	SHA256      string `json:"sha256"`       // of the tokenizer.json bytes read
+	Source      string `json:"source"`       // "embedded" or the path read
+	AddedTokens int    `json:"added_tokens"` // added tokens in use (Qwen2.5 drops four)
+}
+
+// Parse builds a Tokenizer from a tokenizer.json's bytes. It refuses, with
+// an error naming the field, any component it does not implement.
+func Parse(data []byte) (*Tokenizer, error) {
+	return parse(data, nil)
+}
+
+// Load reads and parses a tokenizer.json; errors name the file.
+func Load(path string) (*Tokenizer, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	t, err := parse(data, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	t.info.Name = path
+	t.info.Source = path
+	return t, nil
+}
+
+// parse builds a Tokenizer, leaving out the added tokens named in drop.
+func parse(data []byte, drop map[string]bool) (*Tokenizer, error) {
+	c, err := parseConfig(data)
+	if err != nil {
+		return nil, err
+	}
+	model, err := newBPE(c.vocab, c.merges)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	t := &Tokenizer{
+		info:  Info{SHA256: hex.EncodeToString(sum[:])},
+		nfc:   c.nfc,
+		split: c.split,
+		model: model,
+	}
+	maxID := -1
+	for _, id := range c.vocab {
+		maxID = max(maxID, id)
+	}
+	var added []addedTokenJSON
+	for _, a := range c.addedTokens {
+		if drop[a.Content] {
+			continue
+		}
+		added = append(added, a)
+		maxID = max(maxID, a.ID)
+	}
+	t.vocabLen = maxID + 1
+	t.idBytes = make([][]byte, t.vocabLen)
+	for b, id := range c.vocab {
+		t.idBytes[id] = []byte(b)
+	}
+	for _, a := range added {
+		t.idBytes[a.ID] = addedTokenBytes(a.Content)
+	}
+	t.info.AddedTokens = len(added)
+	t.added = newAddedMatcher(added, c.nfc)
+	t.whole = wholePieces(c.vocab, model, c.ignoreMerges)
+	return t, nil
+}
+
+// addedTokenBytes is what the ByteLevel decoder makes of an added token: its
+// characters mapped back to bytes when all are in the ByteLevel alphabet,
+// else its UTF-8 as written.
+func addedTokenBytes(content string) []byte {
+	if b, ok := byteLevelDecode(content); ok {
+		return b
+	}
+	return []byte(content)
+}
+
+// wholePieces lists the vocabulary entries that a piece can be looked up as
+// directly: those BPE merges down to themselves, or all with ignoreMerges.
+func wholePieces(vocab map[string]int, m *bpe, ignoreMerges bool) map[string]int32 {
+	out := make(map[string]int32, len(vocab))
+	var buf []int
+	for b, id := range vocab {
+		if !ignoreMerges && len(b) > 1 {
+			buf = m.encode(buf[:0], b)
+			if len(buf) != 1 || buf[0] != id {
+				continue
+			}
+		}
+		out[b] = int32(id)
+	}
+	return out
+}
+
+// Info describes the tokenizer file in use.
+func (t *Tokenizer) Info() Info { return t.info }
+
+// VocabSize is one more than the largest id, added tokens included.
+func (t *Tokenizer) VocabSize() int { return t.vocabLen }
+
+// TokenBytes returns the raw bytes token id stands for.
+func (t *Tokenizer) TokenBytes(id int) ([]byte, bool) {
+	if id < 0 || id >= len(t.idBytes) || t.idBytes[id] == nil {
+		return nil, false
+	}
+	return t.idBytes[id], true
+}
+
+// Encode returns the ids of text, adding no special tokens (the library's
+// add_special_tokens=False). Invalid UTF-8 is read as U+FFFD per maximal
+// invalid subpart, as a lossy conversion to a string would.
+func (t *Tokenizer) Encode(text string) []int {
+	return t.appendEncode(make([]int, 0, len(text)/3+1), text)
+}
+
+// Count returns the number of tokens of text, as len(Encode(text)).
+func (t *Tokenizer) Count(text string) int {
+	var buf [256]int
+	return len(t.appendEncode(buf[:0], text))
+}
+
+// AppendEncode appends the ids of text to dst.
+func (t *Tokenizer) AppendEncode(dst []int, text string) []int {
+	return t.appendEncode(dst, text)
+}
+
+func (t *Tokenizer) appendEncode(dst []int, text string) []int {
+	if !utf8.ValidString(text) {
+		text = string(appendLossy(nil, []byte(text)))
+	}
+	return t.added.each(text, dst, t.encodeSegment, t.normalize)
+}
+
+func (t *Tokenizer) normalize(s string) string {
+	if t.nfc {
+		return nfc(s)
+	}
+	return s
+}
+
+// encodeSegment encodes normalized text that holds no added token.
+func (t *Tokenizer) encodeSegment(dst []int, s string) []int {
+	for i := 0; i < len(s); {
+		j := t.split.next(s, i)
+		piece := s[i:j]
+		if id, ok := t.whole[piece]; ok {
+			dst = append(dst, int(id))
+		} else {
+			dst = t.model.encode(dst, piece)
+		}
+		i = j
+	}
+	return dst
+}
+
+// Decode turns ids back into text as the library's decode does without
+// skipping special tokens: unknown ids are left out, and bytes that are not
+// valid UTF-8 become U+FFFD per maximal invalid subpart.
+func (t *Tokenizer) Decode(ids []int) string {
+	var raw []byte
+	for _, id := range ids {
+		if b, ok := t.TokenBytes(id); ok {
+			raw = append(raw, b...)
+		}
+	}
+	if utf8.Valid(raw) {
+		return string(raw)
+	}
+	return string(appendLossy(nil, raw))
+}
+
+// AddedTokens lists the added tokens in use, by id.
+func (t *Tokenizer) AddedTokens() []string {
+	toks := append([]addedToken(nil), t.added.tokens...)
+	sort.Slice(toks, func(i, j int) bool { return toks[i].id < toks[j].id })
+	out := make([]string, len(toks))
+	for i, a := range toks {
+		out[i] = a.content
+	}
+	return out
+}
