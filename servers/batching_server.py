@@ -125,7 +125,7 @@ class BatchingEngine(serving.Engine):
                                          "temperature": 0, "ignore_eos": True})
         streams = [serving.TokenStream(loop, f"warm-up-{i}") for i in range(4)]
         for stream in streams:
-            self.submit(stream, prompt, 8, request)
+            self.submit(stream, prompt, min(32, self.max_model_len - len(prompt)), request)
         for stream in streams:
             while await stream.next_tokens(120.0) is not None:
                 pass
