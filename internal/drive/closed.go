@@ -1,0 +1,119 @@
+package drive
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/stream"
+)
+
+// WaveSpec is one closed-loop wave.
+type WaveSpec struct {
+	Load
+	// Kind is contract.KindRecorded, KindWarmup or KindMechanismCheck.
+	Kind        string
+	Concurrency int
+	Repeat      int
+	// Cold flags the first recorded wave of a series that had no warm-up.
+	Cold bool
+}
+
+// ClosedWave runs one closed-loop wave: all Concurrency requests are built
+// and their connections opened, the clients wait at a barrier, and one
+// monotonic release instant lets them go together. The wave is journaled at
+// release and at its end; each record as its request ends. When ctx is
+// canceled, requests in flight end as canceled with what arrived kept, the
+// wave is journaled as stopped, and the error says why; the WaveResult is
+// complete either way.
+func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveResult, error) {
+	if err := spec.validate(); err != nil {
+		return WaveResult{}, fmt.Errorf("%s: closed wave: %w", t.Name, err)
+	}
+	if spec.Concurrency <= 0 {
+		return WaveResult{}, fmt.Errorf("%s: closed wave: concurrency %d: want at least 1", t.Name, spec.Concurrency)
+	}
+	switch spec.Kind {
+	case contract.KindRecorded, contract.KindWarmup, contract.KindMechanismCheck:
+	default:
+		return WaveResult{}, fmt.Errorf("%s: closed wave: kind %q: want recorded, warmup or mechanism_check", t.Name, spec.Kind)
+	}
+	n := spec.Concurrency
+	prepared := make([]*stream.Prepared, n)
+	for i := range n {
+		p, err := d.prepare(t, spec.Load, i)
+		if err != nil {
+			return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
+		}
+		prepared[i] = p
+	}
+	if err := ctx.Err(); err != nil {
+		return WaveResult{}, fmt.Errorf("%s: closed wave not released: %w", t.Name, context.Cause(ctx))
+	}
+	// A server that refuses connections is not an error of the wave: its
+	// requests fail as connect and are recorded.
+	_ = d.client.Warm(ctx, t.BaseURL, n)
+	defer d.client.Drop()
+
+	w := contract.Wave{
+		ID: d.NextWaveID(), Server: t.Name, Concurrency: n, Repeat: spec.Repeat,
+		Kind: spec.Kind, Mode: contract.ModeClosed, Cold: spec.Cold,
+	}
+	records := make([]contract.Record, n)
+	var (
+		tl      tally
+		ready   sync.WaitGroup
+		ended   sync.WaitGroup
+		gate    = make(chan struct{})
+		release time.Time
+	)
+	for i := range n {
+		ready.Add(1)
+		ended.Add(1)
+		go func() {
+			defer ended.Done()
+			ready.Done()
+			<-gate
+			res := d.client.Send(ctx, prepared[i])
+			r := d.record(w, release, i, i%len(spec.Prompts), 0, res)
+			records[i] = r
+			d.ended(w, release, n, &tl, r)
+		}()
+	}
+	ready.Wait()
+	cpu0 := cpuTime()
+	release = time.Now()
+	w.StartedAt = anchor(release)
+	close(gate)
+	if err := d.journalWave(w); err != nil {
+		tl.mu.Lock()
+		tl.journalErr = err
+		tl.mu.Unlock()
+	}
+	d.progress(Event{Kind: WaveReleased, Wave: w, Total: n})
+	ended.Wait()
+
+	w.ClientCPUS = (cpuTime() - cpu0).Seconds()
+	w.WallS = contract.WaveWallS(records)
+	w.ReleaseSpreadS = releaseSpread(records)
+	w.Stopped = stopped(ctx)
+	if err := d.journalWave(w); err != nil && tl.journalErr == nil {
+		tl.journalErr = err
+	}
+	d.progress(Event{Kind: WaveEnded, Wave: w, Done: tl.done, Failed: tl.failed, Total: n, Elapsed: time.Since(release)})
+	return WaveResult{Wave: w, Release: release, Records: records}, waveError(ctx, w, tl.journalErr)
+}
+
+// releaseSpread is the last start_s minus the first.
+func releaseSpread(records []contract.Record) float64 {
+	if len(records) == 0 {
+		return 0
+	}
+	lo, hi := records[0].StartS, records[0].StartS
+	for _, r := range records[1:] {
+		lo, hi = min(lo, r.StartS), max(hi, r.StartS)
+	}
+	return hi - lo
+}

@@ -1,0 +1,270 @@
+package drive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/stream"
+)
+
+// Target is the server a wave drives.
+type Target struct {
+	// Name is the server's label in the bundle.
+	Name, BaseURL, Endpoint, Model string
+	// APIKey is sent as a bearer token and never stored.
+	APIKey       string
+	IncludeUsage bool
+	ExtraBody    map[string]any
+}
+
+// Counter counts the tokens of a text (a *tokenizer.Tokenizer satisfies it).
+type Counter interface {
+	Count(text string) int
+}
+
+// Output-token sources, for provenance.output_tokens_source.
+const (
+	SourceTokenizer = "tokenizer"
+	SourceUsage     = "usage"
+)
+
+// EventKind says what a progress Event reports.
+type EventKind int
+
+// Progress events.
+const (
+	WaveReleased EventKind = iota
+	RequestEnded
+	WaveEnded
+)
+
+// Event is a progress report. Events are delivered one at a time, never
+// concurrently.
+type Event struct {
+	Kind   EventKind
+	Wave   contract.Wave
+	Record *contract.Record // set for RequestEnded
+	// Done and Failed count the wave's ended requests; Total is the number
+	// of requests the wave will send.
+	Done, Failed, Total int
+	Elapsed             time.Duration
+}
+
+// Options configures a Driver.
+type Options struct {
+	// Journal receives every wave and record as it happens; nil journals
+	// nothing.
+	Journal *bundle.Journal
+	// Counter re-tokenizes returned text into output_tokens; nil takes the
+	// server's usage.completion_tokens instead.
+	Counter Counter
+	// Progress, when set, receives progress events.
+	Progress func(Event)
+	// Client sends the requests; nil makes a client with system TLS roots.
+	Client *stream.Client
+	// FirstWaveID is the id of the first wave (default 1); wave ids are
+	// unique within the Driver.
+	FirstWaveID int
+	// WarmupConcurrency is the number of clients of each warm-up wave;
+	// 0 takes the workload's first concurrency.
+	WarmupConcurrency int
+}
+
+// sender is what the driver needs of a client; tests replace it.
+type sender interface {
+	Warm(ctx context.Context, baseURL string, n int) error
+	Send(ctx context.Context, p *stream.Prepared) stream.Result
+	Drop()
+}
+
+// Driver runs waves. Its methods may be called one after another from one
+// goroutine; a Driver is not meant to run two waves at once.
+type Driver struct {
+	opts   Options
+	client sender
+
+	mu     sync.Mutex
+	nextID int
+
+	progressMu sync.Mutex
+}
+
+// New returns a driver.
+func New(opts Options) *Driver {
+	d := &Driver{opts: opts, nextID: opts.FirstWaveID}
+	if d.nextID == 0 {
+		d.nextID = 1
+	}
+	if opts.Client != nil {
+		d.client = opts.Client
+	} else {
+		d.client = stream.NewClient(nil)
+	}
+	return d
+}
+
+// NextWaveID hands out the next wave id.
+func (d *Driver) NextWaveID() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	id := d.nextID
+	d.nextID++
+	return id
+}
+
+// OutputTokensSource says what output_tokens counts: SourceTokenizer with a
+// Counter, SourceUsage without.
+func (d *Driver) OutputTokensSource() string {
+	if d.opts.Counter != nil {
+		return SourceTokenizer
+	}
+	return SourceUsage
+}
+
+// Load is what each request of a wave sends.
+type Load struct {
+	// Prompts are assigned round-robin: client (or request) i sends
+	// Prompts[i % len(Prompts)].
+	Prompts     []string
+	MaxTokens   int
+	Temperature float64
+	// Timeout bounds each request from send to end of stream.
+	Timeout time.Duration
+}
+
+func (l Load) validate() error {
+	if len(l.Prompts) == 0 {
+		return errors.New("no prompts")
+	}
+	if l.MaxTokens <= 0 {
+		return fmt.Errorf("max_tokens %d: want a positive number", l.MaxTokens)
+	}
+	if l.Timeout < 0 {
+		return fmt.Errorf("timeout %v: want a positive duration", l.Timeout)
+	}
+	return nil
+}
+
+// WaveResult is a finished wave: its journaled state, the monotonic
+// instant of its release (record times are seconds after it), and its
+// records in client order.
+type WaveResult struct {
+	Wave    contract.Wave
+	Release time.Time
+	Records []contract.Record
+}
+
+func (d *Driver) prepare(t Target, l Load, i int) (*stream.Prepared, error) {
+	return stream.Prepare(stream.Request{
+		BaseURL: t.BaseURL, Endpoint: t.Endpoint, Model: t.Model, APIKey: t.APIKey,
+		Prompt: l.Prompts[i%len(l.Prompts)], MaxTokens: l.MaxTokens, Temperature: l.Temperature,
+		IncludeUsage: t.IncludeUsage, ExtraBody: t.ExtraBody, Timeout: l.Timeout,
+	})
+}
+
+// record turns a result into a record of wave w, times relative to release.
+func (d *Driver) record(w contract.Wave, release time.Time, client, prompt int, intended time.Duration, res stream.Result) contract.Record {
+	rel := func(t time.Time) float64 { return t.Sub(release).Seconds() }
+	r := contract.Record{
+		Kind: w.Kind, Server: w.Server, Concurrency: w.Concurrency, Repeat: w.Repeat, Wave: w.ID,
+		Client: client, Prompt: prompt,
+		IntendedStartS: intended.Seconds(),
+		StartS:         rel(res.Start),
+		EndS:           rel(res.End),
+		ChunkTimesS:    make([]float64, len(res.ChunkTimes)),
+		OK:             res.OK, ErrorKind: res.ErrorKind, Error: res.Error, HTTPStatus: res.HTTPStatus,
+		Text:                  res.Text,
+		UsageCompletionTokens: res.UsageCompletionTokens,
+		UsagePromptTokens:     res.UsagePromptTokens,
+		FinishReason:          res.FinishReason,
+	}
+	if !res.FirstContent.IsZero() {
+		v := rel(res.FirstContent)
+		r.FirstContentS = &v
+	}
+	for i, ct := range res.ChunkTimes {
+		r.ChunkTimesS[i] = rel(ct)
+	}
+	switch {
+	case d.opts.Counter != nil:
+		r.OutputTokens = d.opts.Counter.Count(res.Text)
+	case res.UsageCompletionTokens != nil:
+		r.OutputTokens = *res.UsageCompletionTokens
+	}
+	return r
+}
+
+func (d *Driver) journalWave(w contract.Wave) error {
+	if d.opts.Journal == nil {
+		return nil
+	}
+	return d.opts.Journal.WriteWave(w)
+}
+
+func (d *Driver) journalRecord(r contract.Record) error {
+	if d.opts.Journal == nil {
+		return nil
+	}
+	return d.opts.Journal.WriteRecord(r)
+}
+
+func (d *Driver) progress(ev Event) {
+	if d.opts.Progress == nil {
+		return
+	}
+	d.progressMu.Lock()
+	defer d.progressMu.Unlock()
+	d.opts.Progress(ev)
+}
+
+// tally counts a wave's ended requests for progress events and keeps the
+// first journal error.
+type tally struct {
+	mu           sync.Mutex
+	done, failed int
+	journalErr   error
+}
+
+func (d *Driver) ended(w contract.Wave, release time.Time, total int, tl *tally, r contract.Record) {
+	err := d.journalRecord(r)
+	tl.mu.Lock()
+	tl.done++
+	if !r.OK {
+		tl.failed++
+	}
+	if err != nil && tl.journalErr == nil {
+		tl.journalErr = err
+	}
+	done, failed := tl.done, tl.failed
+	tl.mu.Unlock()
+	d.progress(Event{Kind: RequestEnded, Wave: w, Record: &r, Done: done, Failed: failed, Total: total, Elapsed: time.Since(release)})
+}
+
+// stopped returns the wave's stop reason for a canceled context.
+func stopped(ctx context.Context) string {
+	if ctx.Err() == nil {
+		return ""
+	}
+	return "canceled: " + context.Cause(ctx).Error()
+}
+
+func waveError(ctx context.Context, w contract.Wave, journalErr error) error {
+	if journalErr != nil {
+		return fmt.Errorf("wave %d: journal: %w", w.ID, journalErr)
+	}
+	if ctx.Err() != nil {
+		cause := context.Cause(ctx)
+		if errors.Is(cause, ctx.Err()) {
+			return fmt.Errorf("wave %d (%s, %s, repeat %d) stopped: %w", w.ID, w.Server, w.Kind, w.Repeat, cause)
+		}
+		return fmt.Errorf("wave %d (%s, %s, repeat %d) stopped: %w: %w", w.ID, w.Server, w.Kind, w.Repeat, ctx.Err(), cause)
+	}
+	return nil
+}
+
+func anchor(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

@@ -1,0 +1,182 @@
+package drive
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/stream"
+	"github.com/rehearse/rehearse/internal/workload"
+)
+
+// MaxOpenRequests bounds the requests of one open-loop wave, so that a
+// duration-bound schedule at an absurd rate is refused rather than
+// allocated.
+const MaxOpenRequests = 10_000_000
+
+// OpenSpec is one open-loop wave: requests sent on an arrival schedule,
+// bounded by NumRequests, Duration, or both (whichever ends first).
+type OpenSpec struct {
+	Load
+	Kind           string // default contract.KindRecorded
+	Repeat         int
+	RequestRateRPS float64
+	Arrival        string // workload.ArrivalFixed, ArrivalPoisson, ArrivalGamma
+	Burstiness     float64
+	Seed           int64
+	NumRequests    int
+	Duration       time.Duration
+	// MaxConcurrency caps the requests in flight (0: no cap). A request
+	// that finds the cap full waits for a slot; it is counted in the wave's
+	// waited, and its lateness shows the wait.
+	MaxConcurrency int
+}
+
+// Offsets returns the intended send offsets of the wave's requests: the
+// schedule's, up to NumRequests and strictly before Duration.
+func (s OpenSpec) Offsets() ([]time.Duration, error) {
+	if s.NumRequests < 0 || s.Duration < 0 {
+		return nil, fmt.Errorf("num_requests %d, duration %v: want non-negative bounds", s.NumRequests, s.Duration)
+	}
+	if s.NumRequests == 0 && s.Duration == 0 {
+		return nil, fmt.Errorf("open-loop wave at %v req/s is unbounded: set num_requests, duration, or both", s.RequestRateRPS)
+	}
+	sched, err := workload.NewSchedule(s.Arrival, s.RequestRateRPS, s.Burstiness, s.Seed)
+	if err != nil {
+		return nil, err
+	}
+	var out []time.Duration
+	for i := 0; s.NumRequests == 0 || i < s.NumRequests; i++ {
+		off := sched.Offset(i)
+		if s.Duration > 0 && off >= s.Duration {
+			break
+		}
+		if i >= MaxOpenRequests {
+			return nil, fmt.Errorf("open-loop wave of more than %d requests (%v req/s for %v): lower the rate or the duration", MaxOpenRequests, s.RequestRateRPS, s.Duration)
+		}
+		out = append(out, off)
+	}
+	return out, nil
+}
+
+// OpenWave runs one open-loop wave: request i is sent at release +
+// offset(i), records its intended and actual start, and the dispatcher
+// never waits for a response before the next send. With a concurrency cap
+// a request waits for a free slot and is counted. When ctx is canceled the
+// requests not yet sent are counted as not_sent, those in flight end as
+// canceled, and the wave is journaled as stopped.
+func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveResult, error) {
+	if spec.Kind == "" {
+		spec.Kind = contract.KindRecorded
+	}
+	if err := spec.validate(); err != nil {
+		return WaveResult{}, fmt.Errorf("%s: open wave: %w", t.Name, err)
+	}
+	if spec.MaxConcurrency < 0 {
+		return WaveResult{}, fmt.Errorf("%s: open wave: max_concurrency %d: want 0 (no cap) or more", t.Name, spec.MaxConcurrency)
+	}
+	offsets, err := spec.Offsets()
+	if err != nil {
+		return WaveResult{}, fmt.Errorf("%s: open wave: %w", t.Name, err)
+	}
+	n := len(offsets)
+	prepared := make([]*stream.Prepared, len(spec.Prompts))
+	for i := range prepared {
+		if prepared[i], err = d.prepare(t, spec.Load, i); err != nil {
+			return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return WaveResult{}, fmt.Errorf("%s: open wave not released: %w", t.Name, context.Cause(ctx))
+	}
+	warm := min(n, 32)
+	if spec.MaxConcurrency > 0 {
+		warm = min(n, spec.MaxConcurrency)
+	}
+	_ = d.client.Warm(ctx, t.BaseURL, warm)
+	defer d.client.Drop()
+
+	w := contract.Wave{
+		ID: d.NextWaveID(), Server: t.Name, Concurrency: spec.MaxConcurrency, Repeat: spec.Repeat,
+		Kind: spec.Kind, Mode: contract.ModeOpen,
+		RequestRateRPS: spec.RequestRateRPS, Arrival: spec.Arrival, Burstiness: spec.Burstiness,
+		Seed: spec.Seed, MaxConcurrency: spec.MaxConcurrency,
+	}
+	records := make([]contract.Record, n)
+	var (
+		tl    tally
+		ended sync.WaitGroup
+		slots chan struct{}
+	)
+	if spec.MaxConcurrency > 0 {
+		slots = make(chan struct{}, spec.MaxConcurrency)
+	}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+
+	cpu0 := cpuTime()
+	release := time.Now()
+	w.StartedAt = anchor(release)
+	if err := d.journalWave(w); err != nil {
+		tl.journalErr = err
+	}
+	d.progress(Event{Kind: WaveReleased, Wave: w, Total: n})
+	released := w // the requests' copy; the dispatcher goes on counting in w
+
+	sent := 0
+dispatch:
+	for i, off := range offsets {
+		if wait := time.Until(release.Add(off)); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				break dispatch
+			}
+		} else if ctx.Err() != nil {
+			break dispatch
+		}
+		if slots != nil {
+			select {
+			case slots <- struct{}{}:
+			default:
+				w.Waited++
+				select {
+				case slots <- struct{}{}:
+				case <-ctx.Done():
+					break dispatch
+				}
+			}
+		}
+		sent++
+		ended.Add(1)
+		go func() {
+			defer ended.Done()
+			res := d.client.Send(ctx, prepared[i%len(prepared)])
+			if slots != nil {
+				<-slots
+			}
+			r := d.record(released, release, i, i%len(prepared), off, res)
+			records[i] = r
+			d.ended(released, release, n, &tl, r)
+		}()
+	}
+	ended.Wait()
+	records = records[:sent]
+
+	w.NotSent = n - sent
+	w.ClientCPUS = (cpuTime() - cpu0).Seconds()
+	w.WallS = contract.WaveWallS(records)
+	w.Stopped = stopped(ctx)
+	tl.mu.Lock()
+	journalErr := tl.journalErr
+	tl.mu.Unlock()
+	if err := d.journalWave(w); err != nil && journalErr == nil {
+		journalErr = err
+	}
+	d.progress(Event{Kind: WaveEnded, Wave: w, Done: tl.done, Failed: tl.failed, Total: n, Elapsed: time.Since(release)})
+	return WaveResult{Wave: w, Release: release, Records: records}, waveError(ctx, w, journalErr)
+}
