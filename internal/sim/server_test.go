@@ -287,7 +287,9 @@ func TestMetricsParseWithExpfmt(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		results := make(chan *streamResult, 4)
 		for i := range 4 {
-			go func() { results <- serveMem(t, s, ctx, chatBody("prompt "+string(rune('a'+i)), 30, `,"ignore_eos":true`)) }()
+			go func() {
+				results <- serveMem(t, s, ctx, chatBody("prompt "+string(rune('a'+i)), 30, `,"ignore_eos":true`))
+			}()
 		}
 		time.Sleep(time.Second) // one request holds the lock, three wait
 		m := scrape(t, s.Handler())
