@@ -47,6 +47,9 @@ func (s OpenSpec) Offsets() ([]time.Duration, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.NumRequests == 0 && s.RequestRateRPS*s.Duration.Seconds() > MaxOpenRequests {
+		return nil, fmt.Errorf("open-loop wave of more than %d requests (%v req/s for %v): lower the rate or the duration", MaxOpenRequests, s.RequestRateRPS, s.Duration)
+	}
 	var out []time.Duration
 	for i := 0; s.NumRequests == 0 || i < s.NumRequests; i++ {
 		off := sched.Offset(i)
