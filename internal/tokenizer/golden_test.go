@@ -1,0 +1,193 @@
+package tokenizer
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// The golden ids come from Hugging Face's tokenizers 0.23.2 (npm binding):
+//
+//	node bench/tokenizer/make-corpus.js > internal/tokenizer/testdata/corpus.jsonl
+//	node bench/tokenizer/golden.js < internal/tokenizer/testdata/corpus.jsonl \
+//	  > internal/tokenizer/testdata/golden.jsonl
+
+var variantNames = []string{"qwen3", "qwen2.5", "llama3", "gpt2"}
+
+// variantJSON builds the same variants of the embedded file as
+// bench/tokenizer/lib.js does.
+func variantJSON(t testing.TB, variant string) []byte {
+	t.Helper()
+	data, err := embeddedJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		t.Fatal(err)
+	}
+	setModel := func(key string, v any) {
+		var model map[string]json.RawMessage
+		if err := json.Unmarshal(top["model"], &model); err != nil {
+			t.Fatal(err)
+		}
+		model[key] = mustJSON(t, v)
+		top["model"] = mustJSON(t, model)
+	}
+	switch variant {
+	case "qwen3":
+		return data
+	case "qwen2.5":
+		var added []map[string]any
+		if err := json.Unmarshal(top["added_tokens"], &added); err != nil {
+			t.Fatal(err)
+		}
+		added = slices.DeleteFunc(added, func(a map[string]any) bool { return qwen3Only[a["content"].(string)] })
+		top["added_tokens"] = mustJSON(t, added)
+	case "llama3":
+		top["pre_tokenizer"] = mustJSON(t, map[string]any{
+			"type": "Sequence",
+			"pretokenizers": []any{
+				map[string]any{"type": "Split", "pattern": map[string]any{"Regex": llama3Pattern}, "behavior": "Isolated", "invert": false},
+				map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false},
+			},
+		})
+		setModel("ignore_merges", true)
+	case "gpt2":
+		top["normalizer"] = json.RawMessage("null")
+		top["pre_tokenizer"] = mustJSON(t, map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true})
+	default:
+		t.Fatalf("unknown variant %q", variant)
+	}
+	return mustJSON(t, top)
+}
+
+func mustJSON(t testing.TB, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+var variantCache sync.Map // name → *Tokenizer
+
+func variantTokenizer(t testing.TB, variant string) *Tokenizer {
+	t.Helper()
+	if v, ok := variantCache.Load(variant); ok {
+		return v.(*Tokenizer)
+	}
+	var tok *Tokenizer
+	var err error
+	switch variant {
+	case "qwen3":
+		tok, err = Default()
+	case "qwen2.5":
+		tok, err = Qwen25()
+	default:
+		tok, err = Parse(variantJSON(t, variant))
+	}
+	if err != nil {
+		t.Fatalf("variant %s: %v", variant, err)
+	}
+	variantCache.Store(variant, tok)
+	return tok
+}
+
+type corpusEntry struct {
+	Name string `json:"name"`
+	Text string `json:"text"`
+}
+
+type goldenEntry struct {
+	Ids map[string][]int
+	NFC string
+}
+
+func readJSONL[T any](t testing.TB, path string) []T {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []T
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for line := 1; sc.Scan(); line++ {
+		var v T
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatalf("%s:%d: %v", path, line, err)
+		}
+		out = append(out, v)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func readGolden(t testing.TB) ([]corpusEntry, []goldenEntry) {
+	corpus := readJSONL[corpusEntry](t, "testdata/corpus.jsonl")
+	raw := readJSONL[map[string]json.RawMessage](t, "testdata/golden.jsonl")
+	if len(raw) != len(corpus) {
+		t.Fatalf("golden.jsonl has %d lines, corpus.jsonl %d", len(raw), len(corpus))
+	}
+	golden := make([]goldenEntry, len(raw))
+	for i, r := range raw {
+		golden[i].Ids = map[string][]int{}
+		for k, v := range r {
+			if k == "nfc" {
+				if err := json.Unmarshal(v, &golden[i].NFC); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			var ids []int
+			if err := json.Unmarshal(v, &ids); err != nil {
+				t.Fatal(err)
+			}
+			golden[i].Ids[k] = ids
+		}
+	}
+	return corpus, golden
+}
+
+func TestGoldenCorpus(t *testing.T) {
+	corpus, golden := readGolden(t)
+	for _, v := range variantNames {
+		tok := variantTokenizer(t, v)
+		t.Run(v, func(t *testing.T) {
+			bad := 0
+			for i, c := range corpus {
+				want, ok := golden[i].Ids[v]
+				if !ok {
+					t.Fatalf("golden line %d lacks variant %s", i+1, v)
+				}
+				got := tok.Encode(c.Text)
+				if !slices.Equal(got, want) {
+					bad++
+					if bad <= 10 {
+						t.Errorf("%s (line %d) %q:\n got %v\nwant %v", c.Name, i+1, c.Text, got, want)
+					}
+				}
+			}
+			if bad > 0 {
+				t.Errorf("%s: %d of %d texts differ from the library", v, bad, len(corpus))
+			}
+		})
+	}
+}
+
+func TestGoldenNFC(t *testing.T) {
+	corpus, golden := readGolden(t)
+	for i, c := range corpus {
+		if got := nfc(c.Text); got != golden[i].NFC {
+			t.Errorf("%s (line %d): nfc(%+q) = %+q, library %+q", c.Name, i+1, c.Text, got, golden[i].NFC)
+		}
+	}
+}
