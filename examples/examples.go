@@ -1,0 +1,11 @@
+// Package examples holds the example rehearsal files; the simulated one is
+// embedded because `rehearse demo` runs it.
+package examples
+
+import _ "embed"
+
+// Simulated is examples/simulated.yaml: the canonical rehearsal against two
+// `rehearse sim` processes at time scale 10.
+//
+//go:embed simulated.yaml
+var Simulated []byte

@@ -1,0 +1,65 @@
+package examples
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/rehearse/rehearse/internal/config"
+)
+
+func TestEveryExampleParsesAndValidates(t *testing.T) {
+	files, err := filepath.Glob("*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 3 {
+		t.Fatalf("found %d example files, want at least 3", len(files))
+	}
+	for _, f := range files {
+		r, err := config.Load(f)
+		if err != nil {
+			t.Errorf("%v", err)
+			continue
+		}
+		if len(r.Servers) != 2 || r.Baseline != r.Servers[0].Name {
+			t.Errorf("%s: want two servers with the first as baseline, got %d, baseline %q", f, len(r.Servers), r.Baseline)
+		}
+		if !slices.Equal(r.Workload.Concurrencies, []int{1, 8, 32, 64}) || r.Workload.Repeats != 3 || r.Workload.MaxTokens != 128 {
+			t.Errorf("%s: not the canonical workload: %+v", f, r.Workload)
+		}
+		if r.MechanismCheck == nil || r.MechanismCheck.Concurrency != 64 || r.MechanismCheck.Server != r.Servers[1].Name {
+			t.Errorf("%s: mechanism check: %+v", f, r.MechanismCheck)
+		}
+		for _, s := range r.Servers {
+			argv := r.Argv(s, 8123, "/bin/rehearse")
+			if !slices.Contains(argv, "8123") {
+				t.Errorf("%s: server %s: the port does not reach the argv %q", f, s.Name, argv)
+			}
+		}
+	}
+}
+
+func TestSeedLaunchIsTheSeeds(t *testing.T) {
+	r, err := config.Load("t4-seed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := r.Server("vllm")
+	got := r.Argv(s, 8000, "")
+	want := []string{"vllm", "serve", "Qwen/Qwen2.5-1.5B-Instruct", "--revision", "989aa7980e4cf806f80c7fef2b1adb7bc71aa306",
+		"--port", "8000", "--dtype", "half", "--max-model-len", "2048", "--gpu-memory-utilization", "0.85"}
+	if !slices.Equal(got, want) {
+		t.Errorf("vLLM argv = %q,\nwant the seed's %q", got, want)
+	}
+}
+
+func TestEmbeddedSimulatedNamesItsProfiles(t *testing.T) {
+	r, err := config.Parse(Simulated, "simulated.yaml", ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Servers[0].Simulated == "" || r.Servers[1].Simulated == "" {
+		t.Error("the simulated example does not name its profiles")
+	}
+}

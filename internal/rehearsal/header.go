@@ -1,0 +1,74 @@
+package rehearsal
+
+import (
+	"time"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+// Workload turns the rehearsal's workload into the bundle's, with the
+// resolved prompts.
+func Workload(cfg *config.Rehearsal, prompts []string) bundle.Workload {
+	w := cfg.Workload
+	out := bundle.Workload{
+		Kind:             contract.ModeClosed,
+		Concurrencies:    append([]int(nil), w.Concurrencies...),
+		Repeats:          w.Repeats,
+		Prompts:          append([]string(nil), prompts...),
+		MaxTokens:        w.MaxTokens,
+		Temperature:      *w.Temperature,
+		TimeoutS:         w.Timeout.Seconds(),
+		WarmupWaves:      w.WarmupWaves,
+		PercentileMethod: contract.PercentileMethod,
+		Endpoint:         w.Endpoint,
+		IncludeUsage:     *w.IncludeUsage,
+		ExtraBody:        w.ExtraBody,
+	}
+	if o := w.OpenLoop; o != nil {
+		out.Kind = contract.ModeClosed + "+" + contract.ModeOpen
+		out.Open = &bundle.OpenLoop{
+			RequestRatesRPS: append([]float64(nil), o.RequestRatesRPS...), Arrival: o.Arrival, Burstiness: o.Burstiness,
+			Seed: o.Seed, NumRequests: o.NumRequests, DurationS: o.Duration.Seconds(), MaxConcurrency: o.MaxConcurrency,
+		}
+	}
+	if m := cfg.MechanismCheck; m != nil {
+		out.MechanismCheck = &bundle.MechanismSpec{Server: m.Server, Metric: m.Metric, Concurrency: m.Concurrency, PeriodS: m.Period.Seconds()}
+	}
+	return out
+}
+
+// header is the bundle's header before any server ran: provenance, the
+// workload, the servers as configured (secrets redacted), notes.
+func header(o Options, driver WaveDriver, start time.Time) *bundle.Results {
+	cfg := o.Rehearsal
+	res := &bundle.Results{
+		Schema:     bundle.Schema,
+		Provenance: o.Provenance,
+		Workload:   Workload(cfg, o.Prompts),
+		Notes:      append([]string(nil), o.Notes...),
+	}
+	p := &res.Provenance
+	p.StartedAt = start.UTC().Format(time.RFC3339Nano)
+	p.Model = bundle.Model{ID: cfg.Model.ID, Revision: cfg.Model.Revision, Dtype: cfg.Model.Dtype, RandomWeights: cfg.Model.RandomWeights, Note: cfg.Model.Note}
+	p.OutputTokensSource = driver.OutputTokensSource()
+	if cfg.Baseline != "" {
+		b := cfg.Baseline
+		res.Baseline = &b
+	}
+	for _, s := range cfg.Servers {
+		srv := bundle.Server{
+			Name: s.Name, BaseURL: s.BaseURL, Model: s.Model, LaunchArgv: []string{},
+			Env: config.RedactEnv(s.Env, s.APIKeyEnv), MetricsPath: s.Metrics.Path, Simulated: s.Simulated,
+		}
+		if s.Launched() {
+			srv.LaunchArgv = config.RedactArgv(s.Launch)
+		}
+		res.Servers = append(res.Servers, srv)
+	}
+	res.Notes = append(res.Notes, cfg.Notes...)
+	return res
+}
+
+func secondsDuration(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -1,0 +1,425 @@
+package rehearsal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/promscrape"
+	"github.com/rehearse/rehearse/internal/supervise"
+)
+
+// Options is one rehearsal to run.
+type Options struct {
+	Rehearsal *config.Rehearsal
+	// Dir is the bundle folder; it is created and must not hold files.
+	Dir string
+	// RehearseExe replaces {rehearse} in launch argv.
+	RehearseExe string
+	// Prompts are the workload's prompts, already resolved.
+	Prompts []string
+	// Counter re-tokenizes returned text; nil counts the servers' usage.
+	Counter Counter
+	// Provenance is the header's provenance as far as the caller knows it
+	// (tool, command, host, GPUs, tokenizer, simulation); model, times and
+	// output-token source are filled in here.
+	Provenance bundle.Provenance
+	// Notes are added to the bundle's notes.
+	Notes []string
+	// Progress receives one line per step (launch, ready, wave, stop); nil
+	// for none.
+	Progress func(Event)
+	// Driver runs the waves; nil uses package drive.
+	Driver WaveDriver
+}
+
+// Counter counts the tokens of returned text.
+type Counter interface{ Count(text string) int }
+
+// Event is a progress report.
+type Event struct {
+	Server string
+	// Step is launch, ready, wave, mechanism_check, stop, fail or note.
+	Step string
+	Text string
+	Wave *contract.Wave
+}
+
+// Outcome is what Run did.
+type Outcome struct {
+	Dir     string
+	Results *bundle.Results
+	// Interrupted is true when ctx was canceled (Ctrl-C) before the end.
+	Interrupted bool
+	// Failed lists servers that were not ready, died, or could not launch,
+	// each with why.
+	Failed []string
+}
+
+// Run runs the rehearsal and writes its bundle (results.json, the journal,
+// the server logs; the caller renders the report). It returns an error only
+// when no bundle could be written; server failures and interruption are
+// in the Outcome and the bundle's notes.
+func Run(ctx context.Context, o Options) (*Outcome, error) {
+	cfg := o.Rehearsal
+	if cfg == nil {
+		return nil, errors.New("rehearsal: no rehearsal given")
+	}
+	if err := prepareDir(o.Dir); err != nil {
+		return nil, err
+	}
+	journal, err := bundle.CreateJournal(filepath.Join(o.Dir, bundle.JournalFile))
+	if err != nil {
+		return nil, err
+	}
+	driver := o.Driver
+	if driver == nil {
+		driver = newDriveDriver(journal, o.Counter, Workload(cfg, o.Prompts))
+	}
+	r := &runner{o: o, cfg: cfg, journal: journal, driver: driver, out: &Outcome{Dir: o.Dir}}
+	r.res = header(o, driver, time.Now())
+	r.writeHeader()
+
+	for i := range cfg.Servers {
+		if ctx.Err() != nil {
+			break
+		}
+		ok := r.server(ctx, i)
+		if !ok && cfg.OnServerFailure == config.OnFailureStop && ctx.Err() == nil {
+			for _, s := range cfg.Servers[i+1:] {
+				r.note("server %s was not rehearsed: on_server_failure is stop and %s failed", s.Name, cfg.Servers[i].Name)
+			}
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		r.out.Interrupted = true
+		r.note("the rehearsal was interrupted (%v) at %s; the bundle holds what finished before", context.Cause(ctx), time.Now().UTC().Format(time.RFC3339))
+	}
+	r.res.Provenance.FinishedAt = time.Now().UTC().Format(time.RFC3339Nano)
+	r.writeHeader()
+	if err := journal.Close(); err != nil {
+		return r.out, err
+	}
+	res, err := bundle.ReadJournal(journal.Path())
+	if err != nil {
+		return r.out, err
+	}
+	if err := bundle.WriteResults(o.Dir, res); err != nil {
+		return r.out, err
+	}
+	r.out.Results = res
+	return r.out, nil
+}
+
+// prepareDir creates the bundle folder, refusing one that holds files: a
+// bundle is never written over another.
+func prepareDir(dir string) error {
+	if dir == "" {
+		return errors.New("rehearsal: no output folder")
+	}
+	entries, err := os.ReadDir(dir)
+	switch {
+	case err == nil && len(entries) > 0:
+		return fmt.Errorf("%s: the output folder is not empty (choose another with -o)", dir)
+	case err == nil:
+		return nil
+	case errors.Is(err, os.ErrNotExist):
+		return os.MkdirAll(dir, 0o755)
+	}
+	return err
+}
+
+type runner struct {
+	o       Options
+	cfg     *config.Rehearsal
+	journal *bundle.Journal
+	driver  WaveDriver
+	out     *Outcome
+
+	mu  sync.Mutex
+	res *bundle.Results
+}
+
+func (r *runner) progress(server, step, format string, a ...any) {
+	if r.o.Progress != nil {
+		r.o.Progress(Event{Server: server, Step: step, Text: fmt.Sprintf(format, a...)})
+	}
+}
+
+// note adds a line to the bundle's notes and journals the header again.
+func (r *runner) note(format string, a ...any) {
+	r.mu.Lock()
+	r.res.Notes = append(r.res.Notes, fmt.Sprintf(format, a...))
+	r.mu.Unlock()
+	r.writeHeader()
+}
+
+func (r *runner) writeHeader() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// A failed journal write surfaces when the journal is closed.
+	_ = r.journal.WriteHeader(r.res)
+}
+
+func (r *runner) setServer(i int, f func(*bundle.Server)) {
+	r.mu.Lock()
+	f(&r.res.Servers[i])
+	r.mu.Unlock()
+	r.writeHeader()
+}
+
+func (r *runner) fail(i int, why string) {
+	name := r.cfg.Servers[i].Name
+	r.out.Failed = append(r.out.Failed, name+": "+why)
+	r.progress(name, "fail", "%s", why)
+}
+
+// server rehearses server i; false when it failed.
+func (r *runner) server(ctx context.Context, i int) bool {
+	s := r.cfg.Servers[i]
+	apiKey := ""
+	if s.APIKeyEnv != "" {
+		apiKey = os.Getenv(s.APIKeyEnv)
+		if apiKey == "" {
+			why := fmt.Sprintf("servers[%d].api_key_env: $%s is empty or not set", i, s.APIKeyEnv)
+			r.note("server %s was not rehearsed: %s", s.Name, why)
+			r.fail(i, why)
+			return false
+		}
+	}
+	baseURL := s.BaseURL
+	var proc *supervise.Process
+	if s.Launched() {
+		port := s.Port
+		if port == 0 {
+			p, err := supervise.FreePort()
+			if err != nil {
+				r.fail(i, err.Error())
+				return false
+			}
+			port = p
+		}
+		if baseURL == "" {
+			baseURL = "http://127.0.0.1:" + strconv.Itoa(port)
+		}
+		argv := r.cfg.Argv(s, port, r.o.RehearseExe)
+		shown := config.RedactArgv(argv)
+		logName := s.Name + ".log"
+		r.setServer(i, func(b *bundle.Server) {
+			b.BaseURL, b.LaunchArgv, b.Log = baseURL, shown, logName
+		})
+		r.progress(s.Name, "launch", "launching %s", strings.Join(shown, " "))
+		p, err := supervise.Start(ctx, supervise.Spec{
+			Name: s.Name, Argv: argv, Env: s.Env, Port: port,
+			LogPath: filepath.Join(r.o.Dir, logName), StopGrace: s.StopGrace.D(), ShownArgv: shown,
+		})
+		if err != nil {
+			r.setServer(i, func(b *bundle.Server) { b.Exit = "not launched: " + err.Error() })
+			r.note("server %s could not be launched: %v", s.Name, err)
+			r.fail(i, err.Error())
+			return false
+		}
+		proc = p
+	}
+	r.progress(s.Name, "launch", "waiting for %s to be ready (up to %s)", baseURL, s.Ready.Timeout)
+	readyStart := time.Now()
+	err := supervise.WaitReady(ctx, proc, supervise.Probe{
+		BaseURL: baseURL, HealthPath: s.Ready.Path, Endpoint: r.cfg.Workload.Endpoint,
+		Model: s.Model, APIKey: apiKey, Timeout: s.Ready.Timeout.D(),
+	})
+	if err != nil {
+		if proc != nil {
+			e := proc.Stop()
+			r.setServer(i, func(b *bundle.Server) { b.Exit = e.String() })
+			r.logNotes(s.Name, proc.LogPath())
+		}
+		if ctx.Err() != nil {
+			return true
+		}
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		r.note("server %s was not ready: %s", s.Name, first)
+		r.fail(i, err.Error())
+		return false
+	}
+	r.progress(s.Name, "ready", "ready after %.1f s", time.Since(readyStart).Seconds())
+
+	target := Target{Name: s.Name, BaseURL: baseURL, Endpoint: r.cfg.Workload.Endpoint, Model: s.Model, APIKey: apiKey,
+		IncludeUsage: *r.cfg.Workload.IncludeUsage, ExtraBody: r.cfg.Workload.ExtraBody}
+	healthy := r.waves(ctx, i, target, proc)
+	if healthy && ctx.Err() == nil {
+		if m := r.cfg.MechanismCheck; m != nil && m.Server == s.Name {
+			healthy = r.mechanismCheck(ctx, i, target, proc, apiKey)
+		}
+	}
+	if proc != nil {
+		e := proc.Stop()
+		r.setServer(i, func(b *bundle.Server) {
+			if b.Exit == "" {
+				b.Exit = e.String()
+			}
+		})
+		r.progress(s.Name, "stop", "%s", e)
+		r.logNotes(s.Name, proc.LogPath())
+	}
+	return healthy
+}
+
+// died reports (once) a launched server that exited before it was stopped.
+func (r *runner) died(i int, proc *supervise.Process, during string) bool {
+	if proc == nil {
+		return false
+	}
+	e, exited := proc.Exited()
+	if !exited || e.Deliberate {
+		return false
+	}
+	s := r.cfg.Servers[i]
+	what := fmt.Sprintf("%s %s", strings.TrimSuffix(e.String(), ", before rehearse stopped it"), during)
+	r.setServer(i, func(b *bundle.Server) { b.Exit = what })
+	r.note("server %s died: %s; its remaining waves were not run (on_server_failure: %s)", s.Name, what, r.cfg.OnServerFailure)
+	r.fail(i, "died: "+what)
+	return true
+}
+
+// waves runs warm-up, recorded closed-loop and open-loop waves; false when
+// the server died.
+func (r *runner) waves(ctx context.Context, i int, t Target, proc *supervise.Process) bool {
+	w := r.cfg.Workload
+	run := func(spec WaveSpec) bool {
+		if ctx.Err() != nil {
+			return false
+		}
+		res, err := r.driver.Wave(ctx, t, spec)
+		if err != nil && ctx.Err() == nil {
+			r.note("server %s: %s wave at %s did not run: %v", t.Name, spec.Kind, spec.describe(), err)
+		}
+		r.waveProgress(t.Name, spec, res)
+		label := fmt.Sprintf("during the %s wave at %s (repeat %d)", spec.Kind, spec.describe(), spec.Repeat)
+		return !r.died(i, proc, label)
+	}
+	for k := range w.WarmupWaves {
+		if !run(WaveSpec{Kind: contract.KindWarmup, Concurrency: w.Concurrencies[0], Repeat: k + 1}) {
+			return ctx.Err() != nil
+		}
+	}
+	first := true
+	for _, c := range w.Concurrencies {
+		for rep := 1; rep <= w.Repeats; rep++ {
+			spec := WaveSpec{Kind: contract.KindRecorded, Concurrency: c, Repeat: rep, Cold: first && w.WarmupWaves == 0}
+			first = false
+			if !run(spec) {
+				return ctx.Err() != nil
+			}
+		}
+	}
+	if o := w.OpenLoop; o != nil {
+		for _, rate := range o.RequestRatesRPS {
+			for rep := 1; rep <= w.Repeats; rep++ {
+				if !run(WaveSpec{Kind: contract.KindRecorded, Open: true, RateRPS: rate, Repeat: rep}) {
+					return ctx.Err() != nil
+				}
+			}
+		}
+	}
+	return true
+}
+
+func (r *runner) waveProgress(server string, spec WaveSpec, res WaveResult) {
+	ok, n, tokens := 0, len(res.Records), 0
+	for _, rec := range res.Records {
+		if rec.OK {
+			ok++
+			tokens += rec.OutputTokens
+		}
+	}
+	wall := res.Wave.WallS
+	if wall == 0 {
+		wall = contract.WaveWallS(res.Records)
+	}
+	rate := 0.0
+	if wall > 0 {
+		rate = float64(tokens) / wall
+	}
+	if r.o.Progress != nil {
+		w := res.Wave
+		r.o.Progress(Event{Server: server, Step: "wave", Wave: &w,
+			Text: fmt.Sprintf("%s wave at %s, repeat %d: %d/%d ok, %.1f tok/s, %.2f s", spec.Kind, spec.describe(), spec.Repeat, ok, n, rate, wall)})
+	}
+}
+
+// mechanismCheck runs the separate, unrecorded wave while polling the
+// server's metric; false when the server died during it.
+func (r *runner) mechanismCheck(ctx context.Context, i int, t Target, proc *supervise.Process, apiKey string) bool {
+	m := r.cfg.MechanismCheck
+	s := r.cfg.Servers[i]
+	period := m.Period.D()
+	poller, err := promscrape.StartPoller(ctx, promscrape.Scraper{URL: t.BaseURL + s.Metrics.Path, Metric: m.Metric, APIKey: apiKey}, period)
+	if err != nil {
+		r.note("mechanism check on %s did not run: %v", s.Name, err)
+		return true
+	}
+	spec := WaveSpec{Kind: contract.KindMechanismCheck, Concurrency: m.Concurrency, Repeat: 1}
+	res, werr := r.driver.Wave(ctx, t, spec)
+	// One more period so the series covers the wave's end.
+	select {
+	case <-ctx.Done():
+	case <-time.After(period):
+	}
+	series := poller.Stop()
+	if werr != nil && ctx.Err() == nil {
+		r.note("mechanism check on %s: the wave did not run: %v", s.Name, werr)
+	}
+	r.waveProgress(s.Name, spec, res)
+	origin := res.Release
+	if origin.IsZero() {
+		origin = time.Now()
+	}
+	mc := bundle.MechanismCheck{
+		Server: s.Name, Metric: m.Metric, Concurrency: m.Concurrency, PeriodS: period.Seconds(),
+		Wave: res.Wave.ID, Max: series.Max(), Series: series.Offsets(origin), Errors: series.Errors,
+	}
+	if mc.Series == nil {
+		mc.Series = [][2]float64{}
+	}
+	_ = r.journal.WriteMechanismCheck(mc)
+	if series.Errors > 0 {
+		r.note("mechanism check on %s: %d of %d scrapes of %s failed; the first: %s", s.Name, series.Errors, series.Errors+len(series.Samples), t.BaseURL+s.Metrics.Path, series.FirstError)
+	}
+	maxText := "no sample"
+	if mc.Max != nil {
+		maxText = strconv.FormatFloat(*mc.Max, 'f', -1, 64)
+	}
+	r.progress(s.Name, "mechanism_check", "%s max %s over %d samples", m.Metric, maxText, len(series.Samples))
+	return !r.died(i, proc, "during the mechanism-check wave")
+}
+
+// logNotes turns a server log's warnings into bundle notes, keeping what
+// happened during the run apart from the noise after the deliberate stop.
+func (r *runner) logNotes(server, path string) {
+	n, err := supervise.ScanLog(path)
+	if err != nil {
+		r.note("%s.log could not be read: %v", server, err)
+		return
+	}
+	file := filepath.Base(path)
+	if n.WarningsDuringRunCount > 0 {
+		r.note("%s: %d warning or error lines while the rehearsal ran (read them: they may matter), the first: %q", file, n.WarningsDuringRunCount, n.WarningsDuringRun[0])
+	}
+	if n.Stopped && (n.ShutdownLines > 0 || n.ShutdownNoiseCount > 0) {
+		msg := fmt.Sprintf("%s: %d lines after the deliberate stop (line %d) are shutdown, not benchmark failures", file, n.ShutdownLines, n.StopLine)
+		if n.ShutdownNoiseCount > 0 {
+			msg += fmt.Sprintf("; %d of them warnings or errors, the first: %q", n.ShutdownNoiseCount, n.ShutdownNoise[0])
+		}
+		r.note("%s", msg)
+	}
+}
