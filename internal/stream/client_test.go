@@ -409,3 +409,24 @@ func TestManySlowStreams(t *testing.T) {
 		}
 	}
 }
+
+func TestServedModel(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/models" || r.Header.Get("Authorization") != "Bearer k" {
+			rw.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(rw, `{"error":{"message":"no key"}}`)
+			return
+		}
+		io.WriteString(rw, `{"object":"list","data":[{"id":"Qwen/Qwen2.5-1.5B-Instruct","object":"model"}]}`)
+	}))
+	defer srv.Close()
+	c := NewClient(nil)
+	defer c.Close()
+	id, err := c.ServedModel(context.Background(), srv.URL+"/", "k")
+	if err != nil || id != "Qwen/Qwen2.5-1.5B-Instruct" {
+		t.Fatalf("%q %v", id, err)
+	}
+	if _, err := c.ServedModel(context.Background(), srv.URL, ""); err == nil || !strings.Contains(err.Error(), "HTTP 401: no key") {
+		t.Fatalf("error %v", err)
+	}
+}
