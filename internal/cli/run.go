@@ -1,8 +1,250 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/provenance"
+	"github.com/rehearse/rehearse/internal/rehearsal"
+	"github.com/rehearse/rehearse/internal/report"
+	"github.com/rehearse/rehearse/internal/workload"
+)
+
+// exitInterrupted is the exit code after Ctrl-C (128 + SIGINT).
+const exitInterrupted = 130
+
+type runOptions struct {
+	file   string
+	outDir string
+	quiet  bool
+}
 
 func newRunCmd(st *State) *cobra.Command {
-	_ = st
-	return notBuilt("run")
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "run -f REHEARSAL.yaml [-o DIR]",
+		Short: "Launch the servers of a rehearsal file, drive them, stop them, and write the bundle",
+		Long: `Run a rehearsal file: for each server in order, launch it by argv in its own
+process group (or reach it at base_url), wait until it is ready (alive, health
+probe, /v1/models, one tiny request), run the warm-up and recorded waves, run
+the mechanism check while polling its Prometheus metric, and stop it (SIGTERM
+to the group with a marker line in its log, SIGKILL after the grace period).
+Then write the bundle: results.json, journal.jsonl, each server's complete log,
+README.md with plots, SHA256SUMS; verify it; print the results table.
+
+A server that is not ready or dies is noted in the bundle and the run goes on
+with the next server (on_server_failure: continue) or stops (stop). Ctrl-C
+stops every server and writes the bundle of what finished (exit status 130).
+Exit status 1 when a server failed or the bundle does not verify, 2 for a bad
+rehearsal file (every problem is listed with its field path).`,
+		Example: `  rehearse run -f examples/simulated.yaml -o /tmp/sim
+  rehearse run -f examples/t4-seed.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.file == "" {
+				return usageError("run: -f REHEARSAL.yaml is required")
+			}
+			cfg, err := config.Load(o.file)
+			if err != nil {
+				return &ExitError{Code: 2, Err: err}
+			}
+			dir := o.outDir
+			if dir == "" {
+				dir = cfg.Output.Dir
+			}
+			if dir == "" {
+				base := strings.TrimSuffix(filepath.Base(o.file), filepath.Ext(o.file))
+				dir = "rehearse-" + base + "-" + time.Now().UTC().Format("20060102T150405Z")
+			}
+			return runRehearsal(cmd.Context(), st, rehearsalJob{
+				cfg: cfg, dir: dir, quiet: o.quiet,
+				command:    []string{"rehearse", "run", "-f", o.file, "-o", dir},
+				simulation: rehearsal.Simulation(cfg),
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.file, "file", "f", "", "the rehearsal file (YAML)")
+	f.StringVarP(&o.outDir, "output", "o", "", "bundle folder (default: output.dir of the file, else rehearse-NAME-TIME)")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr")
+	return cmd
+}
+
+// rehearsalJob is a rehearsal ready to run, from run or demo.
+type rehearsalJob struct {
+	cfg        *config.Rehearsal
+	dir        string
+	command    []string
+	quiet      bool
+	simulation *bundle.Simulation
+	notes      []string
+}
+
+func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
+	cfg := job.cfg
+	prompts, err := resolvePrompts(cfg)
+	if err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	tok, tokProv, tokNote, err := rehearsal.OpenTokenizer(cfg)
+	if err != nil {
+		return &ExitError{Code: 2, Err: fmt.Errorf("%s: %w", cfg.Path, err)}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("cannot find the rehearse executable for {rehearse}: %w", err)
+	}
+	notes := append([]string(nil), job.notes...)
+	gpus, gpuErr := provenance.GPUs(ctx)
+	if gpuErr != nil {
+		notes = append(notes, "nvidia-smi failed, so no GPU is described: "+gpuErr.Error())
+	}
+	if tokNote != "" {
+		notes = append(notes, tokNote)
+	}
+	prov := bundle.Provenance{
+		Tool:       bundle.Tool{Name: "rehearse", Version: Version(), Commit: Commit(), GoVersion: runtime.Version()},
+		Command:    job.command,
+		Host:       provenance.Host(),
+		GPUs:       gpus,
+		Tokenizer:  tokProv,
+		Simulation: job.simulation,
+	}
+	var progress func(rehearsal.Event)
+	if !job.quiet {
+		progress = func(ev rehearsal.Event) {
+			fmt.Fprintf(st.Stderr, "%s  %-10s %s\n", time.Now().Format("15:04:05"), ev.Server, ev.Text)
+		}
+	}
+	fmt.Fprintf(st.Stderr, "rehearse: writing the bundle to %s\n", job.dir)
+	out, err := rehearsal.Run(ctx, rehearsal.Options{
+		Rehearsal: cfg, Dir: job.dir, RehearseExe: exe, Prompts: prompts, Counter: tok,
+		Provenance: prov, Notes: notes, Progress: progress,
+	})
+	if err != nil {
+		return err
+	}
+	if err := report.Write(job.dir, out.Results); err != nil {
+		return fmt.Errorf("%s: report: %w", job.dir, err)
+	}
+	writeResultsTable(st.Stdout, out.Results)
+	probs := bundle.Verify(job.dir)
+	for _, p := range probs {
+		fmt.Fprintf(st.Stderr, "verify: %s\n", p)
+	}
+	fmt.Fprintf(st.Stdout, "\nBundle: %s (report: %s)\n", job.dir, filepath.Join(job.dir, bundle.ReadmeFile))
+	if len(probs) == 0 {
+		fmt.Fprintf(st.Stdout, "Verified: every digest matches and every aggregate recomputes; check it again with: rehearse verify %s\n", job.dir)
+	}
+	switch {
+	case out.Interrupted:
+		return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("interrupted; the bundle in %s holds what finished", job.dir)}
+	case len(probs) > 0:
+		return &ExitError{Code: 1, Err: fmt.Errorf("%s: the bundle does not verify (%d problems)", job.dir, len(probs))}
+	case len(out.Failed) > 0:
+		return &ExitError{Code: 1, Err: fmt.Errorf("%d server(s) failed:\n  %s", len(out.Failed), strings.Join(out.Failed, "\n  "))}
+	}
+	return nil
+}
+
+func resolvePrompts(cfg *config.Rehearsal) ([]string, error) {
+	p := cfg.Workload.Prompts
+	switch {
+	case p.File != "":
+		ps, err := workload.LoadPrompts(p.File)
+		if err != nil {
+			return nil, fmt.Errorf("%s: workload.prompts: %w", cfg.Path, err)
+		}
+		return ps, nil
+	case len(p.Inline) > 0:
+		return append([]string(nil), p.Inline...), nil
+	}
+	return workload.BuiltinPrompts(), nil
+}
+
+// writeResultsTable prints the seed's table: clients, goodput median
+// [min–max] per server, speed-up, p95 TTFT per server, failures per server.
+func writeResultsTable(w io.Writer, res *bundle.Results) {
+	servers := res.ServerNames()
+	byKey := map[string]map[int]contract.Aggregate{}
+	var concs []int
+	seen := map[int]bool{}
+	for _, a := range res.Aggregates {
+		if a.Mode != contract.ModeClosed {
+			continue
+		}
+		if byKey[a.Server] == nil {
+			byKey[a.Server] = map[int]contract.Aggregate{}
+		}
+		byKey[a.Server][a.Concurrency] = a
+		if !seen[a.Concurrency] {
+			seen[a.Concurrency] = true
+			concs = append(concs, a.Concurrency)
+		}
+	}
+	if len(concs) == 0 {
+		fmt.Fprintln(w, "No recorded waves finished: there is no results table.")
+		return
+	}
+	for i := 1; i < len(concs); i++ {
+		for j := i; j > 0 && concs[j] < concs[j-1]; j-- {
+			concs[j], concs[j-1] = concs[j-1], concs[j]
+		}
+	}
+	base := res.BaselineName()
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := []string{"clients"}
+	for _, s := range servers {
+		head = append(head, s+" tok/s")
+	}
+	for _, s := range servers {
+		if s != base && base != "" {
+			head = append(head, s+" speed-up")
+		}
+	}
+	for _, s := range servers {
+		head = append(head, s+" p95 TTFT")
+	}
+	for _, s := range servers {
+		head = append(head, s+" failures")
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	for _, c := range concs {
+		row := []string{fmt.Sprint(c)}
+		cell := func(s string, f func(contract.Aggregate) string) string {
+			a, ok := byKey[s][c]
+			if !ok {
+				return "—"
+			}
+			return f(a)
+		}
+		for _, s := range servers {
+			row = append(row, cell(s, func(a contract.Aggregate) string { return report.Goodput(a.Goodput) }))
+		}
+		for _, s := range servers {
+			if s != base && base != "" {
+				row = append(row, cell(s, func(a contract.Aggregate) string { return report.Speedup(a.SpeedupVsBaseline) }))
+			}
+		}
+		for _, s := range servers {
+			row = append(row, cell(s, func(a contract.Aggregate) string { return report.Seconds(a.TTFT.P95) }))
+		}
+		for _, s := range servers {
+			row = append(row, cell(s, func(a contract.Aggregate) string { return report.FailureCount(a.Failures) }))
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	tw.Flush()
 }

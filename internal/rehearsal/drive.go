@@ -56,8 +56,7 @@ func newDriveDriver(j *bundle.Journal, counter Counter, w bundle.Workload) *driv
 	}
 	return &driveDriver{
 		d: drive.New(drive.Options{Journal: j, Counter: c}),
-		load: drive.Load{Prompts: w.Prompts, MaxTokens: w.MaxTokens, Temperature: w.Temperature,
-			Timeout: secondsDuration(w.TimeoutS)},
+		load: drive.LoadOf(w),
 		open: w.Open,
 	}
 }
@@ -72,5 +71,13 @@ func (dd *driveDriver) Wave(ctx context.Context, t Target, s WaveSpec) (WaveResu
 }
 
 func (dd *driveDriver) openWave(ctx context.Context, t Target, s WaveSpec) (WaveResult, error) {
-	return WaveResult{}, fmt.Errorf("open-loop waves are not available in this build")
+	o := dd.open
+	if o == nil {
+		return WaveResult{}, fmt.Errorf("%s: an open-loop wave without an open_loop workload", t.Name)
+	}
+	return dd.d.OpenWave(ctx, t, drive.OpenSpec{
+		Load: dd.load, Kind: s.Kind, Repeat: s.Repeat, RequestRateRPS: s.RateRPS,
+		Arrival: o.Arrival, Burstiness: o.Burstiness, Seed: o.Seed + int64(s.Repeat-1),
+		NumRequests: o.NumRequests, Duration: secondsDuration(o.DurationS), MaxConcurrency: o.MaxConcurrency,
+	})
 }

@@ -1,6 +1,10 @@
 package rehearsal
 
 import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rehearse/rehearse/internal/bundle"
@@ -72,3 +76,53 @@ func header(o Options, driver WaveDriver, start time.Time) *bundle.Results {
 }
 
 func secondsDuration(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// Simulation describes the simulated servers of a rehearsal (those with
+// `simulated:` set) for provenance, or nil when none is. The time scale is
+// read from their --time-scale argument; when they disagree, or one has
+// none, it is 0 and the note says so.
+func Simulation(cfg *config.Rehearsal) *bundle.Simulation {
+	sim := &bundle.Simulation{Profiles: map[string]string{}}
+	var scales []float64
+	var real []string
+	for _, s := range cfg.Servers {
+		if s.Simulated == "" {
+			real = append(real, s.Name)
+			continue
+		}
+		sim.Profiles[s.Name] = s.Simulated
+		scale := 1.0
+		for i, a := range s.Launch {
+			if v, ok := strings.CutPrefix(a, "--time-scale="); ok {
+				scale, _ = strconv.ParseFloat(v, 64)
+			} else if a == "--time-scale" && i+1 < len(s.Launch) {
+				scale, _ = strconv.ParseFloat(s.Launch[i+1], 64)
+			}
+		}
+		scales = append(scales, scale)
+	}
+	if len(scales) == 0 {
+		return nil
+	}
+	sim.TimeScale = scales[0]
+	for _, k := range scales[1:] {
+		if k != scales[0] {
+			sim.TimeScale = 0
+		}
+	}
+	names := make([]string, 0, len(sim.Profiles))
+	for n := range sim.Profiles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	switch {
+	case sim.TimeScale == 0:
+		sim.Note = fmt.Sprintf("Simulated servers %s ran at different time scales; compare their figures only in simulated time.", strings.Join(names, ", "))
+	default:
+		sim.Note = fmt.Sprintf("Servers %s were `rehearse sim` processes, not GPU servers; every time was measured on the wall clock while simulated time ran %g times faster.", strings.Join(names, ", "), sim.TimeScale)
+	}
+	if len(real) > 0 {
+		sim.Note += fmt.Sprintf(" Servers %s were real.", strings.Join(real, ", "))
+	}
+	return sim
+}
