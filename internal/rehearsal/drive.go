@@ -55,7 +55,7 @@ func newDriveDriver(j *bundle.Journal, counter Counter, w bundle.Workload) *driv
 		c = counter
 	}
 	return &driveDriver{
-		d: drive.New(drive.Options{Journal: j, Counter: c}),
+		d:    drive.New(drive.Options{Journal: j, Counter: c}),
 		load: drive.LoadOf(w),
 		open: w.Open,
 	}
