@@ -1,8 +1,61 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rehearse/rehearse/internal/compare"
+)
 
 func newCompareCmd(st *State) *cobra.Command {
-	_ = st
-	return notBuilt("compare")
+	var o compare.Options
+	var gates compare.GateList
+	cmd := &cobra.Command{
+		Use:   "compare A B [--fail-if GATE]... [--markdown]",
+		Short: "Put two bundles side by side, with gates for CI",
+		Long: `Compare bundle B against bundle A: for every server and load present in
+both, goodput medians with their [min–max] ranges, p95 TTFT and failure
+rates side by side, with B ÷ A ratios. ` + compare.Rule + `
+
+--fail-if GATE trips when the change from A to B of a metric lies beyond a
+threshold, on any server and load present in both bundles; the command then
+exits 1. A gate is ` + compare.GateForm + `.
+Metrics: ` + strings.Join(compare.MetricNames(), ", ") + `.
+Examples:
+  --fail-if 'goodput<-5%'          median goodput fell by more than 5%
+  --fail-if 'ttft_p95>+10%'        p95 TTFT grew by more than 10%
+  --fail-if 'failure_rate>+0.05'   failure rate rose by more than 5 points
+  --fail-if 'vllm:e2e_p95>+500ms'  only server vllm, absolute change
+
+Exit status: 0 when every gate passed, 1 when one tripped (or tested
+nothing), 2 for bad usage or a bundle that cannot be read.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usageError("compare takes two bundle directories, A and B (got %d arguments)", len(args))
+			}
+			o.A, o.B, o.Gates = args[0], args[1], gates
+			return runCompare(st, o)
+		},
+	}
+	cmd.Flags().Var(&gates, "fail-if", "a gate such as 'goodput<-5%' (repeatable); exit 1 when one trips")
+	cmd.Flags().BoolVar(&o.Markdown, "markdown", false, "write the comparison as a markdown table")
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%v", err) })
+	return cmd
+}
+
+func runCompare(st *State, o compare.Options) error {
+	if err := o.Validate(); err != nil {
+		return usageError("%v", err)
+	}
+	r, err := compare.Run(o, st.Stdout)
+	if err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	if tripped := r.Tripped(); len(tripped) > 0 {
+		return &ExitError{Code: 1, Err: fmt.Errorf("%d gate check(s) tripped:\n  %s", len(tripped), strings.Join(tripped, "\n  "))}
+	}
+	return nil
 }

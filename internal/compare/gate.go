@@ -1,0 +1,157 @@
+package compare
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+// metric is a figure of an aggregate that compare shows and gates can test.
+type metric struct {
+	name string
+	// unit of the value: "tok/s", "s" or "" for a fraction.
+	unit string
+	// latency metrics accept s and ms thresholds; the failure rate pp.
+	latency bool
+	rate    bool
+	value   func(contract.Aggregate) *float64
+}
+
+var metrics = []metric{
+	{name: "goodput", unit: "tok/s", value: func(a contract.Aggregate) *float64 { return a.Goodput.Median }},
+	{name: "ttft_p50", unit: "s", latency: true, value: func(a contract.Aggregate) *float64 { return a.TTFT.P50 }},
+	{name: "ttft_p95", unit: "s", latency: true, value: func(a contract.Aggregate) *float64 { return a.TTFT.P95 }},
+	{name: "ttft_p99", unit: "s", latency: true, value: func(a contract.Aggregate) *float64 { return a.TTFT.P99 }},
+	{name: "tpot_p50", unit: "s", latency: true, value: func(a contract.Aggregate) *float64 { return a.TPOT.P50 }},
+	{name: "tpot_p95", unit: "s", latency: true, value: func(a contract.Aggregate) *float64 { return a.TPOT.P95 }},
+	{name: "itl_p99", unit: "s", latency: true, value: func(a contract.Aggregate) *float64 { return a.ITL.P99 }},
+	{name: "e2e_p95", unit: "s", latency: true, value: func(a contract.Aggregate) *float64 { return a.E2E.P95 }},
+	{name: "failure_rate", rate: true, value: func(a contract.Aggregate) *float64 {
+		if a.Failures.Total == 0 {
+			return nil
+		}
+		r := a.Failures.Rate
+		return &r
+	}},
+}
+
+func metricNamed(name string) (metric, bool) {
+	for _, m := range metrics {
+		if m.name == name {
+			return m, true
+		}
+	}
+	return metric{}, false
+}
+
+// MetricNames lists the metrics a gate may test.
+func MetricNames() []string {
+	out := make([]string, len(metrics))
+	for i, m := range metrics {
+		out[i] = m.name
+	}
+	return out
+}
+
+// Gate is a CI check on the change from bundle A to bundle B: it trips when
+// the change of Metric, for some server and load present in both, lies
+// beyond Threshold in the direction of Op.
+type Gate struct {
+	// Text is the gate as written, e.g. "goodput<-5%".
+	Text string
+	// Server limits the gate to one server; "" tests every server.
+	Server string
+	Metric string
+	// Op is '<' (trips when the change is below Threshold) or '>' (above).
+	Op byte
+	// Threshold is a fraction of A's value when Relative (−5% is −0.05),
+	// otherwise a difference in the metric's unit (seconds, tok/s, or a
+	// fraction for failure_rate).
+	Threshold float64
+	Relative  bool
+}
+
+// GateForm is the form ParseGate accepts.
+const GateForm = "[SERVER:]METRIC<CHANGE or [SERVER:]METRIC>CHANGE, CHANGE a signed number with an optional unit: % (relative to A), s or ms (latency), pp (failure_rate)"
+
+var gatePattern = regexp.MustCompile(`^(?:([^:<>\s]+):)?([a-z0-9_]+)\s*([<>])\s*([+-]?(?:\d+\.?\d*|\.\d+))\s*(%|pp|ms|s)?$`)
+
+// ParseGate parses a gate such as "goodput<-5%", "ttft_p95>+10%",
+// "failure_rate>+0.05", "naive:e2e_p95>+500ms". Its errors show the form.
+func ParseGate(s string) (Gate, error) {
+	text := strings.TrimSpace(s)
+	m := gatePattern.FindStringSubmatch(text)
+	if m == nil {
+		return Gate{}, fmt.Errorf("gate %q doesn't match %s (i.e. goodput<-5%%, ttft_p95>+10%%, failure_rate>+0.05)", s, GateForm)
+	}
+	g := Gate{Text: text, Server: m[1], Metric: m[2], Op: m[3][0]}
+	met, ok := metricNamed(g.Metric)
+	if !ok {
+		return Gate{}, fmt.Errorf("gate %q: unknown metric %q (one of %s)", s, g.Metric, strings.Join(MetricNames(), ", "))
+	}
+	v, err := strconv.ParseFloat(m[4], 64)
+	if err != nil {
+		return Gate{}, fmt.Errorf("gate %q: threshold %q is not a number", s, m[4])
+	}
+	switch unit := m[5]; unit {
+	case "%":
+		if met.rate {
+			return Gate{}, fmt.Errorf("gate %q: failure_rate takes an absolute change (+0.05 or +5pp); a relative change of a rate that may be 0 means nothing", s)
+		}
+		g.Threshold, g.Relative = v/100, true
+	case "pp":
+		if !met.rate {
+			return Gate{}, fmt.Errorf("gate %q: pp (percentage points) is for failure_rate; use %% for a relative change of %s", s, g.Metric)
+		}
+		g.Threshold = v / 100
+	case "s", "ms":
+		if !met.latency {
+			return Gate{}, fmt.Errorf("gate %q: %s is a unit of time, and %s is not a latency (use %% or a number in %s)", s, unit, g.Metric, unitName(met))
+		}
+		g.Threshold = v
+		if unit == "ms" {
+			g.Threshold = v / 1000
+		}
+	default:
+		g.Threshold = v
+	}
+	return g, nil
+}
+
+func unitName(m metric) string {
+	if m.unit == "" {
+		return "a fraction"
+	}
+	return m.unit
+}
+
+// String returns the gate as written.
+func (g Gate) String() string { return g.Text }
+
+// GateList is a repeatable flag of gates (a pflag.Value).
+type GateList []Gate
+
+// String joins the gates.
+func (l *GateList) String() string {
+	parts := make([]string, len(*l))
+	for i, g := range *l {
+		parts[i] = g.Text
+	}
+	return strings.Join(parts, ",")
+}
+
+// Set parses and appends one gate.
+func (l *GateList) Set(s string) error {
+	g, err := ParseGate(s)
+	if err != nil {
+		return err
+	}
+	*l = append(*l, g)
+	return nil
+}
+
+// Type names the flag's value in usage text.
+func (l *GateList) Type() string { return "GATE" }

@@ -1,0 +1,172 @@
+package report
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// findChromium returns the headless browser to drive: $REHEARSE_CHROMIUM,
+// else Debian's chromium (scripts/install-browser.sh installs it).
+func findChromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("REHEARSE_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	msg := "no chromium on PATH: run scripts/install-browser.sh (Debian's chromium) to check report.html in a real browser"
+	if os.Getenv("REHEARSE_REQUIRE_BROWSER") == "1" {
+		t.Fatal(msg + " (REHEARSE_REQUIRE_BROWSER=1 makes this a failure)")
+	}
+	t.Skip(msg)
+	return ""
+}
+
+type box struct {
+	W     float64 `json:"w"`
+	H     float64 `json:"h"`
+	Right float64 `json:"right"`
+}
+
+type pageLayout struct {
+	InnerWidth  float64 `json:"innerWidth"`
+	ScrollWidth float64 `json:"scrollWidth"`
+	Tables      []struct {
+		box
+		Head string `json:"head"`
+		Rows int    `json:"rows"`
+	} `json:"tables"`
+	Figures []struct {
+		box
+		Title      string `json:"title"`
+		Texts      int    `json:"texts"`
+		ShownTexts int    `json:"shownTexts"`
+		Paths      int    `json:"paths"`
+	} `json:"figures"`
+}
+
+// layoutJS measures what the browser rendered: every table and every inline
+// figure's bounding box, how many of a figure's texts have a box, and
+// whether the page is wider than the screen.
+const layoutJS = `(() => {
+  const box = e => { const r = e.getBoundingClientRect(); return {w: r.width, h: r.height, right: r.right}; };
+  const tables = [...document.querySelectorAll('table')].map(t => {
+    const th = t.querySelector('th');
+    return {...box(t), head: th ? th.textContent.trim() : '', rows: t.rows.length};
+  });
+  const figures = [...document.querySelectorAll('.fig > svg')].map(s => {
+    const title = s.querySelector('title');
+    const texts = [...s.querySelectorAll('text')];
+    const shown = texts.filter(x => { const r = x.getBoundingClientRect(); return r.width > 0 && r.height > 0; });
+    return {...box(s), title: title ? title.textContent : '', texts: texts.length, shownTexts: shown.length, paths: s.querySelectorAll('path').length};
+  });
+  return {innerWidth: window.innerWidth, scrollWidth: document.documentElement.scrollWidth, tables, figures};
+})()`
+
+// TestHTMLInBrowser loads report.html from disk in headless Chromium at a
+// phone's and a laptop's width and checks that the results table and every
+// figure rendered with a size, that every figure fits the screen, and that
+// the page itself never scrolls sideways (wide tables scroll in their box).
+// REHEARSE_SCREENSHOT_DIR, when set, receives a full-page PNG of each.
+func TestHTMLInBrowser(t *testing.T) {
+	browser := findChromium(t)
+	page, _, figs := htmlFixture(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, HTMLFile)
+	if err := os.WriteFile(file, page, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(browser),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(filepath.Join(dir, "profile")),
+	)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	u := (&url.URL{Scheme: "file", Path: file}).String()
+
+	for _, vp := range []struct {
+		name          string
+		width, height int64
+		opts          []chromedp.EmulateViewportOption
+	}{
+		{"phone", 390, 844, []chromedp.EmulateViewportOption{chromedp.EmulateMobile, chromedp.EmulatePortrait}},
+		{"laptop", 1366, 900, nil},
+	} {
+		t.Run(vp.name, func(t *testing.T) {
+			if err := chromedp.Do(bctx,
+				chromedp.EmulateViewport(vp.width, vp.height, vp.opts...),
+				chromedp.Navigate(u),
+				chromedp.WaitReady("main"),
+			); err != nil {
+				t.Fatalf("loading %s: %v", u, err)
+			}
+			lay, err := chromedp.Run(bctx, chromedp.Evaluate[pageLayout](layoutJS))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lay.InnerWidth != float64(vp.width) {
+				t.Errorf("viewport %v px wide, want %d (is the viewport meta tag there?)", lay.InnerWidth, vp.width)
+			}
+			if lay.ScrollWidth > lay.InnerWidth+1 {
+				t.Errorf("page is %v px wide on a %v px screen: it scrolls sideways", lay.ScrollWidth, lay.InnerWidth)
+			}
+			results := 0
+			for _, tb := range lay.Tables {
+				if tb.Head == "Clients" && tb.Rows > 1 {
+					results++
+					if tb.W <= 0 || tb.H <= 0 {
+						t.Errorf("results table rendered %v×%v px", tb.W, tb.H)
+					}
+				}
+			}
+			if results == 0 {
+				t.Errorf("no results table (a table headed Clients) rendered; tables: %+v", lay.Tables)
+			}
+			if len(lay.Figures) != len(figs) {
+				t.Errorf("%d figures rendered, want %d", len(lay.Figures), len(figs))
+			}
+			for _, f := range lay.Figures {
+				if f.W < 100 || f.H < 50 {
+					t.Errorf("figure %q rendered %v×%v px", f.Title, f.W, f.H)
+				}
+				if f.Right > lay.InnerWidth+1 {
+					t.Errorf("figure %q ends at %v px, past the %v px screen", f.Title, f.Right, lay.InnerWidth)
+				}
+				if f.Texts == 0 || f.ShownTexts != f.Texts || f.Paths == 0 {
+					t.Errorf("figure %q: %d of %d texts shown, %d paths", f.Title, f.ShownTexts, f.Texts, f.Paths)
+				}
+			}
+			if out := os.Getenv("REHEARSE_SCREENSHOT_DIR"); out != "" {
+				png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(out, "report-"+vp.name+".png"), png, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
