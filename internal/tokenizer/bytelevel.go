@@ -7,8 +7,9 @@ import "unicode/utf8"
 // byte order.
 var byteToRune [256]rune
 
-// runeToByte inverts byteToRune; runes outside the table are absent.
-var runeToByte = map[rune]byte{}
+// runeToByte inverts byteToRune: runeToByte[r] is the byte plus one, 0 for
+// runes outside the alphabet (all of which are below 324).
+var runeToByte [324]uint16
 
 func init() {
 	n := 0
@@ -19,7 +20,7 @@ func init() {
 			byteToRune[b] = rune(256 + n)
 			n++
 		}
-		runeToByte[byteToRune[b]] = byte(b)
+		runeToByte[byteToRune[b]] = uint16(b) + 1
 	}
 }
 
@@ -28,11 +29,10 @@ func init() {
 func byteLevelDecode(tok string) ([]byte, bool) {
 	out := make([]byte, 0, len(tok))
 	for _, r := range tok {
-		b, ok := runeToByte[r]
-		if !ok {
+		if r < 0 || int(r) >= len(runeToByte) || runeToByte[r] == 0 {
 			return nil, false
 		}
-		out = append(out, b)
+		out = append(out, byte(runeToByte[r]-1))
 	}
 	return out, true
 }

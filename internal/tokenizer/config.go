@@ -301,40 +301,44 @@ func parsePostProcessor(raw json.RawMessage) error {
 // parseMerges reads merges in either format the library writes: "a b"
 // strings, or ["a", "b"] pairs. Sides are returned as raw bytes.
 func parseMerges(raw json.RawMessage) ([][2]string, error) {
-	if isNull(raw) {
+	t := bytes.TrimSpace(raw)
+	if isNull(t) {
 		return nil, nil
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, fmt.Errorf("model.merges: %v", err)
+	if len(t) < 2 || t[0] != '[' {
+		return nil, fmt.Errorf("model.merges is not a list")
 	}
-	out := make([][2]string, 0, len(items))
-	for i, it := range items {
-		var a, b string
-		t := bytes.TrimSpace(it)
-		if len(t) > 0 && t[0] == '"' {
-			var s string
-			if err := json.Unmarshal(t, &s); err != nil {
-				return nil, fmt.Errorf("model.merges[%d]: %v", i, err)
-			}
-			var ok bool
-			a, b, ok = strings.Cut(s, " ")
+	pairs := bytes.HasPrefix(bytes.TrimSpace(t[1:]), []byte("["))
+	var sides [][]string
+	if pairs {
+		if err := json.Unmarshal(t, &sides); err != nil {
+			return nil, fmt.Errorf("model.merges: %v", err)
+		}
+	} else {
+		var lines []string
+		if err := json.Unmarshal(t, &lines); err != nil {
+			return nil, fmt.Errorf("model.merges: %v", err)
+		}
+		sides = make([][]string, len(lines))
+		for i, s := range lines {
+			a, b, ok := strings.Cut(s, " ")
 			if !ok || strings.Contains(b, " ") {
 				return nil, fmt.Errorf("model.merges[%d] %q is not two tokens separated by one space", i, s)
 			}
-		} else {
-			var pair []string
-			if err := json.Unmarshal(t, &pair); err != nil || len(pair) != 2 {
-				return nil, fmt.Errorf("model.merges[%d] %s is not a pair of tokens", i, t)
-			}
-			a, b = pair[0], pair[1]
+			sides[i] = []string{a, b}
 		}
-		ab, ok1 := byteLevelDecode(a)
-		bb, ok2 := byteLevelDecode(b)
+	}
+	out := make([][2]string, len(sides))
+	for i, p := range sides {
+		if len(p) != 2 {
+			return nil, fmt.Errorf("model.merges[%d] has %d tokens, want 2", i, len(p))
+		}
+		ab, ok1 := byteLevelDecode(p[0])
+		bb, ok2 := byteLevelDecode(p[1])
 		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("model.merges[%d] (%q, %q) is not byte-level", i, a, b)
+			return nil, fmt.Errorf("model.merges[%d] (%q, %q) is not byte-level", i, p[0], p[1])
 		}
-		out = append(out, [2]string{string(ab), string(bb)})
+		out[i] = [2]string{string(ab), string(bb)}
 	}
 	return out, nil
 }

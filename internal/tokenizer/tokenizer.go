@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -17,9 +18,12 @@ type Tokenizer struct {
 	split splitKind
 	model *bpe
 
-	// whole maps the raw bytes of a piece to its id when BPE would make the
-	// piece one token (or when ignore_merges says so); other pieces are merged.
-	whole map[string]int32
+	// vocab maps the raw bytes of each token to its id. A piece found here is
+	// that one token when merges reach it (learnt on first use, in reach) or
+	// when ignore_merges says so; other pieces are merged.
+	vocab        map[string]int
+	reach        []atomic.Uint32 // by id: 0 not yet known, reachNo, reachYes
+	ignoreMerges bool
 
 	added    addedMatcher
 	idBytes  [][]byte // what each id decodes to; nil for unused ids
@@ -94,7 +98,9 @@ func parse(data []byte, drop map[string]bool) (*Tokenizer, error) {
 	}
 	t.info.AddedTokens = len(added)
 	t.added = newAddedMatcher(added, c.nfc)
-	t.whole = wholePieces(c.vocab, model, c.ignoreMerges)
+	t.vocab = c.vocab
+	t.ignoreMerges = c.ignoreMerges
+	t.reach = make([]atomic.Uint32, t.vocabLen)
 	return t, nil
 }
 
@@ -106,23 +112,6 @@ func addedTokenBytes(content string) []byte {
 		return b
 	}
 	return []byte(content)
-}
-
-// wholePieces lists the vocabulary entries that a piece can be looked up as
-// directly: those BPE merges down to themselves, or all with ignoreMerges.
-func wholePieces(vocab map[string]int, m *bpe, ignoreMerges bool) map[string]int32 {
-	out := make(map[string]int32, len(vocab))
-	var buf []int
-	for b, id := range vocab {
-		if !ignoreMerges && len(b) > 1 {
-			buf = m.encode(buf[:0], b)
-			if len(buf) != 1 || buf[0] != id {
-				continue
-			}
-		}
-		out[b] = int32(id)
-	}
-	return out
 }
 
 // Info describes the tokenizer file in use.
@@ -175,13 +164,38 @@ func (t *Tokenizer) normalize(s string) string {
 func (t *Tokenizer) encodeSegment(dst []int, s string) []int {
 	for i := 0; i < len(s); {
 		j := t.split.next(s, i)
-		piece := s[i:j]
-		if id, ok := t.whole[piece]; ok {
-			dst = append(dst, int(id))
-		} else {
-			dst = t.model.encode(dst, piece)
-		}
+		dst = t.encodePiece(dst, s[i:j])
 		i = j
+	}
+	return dst
+}
+
+const (
+	reachNo  = 1
+	reachYes = 2
+)
+
+// encodePiece appends the ids of one pre-tokenizer piece.
+func (t *Tokenizer) encodePiece(dst []int, piece string) []int {
+	id, ok := t.vocab[piece]
+	if !ok {
+		return t.model.encode(dst, piece)
+	}
+	if t.ignoreMerges || len(piece) == 1 {
+		return append(dst, id)
+	}
+	switch t.reach[id].Load() {
+	case reachYes:
+		return append(dst, id)
+	case reachNo:
+		return t.model.encode(dst, piece)
+	}
+	n := len(dst)
+	dst = t.model.encode(dst, piece)
+	if len(dst) == n+1 && dst[n] == id {
+		t.reach[id].Store(reachYes)
+	} else {
+		t.reach[id].Store(reachNo)
 	}
 	return dst
 }
