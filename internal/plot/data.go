@@ -215,7 +215,8 @@ func linearTicks(max float64) []float64 {
 	}
 	var out []float64
 	for i := 0; float64(i)*step <= max*(1+1e-9); i++ {
-		out = append(out, math.Round(float64(i)*step/p*1e6)/1e6*p)
+		v, _ := strconv.ParseFloat(strconv.FormatFloat(float64(i)*step, 'g', 12, 64), 64)
+		out = append(out, v)
 	}
 	return out
 }

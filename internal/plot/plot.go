@@ -139,8 +139,13 @@ func svg(title string, w, h vg.Length, plots ...*gplot.Plot) ([]byte, error) {
 	if _, err := c.WriteTo(&buf); err != nil {
 		return nil, err
 	}
-	return addTitle(buf.Bytes(), title), nil
+	doc := bytes.ReplaceAll(buf.Bytes(), []byte("font-family:Liberation Sans;"), []byte(fontFamily))
+	return addTitle(doc, title), nil
 }
+
+// fontFamily names Liberation Sans, whose metrics laid the text out, then
+// metric-compatible fonts a viewer is likely to have, then any sans-serif.
+const fontFamily = "font-family:'Liberation Sans',Arimo,Arial,Helvetica,sans-serif;"
 
 var svgOpen = regexp.MustCompile(`(?s)<svg[^>]*>\n?`)
 
