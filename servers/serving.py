@@ -170,12 +170,15 @@ class Metrics:
         self.e2e = Histogram("vllm:e2e_request_latency_seconds", "Server-side request duration.",
                              ["model_name"], registry=self.registry,
                              buckets=(0.1, 0.5, 1, 2.5, 5, 10, 20, 40, 60, 120)).labels(**labels)
-        info = Gauge("rehearse_server_info", "The reference server's engine and weights (value 1).",
-                     ["model_name", "engine", "random_weights", "dtype"], registry=self.registry)
-        info.labels(model_name=served_model_name, engine=engine.name,
-                    random_weights=str(bool(engine.info.get("random_weights"))).lower(),
-                    dtype=str(engine.info.get("dtype", ""))).set(1)
+        self._info = Gauge("rehearse_server_info", "The reference server's engine and weights (value 1), "
+                           "published once the model is loaded.",
+                           ["model_name", "engine", "random_weights", "dtype"], registry=self.registry)
         self._labels = labels
+
+    def publish_info(self, engine: Engine) -> None:
+        self._info.clear()
+        self._info.labels(engine=engine.name, random_weights=str(bool(engine.info.get("random_weights"))).lower(),
+                          dtype=str(engine.info.get("dtype", "")), **self._labels).set(1)
 
     def success(self, finish_reason: str) -> None:
         self._success.labels(finished_reason=finish_reason, **self._labels).inc()
@@ -201,6 +204,11 @@ class ServerState:
         self.idle.set()
         self.metrics = Metrics(engine, served_model_name)
         self.created = int(time.time())
+
+    def mark_ready(self) -> None:
+        """The model is loaded and warm: publish its description and accept requests."""
+        self.metrics.publish_info(self.engine)
+        self.ready = True
 
 
 def _json_error(status: int, message: str, kind: str, param: str | None = None) -> web.Response:
@@ -429,7 +437,7 @@ async def _serve(engine: Engine, args: argparse.Namespace) -> int:
     stopper = asyncio.ensure_future(stop.wait())
     done, _ = await asyncio.wait({startup, stopper}, return_when=asyncio.FIRST_COMPLETED)
     if startup in done and startup.exception() is None:
-        state.ready = True
+        state.mark_ready()
         log(f"{engine.name}: ready, serving {served!r}" + (" with RANDOM WEIGHTS (meaningless text)"
                                                             if engine.info.get("random_weights") else ""))
         await stopper

@@ -106,7 +106,8 @@ def parse_sse(raw: bytes):
 class ServingTest(unittest.IsolatedAsyncioTestCase):
     async def start(self, engine, ready=True):
         app = serving.build_app(engine, "test-model")
-        app["state"].ready = ready
+        if ready:
+            app["state"].mark_ready()
         self.client = TestClient(TestServer(app))
         await self.client.start_server()
         self.addAsyncCleanup(self.client.close)
@@ -229,7 +230,9 @@ class ServingTest(unittest.IsolatedAsyncioTestCase):
         state = await self.start(engine, ready=False)
         self.assertEqual((await self.client.get("/health")).status, 503)
         self.assertEqual((await self.post()).status, 503)
-        state.ready = True
+        self.assertNotIn("rehearse_server_info{", await (await self.client.get("/metrics")).text())
+        engine.info["dtype"] = "bfloat16"  # what a load() fills in before the server is marked ready
+        state.mark_ready()
         self.assertEqual((await self.client.get("/health")).status, 200)
 
         models = await (await self.client.get("/v1/models")).json()
@@ -249,7 +252,7 @@ class ServingTest(unittest.IsolatedAsyncioTestCase):
         self.assertIn('vllm:generation_tokens_total{model_name="test-model"} 40.0', after)
         self.assertIn('vllm:prompt_tokens_total{model_name="test-model"} 2.0', after)
         self.assertIn('vllm:request_success_total{finished_reason="length",model_name="test-model"} 1.0', after)
-        self.assertIn('rehearse_server_info{dtype="float16",engine="scripted",model_name="test-model",'
+        self.assertIn('rehearse_server_info{dtype="bfloat16",engine="scripted",model_name="test-model",'
                       'random_weights="true"} 1.0', after)
 
     async def test_concurrent_streams_do_not_mix(self):
@@ -274,6 +277,7 @@ class ScriptedLoadEngine(ScriptedEngine):
 
     def load(self):
         time.sleep(0.3)
+        self.info["dtype"] = "float32"
 
 
 LIFECYCLE_MAIN = """
@@ -310,6 +314,12 @@ class Lifecycle(unittest.TestCase):
             time.sleep(0.05)
         self.assertEqual(statuses[-1], 200)
         self.assertIn(503, statuses, "health answers 503 while the model loads")
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        conn.request("GET", "/metrics")
+        exposition = conn.getresponse().read().decode()
+        conn.close()
+        self.assertIn('rehearse_server_info{dtype="float32",engine="scripted",model_name="scripted",'
+                      'random_weights="true"} 1.0', exposition)
 
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         conn.request("POST", "/v1/chat/completions", body=json.dumps(
