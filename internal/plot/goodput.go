@@ -94,7 +94,7 @@ func goodputFigures(d *data) ([]Figure, error) {
 		}
 		headroom(&p.Y, len(series))
 		caption := fmt.Sprintf("Goodput: output tokens of successful requests ÷ the wave's wall time. Each point is the median of the recorded repeats; the bar spans their minimum to maximum. Y axis: %s.", axis)
-		doc, err := svg(title, figWidth, figHeight, p)
+		doc, err := svg(title, p)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -179,11 +179,11 @@ func ttftFigures(d *data) ([]Figure, error) {
 		pf.Y.Min, pf.Y.Max = 0, 100
 		pf.Y.Tick.Marker = fixedTicks(0, 25, 50, 75, 100)
 		headroom(&pf.Y, len(fp))
-		caption := fmt.Sprintf("Left: the 95th percentile of time to first token over the successful requests of all repeats (%s; failures never enter it). Right: failed attempts ÷ all attempts over the repeats.", axis)
+		caption := fmt.Sprintf("Top: the 95th percentile of time to first token over the successful requests of all repeats (%s; failures never enter it). Bottom: failed attempts ÷ all attempts over the repeats.", axis)
 		if missing > 0 {
 			caption += fmt.Sprintf(" %d server×load points have no successful request and so no TTFT point.", missing)
 		}
-		doc, err := svg(title, wideWidth, figHeight, pt, pf)
+		doc, err := svg(title, pt, pf)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}

@@ -72,11 +72,13 @@ func escapeAlt(s string) string {
 	return strings.NewReplacer("[", "(", "]", ")").Replace(s)
 }
 
-// Sizes of single and two-panel figures.
+// Sizes of figures: narrow enough that text stays readable when a phone
+// scales a figure to its width; two-panel figures stack their panels.
 const (
-	figWidth  = 7 * vg.Inch
+	figWidth  = 6 * vg.Inch
 	figHeight = 4 * vg.Inch
-	wideWidth = 10 * vg.Inch
+	// panelHeight is the height of each panel of a stacked figure.
+	panelHeight = 3.7 * vg.Inch
 )
 
 var (
@@ -103,15 +105,15 @@ var (
 func newPlot(title, xLabel, yLabel string) *gplot.Plot {
 	p := gplot.New()
 	p.Title.Text = title
-	p.Title.TextStyle.Font = font.From(sans, 13)
+	p.Title.TextStyle.Font = font.From(sans, 15)
 	p.Title.Padding = vg.Points(6)
 	p.X.Label.Text = xLabel
 	p.Y.Label.Text = yLabel
 	for _, a := range []*gplot.Axis{&p.X, &p.Y} {
-		a.Label.TextStyle.Font = font.From(sans, 11)
-		a.Tick.Label.Font = font.From(sans, 10)
+		a.Label.TextStyle.Font = font.From(sans, 13)
+		a.Tick.Label.Font = font.From(sans, 12)
 	}
-	p.Legend.TextStyle.Font = font.From(sans, 10)
+	p.Legend.TextStyle.Font = font.From(sans, 12)
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Legend.ThumbnailWidth = vg.Points(22)
@@ -122,17 +124,26 @@ func newPlot(title, xLabel, yLabel string) *gplot.Plot {
 	return p
 }
 
-// svg draws plots side by side on one canvas and returns the SVG.
-func svg(title string, w, h vg.Length, plots ...*gplot.Plot) ([]byte, error) {
-	c := vgsvg.New(w, h)
+// svg draws one plot, or several stacked with aligned axes, on one canvas
+// and returns the SVG.
+func svg(title string, plots ...*gplot.Plot) ([]byte, error) {
+	h := figHeight
+	if len(plots) > 1 {
+		h = panelHeight * vg.Length(len(plots))
+	}
+	c := vgsvg.New(figWidth, h)
 	dc := draw.New(c)
 	if len(plots) == 1 {
 		plots[0].Draw(dc)
 	} else {
-		tiles := draw.Tiles{Rows: 1, Cols: len(plots), PadX: vg.Points(18), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8)}
-		cs := gplot.Align([][]*gplot.Plot{plots}, tiles, dc)
+		tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadY: vg.Points(16), PadTop: vg.Points(2), PadBottom: vg.Points(2), PadLeft: vg.Points(2), PadRight: vg.Points(8)}
+		rows := make([][]*gplot.Plot, len(plots))
 		for i, p := range plots {
-			p.Draw(cs[0][i])
+			rows[i] = []*gplot.Plot{p}
+		}
+		cs := gplot.Align(rows, tiles, dc)
+		for i, p := range plots {
+			p.Draw(cs[i][0])
 		}
 	}
 	var buf bytes.Buffer

@@ -65,7 +65,7 @@ func mechanismFigures(d *data) ([]Figure, error) {
 	if m.Errors > 0 {
 		caption += fmt.Sprintf(" %d scrapes failed and are absent from the series.", m.Errors)
 	}
-	doc, err := svg(title, figWidth, figHeight, p)
+	doc, err := svg(title, p)
 	if err != nil {
 		return nil, fmt.Errorf("mechanism.svg: %w", err)
 	}
@@ -178,11 +178,7 @@ func cdfFigures(d *data) ([]Figure, error) {
 	if len(missing) > 0 {
 		caption += fmt.Sprintf(" No successful request at %d clients for: %v.", top, missing)
 	}
-	w := figWidth
-	if len(panels) > 1 {
-		w = wideWidth
-	}
-	doc, err := svg(title, w, figHeight, panels...)
+	doc, err := svg(title, panels...)
 	if err != nil {
 		return nil, fmt.Errorf("cdf.svg: %w", err)
 	}

@@ -48,7 +48,7 @@ func timelineFigures(d *data) ([]Figure, error) {
 		title := fmt.Sprintf("%s: every request of the %d-client wave", s, w.Concurrency)
 		p := newPlot(fmt.Sprintf("%s — %d-client wave, repeat %d", s, w.Concurrency, w.Repeat), "time since the wave's release (s)", "request, in order of sending")
 		p.Add(tl)
-		p.Legend.Add("waiting for first content", thumb(func(c *draw.Canvas) {
+		p.Legend.Add("waiting", thumb(func(c *draw.Canvas) {
 			y := (c.Min.Y + c.Max.Y) / 2
 			c.StrokeLine2(waitStyle, c.Min.X, y, c.Max.X, y)
 		}))
@@ -69,17 +69,17 @@ func timelineFigures(d *data) ([]Figure, error) {
 		// The legend sits top right, in room kept free beyond the last end.
 		p.Legend.Top, p.Legend.Left = true, false
 		_, xmax, _, _ := tl.DataRange()
-		p.X.Min, p.X.Max = 0, xmax*1.45
+		p.X.Min, p.X.Max = 0, xmax*1.6
 		p.Y.Min, p.Y.Max = -0.6, float64(len(recs))-0.4
 		p.Y.Tick.Marker = rowTicks(len(recs))
-		caption := fmt.Sprintf("One bar per request of %s's %d-client wave (repeat %d), from its send to the end of its stream: the thin grey part waits for the first content (black tick), the coloured part streams. Overlapping bars mean requests were served together (batching); a staircase means one at a time (serialization).", s, w.Concurrency, w.Repeat)
+		caption := fmt.Sprintf("One bar per request of %s's %d-client wave (repeat %d), from its send to the end of its stream: the thin grey part is waiting for the first content (black tick), the coloured part streaming. Overlapping bars mean requests were served together (batching); a staircase means one at a time (serialization).", s, w.Concurrency, w.Repeat)
 		if fails > 0 {
 			caption += fmt.Sprintf(" %d of %d requests failed (red, ending where the client gave up).", fails, len(recs))
 		}
 		if w.Concurrency != timelineTarget {
 			caption += fmt.Sprintf(" No %d-client wave was recorded; %d clients is the closest.", timelineTarget, w.Concurrency)
 		}
-		doc, err := svg(title, figWidth, figHeight, p)
+		doc, err := svg(title, p)
 		if err != nil {
 			return nil, fmt.Errorf("timeline of %s: %w", s, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/yuin/goldmark"
@@ -108,10 +109,24 @@ func inlineSVG(doc []byte) ([]byte, error) {
 	if !bytes.Contains(doc[loc[0]:loc[1]], []byte("viewBox=")) {
 		return nil, errors.New("SVG has no viewBox, so it cannot scale to the page")
 	}
-	open := sizeAttr.ReplaceAll(doc[loc[0]:loc[1]], nil)
+	open := doc[loc[0]:loc[1]]
+	var widthPx float64
+	if m := widthPt.FindSubmatch(open); m != nil {
+		if v, err := strconv.ParseFloat(string(m[1]), 64); err == nil {
+			widthPx = v * 4 / 3
+		}
+	}
+	open = sizeAttr.ReplaceAll(open, nil)
+	if widthPx > 0 {
+		// Grow to at most 1.2× the drawn size: wider, the text grows
+		// out of proportion to the page's.
+		open = append(open[:len(open)-1:len(open)-1], []byte(fmt.Sprintf(` style="max-width:%.0fpx">`, widthPx*1.2))...)
+	}
 	out := append([]byte{}, open...)
 	return append(out, doc[loc[1]:]...), nil
 }
+
+var widthPt = regexp.MustCompile(`\swidth="([0-9.]+)pt"`)
 
 func writeFigure(w interface{ WriteString(string) (int, error) }, f *inlineFigure, alt string) {
 	f.shown = true
@@ -196,9 +211,13 @@ pre code { background: none; padding: 0; overflow-wrap: normal; }
 .scroll { overflow-x: auto; margin: 0.75rem 0 1rem; -webkit-overflow-scrolling: touch; }
 table { border-collapse: collapse; font-size: 0.92rem; font-variant-numeric: tabular-nums; }
 th, td { border: 1px solid #d6d6d6; padding: 0.3rem 0.55rem; vertical-align: top; }
-th { background: #f2f4f7; white-space: nowrap; }
+td { white-space: nowrap; }
+th { background: #f2f4f7; min-width: 4.5rem; }
+td:first-child, th:first-child { position: sticky; left: 0; background: #f2f4f7; }
+blockquote { margin: 0.75rem 0; padding: 0.5rem 0.9rem; border-left: 4px solid #c9a227; background: #fffbea; }
+blockquote p { margin: 0.25rem 0; }
 tbody tr:nth-child(even) { background: #fafafa; }
-.fig { display: block; max-width: 54rem; margin: 1rem 0 0.25rem; }
+.fig { display: block; margin: 1.25rem 0 0.25rem; }
 .fig svg { display: block; width: 100%; height: auto; }
 .fig svg text { font-family: "Liberation Sans", Arimo, Arial, Helvetica, sans-serif !important; }
 .caption, .fig + em, p > em:only-child { color: #444; font-size: 0.92rem; }
