@@ -1,0 +1,240 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/tokenizer"
+)
+
+// benchServer streams `tokens` words per request, each `gap` apart, serves
+// /v1/models, and remembers the last Authorization header.
+func benchServer(t *testing.T, tokens int, gap time.Duration) (*httptest.Server, *atomic.Value) {
+	t.Helper()
+	var auth atomic.Value
+	auth.Store("")
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		auth.Store(r.Header.Get("Authorization"))
+		if r.URL.Path == "/v1/models" {
+			io.WriteString(rw, `{"data":[{"id":"test-model"}]}`)
+			return
+		}
+		io.Copy(io.Discard, r.Body)
+		rw.Header().Set("Content-Type", "text/event-stream")
+		rc := http.NewResponseController(rw)
+		for i := range tokens {
+			select {
+			case <-time.After(gap):
+			case <-r.Context().Done():
+				return
+			}
+			fmt.Fprintf(rw, "data: {\"choices\":[{\"delta\":{\"content\":\"w%d \"}}]}\n\n", i)
+			rc.Flush()
+		}
+		fmt.Fprintf(rw, "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}]}\n\ndata: {\"choices\":[],\"usage\":{\"completion_tokens\":%d,\"prompt_tokens\":3}}\n\ndata: [DONE]\n\n", tokens)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &auth
+}
+
+func runMain(ctx context.Context, args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := Main(ctx, args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestBenchWritesAVerifiedBundle(t *testing.T) {
+	srv, auth := benchServer(t, 4, time.Millisecond)
+	dir := filepath.Join(t.TempDir(), "b")
+	t.Setenv("REHEARSE_TEST_KEY", "sk-never-stored")
+	code, out, errs := runMain(context.Background(), "bench", "--base-url", srv.URL, "--name", "local",
+		"--concurrency", "1,3", "--repeats", "2", "--warmup-waves", "1", "--max-tokens", "4",
+		"--api-key-env", "REHEARSE_TEST_KEY", "--tokenizer", "usage", "--extra-body", `{"ignore_eos":true}`, "-o", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	if auth.Load() != "Bearer sk-never-stored" {
+		t.Fatalf("authorization %q", auth.Load())
+	}
+	for _, want := range []string{"goodput tok/s", "1 clients", "3 clients", "0/6 (0%)", "bundle: " + dir} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(errs, "█") {
+		t.Errorf("progress bar drawn on a non-terminal stderr: %q", errs)
+	}
+	res, err := bundle.ReadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Waves) != 5 || res.Waves[0].Kind != contract.KindWarmup || res.Waves[1].Cold || len(res.Aggregates) != 2 {
+		t.Fatalf("waves %+v, %d aggregates", res.Waves, len(res.Aggregates))
+	}
+	if res.Provenance.OutputTokensSource != "usage" || res.Provenance.Model.ID != "test-model" || res.Servers[0].Name != "local" {
+		t.Fatalf("provenance %+v servers %+v", res.Provenance, res.Servers)
+	}
+	if res.Provenance.StartedAt == "" || res.Provenance.FinishedAt == "" || res.Provenance.Tool.Name != "rehearse" {
+		t.Fatalf("provenance %+v", res.Provenance)
+	}
+	if res.Workload.ExtraBody["ignore_eos"] != true || len(res.Workload.Prompts) != 8 {
+		t.Fatalf("workload %+v", res.Workload)
+	}
+	for _, r := range res.Records {
+		if !r.OK || r.OutputTokens != 4 {
+			t.Fatalf("record %+v", r)
+		}
+	}
+	files, _ := bundle.Files(dir)
+	for _, f := range files {
+		data, _ := os.ReadFile(filepath.Join(dir, f))
+		if bytes.Contains(data, []byte("sk-never-stored")) {
+			t.Fatalf("%s holds the API key", f)
+		}
+	}
+	for _, f := range []string{bundle.ResultsFile, bundle.JournalFile, bundle.SumsFile, bundle.ReadmeFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("bundle lacks %s", f)
+		}
+	}
+	if code, out, errs := runMain(context.Background(), "verify", dir); code != 0 {
+		t.Fatalf("verify: exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := runMain(context.Background(), "bench", "--base-url", srv.URL, "--model", "m", "--tokenizer", "usage", "-o", dir); code == 0 || !strings.Contains(errs, "already holds a bundle") {
+		t.Fatalf("second bench into the same dir: exit %d %s", code, errs)
+	}
+}
+
+func TestBenchOpenLoopOnly(t *testing.T) {
+	srv, _ := benchServer(t, 2, time.Millisecond)
+	dir := filepath.Join(t.TempDir(), "b")
+	tokPath := byteTokenizer(t)
+	code, out, errs := runMain(context.Background(), "bench", "--base-url", srv.URL, "--model", "m", "--tokenizer", tokPath,
+		"--request-rate", "100", "--arrival", "fixed", "--num-requests", "6", "--repeats", "1", "--max-concurrency", "4", "-o", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	res, err := bundle.ReadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Waves) != 1 || res.Waves[0].Mode != contract.ModeOpen || len(res.Records) != 6 || res.Workload.Kind != contract.ModeOpen {
+		t.Fatalf("waves %+v records %d kind %s", res.Waves, len(res.Records), res.Workload.Kind)
+	}
+	a := res.Aggregates[0]
+	if a.Lateness == nil || a.Lateness.N != 6 || !strings.Contains(out, "100 req/s") {
+		t.Fatalf("aggregate %+v\n%s", a, out)
+	}
+	if want := len(res.Records[0].Text); res.Provenance.OutputTokensSource != "tokenizer" || res.Provenance.Tokenizer.Source != tokPath || res.Records[0].OutputTokens != want || want == 2 {
+		// The text re-tokenized, not the usage count (2).
+		t.Fatalf("tokenizer %+v, output_tokens %d", res.Provenance.Tokenizer, res.Records[0].OutputTokens)
+	}
+}
+
+func TestBenchCtrlCWritesWhatFinished(t *testing.T) {
+	srv, _ := benchServer(t, 1000, 10*time.Millisecond)
+	dir := filepath.Join(t.TempDir(), "b")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	code, _, errs := runMain(ctx, "bench", "--base-url", srv.URL, "--model", "m", "--tokenizer", "usage", "--concurrency", "2", "-o", dir)
+	if code != 130 || !strings.Contains(errs, "stopped") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	res, err := bundle.ReadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Waves) != 1 || !strings.HasPrefix(res.Waves[0].Stopped, "canceled") || len(res.Records) != 2 {
+		t.Fatalf("waves %+v, %d records", res.Waves, len(res.Records))
+	}
+	for _, r := range res.Records {
+		if r.ErrorKind != contract.ErrCanceled || r.FirstContentS == nil {
+			t.Fatalf("record %+v", r)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, bundle.SumsFile)); err != nil {
+		t.Fatal("no SHA256SUMS after Ctrl-C")
+	}
+}
+
+func TestBenchFlagErrors(t *testing.T) {
+	t.Setenv("REHEARSE_UNSET_FOR_TEST", "")
+	os.Unsetenv("REHEARSE_UNSET_FOR_TEST")
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{nil, "--base-url is required"},
+		{[]string{"--base-url", "localhost:8000"}, `--base-url "localhost:8000": want an absolute`},
+		{[]string{"--base-url", "http://x", "--concurrency", "0"}, "--concurrency 0"},
+		{[]string{"--base-url", "http://x", "--repeats", "0"}, "--repeats 0"},
+		{[]string{"--base-url", "http://x", "--max-tokens", "0"}, "--max-tokens 0"},
+		{[]string{"--base-url", "http://x", "--timeout", "0s"}, "--timeout 0s"},
+		{[]string{"--base-url", "http://x", "--endpoint", "v1"}, `--endpoint "v1"`},
+		{[]string{"--base-url", "http://x", "--api-key-env", "REHEARSE_UNSET_FOR_TEST"}, "REHEARSE_UNSET_FOR_TEST: the variable is not set"},
+		{[]string{"--base-url", "http://x", "--request-rate", "5"}, "needs a bound"},
+		{[]string{"--base-url", "http://x", "--request-rate", "5", "--duration", "1s", "--arrival", "bursty"}, `arrival "bursty"`},
+		{[]string{"--base-url", "http://x", "--request-rate", "-1", "--duration", "1s"}, "request rate -1"},
+		{[]string{"--base-url", "http://x", "--duration", "10s"}, "--duration applies to open-loop waves"},
+		{[]string{"--base-url", "http://x", "--model", "m", "--extra-body", "[1]"}, "--extra-body"},
+		{[]string{"--base-url", "http://x", "--model", "m", "--extra-body", `{"stream":false}`}, `"stream" is set by rehearse`},
+		{[]string{"--base-url", "http://x", "--model", "m", "--prompts", "/nonexistent/p.txt"}, "--prompts: prompts: open /nonexistent/p.txt"},
+		{[]string{"--base-url", "http://x", "--model", "m", "--tokenizer", "nope"}, `--tokenizer "nope"`},
+		{[]string{"--base-url", "http://x", "--progress", "sometimes"}, `--progress "sometimes"`},
+	}
+	for _, c := range cases {
+		code, _, errs := runMain(context.Background(), append([]string{"bench"}, c.args...)...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want 2 and %q", c.args, code, errs, c.want)
+		}
+	}
+}
+
+// byteTokenizer writes a byte-level BPE tokenizer.json with no merges, so
+// every byte is one token: small and quick to load, unlike the Qwen file.
+func byteTokenizer(t *testing.T) string {
+	t.Helper()
+	vocab := map[string]int{}
+	n := 0
+	for b := 0; b < 256; b++ {
+		r := rune(b)
+		if !(b >= '!' && b <= '~' || b >= 0xA1 && b <= 0xAC || b >= 0xAE && b <= 0xFF) {
+			r = rune(256 + n)
+			n++
+		}
+		vocab[string(r)] = b
+	}
+	doc := map[string]any{
+		"version": "1.0", "truncation": nil, "padding": nil, "added_tokens": []any{},
+		"normalizer":     nil,
+		"pre_tokenizer":  map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+		"post_processor": nil,
+		"decoder":        map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+		"model":          map[string]any{"type": "BPE", "dropout": nil, "unk_token": nil, "fuse_unk": false, "byte_fallback": false, "vocab": vocab, "merges": []any{}},
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "tokenizer.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tokenizer.Load(path); err != nil {
+		t.Fatalf("test tokenizer: %v", err)
+	}
+	return path
+}
