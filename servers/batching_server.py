@@ -127,8 +127,7 @@ class BatchingEngine(serving.Engine):
         for stream in streams:
             self.submit(stream, prompt, min(32, self.max_model_len - len(prompt)), request)
         for stream in streams:
-            while await stream.next_tokens(120.0) is not None:
-                pass
+            await asyncio.wait_for(stream.collect(), 120.0)
 
     # --- requests ----------------------------------------------------------------------
 

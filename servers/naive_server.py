@@ -61,8 +61,7 @@ class NaiveEngine(serving.Engine):
         # As long as a rehearsal request: a 4-token warm-up left the first 64-token request on the
         # H200 three times slower than the next ones (allocator growth along the KV length).
         self.submit(stream, prompt, min(128, self.max_model_len - len(prompt)), request)
-        while await stream.next_tokens(60.0) is not None:
-            pass
+        await asyncio.wait_for(stream.collect(), 120.0)
 
     def encode_chat(self, messages):
         return self._encode(messages)

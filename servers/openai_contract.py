@@ -226,6 +226,23 @@ def sse_event(payload: dict[str, Any]) -> bytes:
 SSE_DONE = b"data: [DONE]\n\n"
 
 
+class ContentEvents:
+    """SSE events for the content chunks of one completion, byte for byte what
+    sse_event(content_chunk(...)) gives, with the fixed part encoded once (the streaming hot path)."""
+
+    _MARK = "\u0000"
+
+    def __init__(self, completion_id: str, created: int, model: str):
+        frame = json.dumps(content_chunk(completion_id, created, model, self._MARK), ensure_ascii=False,
+                           separators=(",", ":"))
+        head, tail = frame.rsplit(json.dumps(self._MARK), 1)
+        self._head = b"data: " + head.encode("utf-8")
+        self._tail = tail.encode("utf-8") + b"\n\n"
+
+    def encode(self, text: str) -> bytes:
+        return self._head + json.dumps(text, ensure_ascii=False).encode("utf-8") + self._tail
+
+
 def finish_reason_for(token_ids: Sequence[int], eos_token_ids: frozenset[int], ignore_eos: bool) -> str:
     """"stop" when the last token is an end-of-sequence token that was honoured, else "length"."""
     if not ignore_eos and token_ids and token_ids[-1] in eos_token_ids:

@@ -17,7 +17,7 @@ import threading
 import time
 import traceback
 import uuid
-from typing import Any, AsyncIterator, Callable
+from typing import Any, Callable
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -41,39 +41,48 @@ class TokenStream:
     """The channel for one request, from the engine to its HTTP handler.
 
     Methods without `_threadsafe` run on the event loop; engines working in another thread
-    use the `_threadsafe` variants. Iterating yields lists of new token ids; the iteration
-    ends after `finish` and raises EngineFailure after `fail`.
+    use the `_threadsafe` variants. `next_tokens` returns every id pushed since the last
+    call (so a handler that falls behind sends fewer, larger chunks instead of a backlog),
+    None once the stream has finished, and raises EngineFailure once it has failed.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, request_id: str):
         self.loop = loop
         self.request_id = request_id
         self.cancelled = threading.Event()
+        self.client_gone = False
         self.finish_reason: str | None = None
         self.error: str | None = None
         self.tokens_pushed = 0
-        self._queue: asyncio.Queue = asyncio.Queue()
+        self._pending: list[int] = []
+        self._waiter: asyncio.Future | None = None
         self._closed = False
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def push(self, token_ids: list[int]) -> None:
         if self._closed or not token_ids:
             return
         self.tokens_pushed += len(token_ids)
-        self._queue.put_nowait(token_ids)
+        self._pending.extend(token_ids)
+        self._wake()
 
     def finish(self, finish_reason: str) -> None:
         if self._closed:
             return
         self._closed = True
         self.finish_reason = finish_reason
-        self._queue.put_nowait(None)
+        self._wake()
 
     def fail(self, error: str) -> None:
         if self._closed:
             return
         self._closed = True
         self.error = error
-        self._queue.put_nowait(None)
+        self._wake()
 
     @property
     def closed(self) -> bool:
@@ -88,17 +97,27 @@ class TokenStream:
     def fail_threadsafe(self, error: str) -> None:
         self.loop.call_soon_threadsafe(self.fail, error)
 
-    async def next_tokens(self, timeout_s: float) -> list[int] | None:
-        """The next token ids; [] on timeout; None once the stream has ended."""
-        try:
-            item = await asyncio.wait_for(self._queue.get(), timeout_s)
-        except asyncio.TimeoutError:
-            return []
-        if item is None:
-            if self.error is not None:
-                raise EngineFailure(self.error)
-            return None
-        return item
+    async def next_tokens(self) -> list[int] | None:
+        while True:
+            if self._pending:
+                batch, self._pending = self._pending, []
+                return batch
+            if self._closed:
+                if self.error is not None:
+                    raise EngineFailure(self.error)
+                return None
+            self._waiter = self.loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+
+    async def collect(self) -> list[int]:
+        """Every token until the stream ends (for warm-ups)."""
+        tokens: list[int] = []
+        while (batch := await self.next_tokens()) is not None:
+            tokens.extend(batch)
+        return tokens
 
 
 class Engine:
@@ -220,17 +239,14 @@ def _client_gone(request: web.Request) -> bool:
     return transport is None or transport.is_closing()
 
 
-async def _token_batches(stream: TokenStream, request: web.Request, engine: Engine) -> AsyncIterator[list[int]]:
-    """Token ids as the engine produces them; cancels the engine's work if the client leaves."""
-    while True:
-        batch = await stream.next_tokens(DISCONNECT_POLL_S)
-        if batch is None:
-            return
-        if not batch:
-            if _client_gone(request):
-                raise ConnectionResetError("client disconnected")
-            continue
-        yield batch
+async def _watch_client(request: web.Request, stream: TokenStream, engine: Engine) -> None:
+    """Cancel the engine's work for `stream` once its client has gone away."""
+    while not stream.closed:
+        await asyncio.sleep(DISCONNECT_POLL_S)
+        if _client_gone(request) and not stream.closed:
+            stream.client_gone = True
+            engine.cancel(stream)
+            stream.fail("client disconnected")
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
@@ -264,6 +280,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     detok = oc.IncrementalDetokenizer(engine.decode)
     model = state.served_model_name
     created = int(time.time())
+    content_events = oc.ContentEvents(completion_id, created, model)
     ttft_s: float | None = None
     status = "ok"
     error: str | None = None
@@ -274,6 +291,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     state.idle.clear()
     state.metrics.prompt_tokens.inc(len(prompt_ids))
     engine.submit(stream, prompt_ids, max_tokens, chat)
+    watchdog = asyncio.ensure_future(_watch_client(request, stream, engine))
     try:
         if chat.stream:
             response = web.StreamResponse(status=200, headers={
@@ -283,14 +301,14 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             })
             await response.prepare(request)
             await response.write(oc.sse_event(oc.role_chunk(completion_id, created, model)))
-        async for batch in _token_batches(stream, request, engine):
+        while (batch := await stream.next_tokens()) is not None:
             delta = detok.add(batch)
             if delta:
                 if ttft_s is None:
                     ttft_s = time.monotonic() - started
                     state.metrics.ttft.observe(ttft_s)
                 if response is not None:
-                    await response.write(oc.sse_event(oc.content_chunk(completion_id, created, model, delta)))
+                    await response.write(content_events.encode(delta))
         tail = detok.flush()
         if tail and ttft_s is None:
             ttft_s = time.monotonic() - started
@@ -299,7 +317,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         output_tokens = len(detok.ids)
         if response is not None:
             if tail:
-                await response.write(oc.sse_event(oc.content_chunk(completion_id, created, model, tail)))
+                await response.write(content_events.encode(tail))
             await response.write(oc.sse_event(oc.finish_chunk(completion_id, created, model, finish_reason)))
             if chat.include_usage:
                 await response.write(oc.sse_event(oc.usage_chunk(completion_id, created, model,
@@ -313,8 +331,11 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         state.metrics.success(finish_reason)
         return result
     except EngineFailure as exc:
-        status, error = ("cancelled" if stream.cancelled.is_set() else "engine_error"), str(exc)
+        status = "client_gone" if stream.client_gone else "cancelled" if stream.cancelled.is_set() else "engine_error"
+        error = str(exc)
         state.metrics.failure(status)
+        if stream.client_gone:
+            return response if response is not None else web.Response(status=499)
         if response is None:
             return _json_error(500, f"generation failed: {exc}", "InternalServerError")
         # Headers are gone: report in-band and end the stream without [DONE].
@@ -333,6 +354,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         state.metrics.failure("client_gone")
         raise
     finally:
+        watchdog.cancel()
         if not stream.closed:
             engine.cancel(stream)
         state.metrics.generation_tokens.inc(len(detok.ids))

@@ -130,6 +130,13 @@ class Chunks(unittest.TestCase):
             self.assertEqual((body["id"], body["created"], body["model"]), ("id1", 10, "m"))
         self.assertEqual(oc.SSE_DONE, b"data: [DONE]\n\n")
 
+    def test_content_events_match_the_generic_encoding(self):
+        events = oc.ContentEvents("chatcmpl-9", 1796045144, 'Qwen/"quoted" model')
+        for text in ("a", "héllo\n", "\u0000", '"', "\\", "区域内", "\ufffd", "</script>", "\u2028"):
+            with self.subTest(text=text):
+                self.assertEqual(events.encode(text),
+                                 oc.sse_event(oc.content_chunk("chatcmpl-9", 1796045144, 'Qwen/"quoted" model', text)))
+
     def test_sse_event_keeps_one_line(self):
         event = oc.sse_event(oc.content_chunk("i", 1, "m", "a\nb\r\nc"))
         self.assertEqual(event.count(b"\n"), 2)

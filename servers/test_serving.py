@@ -118,7 +118,7 @@ class ServingTest(unittest.IsolatedAsyncioTestCase):
         return await self.client.post("/v1/chat/completions", json=body)
 
     async def test_streamed_request_follows_the_contract(self):
-        engine = ScriptedEngine("héllo ✓".encode())
+        engine = ScriptedEngine("héllo ✓".encode(), step_s=0.01)
         await self.start(engine)
         resp = await self.post(model="test-model", max_tokens=20, temperature=0, stream=True,
                                stream_options={"include_usage": True})
@@ -139,6 +139,28 @@ class ServingTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(len(contents), len("héllo ✓"), "one chunk per complete character")
         self.assertEqual(len({e["id"] for e in events[:-1]}), 1)
         self.assertEqual(engine.submitted, [([ord("h"), ord("i")], 20, False)])
+
+    async def test_tokens_that_arrive_together_share_a_chunk(self):
+        engine = ScriptedEngine(b"x")
+        await self.start(engine)
+        state = self.client.server.app["state"]
+        stream = serving.TokenStream(asyncio.get_running_loop(), "direct")
+        stream.push([1, 2])
+        stream.push([3])
+        self.assertEqual(await stream.next_tokens(), [1, 2, 3])
+        stream.push([4])
+        stream.finish("length")
+        self.assertEqual(await stream.next_tokens(), [4])
+        self.assertIsNone(await stream.next_tokens())
+        self.assertEqual(state.in_flight, 0)
+
+        failing = serving.TokenStream(asyncio.get_running_loop(), "failing")
+        failing.push([5])
+        failing.fail("boom")
+        failing.push([6])  # ignored once closed
+        self.assertEqual(await failing.next_tokens(), [5])
+        with self.assertRaises(serving.EngineFailure):
+            await failing.next_tokens()
 
     async def test_ignore_eos_and_max_tokens_are_exact(self):
         engine = ScriptedEngine(b"ab")
