@@ -181,7 +181,7 @@ func setLog(a *gplot.Axis, lo, hi float64) {
 // for a legend of n entries drawn at the top: the legend then never covers
 // data.
 func headroom(a *gplot.Axis, n int) {
-	h := 0.06*float64(n) + 0.04
+	h := 0.075*float64(n) + 0.05
 	if h > 0.45 {
 		h = 0.45
 	}

@@ -2,6 +2,7 @@ package plot
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 
@@ -54,6 +55,8 @@ func mechanismFigures(d *data) ([]Figure, error) {
 			ymax = c
 		}
 	}
+	p.X.Min, p.X.Max = math.Min(0, xys[0].X), xys[len(xys)-1].X
+	p.X.Tick.Marker = fixedTicks(linearTicks(p.X.Max)...)
 	p.Y.Min, p.Y.Max = 0, ymax*1.05
 	p.Y.Tick.Marker = fixedTicks(linearTicks(p.Y.Max)...)
 	headroom(&p.Y, 2)

@@ -70,6 +70,7 @@ func timelineFigures(d *data) ([]Figure, error) {
 		p.Legend.Top, p.Legend.Left = true, false
 		_, xmax, _, _ := tl.DataRange()
 		p.X.Min, p.X.Max = 0, xmax*1.6
+		p.X.Tick.Marker = fixedTicks(linearTicks(xmax)...)
 		p.Y.Min, p.Y.Max = -0.6, float64(len(recs))-0.4
 		p.Y.Tick.Marker = rowTicks(len(recs))
 		caption := fmt.Sprintf("One bar per request of %s's %d-client wave (repeat %d), from its send to the end of its stream: the thin grey part is waiting for the first content (black tick), the coloured part streaming. Overlapping bars mean requests were served together (batching); a staircase means one at a time (serialization).", s, w.Concurrency, w.Repeat)
