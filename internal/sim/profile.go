@@ -2,7 +2,9 @@ package sim
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -39,6 +41,11 @@ type Profile struct {
 	// engine's queue (HTTP handling, tokenization, detokenizer set-up). It is
 	// paid by every request in parallel, never serialized.
 	RequestOverheadS float64 `json:"request_overhead_s"`
+	// FrontendSPerRequest is the time each request holds a single frontend
+	// (an API server that parses, templates and tokenizes one request at a
+	// time) before it reaches the engine: requests arriving together queue
+	// there, one after another.
+	FrontendSPerRequest float64 `json:"frontend_s_per_request"`
 	// DecodeStepS gives the latency of one engine step as a function of the
 	// number of sequences in the step: [batch, seconds] points, interpolated
 	// linearly between points and extrapolated along the last segment.
@@ -57,13 +64,27 @@ type Profile struct {
 	// sequences; requests beyond it wait in the queue.
 	KVTokenBudget int `json:"kv_token_budget"`
 
-	// OutputTokens is the natural output length (where the model would emit
-	// its end-of-sequence token) of a prompt: entry hash(seed, prompt) mod n.
-	// The output is max_tokens when that is smaller, or when ignore_eos is set.
+	// OutputTokensByPrompt fixes the natural output length (where the model
+	// would emit its end-of-sequence token) of known prompts, keyed by the
+	// SHA-256 of the last user message's text.
+	OutputTokensByPrompt []PromptLength `json:"output_tokens_by_prompt"`
+	// OutputTokens is the natural output length of any other prompt: entry
+	// hash(seed, prompt) mod n. The output is max_tokens when that is
+	// smaller, or when ignore_eos is set.
 	OutputTokens []int `json:"output_tokens"`
 
 	// Source says where the profile was loaded from (a path or "builtin").
 	Source string `json:"-"`
+}
+
+// PromptLength is the natural output length of one known prompt.
+type PromptLength struct {
+	// PromptSHA256 is the hex SHA-256 of the prompt text (the last user
+	// message's content).
+	PromptSHA256 string `json:"prompt_sha256"`
+	// Prompt is the prompt's beginning, for the reader; it is not matched.
+	Prompt string `json:"prompt"`
+	Tokens int    `json:"tokens"`
 }
 
 //go:embed profiles/*.json profiles/*.md
@@ -163,8 +184,13 @@ func (p *Profile) Validate() error {
 	if p.ChatTemplate != "chatml" {
 		return fmt.Errorf("field chat_template = %q, want \"chatml\"", p.ChatTemplate)
 	}
-	if p.RequestOverheadS < 0 || p.PrefillBaseS < 0 || p.PrefillPerTokenS < 0 {
-		return fmt.Errorf("request_overhead_s, prefill_base_s and prefill_per_token_s must be >= 0")
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"request_overhead_s", p.RequestOverheadS}, {"frontend_s_per_request", p.FrontendSPerRequest}, {"prefill_base_s", p.PrefillBaseS}, {"prefill_per_token_s", p.PrefillPerTokenS}} {
+		if !finite(f.v) || f.v < 0 {
+			return fmt.Errorf("field %s = %g, want >= 0", f.name, f.v)
+		}
 	}
 	if len(p.DecodeStepS) == 0 {
 		return fmt.Errorf("field decode_step_s has no points")
@@ -192,6 +218,14 @@ func (p *Profile) Validate() error {
 	for i, n := range p.OutputTokens {
 		if n < 1 {
 			return fmt.Errorf("output_tokens[%d] = %d, want >= 1", i, n)
+		}
+	}
+	for i, pl := range p.OutputTokensByPrompt {
+		if b, err := hex.DecodeString(pl.PromptSHA256); err != nil || len(b) != sha256.Size {
+			return fmt.Errorf("output_tokens_by_prompt[%d].prompt_sha256 = %q, want 64 hex digits", i, pl.PromptSHA256)
+		}
+		if pl.Tokens < 1 {
+			return fmt.Errorf("output_tokens_by_prompt[%d].tokens = %d, want >= 1", i, pl.Tokens)
 		}
 	}
 	return nil
@@ -223,9 +257,20 @@ func (p *Profile) decodeS(b float64) float64 {
 }
 
 // NaturalOutputTokens is the output length the modelled model would produce
-// for this prompt text before stopping on its own: deterministic in the
-// prompt and the seed, as a temperature-0 model is in its prompt.
+// for this prompt (the last user message's text) before stopping on its
+// own: fixed for the profile's known prompts, otherwise drawn from the table
+// by a hash of the seed and the prompt, so deterministic in both, as a
+// temperature-0 model is in its prompt.
 func (p *Profile) NaturalOutputTokens(seed int64, prompt string) int {
+	if len(p.OutputTokensByPrompt) > 0 {
+		sum := sha256.Sum256([]byte(prompt))
+		key := hex.EncodeToString(sum[:])
+		for _, pl := range p.OutputTokensByPrompt {
+			if strings.EqualFold(pl.PromptSHA256, key) {
+				return pl.Tokens
+			}
+		}
+	}
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%d\x00", seed)
 	h.Write([]byte(prompt))

@@ -55,9 +55,12 @@ type Server struct {
 	mux     *http.ServeMux
 	created int64
 
-	reqCount  atomic.Uint64
-	closing   chan struct{}
-	closeOnce sync.Once
+	reqCount atomic.Uint64
+
+	frontendMu   sync.Mutex
+	frontendFree float64 // simulated time the frontend is next free
+	closing      chan struct{}
+	closeOnce    sync.Once
 }
 
 // New validates the options and starts the simulated engine.
@@ -294,7 +297,7 @@ func (s *Server) parseChat(r *http.Request) (*job, int, error) {
 	if req.MinTokens < 0 || req.MinTokens > maxTokens {
 		return nil, http.StatusBadRequest, fmt.Errorf("min_tokens = %d: want between 0 and max_tokens (%d)", req.MinTokens, maxTokens)
 	}
-	natural := s.prof.NaturalOutputTokens(s.opts.Seed, prompt)
+	natural := s.prof.NaturalOutputTokens(s.opts.Seed, lastUserText(msgs))
 	n := max(natural, req.MinTokens)
 	if req.IgnoreEOS {
 		n = maxTokens
@@ -306,6 +309,17 @@ func (s *Server) parseChat(r *http.Request) (*job, int, error) {
 	j.outputTokens = n
 	j.fault = planFault(s.opts.Faults, s.opts.Seed, reqN, n)
 	return j, 0, nil
+}
+
+// lastUserText is the text of the last user message, the prompt a rehearsal
+// sends; "" when there is none.
+func lastUserText(msgs []chatMessage) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "user" {
+			return msgs[i].Content
+		}
+	}
+	return ""
 }
 
 // messageText reads a message's content: a string, an array of content
@@ -370,7 +384,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusTooManyRequests, "RateLimitError", "simulated rate limit (fault http429)")
 		return
 	}
-	if !s.clk.sleep(r.Context(), s.prof.RequestOverheadS) {
+	if !s.clk.sleepUntil(r.Context(), s.frontendDone(arrivalS)) {
 		out.note = "client went away before the engine saw the request"
 		return
 	}
@@ -385,6 +399,21 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	} else {
 		s.complete(w, r, j, seq, &out)
 	}
+}
+
+// frontendDone is when a request arriving at arrivalS reaches the engine:
+// after the parallel request overhead, then its turn through the serial
+// frontend.
+func (s *Server) frontendDone(arrivalS float64) float64 {
+	ready := arrivalS + s.prof.RequestOverheadS
+	if s.prof.FrontendSPerRequest == 0 {
+		return ready
+	}
+	s.frontendMu.Lock()
+	defer s.frontendMu.Unlock()
+	end := max(ready, s.frontendFree) + s.prof.FrontendSPerRequest
+	s.frontendFree = end
+	return end
 }
 
 // stream writes the response as server-sent events: a role chunk, one

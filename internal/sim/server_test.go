@@ -123,7 +123,7 @@ func TestStreamingContract(t *testing.T) {
 		if a.text() != b.text() {
 			t.Error("the same prompt gave different outputs")
 		}
-		natural := s.prof.NaturalOutputTokens(0, renderChat(s.prof, []chatMessage{{"user", "Why is the sky blue?"}}))
+		natural := s.prof.NaturalOutputTokens(0, "Why is the sky blue?")
 		want, finish := min(natural, 128), "stop"
 		if natural >= 128 {
 			finish = "length"
@@ -450,5 +450,40 @@ func TestCloseEndsStreamsInFlight(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("a stream in flight did not end after Close")
+	}
+}
+
+func TestFaultsOnNonStreamingResponses(t *testing.T) {
+	for _, kind := range []FaultKind{FaultErrorEvent, FaultTruncate, FaultMalformed, FaultHTTP429} {
+		t.Run(string(kind), func(t *testing.T) {
+			_, ts := newTestServer(t, Options{Engine: EngineBatching, Faults: []Fault{{Kind: kind, Rate: 1}}})
+			body := `{"messages":[{"role":"user","content":"x"}],"max_tokens":10,"ignore_eos":true}`
+			resp, err := http.Post(ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, readErr := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var v map[string]any
+			jsonErr := json.Unmarshal(b, &v)
+			switch kind {
+			case FaultErrorEvent:
+				if resp.StatusCode != 500 || jsonErr != nil || v["error"] == nil {
+					t.Errorf("status %d, body %q; want 500 with a JSON error", resp.StatusCode, b)
+				}
+			case FaultHTTP429:
+				if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" {
+					t.Errorf("status %d, Retry-After %q; want 429 and 1", resp.StatusCode, resp.Header.Get("Retry-After"))
+				}
+			case FaultTruncate:
+				if !errors.Is(readErr, io.ErrUnexpectedEOF) {
+					t.Errorf("read error %v after %d bytes; want an unexpected EOF", readErr, len(b))
+				}
+			case FaultMalformed:
+				if resp.StatusCode != 200 || readErr != nil || jsonErr == nil {
+					t.Errorf("status %d, read %v, json %v; want 200 and a body that is not JSON", resp.StatusCode, readErr, jsonErr)
+				}
+			}
+		})
 	}
 }
