@@ -52,6 +52,8 @@ type Event struct {
 	Step string
 	Text string
 	Wave *contract.Wave
+	// PID is the launched process's id (Step launch, once it runs).
+	PID int
 }
 
 // Outcome is what Run did.
@@ -230,6 +232,9 @@ func (r *runner) server(ctx context.Context, i int) bool {
 			return false
 		}
 		proc = p
+		if r.o.Progress != nil {
+			r.o.Progress(Event{Server: s.Name, Step: "launch", PID: p.PID(), Text: fmt.Sprintf("running as pid %d, log %s", p.PID(), logName)})
+		}
 	}
 	r.progress(s.Name, "launch", "waiting for %s to be ready (up to %s)", baseURL, s.Ready.Timeout)
 	readyStart := time.Now()

@@ -1,0 +1,353 @@
+package rehearsal_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/rehearsal"
+	"github.com/rehearse/rehearse/internal/report"
+	"github.com/rehearse/rehearse/internal/tokenizer"
+)
+
+// rehearseExe is the rehearse binary the servers are launched from as
+// {rehearse} sim: built once, without the race detector, so that the
+// simulators start and run at their normal speed.
+var rehearseExe string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "rehearsal-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	rehearseExe = filepath.Join(dir, "rehearse")
+	build := exec.Command("go", "build", "-o", rehearseExe, "github.com/rehearse/rehearse/cmd/rehearse")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "building the rehearse binary for the simulated servers: %v\n", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// simServer is a rehearsal-file server entry launching `rehearse sim`.
+func simServer(name, engine string, extra ...string) string {
+	args := []string{`"{rehearse}"`, "sim", "--engine", engine, "--port", `"{port}"`, "--time-scale", "20", "--seed", "1", "--model", `"{model}"`}
+	for _, e := range extra {
+		args = append(args, fmt.Sprintf("%q", e))
+	}
+	return fmt.Sprintf(`  - name: %s
+    launch: [%s]
+    env: {HF_TOKEN: hf_supersecretvalue}
+    ready: {timeout: 20s}
+    stop_grace: 3s
+`, name, strings.Join(args, ", "))
+}
+
+type run struct {
+	cfg    *config.Rehearsal
+	dir    string
+	mu     sync.Mutex
+	events []rehearsal.Event
+	onWave func(rehearsal.Event)
+}
+
+func newRun(t *testing.T, yaml string) *run {
+	t.Helper()
+	cfg, err := config.Parse([]byte(yaml), "test.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &run{cfg: cfg, dir: filepath.Join(t.TempDir(), "bundle")}
+}
+
+func (r *run) do(t *testing.T, ctx context.Context) *rehearsal.Outcome {
+	t.Helper()
+	tok, err := tokenizer.Embedded(tokenizer.VariantQwen25)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := rehearsal.Run(ctx, rehearsal.Options{
+		Rehearsal: r.cfg, Dir: r.dir, RehearseExe: rehearseExe, Counter: tok,
+		Prompts: []string{"Say hello.", "Explain batching in one sentence."},
+		Progress: func(ev rehearsal.Event) {
+			r.mu.Lock()
+			r.events = append(r.events, ev)
+			f := r.onWave
+			r.mu.Unlock()
+			if f != nil && ev.Step == "wave" {
+				f(ev)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Results == nil {
+		t.Fatal("no results")
+	}
+	if err := report.Write(r.dir, out.Results); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range bundle.Verify(r.dir) {
+		t.Errorf("verify: %s", p)
+	}
+	return out
+}
+
+func (r *run) pid(t *testing.T, server string) int {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ev := range r.events {
+		if ev.Server == server && ev.PID != 0 {
+			return ev.PID
+		}
+	}
+	t.Fatalf("no pid for %s", server)
+	return 0
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func assertGone(t *testing.T, pid int) {
+	t.Helper()
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Errorf("process %d is still alive after the rehearsal", pid)
+	}
+}
+
+const model = "model: {id: Qwen/Qwen2.5-1.5B-Instruct}\n"
+
+func TestRunTwoSimulatedServers(t *testing.T) {
+	t.Setenv("TEST_API_KEY", "sk-supersecretkey")
+	r := newRun(t, model+"servers:\n"+simServer("serial", "serial")+simServer("batching", "batching")+
+		"    api_key_env: TEST_API_KEY\n"+
+		"workload: {concurrencies: [1, 4], repeats: 2, max_tokens: 16, timeout: 20s}\n"+
+		"mechanism_check: {concurrency: 16, period: 5ms}\n")
+	out := r.do(t, context.Background())
+	if out.Interrupted || len(out.Failed) > 0 {
+		t.Fatalf("outcome: %+v", out)
+	}
+	res := out.Results
+	recorded := 0
+	for _, rec := range res.Records {
+		if rec.Kind == contract.KindRecorded {
+			recorded++
+			if !rec.OK {
+				t.Errorf("failed record: %+v", rec)
+			}
+		}
+	}
+	if want := 2 * 2 * (1 + 4); recorded != want {
+		t.Errorf("%d recorded records, want %d", recorded, want)
+	}
+	if len(res.Aggregates) != 4 || res.Aggregates[2].SpeedupVsBaseline == nil {
+		t.Errorf("aggregates: %d, speed-up %v", len(res.Aggregates), res.Aggregates)
+	}
+	m := res.MechanismCheck
+	if m == nil || m.Server != "batching" || m.Max == nil || *m.Max < 2 || len(m.Series) < 3 {
+		t.Fatalf("mechanism check: %+v", m)
+	}
+	for _, s := range res.Servers {
+		if !strings.HasPrefix(s.Exit, "stopped by rehearse") {
+			t.Errorf("%s exit: %q", s.Name, s.Exit)
+		}
+		log := readFile(t, filepath.Join(r.dir, s.Log))
+		if !strings.Contains(log, "listening on 127.0.0.1:") || !strings.Contains(log, "(deliberate stop; lines below are shutdown)") {
+			t.Errorf("%s.log lacks the server's lines or the marker:\n%s", s.Name, log)
+		}
+		if s.Env["HF_TOKEN"] != config.Redacted {
+			t.Errorf("%s env not redacted: %v", s.Name, s.Env)
+		}
+		assertGone(t, r.pid(t, s.Name))
+	}
+	// No secret reaches any file of the bundle.
+	files, _ := bundle.Files(r.dir)
+	for _, f := range append(files, bundle.SumsFile) {
+		text := readFile(t, filepath.Join(r.dir, f))
+		for _, secret := range []string{"hf_supersecretvalue", "sk-supersecretkey"} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s contains the secret %q", f, secret)
+			}
+		}
+	}
+}
+
+func TestServerKilledMidWave(t *testing.T) {
+	r := newRun(t, model+"servers:\n"+simServer("serial", "serial")+simServer("batching", "batching")+
+		"workload: {concurrencies: [1, 8], repeats: 1, max_tokens: 64, timeout: 20s}\nmechanism_check: ~\n")
+	var once sync.Once
+	r.onWave = func(ev rehearsal.Event) {
+		if ev.Server == "serial" && ev.Wave != nil && ev.Wave.Concurrency == 1 {
+			once.Do(func() {
+				pid := r.pid(t, "serial")
+				time.AfterFunc(400*time.Millisecond, func() { syscall.Kill(pid, syscall.SIGKILL) })
+			})
+		}
+	}
+	out := r.do(t, context.Background())
+	if len(out.Failed) != 1 || !strings.Contains(out.Failed[0], "serial: died: killed by SIGKILL") {
+		t.Fatalf("failed = %q", out.Failed)
+	}
+	res := out.Results
+	if !strings.Contains(res.Servers[0].Exit, "during the recorded wave at 8 clients") {
+		t.Errorf("serial exit: %q", res.Servers[0].Exit)
+	}
+	failed := 0
+	for _, rec := range res.Records {
+		if rec.Server == "serial" && rec.Concurrency == 8 && !rec.OK {
+			failed++
+			if rec.ErrorKind != contract.ErrConnect && rec.ErrorKind != contract.ErrStreamTruncated {
+				t.Errorf("request of the killed server failed as %s: %s", rec.ErrorKind, rec.Error)
+			}
+		}
+	}
+	if failed == 0 {
+		t.Error("no request of the 8-client wave failed although its server was killed")
+	}
+	// The run went on with the next server.
+	ok := 0
+	for _, rec := range res.Records {
+		if rec.Server == "batching" && rec.OK {
+			ok++
+		}
+	}
+	if ok != 9 {
+		t.Errorf("batching: %d successful requests, want 9", ok)
+	}
+	log := readFile(t, filepath.Join(r.dir, "serial.log"))
+	if !strings.Contains(log, "==> rehearse: process exited with signal SIGKILL at ") {
+		t.Errorf("serial.log does not say when it died:\n%s", log)
+	}
+	notes := strings.Join(res.Notes, "\n")
+	if !strings.Contains(notes, "server serial died") {
+		t.Errorf("notes: %s", notes)
+	}
+}
+
+func TestServerThatExitsAtStartStopsTheRun(t *testing.T) {
+	r := newRun(t, model+"servers:\n"+simServer("broken", "bogus")+simServer("batching", "batching")+
+		"workload: {concurrencies: [1], repeats: 1, max_tokens: 8}\non_server_failure: stop\n")
+	out := r.do(t, context.Background())
+	if len(out.Failed) != 1 {
+		t.Fatalf("failed = %q", out.Failed)
+	}
+	for _, want := range []string{"broken: not ready: the process exited with status 2", "last lines of", `--engine "bogus"`} {
+		if !strings.Contains(out.Failed[0], want) {
+			t.Errorf("failure lacks %q:\n%s", want, out.Failed[0])
+		}
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, "batching.log")); err == nil {
+		t.Error("the second server was launched although on_server_failure is stop")
+	}
+	notes := strings.Join(out.Results.Notes, "\n")
+	if !strings.Contains(notes, "server batching was not rehearsed: on_server_failure is stop and broken failed") {
+		t.Errorf("notes: %s", notes)
+	}
+	if len(out.Results.Records) != 0 {
+		t.Errorf("%d records from a rehearsal whose servers never ran", len(out.Results.Records))
+	}
+}
+
+func TestPortAlreadyTaken(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	r := newRun(t, model+"servers:\n"+simServer("serial", "serial")+fmt.Sprintf("    port: %d\n", port)+simServer("batching", "batching")+
+		"workload: {concurrencies: [1], repeats: 1, max_tokens: 8}\nmechanism_check: ~\n")
+	out := r.do(t, context.Background())
+	if len(out.Failed) != 1 || !strings.Contains(out.Failed[0], fmt.Sprintf("port %d is already in use", port)) {
+		t.Fatalf("failed = %q", out.Failed)
+	}
+	if !strings.HasPrefix(out.Results.Servers[0].Exit, "not launched: ") {
+		t.Errorf("exit: %q", out.Results.Servers[0].Exit)
+	}
+	if len(out.Results.Records) != 1 || out.Results.Records[0].Server != "batching" || !out.Results.Records[0].OK {
+		t.Errorf("records: %+v", out.Results.Records)
+	}
+}
+
+func TestInterruptDuringAWave(t *testing.T) {
+	r := newRun(t, model+"servers:\n"+simServer("serial", "serial")+simServer("batching", "batching")+
+		"workload: {concurrencies: [1, 8], repeats: 1, max_tokens: 64, timeout: 20s}\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r.onWave = func(ev rehearsal.Event) {
+		if ev.Server == "serial" && ev.Wave != nil && ev.Wave.Concurrency == 1 {
+			time.AfterFunc(400*time.Millisecond, cancel)
+		}
+	}
+	out := r.do(t, ctx)
+	if !out.Interrupted {
+		t.Fatal("not marked interrupted")
+	}
+	res := out.Results
+	canceled := 0
+	for _, rec := range res.Records {
+		if rec.ErrorKind == contract.ErrCanceled {
+			canceled++
+		}
+	}
+	if canceled == 0 {
+		t.Error("no request ended as canceled")
+	}
+	var stopped bool
+	for _, w := range res.Waves {
+		if w.Concurrency == 8 && strings.HasPrefix(w.Stopped, "canceled") {
+			stopped = true
+		}
+	}
+	if !stopped {
+		t.Errorf("the interrupted wave is not marked stopped: %+v", res.Waves)
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, "batching.log")); err == nil {
+		t.Error("the next server was launched after the interrupt")
+	}
+	if !strings.Contains(readFile(t, filepath.Join(r.dir, "serial.log")), "(deliberate stop; lines below are shutdown)") {
+		t.Error("serial.log has no stop marker")
+	}
+	assertGone(t, r.pid(t, "serial"))
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "the rehearsal was interrupted") {
+		t.Errorf("notes: %q", res.Notes)
+	}
+}
+
+func TestRefusesANonEmptyFolder(t *testing.T) {
+	r := newRun(t, model+"servers:\n"+simServer("serial", "serial"))
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(r.dir, "results.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := rehearsal.Run(context.Background(), rehearsal.Options{Rehearsal: r.cfg, Dir: r.dir})
+	if err == nil || !strings.Contains(err.Error(), "the output folder is not empty") {
+		t.Fatalf("got %v", err)
+	}
+}
