@@ -98,6 +98,21 @@ func TestSameRehearsalTwicePasses(t *testing.T) {
 	}
 }
 
+func TestFailureFormat(t *testing.T) {
+	for _, c := range []struct {
+		f    contract.Failures
+		want string
+	}{
+		{contract.Failures{Count: 54, Total: 96, Rate: 54.0 / 96}, "54/96 (56.3%)"},
+		{contract.Failures{Count: 0, Total: 3}, "0/3 (0%)"},
+		{contract.Failures{Count: 154, Total: 192, Rate: 154.0 / 192}, "154/192 (80.2%)"},
+	} {
+		if got := fmtFailures(c.f); got != c.want {
+			t.Errorf("fmtFailures(%d/%d) = %q, want %q", c.f.Count, c.f.Total, got, c.want)
+		}
+	}
+}
+
 func TestBeyondRanges(t *testing.T) {
 	sp := func(med, lo, hi float64) contract.Spread { return contract.Spread{Median: &med, Min: &lo, Max: &hi} }
 	for _, c := range []struct {
