@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/plot"
 )
 
 // findChromium returns the headless browser to drive: $REHEARSE_CHROMIUM,
@@ -30,6 +33,29 @@ func findChromium(t *testing.T) string {
 	}
 	t.Skip(msg)
 	return ""
+}
+
+// bundlePage renders report.html of the bundle in dir from its results.json
+// and README.md.
+func bundlePage(t *testing.T, dir string) ([]byte, []plot.Figure) {
+	t.Helper()
+	res, err := bundle.ReadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(dir, bundle.ReadmeFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	figs, err := plot.Render(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := HTML(res, readme, figs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page, figs
 }
 
 type box struct {
@@ -78,9 +104,14 @@ const layoutJS = `(() => {
 // figure rendered with a size, that every figure fits the screen, and that
 // the page itself never scrolls sideways (wide tables scroll in their box).
 // REHEARSE_SCREENSHOT_DIR, when set, receives a full-page PNG of each.
+// REHEARSE_BROWSER_BUNDLE, when set, names a bundle (the demo's) whose
+// results.json and README.md make the page instead of the synthetic one.
 func TestHTMLInBrowser(t *testing.T) {
 	browser := findChromium(t)
 	page, _, figs := htmlFixture(t)
+	if b := os.Getenv("REHEARSE_BROWSER_BUNDLE"); b != "" {
+		page, figs = bundlePage(t, b)
+	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, HTMLFile)
 	if err := os.WriteFile(file, page, 0o644); err != nil {
@@ -164,6 +195,9 @@ func TestHTMLInBrowser(t *testing.T) {
 					t.Fatal(err)
 				}
 				if err := os.WriteFile(filepath.Join(out, "report-"+vp.name+".png"), png, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(out, HTMLFile), page, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
