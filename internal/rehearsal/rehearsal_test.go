@@ -1,6 +1,7 @@
 package rehearsal_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -349,5 +350,61 @@ func TestRefusesANonEmptyFolder(t *testing.T) {
 	_, err := rehearsal.Run(context.Background(), rehearsal.Options{Rehearsal: r.cfg, Dir: r.dir})
 	if err == nil || !strings.Contains(err.Error(), "the output folder is not empty") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestCtrlCOnTheCommandLine sends SIGINT to `rehearse run` during a wave: every
+// server is stopped, the bundle of what finished is written and verifies,
+// the exit status is 130, and no server process is left behind.
+func TestCtrlCOnTheCommandLine(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "r.yaml")
+	yaml := model + "servers:\n" + simServer("serial", "serial") + simServer("batching", "batching") +
+		"workload: {concurrencies: [1, 8], repeats: 1, max_tokens: 64, timeout: 20s}\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "bundle")
+	cmd := exec.Command(rehearseExe, "run", "-f", file, "-o", out)
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	var lines []string
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		line := sc.Text()
+		lines = append(lines, line)
+		var pid int
+		if i := strings.Index(line, "running as pid "); i >= 0 {
+			fmt.Sscanf(line[i:], "running as pid %d", &pid)
+			pids = append(pids, pid)
+		}
+		if strings.Contains(line, "recorded wave at 1 client") {
+			time.AfterFunc(400*time.Millisecond, func() { cmd.Process.Signal(os.Interrupt) })
+		}
+	}
+	err = cmd.Wait()
+	code := cmd.ProcessState.ExitCode()
+	if code != 130 {
+		t.Fatalf("exit status %d (%v), want 130; stderr:\n%s", code, err, strings.Join(lines, "\n"))
+	}
+	if len(pids) != 1 {
+		t.Errorf("launched %d servers before the interrupt, want 1: %v", len(pids), pids)
+	}
+	for _, pid := range pids {
+		assertGone(t, pid)
+	}
+	for _, p := range bundle.Verify(out) {
+		t.Errorf("verify: %s", p)
+	}
+	if !strings.Contains(strings.Join(lines, "\n"), "interrupted; the bundle in "+out+" holds what finished") {
+		t.Errorf("stderr does not say where the bundle is:\n%s", strings.Join(lines, "\n"))
 	}
 }
