@@ -349,7 +349,24 @@ func (c *Client) Send(ctx context.Context, p *Prepared) Result {
 		return res
 	}
 	c.readStream(ctx, reqCtx, resp.Body, &res)
+	if res.OK {
+		drain(resp.Body, cancel)
+	}
 	return res
+}
+
+// drainWait bounds how long a finished stream's connection may take to
+// deliver the end of its body so that it can be reused; the result is
+// already final by then.
+const drainWait = 50 * time.Millisecond
+
+// drain reads what is left of a finished stream's body (normally just the
+// end of the chunked encoding after [DONE]) so that the transport keeps the
+// connection for the next request instead of closing it.
+func drain(body io.Reader, cancel context.CancelFunc) {
+	t := time.AfterFunc(drainWait, cancel)
+	defer t.Stop()
+	io.Copy(io.Discard, io.LimitReader(body, 64<<10))
 }
 
 var errTimeout = errors.New("request timeout")

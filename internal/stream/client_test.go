@@ -430,3 +430,35 @@ func TestServedModel(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// TestConnectionReused checks that a finished stream leaves its connection
+// to the next request (no dial inside the next request's TTFT).
+func TestConnectionReused(t *testing.T) {
+	var opened atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		rw.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(rw, content("x")+finishChunk("stop"))
+		http.NewResponseController(rw).Flush()
+		io.WriteString(rw, done)
+		http.NewResponseController(rw).Flush()
+		time.Sleep(5 * time.Millisecond) // the end of the body arrives on its own
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	c := NewClient(nil)
+	defer c.Close()
+	for i := range 5 {
+		if res := c.Do(context.Background(), request(srv)); !res.OK {
+			t.Fatalf("request %d: %s %s", i, res.ErrorKind, res.Error)
+		}
+	}
+	if n := opened.Load(); n != 1 {
+		t.Fatalf("5 sequential requests opened %d connections", n)
+	}
+}
