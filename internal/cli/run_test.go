@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rehearse/rehearse/examples"
+	"github.com/rehearse/rehearse/internal/bundle/bundletest"
+	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/report"
+)
+
+func TestRunBadRehearsalFileListsEveryProblem(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "bad.yaml")
+	bad := `
+servers:
+  - name: naive
+    launch: []
+  - name: naive
+    base_url: localhost:8000
+workload:
+  concurrencies: [0, 8]
+  max_tokens: -1
+baseline: vllm
+`
+	if err := os.WriteFile(file, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := run(t, "run", "-f", file, "-o", filepath.Join(t.TempDir(), "out"))
+	if code != 2 {
+		t.Fatalf("exit %d, want 2; stderr:\n%s", code, stderr)
+	}
+	for _, want := range []string{
+		file + ": ",
+		"servers[0].launch: empty",
+		`servers[1].name: "naive" already names servers[0]`,
+		`servers[1].base_url: "localhost:8000" is not an http(s) URL`,
+		"workload.concurrencies[0]: 0: must be at least 1",
+		"workload.max_tokens: -1: must be at least 1",
+		`baseline: "vllm" names no server`,
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if stdout != "" {
+		t.Errorf("stdout: %q", stdout)
+	}
+}
+
+func TestRunAndDemoFlags(t *testing.T) {
+	if code, _, stderr := run(t, "run"); code != 2 || !strings.Contains(stderr, "-f REHEARSAL.yaml is required") {
+		t.Errorf("run without -f: %d %s", code, stderr)
+	}
+	if code, _, stderr := run(t, "run", "-f", filepath.Join(t.TempDir(), "none.yaml")); code != 2 || !strings.Contains(stderr, "none.yaml: no such rehearsal file") {
+		t.Errorf("run of a missing file: %d %s", code, stderr)
+	}
+	if code, _, stderr := run(t, "demo", "--time-scale", "0"); code != 2 || !strings.Contains(stderr, "--time-scale 0: want a positive number") {
+		t.Errorf("demo --time-scale 0: %d %s", code, stderr)
+	}
+}
+
+func TestScaleSimulated(t *testing.T) {
+	for _, c := range []struct {
+		k       float64
+		arg     string
+		timeout time.Duration
+		period  time.Duration
+	}{
+		{10, "10", 6 * time.Second, 10 * time.Millisecond},
+		{20, "20", 3 * time.Second, 5 * time.Millisecond},
+		{1, "1", 60 * time.Second, 100 * time.Millisecond},
+		{2.5, "2.5", 24 * time.Second, 40 * time.Millisecond},
+	} {
+		cfg, err := config.Parse(examples.Simulated, "simulated.yaml", ".")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := scaleSimulated(cfg, c.k); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range cfg.Servers {
+			i := slices.Index(s.Launch, "--time-scale")
+			if i < 0 || s.Launch[i+1] != c.arg {
+				t.Errorf("k=%g: %s argv %q", c.k, s.Name, s.Launch)
+			}
+		}
+		if cfg.Workload.Timeout.D() != c.timeout || cfg.MechanismCheck.Period.D() != c.period {
+			t.Errorf("k=%g: timeout %v period %v, want %v %v", c.k, cfg.Workload.Timeout, cfg.MechanismCheck.Period, c.timeout, c.period)
+		}
+	}
+	cfg, _ := config.Parse([]byte("model: {id: m}\nservers: [{name: s, launch: [x]}]\n"), "x.yaml", ".")
+	if err := scaleSimulated(cfg, 10); err == nil || !strings.Contains(err.Error(), "servers[0].launch: no --time-scale argument") {
+		t.Errorf("got %v", err)
+	}
+}
+
+func TestResultsTableIsTheSeeds(t *testing.T) {
+	res := bundletest.SeedLike()
+	var b bytes.Buffer
+	writeResultsTable(&b, res)
+	out := b.String()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 1+len(res.Workload.Concurrencies) {
+		t.Fatalf("want a header and one row per concurrency:\n%s", out)
+	}
+	for _, h := range []string{"clients", "naive tok/s", "batching tok/s", "batching speed-up", "naive p95 TTFT", "batching failures"} {
+		if !strings.Contains(lines[0], h) {
+			t.Errorf("header lacks %q: %s", h, lines[0])
+		}
+	}
+	for _, a := range res.Aggregates {
+		if !strings.Contains(out, report.Goodput(a.Goodput)) || !strings.Contains(out, report.FailureCount(a.Failures)) {
+			t.Errorf("%s at %d: %s or %s missing:\n%s", a.Server, a.Concurrency, report.Goodput(a.Goodput), report.FailureCount(a.Failures), out)
+		}
+	}
+}
