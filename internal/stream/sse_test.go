@@ -1,8 +1,14 @@
 package stream
 
 import (
+	"context"
+	"io"
 	"reflect"
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/rehearse/rehearse/internal/contract"
 )
 
 type decoded struct {
@@ -77,6 +83,57 @@ func FuzzDecoder(f *testing.F) {
 		pieces := decodeAll(parts...)
 		if !reflect.DeepEqual(whole, pieces) {
 			t.Fatalf("reads of %d bytes decode to %q, one read to %q", n, pieces, whole)
+		}
+	})
+}
+
+// splitReader returns at most n bytes per Read.
+type splitReader struct {
+	data []byte
+	n    int
+}
+
+func (r *splitReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	k := min(len(p), r.n, len(r.data))
+	copy(p, r.data[:k])
+	r.data = r.data[k:]
+	return k, nil
+}
+
+// FuzzReadStream feeds arbitrary bodies to the stream reader: it never
+// panics, every outcome is a known kind, ok implies a finish_reason, and
+// the outcome does not depend on how the body is cut into reads.
+func FuzzReadStream(f *testing.F) {
+	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"), uint8(5))
+	f.Add([]byte("data: {\"error\":{\"message\":\"x\"}}\n\n"), uint8(1))
+	f.Add([]byte("data: {\"choices\":[],\"usage\":{\"completion_tokens\":2}}\r\n\r\n"), uint8(9))
+	f.Add([]byte("data: {oops\n\n"), uint8(2))
+	c := NewClient(nil)
+	f.Fuzz(func(t *testing.T, body []byte, step uint8) {
+		read := func(n int) Result {
+			var res Result
+			res.Start = time.Now()
+			c.readStream(context.Background(), context.Background(), &splitReader{data: body, n: n}, &res)
+			return res
+		}
+		whole := read(len(body) + 1)
+		cut := read(int(step)%7 + 1)
+		for _, r := range []Result{whole, cut} {
+			if r.OK != (r.ErrorKind == "") || (r.OK && r.FinishReason == "") {
+				t.Fatalf("ok=%v kind=%q finish=%q", r.OK, r.ErrorKind, r.FinishReason)
+			}
+			if !r.OK && !slices.Contains(contract.ErrorKinds, r.ErrorKind) {
+				t.Fatalf("unknown kind %q", r.ErrorKind)
+			}
+			if len(r.ChunkTimes) > 0 != !r.FirstContent.IsZero() {
+				t.Fatalf("%d chunk times, first content %v", len(r.ChunkTimes), r.FirstContent)
+			}
+		}
+		if whole.ErrorKind != cut.ErrorKind || whole.Text != cut.Text || whole.FinishReason != cut.FinishReason || len(whole.ChunkTimes) != len(cut.ChunkTimes) {
+			t.Fatalf("one read: %q %q %q; reads of %d: %q %q %q", whole.ErrorKind, whole.Text, whole.FinishReason, int(step)%7+1, cut.ErrorKind, cut.Text, cut.FinishReason)
 		}
 	})
 }
