@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -294,6 +295,40 @@ func TestOpenLoopAggregates(t *testing.T) {
 		if _, ok := figs[n]; ok {
 			t.Errorf("%s drawn without closed-loop waves", n)
 		}
+	}
+}
+
+func TestMechanismSeriesWithNaN(t *testing.T) {
+	res := plottest.Results(plottest.Default())
+	s := res.MechanismCheck.Series
+	s[3][1] = math.NaN()
+	s[5][1] = math.Inf(1)
+	f, ok := render(t, res)["mechanism.svg"]
+	if !ok || !strings.Contains(f.Caption, "2 samples were not finite numbers and are not drawn") {
+		t.Errorf("NaN samples: figure drawn %v, caption %q", ok, f.Caption)
+	}
+	for i := range s {
+		s[i][1] = math.NaN()
+	}
+	if _, ok := render(t, res)["mechanism.svg"]; ok {
+		t.Error("a series of NaN only still drew a figure")
+	}
+}
+
+func TestSingleServerSingleConcurrency(t *testing.T) {
+	o := plottest.Default()
+	o.Servers = o.Servers[1:]
+	o.Baseline = ""
+	o.Concurrencies = []int{4}
+	o.Repeats = 1
+	o.MechanismCheck = false
+	figs := render(t, plottest.Results(o))
+	want := "cdf.svg goodput.svg timeline-batching.svg ttft.svg"
+	if got := strings.Join(names(figs), " "); got != want {
+		t.Errorf("figures %s, want %s", got, want)
+	}
+	if !strings.Contains(string(figs["goodput.svg"].SVG), ">4</text>") {
+		t.Error("goodput.svg lacks the tick of its one concurrency")
 	}
 }
 

@@ -21,8 +21,16 @@ func mechanismFigures(d *data) ([]Figure, error) {
 		return nil, nil
 	}
 	var xys plotter.XYs
+	dropped := 0
 	for _, pt := range m.Series {
+		if !finite(pt[0]) || !finite(pt[1]) {
+			dropped++ // a scrape may report NaN or ±Inf
+			continue
+		}
 		xys = append(xys, plotter.XY{X: pt[0], Y: pt[1]})
+	}
+	if len(xys) == 0 {
+		return nil, nil
 	}
 	sort.SliceStable(xys, func(i, j int) bool { return xys[i].X < xys[j].X })
 	title := fmt.Sprintf("Mechanism check: %s on %s", m.Metric, m.Server)
@@ -68,12 +76,17 @@ func mechanismFigures(d *data) ([]Figure, error) {
 	if m.Errors > 0 {
 		caption += fmt.Sprintf(" %d scrapes failed and are absent from the series.", m.Errors)
 	}
+	if dropped > 0 {
+		caption += fmt.Sprintf(" %d samples were not finite numbers and are not drawn.", dropped)
+	}
 	doc, err := svg(title, p)
 	if err != nil {
 		return nil, fmt.Errorf("mechanism.svg: %w", err)
 	}
 	return []Figure{{Name: "mechanism.svg", Title: title, Caption: caption, SVG: doc}}, nil
 }
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 type xyValues plotter.XYs
 
