@@ -24,10 +24,12 @@ func newBPE(vocab map[string]int, merges [][2]string) (*bpe, error) {
 	for i := 0; i < 256; i++ {
 		m.byteID[i] = int32(vocab[string([]byte{byte(i)})])
 	}
+	var buf []byte
 	for rank, mg := range merges {
 		a, okA := vocab[mg[0]]
 		b, okB := vocab[mg[1]]
-		n, okN := vocab[mg[0]+mg[1]]
+		buf = append(append(buf[:0], mg[0]...), mg[1]...)
+		n, okN := vocab[string(buf)]
 		switch {
 		case !okA:
 			return nil, fmt.Errorf("model.merges[%d]: token %q is not in the vocabulary", rank, byteLevelEncode([]byte(mg[0])))

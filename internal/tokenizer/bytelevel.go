@@ -27,7 +27,10 @@ func init() {
 // byteLevelDecode maps a token written in the ByteLevel alphabet back to the
 // bytes it stands for. ok is false when a character is outside the alphabet.
 func byteLevelDecode(tok string) ([]byte, bool) {
-	out := make([]byte, 0, len(tok))
+	return appendByteLevelDecode(make([]byte, 0, len(tok)), tok)
+}
+
+func appendByteLevelDecode(out []byte, tok string) ([]byte, bool) {
 	for _, r := range tok {
 		if r < 0 || int(r) >= len(runeToByte) || runeToByte[r] == 0 {
 			return nil, false

@@ -2,9 +2,10 @@ package tokenizer
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"strings"
 )
 
 // The pre-tokenizer regexes this package implements by hand, exactly as the
@@ -40,16 +41,14 @@ type addedTokenJSON struct {
 }
 
 type modelJSON struct {
-	Type                    string          `json:"type"`
-	Dropout                 *float64        `json:"dropout"`
-	UnkToken                *string         `json:"unk_token"`
-	ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
-	EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
-	FuseUnk                 bool            `json:"fuse_unk"`
-	ByteFallback            bool            `json:"byte_fallback"`
-	IgnoreMerges            bool            `json:"ignore_merges"`
-	Vocab                   map[string]int  `json:"vocab"`
-	Merges                  json.RawMessage `json:"merges"`
+	Type                    string   `json:"type"`
+	Dropout                 *float64 `json:"dropout"`
+	UnkToken                *string  `json:"unk_token"`
+	ContinuingSubwordPrefix *string  `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string  `json:"end_of_word_suffix"`
+	FuseUnk                 bool     `json:"fuse_unk"`
+	ByteFallback            bool     `json:"byte_fallback"`
+	IgnoreMerges            bool     `json:"ignore_merges"`
 }
 
 type componentJSON struct {
@@ -79,7 +78,12 @@ type config struct {
 	vocab        map[string]int // key: raw bytes of the token
 	merges       [][2]string    // raw bytes of each side, in rank order
 	addedTokens  []addedTokenJSON
+	model        *bpe
+	sha256       string // of the tokenizer.json bytes
 }
+
+// maxID bounds token ids, so a corrupt file cannot ask for a huge table.
+const maxID = 1 << 24
 
 func isNull(m json.RawMessage) bool {
 	t := bytes.TrimSpace(m)
@@ -88,7 +92,8 @@ func isNull(m json.RawMessage) bool {
 
 func parseConfig(data []byte) (*config, error) {
 	var f fileJSON
-	if err := json.Unmarshal(data, &f); err != nil {
+	vocab, merges, err := splitFile(data, &f)
+	if err != nil {
 		return nil, fmt.Errorf("not a tokenizer.json: %v", err)
 	}
 	if f.Model.Type != "BPE" {
@@ -113,12 +118,11 @@ func parseConfig(data []byte) (*config, error) {
 	if m.ByteFallback {
 		return nil, fmt.Errorf("model.byte_fallback true is not implemented (byte-level BPE only)")
 	}
-	if len(m.Vocab) == 0 {
+	if len(vocab) == 0 {
 		return nil, fmt.Errorf("model.vocab is empty")
 	}
 
-	c := &config{ignoreMerges: m.IgnoreMerges}
-	var err error
+	c := &config{ignoreMerges: m.IgnoreMerges, vocab: vocab, merges: merges}
 	if c.nfc, err = parseNormalizer(f.Normalizer); err != nil {
 		return nil, err
 	}
@@ -132,27 +136,10 @@ func parseConfig(data []byte) (*config, error) {
 		return nil, err
 	}
 
-	c.vocab = make(map[string]int, len(m.Vocab))
-	for tok, id := range m.Vocab {
-		b, ok := byteLevelDecode(tok)
-		if !ok {
-			return nil, fmt.Errorf("model.vocab token %q is not byte-level (a character outside the ByteLevel alphabet)", tok)
-		}
-		if id < 0 {
-			return nil, fmt.Errorf("model.vocab token %q has negative id %d", tok, id)
-		}
-		if prev, dup := c.vocab[string(b)]; dup {
-			return nil, fmt.Errorf("model.vocab tokens %d and %d stand for the same bytes %q", prev, id, b)
-		}
-		c.vocab[string(b)] = id
-	}
 	for i := 0; i < 256; i++ {
 		if _, ok := c.vocab[string([]byte{byte(i)})]; !ok {
 			return nil, fmt.Errorf("model.vocab lacks the token for byte 0x%02x; byte-level BPE needs all 256", i)
 		}
-	}
-	if c.merges, err = parseMerges(m.Merges); err != nil {
-		return nil, err
 	}
 	for _, a := range f.AddedTokens {
 		if a.SingleWord || a.LStrip || a.RStrip {
@@ -166,6 +153,22 @@ func parseConfig(data []byte) (*config, error) {
 		}
 	}
 	c.addedTokens = f.AddedTokens
+	for b, id := range c.vocab {
+		if id >= maxID {
+			return nil, fmt.Errorf("model.vocab token %q has id %d, over the %d this package allows", byteLevelEncode([]byte(b)), id, maxID)
+		}
+	}
+	for _, a := range c.addedTokens {
+		if a.ID >= maxID {
+			return nil, fmt.Errorf("added token %q has id %d, over the %d this package allows", a.Content, a.ID, maxID)
+		}
+	}
+	if c.model, err = newBPE(c.vocab, c.merges); err != nil {
+		return nil, err
+	}
+	c.merges = nil // the model holds them now
+	sum := sha256.Sum256(data)
+	c.sha256 = hex.EncodeToString(sum[:])
 	return c, nil
 }
 
@@ -296,49 +299,4 @@ func parsePostProcessor(raw json.RawMessage) error {
 		return nil
 	}
 	return fmt.Errorf("post_processor type %q is not implemented", d.Type)
-}
-
-// parseMerges reads merges in either format the library writes: "a b"
-// strings, or ["a", "b"] pairs. Sides are returned as raw bytes.
-func parseMerges(raw json.RawMessage) ([][2]string, error) {
-	t := bytes.TrimSpace(raw)
-	if isNull(t) {
-		return nil, nil
-	}
-	if len(t) < 2 || t[0] != '[' {
-		return nil, fmt.Errorf("model.merges is not a list")
-	}
-	pairs := bytes.HasPrefix(bytes.TrimSpace(t[1:]), []byte("["))
-	var sides [][]string
-	if pairs {
-		if err := json.Unmarshal(t, &sides); err != nil {
-			return nil, fmt.Errorf("model.merges: %v", err)
-		}
-	} else {
-		var lines []string
-		if err := json.Unmarshal(t, &lines); err != nil {
-			return nil, fmt.Errorf("model.merges: %v", err)
-		}
-		sides = make([][]string, len(lines))
-		for i, s := range lines {
-			a, b, ok := strings.Cut(s, " ")
-			if !ok || strings.Contains(b, " ") {
-				return nil, fmt.Errorf("model.merges[%d] %q is not two tokens separated by one space", i, s)
-			}
-			sides[i] = []string{a, b}
-		}
-	}
-	out := make([][2]string, len(sides))
-	for i, p := range sides {
-		if len(p) != 2 {
-			return nil, fmt.Errorf("model.merges[%d] has %d tokens, want 2", i, len(p))
-		}
-		ab, ok1 := byteLevelDecode(p[0])
-		bb, ok2 := byteLevelDecode(p[1])
-		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("model.merges[%d] (%q, %q) is not byte-level", i, p[0], p[1])
-		}
-		out[i] = [2]string{string(ab), string(bb)}
-	}
-	return out, nil
 }

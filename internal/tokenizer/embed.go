@@ -36,6 +36,11 @@ var (
 		data []byte
 		err  error
 	}
+	embeddedCfg struct {
+		once sync.Once
+		c    *config
+		err  error
+	}
 	qwen3Tok, qwen25Tok struct {
 		once sync.Once
 		t    *Tokenizer
@@ -87,15 +92,27 @@ func Embedded(variant string) (*Tokenizer, error) {
 	return nil, fmt.Errorf("tokenizer variant %q is not embedded (want %s or %s)", variant, VariantQwen3, VariantQwen25)
 }
 
+// embeddedConfig parses the embedded file once; both variants share it.
+func embeddedConfig() (*config, error) {
+	embeddedCfg.once.Do(func() {
+		data, err := embeddedJSON()
+		if err != nil {
+			embeddedCfg.err = err
+			return
+		}
+		if embeddedCfg.c, err = parseConfig(data); err != nil {
+			embeddedCfg.err = fmt.Errorf("embedded tokenizer: %w", err)
+		}
+	})
+	return embeddedCfg.c, embeddedCfg.err
+}
+
 func loadEmbedded(name string, drop map[string]bool) (*Tokenizer, error) {
-	data, err := embeddedJSON()
+	c, err := embeddedConfig()
 	if err != nil {
 		return nil, err
 	}
-	t, err := parse(data, drop)
-	if err != nil {
-		return nil, fmt.Errorf("embedded tokenizer: %w", err)
-	}
+	t := c.build(drop)
 	t.info.Name = name
 	t.info.Source = "embedded"
 	return t, nil

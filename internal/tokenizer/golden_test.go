@@ -17,54 +17,6 @@ import (
 
 var variantNames = []string{"qwen3", "qwen2.5", "llama3", "gpt2"}
 
-// variantJSON builds the same variants of the embedded file as
-// bench/tokenizer/lib.js does.
-func variantJSON(t testing.TB, variant string) []byte {
-	t.Helper()
-	data, err := embeddedJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil {
-		t.Fatal(err)
-	}
-	setModel := func(key string, v any) {
-		var model map[string]json.RawMessage
-		if err := json.Unmarshal(top["model"], &model); err != nil {
-			t.Fatal(err)
-		}
-		model[key] = mustJSON(t, v)
-		top["model"] = mustJSON(t, model)
-	}
-	switch variant {
-	case "qwen3":
-		return data
-	case "qwen2.5":
-		var added []map[string]any
-		if err := json.Unmarshal(top["added_tokens"], &added); err != nil {
-			t.Fatal(err)
-		}
-		added = slices.DeleteFunc(added, func(a map[string]any) bool { return qwen3Only[a["content"].(string)] })
-		top["added_tokens"] = mustJSON(t, added)
-	case "llama3":
-		top["pre_tokenizer"] = mustJSON(t, map[string]any{
-			"type": "Sequence",
-			"pretokenizers": []any{
-				map[string]any{"type": "Split", "pattern": map[string]any{"Regex": llama3Pattern}, "behavior": "Isolated", "invert": false},
-				map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false},
-			},
-		})
-		setModel("ignore_merges", true)
-	case "gpt2":
-		top["normalizer"] = json.RawMessage("null")
-		top["pre_tokenizer"] = mustJSON(t, map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true})
-	default:
-		t.Fatalf("unknown variant %q", variant)
-	}
-	return mustJSON(t, top)
-}
-
 func mustJSON(t testing.TB, v any) json.RawMessage {
 	t.Helper()
 	b, err := json.Marshal(v)
@@ -89,7 +41,22 @@ func variantTokenizer(t testing.TB, variant string) *Tokenizer {
 	case "qwen2.5":
 		tok, err = Qwen25()
 	default:
-		tok, err = Parse(variantJSON(t, variant))
+		// The embedded config with the variant's components, sharing its
+		// model: parsing those components from JSON is TestVariantJSON's job.
+		var c *config
+		if c, err = embeddedConfig(); err != nil {
+			break
+		}
+		v := *c
+		switch variant {
+		case "llama3":
+			v.split, v.ignoreMerges = splitLlama3, true
+		case "gpt2":
+			v.split, v.nfc = splitGPT2, false
+		default:
+			t.Fatalf("unknown variant %q", variant)
+		}
+		tok = v.build(nil)
 	}
 	if err != nil {
 		t.Fatalf("variant %s: %v", variant, err)
@@ -180,6 +147,33 @@ func TestGoldenCorpus(t *testing.T) {
 				t.Errorf("%s: %d of %d texts differ from the library", v, bad, len(corpus))
 			}
 		})
+	}
+}
+
+// TestVariantComponents checks that the components bench/tokenizer/lib.js
+// writes into the llama3 and gpt2 variants parse to what the golden test
+// builds those variants with.
+func TestVariantComponents(t *testing.T) {
+	llama3 := mustJSON(t, map[string]any{
+		"type": "Sequence",
+		"pretokenizers": []any{
+			map[string]any{"type": "Split", "pattern": map[string]any{"Regex": llama3Pattern}, "behavior": "Isolated", "invert": false},
+			map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false},
+		},
+	})
+	gpt2 := mustJSON(t, map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true})
+	for _, c := range []struct {
+		name string
+		raw  json.RawMessage
+		want splitKind
+	}{{"llama3", llama3, splitLlama3}, {"gpt2", gpt2, splitGPT2}} {
+		got, err := parsePreTokenizer(c.raw)
+		if err != nil || got != c.want {
+			t.Errorf("%s: pre_tokenizer parses to %v, %v; want %v", c.name, got, err, c.want)
+		}
+	}
+	if nfc, err := parseNormalizer(json.RawMessage("null")); err != nil || nfc {
+		t.Errorf("normalizer null parses to nfc %v, %v", nfc, err)
 	}
 }
 

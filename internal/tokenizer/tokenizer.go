@@ -1,8 +1,6 @@
 package tokenizer
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"sort"
@@ -65,20 +63,21 @@ func parse(data []byte, drop map[string]bool) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	model, err := newBPE(c.vocab, c.merges)
-	if err != nil {
-		return nil, err
-	}
-	sum := sha256.Sum256(data)
+	return c.build(drop), nil
+}
+
+// build makes a Tokenizer of a validated config, leaving out the added
+// tokens named in drop. Tokenizers built from one config share its model.
+func (c *config) build(drop map[string]bool) *Tokenizer {
 	t := &Tokenizer{
-		info:  Info{SHA256: hex.EncodeToString(sum[:])},
+		info:  Info{SHA256: c.sha256},
 		nfc:   c.nfc,
 		split: c.split,
-		model: model,
+		model: c.model,
 	}
-	maxID := -1
+	top := -1
 	for _, id := range c.vocab {
-		maxID = max(maxID, id)
+		top = max(top, id)
 	}
 	var added []addedTokenJSON
 	for _, a := range c.addedTokens {
@@ -86,9 +85,9 @@ func parse(data []byte, drop map[string]bool) (*Tokenizer, error) {
 			continue
 		}
 		added = append(added, a)
-		maxID = max(maxID, a.ID)
+		top = max(top, a.ID)
 	}
-	t.vocabLen = maxID + 1
+	t.vocabLen = top + 1
 	t.idBytes = make([][]byte, t.vocabLen)
 	for b, id := range c.vocab {
 		t.idBytes[id] = []byte(b)
@@ -101,7 +100,7 @@ func parse(data []byte, drop map[string]bool) (*Tokenizer, error) {
 	t.vocab = c.vocab
 	t.ignoreMerges = c.ignoreMerges
 	t.reach = make([]atomic.Uint32, t.vocabLen)
-	return t, nil
+	return t
 }
 
 // addedTokenBytes is what the ByteLevel decoder makes of an added token: its
