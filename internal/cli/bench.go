@@ -38,6 +38,7 @@ type benchOptions struct {
 	concurrencies []int
 	repeats       int
 	warmupWaves   int
+	warmupClients int
 	promptsPath   string
 	maxTokens     int
 	timeout       time.Duration
@@ -111,6 +112,7 @@ canceled, and the bundle of what finished is written.`,
 	f.IntSliceVar(&o.concurrencies, "concurrency", []int{1, 8, 32, 64}, "clients per closed-loop wave, comma-separated")
 	f.IntVar(&o.repeats, "repeats", 3, "recorded waves per concurrency (and per request rate)")
 	f.IntVar(&o.warmupWaves, "warmup-waves", 0, "unrecorded warm-up waves before the recorded ones")
+	f.IntVar(&o.warmupClients, "warmup-concurrency", 0, "clients per warm-up wave (default: the first --concurrency)")
 	f.StringVar(&o.promptsPath, "prompts", "", "prompts file: .jsonl with a \"prompt\" field per line, or .txt with one prompt per line (default: eight built-in prompts)")
 	f.IntVar(&o.maxTokens, "max-tokens", 128, "max_tokens of every request")
 	f.DurationVar(&o.timeout, "timeout", 60*time.Second, "per-request timeout, from send to the end of the stream")
@@ -174,6 +176,9 @@ func (o *benchOptions) validate() error {
 	}
 	if o.warmupWaves < 0 {
 		return usageError("--warmup-waves %d: want 0 or more", o.warmupWaves)
+	}
+	if o.warmupClients < 0 {
+		return usageError("--warmup-concurrency %d: want 1 or more (0: the first --concurrency)", o.warmupClients)
 	}
 	if o.maxTokens < 1 {
 		return usageError("--max-tokens %d: want at least 1", o.maxTokens)
@@ -317,6 +322,7 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 			IncludeUsage: o.includeUsage, ExtraBody: extra,
 		},
 		Workload: wl, Provenance: prov, Notes: notes, Progress: pb.event, Client: client,
+		WarmupConcurrency: o.warmupClients,
 	}
 	if counter != nil {
 		b.Counter = counter

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -61,7 +62,7 @@ func TestBenchWritesAVerifiedBundle(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "b")
 	t.Setenv("REHEARSE_TEST_KEY", "sk-never-stored")
 	code, out, errs := runMain(context.Background(), "bench", "--base-url", srv.URL, "--name", "local",
-		"--concurrency", "1,3", "--repeats", "2", "--warmup-waves", "1", "--max-tokens", "4",
+		"--concurrency", "1,3", "--repeats", "2", "--warmup-waves", "1", "--warmup-concurrency", "2", "--max-tokens", "4",
 		"--api-key-env", "REHEARSE_TEST_KEY", "--tokenizer", "usage", "--extra-body", `{"ignore_eos":true}`, "-o", dir)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
@@ -81,7 +82,7 @@ func TestBenchWritesAVerifiedBundle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Waves) != 5 || res.Waves[0].Kind != contract.KindWarmup || res.Waves[1].Cold || len(res.Aggregates) != 2 {
+	if len(res.Waves) != 5 || res.Waves[0].Kind != contract.KindWarmup || res.Waves[0].Concurrency != 2 || res.Waves[1].Cold || len(res.Aggregates) != 2 {
 		t.Fatalf("waves %+v, %d aggregates", res.Waves, len(res.Aggregates))
 	}
 	if res.Provenance.OutputTokensSource != "usage" || res.Provenance.Model.ID != "test-model" || res.Servers[0].Name != "local" {
@@ -89,6 +90,9 @@ func TestBenchWritesAVerifiedBundle(t *testing.T) {
 	}
 	if res.Provenance.StartedAt == "" || res.Provenance.FinishedAt == "" || res.Provenance.Tool.Name != "rehearse" {
 		t.Fatalf("provenance %+v", res.Provenance)
+	}
+	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.HasPrefix(n, "load generator: ") }) {
+		t.Fatalf("no load-generator note in %q", res.Notes)
 	}
 	if res.Workload.ExtraBody["ignore_eos"] != true || len(res.Workload.Prompts) != 8 {
 		t.Fatalf("workload %+v", res.Workload)

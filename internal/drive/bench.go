@@ -27,6 +27,9 @@ type Bench struct {
 	Counter    Counter
 	Progress   func(Event)
 	Client     *stream.Client
+	// WarmupConcurrency is the clients of each warm-up wave (0: the first
+	// concurrency).
+	WarmupConcurrency int
 }
 
 // RunBench writes the bundle's header to the journal, drives the series,
@@ -41,7 +44,7 @@ func RunBench(ctx context.Context, b Bench) (*bundle.Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := New(Options{Journal: j, Counter: b.Counter, Progress: b.Progress, Client: b.Client})
+	d := New(Options{Journal: j, Counter: b.Counter, Progress: b.Progress, Client: b.Client, WarmupConcurrency: b.WarmupConcurrency})
 	h := &bundle.Results{
 		Provenance: b.Provenance,
 		Workload:   b.Workload,
@@ -62,6 +65,10 @@ func RunBench(ctx context.Context, b Bench) (*bundle.Results, error) {
 	runErr := d.Series(ctx, b.Target, b.Workload)
 	if runErr != nil && ctx.Err() != nil {
 		h.Notes = append(h.Notes, fmt.Sprintf("the rehearsal was stopped before it finished (%v); the bundle holds what finished", context.Cause(ctx)))
+	}
+	if st := d.Stats(); st.Waves > 0 && st.WallS > 0 {
+		h.Notes = append(h.Notes, fmt.Sprintf("load generator: %.2f s of CPU over %.2f s of waves (%.0f%% of one core); largest closed-wave release spread %.3f ms",
+			st.ClientCPUS, st.WallS, 100*st.ClientCPUS/st.WallS, st.MaxReleaseSpreadS*1000))
 	}
 	h.Provenance.FinishedAt = time.Now().UTC().Format(time.RFC3339Nano)
 	herr := j.WriteHeader(h)

@@ -99,6 +99,7 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 	w.WallS = contract.WaveWallS(records)
 	w.ReleaseSpreadS = releaseSpread(records)
 	w.Stopped = stopped(ctx)
+	d.count(w)
 	if err := d.journalWave(w); err != nil && tl.journalErr == nil {
 		tl.journalErr = err
 	}

@@ -90,6 +90,7 @@ type Driver struct {
 
 	mu     sync.Mutex
 	nextID int
+	stats  Stats
 
 	progressMu sync.Mutex
 }
@@ -115,6 +116,33 @@ func (d *Driver) NextWaveID() int {
 	id := d.nextID
 	d.nextID++
 	return id
+}
+
+// Stats sums what the load generator itself did over the waves a Driver
+// ran, so a reader can judge whether the client shaped the figures.
+type Stats struct {
+	Waves int
+	// ClientCPUS is the process's CPU time during the waves; WallS the sum
+	// of the waves' wall times.
+	ClientCPUS, WallS float64
+	// MaxReleaseSpreadS is the largest release spread of a closed wave.
+	MaxReleaseSpreadS float64
+}
+
+// Stats returns the load generator's totals so far.
+func (d *Driver) Stats() Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stats
+}
+
+func (d *Driver) count(w contract.Wave) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stats.Waves++
+	d.stats.ClientCPUS += w.ClientCPUS
+	d.stats.WallS += w.WallS
+	d.stats.MaxReleaseSpreadS = max(d.stats.MaxReleaseSpreadS, w.ReleaseSpreadS)
 }
 
 // OutputTokensSource says what output_tokens counts: SourceTokenizer with a

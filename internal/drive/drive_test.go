@@ -108,6 +108,9 @@ func TestClosedWave(t *testing.T) {
 	if w.ReleaseSpreadS != hi-lo {
 		t.Fatalf("release spread %v, want %v", w.ReleaseSpreadS, hi-lo)
 	}
+	if st := d.Stats(); st.Waves != 1 || st.ClientCPUS != w.ClientCPUS || st.WallS != w.WallS || st.MaxReleaseSpreadS != w.ReleaseSpreadS {
+		t.Fatalf("stats %+v for wave %+v", st, w)
+	}
 	if len(events) != 10 || events[0].Kind != WaveReleased || events[9].Kind != WaveEnded || events[9].Done != 8 {
 		t.Fatalf("events: %d, first %v last %+v", len(events), events[0].Kind, events[len(events)-1])
 	}

@@ -174,6 +174,7 @@ dispatch:
 	w.ClientCPUS = (cpuTime() - cpu0).Seconds()
 	w.WallS = contract.WaveWallS(records)
 	w.Stopped = stopped(ctx)
+	d.count(w)
 	tl.mu.Lock()
 	journalErr := tl.journalErr
 	tl.mu.Unlock()
