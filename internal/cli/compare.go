@@ -15,14 +15,9 @@ func newCompareCmd(st *State) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compare A B [--fail-if GATE]... [--markdown]",
 		Short: "Put two bundles side by side, with gates for CI",
-		Long: `Compare bundle B against bundle A: for every server and load present in
-both, goodput medians with their [min–max] ranges, p95 TTFT and failure
-rates side by side, with B ÷ A ratios. ` + compare.Rule + `
+		Long: wrapHelp(`Compare bundle B against bundle A: for every server and load present in both, goodput medians with their [min–max] ranges, p95 TTFT and failure rates side by side, with B ÷ A ratios. `+compare.Rule) + `
 
---fail-if GATE trips when the change from A to B of a metric lies beyond a
-threshold, on any server and load present in both bundles; the command then
-exits 1. A gate is ` + compare.GateForm + `.
-Metrics: ` + strings.Join(compare.MetricNames(), ", ") + `.
+` + wrapHelp(`--fail-if GATE trips when the change from A to B of a metric lies beyond a threshold, on any server and load present in both bundles; the command then exits 1. A gate is `+compare.GateForm+`. Metrics: `+strings.Join(compare.MetricNames(), ", ")+`.`) + `
 Examples:
   --fail-if 'goodput<-5%'          median goodput fell by more than 5%
   --fail-if 'ttft_p95>+10%'        p95 TTFT grew by more than 10%
@@ -58,4 +53,23 @@ func runCompare(st *State, o compare.Options) error {
 		return &ExitError{Code: 1, Err: fmt.Errorf("%d gate check(s) tripped:\n  %s", len(tripped), strings.Join(tripped, "\n  "))}
 	}
 	return nil
+}
+
+// wrapHelp breaks text into lines of at most 76 columns at spaces, for help text.
+func wrapHelp(text string) string {
+	var b strings.Builder
+	col := 0
+	for _, word := range strings.Fields(text) {
+		n := len([]rune(word))
+		if col > 0 && col+1+n > 76 {
+			b.WriteByte('\n')
+			col = 0
+		} else if col > 0 {
+			b.WriteByte(' ')
+			col++
+		}
+		b.WriteString(word)
+		col += n
+	}
+	return b.String()
 }

@@ -75,7 +75,7 @@ type Gate struct {
 }
 
 // GateForm is the form ParseGate accepts.
-const GateForm = "[SERVER:]METRIC<CHANGE or [SERVER:]METRIC>CHANGE, CHANGE a signed number with an optional unit: % (relative to A), s or ms (latency), pp (failure_rate)"
+const GateForm = "[SERVER:]METRIC<CHANGE or [SERVER:]METRIC>CHANGE, CHANGE a number with its sign and an optional unit: % (relative to A), s or ms (latency), pp (failure_rate)"
 
 var gatePattern = regexp.MustCompile(`^(?:([^:<>\s]+):)?([a-z0-9_]+)\s*([<>])\s*([+-]?(?:\d+\.?\d*|\.\d+))\s*(%|pp|ms|s)?$`)
 
@@ -86,6 +86,9 @@ func ParseGate(s string) (Gate, error) {
 	m := gatePattern.FindStringSubmatch(text)
 	if m == nil {
 		return Gate{}, fmt.Errorf("gate %q doesn't match %s (i.e. goodput<-5%%, ttft_p95>+10%%, failure_rate>+0.05)", s, GateForm)
+	}
+	if m[4][0] != '+' && m[4][0] != '-' {
+		return Gate{}, fmt.Errorf("gate %q: a threshold is a change from A to B and needs its sign, e.g. %s%s-%s%s or %s%s+%s%s", s, m[2], m[3], m[4], m[5], m[2], m[3], m[4], m[5])
 	}
 	g := Gate{Text: text, Server: m[1], Metric: m[2], Op: m[3][0]}
 	met, ok := metricNamed(g.Metric)

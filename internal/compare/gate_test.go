@@ -13,9 +13,9 @@ func TestParseGate(t *testing.T) {
 		{"goodput<-5%", Gate{Text: "goodput<-5%", Metric: "goodput", Op: '<', Threshold: -0.05, Relative: true}},
 		{"ttft_p95>+10%", Gate{Text: "ttft_p95>+10%", Metric: "ttft_p95", Op: '>', Threshold: 0.10, Relative: true}},
 		{"failure_rate>+0.05", Gate{Text: "failure_rate>+0.05", Metric: "failure_rate", Op: '>', Threshold: 0.05}},
-		{"failure_rate>5pp", Gate{Text: "failure_rate>5pp", Metric: "failure_rate", Op: '>', Threshold: 0.05}},
+		{"failure_rate>+5pp", Gate{Text: "failure_rate>+5pp", Metric: "failure_rate", Op: '>', Threshold: 0.05}},
 		{"vllm:e2e_p95>+500ms", Gate{Text: "vllm:e2e_p95>+500ms", Server: "vllm", Metric: "e2e_p95", Op: '>', Threshold: 0.5}},
-		{" tpot_p95 > 0.002s ", Gate{Text: "tpot_p95 > 0.002s", Metric: "tpot_p95", Op: '>', Threshold: 0.002}},
+		{" tpot_p95 > +0.002s ", Gate{Text: "tpot_p95 > +0.002s", Metric: "tpot_p95", Op: '>', Threshold: 0.002}},
 		{"goodput<-50", Gate{Text: "goodput<-50", Metric: "goodput", Op: '<', Threshold: -50}},
 		{"goodput<-.5%", Gate{Text: "goodput<-.5%", Metric: "goodput", Op: '<', Threshold: -0.005, Relative: true}},
 	} {
@@ -43,7 +43,9 @@ func TestParseGateErrors(t *testing.T) {
 		{"failure_rate>+5%", "failure_rate takes an absolute change (+0.05 or +5pp)"},
 		{"goodput<-5pp", "pp (percentage points) is for failure_rate"},
 		{"goodput<-5ms", "ms is a unit of time, and goodput is not a latency (use % or a number in tok/s)"},
-		{"failure_rate>1s", "use % or a number in a fraction"},
+		{"failure_rate>+1s", "use % or a number in a fraction"},
+		{"goodput<5", `a threshold is a change from A to B and needs its sign, e.g. goodput<-5 or goodput<+5`},
+		{"ttft_p95>10%", "e.g. ttft_p95>-10% or ttft_p95>+10%"},
 		{"", "doesn't match"},
 	} {
 		_, err := ParseGate(c.in)
@@ -72,7 +74,7 @@ func TestGateListFlag(t *testing.T) {
 }
 
 func FuzzParseGate(f *testing.F) {
-	for _, s := range []string{"goodput<-5%", "a:ttft_p95>+10ms", "failure_rate>5pp", "x<<1", ":goodput<1"} {
+	for _, s := range []string{"goodput<-5%", "a:ttft_p95>+10ms", "failure_rate>+5pp", "x<<1", ":goodput<1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
