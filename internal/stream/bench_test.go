@@ -198,3 +198,28 @@ func BenchmarkStreams(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkParseChunk is the client's per-chunk cost without the network:
+// SSE decoding plus reading one vLLM-style content chunk.
+func BenchmarkParseChunk(b *testing.B) {
+	ev := []byte(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"Qwen/Qwen2.5-1.5B-Instruct","choices":[{"index":0,"delta":{"content":" token"},"logprobs":null,"finish_reason":null}]}` + "\n\n")
+	var (
+		dec  Decoder
+		st   state
+		res  Result
+		text strings.Builder
+	)
+	now := time.Now()
+	emit := func(e Event) { st.handle(e, now, &res, &text) }
+	b.SetBytes(int64(len(ev)))
+	for b.Loop() {
+		dec.Feed(ev, emit)
+		if len(res.ChunkTimes) > 4096 {
+			res.ChunkTimes = res.ChunkTimes[:0]
+			text.Reset()
+		}
+	}
+	if st.fail != "" {
+		b.Fatal(st.failMsg)
+	}
+}
