@@ -408,3 +408,42 @@ func TestCtrlCOnTheCommandLine(t *testing.T) {
 		t.Errorf("stderr does not say where the bundle is:\n%s", strings.Join(lines, "\n"))
 	}
 }
+
+// TestServerAlreadyRunning drives a server rehearse did not launch: no log,
+// no stop, the same waves.
+func TestServerAlreadyRunning(t *testing.T) {
+	portFile := filepath.Join(t.TempDir(), "port")
+	sim := exec.Command(rehearseExe, "sim", "--engine", "batching", "--port", "0", "--port-file", portFile, "--time-scale", "20", "--quiet")
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		sim.Process.Signal(syscall.SIGTERM)
+		sim.Wait()
+	}()
+	var port string
+	for deadline := time.Now().Add(20 * time.Second); port == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(portFile)
+		port = strings.TrimSpace(string(b))
+	}
+	if port == "" {
+		t.Fatal("the simulator never wrote its port")
+	}
+	r := newRun(t, "model: {id: Qwen/Qwen2.5-1.5B-Instruct}\nservers:\n  - name: remote\n    base_url: http://127.0.0.1:"+port+"/\n"+
+		"workload: {concurrencies: [2], repeats: 2, max_tokens: 8}\nmechanism_check: {concurrency: 4, period: 5ms}\n")
+	out := r.do(t, context.Background())
+	if len(out.Failed) > 0 {
+		t.Fatalf("failed: %q", out.Failed)
+	}
+	res := out.Results
+	s := res.Servers[0]
+	if s.BaseURL != "http://127.0.0.1:"+port || len(s.LaunchArgv) != 0 || s.Log != "" || s.Exit != "" {
+		t.Errorf("server: %+v", s)
+	}
+	if len(res.Records) != 2*2+4 || res.MechanismCheck == nil || len(res.MechanismCheck.Series) == 0 {
+		t.Errorf("%d records, mechanism check %+v", len(res.Records), res.MechanismCheck)
+	}
+	if res.Baseline != nil {
+		t.Errorf("one server, yet baseline %q", *res.Baseline)
+	}
+}

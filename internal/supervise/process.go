@@ -159,6 +159,7 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		logf.Close()
 		return nil, fmt.Errorf("%s: launch %s: %w", spec.Name, quoteArgv(shown), err)
 	}
+	p.mark("running as pid %d (its own process group)", cmd.Process.Pid)
 	go p.wait()
 	return p, nil
 }

@@ -132,6 +132,7 @@ func TestReadyLogAndDeliberateStop(t *testing.T) {
 	log := readLog(t, s.LogPath)
 	for _, want := range []string{
 		"==> rehearse: launched server --api-key [redacted] at ",
+		fmt.Sprintf("==> rehearse: running as pid %d (its own process group)", p.PID()),
 		"listening; TEST_ENV=override",       // stdout, with the env override
 		"WARNING: generation config differs", // stderr
 		"INFO request Bearer sk-test",        // the tiny request reached it
