@@ -122,11 +122,10 @@ func writeEnvironment(b *bytes.Buffer, res *bundle.Results) {
 		if m.RandomWeights {
 			line += ", **random weights**"
 		}
-		fmt.Fprintf(b, "%s.", line)
 		if m.Note != "" {
-			fmt.Fprintf(b, " %s", m.Note)
+			line += " (" + strings.TrimSuffix(m.Note, ".") + ")"
 		}
-		fmt.Fprintf(b, "\n")
+		fmt.Fprintf(b, "%s.\n", line)
 	}
 	t := p.Tokenizer
 	switch p.OutputTokensSource {
@@ -134,10 +133,14 @@ func writeEnvironment(b *bytes.Buffer, res *bundle.Results) {
 		fmt.Fprintf(b, "- Output tokens: the servers' own `usage.completion_tokens` (no tokenizer was given).\n")
 	default:
 		line := fmt.Sprintf("- Output tokens: returned text re-tokenized with %s", orDash(t.Name))
-		if t.Variant != "" {
+		if t.Variant != "" && t.Variant != t.Name {
 			line += " (" + t.Variant + ")"
 		}
-		if t.Source != "" {
+		switch t.Source {
+		case "":
+		case "embedded":
+			line += ", the copy embedded in rehearse"
+		default:
 			line += " from " + t.Source
 		}
 		if t.SHA256 != "" {

@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/rehearse/rehearse/internal/bundle"
@@ -54,7 +53,10 @@ func writeFigureFiles(dir string, res *bundle.Results) ([]plot.Figure, []FigureR
 	return figs, refs, nil
 }
 
-var writeHTML = func(dir string, res *bundle.Results, readme []byte, figs []plot.Figure) error {
-	_ = os.Remove(filepath.Join(dir, HTMLFile))
-	return nil
+func writeHTML(dir string, res *bundle.Results, readme []byte, figs []plot.Figure) error {
+	page, err := HTML(res, readme, figs)
+	if err != nil {
+		return fmt.Errorf("%s: %w", HTMLFile, err)
+	}
+	return bundle.WriteFileAtomic(filepath.Join(dir, HTMLFile), page)
 }
