@@ -151,6 +151,10 @@ def batching_engine(manager: FakeManager) -> batching_server.BatchingEngine:
 
 
 class EngineTest(unittest.IsolatedAsyncioTestCase):
+    def setUp(self):
+        poll, serving.DISCONNECT_POLL_S = serving.DISCONNECT_POLL_S, 0.05
+        self.addCleanup(setattr, serving, "DISCONNECT_POLL_S", poll)
+
     async def serve(self, engine):
         app = serving.build_app(engine, "m")
         app["state"].mark_ready()
@@ -311,7 +315,7 @@ class NaiveEngineTest(EngineTest):
         self.assertEqual(events[-2]["usage"]["completion_tokens"], 7)
 
     async def test_a_request_cancelled_while_waiting_never_generates(self):
-        first = asyncio.ensure_future(self.chat(max_tokens=120, ignore_eos=True))  # 1.2 s: past a watchdog poll
+        first = asyncio.ensure_future(self.chat(max_tokens=40, ignore_eos=True))  # 0.4 s: several watchdog polls
         await asyncio.sleep(0.05)
         resp = await self.client.post("/v1/chat/completions", json={
             "messages": [{"role": "user", "content": "hi"}], "max_tokens": 30, "stream": True})
