@@ -167,6 +167,10 @@ func ParseProfile(data []byte, source string) (*Profile, error) {
 	return &p, nil
 }
 
+// maxStepS bounds every latency of a profile (seconds), far above any real
+// one, so that simulated times stay finite.
+const maxStepS = 3600
+
 // Validate checks that every field holds a usable value.
 func (p *Profile) Validate() error {
 	if p.Name == "" {
@@ -188,16 +192,16 @@ func (p *Profile) Validate() error {
 		name string
 		v    float64
 	}{{"request_overhead_s", p.RequestOverheadS}, {"frontend_s_per_request", p.FrontendSPerRequest}, {"prefill_base_s", p.PrefillBaseS}, {"prefill_per_token_s", p.PrefillPerTokenS}} {
-		if !finite(f.v) || f.v < 0 {
-			return fmt.Errorf("field %s = %g, want >= 0", f.name, f.v)
+		if !finite(f.v) || f.v < 0 || f.v > maxStepS {
+			return fmt.Errorf("field %s = %g, want between 0 and %g", f.name, f.v, float64(maxStepS))
 		}
 	}
 	if len(p.DecodeStepS) == 0 {
 		return fmt.Errorf("field decode_step_s has no points")
 	}
 	for i, pt := range p.DecodeStepS {
-		if pt[0] < 1 || pt[1] <= 0 {
-			return fmt.Errorf("decode_step_s[%d] = [%g, %g], want batch >= 1 and seconds > 0", i, pt[0], pt[1])
+		if !(pt[0] >= 1 && pt[0] <= 1e6) || !(pt[1] > 0 && pt[1] <= maxStepS) {
+			return fmt.Errorf("decode_step_s[%d] = [%g, %g], want batch 1 to 1e6 and seconds above 0 and at most %g", i, pt[0], pt[1], float64(maxStepS))
 		}
 		if i > 0 && pt[0] <= p.DecodeStepS[i-1][0] {
 			return fmt.Errorf("decode_step_s[%d]: batch %g is not above the previous point's %g", i, pt[0], p.DecodeStepS[i-1][0])
