@@ -6,9 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/rehearse/rehearse/internal/bundle"
@@ -137,6 +141,30 @@ func TestHTMLInBrowser(t *testing.T) {
 	defer cancelBrowser()
 	u := (&url.URL{Scheme: "file", Path: file}).String()
 
+	// Every request the page makes, and every console error (a Content
+	// Security Policy violation is one): a self-contained page makes no
+	// request but its own and logs nothing.
+	var mu sync.Mutex
+	var requests, consoleErrors []string
+	if err := chromedp.Listen(bctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			if e.Request.URL != u {
+				requests = append(requests, e.Request.URL)
+			}
+		case *cdplog.EventEntryAdded:
+			if e.Entry.Level == cdplog.EntryLevelError {
+				consoleErrors = append(consoleErrors, e.Entry.Text)
+			}
+		case *cdpruntime.EventExceptionThrown:
+			consoleErrors = append(consoleErrors, e.ExceptionDetails.Text)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+
 	for _, vp := range []struct {
 		name          string
 		width, height int64
@@ -189,6 +217,12 @@ func TestHTMLInBrowser(t *testing.T) {
 					t.Errorf("figure %q: %d of %d texts shown, %d paths", f.Title, f.ShownTexts, f.Texts, f.Paths)
 				}
 			}
+			mu.Lock()
+			if len(requests) > 0 || len(consoleErrors) > 0 {
+				t.Errorf("the page requested %q and logged errors %q; it must load nothing", requests, consoleErrors)
+			}
+			requests, consoleErrors = nil, nil
+			mu.Unlock()
 			if out := os.Getenv("REHEARSE_SCREENSHOT_DIR"); out != "" {
 				png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 				if err != nil {
