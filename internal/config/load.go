@@ -334,6 +334,10 @@ func (r *Rehearsal) applyDefaults(raw map[string]any) {
 		for _, c := range w.Concurrencies {
 			m.Concurrency = max(m.Concurrency, c)
 		}
+		if m.Concurrency == 0 {
+			// An open-loop-only rehearsal: the seed's largest wave.
+			m.Concurrency = 64
+		}
 	}
 	if m.Period == 0 {
 		m.Period = Duration(DefaultMechanismEvery)
@@ -423,8 +427,8 @@ func (r *Rehearsal) validate(p *Problems) {
 		}
 	}
 	w := r.Workload
-	if len(w.Concurrencies) == 0 {
-		p.add("workload.concurrencies", "empty")
+	if len(w.Concurrencies) == 0 && w.OpenLoop == nil {
+		p.add("workload.concurrencies", "empty (and no open_loop: nothing to send)")
 	}
 	seen := map[int]bool{}
 	for i, c := range w.Concurrencies {

@@ -312,8 +312,12 @@ func (r *runner) waves(ctx context.Context, i int, t Target, proc *supervise.Pro
 		label := fmt.Sprintf("during the %s wave at %s (repeat %d)", spec.Kind, spec.describe(), spec.Repeat)
 		return !r.died(i, proc, label)
 	}
+	warmupClients := 1
+	if len(w.Concurrencies) > 0 {
+		warmupClients = w.Concurrencies[0]
+	}
 	for k := range w.WarmupWaves {
-		if !run(WaveSpec{Kind: contract.KindWarmup, Concurrency: w.Concurrencies[0], Repeat: k + 1}) {
+		if !run(WaveSpec{Kind: contract.KindWarmup, Concurrency: warmupClients, Repeat: k + 1}) {
 			return ctx.Err() != nil
 		}
 	}

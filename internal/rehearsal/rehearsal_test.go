@@ -447,3 +447,37 @@ func TestServerAlreadyRunning(t *testing.T) {
 		t.Errorf("one server, yet baseline %q", *res.Baseline)
 	}
 }
+
+// TestWarmupAndOpenLoop runs a warm-up wave (so nothing is cold) and
+// open-loop waves after the closed-loop ones.
+func TestWarmupAndOpenLoop(t *testing.T) {
+	r := newRun(t, model+"servers:\n"+simServer("batching", "batching")+
+		"workload:\n  concurrencies: [2]\n  repeats: 2\n  max_tokens: 8\n  warmup_waves: 1\n"+
+		"  open_loop: {request_rates_rps: [50], arrival: poisson, seed: 7, num_requests: 6}\nmechanism_check: ~\n")
+	out := r.do(t, context.Background())
+	if len(out.Failed) > 0 {
+		t.Fatalf("failed: %q", out.Failed)
+	}
+	kinds := map[string]int{}
+	for _, w := range out.Results.Waves {
+		kinds[w.Kind+"/"+w.Mode]++
+		if w.Cold {
+			t.Errorf("wave %d is cold after a warm-up", w.ID)
+		}
+	}
+	if kinds["warmup/closed"] != 1 || kinds["recorded/closed"] != 2 || kinds["recorded/open"] != 2 {
+		t.Errorf("waves by kind: %v", kinds)
+	}
+	var open int
+	for _, a := range out.Results.Aggregates {
+		if a.Mode == contract.ModeOpen {
+			open++
+			if a.Failures.Total != 12 || a.Lateness == nil {
+				t.Errorf("open-loop aggregate: %+v", a)
+			}
+		}
+	}
+	if open != 1 {
+		t.Errorf("%d open-loop aggregates, want 1", open)
+	}
+}
