@@ -332,6 +332,18 @@ func TestSingleServerSingleConcurrency(t *testing.T) {
 	}
 }
 
+func TestTimelineNamesAreUnique(t *testing.T) {
+	o := plottest.Default()
+	o.Servers[0].Name, o.Servers[1].Name = "a b", "a_b"
+	o.Baseline = "a b"
+	figs := render(t, plottest.Results(o)) // render fails on a duplicate name
+	for _, n := range []string{"timeline-a_b.svg", "timeline-a_b-2.svg"} {
+		if _, ok := figs[n]; !ok {
+			t.Errorf("no %s among %v", n, names(figs))
+		}
+	}
+}
+
 func TestEmptyResults(t *testing.T) {
 	figs, err := Render(&bundle.Results{})
 	if err != nil || len(figs) != 0 {

@@ -22,6 +22,7 @@ const timelineTarget = 8
 // concurrency closest to 8: one bar per request from send to end of stream.
 func timelineFigures(d *data) ([]Figure, error) {
 	var figs []Figure
+	taken := map[string]bool{}
 	for _, s := range d.servers {
 		w, ok := d.timelineWave(s)
 		if !ok {
@@ -84,7 +85,13 @@ func timelineFigures(d *data) ([]Figure, error) {
 		if err != nil {
 			return nil, fmt.Errorf("timeline of %s: %w", s, err)
 		}
-		figs = append(figs, Figure{Name: "timeline-" + fileName(s) + ".svg", Title: title, Caption: caption, SVG: doc})
+		// Two server names may reduce to one file name ("a b", "a_b").
+		name := "timeline-" + fileName(s)
+		for i := 2; taken[name]; i++ {
+			name = fmt.Sprintf("timeline-%s-%d", fileName(s), i)
+		}
+		taken[name] = true
+		figs = append(figs, Figure{Name: name + ".svg", Title: title, Caption: caption, SVG: doc})
 	}
 	return figs, nil
 }
