@@ -75,6 +75,12 @@ from --seed): error_event, truncate, http500, http429, stall, malformed, crash
 			if o.listProfiles {
 				return listSimProfiles(st.Stdout)
 			}
+			if o.profile != "" && !cmd.Flags().Changed("engine") {
+				// The profile says which engine it was fitted for.
+				if p, err := sim.ResolveProfile(o.profile); err == nil {
+					o.engine = p.Engine
+				}
+			}
 			opts, err := o.options()
 			if err != nil {
 				return err
@@ -83,7 +89,7 @@ from --seed): error_event, truncate, http500, http429, stall, malformed, crash
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.engine, "engine", sim.EngineBatching, "engine: serial (one lock) or batching (continuous batching)")
+	f.StringVar(&o.engine, "engine", sim.EngineBatching, "engine: serial (one lock) or batching (continuous batching); default: the --profile's engine, else batching")
 	f.StringVar(&o.profile, "profile", "", "built-in profile name or profile JSON file (default t4-qwen2.5-1.5b-ENGINE)")
 	f.BoolVar(&o.listProfiles, "list-profiles", false, "list the built-in profiles and exit")
 	f.StringVar(&o.model, "model", "", "model id to serve (default: the profile's model)")

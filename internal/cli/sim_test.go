@@ -122,6 +122,13 @@ func TestSimCommandServesAndStops(t *testing.T) {
 	}
 }
 
+func TestSimCommandEngineFollowsProfile(t *testing.T) {
+	_, stderr, _ := startSim(t, "--profile", "t4-qwen2.5-1.5b-serial", "--time-scale", "1000")
+	if !strings.Contains(stderr.String(), "engine serial, profile t4-qwen2.5-1.5b-serial") {
+		t.Errorf("--profile of a serial engine without --engine: %q", stderr)
+	}
+}
+
 func TestSimCommandStopAbortsStreams(t *testing.T) {
 	url, _, stop := startSim(t, "--engine", "batching", "--time-scale", "1")
 	done := make(chan string, 1)
