@@ -467,15 +467,11 @@ func printBenchSummary(w io.Writer, res *bundle.Results) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "server\tload\tgoodput tok/s\tp50 TTFT\tp95 TTFT\tp95 TPOT\tp99 lateness\tfailures\t")
 	for _, a := range res.Aggregates {
-		load := fmt.Sprintf("%d clients", a.Concurrency)
 		late := "–"
-		if a.Mode == contract.ModeOpen {
-			load = fmt.Sprintf("%g req/s", a.RequestRateRPS)
-			if a.Lateness != nil {
-				late = report.Seconds(a.Lateness.P99)
-			}
+		if a.Mode == contract.ModeOpen && a.Lateness != nil {
+			late = report.Seconds(a.Lateness.P99)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", a.Server, load, report.Goodput(a.Goodput),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", a.Server, loadLabel(a), report.Goodput(a.Goodput),
 			report.Seconds(a.TTFT.P50), report.Seconds(a.TTFT.P95), report.Seconds(a.TPOT.P95), late, failureSummary(a.Failures))
 	}
 	tw.Flush()
@@ -489,6 +485,9 @@ func printBenchSummary(w io.Writer, res *bundle.Results) {
 func loadLabel(a contract.Aggregate) string {
 	if a.Mode == contract.ModeOpen {
 		return fmt.Sprintf("%g req/s", a.RequestRateRPS)
+	}
+	if a.Concurrency == 1 {
+		return "1 client"
 	}
 	return fmt.Sprintf("%d clients", a.Concurrency)
 }
