@@ -70,7 +70,7 @@ func TestBenchWritesAVerifiedBundle(t *testing.T) {
 	if auth.Load() != "Bearer sk-never-stored" {
 		t.Fatalf("authorization %q", auth.Load())
 	}
-	for _, want := range []string{"goodput tok/s", "1 clients", "3 clients", "0/6 (0%)", "bundle: " + dir} {
+	for _, want := range []string{"goodput tok/s", "1 client ", "3 clients", "0/6 (0%)", "bundle: " + dir} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
