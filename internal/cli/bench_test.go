@@ -242,3 +242,18 @@ func byteTokenizer(t *testing.T) string {
 	}
 	return path
 }
+
+func TestBenchProgressBar(t *testing.T) {
+	srv, _ := benchServer(t, 3, time.Millisecond)
+	dir := filepath.Join(t.TempDir(), "b")
+	code, _, errs := runMain(context.Background(), "bench", "--base-url", srv.URL, "--model", "m", "--tokenizer", "usage",
+		"--concurrency", "4", "--repeats", "2", "--progress", "always", "-o", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"server recorded c=4 r=1", "server recorded c=4 r=2 failed 0", "(4/4)"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("progress output lacks %q:\n%q", want, errs)
+		}
+	}
+}
