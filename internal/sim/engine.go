@@ -78,6 +78,7 @@ type engine struct {
 
 	waiting []*sequence
 	running []*sequence
+	chunks  []int // per running sequence: prompt tokens prefilled this step
 
 	nRunning     atomic.Int64
 	nWaiting     atomic.Int64
@@ -192,7 +193,11 @@ func (e *engine) run() {
 		if budget == 0 {
 			budget = math.MaxInt
 		}
-		chunks := make([]int, len(e.running))
+		chunks := e.chunks[:0]
+		for range e.running {
+			chunks = append(chunks, 0)
+		}
+		e.chunks = chunks
 		prefillTokens, inStep := 0, 0
 		for _, s := range e.running {
 			if s.prefillLeft == 0 {

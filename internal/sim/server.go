@@ -470,7 +470,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 			}
 			buf = append(buf, head...)
 			buf = append(buf, `{"index":0,"delta":{"content":`...)
-			buf = strconv.AppendQuote(buf, j.text.piece(sent))
+			buf = j.text.appendPieceJSON(buf, sent)
 			buf = append(buf, `},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
 			sent++
 		}

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"hash/fnv"
+	"strconv"
 	"strings"
 )
 
@@ -27,6 +28,18 @@ because each just those people how too little state good very world still own se
 work long here get both between life being under never day same another know while last
 might us great old year off come since against go came right used take three`)
 
+// outputPieces are the output words with their leading space, and
+// outputPiecesJSON the same as JSON strings, ready to append to a chunk.
+var outputPieces, outputPiecesJSON = func() ([]string, [][]byte) {
+	pieces := make([]string, len(outputWords))
+	quoted := make([][]byte, len(outputWords))
+	for i, w := range outputWords {
+		pieces[i] = " " + w
+		quoted[i] = strconv.AppendQuote(nil, pieces[i]) // ASCII letters and a space: valid JSON
+	}
+	return pieces, quoted
+}()
+
 // textSource yields the output text of one sequence: piece i is a word
 // chosen by a hash of the seed, the prompt and i, so a prompt gets the same
 // text every time, as a temperature-0 model gives.
@@ -41,15 +54,23 @@ func newTextSource(seed int64, prompt string) textSource {
 	return textSource{base: h.Sum64()}
 }
 
-// piece is the text of output token i (0-based).
-func (t textSource) piece(i int) string {
+// index is the word index of output token i (0-based).
+func (t textSource) index(i int) int {
 	x := t.base + uint64(i)*0x9e3779b97f4a7c15
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9
 	x ^= x >> 27
 	x *= 0x94d049bb133111eb
 	x ^= x >> 31
-	return " " + outputWords[x%uint64(len(outputWords))]
+	return int(x % uint64(len(outputWords)))
+}
+
+// piece is the text of output token i.
+func (t textSource) piece(i int) string { return outputPieces[t.index(i)] }
+
+// appendPieceJSON appends output token i as a JSON string.
+func (t textSource) appendPieceJSON(dst []byte, i int) []byte {
+	return append(dst, outputPiecesJSON[t.index(i)]...)
 }
 
 // text is the whole output of n tokens.
@@ -65,8 +86,7 @@ func (t textSource) text(n int) string {
 // a run of them counts exactly one token per piece.
 func checkOutputWords(c Counter) error {
 	var all strings.Builder
-	for _, w := range outputWords {
-		p := " " + w
+	for _, p := range outputPieces {
 		if n := c.Count(p); n != 1 {
 			return fmt.Errorf("sim: output piece %q is %d tokens with this tokenizer, want 1", p, n)
 		}
