@@ -245,7 +245,12 @@ const (
 
 var (
 	placeholderRE = regexp.MustCompile(`\{(port|rehearse|config_dir|model|revision|dtype)\}`)
-	secretKeyRE   = regexp.MustCompile(`(?i)(key|token|secret|password|passwd|auth|credential)`)
+	// secretWordRE matches one word of a name (split at - _ . and
+	// lower-to-upper case changes) that marks a secret: HF_TOKEN, api-key,
+	// apiKey, AUTHORIZATION, DB_PASSWORD; not TOKENIZERS_PARALLELISM or
+	// --tokenizer-file.
+	secretWordRE  = regexp.MustCompile(`(?i)^(.*(key|keys|token|tokens|secret|secrets|password|passwd|credential|credentials)|auth.*)$`)
+	nameWordSepRE = regexp.MustCompile(`[-_.]+|([a-z0-9])([A-Z])`)
 	serverNameRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 	envNameRE     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
@@ -282,7 +287,14 @@ func (r *Rehearsal) Argv(s Server, port int, rehearseExe string) []string {
 
 // IsSecretName reports whether an environment variable's name marks its
 // value as a secret (key, token, secret, password, auth, credential).
-func IsSecretName(name string) bool { return secretKeyRE.MatchString(name) }
+func IsSecretName(name string) bool {
+	for _, w := range strings.Fields(nameWordSepRE.ReplaceAllString(name, "$1 $2")) {
+		if secretWordRE.MatchString(w) {
+			return true
+		}
+	}
+	return false
+}
 
 // RedactEnv returns env with the values of secret-named variables and of
 // apiKeyEnv replaced by "[redacted]". The input is not modified.

@@ -231,3 +231,20 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestIsSecretName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"HF_TOKEN": true, "OPENAI_API_KEY": true, "api-key": true, "apiKey": true, "hf-token": true,
+		"DB_PASSWORD": true, "AUTHORIZATION": true, "MY_AUTH_HEADER": true, "client_secret": true, "APIKEY": true,
+		"tokenizer-file": false, "TOKENIZERS_PARALLELISM": false, "port": false, "max-num-seqs": false, "dtype": false,
+	} {
+		if got := IsSecretName(name); got != want {
+			t.Errorf("IsSecretName(%q) = %v, want %v", name, got, want)
+		}
+	}
+	got := RedactArgv([]string{"serve", "--tokenizer-file", "/tmp/t.json", "--api-key", "sk-1", "--hf-token=hf_x"})
+	want := []string{"serve", "--tokenizer-file", "/tmp/t.json", "--api-key", Redacted, "--hf-token=" + Redacted}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("RedactArgv = %q, want %q", got, want)
+	}
+}
