@@ -139,6 +139,22 @@ func TestMergeCommand(t *testing.T) {
 	if code, out, _ := run(t, "verify", out); code != 0 {
 		t.Fatalf("merged bundle does not verify: %s", out)
 	}
+	// Parts that each name their own server as baseline need --baseline.
+	bb := split("batching")
+	own := "batching"
+	bb.Baseline = &own
+	d := seedBundle(t, bb)
+	code, _, errs = run(t, "merge", "-o", filepath.Join(t.TempDir(), "m1"), a, d)
+	if code != 2 || !strings.Contains(errs, `baseline "batching" differs from "naive"`) {
+		t.Errorf("merge of parts with different baselines: code %d, %q", code, errs)
+	}
+	m3 := filepath.Join(t.TempDir(), "m3")
+	if code, _, errs = run(t, "merge", "--baseline", "naive", "-o", m3, a, d); code != 0 {
+		t.Fatalf("merge --baseline naive: %d %s", code, errs)
+	}
+	if r, _ := bundle.ReadResults(m3); r.BaselineName() != "naive" || r.Aggregates[len(r.Aggregates)-1].SpeedupVsBaseline == nil {
+		t.Error("merged with --baseline: speed-ups against naive missing")
+	}
 	// A part with another workload is refused with a one-line reason.
 	other := split("batching")
 	other.Workload.MaxTokens = 64

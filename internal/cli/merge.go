@@ -15,7 +15,7 @@ import (
 )
 
 func newMergeCmd(st *State) *cobra.Command {
-	var out string
+	var out, baseline string
 	cmd := &cobra.Command{
 		Use:   "merge -o DIR PART...",
 		Short: "Merge the bundles of one rehearsal's parts into one bundle",
@@ -25,25 +25,31 @@ must share the workload (prompts, max_tokens, temperature, timeout,
 endpoint, repeats) and the tokenizer; wave ids are renumbered, servers are
 joined by name, server logs are concatenated part by part with a marker line,
 and every aggregate is recomputed from the raw records. A part without
-results.json is read from its journal.jsonl (a part that crashed).`,
+results.json is read from its journal.jsonl (a part that crashed).
+--baseline names the speed-up denominator of the merged bundle when the parts
+name different ones (a part that holds one server names that server).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return usageError("merge needs -o DIR for the merged bundle")
 			}
-			return runMerge(st, out, args)
+			return runMerge(st, out, baseline, args)
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "directory of the merged bundle (created; must not exist or be empty)")
+	cmd.Flags().StringVar(&baseline, "baseline", "", "baseline server of the merged bundle (default: the parts' own, which must then agree)")
 	return cmd
 }
 
-func runMerge(st *State, out string, parts []string) error {
+func runMerge(st *State, out, baseline string, parts []string) error {
 	var all []*bundle.Results
 	for _, dir := range parts {
 		res, err := readPart(dir)
 		if err != nil {
 			return &ExitError{Code: 2, Err: err}
+		}
+		if baseline != "" {
+			res.Baseline = &baseline
 		}
 		all = append(all, res)
 	}
