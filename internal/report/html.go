@@ -126,6 +126,10 @@ func inlineSVG(doc []byte) ([]byte, error) {
 	return append(out, doc[loc[1]:]...), nil
 }
 
+// urlScheme matches a destination that names a scheme ("https:x" loads
+// from the network as surely as "https://x" does).
+var urlScheme = regexp.MustCompile(`^[a-z][a-z0-9+.-]*:`)
+
 var widthPt = regexp.MustCompile(`\swidth="([0-9.]+)pt"`)
 
 func writeFigure(w interface{ WriteString(string) (int, error) }, f *inlineFigure, alt string) {
@@ -159,9 +163,11 @@ func (r figureRenderer) renderImage(w util.BufWriter, source []byte, node ast.No
 		writeFigure(w, f, alt)
 		return ast.WalkSkipChildren, nil
 	}
-	lower := strings.ToLower(dest)
+	lower := strings.ToLower(strings.TrimSpace(dest))
 	switch {
-	case strings.Contains(lower, "://") || strings.HasPrefix(lower, "//") || strings.HasPrefix(lower, "javascript:"):
+	case strings.HasPrefix(lower, "javascript:") || strings.HasPrefix(lower, "vbscript:"):
+		w.WriteString(html.EscapeString(alt))
+	case (urlScheme.MatchString(lower) && !strings.HasPrefix(lower, "data:")) || strings.HasPrefix(lower, "//") || strings.HasPrefix(lower, `\\`):
 		fmt.Fprintf(w, `<a href="%s">%s</a>`, html.EscapeString(dest), html.EscapeString(alt))
 	default:
 		fmt.Fprintf(w, `<img src="%s" alt="%s">`, html.EscapeString(dest), html.EscapeString(alt))

@@ -101,7 +101,7 @@ func TestHTMLHasREADMESections(t *testing.T) {
 
 func TestHTMLAppendsUnlinkedFiguresAndKeepsOtherImages(t *testing.T) {
 	_, _, figs := htmlFixture(t)
-	readme := []byte("# R\n\n![Goodput](goodput.svg)\n\n![remote](https://example.com/x.png) ![local](photo.png)\n\n<script>alert(1)</script>\n")
+	readme := []byte("# R\n\n![Goodput](goodput.svg)\n\n![remote](https://example.com/x.png) ![local](photo.png) ![sly](HTTPS:example.com/y.png)\n\n<script>alert(1)</script>\n")
 	page, err := HTML(plottest.Results(plottest.Default()), readme, figs)
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +115,9 @@ func TestHTMLAppendsUnlinkedFiguresAndKeepsOtherImages(t *testing.T) {
 	}
 	if !strings.Contains(s, `<a href="https://example.com/x.png">remote</a>`) {
 		t.Error("a remote image must become a link, never a load")
+	}
+	if !strings.Contains(s, `<a href="HTTPS:example.com/y.png">sly</a>`) {
+		t.Error("a scheme without // still loads from the network; it must become a link")
 	}
 	if !strings.Contains(s, `<img src="photo.png" alt="local">`) {
 		t.Error("a local image should stay an image")
@@ -186,4 +189,26 @@ func BenchmarkHTML(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// FuzzHTML feeds arbitrary markdown: report.html must render it and still
+// load nothing and run nothing.
+func FuzzHTML(f *testing.F) {
+	res := plottest.Results(plottest.Default())
+	figs := []plot.Figure{{Name: "g.svg", Title: "G", SVG: []byte(`<svg width="10pt" height="10pt" viewBox="0 0 10 10"><title>G</title></svg>`)}}
+	for _, s := range []string{"# T\n\n![G](g.svg)\n", "<script>x</script>", "![x](http://h/x.png)", "[a](javascript:alert(1))", "| a |\n|---|\n| <table> |\n", "<img src=http://h/i>"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, md string) {
+		page, err := HTML(res, []byte(md), figs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		low := strings.ToLower(string(page))
+		for _, bad := range []string{"<script", "<iframe", `src="http:`, `src="https:`, `src="//`, "href=\"javascript:"} {
+			if strings.Contains(low, bad) {
+				t.Fatalf("markdown %q gave a page containing %q", md, bad)
+			}
+		}
+	})
 }
