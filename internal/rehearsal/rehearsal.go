@@ -280,9 +280,20 @@ func (r *runner) server(ctx context.Context, i int) bool {
 }
 
 // died reports (once) a launched server that exited before it was stopped.
-func (r *runner) died(i int, proc *supervise.Process, during string) bool {
+// When the wave's requests failed as a dying server's do, it gives the exit
+// a moment to be observed.
+func (r *runner) died(i int, proc *supervise.Process, during string, records []contract.Record) bool {
 	if proc == nil {
 		return false
+	}
+	for _, rec := range records {
+		if rec.ErrorKind == contract.ErrConnect || rec.ErrorKind == contract.ErrStreamTruncated {
+			select {
+			case <-proc.Done():
+			case <-time.After(time.Second):
+			}
+			break
+		}
 	}
 	e, exited := proc.Exited()
 	if !exited || e.Deliberate {
@@ -310,7 +321,7 @@ func (r *runner) waves(ctx context.Context, i int, t Target, proc *supervise.Pro
 		}
 		r.waveProgress(t.Name, spec, res)
 		label := fmt.Sprintf("during the %s wave at %s (repeat %d)", spec.Kind, spec.describe(), spec.Repeat)
-		return !r.died(i, proc, label)
+		return !r.died(i, proc, label, res.Records)
 	}
 	warmupClients := 1
 	if len(w.Concurrencies) > 0 {
@@ -409,7 +420,7 @@ func (r *runner) mechanismCheck(ctx context.Context, i int, t Target, proc *supe
 		maxText = strconv.FormatFloat(*mc.Max, 'f', -1, 64)
 	}
 	r.progress(s.Name, "mechanism_check", "%s max %s over %d samples", m.Metric, maxText, len(series.Samples))
-	return !r.died(i, proc, "during the mechanism-check wave")
+	return !r.died(i, proc, "during the mechanism-check wave", res.Records)
 }
 
 // logNotes turns a server log's warnings into bundle notes, keeping what

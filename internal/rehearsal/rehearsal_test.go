@@ -48,7 +48,12 @@ func TestMain(m *testing.M) {
 
 // simServer is a rehearsal-file server entry launching `rehearse sim`.
 func simServer(name, engine string, extra ...string) string {
-	args := []string{`"{rehearse}"`, "sim", "--engine", engine, "--port", `"{port}"`, "--time-scale", "20", "--seed", "1", "--model", `"{model}"`}
+	return simServerAt(name, engine, "20", extra...)
+}
+
+// simServerAt is simServer at a time scale.
+func simServerAt(name, engine, timeScale string, extra ...string) string {
+	args := []string{`"{rehearse}"`, "sim", "--engine", engine, "--port", `"{port}"`, "--time-scale", timeScale, "--seed", "1", "--model", `"{model}"`}
 	for _, e := range extra {
 		args = append(args, fmt.Sprintf("%q", e))
 	}
@@ -198,14 +203,16 @@ func TestRunTwoSimulatedServers(t *testing.T) {
 }
 
 func TestServerKilledMidWave(t *testing.T) {
-	r := newRun(t, model+"servers:\n"+simServer("serial", "serial")+simServer("batching", "batching")+
-		"workload: {concurrencies: [1, 8], repeats: 1, max_tokens: 64, timeout: 20s}\nmechanism_check: ~\n")
+	// The 8-client wave of the serial server lasts 8 × 64 tokens at ~20
+	// tok/s of simulated time, 2.6 s at time scale 10: the kill lands in it.
+	r := newRun(t, model+"servers:\n"+simServerAt("serial", "serial", "10")+simServer("batching", "batching")+
+		"workload: {concurrencies: [1, 8], repeats: 1, max_tokens: 64, timeout: 20s, extra_body: {ignore_eos: true}}\nmechanism_check: ~\n")
 	var once sync.Once
 	r.onWave = func(ev rehearsal.Event) {
 		if ev.Server == "serial" && ev.Wave != nil && ev.Wave.Concurrency == 1 {
 			once.Do(func() {
 				pid := r.pid(t, "serial")
-				time.AfterFunc(400*time.Millisecond, func() { syscall.Kill(pid, syscall.SIGKILL) })
+				time.AfterFunc(300*time.Millisecond, func() { syscall.Kill(pid, syscall.SIGKILL) })
 			})
 		}
 	}
@@ -295,13 +302,13 @@ func TestPortAlreadyTaken(t *testing.T) {
 }
 
 func TestInterruptDuringAWave(t *testing.T) {
-	r := newRun(t, model+"servers:\n"+simServer("serial", "serial")+simServer("batching", "batching")+
-		"workload: {concurrencies: [1, 8], repeats: 1, max_tokens: 64, timeout: 20s}\n")
+	r := newRun(t, model+"servers:\n"+simServerAt("serial", "serial", "10")+simServer("batching", "batching")+
+		"workload: {concurrencies: [1, 8], repeats: 1, max_tokens: 64, timeout: 20s, extra_body: {ignore_eos: true}}\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r.onWave = func(ev rehearsal.Event) {
 		if ev.Server == "serial" && ev.Wave != nil && ev.Wave.Concurrency == 1 {
-			time.AfterFunc(400*time.Millisecond, cancel)
+			time.AfterFunc(300*time.Millisecond, cancel)
 		}
 	}
 	out := r.do(t, ctx)
@@ -359,8 +366,8 @@ func TestRefusesANonEmptyFolder(t *testing.T) {
 func TestCtrlCOnTheCommandLine(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "r.yaml")
-	yaml := model + "servers:\n" + simServer("serial", "serial") + simServer("batching", "batching") +
-		"workload: {concurrencies: [1, 8], repeats: 1, max_tokens: 64, timeout: 20s}\n"
+	yaml := model + "servers:\n" + simServerAt("serial", "serial", "10") + simServer("batching", "batching") +
+		"workload: {concurrencies: [1, 8], repeats: 1, max_tokens: 64, timeout: 20s, extra_body: {ignore_eos: true}}\n"
 	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +394,7 @@ func TestCtrlCOnTheCommandLine(t *testing.T) {
 			pids = append(pids, pid)
 		}
 		if strings.Contains(line, "recorded wave at 1 client") {
-			time.AfterFunc(400*time.Millisecond, func() { cmd.Process.Signal(os.Interrupt) })
+			time.AfterFunc(300*time.Millisecond, func() { cmd.Process.Signal(os.Interrupt) })
 		}
 	}
 	err = cmd.Wait()

@@ -165,13 +165,33 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 }
 
 // terminate is the Cmd's Cancel: the marker line, then SIGTERM to the group.
+// A process that already exited on its own (a zombie not yet reaped) was
+// not stopped deliberately: what is left of its group still gets SIGTERM.
 func (p *Process) terminate() error {
-	p.mu.Lock()
-	p.deliberate = true
-	p.termAt = time.Now()
-	p.mu.Unlock()
-	p.mark("SIGTERM sent at %s %s", p.termAt.UTC().Format(time.RFC3339Nano), StopMarker)
-	return syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	pid := p.cmd.Process.Pid
+	now := time.Now()
+	if exitedUnreaped(pid) {
+		p.mark("SIGTERM sent at %s to what is left of the group: the process had already exited", now.UTC().Format(time.RFC3339Nano))
+	} else {
+		p.mu.Lock()
+		p.deliberate = true
+		p.termAt = now
+		p.mu.Unlock()
+		p.mark("SIGTERM sent at %s %s", now.UTC().Format(time.RFC3339Nano), StopMarker)
+	}
+	return syscall.Kill(-pid, syscall.SIGTERM)
+}
+
+// exitedUnreaped reports whether pid is a zombie: exited, not yet waited
+// for. Without /proc it reports false.
+func exitedUnreaped(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses.
+	i := strings.LastIndexByte(string(b), ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
 }
 
 func (p *Process) wait() {
