@@ -115,7 +115,7 @@ func Results(o Options) *bundle.Results {
 	for _, s := range o.Servers {
 		first := true
 		for _, c := range o.Concurrencies {
-			for rep := range o.Repeats {
+			for rep := 1; rep <= o.Repeats; rep++ {
 				cold := o.ColdFirstWave && first
 				first = false
 				w := contract.Wave{ID: id, Server: s.Name, Concurrency: c, Repeat: rep, Kind: contract.KindRecorded,

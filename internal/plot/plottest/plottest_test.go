@@ -60,7 +60,7 @@ func TestDefaultIsAValidSeedShapedBundle(t *testing.T) {
 	for _, w := range res.Waves {
 		if w.Cold {
 			cold++
-			if w.Repeat != 0 || w.Concurrency != 1 || w.Kind != contract.KindRecorded {
+			if w.Repeat != 1 || w.Concurrency != 1 || w.Kind != contract.KindRecorded {
 				t.Errorf("cold wave %+v is not the first recorded wave of its server", w)
 			}
 		}
