@@ -1,6 +1,7 @@
 package promscrape
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,13 +18,25 @@ import (
 // Value returns the value of metric in a Prometheus text exposition: the
 // sum over its label sets (vLLM labels by model name) of the gauge, counter
 // or untyped value. A metric that is absent is an error naming it.
+//
+// Only the metric's own lines are handed to the parser (the others are
+// blanked, so line numbers in errors stay true): a vLLM page has dozens of
+// histogram families, and the mechanism check reads one gauge many times a
+// second.
 func Value(in io.Reader, metric string) (float64, error) {
+	data, err := io.ReadAll(in)
+	if err != nil {
+		return 0, err
+	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(in)
+	families, err := p.TextToMetricFamilies(bytes.NewReader(onlyMetric(data, metric)))
 	if err != nil {
 		return 0, err
 	}
 	mf, ok := families[metric]
+	if ok && (mf.GetType() == dto.MetricType_HISTOGRAM || mf.GetType() == dto.MetricType_SUMMARY) {
+		return 0, fmt.Errorf("metric %q is a %s, not a gauge or counter", metric, mf.GetType())
+	}
 	if !ok || len(mf.GetMetric()) == 0 {
 		return 0, fmt.Errorf("metric %q not exposed", metric)
 	}
@@ -180,4 +193,45 @@ func (p *Poller) Stop() Series {
 	s := p.series
 	s.Samples = append([]Sample(nil), s.Samples...)
 	return s
+}
+
+// onlyMetric keeps the lines of data that belong to metric (its samples and
+// its HELP and TYPE comments) and empties every other line.
+func onlyMetric(data []byte, metric string) []byte {
+	name := []byte(metric)
+	out := make([]byte, 0, 1024)
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if belongs(line, name) {
+			out = append(out, line...)
+		}
+		out = append(out, '\n')
+	}
+	return out
+}
+
+func belongs(line, name []byte) bool {
+	l := bytes.TrimLeft(line, " \t")
+	if rest, ok := bytes.CutPrefix(l, []byte("#")); ok {
+		rest = bytes.TrimLeft(rest, " \t")
+		for _, kw := range [][]byte{[]byte("HELP"), []byte("TYPE")} {
+			if r, ok := bytes.CutPrefix(rest, kw); ok {
+				return followsName(bytes.TrimLeft(r, " \t"), name)
+			}
+		}
+		return false
+	}
+	return followsName(l, name)
+}
+
+// followsName reports whether s starts with name followed by a label set,
+// a blank or the end.
+func followsName(s, name []byte) bool {
+	r, ok := bytes.CutPrefix(s, name)
+	return ok && (len(r) == 0 || r[0] == '{' || r[0] == ' ' || r[0] == '\t')
 }

@@ -189,6 +189,9 @@ func get(ctx context.Context, client *http.Client, url, apiKey string, body *[]b
 func checkModels(ctx context.Context, client *http.Client, pr Probe) error {
 	var data []byte
 	if err := get(ctx, client, pr.BaseURL+"/v1/models", pr.APIKey, &data); err != nil {
+		if err.Error() == "HTTP 404" {
+			return &fatalProbe{errors.New("HTTP 404: the server has no OpenAI /v1/models route (is base_url the server's root, without /v1?)")}
+		}
 		return err
 	}
 	if pr.Model == "" {
