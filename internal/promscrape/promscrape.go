@@ -226,7 +226,19 @@ func belongs(line, name []byte) bool {
 		}
 		return false
 	}
-	return followsName(l, name)
+	if followsName(l, name) {
+		return true
+	}
+	// A histogram's or summary's samples, so that asking for one says what
+	// it is instead of "not exposed".
+	if r, ok := bytes.CutPrefix(l, name); ok {
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			if followsName(r, []byte(suffix)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // followsName reports whether s starts with name followed by a label set,
