@@ -315,6 +315,9 @@ func (r *runner) waves(ctx context.Context, i int, t Target, proc *supervise.Pro
 		if ctx.Err() != nil {
 			return false
 		}
+		if r.died(i, proc, fmt.Sprintf("between waves, before the %s wave at %s (repeat %d)", spec.Kind, spec.describe(), spec.Repeat), nil) {
+			return false
+		}
 		res, err := r.driver.Wave(ctx, t, spec)
 		if err != nil && ctx.Err() == nil {
 			r.note("server %s: %s wave at %s did not run: %v", t.Name, spec.Kind, spec.describe(), err)
