@@ -14,13 +14,69 @@ type merge struct {
 // bpe is the byte-level BPE model: byte tokens, merges by rank.
 type bpe struct {
 	byteID [256]int32
-	merges map[uint64]merge // key: left id << 32 | right id
+	merges mergeTable
+}
+
+// mergeTable is an open-addressing hash table from a pair of ids to its
+// merge, one cache line probe in the common case: a Go map of 151k entries
+// costs more per lookup, and lookups are most of BPE's time.
+type mergeTable struct {
+	slots []mergeSlot // len is a power of two; key 0 marks an empty slot
+	shift uint
+	n     int
+}
+
+type mergeSlot struct {
+	key uint64 // pairKey | 1<<63
+	val uint64 // rank << 32 | new id
+}
+
+const occupied = 1 << 63
+
+func newMergeTable(n int) mergeTable {
+	size, shift := 1, uint(64)
+	for size < 2*n+16 {
+		size <<= 1
+		shift--
+	}
+	return mergeTable{slots: make([]mergeSlot, size), shift: shift}
+}
+
+func (t *mergeTable) home(k uint64) uint64 { return (k * 0x9E3779B97F4A7C15) >> t.shift }
+
+func (t *mergeTable) put(k uint64, m merge) {
+	k |= occupied
+	mask := uint64(len(t.slots) - 1)
+	for i := t.home(k); ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.key == 0 {
+			t.n++
+		} else if s.key != k {
+			continue
+		}
+		*s = mergeSlot{key: k, val: uint64(uint32(m.rank))<<32 | uint64(uint32(m.newID))}
+		return
+	}
+}
+
+func (t *mergeTable) get(k uint64) (merge, bool) {
+	k |= occupied
+	mask := uint64(len(t.slots) - 1)
+	for i := t.home(k); ; i = (i + 1) & mask {
+		s := t.slots[i]
+		if s.key == k {
+			return merge{rank: int32(s.val >> 32), newID: int32(uint32(s.val))}, true
+		}
+		if s.key == 0 {
+			return merge{}, false
+		}
+	}
 }
 
 func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
 
 func newBPE(vocab map[string]int, merges [][2]string) (*bpe, error) {
-	m := &bpe{merges: make(map[uint64]merge, len(merges))}
+	m := &bpe{merges: newMergeTable(len(merges))}
 	for i := 0; i < 256; i++ {
 		m.byteID[i] = int32(vocab[string([]byte{byte(i)})])
 	}
@@ -39,7 +95,7 @@ func newBPE(vocab map[string]int, merges [][2]string) (*bpe, error) {
 			return nil, fmt.Errorf("model.merges[%d]: merged token %q is not in the vocabulary", rank, byteLevelEncode([]byte(mg[0]+mg[1])))
 		}
 		// A repeated merge keeps its last rank, as the library's map does.
-		m.merges[pairKey(int32(a), int32(b))] = merge{rank: int32(rank), newID: int32(n)}
+		m.merges.put(pairKey(int32(a), int32(b)), merge{rank: int32(rank), newID: int32(n)})
 	}
 	return m, nil
 }
@@ -47,7 +103,7 @@ func newBPE(vocab map[string]int, merges [][2]string) (*bpe, error) {
 const noMerge = int32(1<<31 - 1)
 
 func (m *bpe) rankOf(a, b int32) (int32, int32) {
-	if mg, ok := m.merges[pairKey(a, b)]; ok {
+	if mg, ok := m.merges.get(pairKey(a, b)); ok {
 		return mg.rank, mg.newID
 	}
 	return noMerge, -1
@@ -55,7 +111,7 @@ func (m *bpe) rankOf(a, b int32) (int32, int32) {
 
 // smallPiece is the longest piece merged by the quadratic scan; longer ones
 // use a heap so adversarial input stays O(n log n).
-const smallPiece = 48
+const smallPiece = 256
 
 // encode appends the ids of piece (raw bytes) to dst.
 func (m *bpe) encode(dst []int, piece string) []int {

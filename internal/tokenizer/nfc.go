@@ -37,10 +37,17 @@ func ccc(r rune) uint8 {
 }
 
 // nfc returns s in Normalization Form C. Text whose runes all have a quick
-// check of Yes and class 0 is returned as is, without copying.
+// check of Yes and class 0 is returned as is, without copying; otherwise
+// only the stretches around runes that may change are normalized.
+//
+// A rune that is not flagged (clsNFC) is a starter that composes with
+// nothing before it, so nothing on its left interacts with anything on its
+// right except through it: each stretch runs from the unflagged rune before
+// a flagged one to the next unflagged rune.
 func nfc(s string) string {
-	first := -1
-	prev := 0
+	var buf []byte
+	done := 0  // s[:done] is in buf (or needs no copy while buf is nil)
+	prev := -1 // start of the last unflagged rune
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
@@ -49,26 +56,34 @@ func nfc(s string) string {
 			continue
 		}
 		r, n := utf8.DecodeRuneInString(s[i:])
-		if runeClass(r)&clsNFC != 0 {
-			first = i
-			break
+		if runeClass(r)&clsNFC == 0 {
+			prev = i
+			i += n
+			continue
 		}
-		prev = i
-		i += n
+		start := i
+		if prev >= done {
+			start = prev
+		}
+		end := i + n
+		for end < len(s) {
+			r, n := utf8.DecodeRuneInString(s[end:])
+			if runeClass(r)&clsNFC == 0 {
+				break
+			}
+			end += n
+		}
+		if buf == nil {
+			buf = make([]byte, 0, len(s)+8)
+		}
+		buf = append(buf, s[done:start]...)
+		buf = appendNFC(buf, s[start:end])
+		done, i, prev = end, end, -1
 	}
-	if first < 0 {
+	if buf == nil {
 		return s
 	}
-	// The rune before the first flagged one is a stable starter: nothing
-	// after it composes with anything before it.
-	q := first
-	if first > 0 {
-		q = prev
-	}
-	buf := make([]byte, 0, len(s)+8)
-	buf = append(buf, s[:q]...)
-	buf = appendNFC(buf, s[q:])
-	return string(buf)
+	return string(append(buf, s[done:]...))
 }
 
 // appendNFC appends the NFC of s to dst: full decomposition with canonical

@@ -2,8 +2,10 @@ package tokenizer
 
 import (
 	"fmt"
+	"hash/maphash"
 	"os"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"unicode/utf8"
 )
@@ -23,6 +25,7 @@ type Tokenizer struct {
 	reach        []atomic.Uint32 // by id: 0 not yet known, reachNo, reachYes
 	ignoreMerges bool
 
+	cache    pieceCache
 	added    addedMatcher
 	idBytes  [][]byte // what each id decodes to; nil for unused ids
 	vocabLen int
@@ -100,6 +103,8 @@ func (c *config) build(drop map[string]bool) *Tokenizer {
 	t.vocab = c.vocab
 	t.ignoreMerges = c.ignoreMerges
 	t.reach = make([]atomic.Uint32, t.vocabLen)
+	t.cache.seed = maphash.MakeSeed()
+	t.cache.slots = make([]atomic.Pointer[cacheEntry], cacheSlots)
 	return t
 }
 
@@ -174,8 +179,40 @@ const (
 	reachYes = 2
 )
 
-// encodePiece appends the ids of one pre-tokenizer piece.
+// encodePiece appends the ids of one pre-tokenizer piece, from the cache
+// when the piece was seen before.
 func (t *Tokenizer) encodePiece(dst []int, piece string) []int {
+	if len(piece) > maxCachedPiece {
+		return t.encodeUncached(dst, piece)
+	}
+	slot := &t.cache.slots[maphash.String(t.cache.seed, piece)&(cacheSlots-1)]
+	if e := slot.Load(); e != nil && e.piece == piece {
+		if e.ids == nil {
+			return append(dst, int(e.id))
+		}
+		for _, id := range e.ids {
+			dst = append(dst, int(id))
+		}
+		return dst
+	}
+	n := len(dst)
+	dst = t.encodeUncached(dst, piece)
+	e := &cacheEntry{piece: strings.Clone(piece)}
+	if len(dst) == n+1 {
+		e.id = int32(dst[n])
+	} else {
+		e.ids = make([]int32, len(dst)-n)
+		for i, id := range dst[n:] {
+			e.ids[i] = int32(id)
+		}
+	}
+	slot.Store(e)
+	return dst
+}
+
+// encodeUncached appends the ids of one piece: the vocabulary token it is
+// when merges reach it whole, else the merges' result.
+func (t *Tokenizer) encodeUncached(dst []int, piece string) []int {
 	id, ok := t.vocab[piece]
 	if !ok {
 		return t.model.encode(dst, piece)
@@ -225,3 +262,23 @@ func (t *Tokenizer) AddedTokens() []string {
 	}
 	return out
 }
+
+// pieceCache remembers the ids of recent pieces, as the library's BPE
+// cache does: text repeats its words. It is direct-mapped (a new piece
+// replaces the one in its slot), bounded, and safe for concurrent use:
+// entries are immutable and slots are swapped atomically.
+type pieceCache struct {
+	seed  maphash.Seed
+	slots []atomic.Pointer[cacheEntry]
+}
+
+type cacheEntry struct {
+	piece string
+	id    int32   // the piece's one id, when ids is nil
+	ids   []int32 // its ids, when more than one
+}
+
+const (
+	cacheSlots     = 1 << 16
+	maxCachedPiece = 256
+)

@@ -55,7 +55,7 @@ func TestEmbeddedDigest(t *testing.T) {
 	if tok.VocabSize() != 151669 || q25.VocabSize() != 151665 {
 		t.Errorf("vocab sizes %d and %d, want 151669 and 151665", tok.VocabSize(), q25.VocabSize())
 	}
-	if n := len(tok.model.merges); n != 151387 {
+	if n := tok.model.merges.n; n != 151387 {
 		t.Errorf("%d merges, want 151387", n)
 	}
 	if again, _ := Default(); again != tok {
