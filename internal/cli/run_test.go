@@ -94,7 +94,10 @@ func TestScaleSimulated(t *testing.T) {
 			t.Errorf("k=%g: timeout %v period %v, want %v %v", c.k, cfg.Workload.Timeout, cfg.MechanismCheck.Period, c.timeout, c.period)
 		}
 	}
-	cfg, _ := config.Parse([]byte("model: {id: m}\nservers: [{name: s, launch: [x]}]\n"), "x.yaml", ".")
+	cfg, err := config.Parse([]byte("model: {id: m}\nservers: [{name: s, launch: [x, '{port}']}]\n"), "x.yaml", ".")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := scaleSimulated(cfg, 10); err == nil || !strings.Contains(err.Error(), "servers[0].launch: no --time-scale argument") {
 		t.Errorf("got %v", err)
 	}

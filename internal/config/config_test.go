@@ -105,6 +105,8 @@ on_server_failure: panic
 		"servers[1].ready.path: \"health\" must start with /",
 		"servers[2].name: \"a\" already names servers[0]",
 		"servers[2].base_url: \"ftp://x\" is not an http(s) URL",
+		"servers[2].port: 0, but base_url is given",
+		"servers[0].launch: no {port} placeholder and no port",
 		"baseline: \"nobody\" names no server",
 		"workload.concurrencies[1]: 0: must be at least 1",
 		"workload.concurrencies[2]: 1 appears twice",
@@ -153,7 +155,7 @@ func TestRelativePathsAndPromptsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "r.yaml")
-	if err := os.WriteFile(path, []byte("model: {id: m}\nservers: [{name: s, launch: [x]}]\nworkload: {prompts: p.txt}\noutput: {dir: out}\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("model: {id: m}\nservers: [{name: s, launch: [x, '{port}']}]\nworkload: {prompts: p.txt}\noutput: {dir: out}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r, err := Load(path)
@@ -166,7 +168,7 @@ func TestRelativePathsAndPromptsFile(t *testing.T) {
 	if r.MechanismCheck == nil || r.MechanismCheck.Server != "s" {
 		t.Errorf("one server: the mechanism check should run on it: %+v", r.MechanismCheck)
 	}
-	_, err = Parse([]byte("model: {id: m}\nservers: [{name: s, launch: [x]}]\nworkload: {prompts: missing.txt}\n"), "r.yaml", dir)
+	_, err = Parse([]byte("model: {id: m}\nservers: [{name: s, launch: [x, '{port}']}]\nworkload: {prompts: missing.txt}\n"), "r.yaml", dir)
 	if err == nil || !strings.Contains(err.Error(), "workload.prompts: ") || !strings.Contains(err.Error(), "missing.txt: no such file") {
 		t.Errorf("missing prompts file: %v", err)
 	}
@@ -177,7 +179,7 @@ func TestRelativePathsAndPromptsFile(t *testing.T) {
 
 func TestMechanismCheckOff(t *testing.T) {
 	for _, y := range []string{"mechanism_check: ~", "mechanism_check: {disabled: true}"} {
-		r, err := Parse([]byte("model: {id: m}\nservers: [{name: s, launch: [x]}]\n"+y+"\n"), "r.yaml", "/")
+		r, err := Parse([]byte("model: {id: m}\nservers: [{name: s, launch: [x, '{port}']}]\n"+y+"\n"), "r.yaml", "/")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +213,7 @@ func TestRedaction(t *testing.T) {
 }
 
 func TestDurationForms(t *testing.T) {
-	r, err := Parse([]byte("model: {id: m}\nservers: [{name: s, launch: [x], ready: {timeout: 90}, stop_grace: 2.5}]\nworkload: {timeout: 1m30s}\n"), "r.yaml", "/")
+	r, err := Parse([]byte("model: {id: m}\nservers: [{name: s, launch: [x, '{port}'], ready: {timeout: 90}, stop_grace: 2.5}]\nworkload: {timeout: 1m30s}\n"), "r.yaml", "/")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -389,8 +389,14 @@ func (r *Rehearsal) validate(p *Problems) {
 		if !s.Launched() && s.Port != 0 {
 			p.add(at+".port", "only meaningful for a launched server (put the port in base_url)")
 		}
-		if s.Launched() && s.Port == 0 && s.BaseURL != "" && !strings.Contains(strings.Join(s.Launch, " "), "{port}") {
-			p.add(at+".port", "base_url is given for a launched server but no port and no {port} in launch")
+		if s.Launched() && s.Port == 0 {
+			hasPlaceholder := strings.Contains(strings.Join(s.Launch, " "), "{port}")
+			switch {
+			case s.BaseURL != "":
+				p.add(at+".port", "0, but base_url is given: a launched server with a base_url needs its port set")
+			case !hasPlaceholder:
+				p.add(at+".launch", "no {port} placeholder and no port: rehearse cannot know where the server listens")
+			}
 		}
 		keys := make([]string, 0, len(s.Env))
 		for k := range s.Env {
