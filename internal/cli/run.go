@@ -140,6 +140,18 @@ func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
 		return fmt.Errorf("%s: report: %w", job.dir, err)
 	}
 	writeResultsTable(st.Stdout, out.Results)
+	if m := out.Results.MechanismCheck; m != nil {
+		max := "no sample"
+		if m.Max != nil {
+			max = report.Number(*m.Max)
+		}
+		fmt.Fprintf(st.Stdout, "\nMechanism check (separate %d-client wave, not in the table): %s of %s peaked at %s over %d samples.\n",
+			m.Concurrency, m.Metric, m.Server, max, len(m.Series))
+	}
+	if sim := out.Results.Provenance.Simulation; sim != nil && sim.TimeScale > 0 {
+		fmt.Fprintf(st.Stdout, "Simulated servers, not GPU measurements: figures are on the wall clock at time scale %s (goodput ÷ %s and latencies × %s give simulated time).\n",
+			report.Number(sim.TimeScale), report.Number(sim.TimeScale), report.Number(sim.TimeScale))
+	}
 	probs := bundle.Verify(job.dir)
 	for _, p := range probs {
 		fmt.Fprintf(st.Stderr, "verify: %s\n", p)
