@@ -119,8 +119,7 @@ func chunks(text string, size int) []string {
 	return out
 }
 
-func benchChunks(b *testing.B, text string) {
-	tok := mustDefault(b)
+func benchChunks(b *testing.B, tok *Tokenizer, text string) {
 	parts := chunks(text, 4096)
 	var ids []int
 	for _, p := range parts { // first use settles the whole-piece table
@@ -135,15 +134,28 @@ func benchChunks(b *testing.B, text string) {
 	}
 }
 
-// BenchmarkEncode: throughput on prose, code and CJK, one goroutine.
+// BenchmarkEncode: throughput on prose, code and CJK, one goroutine; the
+// uncached runs merge every piece that is not one token each time.
 func BenchmarkEncode(b *testing.B) {
-	paths := speedTexts(b, filepath.Join(b.TempDir(), "speed"))
+	dir := os.Getenv("TOKENIZER_SPEED_DIR")
+	if dir == "" {
+		dir = filepath.Join(b.TempDir(), "speed")
+	}
+	paths := speedTexts(b, dir)
 	for _, n := range []string{"prose", "code", "cjk"} {
 		text, err := os.ReadFile(paths[n])
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(n, func(b *testing.B) { benchChunks(b, string(text)) })
+		b.Run(n, func(b *testing.B) { benchChunks(b, mustDefault(b), string(text)) })
+		b.Run(n+"/uncached", func(b *testing.B) {
+			tok, err := Parse(mustEmbedded(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			tok.cache.slots = nil
+			benchChunks(b, tok, string(text))
+		})
 	}
 }
 

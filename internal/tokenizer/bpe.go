@@ -1,9 +1,6 @@
 package tokenizer
 
-import (
-	"container/heap"
-	"fmt"
-)
+import "fmt"
 
 // merge is what a pair of adjacent tokens becomes, and how early.
 type merge struct {
@@ -167,22 +164,72 @@ type heapEntry struct {
 	pos  int32
 }
 
+func (a heapEntry) less(b heapEntry) bool {
+	return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos)
+}
+
+// mergeHeap is a binary min-heap of candidate merges by (rank, position).
 type mergeHeap []heapEntry
 
-func (h mergeHeap) Len() int { return len(h) }
-func (h mergeHeap) Less(i, j int) bool {
-	if h[i].rank != h[j].rank {
-		return h[i].rank < h[j].rank
+func (h *mergeHeap) push(e heapEntry) {
+	*h = append(*h, e)
+	q := *h
+	i := len(q) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !q[i].less(q[p]) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
 	}
-	return h[i].pos < h[j].pos
 }
-func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(heapEntry)) }
-func (h *mergeHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h *mergeHeap) pop() heapEntry {
+	q := *h
+	top := q[0]
+	n := len(q) - 1
+	q[0] = q[n]
+	q = q[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && q[r].less(q[l]) {
+			m = r
+		}
+		if !q[m].less(q[i]) {
+			break
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+	*h = q
+	return top
+}
+
+func (h *mergeHeap) init() {
+	q := *h
+	for i := len(q)/2 - 1; i >= 0; i-- {
+		for j := i; ; {
+			l := 2*j + 1
+			if l >= len(q) {
+				break
+			}
+			m := l
+			if r := l + 1; r < len(q) && q[r].less(q[l]) {
+				m = r
+			}
+			if !q[m].less(q[j]) {
+				break
+			}
+			q[j], q[m] = q[m], q[j]
+			j = m
+		}
+	}
 }
 
 // encodeHeap merges a long piece: symbols in a linked list, candidate pairs
@@ -204,9 +251,9 @@ func (m *bpe) encodeHeap(dst []int, piece string) []int {
 			h = append(h, heapEntry{rank: r, pos: int32(i)})
 		}
 	}
-	heap.Init(&h)
-	for h.Len() > 0 {
-		e := heap.Pop(&h).(heapEntry)
+	h.init()
+	for len(h) > 0 {
+		e := h.pop()
 		p := e.pos
 		if ids[p] < 0 {
 			continue // merged into its left neighbour
@@ -227,12 +274,12 @@ func (m *bpe) encodeHeap(dst []int, piece string) []int {
 		}
 		if pp := prev[p]; pp >= 0 {
 			if r, _ := m.rankOf(ids[pp], ids[p]); r != noMerge {
-				heap.Push(&h, heapEntry{rank: r, pos: pp})
+				h.push(heapEntry{rank: r, pos: pp})
 			}
 		}
 		if nn := next[p]; nn >= 0 {
 			if r, _ := m.rankOf(ids[p], ids[nn]); r != noMerge {
-				heap.Push(&h, heapEntry{rank: r, pos: p})
+				h.push(heapEntry{rank: r, pos: p})
 			}
 		}
 	}

@@ -23,14 +23,30 @@ func (k splitKind) String() string {
 	return "unknown"
 }
 
+// The splitter only sees valid UTF-8 (Encode replaces invalid bytes first),
+// so runes are decoded without checks.
+
+// decode returns the rune at s[i] and its size; s[i:] starts with a valid
+// multi-byte sequence.
+func decode(s string, i int) (rune, int) {
+	c := s[i]
+	switch {
+	case c < 0xE0:
+		return rune(c&0x1F)<<6 | rune(s[i+1]&0x3F), 2
+	case c < 0xF0:
+		return rune(c&0x0F)<<12 | rune(s[i+1]&0x3F)<<6 | rune(s[i+2]&0x3F), 3
+	}
+	return rune(c&0x07)<<18 | rune(s[i+1]&0x3F)<<12 | rune(s[i+2]&0x3F)<<6 | rune(s[i+3]&0x3F), 4
+}
+
 // at decodes the rune at s[i] and returns it with its size and class.
 func at(s string, i int) (rune, int, uint8) {
 	c := s[i]
 	if c < utf8.RuneSelf {
 		return rune(c), 1, asciiClass[c]
 	}
-	r, n := utf8.DecodeRuneInString(s[i:])
-	return r, n, runeClass(r)
+	r, n := decode(s, i)
+	return r, n, classStage2[int(classStage1[r>>8])<<8|int(r&0xFF)]
 }
 
 func classAt(s string, i int) (uint8, int) {
@@ -38,8 +54,8 @@ func classAt(s string, i int) (uint8, int) {
 	if c < utf8.RuneSelf {
 		return asciiClass[c], 1
 	}
-	r, n := utf8.DecodeRuneInString(s[i:])
-	return runeClass(r), n
+	r, n := decode(s, i)
+	return classStage2[int(classStage1[r>>8])<<8|int(r&0xFF)], n
 }
 
 // scan returns the end of the run of runes starting at i whose class

@@ -182,7 +182,7 @@ const (
 // encodePiece appends the ids of one pre-tokenizer piece, from the cache
 // when the piece was seen before.
 func (t *Tokenizer) encodePiece(dst []int, piece string) []int {
-	if len(piece) > maxCachedPiece {
+	if len(piece) > maxCachedPiece || t.cache.slots == nil {
 		return t.encodeUncached(dst, piece)
 	}
 	slot := &t.cache.slots[maphash.String(t.cache.seed, piece)&(cacheSlots-1)]
@@ -279,6 +279,6 @@ type cacheEntry struct {
 }
 
 const (
-	cacheSlots     = 1 << 16
+	cacheSlots     = 1 << 18
 	maxCachedPiece = 256
 )
