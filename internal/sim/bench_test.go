@@ -19,11 +19,12 @@ import (
 // (128 tokens each, ignore_eos) arrive together, with the batching engine
 // capped at that many sequences. The client reads every line of every
 // stream on the same machine, so the figure is for simulator and client
-// together. At time scale 1000 the schedule asks for far more than the host
-// can give: chunks/s is then the capacity, and slip_s/op the simulated
-// seconds the engine fell behind. At time scale 10 (the demo's) the wave
-// is the seed's 64 clients: chunks/s is what the schedule asked for unless
-// slip_s/op is above 0.
+// together. wall/schedule is the wave's wall time over the time the
+// engine's simulated schedule gives it (1 when the host keeps up), and
+// slip_s/op the simulated seconds the engine itself fell behind by more
+// than it could catch up. At time scale 1000 the schedule asks for far more
+// than the host can give: chunks/s is then the capacity. At time scale 10
+// (the demo's) the wave is the seed's 64 clients.
 func BenchmarkConcurrentStreams(b *testing.B) {
 	for _, tc := range []struct {
 		streams int
@@ -45,9 +46,11 @@ func BenchmarkConcurrentStreams(b *testing.B) {
 				return fmt.Sprintf(`{"messages":[{"role":"user","content":"stream %d"}],"max_tokens":128,"ignore_eos":true,"stream":true}`, i)
 			}
 			var chunks, waves int
+			var wallS, schedS float64
 			slip0 := s.engine.slipS()
 			start := time.Now()
 			for b.Loop() {
+				waveStart, simStart := time.Now(), s.clk.now()
 				var wg sync.WaitGroup
 				counts := make([]int, tc.streams)
 				for i := range tc.streams {
@@ -69,10 +72,13 @@ func BenchmarkConcurrentStreams(b *testing.B) {
 					chunks += c
 				}
 				waves++
+				wallS += time.Since(waveStart).Seconds()
+				schedS += (float64(s.engine.lastStepNs.Load())/1e9 - simStart) / tc.scale
 			}
 			elapsed := time.Since(start).Seconds()
 			b.ReportMetric(float64(chunks)/elapsed, "chunks/s")
 			b.ReportMetric((s.engine.slipS()-slip0)/float64(waves), "slip_s/op")
+			b.ReportMetric(wallS/schedS, "wall/schedule")
 			b.ReportMetric(0, "ns/op")
 		})
 	}

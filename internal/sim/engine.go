@@ -87,6 +87,7 @@ type engine struct {
 	preemptions  atomic.Int64
 	steps        atomic.Int64
 	slipNs       atomic.Int64 // simulated nanoseconds lost to slip
+	lastStepNs   atomic.Int64 // simulated time of the last step's end
 
 	histMu sync.Mutex
 	ttft   histogram
@@ -226,6 +227,7 @@ func (e *engine) run() {
 			vnow = target
 		}
 		e.steps.Add(1)
+		e.lastStepNs.Store(int64(target * 1e9))
 
 		// Apply the step: every sequence that decoded or finished its
 		// prefill produced one token at the step's end.
