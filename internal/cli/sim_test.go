@@ -213,3 +213,12 @@ func TestSimCommandListsProfilesAndBadProfileFile(t *testing.T) {
 		t.Errorf("bad profile file: code %d, stderr %q; want 2 naming the file and the field", code, stderr)
 	}
 }
+
+func TestSimCommandPortTaken(t *testing.T) {
+	url, _, _ := startSim(t, "--time-scale", "1000")
+	port := url[strings.LastIndex(url, ":")+1:]
+	code, _, stderr := run(t, "sim", "--port", port)
+	if code != 1 || !strings.Contains(stderr, "listen on 127.0.0.1:"+port) || !strings.Contains(stderr, "address already in use") {
+		t.Errorf("port taken: exit %d, stderr %q; want 1 naming the address", code, stderr)
+	}
+}
