@@ -112,6 +112,31 @@ func TestSerialServesOneAtATimeInArrivalOrder(t *testing.T) {
 	})
 }
 
+func TestSerialRateWith64Queued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := testProfile(t, EngineSerial)
+		clk := newSimClock(1)
+		e := newEngine(p, clk, 1, 0, p.KVTokenBudget)
+		defer e.close()
+		const n, out = 64, 32
+		done := submitAll(t, e, clk, n, 50, out)
+		var last float64
+		for _, ch := range done {
+			times := <-ch
+			last = max(last, times[len(times)-1])
+		}
+		// 64 requests one after another, each a prefill step then 31
+		// decode steps: the wave's tokens per second is the profile's.
+		want := float64(n*out) / (float64(n) * (p.StepS(1, 50) + (out-1)*p.StepS(1, 0)))
+		if got := float64(n*out) / last; !near(got, want, 0.01) {
+			t.Errorf("64 queued: %.3f tok/s, want %.3f tok/s", got, want)
+		}
+		if got, decode := float64(n*out)/last, 1/p.decodeS(1); got > decode {
+			t.Errorf("64 queued: %.3f tok/s, above the batch-1 decode rate %.3f", got, decode)
+		}
+	})
+}
+
 func TestBatchingRateAtBatch1And64(t *testing.T) {
 	for _, batch := range []int{1, 64} {
 		synctest.Test(t, func(t *testing.T) {

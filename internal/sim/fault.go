@@ -23,7 +23,8 @@ const (
 	// FaultHTTP429 answers 429 (Retry-After: 1) with a JSON error.
 	FaultHTTP429 FaultKind = "http429"
 	// FaultStall stops sending after the first content and holds the
-	// connection open until the client gives up or the server stops.
+	// connection open until the client gives up or the server stops; the
+	// sequence leaves the engine, so a stalled stream holds no engine slot.
 	FaultStall FaultKind = "stall"
 	// FaultMalformed sends one chunk of invalid JSON mid-stream, then carries
 	// on; a non-streaming body is invalid JSON.
