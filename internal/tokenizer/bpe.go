@@ -12,6 +12,9 @@ type merge struct {
 type bpe struct {
 	byteID [256]int32
 	merges mergeTable
+	// bytePairs holds the merge of every pair of byte tokens, dense, for the
+	// first round of lookups; rank noMerge where there is none.
+	bytePairs []merge
 }
 
 // mergeTable is an open-addressing hash table from a pair of ids to its
@@ -94,6 +97,13 @@ func newBPE(vocab map[string]int, merges [][2]string) (*bpe, error) {
 		// A repeated merge keeps its last rank, as the library's map does.
 		m.merges.put(pairKey(int32(a), int32(b)), merge{rank: int32(rank), newID: int32(n)})
 	}
+	m.bytePairs = make([]merge, 1<<16)
+	for a := 0; a < 256; a++ {
+		for b := 0; b < 256; b++ {
+			r, n := m.rankOf(m.byteID[a], m.byteID[b])
+			m.bytePairs[a<<8|b] = merge{rank: r, newID: n}
+		}
+	}
 	return m, nil
 }
 
@@ -127,7 +137,8 @@ func (m *bpe) encode(dst []int, piece string) []int {
 	ranks := ranksBuf[:n-1]
 	newIDs := newBuf[:n-1]
 	for i := 0; i < n-1; i++ {
-		ranks[i], newIDs[i] = m.rankOf(ids[i], ids[i+1])
+		bp := m.bytePairs[int(piece[i])<<8|int(piece[i+1])]
+		ranks[i], newIDs[i] = bp.rank, bp.newID
 	}
 	for len(ids) > 1 {
 		best := 0
@@ -247,7 +258,7 @@ func (m *bpe) encodeHeap(dst []int, piece string) []int {
 	next[n-1] = -1
 	h := make(mergeHeap, 0, n)
 	for i := 0; i < n-1; i++ {
-		if r, _ := m.rankOf(ids[i], ids[i+1]); r != noMerge {
+		if r := m.bytePairs[int(piece[i])<<8|int(piece[i+1])].rank; r != noMerge {
 			h = append(h, heapEntry{rank: r, pos: int32(i)})
 		}
 	}
