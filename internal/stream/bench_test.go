@@ -72,7 +72,25 @@ func serveBench() {
 var benchSrv struct {
 	once sync.Once
 	addr string
+	pid  int
 	err  error
+}
+
+// procCPU is the CPU time of process pid from /proc/pid/stat (clock ticks
+// of 10 ms), 0 where /proc cannot be read.
+func procCPU(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 func benchServerAddr(b *testing.B) string {
@@ -100,6 +118,7 @@ func benchServerAddr(b *testing.B) string {
 			return
 		}
 		benchSrv.addr = strings.TrimSpace(line)
+		benchSrv.pid = cmd.Process.Pid
 	})
 	if benchSrv.err != nil {
 		b.Fatal(benchSrv.err)
@@ -147,6 +166,7 @@ func BenchmarkStreams(b *testing.B) {
 				chunks   int
 				lateNS   []float64
 				cpu      time.Duration
+				srvCPU   time.Duration
 				wall     time.Duration
 				failures int
 			)
@@ -165,11 +185,12 @@ func BenchmarkStreams(b *testing.B) {
 						results[i] = client.Send(context.Background(), p)
 					}()
 				}
-				cpu0, t0 := cpuNow(), time.Now()
+				cpu0, srv0, t0 := cpuNow(), procCPU(benchSrv.pid), time.Now()
 				close(gate)
 				wg.Wait()
 				wall += time.Since(t0)
 				cpu += cpuNow() - cpu0
+				srvCPU += procCPU(benchSrv.pid) - srv0
 				for _, r := range results {
 					if !r.OK {
 						failures++
@@ -192,6 +213,8 @@ func BenchmarkStreams(b *testing.B) {
 			q := func(p float64) float64 { return lateNS[int(p*float64(len(lateNS)-1))] / 1e6 }
 			b.ReportMetric(float64(chunks)/wall.Seconds(), "chunks/s")
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(chunks)/1e3, "client-cpu-µs/chunk")
+			b.ReportMetric(float64(srvCPU.Nanoseconds())/float64(chunks)/1e3, "server-cpu-µs/chunk")
+			b.ReportMetric(wall.Seconds()/float64(b.N), "s/wave")
 			b.ReportMetric(q(0.50), "late-p50-ms")
 			b.ReportMetric(q(0.99), "late-p99-ms")
 			b.ReportMetric(q(1), "late-max-ms")
