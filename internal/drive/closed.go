@@ -56,6 +56,9 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 	// requests fail as connect and are recorded.
 	_ = d.client.Warm(ctx, t.BaseURL, n)
 	defer d.client.Drop()
+	if err := ctx.Err(); err != nil {
+		return WaveResult{}, fmt.Errorf("%s: closed wave not released: %w", t.Name, context.Cause(ctx))
+	}
 
 	w := contract.Wave{
 		ID: d.NextWaveID(), Server: t.Name, Concurrency: n, Repeat: spec.Repeat,

@@ -100,6 +100,9 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 	}
 	_ = d.client.Warm(ctx, t.BaseURL, warm)
 	defer d.client.Drop()
+	if err := ctx.Err(); err != nil {
+		return WaveResult{}, fmt.Errorf("%s: open wave not released: %w", t.Name, context.Cause(ctx))
+	}
 
 	w := contract.Wave{
 		ID: d.NextWaveID(), Server: t.Name, Concurrency: spec.MaxConcurrency, Repeat: spec.Repeat,
