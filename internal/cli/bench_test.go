@@ -257,3 +257,18 @@ func TestBenchProgressBar(t *testing.T) {
 		}
 	}
 }
+
+func TestBenchCanceledBeforeAnyWave(t *testing.T) {
+	srv, _ := benchServer(t, 3, time.Millisecond)
+	dir := filepath.Join(t.TempDir(), "b")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	code, _, errs := runMain(ctx, "bench", "--base-url", srv.URL, "--model", "m", "--tokenizer", "usage", "-o", dir)
+	if code != 130 || !strings.Contains(errs, "not released") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	res, err := bundle.ReadResults(dir)
+	if err != nil || len(res.Waves) != 0 || len(res.Records) != 0 {
+		t.Fatalf("%v %+v", err, res)
+	}
+}
