@@ -1,8 +1,10 @@
 package examples
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rehearse/rehearse/internal/config"
@@ -61,5 +63,29 @@ func TestEmbeddedSimulatedNamesItsProfiles(t *testing.T) {
 	}
 	if r.Servers[0].Simulated == "" || r.Servers[1].Simulated == "" {
 		t.Error("the simulated example does not name its profiles")
+	}
+}
+
+// TestReadmeKeysAreTheFilesKeys keeps README.md's key reference true: its
+// YAML block must have no unknown key and no value of the wrong kind.
+func TestReadmeKeysAreTheFilesKeys(t *testing.T) {
+	data, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(data), "```yaml\n")
+	block, _, ok2 := strings.Cut(block, "```")
+	if !ok || !ok2 {
+		t.Fatal("README.md has no yaml block")
+	}
+	_, err = config.Parse([]byte(block), "README.md", t.TempDir())
+	if err == nil {
+		return
+	}
+	for _, bad := range []string{"unknown key", ": want ", "not valid YAML", "is not a duration"} {
+		if strings.Contains(err.Error(), bad) {
+			t.Errorf("the README's key reference is out of date:\n%v", err)
+			break
+		}
 	}
 }
