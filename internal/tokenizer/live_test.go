@@ -75,7 +75,7 @@ func TestLiveLibrary(t *testing.T) {
 	}
 	t.Logf("seed %d (rerun with TOKENIZER_LIVE_SEED=%d)", seed, seed)
 	r := rand.New(rand.NewPCG(seed, 0x70ce))
-	texts := make([]string, 400)
+	texts := make([]string, 300)
 	var in bytes.Buffer
 	for i := range texts {
 		texts[i] = randomText(r)
