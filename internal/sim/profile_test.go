@@ -1,10 +1,14 @@
 package sim
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rehearse/rehearse/internal/workload"
 )
 
 func TestBuiltinProfilesLoadAndHaveDerivations(t *testing.T) {
@@ -138,3 +142,22 @@ func TestCheckOutputWordsRejectsAForeignTokenizer(t *testing.T) {
 type charCounter struct{}
 
 func (charCounter) Count(s string) int { return len(s) }
+
+// TestT4ProfilesPinTheDemoPrompts: the T4 fit assumes the demo's eight
+// prompts have the lengths written in the profiles; a change of
+// workload.BuiltinPrompts must come with new pins (and a new fit).
+func TestT4ProfilesPinTheDemoPrompts(t *testing.T) {
+	for _, engine := range []string{EngineSerial, EngineBatching} {
+		p := testProfile(t, engine)
+		pinned := map[string]bool{}
+		for _, pl := range p.OutputTokensByPrompt {
+			pinned[pl.PromptSHA256] = true
+		}
+		for i, prompt := range workload.BuiltinPrompts() {
+			sum := sha256.Sum256([]byte(prompt))
+			if !pinned[hex.EncodeToString(sum[:])] {
+				t.Errorf("%s: built-in prompt %d (%.40q…) has no pinned output length: re-pin output_tokens_by_prompt and rerun TestFitMeasuredTables", p.Name, i, prompt)
+			}
+		}
+	}
+}
