@@ -288,9 +288,16 @@ func (r *runner) died(i int, proc *supervise.Process, during string, records []c
 	}
 	for _, rec := range records {
 		if rec.ErrorKind == contract.ErrConnect || rec.ErrorKind == contract.ErrStreamTruncated {
-			select {
-			case <-proc.Done():
-			case <-time.After(time.Second):
+			// The kernel closes a dying process's sockets before its exit
+			// can be observed: watch it for a moment.
+			for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if !proc.Alive() {
+					select {
+					case <-proc.Done():
+					case <-time.After(2 * time.Second):
+					}
+					break
+				}
 			}
 			break
 		}

@@ -246,6 +246,15 @@ func (p *Process) mark(format string, a ...any) {
 	fmt.Fprintf(p.log, "\n"+MarkerPrefix+format+"\n", a...)
 }
 
+// Alive reports whether the process is still running: not exited, and not
+// an exited process waiting to be reaped.
+func (p *Process) Alive() bool {
+	if _, exited := p.Exited(); exited {
+		return false
+	}
+	return !exitedUnreaped(p.cmd.Process.Pid)
+}
+
 // Name is the server's name.
 func (p *Process) Name() string { return p.spec.Name }
 

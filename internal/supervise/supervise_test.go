@@ -259,6 +259,9 @@ func TestDeathWhileRunningIsNoted(t *testing.T) {
 	if err := WaitReady(context.Background(), p, Probe{BaseURL: "http://127.0.0.1:" + strconv.Itoa(port), SkipRequest: true, Timeout: 10 * time.Second, Interval: 20 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
+	if !p.Alive() {
+		t.Fatal("a ready process is not alive")
+	}
 	if err := syscall.Kill(p.PID(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -266,6 +269,9 @@ func TestDeathWhileRunningIsNoted(t *testing.T) {
 	case <-p.Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("Done not closed after the process died")
+	}
+	if p.Alive() {
+		t.Error("a killed process is alive")
 	}
 	e, ok := p.Exited()
 	if !ok || e.Deliberate || e.Signal != "SIGKILL" {
