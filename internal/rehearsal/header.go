@@ -119,7 +119,7 @@ func Simulation(cfg *config.Rehearsal) *bundle.Simulation {
 	case sim.TimeScale == 0:
 		sim.Note = fmt.Sprintf("Simulated servers %s ran at different time scales; compare their figures only in simulated time.", strings.Join(names, ", "))
 	default:
-		sim.Note = fmt.Sprintf("Servers %s were `rehearse sim` processes, not GPU servers; every time was measured on the wall clock while simulated time ran %g times faster.", strings.Join(names, ", "), sim.TimeScale)
+		sim.Note = fmt.Sprintf("Servers %s were `rehearse sim` child processes on loopback ports, launched, driven and stopped by rehearse exactly as real servers are.", strings.Join(names, ", "))
 	}
 	if len(real) > 0 {
 		sim.Note += fmt.Sprintf(" Servers %s were real.", strings.Join(real, ", "))
