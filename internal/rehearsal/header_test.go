@@ -1,0 +1,56 @@
+package rehearsal
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rehearse/rehearse/internal/config"
+)
+
+func parse(t *testing.T, yaml string) *config.Rehearsal {
+	t.Helper()
+	cfg, err := config.Parse([]byte(yaml), "t.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func TestSimulationProvenance(t *testing.T) {
+	cfg := parse(t, `model: {id: m}
+servers:
+  - {name: a, simulated: p1, launch: [r, sim, --port, "{port}", --time-scale, "25"]}
+  - {name: b, simulated: p2, launch: [r, sim, --port, "{port}", --time-scale=25]}
+  - {name: real, launch: [vllm, serve, --port, "{port}"]}
+`)
+	sim := Simulation(cfg)
+	if sim == nil || sim.TimeScale != 25 || sim.Profiles["a"] != "p1" || sim.Profiles["b"] != "p2" || len(sim.Profiles) != 2 {
+		t.Fatalf("simulation = %+v", sim)
+	}
+	if !strings.Contains(sim.Note, "Servers a, b were `rehearse sim`") || !strings.Contains(sim.Note, "Servers real were real") {
+		t.Errorf("note: %s", sim.Note)
+	}
+	cfg.Servers[1].Launch[4] = "--time-scale=5"
+	if sim := Simulation(cfg); sim.TimeScale != 0 || !strings.Contains(sim.Note, "different time scales") {
+		t.Errorf("mixed scales: %+v", sim)
+	}
+	if Simulation(parse(t, "model: {id: m}\nservers: [{name: v, launch: [vllm, '{port}']}]\n")) != nil {
+		t.Error("no simulated server, yet a simulation")
+	}
+}
+
+func TestWorkloadOfTheRehearsal(t *testing.T) {
+	cfg := parse(t, `model: {id: m}
+servers: [{name: v, launch: [vllm, "{port}"]}]
+workload:
+  timeout: 1m30s
+  extra_body: {ignore_eos: true}
+  open_loop: {request_rates_rps: [2], arrival: gamma, burstiness: 0.5, num_requests: 10, duration: 30s}
+`)
+	w := Workload(cfg, []string{"p"})
+	if w.TimeoutS != 90 || w.Kind != "closed+open" || w.Open == nil || w.Open.DurationS != 30 || w.Open.Burstiness != 0.5 ||
+		w.MechanismCheck == nil || w.MechanismCheck.Concurrency != 64 || w.MechanismCheck.PeriodS != 0.1 ||
+		w.ExtraBody["ignore_eos"] != true || !w.IncludeUsage || w.PercentileMethod == "" || len(w.Prompts) != 1 {
+		t.Errorf("workload = %+v", w)
+	}
+}
