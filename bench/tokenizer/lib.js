@@ -17,6 +17,8 @@ const llama3 =
 //   qwen2.5 less <think>, </think>, <tool_response>, </tool_response>
 //   llama3  the Llama 3 split regex and ignore_merges, Qwen's vocabulary
 //   gpt2    no normalizer, ByteLevel with the GPT-2 regex, Qwen's vocabulary
+//   normalized  added tokens matched after NFC (normalized: true), plus "été"
+//           (normalized) and "n" + U+0303 (raw, which NFC would compose)
 function variantJSON(variant) {
   const j = JSON.parse(zlib.gunzipSync(fs.readFileSync(gz)).toString('utf8'));
   switch (variant) {
@@ -31,6 +33,11 @@ function variantJSON(variant) {
       j.pre_tokenizer.pretokenizers[0].pattern.Regex = llama3;
       j.model.ignore_merges = true;
       break;
+    case 'normalized':
+      for (const a of j.added_tokens) a.normalized = true;
+      j.added_tokens.push({ id: 151669, content: '\u00e9t\u00e9', single_word: false, lstrip: false, rstrip: false, normalized: true, special: false });
+      j.added_tokens.push({ id: 151670, content: 'n\u0303', single_word: false, lstrip: false, rstrip: false, normalized: false, special: false });
+      break;
     case 'gpt2':
       j.normalizer = null;
       j.pre_tokenizer = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true };
@@ -41,7 +48,7 @@ function variantJSON(variant) {
   return j;
 }
 
-const variants = ['qwen3', 'qwen2.5', 'llama3', 'gpt2'];
+const variants = ['qwen3', 'qwen2.5', 'llama3', 'gpt2', 'normalized'];
 
 function load(variant) {
   return tk.Tokenizer.fromString(JSON.stringify(variantJSON(variant)));

@@ -171,6 +171,7 @@ for (const s of [
   '<|vision_start|><|image_pad|><|vision_end|> <|box_start|>(1,2)<|box_end|>',
   '<|im_start', 'im_end|>', '<|', '|>', '<think', '</think', 'think>',
   'é<think>é</think>é', 'e<think>\u0301', ' <think> ', '\n<think>\n',
+  'été', 'e\u0301te\u0301', 'L\'été, l\'e\u0301te\u0301', 'ééété', 'n\u0303', 'ñ', 'an\u0303o año', 'n\u0303\u0301',
 ]) {
   add('added', s);
 }

@@ -21,6 +21,7 @@ type addedMatcher struct {
 type tokenSet struct {
 	byFirst [256][]addedToken // candidates by first byte, longest first
 	firsts  string            // distinct first bytes
+	isFirst [256]bool
 }
 
 func newAddedMatcher(added []addedTokenJSON, hasNormalizer bool) addedMatcher {
@@ -42,6 +43,7 @@ func (s *tokenSet) add(tok addedToken) {
 	list := s.byFirst[c]
 	if len(list) == 0 {
 		s.firsts += string([]byte{c})
+		s.isFirst[c] = true
 	}
 	// Keep longest first; equal contents are the library's last one.
 	i := 0
@@ -65,16 +67,20 @@ func (s *tokenSet) find(text string) (int, int, int) {
 		return -1, 0, 0
 	}
 	for i := 0; i < len(text); {
-		var j int
 		if len(s.firsts) == 1 {
-			j = strings.IndexByte(text[i:], s.firsts[0])
+			j := strings.IndexByte(text[i:], s.firsts[0])
+			if j < 0 {
+				return -1, 0, 0
+			}
+			i += j
 		} else {
-			j = strings.IndexAny(text[i:], s.firsts)
+			for i < len(text) && !s.isFirst[text[i]] {
+				i++
+			}
+			if i == len(text) {
+				return -1, 0, 0
+			}
 		}
-		if j < 0 {
-			return -1, 0, 0
-		}
-		i += j
 		for _, tok := range s.byFirst[text[i]] {
 			if strings.HasPrefix(text[i:], tok.content) {
 				return i, i + len(tok.content), tok.id

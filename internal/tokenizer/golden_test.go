@@ -15,7 +15,7 @@ import (
 //	node bench/tokenizer/golden.js < internal/tokenizer/testdata/corpus.jsonl \
 //	  > internal/tokenizer/testdata/golden.jsonl
 
-var variantNames = []string{"qwen3", "qwen2.5", "llama3", "gpt2"}
+var variantNames = []string{"qwen3", "qwen2.5", "llama3", "gpt2", "normalized"}
 
 func mustJSON(t testing.TB, v any) json.RawMessage {
 	t.Helper()
@@ -53,6 +53,15 @@ func variantTokenizer(t testing.TB, variant string) *Tokenizer {
 			v.split, v.ignoreMerges = splitLlama3, true
 		case "gpt2":
 			v.split, v.nfc = splitGPT2, false
+		case "normalized":
+			v.addedTokens = nil
+			for _, a := range c.addedTokens {
+				a.Normalized = true
+				v.addedTokens = append(v.addedTokens, a)
+			}
+			v.addedTokens = append(v.addedTokens,
+				addedTokenJSON{ID: 151669, Content: "\u00e9t\u00e9", Normalized: true},
+				addedTokenJSON{ID: 151670, Content: "n\u0303", Normalized: false})
 		default:
 			t.Fatalf("unknown variant %q", variant)
 		}
