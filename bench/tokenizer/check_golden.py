@@ -29,13 +29,19 @@ def variant(name):
     elif name == "llama3":
         j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = llama3
         j["model"]["ignore_merges"] = True
+    elif name == "normalized":
+        for a in j["added_tokens"]:
+            a["normalized"] = True
+        extra = dict(single_word=False, lstrip=False, rstrip=False, special=False)
+        j["added_tokens"].append(dict(id=151669, content="\u00e9t\u00e9", normalized=True, **extra))
+        j["added_tokens"].append(dict(id=151670, content="n\u0303", normalized=False, **extra))
     elif name == "gpt2":
         j["normalizer"] = None
         j["pre_tokenizer"] = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
     return Tokenizer.from_str(json.dumps(j))
 
 
-names = ["qwen3", "qwen2.5", "llama3", "gpt2"]
+names = ["qwen3", "qwen2.5", "llama3", "gpt2", "normalized"]
 toks = {n: variant(n) for n in names}
 nfc = normalizers.NFC()
 corpus = [json.loads(l) for l in open(os.path.join(root, "internal/tokenizer/testdata/corpus.jsonl"), encoding="utf-8")]
