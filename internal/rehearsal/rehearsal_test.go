@@ -488,14 +488,14 @@ func TestWarmupAndOpenLoop(t *testing.T) {
 }
 
 // TestDemoBundleVerifies runs `rehearse demo` (the embedded
-// examples/simulated.yaml) at a high time scale: the canonical rehearsal's
+// examples/simulated.yaml) at time scale 200: the canonical rehearsal's
 // bundle must verify.
 func TestDemoBundleVerifies(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the demo takes several seconds even at time scale 100")
+		t.Skip("the demo takes seconds even at time scale 200")
 	}
 	out := filepath.Join(t.TempDir(), "demo")
-	cmd := exec.Command(rehearseExe, "demo", "-q", "-o", out, "--time-scale", "100")
+	cmd := exec.Command(rehearseExe, "demo", "-q", "-o", out, "--time-scale", "200")
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -509,13 +509,13 @@ func TestDemoBundleVerifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	sim := res.Provenance.Simulation
-	if sim == nil || sim.TimeScale != 100 || sim.Profiles["serial"] == "" || sim.Profiles["batching"] == "" {
+	if sim == nil || sim.TimeScale != 200 || sim.Profiles["serial"] == "" || sim.Profiles["batching"] == "" {
 		t.Errorf("simulation provenance: %+v", sim)
 	}
-	if res.Workload.TimeoutS != 0.6 || len(res.Aggregates) != 8 || res.MechanismCheck == nil {
+	if res.Workload.TimeoutS != 0.3 || len(res.Aggregates) != 8 || res.MechanismCheck == nil {
 		t.Errorf("timeout %v s, %d aggregates, mechanism check %v", res.Workload.TimeoutS, len(res.Aggregates), res.MechanismCheck)
 	}
-	for _, want := range []string{"clients", "serial tok/s", "speed-up", "Verified:", "time scale 100", "rehearse verify " + out} {
+	for _, want := range []string{"clients", "serial tok/s", "speed-up", "Verified:", "time scale 200", "rehearse verify " + out} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, stdout.String())
 		}

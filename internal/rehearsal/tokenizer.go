@@ -9,61 +9,70 @@ import (
 	"github.com/rehearse/rehearse/internal/tokenizer"
 )
 
-// OpenTokenizer resolves the rehearsal's tokenizer in SPEC §6's order: an
-// explicit path; an embedded variant when one is named; the Hugging Face
-// cache at the pinned revision (tokenizer.model, else model.id); the bundled
-// default. It returns the tokenizer, its provenance, and a note when it fell
-// back to the bundled file because the model's own was not in the cache.
-func OpenTokenizer(cfg *config.Rehearsal) (*tokenizer.Tokenizer, bundle.Tokenizer, string, error) {
+// tokenizerChoice is where the tokenizer comes from: a file, or an
+// embedded variant.
+type tokenizerChoice struct {
+	Path    string
+	Variant string
+	// Field names the config key the choice came from, for errors.
+	Field string
+	Note  string
+}
+
+// chooseTokenizer applies SPEC §6's lookup order: an explicit path; an
+// embedded variant when one is named; the Hugging Face cache at the pinned
+// revision (tokenizer.model, else model.id); the bundled default, with a
+// note saying why.
+func chooseTokenizer(cfg *config.Rehearsal) (tokenizerChoice, error) {
 	t := cfg.Tokenizer
-	var (
-		tok  *tokenizer.Tokenizer
-		err  error
-		note string
-	)
 	switch {
 	case t.Path != "":
-		tok, err = tokenizer.Load(t.Path)
-		if err != nil {
-			return nil, bundle.Tokenizer{}, "", fmt.Errorf("tokenizer.path: %w", err)
-		}
+		return tokenizerChoice{Path: t.Path, Field: "tokenizer.path"}, nil
 	case t.Variant != "":
-		tok, err = tokenizer.Embedded(t.Variant)
-		if err != nil {
-			return nil, bundle.Tokenizer{}, "", fmt.Errorf("tokenizer.variant: %w", err)
-		}
+		return tokenizerChoice{Variant: t.Variant, Field: "tokenizer.variant"}, nil
 	case t.Model != "":
-		path, ferr := tokenizer.FindInCache(t.Model, t.Revision)
-		if ferr != nil {
-			return nil, bundle.Tokenizer{}, "", fmt.Errorf("tokenizer.model: %w", ferr)
+		path, err := tokenizer.FindInCache(t.Model, t.Revision)
+		if err != nil {
+			return tokenizerChoice{}, fmt.Errorf("tokenizer.model: %w", err)
 		}
-		if tok, err = tokenizer.Load(path); err != nil {
-			return nil, bundle.Tokenizer{}, "", fmt.Errorf("tokenizer.model: %w", err)
+		return tokenizerChoice{Path: path, Field: "tokenizer.model"}, nil
+	}
+	if cfg.Model.ID != "" {
+		if path, err := tokenizer.FindInCache(cfg.Model.ID, cfg.Model.Revision); err == nil {
+			return tokenizerChoice{Path: path, Field: "model.id"}, nil
 		}
-	default:
-		if cfg.Model.ID != "" {
-			if path, ferr := tokenizer.FindInCache(cfg.Model.ID, cfg.Model.Revision); ferr == nil {
-				if tok, err = tokenizer.Load(path); err != nil {
-					return nil, bundle.Tokenizer{}, "", fmt.Errorf("tokenizer of model.id: %w", err)
-				}
-				break
-			}
-		}
-		variant := tokenizer.VariantQwen3
-		if strings.Contains(strings.ToLower(cfg.Model.ID), "qwen2") {
-			variant = tokenizer.VariantQwen25
-		}
-		if tok, err = tokenizer.Embedded(variant); err != nil {
-			return nil, bundle.Tokenizer{}, "", err
-		}
-		if cfg.Model.ID != "" {
-			note = fmt.Sprintf("output tokens were counted with the bundled %s tokenizer: %s's own tokenizer.json was not in the Hugging Face cache", variant, cfg.Model.ID)
-		}
+	}
+	c := tokenizerChoice{Variant: tokenizer.VariantQwen3, Field: "tokenizer"}
+	if strings.Contains(strings.ToLower(cfg.Model.ID), "qwen2") {
+		c.Variant = tokenizer.VariantQwen25
+	}
+	if cfg.Model.ID != "" {
+		c.Note = fmt.Sprintf("output tokens were counted with the bundled %s tokenizer: %s's own tokenizer.json was not in the Hugging Face cache", c.Variant, cfg.Model.ID)
+	}
+	return c, nil
+}
+
+// OpenTokenizer loads the rehearsal's tokenizer (see chooseTokenizer for the
+// order) and returns it with its provenance and, when it fell back to the
+// bundled file, a note for the bundle.
+func OpenTokenizer(cfg *config.Rehearsal) (*tokenizer.Tokenizer, bundle.Tokenizer, string, error) {
+	c, err := chooseTokenizer(cfg)
+	if err != nil {
+		return nil, bundle.Tokenizer{}, "", err
+	}
+	var tok *tokenizer.Tokenizer
+	if c.Path != "" {
+		tok, err = tokenizer.Load(c.Path)
+	} else {
+		tok, err = tokenizer.Embedded(c.Variant)
+	}
+	if err != nil {
+		return nil, bundle.Tokenizer{}, "", fmt.Errorf("%s: %w", c.Field, err)
 	}
 	info := tok.Info()
 	prov := bundle.Tokenizer{Name: info.Name, Source: info.Source, SHA256: info.SHA256}
 	if info.Source == "embedded" {
 		prov.Variant = info.Name
 	}
-	return tok, prov, note, nil
+	return tok, prov, c.Note, nil
 }
