@@ -12,8 +12,11 @@ import (
 // prompts, max_tokens, temperature, timeout and endpoint; wave ids are
 // renumbered, servers are joined by name (a server may appear in several
 // parts, e.g. split by concurrency), and aggregates are recomputed from the
-// records. names labels each part in errors and notes.
-func Merge(parts []*Results, names []string) (*Results, error) {
+// records. names labels each part in errors and notes. Where several parts
+// hold a mechanism check, mechanismServer names the one to keep as
+// mechanism_check; the others stay in waves and records and are described
+// in a note.
+func Merge(parts []*Results, names []string, mechanismServer string) (*Results, error) {
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("nothing to merge")
 	}
@@ -64,8 +67,8 @@ func Merge(parts []*Results, names []string) (*Results, error) {
 		for _, s := range p.Servers {
 			if j, ok := serverIdx[s.Name]; ok {
 				prev := out.Servers[j]
-				if !reflect.DeepEqual(prev.LaunchArgv, s.LaunchArgv) {
-					return nil, fmt.Errorf("%s: server %q was launched as %v, in an earlier part as %v", names[i], s.Name, s.LaunchArgv, prev.LaunchArgv)
+				if !reflect.DeepEqual(prev.LaunchArgv, s.LaunchArgv) || prev.BaseURL != s.BaseURL {
+					out.Notes = append(out.Notes, fmt.Sprintf("[%s] Server %s was launched again for this part, at %s as %q.", names[i], s.Name, s.BaseURL, s.LaunchArgv))
 				}
 				if s.Exit != "" && s.Exit != prev.Exit {
 					out.Servers[j].Exit = joinNonEmpty(prev.Exit, s.Exit)
@@ -91,14 +94,22 @@ func Merge(parts []*Results, names []string) (*Results, error) {
 			out.Records = append(out.Records, r)
 		}
 		if p.MechanismCheck != nil {
-			if out.MechanismCheck != nil {
-				return nil, fmt.Errorf("%s: a second mechanism check (the first came from an earlier part)", names[i])
-			}
 			m := *p.MechanismCheck
 			m.Wave = ids[m.Wave]
-			out.MechanismCheck = &m
-			if p.Workload.MechanismCheck != nil {
+			keep := mechanismServer == "" || m.Server == mechanismServer
+			if keep && out.MechanismCheck != nil {
+				return nil, fmt.Errorf("%s: a second mechanism check (the first came from an earlier part); choose one with its server's name", names[i])
+			}
+			if keep {
+				out.MechanismCheck = &m
 				out.Workload.MechanismCheck = p.Workload.MechanismCheck
+			} else {
+				max := "none"
+				if m.Max != nil {
+					max = fmt.Sprint(*m.Max)
+				}
+				out.Notes = append(out.Notes, fmt.Sprintf("[%s] A mechanism-check wave also ran on %s at %d clients (wave %d, not in the results table): %s max %s over %d samples.",
+					names[i], m.Server, m.Concurrency, m.Wave, m.Metric, max, len(m.Series)))
 			}
 		}
 		for _, n := range p.Notes {
@@ -110,6 +121,12 @@ func Merge(parts []*Results, names []string) (*Results, error) {
 		out.Workload.Concurrencies = append(out.Workload.Concurrencies, c)
 	}
 	sort.Ints(out.Workload.Concurrencies)
+	if mechanismServer != "" && (out.MechanismCheck == nil || out.MechanismCheck.Server != mechanismServer) {
+		return nil, fmt.Errorf("no part holds a mechanism check on %q", mechanismServer)
+	}
+	if out.MechanismCheck == nil {
+		out.Workload.MechanismCheck = nil
+	}
 	if out.Baseline != nil {
 		if _, ok := serverIdx[*out.Baseline]; !ok {
 			return nil, fmt.Errorf("baseline %q is in none of the parts", *out.Baseline)

@@ -15,7 +15,7 @@ import (
 )
 
 func newMergeCmd(st *State) *cobra.Command {
-	var out, baseline string
+	var out, baseline, mechanism string
 	cmd := &cobra.Command{
 		Use:   "merge -o DIR PART...",
 		Short: "Merge the bundles of one rehearsal's parts into one bundle",
@@ -27,21 +27,24 @@ joined by name, server logs are concatenated part by part with a marker line,
 and every aggregate is recomputed from the raw records. A part without
 results.json is read from its journal.jsonl (a part that crashed).
 --baseline names the speed-up denominator of the merged bundle when the parts
-name different ones (a part that holds one server names that server).`,
+name different ones (a part that holds one server names that server).
+--mechanism-check names the server whose mechanism check the merged bundle
+reports when several parts hold one; the others are kept as waves and noted.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return usageError("merge needs -o DIR for the merged bundle")
 			}
-			return runMerge(st, out, baseline, args)
+			return runMerge(st, out, baseline, mechanism, args)
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "directory of the merged bundle (created; must not exist or be empty)")
+	cmd.Flags().StringVar(&mechanism, "mechanism-check", "", "server whose mechanism check to report when several parts hold one")
 	cmd.Flags().StringVar(&baseline, "baseline", "", "baseline server of the merged bundle (default: the parts' own, which must then agree)")
 	return cmd
 }
 
-func runMerge(st *State, out, baseline string, parts []string) error {
+func runMerge(st *State, out, baseline, mechanism string, parts []string) error {
 	var all []*bundle.Results
 	for _, dir := range parts {
 		res, err := readPart(dir)
@@ -53,7 +56,7 @@ func runMerge(st *State, out, baseline string, parts []string) error {
 		}
 		all = append(all, res)
 	}
-	merged, err := bundle.Merge(all, parts)
+	merged, err := bundle.Merge(all, parts, mechanism)
 	if err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
