@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // LogNotes is what a server log says, split at the deliberate-stop marker:
@@ -39,6 +40,34 @@ const MaxNoteLines = 50
 
 var noteRE = regexp.MustCompile(`(?i)\b(warn|warning|warnings|error|errors|exception|traceback|fatal|critical|panic)\b|EngineDeadError|Error:`)
 
+// noteworthy reports whether a log line is a warning or an error. A
+// key=value field of a request log line ("error=..." on a request the
+// client abandoned) is a request's outcome, already in the records, not a
+// server warning.
+func noteworthy(line string) bool {
+	for _, m := range noteRE.FindAllStringIndex(line, -1) {
+		if m[1] < len(line) && line[m[1]] == '=' {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// MaxNoteLineBytes bounds a kept line; longer ones end in "…".
+const MaxNoteLineBytes = 300
+
+func clip(line string) string {
+	if len(line) <= MaxNoteLineBytes {
+		return line
+	}
+	cut := MaxNoteLineBytes
+	for cut > 0 && !utf8.RuneStart(line[cut]) {
+		cut--
+	}
+	return line[:cut] + "…"
+}
+
 // ScanLog reads a server log written under supervision and splits its
 // noteworthy lines at the deliberate-stop marker.
 func ScanLog(path string) (LogNotes, error) {
@@ -66,18 +95,18 @@ func ScanLog(path string) (LogNotes, error) {
 			if strings.TrimSpace(line) != "" {
 				n.ShutdownLines++
 			}
-			if noteRE.MatchString(line) {
+			if noteworthy(line) {
 				n.ShutdownNoiseCount++
 				if len(n.ShutdownNoise) < MaxNoteLines {
-					n.ShutdownNoise = append(n.ShutdownNoise, line)
+					n.ShutdownNoise = append(n.ShutdownNoise, clip(line))
 				}
 			}
 			continue
 		}
-		if noteRE.MatchString(line) {
+		if noteworthy(line) {
 			n.WarningsDuringRunCount++
 			if len(n.WarningsDuringRun) < MaxNoteLines {
-				n.WarningsDuringRun = append(n.WarningsDuringRun, line)
+				n.WarningsDuringRun = append(n.WarningsDuringRun, clip(line))
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // The test binary doubles as the server under supervision: with
@@ -358,5 +359,37 @@ func TestTailLines(t *testing.T) {
 	}
 	if strings.Join(got, "|") != "line 99997|line 99998|line 99999" {
 		t.Errorf("got %q", got)
+	}
+}
+
+func TestScanLogWhatCounts(t *testing.T) {
+	long := "WARNING " + strings.Repeat("é", 400)
+	log := strings.Join([]string{
+		MarkerPrefix + "launched x at t",
+		"INFO: started",
+		`request id=1 status=client_gone output_tokens=94 error="Cannot write to closing transport"`,
+		"WARNING: FlashAttention 2 is unsupported; using Triton",
+		long,
+		"Traceback (most recent call last):",
+		"",
+		MarkerPrefix + "SIGTERM sent at t " + StopMarker,
+		"INFO: shutting down",
+		`request id=2 status=client_gone error="x"`,
+		"vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue",
+		MarkerPrefix + "process ended at t (status 0)",
+	}, "\n") + "\n"
+	path := filepath.Join(t.TempDir(), "s.log")
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n, err := ScanLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.WarningsDuringRunCount != 3 || n.ShutdownNoiseCount != 1 || n.ShutdownLines != 3 || n.StopLine != 8 || n.Lines != 12 {
+		t.Errorf("notes = %+v", n)
+	}
+	if got := n.WarningsDuringRun[1]; len(got) > MaxNoteLineBytes+len("…") || !strings.HasSuffix(got, "…") || !utf8.ValidString(got) {
+		t.Errorf("long line kept as %d bytes: %q", len(got), got)
 	}
 }
