@@ -166,7 +166,13 @@ func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
 	case len(probs) > 0:
 		return &ExitError{Code: 1, Err: fmt.Errorf("%s: the bundle does not verify (%d problems)", job.dir, len(probs))}
 	case len(out.Failed) > 0:
-		return &ExitError{Code: 1, Err: fmt.Errorf("%d server(s) failed:\n  %s", len(out.Failed), strings.Join(out.Failed, "\n  "))}
+		// The full reasons, with log tails, were printed as they happened
+		// and are in the bundle's notes.
+		firsts := make([]string, len(out.Failed))
+		for i, f := range out.Failed {
+			firsts[i], _, _ = strings.Cut(f, "\n")
+		}
+		return &ExitError{Code: 1, Err: fmt.Errorf("%d server(s) failed:\n  %s", len(out.Failed), strings.Join(firsts, "\n  "))}
 	}
 	return nil
 }
