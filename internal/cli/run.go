@@ -78,7 +78,7 @@ rehearsal file (every problem is listed with its field path).`,
 	f := cmd.Flags()
 	f.StringVarP(&o.file, "file", "f", "", "the rehearsal file (YAML)")
 	f.StringVarP(&o.outDir, "output", "o", "", "bundle folder (default: output.dir of the file, else rehearse-NAME-TIME)")
-	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr (failures are still printed)")
 	return cmd
 }
 
@@ -122,9 +122,9 @@ func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
 		Tokenizer:  tokProv,
 		Simulation: job.simulation,
 	}
-	var progress func(rehearsal.Event)
-	if !job.quiet {
-		progress = func(ev rehearsal.Event) {
+	progress := func(ev rehearsal.Event) {
+		// A failure is printed even when quiet: it carries the log's tail.
+		if !job.quiet || ev.Step == "fail" {
 			fmt.Fprintf(st.Stderr, "%s  %-10s %s\n", time.Now().Format("15:04:05"), ev.Server, ev.Text)
 		}
 	}
