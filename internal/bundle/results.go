@@ -28,6 +28,11 @@ type Results struct {
 	Aggregates     []contract.Aggregate `json:"aggregates"`
 	MechanismCheck *MechanismCheck      `json:"mechanism_check"`
 	Notes          []string             `json:"notes"`
+	// OperatorNotes is markdown written by a person about the figures
+	// (what differs from another run, what they show, limitations), set
+	// by `rehearse annotate`; it derives from nothing and verify leaves it
+	// alone.
+	OperatorNotes string `json:"operator_notes,omitempty"`
 }
 
 // Provenance says what produced the figures: tool, time, machine, model,

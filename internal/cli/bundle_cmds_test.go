@@ -171,3 +171,25 @@ func ptrEq(a, b *float64) bool {
 	}
 	return *a == *b
 }
+
+func TestAnnotateCommand(t *testing.T) {
+	dir := seedBundle(t, bundletest.SeedLike())
+	notes := filepath.Join(t.TempDir(), "notes.md")
+	os.WriteFile(notes, []byte("The naive server saturates at **20 tok/s**.\n"), 0o644)
+	if code, out, errs := run(t, "annotate", dir, "-f", notes); code != 0 {
+		t.Fatalf("annotate: %d %s %s", code, out, errs)
+	}
+	readme, _ := os.ReadFile(filepath.Join(dir, bundle.ReadmeFile))
+	if !strings.Contains(string(readme), "## Operator notes\n\nThe naive server saturates at **20 tok/s**.") {
+		t.Error("README lacks the operator notes")
+	}
+	if code, out, _ := run(t, "verify", dir); code != 0 {
+		t.Fatalf("annotated bundle does not verify: %s", out)
+	}
+	// A bundle that does not verify is not annotated (that would re-make
+	// its digests over the problem).
+	os.WriteFile(filepath.Join(dir, "naive.log"), []byte("changed\n"), 0o644)
+	if code, _, errs := run(t, "annotate", dir, "-f", notes); code != 1 || !strings.Contains(errs, "does not verify") {
+		t.Errorf("annotate of a tampered bundle: code %d, %q", code, errs)
+	}
+}

@@ -18,4 +18,5 @@ under a precise metric contract, and writes a self-verifying results bundle.
   rehearse verify DIR              check digests, schema, and recompute every aggregate
   rehearse compare A B             put two bundles side by side, with gates
   rehearse merge -o DIR A B ...    merge bundles of one rehearsal into one
+  rehearse annotate DIR -f NOTES   add an operator's notes to a bundle's report
   rehearse tokens                  count tokens of text with a tokenizer`

@@ -68,6 +68,7 @@ func newRootCmd(st *State) *cobra.Command {
 		newVerifyCmd(st),
 		newCompareCmd(st),
 		newMergeCmd(st),
+		newAnnotateCmd(st),
 		newTokensCmd(st),
 	)
 	return root

@@ -49,6 +49,7 @@ func Markdown(res *bundle.Results, figs []FigureRef, digests []bundle.Digest) []
 	writeLatency(&b, res)
 	writeOpenLoop(&b, res)
 	writeMechanism(&b, res)
+	writeOperatorNotes(&b, res)
 	writeWarnings(&b, res)
 	writeIntegrity(&b, digests)
 	return b.Bytes()
@@ -526,4 +527,14 @@ func clients(n int) string {
 		return "1 client"
 	}
 	return fmt.Sprintf("%d clients", n)
+}
+
+func writeOperatorNotes(b *bytes.Buffer, res *bundle.Results) {
+	notes := strings.TrimSpace(res.OperatorNotes)
+	if notes == "" {
+		return
+	}
+	b.WriteString("## Operator notes\n\n")
+	b.WriteString(notes)
+	b.WriteString("\n\n")
 }
