@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every check of the project: formatting, vet, and all tests with the
-# race detector. Fetches what it needs: Go modules through the module proxy,
+# Runs every check of the project: formatting, vet, all Go tests with the
+# race detector, and the reference servers' Python tests. Fetches what it needs: Go modules through the module proxy,
 # and Debian's chromium for the browser test of report.html when it can
 # install packages (root); elsewhere that one test is skipped with a message.
 set -euo pipefail
@@ -18,3 +18,11 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 go test -race -timeout 20m ./...
+
+# The reference servers (the project's only Python): their contract and HTTP
+# tests run without torch; Debian's aiohttp and prometheus-client are
+# installed for them when possible, else those tests skip.
+bash scripts/install-python-test-deps.sh || true
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+(cd servers && "$py" -m unittest 2>&1 | tail -n 4)
