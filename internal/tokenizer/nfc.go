@@ -36,7 +36,7 @@ func ccc(r rune) uint8 {
 	return combiningClass[r]
 }
 
-// nfc returns s in Normalization Form C. Text whose runes all have a quick
+// nfc returns s (valid UTF-8) in Normalization Form C. Text whose runes all have a quick
 // check of Yes and class 0 is returned as is, without copying; otherwise
 // only the stretches around runes that may change are normalized.
 //
@@ -55,8 +55,8 @@ func nfc(s string) string {
 			i++
 			continue
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if runeClass(r)&clsNFC == 0 {
+		r, n := decode(s, i)
+		if classStage2[int(classStage1[r>>8])<<8|int(r&0xFF)]&clsNFC == 0 {
 			prev = i
 			i += n
 			continue

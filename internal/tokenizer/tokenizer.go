@@ -185,15 +185,26 @@ func (t *Tokenizer) encodePiece(dst []int, piece string) []int {
 	if len(piece) > maxCachedPiece || t.cache.slots == nil {
 		return t.encodeUncached(dst, piece)
 	}
-	slot := &t.cache.slots[maphash.String(t.cache.seed, piece)&(cacheSlots-1)]
-	if e := slot.Load(); e != nil && e.piece == piece {
-		if e.ids == nil {
-			return append(dst, int(e.id))
+	// Two ways, side by side in one cache line: slot h and h^1.
+	h := maphash.String(t.cache.seed, piece)
+	i := h & (cacheSlots - 1)
+	for _, k := range [2]uint64{i, i ^ 1} {
+		if e := t.cache.slots[k].Load(); e != nil && e.piece == piece {
+			if e.ids == nil {
+				return append(dst, int(e.id))
+			}
+			for _, id := range e.ids {
+				dst = append(dst, int(id))
+			}
+			return dst
 		}
-		for _, id := range e.ids {
-			dst = append(dst, int(id))
+	}
+	// Fill an empty way, else replace one chosen by another hash bit.
+	slot := &t.cache.slots[i]
+	if slot.Load() != nil {
+		if other := &t.cache.slots[i^1]; other.Load() == nil || h&cacheSlots != 0 {
+			slot = other
 		}
-		return dst
 	}
 	n := len(dst)
 	dst = t.encodeUncached(dst, piece)
@@ -264,8 +275,8 @@ func (t *Tokenizer) AddedTokens() []string {
 }
 
 // pieceCache remembers the ids of recent pieces, as the library's BPE
-// cache does: text repeats its words. It is direct-mapped (a new piece
-// replaces the one in its slot), bounded, and safe for concurrent use:
+// cache does: text repeats its words. It is two-way set-associative (a new
+// piece replaces one of two), bounded, and safe for concurrent use:
 // entries are immutable and slots are swapped atomically.
 type pieceCache struct {
 	seed  maphash.Seed
@@ -279,6 +290,6 @@ type cacheEntry struct {
 }
 
 const (
-	cacheSlots     = 1 << 18
+	cacheSlots     = 1 << 17
 	maxCachedPiece = 256
 )
