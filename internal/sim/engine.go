@@ -46,6 +46,9 @@ type sequence struct {
 
 	// Engine goroutine only.
 	prefillLeft int
+	// tokenTimesS, when set, collects the simulated time of every token
+	// (the prediction's records); the served engine leaves it nil.
+	tokenTimesS *[]float64
 
 	// Written by the engine, read by the handler after it observes produced
 	// or state through the atomics (which order the plain fields).
@@ -188,33 +191,7 @@ func (e *engine) run() {
 			continue
 		}
 
-		// Plan the step: running decodes first (one token each), then
-		// prefill chunks in admission order within the token budget.
-		budget := e.batchTokens
-		if budget == 0 {
-			budget = math.MaxInt
-		}
-		chunks := e.chunks[:0]
-		for range e.running {
-			chunks = append(chunks, 0)
-		}
-		e.chunks = chunks
-		prefillTokens, inStep := 0, 0
-		for _, s := range e.running {
-			if s.prefillLeft == 0 {
-				budget--
-				inStep++
-			}
-		}
-		for i, s := range e.running {
-			if s.prefillLeft > 0 && budget > 0 {
-				c := min(s.prefillLeft, budget)
-				chunks[i] = c
-				budget -= c
-				prefillTokens += c
-				inStep++
-			}
-		}
+		inStep, prefillTokens := e.planStep()
 		target := vnow + e.prof.StepS(inStep, prefillTokens)
 		if !e.clk.sleepUntil(e.ctx, target) {
 			e.abortAll()
@@ -229,41 +206,80 @@ func (e *engine) run() {
 		e.steps.Add(1)
 		e.lastStepNs.Store(int64(target * 1e9))
 
-		// Apply the step: every sequence that decoded or finished its
-		// prefill produced one token at the step's end.
-		kept := e.running[:0]
-		for i, s := range e.running {
-			produce := false
-			if s.prefillLeft == 0 {
-				produce = true
-			} else if chunks[i] > 0 {
-				s.prefillLeft -= chunks[i]
-				produce = s.prefillLeft == 0
-			}
-			if produce {
-				n := s.produced.Load() + 1
-				if n == 1 {
-					s.firstTokenS = target
-					e.histMu.Lock()
-					e.ttft.observe(target - s.arrivalS)
-					e.histMu.Unlock()
-				}
-				e.genTokens.Add(1)
-				if int(n) >= s.outputTokens {
-					s.state.Store(seqFinished)
-				}
-				s.produced.Store(n)
-				s.signal()
-				if int(n) >= s.outputTokens {
-					continue
-				}
-			}
-			kept = append(kept, s)
-		}
-		clear(e.running[len(kept):])
-		e.running = kept
+		e.applyStep(target)
 		e.publishGauges()
 	}
+}
+
+// planStep plans the next step over the running batch: running decodes
+// first (one token each), then prefill chunks in admission order within the
+// token budget. It returns the sequences served and the prompt tokens
+// prefilled, the arguments of the step's latency.
+func (e *engine) planStep() (inStep, prefillTokens int) {
+	budget := e.batchTokens
+	if budget == 0 {
+		budget = math.MaxInt
+	}
+	chunks := e.chunks[:0]
+	for range e.running {
+		chunks = append(chunks, 0)
+	}
+	e.chunks = chunks
+	for _, s := range e.running {
+		if s.prefillLeft == 0 {
+			budget--
+			inStep++
+		}
+	}
+	for i, s := range e.running {
+		if s.prefillLeft > 0 && budget > 0 {
+			c := min(s.prefillLeft, budget)
+			chunks[i] = c
+			budget -= c
+			prefillTokens += c
+			inStep++
+		}
+	}
+	return inStep, prefillTokens
+}
+
+// applyStep applies the planned step that ended at simulated time target:
+// every sequence that decoded or finished its prefill produced one token.
+func (e *engine) applyStep(target float64) {
+	kept := e.running[:0]
+	for i, s := range e.running {
+		produce := false
+		if s.prefillLeft == 0 {
+			produce = true
+		} else if e.chunks[i] > 0 {
+			s.prefillLeft -= e.chunks[i]
+			produce = s.prefillLeft == 0
+		}
+		if produce {
+			n := s.produced.Load() + 1
+			if n == 1 {
+				s.firstTokenS = target
+				e.histMu.Lock()
+				e.ttft.observe(target - s.arrivalS)
+				e.histMu.Unlock()
+			}
+			if s.tokenTimesS != nil {
+				*s.tokenTimesS = append(*s.tokenTimesS, target)
+			}
+			e.genTokens.Add(1)
+			if int(n) >= s.outputTokens {
+				s.state.Store(seqFinished)
+			}
+			s.produced.Store(n)
+			s.signal()
+			if int(n) >= s.outputTokens {
+				continue
+			}
+		}
+		kept = append(kept, s)
+	}
+	clear(e.running[len(kept):])
+	e.running = kept
 }
 
 func (e *engine) drain() {
