@@ -147,7 +147,10 @@ const model = "model: {id: Qwen/Qwen2.5-1.5B-Instruct}\n"
 
 func TestRunTwoSimulatedServers(t *testing.T) {
 	t.Setenv("TEST_API_KEY", "sk-supersecretkey")
-	r := newRun(t, model+"servers:\n"+simServer("serial", "serial")+simServer("batching", "batching")+
+	// The batching server runs at time scale 2 so that the mechanism
+	// check's wave lasts long enough (about half a second) for the 5 ms
+	// poller to see it even on a loaded machine.
+	r := newRun(t, model+"servers:\n"+simServer("serial", "serial")+simServerAt("batching", "batching", "2")+
 		"    api_key_env: TEST_API_KEY\n"+
 		"workload: {concurrencies: [1, 4], repeats: 2, max_tokens: 16, timeout: 20s}\n"+
 		"mechanism_check: {concurrency: 16, period: 5ms}\n")
