@@ -12,6 +12,7 @@ import argparse
 import hashlib
 import inspect
 import os
+import platform
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -114,7 +115,8 @@ def load(args: argparse.Namespace, attn_implementation: str = "sdpa") -> Loaded:
         raise SetupError("--device cuda but torch sees no CUDA device")
     info: dict[str, Any] = {
         "model": args.model, "dtype": args.dtype, "random_weights": bool(args.random_weights),
-        "seed": args.seed, "torch": torch.__version__, "transformers": transformers.__version__,
+        "seed": args.seed, "python": platform.python_version(),
+        "torch": torch.__version__, "transformers": transformers.__version__,
         "device": str(device),
     }
     if device.type == "cuda":

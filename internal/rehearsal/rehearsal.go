@@ -257,6 +257,12 @@ func (r *runner) server(ctx context.Context, i int) bool {
 		return false
 	}
 	r.progress(s.Name, "ready", "ready after %.1f s", time.Since(readyStart).Seconds())
+	if rt := serverRuntimes(ctx, s.Name, baseURL, apiKey); len(rt) > 0 {
+		r.mu.Lock()
+		r.res.Provenance.Runtimes = append(r.res.Provenance.Runtimes, rt...)
+		r.mu.Unlock()
+		r.writeHeader()
+	}
 
 	target := Target{Name: s.Name, BaseURL: baseURL, Endpoint: r.cfg.Workload.Endpoint, Model: s.Model, APIKey: apiKey,
 		IncludeUsage: *r.cfg.Workload.IncludeUsage, ExtraBody: r.cfg.Workload.ExtraBody}
