@@ -58,8 +58,8 @@ func classAt(s string, i int) (uint8, int) {
 	return classStage2[int(classStage1[r>>8])<<8|int(r&0xFF)], n
 }
 
-// scan returns the end of the run of runes starting at i whose class
-// satisfies want (any of the bits when any is true, none of them otherwise).
+// scanWith returns the end of the run of runes starting at i whose class
+// has any of bits.
 func scanWith(s string, i int, bits uint8) int {
 	for i < len(s) {
 		c, n := classAt(s, i)
@@ -71,8 +71,8 @@ func scanWith(s string, i int, bits uint8) int {
 	return i
 }
 
-// scanOther returns the end of the run of runes that are neither letter,
-// number nor white space.
+// scanOther returns the end of the run of runes starting at i that are
+// neither letter, number nor white space.
 func scanOther(s string, i int) int {
 	for i < len(s) {
 		c, n := classAt(s, i)

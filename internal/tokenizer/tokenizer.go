@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"bytes"
 	"fmt"
 	"hash/maphash"
 	"os"
@@ -10,8 +11,9 @@ import (
 	"unicode/utf8"
 )
 
-// Tokenizer encodes text to token ids and back. It is immutable after
-// loading and safe for concurrent use by many goroutines.
+// Tokenizer encodes text to token ids and back. After loading only its
+// caches change (atomically); it is safe for concurrent use by many
+// goroutines.
 type Tokenizer struct {
 	info  Info
 	nfc   bool
@@ -124,8 +126,13 @@ func (t *Tokenizer) Info() Info { return t.info }
 // VocabSize is one more than the largest id, added tokens included.
 func (t *Tokenizer) VocabSize() int { return t.vocabLen }
 
-// TokenBytes returns the raw bytes token id stands for.
+// TokenBytes returns (a copy of) the raw bytes token id stands for.
 func (t *Tokenizer) TokenBytes(id int) ([]byte, bool) {
+	b, ok := t.tokenBytes(id)
+	return bytes.Clone(b), ok
+}
+
+func (t *Tokenizer) tokenBytes(id int) ([]byte, bool) {
 	if id < 0 || id >= len(t.idBytes) || t.idBytes[id] == nil {
 		return nil, false
 	}
@@ -253,7 +260,7 @@ func (t *Tokenizer) encodeUncached(dst []int, piece string) []int {
 func (t *Tokenizer) Decode(ids []int) string {
 	var raw []byte
 	for _, id := range ids {
-		if b, ok := t.TokenBytes(id); ok {
+		if b, ok := t.tokenBytes(id); ok {
 			raw = append(raw, b...)
 		}
 	}
