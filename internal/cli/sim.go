@@ -11,10 +11,13 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/sim"
 	"github.com/rehearse/rehearse/internal/tokenizer"
 )
@@ -103,6 +106,7 @@ from --seed): error_event, truncate, http500, http429, stall, malformed, crash
 	f.IntVar(&o.kvTokenBudget, "kv-token-budget", 0, "KV-cache budget in tokens (default: the profile's)")
 	f.StringVar(&o.tokenizerPath, "tokenizer", "", "tokenizer.json to count tokens with (default: the pinned Qwen tokenizer)")
 	f.BoolVar(&o.quiet, "quiet", false, "no per-request log lines")
+	cmd.AddCommand(newSimFitCmd(st))
 	return cmd
 }
 
@@ -230,4 +234,204 @@ func runSim(ctx context.Context, st *State, o simOptions, opts sim.Options) erro
 	}
 	logger.Print("rehearse sim: stopped")
 	return nil
+}
+
+type simFitOptions struct {
+	bundleDir        string
+	server           string
+	engine           string
+	fitConcurrencies []int
+	output           string
+	name             string
+	description      string
+	maxModelLen      int
+	markdown         bool
+}
+
+func newSimFitCmd(st *State) *cobra.Command {
+	var o simFitOptions
+	cmd := &cobra.Command{
+		Use:   "fit --bundle DIR --server NAME --engine serial|batching",
+		Short: "Fit a simulator profile to a bundle's raw records and check it on the waves held out",
+		Long: `Fit a step-latency profile for the simulator to one server of a results
+bundle, reading only its recorded closed-loop waves at --fit-concurrencies:
+decode step latency from the per-request TPOT (serial: one step cost;
+batching: one point per batch size, linear in between), request overhead from
+the TTFT at the lowest of them, a frontend queue from the TTFT growth between
+the lowest and the highest (batching), output lengths from the workload.
+
+Then run the bundle's whole closed-loop workload (its prompts, max_tokens,
+timeout and repeats) through the fitted engine on a virtual clock, aggregate
+it with the metric contract, and print for every concurrency the measured and
+predicted goodput (median of the repeats) and p95 TTFT, marking the fitted
+concurrencies and the held-out ones. --markdown prints the same as markdown.
+-o writes the profile JSON, ready for rehearse sim --profile.`,
+		Example: `  rehearse sim fit --bundle rehearsals/h200-qwen2.5-1.5b --server batching --engine batching \
+    --fit-concurrencies 1,64 -o batching.json
+  rehearse sim fit --bundle rehearsals/h200-qwen2.5-1.5b --server naive --engine serial --markdown`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return runSimFit(st, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.bundleDir, "bundle", "", "results bundle directory (its results.json) to fit to")
+	f.StringVar(&o.server, "server", "", "name of the bundle's server to fit")
+	f.StringVar(&o.engine, "engine", "", "simulated engine: serial or batching")
+	f.IntSliceVar(&o.fitConcurrencies, "fit-concurrencies", []int{1, 64}, "concurrencies whose waves the fit reads; the others are held out")
+	f.StringVarP(&o.output, "output", "o", "", "write the fitted profile JSON to this file")
+	f.StringVar(&o.name, "name", "", "profile name (default SERVER-ENGINE-fit)")
+	f.StringVar(&o.description, "description", "", "profile description (default: what it was fitted to)")
+	f.IntVar(&o.maxModelLen, "max-model-len", 32768, "max_model_len of the profile (a bundle does not record it)")
+	f.BoolVar(&o.markdown, "markdown", false, "print the derivation and the comparison as markdown")
+	return cmd
+}
+
+func (o simFitOptions) validate() error {
+	switch {
+	case o.bundleDir == "":
+		return usageError("--bundle is required")
+	case o.server == "":
+		return usageError("--server is required")
+	case o.engine != sim.EngineSerial && o.engine != sim.EngineBatching:
+		return usageError("--engine %q: want serial or batching", o.engine)
+	case len(o.fitConcurrencies) == 0:
+		return usageError("--fit-concurrencies is empty: name at least one concurrency, e.g. 1,64")
+	case o.maxModelLen < 1:
+		return usageError("--max-model-len %d: want >= 1", o.maxModelLen)
+	}
+	for _, c := range o.fitConcurrencies {
+		if c < 1 {
+			return usageError("--fit-concurrencies: %d is not a concurrency (want >= 1)", c)
+		}
+	}
+	return nil
+}
+
+func runSimFit(st *State, o simFitOptions) error {
+	res, err := bundle.ReadResults(o.bundleDir)
+	if err != nil {
+		return usageError("--bundle: %v", err)
+	}
+	fit, err := sim.FitProfile(res, sim.FitOptions{
+		Server: o.server, Engine: o.engine, FitConcurrencies: o.fitConcurrencies,
+		Name: o.name, Description: o.description, MaxModelLen: o.maxModelLen,
+	})
+	if err != nil {
+		return usageError("%v", err)
+	}
+	cmp, err := sim.Compare(res, fit, o.server, o.fitConcurrencies, nil)
+	if err != nil {
+		return err
+	}
+	if o.output != "" {
+		data, err := fit.Profile.Encode()
+		if err != nil {
+			return err
+		}
+		if err := bundle.WriteFileAtomic(o.output, data); err != nil {
+			return fmt.Errorf("sim fit: -o: %w", err)
+		}
+	}
+	writeSimFit(st.Stdout, o, fit, cmp)
+	return nil
+}
+
+// writeSimFit prints the derivation and the measured-against-predicted
+// table, as text or markdown.
+func writeSimFit(w io.Writer, o simFitOptions, fit *sim.Fit, cmp *sim.Comparison) {
+	p := fit.Profile
+	written := "not written (pass -o FILE)"
+	if o.output != "" {
+		written = "written to " + o.output
+	}
+	if o.markdown {
+		fmt.Fprintf(w, "Profile `%s` (%s engine), fitted to server `%s` of `%s` on its waves at %s clients; %s.\n\n",
+			p.Name, p.Engine, o.server, o.bundleDir, simFitInts(o.fitConcurrencies), written)
+		fmt.Fprintf(w, "How each number was fitted:\n\n")
+		for _, d := range fit.Derivation {
+			fmt.Fprintf(w, "- %s\n", d)
+		}
+		if len(fit.Unexplained) > 0 {
+			fmt.Fprintf(w, "\nWhat the fitted model does not explain:\n\n")
+			for _, d := range fit.Unexplained {
+				fmt.Fprintf(w, "- %s\n", d)
+			}
+		}
+		fmt.Fprintf(w, "\n| clients | waves | goodput tok/s, measured | predicted | error | p95 TTFT, measured | predicted | error | failures, measured | predicted |\n")
+		fmt.Fprintf(w, "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		for _, r := range cmp.Rows {
+			fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Concurrency, simFitLabel(r.Fitted),
+				simFitSpread(r.Measured.Goodput), simFitSpread(r.Predicted.Goodput), simFitErr(sim.RelErr(r.Predicted.Goodput.Median, r.Measured.Goodput.Median)),
+				simFitSeconds(r.Measured.TTFT.P95), simFitSeconds(r.Predicted.TTFT.P95), simFitErr(sim.RelErr(r.Predicted.TTFT.P95, r.Measured.TTFT.P95)),
+				simFitFailures(r.Measured.Failures), simFitFailures(r.Predicted.Failures))
+		}
+	} else {
+		fmt.Fprintf(w, "profile %s (%s engine) fitted to server %s of %s on its waves at %s clients; %s\n",
+			p.Name, p.Engine, o.server, o.bundleDir, simFitInts(o.fitConcurrencies), written)
+		for _, d := range fit.Derivation {
+			fmt.Fprintf(w, "  %s\n", d)
+		}
+		for _, d := range fit.Unexplained {
+			fmt.Fprintf(w, "  not explained: %s\n", d)
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "clients\twaves\tgoodput measured\tpredicted\terror\tp95 TTFT measured\tpredicted\terror\tfailures measured\tpredicted\t\n")
+		for _, r := range cmp.Rows {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Concurrency, simFitLabel(r.Fitted),
+				simFitSpread(r.Measured.Goodput), simFitSpread(r.Predicted.Goodput), simFitErr(sim.RelErr(r.Predicted.Goodput.Median, r.Measured.Goodput.Median)),
+				simFitSeconds(r.Measured.TTFT.P95), simFitSeconds(r.Predicted.TTFT.P95), simFitErr(sim.RelErr(r.Predicted.TTFT.P95, r.Measured.TTFT.P95)),
+				simFitFailures(r.Measured.Failures), simFitFailures(r.Predicted.Failures))
+		}
+		tw.Flush()
+	}
+	if fit.CountedPerGeneratedToken != 1 {
+		fmt.Fprintf(w, "\nGoodput counts output tokens as the bundle did (the text re-tokenized): the prediction counts %.4f per generated token, the fitted records' ratio.\n", fit.CountedPerGeneratedToken)
+	}
+	for _, n := range cmp.Notes {
+		fmt.Fprintf(w, "Note: %s.\n", n)
+	}
+}
+
+func simFitLabel(fitted bool) string {
+	if fitted {
+		return "fitted"
+	}
+	return "held out"
+}
+
+func simFitSpread(s contract.Spread) string {
+	if s.Median == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f [%.1f–%.1f]", *s.Median, *s.Min, *s.Max)
+}
+
+func simFitSeconds(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.3f s", *v)
+}
+
+func simFitErr(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%+.1f %%", 100**v)
+}
+
+func simFitFailures(f contract.Failures) string {
+	return fmt.Sprintf("%d/%d", f.Count, f.Total)
+}
+
+func simFitInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ", ")
 }

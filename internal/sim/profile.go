@@ -10,6 +10,7 @@ import (
 	"hash/fnv"
 	"os"
 	"path"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -67,7 +68,7 @@ type Profile struct {
 	// OutputTokensByPrompt fixes the natural output length (where the model
 	// would emit its end-of-sequence token) of known prompts, keyed by the
 	// SHA-256 of the last user message's text.
-	OutputTokensByPrompt []PromptLength `json:"output_tokens_by_prompt"`
+	OutputTokensByPrompt []PromptLength `json:"output_tokens_by_prompt,omitempty"`
 	// OutputTokens is the natural output length of any other prompt: entry
 	// hash(seed, prompt) mod n. The output is max_tokens when that is
 	// smaller, or when ignore_eos is set.
@@ -76,6 +77,25 @@ type Profile struct {
 	// Source says where the profile was loaded from (a path or "builtin").
 	Source string `json:"-"`
 }
+
+// Encode writes the profile as the indented JSON of profiles/*.json, with
+// each list of numbers on one line.
+func (p *Profile) Encode() ([]byte, error) {
+	data, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	data = numberList.ReplaceAllFunc(data, func(m []byte) []byte {
+		return bytes.ReplaceAll(spaceRun.ReplaceAll(m, nil), []byte(","), []byte(", "))
+	})
+	return append(data, '\n'), nil
+}
+
+var (
+	// numberList matches a JSON array of numbers or of arrays of numbers.
+	numberList = regexp.MustCompile(`\[(\s*(\[[\s0-9eE.+-]*(,[\s0-9eE.+-]*)*\]|[0-9eE.+-]+)\s*,?)+\s*\]`)
+	spaceRun   = regexp.MustCompile(`\s+`)
+)
 
 // PromptLength is the natural output length of one known prompt.
 type PromptLength struct {

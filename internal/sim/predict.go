@@ -1,0 +1,309 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+// ClosedWorkload is the closed-loop workload a prediction runs: waves of N
+// clients released together, one request each, prompts assigned round-robin.
+type ClosedWorkload struct {
+	Concurrencies []int
+	Repeats       int
+	Prompts       []string
+	MaxTokens     int
+	TimeoutS      float64
+	// IgnoreEOS and MinTokens are the request fields of the same names.
+	IgnoreEOS bool
+	MinTokens int
+}
+
+// WorkloadOf reads the closed-loop workload of a bundle. Request fields of
+// workload.extra_body other than ignore_eos and min_tokens do not change what
+// the simulated engine does; they come back as notes.
+func WorkloadOf(res *bundle.Results) (ClosedWorkload, []string, error) {
+	wl := res.Workload
+	if wl.Kind != "" && wl.Kind != contract.ModeClosed {
+		return ClosedWorkload{}, nil, fmt.Errorf("sim: bundle workload.kind = %q: only closed-loop waves can be fitted and predicted", wl.Kind)
+	}
+	w := ClosedWorkload{
+		Concurrencies: slices.Clone(wl.Concurrencies),
+		Repeats:       wl.Repeats,
+		Prompts:       wl.Prompts,
+		MaxTokens:     wl.MaxTokens,
+		TimeoutS:      wl.TimeoutS,
+	}
+	var notes []string
+	keys := make([]string, 0, len(wl.ExtraBody))
+	for k := range wl.ExtraBody {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := wl.ExtraBody[k]
+		switch k {
+		case "ignore_eos":
+			b, ok := v.(bool)
+			if !ok {
+				return ClosedWorkload{}, nil, fmt.Errorf("sim: bundle workload.extra_body.ignore_eos = %v: want true or false", v)
+			}
+			w.IgnoreEOS = b
+		case "min_tokens":
+			f, ok := v.(float64)
+			if !ok || f < 0 || f != math.Trunc(f) {
+				return ClosedWorkload{}, nil, fmt.Errorf("sim: bundle workload.extra_body.min_tokens = %v: want a whole number >= 0", v)
+			}
+			w.MinTokens = int(f)
+		default:
+			notes = append(notes, fmt.Sprintf("workload.extra_body.%s is sent by the rehearsal but not modelled by the simulator", k))
+		}
+	}
+	return w, notes, w.validate()
+}
+
+func (w ClosedWorkload) validate() error {
+	switch {
+	case len(w.Concurrencies) == 0:
+		return fmt.Errorf("sim: workload has no concurrencies")
+	case w.Repeats < 1:
+		return fmt.Errorf("sim: workload repeats = %d, want >= 1", w.Repeats)
+	case len(w.Prompts) == 0:
+		return fmt.Errorf("sim: workload has no prompts")
+	case w.MaxTokens < 1:
+		return fmt.Errorf("sim: workload max_tokens = %d, want >= 1", w.MaxTokens)
+	case !(w.TimeoutS > 0) || !finite(w.TimeoutS):
+		return fmt.Errorf("sim: workload timeout_s = %g, want > 0", w.TimeoutS)
+	case w.MinTokens > w.MaxTokens:
+		return fmt.Errorf("sim: workload min_tokens = %d is above max_tokens %d", w.MinTokens, w.MaxTokens)
+	}
+	for _, c := range w.Concurrencies {
+		if c < 1 || c > 1<<16 {
+			return fmt.Errorf("sim: workload concurrency %d: want 1 to 65536", c)
+		}
+	}
+	return nil
+}
+
+// PredictOptions configures a prediction.
+type PredictOptions struct {
+	// Server names the simulated server in the predicted records.
+	Server string
+	// Seed drives the output lengths of prompts the profile does not pin.
+	Seed int64
+	// Tokenizer counts prompt tokens through the profile's chat template;
+	// nil means the pinned default tokenizer.
+	Tokenizer Counter
+	// CountedPerGeneratedToken turns each request's generated tokens into
+	// its output_tokens (the text re-tokenized, as the client counts): 1 for
+	// text that round-trips, as the simulator's does; a measured ratio to
+	// predict a bundle whose text did not. 0 means 1.
+	CountedPerGeneratedToken float64
+}
+
+// Prediction is what the simulated engine does under a closed-loop
+// workload: its waves and records, in the contract's terms, and the
+// contract's aggregates of them.
+type Prediction struct {
+	Waves      []contract.Wave
+	Records    []contract.Record
+	Aggregates []contract.Aggregate
+}
+
+// Predict runs every wave of the workload (each concurrency, each repeat)
+// through the profile's engine on a virtual clock and aggregates the
+// records with the contract, so that predicted and measured figures are
+// defined identically. The engine is the served simulator's own scheduling
+// code, stepped without a wall clock; the virtual timeline is the one the
+// served simulator follows on a fake clock, and a test holds them equal. It
+// is deterministic: the same profile and workload give the same records.
+func Predict(p *Profile, w ClosedWorkload, o PredictOptions) (*Prediction, error) {
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("sim: profile %s: %w", p.Name, err)
+	}
+	if p.Engine == EngineSerial && p.MaxNumSeqs != 1 {
+		return nil, fmt.Errorf("sim: profile %s: the serial engine runs one sequence at a time; max_num_seqs %d is not 1", p.Name, p.MaxNumSeqs)
+	}
+	if err := w.validate(); err != nil {
+		return nil, err
+	}
+	ratio := o.CountedPerGeneratedToken
+	if ratio == 0 {
+		ratio = 1
+	}
+	if !(ratio > 0) || !finite(ratio) {
+		return nil, fmt.Errorf("sim: counted tokens per generated token = %g, want > 0", ratio)
+	}
+	if o.Server == "" {
+		o.Server = p.Name
+	}
+	counter := o.Tokenizer
+	if counter == nil {
+		c, err := defaultCounter()
+		if err != nil {
+			return nil, fmt.Errorf("sim: tokenizer: %w", err)
+		}
+		counter = c
+	}
+	// What each prompt costs and yields, decided as the server's request
+	// parsing decides it.
+	type plan struct{ promptTokens, outputTokens int }
+	plans := make([]plan, len(w.Prompts))
+	for i, text := range w.Prompts {
+		msgs := []chatMessage{{Role: "user", Content: text}}
+		pt := counter.Count(renderChat(p, msgs))
+		if pt+w.MaxTokens > p.MaxModelLen {
+			return nil, fmt.Errorf("sim: prompt %d: %d prompt tokens + max_tokens %d exceed the profile's max_model_len %d", i, pt, w.MaxTokens, p.MaxModelLen)
+		}
+		if pt+w.MaxTokens > p.KVTokenBudget {
+			return nil, fmt.Errorf("sim: prompt %d: %d prompt tokens + max_tokens %d exceed the profile's kv_token_budget %d", i, pt, w.MaxTokens, p.KVTokenBudget)
+		}
+		n := max(p.NaturalOutputTokens(o.Seed, text), w.MinTokens)
+		if w.IgnoreEOS {
+			n = w.MaxTokens
+		}
+		plans[i] = plan{pt, min(n, w.MaxTokens)}
+	}
+
+	pr := &Prediction{}
+	concurrencies := slices.Clone(w.Concurrencies)
+	slices.Sort(concurrencies)
+	concurrencies = slices.Compact(concurrencies)
+	for _, n := range concurrencies {
+		for rep := 1; rep <= w.Repeats; rep++ {
+			reqs := make([]*virtualRequest, n)
+			for c := range n {
+				pl := plans[c%len(w.Prompts)]
+				reqs[c] = &virtualRequest{client: c, prompt: c % len(w.Prompts), promptTokens: pl.promptTokens, outputTokens: pl.outputTokens}
+			}
+			if err := runVirtualWave(p, reqs, w.TimeoutS); err != nil {
+				return nil, err
+			}
+			wave := contract.Wave{ID: len(pr.Waves), Server: o.Server, Concurrency: n, Repeat: rep, Kind: contract.KindRecorded, Mode: contract.ModeClosed}
+			recs := make([]contract.Record, 0, n)
+			for _, r := range reqs {
+				recs = append(recs, r.record(wave, w, ratio))
+			}
+			wave.WallS = contract.WaveWallS(recs)
+			pr.Waves = append(pr.Waves, wave)
+			pr.Records = append(pr.Records, recs...)
+		}
+	}
+	pr.Aggregates = contract.Aggregates(pr.Waves, pr.Records, []string{o.Server}, "")
+	return pr, nil
+}
+
+// virtualRequest is one client's request in a virtual wave.
+type virtualRequest struct {
+	client, prompt             int
+	promptTokens, outputTokens int
+
+	seq       *sequence
+	tokensS   []float64 // simulated time of every token the engine produced
+	engineAtS float64   // when the request reaches the engine's queue
+	deadlineS float64   // when its client gives up
+}
+
+// runVirtualWave releases every request at time 0 and steps the engine
+// until each has finished or its client has given up, exactly as the
+// served simulator's handlers and engine goroutine do it on a clock: the
+// parallel request overhead, the serial frontend in client order, then the
+// engine loop (drop canceled, preempt, admit, plan, step, apply).
+func runVirtualWave(p *Profile, reqs []*virtualRequest, timeoutS float64) error {
+	maxSeqs, batchTokens := p.MaxNumSeqs, p.MaxNumBatchedTokens
+	if p.Engine == EngineSerial {
+		maxSeqs, batchTokens = 1, 0
+	}
+	e := &engine{prof: p, maxSeqs: maxSeqs, batchTokens: batchTokens, kvBudget: p.KVTokenBudget, ttft: newHistogram(ttftBuckets)}
+	frontendFree := 0.0
+	for _, r := range reqs {
+		at := p.RequestOverheadS
+		if p.FrontendSPerRequest > 0 {
+			at = max(at, frontendFree) + p.FrontendSPerRequest
+			frontendFree = at
+		}
+		r.engineAtS, r.deadlineS = at, timeoutS
+		r.seq = &sequence{promptTokens: r.promptTokens, outputTokens: r.outputTokens, notify: make(chan struct{}, 1), prefillLeft: r.promptTokens, tokenTimesS: &r.tokensS}
+	}
+	next, vnow := 0, 0.0
+	for steps := 0; ; steps++ {
+		if steps > 1e8 {
+			return fmt.Errorf("sim: virtual wave of %d requests did not finish in 1e8 steps", len(reqs))
+		}
+		for _, r := range reqs[:next] {
+			if r.deadlineS <= vnow {
+				r.seq.canceled.Store(true)
+			}
+		}
+		for next < len(reqs) && reqs[next].engineAtS <= vnow {
+			r := reqs[next]
+			next++
+			if r.engineAtS < r.deadlineS { // else the client left while in the frontend
+				e.waiting = append(e.waiting, r.seq)
+			}
+		}
+		e.dropCanceled()
+		if len(e.running) == 0 && len(e.waiting) == 0 {
+			if next == len(reqs) {
+				return nil
+			}
+			vnow = max(vnow, reqs[next].engineAtS)
+			continue
+		}
+		e.preempt()
+		e.admit()
+		if len(e.running) == 0 {
+			return fmt.Errorf("sim: profile %s: the queue head cannot be admitted (kv_token_budget %d)", p.Name, p.KVTokenBudget)
+		}
+		inStep, prefillTokens := e.planStep()
+		target := vnow + p.StepS(inStep, prefillTokens)
+		e.applyStep(target)
+		vnow = target
+	}
+}
+
+// record is the contract's record of the request as its client saw it.
+func (r *virtualRequest) record(w contract.Wave, wl ClosedWorkload, ratio float64) contract.Record {
+	rec := contract.Record{
+		Kind: w.Kind, Server: w.Server, Concurrency: w.Concurrency, Repeat: w.Repeat, Wave: w.ID,
+		Client: r.client, Prompt: r.prompt, ChunkTimesS: []float64{},
+	}
+	for _, t := range r.tokensS {
+		if t > r.deadlineS {
+			break
+		}
+		rec.ChunkTimesS = append(rec.ChunkTimesS, t)
+	}
+	got := len(rec.ChunkTimesS)
+	if got > 0 {
+		first := rec.ChunkTimesS[0]
+		rec.FirstContentS = &first
+	}
+	counted := int(math.Round(float64(got) * ratio))
+	if got == r.outputTokens {
+		rec.OK, rec.HTTPStatus = true, 200
+		rec.EndS = rec.ChunkTimesS[got-1]
+		rec.OutputTokens = counted
+		usage, prompt := got, r.promptTokens
+		rec.UsageCompletionTokens, rec.UsagePromptTokens = &usage, &prompt
+		rec.FinishReason = "stop"
+		if got == wl.MaxTokens {
+			rec.FinishReason = "length"
+		}
+		return rec
+	}
+	rec.HTTPStatus = 200
+	rec.EndS = r.deadlineS
+	rec.OutputTokens = counted
+	rec.ErrorKind = contract.ErrTimeout
+	rec.Error = fmt.Sprintf("predicted: client timeout after %g s with %d of %d tokens", r.deadlineS, got, r.outputTokens)
+	if got == 0 {
+		rec.Error = strings.Replace(rec.Error, fmt.Sprintf("with 0 of %d tokens", r.outputTokens), "before the first token", 1)
+	}
+	return rec
+}
