@@ -54,6 +54,9 @@ func randomText(r *rand.Rand) string {
 // (npm binding) on fresh random text. It runs where node and the binding are
 // installed: cd bench/tokenizer && npm install (tokenizers@0.23.2).
 func TestLiveLibrary(t *testing.T) {
+	if raceEnabled {
+		t.Skip("not under -race (the detector adds nothing here); run without -race to compare live")
+	}
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node is not installed; the committed golden ids are checked by TestGoldenCorpus")
