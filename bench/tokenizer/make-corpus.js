@@ -1,5 +1,6 @@
 // make-corpus.js writes the tokenizer test corpus as JSON Lines
-// {"name": ..., "text": ...}: prose in many scripts, code, white-space runs
+// {"name": ..., "text": ...} (plus "ids" where the text is the library's
+// decoding of them): prose in many scripts, code, white-space runs
 // of every kind, contractions in any case, digit runs, CJK, emoji sequences,
 // combining marks, added tokens inside text, code points where Go's Unicode
 // tables and the library's differ, random code points, and text decoded from
@@ -23,7 +24,7 @@ const pick = (xs) => xs[Math.floor(rand() * xs.length)];
 const int = (lo, hi) => lo + Math.floor(rand() * (hi - lo + 1));
 
 const out = [];
-const add = (name, text) => out.push(JSON.stringify({ name, text }));
+const add = (name, text, ids) => out.push(JSON.stringify(ids ? { name, text, ids } : { name, text }));
 
 const prose = {
   en: "The quick brown fox jumps over the lazy dog. It's 3:45 p.m. on 2026-11-30, and we've measured 1,519.3 tok/s — not bad!",
@@ -205,14 +206,15 @@ for (const [lo, hi] of newer) {
   add('unicode16/words', `a ${s} 1${String.fromCodePoint(lo)}x ${String.fromCodePoint(hi)}`);
 }
 
-// Text decoded from random ids, as a random-weight model emits it.
+// Text decoded from random ids, as a random-weight model emits it; the ids
+// are kept, so Decode is checked against the library too.
 const qwen = load('qwen3');
 (async () => {
   for (let i = 0; i < 300; i++) {
     const n = int(1, 160);
     const ids = [];
     for (let k = 0; k < n; k++) ids.push(rand() < 0.02 ? int(151643, 151668) : int(0, 151642));
-    add('random/ids', await qwen.decode(ids, false));
+    add('random/ids', await qwen.decode(ids, false), ids);
   }
   process.stdout.write(out.join('\n') + '\n');
 })();

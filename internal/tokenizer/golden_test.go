@@ -77,6 +77,7 @@ func variantTokenizer(t testing.TB, variant string) *Tokenizer {
 type corpusEntry struct {
 	Name string `json:"name"`
 	Text string `json:"text"`
+	IDs  []int  `json:"ids"` // when Text is the library's decoding of them
 }
 
 type goldenEntry struct {
@@ -195,5 +196,33 @@ func TestGoldenNFC(t *testing.T) {
 		if got := nfc(c.Text); got != golden[i].NFC {
 			t.Errorf("%s (line %d): nfc(%+q) = %+q, library %+q", c.Name, i+1, c.Text, got, golden[i].NFC)
 		}
+	}
+}
+
+// TestGoldenDecode: Decode of random ids (partial UTF-8 sequences, added
+// tokens) gives the library's text, U+FFFD for U+FFFD.
+func TestGoldenDecode(t *testing.T) {
+	corpus := readJSONL[corpusEntry](t, "testdata/corpus.jsonl")
+	tok := variantTokenizer(t, "qwen3")
+	n := 0
+	for i, c := range corpus {
+		if c.IDs == nil {
+			continue
+		}
+		n++
+		if got := tok.Decode(c.IDs); got != c.Text {
+			t.Errorf("%s (line %d): Decode(%v)\n got %+q\nwant %+q", c.Name, i+1, c.IDs, got, c.Text)
+		}
+	}
+	if n == 0 {
+		t.Fatal("the corpus has no decoded ids")
+	}
+	// Added tokens decode as the ByteLevel decoder has them: characters
+	// mapped to bytes when all are in its alphabet ("été" is E9 74 E9, not
+	// UTF-8), else the token's own UTF-8 ("n" U+0303). From the npm binding:
+	// decode([9707, 151669, 151670]) in the normalized variant.
+	norm := variantTokenizer(t, "normalized")
+	if got, want := norm.Decode([]int{9707, 151669, 151670}), "Hello\uFFFDt\uFFFDn\u0303"; got != want {
+		t.Errorf("normalized variant: Decode = %+q, want %+q", got, want)
 	}
 }
