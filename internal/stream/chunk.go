@@ -12,19 +12,23 @@ import (
 
 // chunk is the part of a chat.completion.chunk the client reads.
 type chunk struct {
-	Choices []struct {
-		Delta struct {
-			Content *string `json:"content"`
-		} `json:"delta"`
-		// Text is the content field of the legacy completions stream.
-		Text         *string `json:"text"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *struct {
-		PromptTokens     *int `json:"prompt_tokens"`
-		CompletionTokens *int `json:"completion_tokens"`
-	} `json:"usage"`
-	Error json.RawMessage `json:"error"`
+	Choices []choice        `json:"choices"`
+	Usage   *usage          `json:"usage"`
+	Error   json.RawMessage `json:"error"`
+}
+
+type choice struct {
+	Delta struct {
+		Content *string `json:"content"`
+	} `json:"delta"`
+	// Text is the content field of the legacy completions stream.
+	Text         *string `json:"text"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+type usage struct {
+	PromptTokens     *int `json:"prompt_tokens"`
+	CompletionTokens *int `json:"completion_tokens"`
 }
 
 // state is the in-band outcome of a stream so far.
@@ -50,10 +54,13 @@ func (s *state) handle(ev Event, now time.Time, res *Result, text *strings.Build
 		return
 	}
 	var c chunk
-	if err := json.Unmarshal(data, &c); err != nil {
-		s.fail = contract.ErrStreamMalformed
-		s.failMsg = fmt.Sprintf("unparseable data %q: %v", cut(string(data)), err)
-		return
+	if !parseChunkFast(data, &c) {
+		c = chunk{}
+		if err := json.Unmarshal(data, &c); err != nil {
+			s.fail = contract.ErrStreamMalformed
+			s.failMsg = fmt.Sprintf("unparseable data %q: %v", cut(string(data)), err)
+			return
+		}
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		s.fail, s.failMsg = contract.ErrServerError, "in-band error: "+errorMessage(data)

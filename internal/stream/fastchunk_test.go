@@ -1,0 +1,100 @@
+package stream
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+var chunkSamples = []string{
+	`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"Qwen/Qwen2.5-1.5B-Instruct","choices":[{"index":0,"delta":{"content":" token"},"logprobs":null,"finish_reason":null}]}`,
+	`{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`,
+	`{"choices":[{"index":0,"delta":{},"finish_reason":"length","stop_reason":null}],"usage":null}`,
+	`{"choices":[],"usage":{"prompt_tokens":11,"completion_tokens":128,"total_tokens":139,"prompt_tokens_details":null}}`,
+	`{"choices":[{"delta":{"content":"line\nbreak \"quoted\" \u00e9\ud83d\ude00"}}]}`,
+	`{"choices":[{"delta":{"content":"héllo 世界"}}]}`,
+	`{"choices":[{"text":"legacy","finish_reason":null}]}`,
+	`{"error":{"message":"engine died","type":"internal","code":500}}`,
+	`{"object":"error","message":"x","error":null}`,
+	` { "choices" : [ { "delta" : { "content" : "a" } } , { "delta" : null } ] } `,
+	`{"Choices":[{"delta":{"content":"folded"}}]}`,
+	`{"choices":[{"delta":{"content":"a"}}],"choices":[]}`,
+	`{"choices":[null]}`,
+	`{"usage":{"completion_tokens":1.0}}`,
+	`{"usage":{"completion_tokens":-0,"prompt_tokens":99999999999999999999}}`,
+	`{"choices":[{"delta":{"content":"bad` + "\xff" + `"}}]}`,
+	`{"choices":[{"delta":{"content":7}}]}`,
+	`{"x":[1,-2.5e+3,true,false,null,{"y":[]}],"choices":[]}`,
+	`{"choices":[]} trailing`,
+	`[1,2]`,
+	`null`,
+	`{"choices":[{"delta":{"content":"a"}},]}`,
+}
+
+func TestParseChunkFastAgrees(t *testing.T) {
+	fast := 0
+	for _, s := range chunkSamples {
+		if checkFastChunk(t, []byte(s)) {
+			fast++
+		}
+	}
+	if fast < 10 {
+		t.Fatalf("the fast path took only %d of %d samples", fast, len(chunkSamples))
+	}
+	var c chunk
+	if !parseChunkFast([]byte(chunkSamples[0]), &c) || *c.Choices[0].Delta.Content != " token" {
+		t.Fatal("the fast path refused the commonest chunk")
+	}
+}
+
+// checkFastChunk fails the test when the fast path accepts data and
+// disagrees with encoding/json, or accepts what encoding/json rejects.
+func checkFastChunk(t *testing.T, data []byte) bool {
+	t.Helper()
+	var fast chunk
+	if !parseChunkFast(data, &fast) {
+		return false
+	}
+	var slow chunk
+	if err := json.Unmarshal(data, &slow); err != nil {
+		t.Fatalf("fast path accepted %q, encoding/json says %v", data, err)
+	}
+	if !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("%q:\nfast %s\nslow %s", data, show(fast), show(slow))
+	}
+	return true
+}
+
+func show(c chunk) string {
+	b, _ := json.Marshal(c)
+	return string(b)
+}
+
+func FuzzParseChunkFast(f *testing.F) {
+	for _, s := range chunkSamples {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { checkFastChunk(t, data) })
+}
+
+// BenchmarkChunkDecode compares the fast path with encoding/json on the
+// commonest chunk.
+func BenchmarkChunkDecode(b *testing.B) {
+	data := []byte(chunkSamples[0])
+	b.Run("fast", func(b *testing.B) {
+		for b.Loop() {
+			var c chunk
+			if !parseChunkFast(data, &c) {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		for b.Loop() {
+			var c chunk
+			if err := json.Unmarshal(data, &c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
