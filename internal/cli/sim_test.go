@@ -7,12 +7,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rehearse/rehearse/internal/sim"
 )
 
 // lockedBuffer is a bytes.Buffer safe for a server's concurrent log writes.
@@ -220,5 +223,86 @@ func TestSimCommandPortTaken(t *testing.T) {
 	code, _, stderr := run(t, "sim", "--port", port)
 	if code != 1 || !strings.Contains(stderr, "listen on 127.0.0.1:"+port) || !strings.Contains(stderr, "address already in use") {
 		t.Errorf("port taken: exit %d, stderr %q; want 1 naming the address", code, stderr)
+	}
+}
+
+// h200Bundle is the committed H200 rehearsal, from this package's folder.
+var h200Bundle = filepath.Join("..", "..", "rehearsals", "h200-qwen2.5-1.5b")
+
+func TestSimFitWritesTheProfileAndTheHeldOutTable(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "batching.json")
+	code, stdout, stderr := run(t, "sim", "fit", "--bundle", h200Bundle, "--server", "batching", "--engine", "batching",
+		"--fit-concurrencies", "1,64", "--name", "h200-qwen2.5-1.5b-transformers-batching", "-o", out, "--markdown")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	for _, want := range []string{
+		"| clients | waves | goodput tok/s, measured | predicted | error | p95 TTFT, measured |",
+		"| 1 | fitted | 50.5 [50.4–50.7] |",
+		"| 8 | held out | 381.1 [366.9–385.9] |",
+		"| 32 | held out | 1319.4 [1308.0–1321.8] |",
+		"| 64 | fitted | 2102.4 [2086.0–2143.6] |",
+		"- max_num_seqs: 64, from the server's launch argv",
+		"What the fitted model does not explain:",
+		"written to " + out,
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	got, err := sim.LoadProfile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	builtin, err := sim.BuiltinProfile("h200-qwen2.5-1.5b-transformers-batching")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.DecodeStepS, builtin.DecodeStepS) || got.FrontendSPerRequest != builtin.FrontendSPerRequest || got.MaxNumSeqs != builtin.MaxNumSeqs {
+		t.Errorf("written profile %+v, want the built-in one's figures %+v", got, builtin)
+	}
+	// The written profile serves.
+	url, _, _ := startSim(t, "--profile", out, "--time-scale", "1000")
+	resp, err := http.Get(url + "/health")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("rehearse sim --profile %s: /health %v %v", out, resp, err)
+	}
+	resp.Body.Close()
+}
+
+func TestSimFitPrintsTextWithoutWriting(t *testing.T) {
+	code, stdout, stderr := run(t, "sim", "fit", "--bundle", h200Bundle, "--server", "naive", "--engine", "serial")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	for _, want := range []string{"not written (pass -o FILE)", "not explained: the per-token cost differs", "held out", "55/96", "decode step (batch 1):"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestSimFitBadInput(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "none")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--server", "naive", "--engine", "serial"}, "--bundle is required"},
+		{[]string{"--bundle", h200Bundle, "--engine", "serial"}, "--server is required"},
+		{[]string{"--bundle", h200Bundle, "--server", "naive", "--engine", "paged"}, `--engine "paged"`},
+		{[]string{"--bundle", h200Bundle, "--server", "naive", "--engine", "serial", "--fit-concurrencies", "0"}, "--fit-concurrencies: 0 is not a concurrency"},
+		{[]string{"--bundle", h200Bundle, "--server", "naive", "--engine", "serial", "--fit-concurrencies", "one"}, "--fit-concurrencies"},
+		{[]string{"--bundle", h200Bundle, "--server", "vllm", "--engine", "serial"}, `no server "vllm" (have: naive, batching)`},
+		{[]string{"--bundle", h200Bundle, "--server", "naive", "--engine", "serial", "--fit-concurrencies", "1,16"}, "no recorded closed-loop wave at 16 clients"},
+		{[]string{"--bundle", missing, "--server", "naive", "--engine", "serial"}, "no such bundle directory"},
+	} {
+		code, _, stderr := run(t, append([]string{"sim", "fit"}, tc.args...)...)
+		if code != 2 {
+			t.Errorf("sim fit %v: exit %d, want 2", tc.args, code)
+		}
+		if !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("sim fit %v: stderr %q, want one line containing %q", tc.args, stderr, tc.want)
+		}
 	}
 }
