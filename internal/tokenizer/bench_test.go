@@ -184,6 +184,7 @@ func BenchmarkAdversarial(b *testing.B) {
 			{"punct", strings.Repeat("!", size)},
 			{"digits", strings.Repeat("7", size)},
 			{"combining", "e" + strings.Repeat("\u0301", size/2)},
+			{"marks-unordered", "a" + strings.Repeat("\u0301\u0316", size/4)},
 		} {
 			b.Run(fmt.Sprintf("%s/%dKiB", c.name, size>>10), func(b *testing.B) {
 				b.SetBytes(int64(len(c.text)))

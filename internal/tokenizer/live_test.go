@@ -126,7 +126,7 @@ func TestLiveLibrary(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d random texts, 4 variants: %d differences", len(texts), bad)
+	t.Logf("%d random texts, %d variants: %d differences", len(texts), len(variantNames), bad)
 }
 
 func firstLine(b []byte) string {

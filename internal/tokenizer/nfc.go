@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"slices"
 	"unicode/utf8"
 )
 
@@ -93,6 +94,7 @@ func appendNFC(dst []byte, s string) []byte {
 	for _, r := range s {
 		d = appendDecomposed(d, r)
 	}
+	orderMarks(d)
 	d = compose(d)
 	for _, r := range d {
 		dst = utf8.AppendRune(dst, r)
@@ -110,33 +112,32 @@ func appendDecomposed(d []rune, r rune) []rune {
 		return d
 	}
 	if dec, ok := decomposition[r]; ok {
-		for _, x := range dec {
-			d = appendOrdered(d, x)
-		}
-		return d
+		return append(d, dec...)
 	}
-	return appendOrdered(d, r)
+	return append(d, r)
 }
 
-// appendOrdered appends r and moves it before the non-starters of a higher
-// class at the end of d (a stable insertion sort by combining class).
-func appendOrdered(d []rune, r rune) []rune {
-	c := ccc(r)
-	d = append(d, r)
-	if c == 0 {
-		return d
-	}
-	i := len(d) - 1
-	for i > 0 {
-		pc := ccc(d[i-1])
-		if pc == 0 || pc <= c {
-			break
+// orderMarks puts each run of non-starters in canonical order: a stable
+// sort by combining class, O(n log n) however long the run.
+func orderMarks(d []rune) {
+	for i := 0; i < len(d); {
+		if ccc(d[i]) == 0 {
+			i++
+			continue
 		}
-		d[i] = d[i-1]
-		i--
+		j := i + 1
+		sorted := true
+		for j < len(d) && ccc(d[j]) != 0 {
+			if ccc(d[j]) < ccc(d[j-1]) {
+				sorted = false
+			}
+			j++
+		}
+		if !sorted {
+			slices.SortStableFunc(d[i:j], func(a, b rune) int { return int(ccc(a)) - int(ccc(b)) })
+		}
+		i = j
 	}
-	d[i] = r
-	return d
 }
 
 func composePair(a, b rune) (rune, bool) {

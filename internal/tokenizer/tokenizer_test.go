@@ -456,6 +456,8 @@ func TestAdversarial(t *testing.T) {
 		strings.Repeat("9", 5000),
 		strings.Repeat("é", 3000),
 		strings.Repeat("\u0301", 3000),
+		"a" + strings.Repeat("\u0301\u0316", 3000), // canonical ordering of a long run
+
 		strings.Repeat("ab", 3000),
 		strings.Repeat("中文", 3000),
 	} {
