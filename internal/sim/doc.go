@@ -6,4 +6,9 @@
 // /metrics; its output text re-tokenizes with the pinned tokenizer to
 // exactly the tokens the engine emitted; and it injects seeded faults for
 // the client's reliability tests.
+//
+// It also fits a profile to a results bundle's raw records (FitProfile) and
+// predicts a bundle's closed-loop workload with a profile (Predict): the same
+// engine stepped on a virtual clock, its records aggregated by the metric
+// contract, so predicted and measured figures are defined alike (Compare).
 package sim
