@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
@@ -297,13 +296,16 @@ func (r *virtualRequest) record(w contract.Wave, wl ClosedWorkload, ratio float6
 		}
 		return rec
 	}
-	rec.HTTPStatus = 200
+	if r.engineAtS < r.deadlineS {
+		rec.HTTPStatus = 200 // the simulator answers once the engine has the request
+	}
 	rec.EndS = r.deadlineS
 	rec.OutputTokens = counted
 	rec.ErrorKind = contract.ErrTimeout
-	rec.Error = fmt.Sprintf("predicted: client timeout after %g s with %d of %d tokens", r.deadlineS, got, r.outputTokens)
 	if got == 0 {
-		rec.Error = strings.Replace(rec.Error, fmt.Sprintf("with 0 of %d tokens", r.outputTokens), "before the first token", 1)
+		rec.Error = fmt.Sprintf("predicted: client timeout after %g s before the first token", r.deadlineS)
+	} else {
+		rec.Error = fmt.Sprintf("predicted: client timeout after %g s with %d of %d tokens", r.deadlineS, got, r.outputTokens)
 	}
 	return rec
 }
