@@ -1,7 +1,10 @@
 package sim
 
 import (
+	"compress/gzip"
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -275,4 +278,48 @@ func TestH200ProfilesAreTheCommittedBundlesFit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestH200BatchingProfileAgainstTheEarlierBench predicts an independent
+// measurement, the rehearse bench run the previous profile was fitted to
+// (profiles/measure/h200-2026-11-30: another lease, no --max-num-seqs cap,
+// also 128 clients), with the profile fitted to the committed rehearsal.
+func TestH200BatchingProfileAgainstTheEarlierBench(t *testing.T) {
+	f, err := os.Open(filepath.Join("profiles", "measure", "h200-2026-11-30", "batching-journal.jsonl.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bench, err := bundle.DecodeJournal(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := bundle.ReadResults(committedBundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fit, err := FitProfile(res, FitOptions{Server: "batching", Engine: EngineBatching, FitConcurrencies: []int{1, 64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmp, err := Compare(bench, fit, "batching", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	table.WriteString("| clients | goodput measured | predicted | error | p95 TTFT measured | predicted | error |\n|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range cmp.Rows {
+		g := RelErr(r.Predicted.Goodput.Median, r.Measured.Goodput.Median)
+		p95 := RelErr(r.Predicted.TTFT.P95, r.Measured.TTFT.P95)
+		fmt.Fprintf(&table, "| %d | %.1f | %.1f | %+.1f %% | %.3f s | %.3f s | %+.1f %% |\n", r.Concurrency,
+			*r.Measured.Goodput.Median, *r.Predicted.Goodput.Median, 100*deref(g), *r.Measured.TTFT.P95, *r.Predicted.TTFT.P95, 100*deref(p95))
+		if r.Concurrency <= fit.Profile.MaxNumSeqs && (g == nil || math.Abs(*g) > 0.06) {
+			t.Errorf("%d clients: goodput error %+.1f %%, want within 6 %% up to the profile's max_num_seqs", r.Concurrency, 100*deref(g))
+		}
+	}
+	t.Logf("the H200 batching profile against measure/h200-2026-11-30:\n%s", table.String())
 }
