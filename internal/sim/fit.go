@@ -68,7 +68,7 @@ type Fit struct {
 // records.
 type fitPoint struct {
 	concurrency int
-	ok, total   int
+	ok          int     // successful requests
 	tpotS       float64 // median of (end − first content) ÷ (generated − 1)
 	ttftS       float64 // median TTFT
 	ttftLessTPO float64 // median of TTFT − that request's TPOT
@@ -343,7 +343,7 @@ func generated(r contract.Record) int {
 }
 
 func readPoint(c int, recs []contract.Record) (fitPoint, error) {
-	pt := fitPoint{concurrency: c, total: len(recs)}
+	pt := fitPoint{concurrency: c}
 	if len(recs) == 0 {
 		return pt, fmt.Errorf("no recorded closed-loop wave at %s to fit", clients(c))
 	}
