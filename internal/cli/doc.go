@@ -14,6 +14,7 @@ under a precise metric contract, and writes a self-verifying results bundle.
   rehearse run -f REHEARSAL.yaml   launch, drive and stop real servers; write a bundle
   rehearse bench --base-url URL    drive an endpoint that is already running
   rehearse sim                     run a simulated OpenAI-compatible server
+  rehearse sim fit --bundle DIR    fit a simulator profile to a bundle's waves
   rehearse report DIR              re-render a bundle's README.md (and plots)
   rehearse verify DIR              check digests, schema, and recompute every aggregate
   rehearse compare A B             put two bundles side by side, with gates
