@@ -3,10 +3,11 @@ package bundle
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/rehearse/rehearse/internal/contract"
@@ -207,11 +208,7 @@ func walkDiff(path string, a, b any, out *[]diff) {
 		for k := range bv {
 			keys[k] = true
 		}
-		sorted := make([]string, 0, len(keys))
-		for k := range keys {
-			sorted = append(sorted, k)
-		}
-		sort.Strings(sorted)
+		sorted := slices.Sorted(maps.Keys(keys))
 		for _, k := range sorted {
 			p := k
 			if path != "" {

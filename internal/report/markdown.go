@@ -3,6 +3,8 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -168,13 +170,8 @@ func writeServers(b *bytes.Buffer, res *bundle.Results) {
 		} else {
 			fmt.Fprintf(b, "- `%s`%s at %s:\n  `%s`", s.Name, role, s.BaseURL, Argv(s.LaunchArgv))
 			if len(s.Env) > 0 {
-				keys := make([]string, 0, len(s.Env))
-				for k := range s.Env {
-					keys = append(keys, k)
-				}
-				sort.Strings(keys)
 				var env []string
-				for _, k := range keys {
+				for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 					env = append(env, k+"="+s.Env[k])
 				}
 				fmt.Fprintf(b, "\n  with environment `%s`", strings.Join(env, " "))
@@ -228,11 +225,7 @@ func writeWorkload(b *bytes.Buffer, res *bundle.Results) {
 		fmt.Fprintf(b, "; endpoint `%s`", wl.Endpoint)
 	}
 	if len(wl.ExtraBody) > 0 {
-		keys := make([]string, 0, len(wl.ExtraBody))
-		for k := range wl.ExtraBody {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(wl.ExtraBody))
 		fmt.Fprintf(b, "; extra request fields %s", "`"+strings.Join(keys, "`, `")+"`")
 	}
 	b.WriteString(".\n")
@@ -357,11 +350,7 @@ func quoteAll(xs []string) []string {
 }
 
 func byKind(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%d %s", m[k], k)
