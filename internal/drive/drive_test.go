@@ -24,7 +24,7 @@ func (words) Count(s string) int { return len(strings.Fields(s)) }
 
 // fakeServer streams `tokens` content chunks of "w " each `gap` apart, with
 // usage, and counts the requests it received.
-func fakeServer(t *testing.T, tokens int, gap time.Duration) (*httptest.Server, *atomic.Int64) {
+func fakeServer(t testing.TB, tokens int, gap time.Duration) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
