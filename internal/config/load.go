@@ -3,11 +3,13 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -78,9 +80,17 @@ func Parse(data []byte, name, dir string) (*Rehearsal, error) {
 		probs.add("", "empty rehearsal file (it needs at least servers:)")
 		return nil, probs
 	}
-	checkShape(reflect.TypeFor[Rehearsal](), generic, "", probs)
-	if len(probs.Items) > 0 {
+	if !checkShape(reflect.TypeFor[Rehearsal](), generic, "", probs) {
 		return nil, probs
+	}
+	if len(probs.Items) > 0 {
+		// checkShape removed what it reported: decode the rest, so that the
+		// meaning of the file is checked too and every problem comes at once.
+		pruned, err := yaml.Marshal(generic)
+		if err != nil {
+			return nil, probs
+		}
+		data = pruned
 	}
 	var r Rehearsal
 	if err := yaml.UnmarshalWithOptions(data, &r, yaml.DisallowUnknownField()); err != nil {
@@ -111,39 +121,47 @@ var (
 )
 
 // checkShape walks the generic YAML value against the Go type, reporting
-// unknown keys and values of the wrong kind with their paths.
-func checkShape(t reflect.Type, v any, path string, probs *Problems) {
+// unknown keys and values of the wrong kind with their paths. It removes what
+// it reports from the mappings it walks, so that the rest of the file can
+// still be decoded and validated (every problem at once); it returns false
+// when v itself is of the wrong kind and its parent should drop it.
+func checkShape(t reflect.Type, v any, path string, probs *Problems) bool {
 	if v == nil {
-		return
+		return true
 	}
 	switch t {
 	case durationType:
 		if _, err := parseDuration(v); err != nil {
 			probs.add(path, "%v", err)
+			return false
 		}
-		return
+		return true
 	case promptsType:
 		switch x := v.(type) {
 		case string:
 		case []any:
+			ok := true
 			for i, e := range x {
-				if _, ok := e.(string); !ok {
+				if _, isString := e.(string); !isString {
 					probs.add(fmt.Sprintf("%s[%d]", path, i), "want a string, got %s", describe(e))
+					ok = false
 				}
 			}
+			return ok
 		default:
 			probs.add(path, "want a file name or a list of prompts, got %s", describe(v))
+			return false
 		}
-		return
+		return true
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
-		checkShape(t.Elem(), v, path, probs)
+		return checkShape(t.Elem(), v, path, probs)
 	case reflect.Struct:
 		m, ok := v.(map[string]any)
 		if !ok {
 			probs.add(path, "want a mapping, got %s", describe(v))
-			return
+			return false
 		}
 		fields := map[string]reflect.Type{}
 		var known []string
@@ -156,51 +174,55 @@ func checkShape(t reflect.Type, v any, path string, probs *Problems) {
 			fields[tag] = f.Type
 			known = append(known, tag)
 		}
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			ft, ok := fields[k]
 			if !ok {
 				probs.add(join(path, k), "unknown key (known: %s)", strings.Join(known, ", "))
+				delete(m, k)
 				continue
 			}
-			checkShape(ft, m[k], join(path, k), probs)
+			if !checkShape(ft, m[k], join(path, k), probs) {
+				delete(m, k)
+			}
 		}
 	case reflect.Slice:
 		s, ok := v.([]any)
 		if !ok {
 			probs.add(path, "want a list, got %s", describe(v))
-			return
+			return false
 		}
 		for i, e := range s {
-			checkShape(t.Elem(), e, fmt.Sprintf("%s[%d]", path, i), probs)
+			if !checkShape(t.Elem(), e, fmt.Sprintf("%s[%d]", path, i), probs) {
+				ok = false
+			}
 		}
+		return ok
 	case reflect.Map:
 		m, ok := v.(map[string]any)
 		if !ok {
 			probs.add(path, "want a mapping, got %s", describe(v))
-			return
+			return false
 		}
 		if t.Elem().Kind() == reflect.Interface {
-			return
+			return true
 		}
-		for k, e := range m {
-			switch e.(type) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			switch m[k].(type) {
 			case map[string]any, []any:
-				probs.add(join(path, k), "want a plain value, got %s", describe(e))
+				probs.add(join(path, k), "want a plain value, got %s", describe(m[k]))
+				delete(m, k)
 			}
 		}
 	case reflect.String:
 		switch v.(type) {
 		case map[string]any, []any:
 			probs.add(path, "want a string, got %s", describe(v))
+			return false
 		}
 	case reflect.Bool:
 		if _, ok := v.(bool); !ok {
 			probs.add(path, "want true or false, got %s", describe(v))
+			return false
 		}
 	case reflect.Int, reflect.Int64:
 		switch x := v.(type) {
@@ -208,17 +230,21 @@ func checkShape(t reflect.Type, v any, path string, probs *Problems) {
 		case float64:
 			if x != math.Trunc(x) {
 				probs.add(path, "want a whole number, got %v", x)
+				return false
 			}
 		default:
 			probs.add(path, "want a whole number, got %s", describe(v))
+			return false
 		}
 	case reflect.Float64:
 		switch v.(type) {
 		case uint64, int64, float64:
 		default:
 			probs.add(path, "want a number, got %s", describe(v))
+			return false
 		}
 	}
+	return true
 }
 
 func describe(v any) string {
