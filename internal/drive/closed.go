@@ -21,9 +21,9 @@ type WaveSpec struct {
 	Cold bool
 }
 
-// ClosedWave runs one closed-loop wave: all Concurrency requests are built
-// and their connections opened, the clients wait at a barrier, and one
-// monotonic release instant lets them go together. The wave is journaled at
+// ClosedWave runs one closed-loop wave: all Concurrency requests are built,
+// their connections opened and the requests buffered on them; one monotonic
+// release instant then lets every request's bytes go, each in one write. The wave is journaled at
 // release and at its end; each record as its request ends. When ctx is
 // canceled, requests in flight end as canceled with what arrived kept, the
 // wave is journaled as stopped, and the error says why; the WaveResult is
@@ -67,25 +67,25 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 	records := make([]contract.Record, n)
 	var (
 		tl      tally
-		ready   sync.WaitGroup
+		armed   sync.WaitGroup
 		ended   sync.WaitGroup
 		gate    = make(chan struct{})
 		release time.Time
 	)
+	armed.Add(n)
+	ended.Add(n)
 	for i := range n {
-		ready.Add(1)
-		ended.Add(1)
 		go func() {
 			defer ended.Done()
-			ready.Done()
-			<-gate
-			res := d.client.Send(ctx, prepared[i])
+			// The request takes its connection and is buffered now; its
+			// bytes leave when the gate opens.
+			res := d.client.SendAt(ctx, prepared[i], gate, armed.Done)
 			r := d.record(w, release, i, i%len(spec.Prompts), 0, res)
 			records[i] = r
 			d.ended(w, release, n, &tl, r)
 		}()
 	}
-	ready.Wait()
+	armed.Wait()
 	cpu0 := cpuTime()
 	release = time.Now()
 	w.StartedAt = anchor(release)

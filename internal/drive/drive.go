@@ -79,6 +79,7 @@ type Options struct {
 type sender interface {
 	Warm(ctx context.Context, baseURL string, n int) error
 	Send(ctx context.Context, p *stream.Prepared) stream.Result
+	SendAt(ctx context.Context, p *stream.Prepared, release <-chan struct{}, armed func()) stream.Result
 	Drop()
 }
 

@@ -36,6 +36,15 @@ func (f fakeSender) Send(ctx context.Context, p *stream.Prepared) stream.Result 
 	return res
 }
 
+func (f fakeSender) SendAt(ctx context.Context, p *stream.Prepared, release <-chan struct{}, armed func()) stream.Result {
+	armed()
+	select {
+	case <-release:
+	case <-ctx.Done():
+	}
+	return f.Send(ctx, p)
+}
+
 func fakeDriver(latency time.Duration) *Driver {
 	d := New(Options{Counter: words{}})
 	d.client = fakeSender{latency: latency}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
@@ -171,16 +172,24 @@ func (c *Client) take(key string) net.Conn {
 
 func (c *Client) dialPlain(ctx context.Context, network, addr string) (net.Conn, error) {
 	if conn := c.take("http://" + addr); conn != nil {
-		return conn, nil
+		return &gatedConn{Conn: conn}, nil
 	}
-	return c.dialer.DialContext(ctx, network, addr)
+	conn, err := c.dialer.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &gatedConn{Conn: conn}, nil
 }
 
 func (c *Client) dialTLS(ctx context.Context, network, addr string) (net.Conn, error) {
 	if conn := c.take("https://" + addr); conn != nil {
-		return conn, nil
+		return &gatedConn{Conn: conn}, nil
 	}
-	return c.handshake(ctx, network, addr)
+	conn, err := c.handshake(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &gatedConn{Conn: conn}, nil
 }
 
 func (c *Client) handshake(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -298,34 +307,70 @@ func (c *Client) Do(ctx context.Context, req Request) Result {
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
 
 // Send sends a prepared request and reads its stream to the end, the
-// timeout, or the cancellation of ctx, whichever comes first.
+// timeout, or the cancellation of ctx, whichever comes first. Start is
+// stamped when the request's bytes are handed to the connection, after any
+// connection set-up.
 func (c *Client) Send(ctx context.Context, p *Prepared) Result {
-	reqCtx, cancel := ctx, context.CancelFunc(func() {})
-	if p.timeout > 0 {
-		reqCtx, cancel = context.WithTimeoutCause(ctx, p.timeout, errTimeout)
-	}
-	defer cancel()
+	return c.SendAt(ctx, p, openGate, nil)
+}
 
-	var res Result
-	hreq, err := http.NewRequestWithContext(reqCtx, http.MethodPost, p.url, bytes.NewReader(p.body))
+// SendAt is Send for a request released by a barrier: it sets up the
+// connection and buffers the request at once, calls armed (once, also when
+// the request fails before it is ready), and sends the request's bytes when
+// release is closed. Start is the moment of that send and the timeout runs
+// from it. A request that fails before the release is recorded at the
+// release (Start = End), so no time of a wave precedes it.
+func (c *Client) SendAt(ctx context.Context, p *Prepared, release <-chan struct{}, armed func()) Result {
+	reqCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	g := &gate{release: release, ctx: reqCtx, timeout: p.timeout, expire: func() { cancel(errTimeout) }, armed: armed}
+	defer g.stop()
+
+	var (
+		res  Result
+		conn *gatedConn
+	)
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if gc, ok := info.Conn.(*gatedConn); ok {
+			conn = gc
+			gc.setGate(g)
+		}
+		g.arm()
+	}}
+	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, trace), http.MethodPost, p.url, bytes.NewReader(p.body))
 	if err != nil {
-		res.Start = time.Now()
-		res.End = res.Start
-		res.ErrorKind, res.Error = contract.ErrConnect, "cannot build request: "+err.Error()
+		c.failEarly(ctx, g, &res, contract.ErrConnect, "cannot build request: "+err.Error())
 		return res
 	}
+	defer func() {
+		if conn != nil {
+			conn.clearGate(g)
+		}
+	}()
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "text/event-stream")
 	if p.apiKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+p.apiKey)
 	}
 
-	res.Start = time.Now()
 	resp, err := c.hc.Do(hreq)
+	start, released := g.sent()
 	if err != nil {
-		res.End = time.Now()
+		if !released {
+			var probe Result
+			c.classifyTransport(ctx, reqCtx, &probe, err, false)
+			c.failEarly(ctx, g, &res, probe.ErrorKind, probe.Error)
+			return res
+		}
+		res.Start, res.End = start, time.Now()
 		c.classifyTransport(ctx, reqCtx, &res, err, false)
 		return res
+	}
+	res.Start = start
+	if !released {
+		// The server answered before the request was sent (an error
+		// status before reading the body): the request counts from here.
+		res.Start = time.Now()
 	}
 	defer resp.Body.Close()
 	res.HTTPStatus = resp.StatusCode
@@ -350,9 +395,22 @@ func (c *Client) Send(ctx context.Context, p *Prepared) Result {
 	}
 	c.readStream(ctx, reqCtx, resp.Body, &res)
 	if res.OK {
-		drain(resp.Body, cancel)
+		drain(resp.Body, func() { cancel(nil) })
 	}
 	return res
+}
+
+// failEarly records a request that failed before its release: it waits for
+// the release (or ctx) and stamps both ends there.
+func (c *Client) failEarly(ctx context.Context, g *gate, res *Result, kind, msg string) {
+	g.arm()
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+	}
+	now := time.Now()
+	res.Start, res.End = now, now
+	res.ErrorKind, res.Error = kind, msg
 }
 
 // drainWait bounds how long a finished stream's connection may take to
@@ -363,7 +421,7 @@ const drainWait = 50 * time.Millisecond
 // drain reads what is left of a finished stream's body (normally just the
 // end of the chunked encoding after [DONE]) so that the transport keeps the
 // connection for the next request instead of closing it.
-func drain(body io.Reader, cancel context.CancelFunc) {
+func drain(body io.Reader, cancel func()) {
 	t := time.AfterFunc(drainWait, cancel)
 	defer t.Stop()
 	io.Copy(io.Discard, io.LimitReader(body, 64<<10))

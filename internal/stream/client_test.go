@@ -462,3 +462,68 @@ func TestConnectionReused(t *testing.T) {
 		t.Fatalf("5 sequential requests opened %d connections", n)
 	}
 }
+
+// TestSendAtHoldsRequestUntilRelease checks the barrier: the connection is
+// set up and armed reported before the release, yet the server sees no
+// byte of the request until the release, and Start is the release.
+func TestSendAtHoldsRequestUntilRelease(t *testing.T) {
+	var arrived atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		arrived.Store(time.Now().UnixNano())
+		io.Copy(io.Discard, r.Body)
+		rw.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(rw, content("x")+finishChunk("stop")+done)
+	}))
+	defer srv.Close()
+	c := NewClient(nil)
+	defer c.Close()
+	p, err := Prepare(request(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	armed := make(chan struct{})
+	out := make(chan Result)
+	go func() { out <- c.SendAt(context.Background(), p, release, func() { close(armed) }) }()
+	<-armed
+	time.Sleep(100 * time.Millisecond)
+	if arrived.Load() != 0 {
+		t.Fatal("the server saw the request before its release")
+	}
+	released := time.Now()
+	close(release)
+	res := <-out
+	if !res.OK {
+		t.Fatalf("%s %s", res.ErrorKind, res.Error)
+	}
+	if res.Start.Before(released) || res.Start.Sub(released) > 50*time.Millisecond {
+		t.Fatalf("start %v after release", res.Start.Sub(released))
+	}
+	if a := time.Unix(0, arrived.Load()); a.Before(released) {
+		t.Fatalf("request arrived %v before the release", released.Sub(a))
+	}
+}
+
+func TestSendAtFailureBeforeReleaseIsStampedAtRelease(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	p, _ := Prepare(Request{BaseURL: "http://" + addr, Model: "m", Prompt: "p", MaxTokens: 1, Timeout: time.Second})
+	c := NewClient(nil)
+	defer c.Close()
+	release := make(chan struct{})
+	armed := make(chan struct{})
+	out := make(chan Result)
+	go func() { out <- c.SendAt(context.Background(), p, release, func() { close(armed) }) }()
+	<-armed
+	time.Sleep(20 * time.Millisecond)
+	released := time.Now()
+	close(release)
+	res := <-out
+	if res.ErrorKind != contract.ErrConnect || res.Start.Before(released) || !res.End.Equal(res.Start) {
+		t.Fatalf("%q %q start %v end %v (release %v)", res.ErrorKind, res.Error, res.Start, res.End, released)
+	}
+}
