@@ -43,7 +43,7 @@ type Request struct {
 // Result is everything a request produced. Times carry the monotonic clock
 // reading of time.Now; zero values mean "did not happen".
 type Result struct {
-	Start        time.Time // just before the request was handed to the transport
+	Start        time.Time // when the request was written to its connection (after any connection set-up)
 	End          time.Time // end of the stream, or the failure
 	FirstContent time.Time // first chunk with non-empty content, kept on failure
 	ChunkTimes   []time.Time

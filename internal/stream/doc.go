@@ -1,6 +1,7 @@
 // Package stream is the measuring instrument: an OpenAI streaming
 // chat-completions client that stamps the arrival of every content chunk on
 // the monotonic clock, classifies every failure into the kinds of SPEC §2,
-// and keeps what arrived before a failure. It can pre-dial connections so
-// that a closed-loop wave is released with its connections already open.
+// and keeps what arrived before a failure. For closed-loop waves it can
+// pre-dial connections and hold requests that are already on their
+// connections until one release, so a wave's requests leave together.
 package stream
