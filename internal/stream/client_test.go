@@ -527,3 +527,35 @@ func TestSendAtFailureBeforeReleaseIsStampedAtRelease(t *testing.T) {
 		t.Fatalf("%q %q start %v end %v (release %v)", res.ErrorKind, res.Error, res.Start, res.End, released)
 	}
 }
+
+func TestHTTPSWithWarmAndRelease(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		rw.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(rw, content("secure")+finishChunk("stop")+done)
+	}))
+	defer srv.Close()
+	c := NewClient(srv.Client().Transport.(*http.Transport).TLSClientConfig)
+	defer c.Close()
+	if err := c.Warm(context.Background(), srv.URL, 2); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Prepare(request(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var armed sync.WaitGroup
+	armed.Add(2)
+	out := make(chan Result, 2)
+	for range 2 {
+		go func() { out <- c.SendAt(context.Background(), p, release, armed.Done) }()
+	}
+	armed.Wait()
+	close(release)
+	for range 2 {
+		if res := <-out; !res.OK || res.Text != "secure" {
+			t.Fatalf("%s %s %q", res.ErrorKind, res.Error, res.Text)
+		}
+	}
+}
