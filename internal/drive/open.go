@@ -11,6 +11,10 @@ import (
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
+// armLead is how long before its intended time an open-loop request takes
+// its connection and is buffered, so that its send is one write on time.
+const armLead = 2 * time.Millisecond
+
 // MaxOpenRequests bounds the requests of one open-loop wave, so that a
 // duration-bound schedule at an absurd rate is refused rather than
 // allocated.
@@ -133,17 +137,24 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 	released := w // the requests' copy; the dispatcher goes on counting in w
 
 	sent := 0
-dispatch:
-	for i, off := range offsets {
-		if wait := time.Until(release.Add(off)); wait > 0 {
+	sleepUntil := func(at time.Time) bool {
+		if wait := time.Until(at); wait > 0 {
 			timer.Reset(wait)
 			select {
 			case <-timer.C:
+				return true
 			case <-ctx.Done():
-				break dispatch
+				return false
 			}
-		} else if ctx.Err() != nil {
-			break dispatch
+		}
+		return ctx.Err() == nil
+	}
+	for i, off := range offsets {
+		// Arm the request armLead before its time: it takes its
+		// connection and is buffered on it, so at its time only the
+		// write is left.
+		if !sleepUntil(release.Add(off - armLead)) {
+			break
 		}
 		if slots != nil {
 			select {
@@ -153,15 +164,18 @@ dispatch:
 				select {
 				case slots <- struct{}{}:
 				case <-ctx.Done():
-					break dispatch
 				}
+			}
+			if ctx.Err() != nil {
+				break
 			}
 		}
 		sent++
 		ended.Add(1)
+		gate := make(chan struct{})
 		go func() {
 			defer ended.Done()
-			res := d.client.Send(ctx, prepared[i%len(prepared)])
+			res := d.client.SendAt(ctx, prepared[i%len(prepared)], gate, nil)
 			if slots != nil {
 				<-slots
 			}
@@ -169,6 +183,9 @@ dispatch:
 			records[i] = r
 			d.ended(released, release, n, &tl, r)
 		}()
+		// Canceled here, the armed request ends as canceled.
+		sleepUntil(release.Add(off))
+		close(gate)
 	}
 	ended.Wait()
 	records = records[:sent]

@@ -37,7 +37,9 @@ func (f fakeSender) Send(ctx context.Context, p *stream.Prepared) stream.Result 
 }
 
 func (f fakeSender) SendAt(ctx context.Context, p *stream.Prepared, release <-chan struct{}, armed func()) stream.Result {
-	armed()
+	if armed != nil {
+		armed()
+	}
 	select {
 	case <-release:
 	case <-ctx.Done():
