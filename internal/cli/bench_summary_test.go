@@ -2,16 +2,13 @@ package cli
 
 import (
 	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/rehearse/rehearse/internal/golden"
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
 )
-
-var updateBenchGolden = flag.Bool("update-bench", false, "rewrite testdata/bench-summary.golden")
 
 // TestBenchSummaryGolden renders the summary table of a fixed set of
 // waves and records: two closed-loop concurrencies, one with failures of two
@@ -49,20 +46,5 @@ func TestBenchSummaryGolden(t *testing.T) {
 	res.Recompute()
 	var out bytes.Buffer
 	printBenchSummary(&out, res)
-	path := filepath.Join("testdata", "bench-summary.golden")
-	if *updateBenchGolden {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -run BenchSummaryGolden -update-bench)", err)
-	}
-	if !bytes.Equal(out.Bytes(), want) {
-		t.Fatalf("summary differs from %s:\n%s\nwant:\n%s", path, out.String(), want)
-	}
+	golden.Check(t, "bench-summary.golden", out.Bytes())
 }

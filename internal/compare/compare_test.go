@@ -2,18 +2,16 @@ package compare
 
 import (
 	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rehearse/rehearse/internal/golden"
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/plot/plottest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // pair returns bundle A and bundle B of the same synthetic rehearsal with
 // different seeds; regress slows B's batching server's decoding by 25%.
@@ -206,24 +204,6 @@ func TestOpenLoopLoads(t *testing.T) {
 	}
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test -update creates it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (go test -update rewrites it); got:\n%s", path, got)
-	}
-}
-
 func TestTextAndMarkdownGolden(t *testing.T) {
 	a, b := pair(true)
 	r := Compare(a, b, mustGates(t, "goodput<-5%", "ttft_p95>+10%", "failure_rate>+5pp"))
@@ -235,8 +215,8 @@ func TestTextAndMarkdownGolden(t *testing.T) {
 	if err := r.Markdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "regression.txt", txt.Bytes())
-	golden(t, "regression.md", md.Bytes())
+	golden.Check(t, "regression.txt", txt.Bytes())
+	golden.Check(t, "regression.md", md.Bytes())
 	for _, out := range []string{txt.String(), md.String()} {
 		if !strings.Contains(out, "B's median lies outside A's [min–max] of the repeats and A's median outside B's") || !strings.Contains(out, "differ by more than 1%") {
 			t.Error("output does not state the flagging rule")

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -15,12 +14,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rehearse/rehearse/internal/golden"
+
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/plot/plottest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // figureDir, when set, receives every figure the tests render, for a person
 // to look at.
@@ -137,20 +136,7 @@ func TestRenderGolden(t *testing.T) {
 	for _, n := range want {
 		f := figs[n]
 		got := fmt.Sprintf("name %s\ntitle %s\ncaption %s\n%s", f.Name, f.Title, f.Caption, structure(t, f.SVG))
-		path := filepath.Join("testdata", strings.TrimSuffix(n, ".svg")+".golden")
-		if *update {
-			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		wantBytes, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (run go test -update to create it)", err)
-		}
-		if got != string(wantBytes) {
-			t.Errorf("%s: structure differs from %s (go test -update rewrites it)\n--- got\n%s", n, path, got)
-		}
+		golden.Check(t, strings.TrimSuffix(n, ".svg")+".golden", []byte(got))
 	}
 }
 

@@ -1,37 +1,17 @@
 package report
 
 import (
-	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/rehearse/rehearse/internal/golden"
+
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/bundle/bundletest"
 	"github.com/rehearse/rehearse/internal/contract"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file; run go test ./internal/report -update and review the diff\n--- got ---\n%s", path, got)
-	}
-}
 
 func TestMarkdownGolden(t *testing.T) {
 	res := bundletest.SeedLike()
@@ -41,7 +21,7 @@ func TestMarkdownGolden(t *testing.T) {
 		{File: "results.json", SHA256: strings.Repeat("c", 64)},
 	}
 	figs := []FigureRef{{File: "goodput.svg", Title: "Goodput against clients", Caption: "Median with min–max range."}}
-	golden(t, "seedlike.README.md", Markdown(res, figs, digests))
+	golden.Check(t, "seedlike.README.md", Markdown(res, figs, digests))
 }
 
 func TestMarkdownSimulatedAndOpenLoop(t *testing.T) {
