@@ -193,3 +193,27 @@ func TestAnnotateCommand(t *testing.T) {
 		t.Errorf("annotate of a tampered bundle: code %d, %q", code, errs)
 	}
 }
+
+func TestReportRebuildsFromJournal(t *testing.T) {
+	res := bundletest.SeedLike()
+	dir := t.TempDir()
+	j, err := bundle.CreateJournal(filepath.Join(dir, bundle.JournalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.WriteHeader(res)
+	for _, w := range res.Waves {
+		j.WriteWave(w)
+	}
+	for _, r := range res.Records[:40] { // the tool died after 40 requests
+		j.WriteRecord(r)
+	}
+	j.Close()
+	code, _, errs := run(t, "report", dir)
+	if code != 0 || !strings.Contains(errs, "results.json rebuilt from journal.jsonl (40 records)") {
+		t.Fatalf("report of a crashed bundle: code %d, %q", code, errs)
+	}
+	if code, out, _ := run(t, "verify", dir); code != 0 {
+		t.Fatalf("rebuilt bundle does not verify: %s", out)
+	}
+}

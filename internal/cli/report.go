@@ -16,7 +16,9 @@ func newReportCmd(st *State) *cobra.Command {
 		Long: `Re-render a bundle's report from results.json alone: the aggregates are
 recomputed from the raw records first (so the report can never show a figure
 the records do not support), then README.md, the SVG figures and report.html
-are written and SHA256SUMS is refreshed. results.json itself is never changed.`,
+are written and SHA256SUMS is refreshed. results.json itself is never changed,
+except in a bundle whose rehearsal crashed before writing it: then it is
+rebuilt from journal.jsonl (every request that finished is there).`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runReport(st, args[0])
@@ -27,7 +29,17 @@ are written and SHA256SUMS is refreshed. results.json itself is never changed.`,
 func runReport(st *State, dir string) error {
 	res, err := bundle.ReadResults(dir)
 	if err != nil {
-		return &ExitError{Code: 2, Err: err}
+		// A rehearsal that crashed before writing results.json left its
+		// journal: rebuild results.json from it.
+		res, err = readPart(dir)
+		if err != nil {
+			return &ExitError{Code: 2, Err: err}
+		}
+		res.Notes = append(res.Notes, "results.json was rebuilt from journal.jsonl by rehearse report (the rehearsal stopped before writing it).")
+		if err := bundle.WriteResults(dir, res); err != nil {
+			return err
+		}
+		fmt.Fprintf(st.Stderr, "rehearse: %s: results.json rebuilt from %s (%d records)\n", dir, bundle.JournalFile, len(res.Records))
 	}
 	if n := len(bundle.VerifyResults(res)); n > 0 {
 		fmt.Fprintf(st.Stderr, "rehearse: %s: %d stored figures disagree with the raw records; the report shows the recomputed ones and `rehearse verify` will fail until results.json is rebuilt\n", dir, n)
