@@ -50,6 +50,7 @@ func Markdown(res *bundle.Results, figs []FigureRef, digests []bundle.Digest) []
 	writeFigures(&b, figs)
 	writeLatency(&b, res)
 	writeOpenLoop(&b, res)
+	writeLoadGenerator(&b, res)
 	writeMechanism(&b, res)
 	writeOperatorNotes(&b, res)
 	writeWarnings(&b, res)
@@ -526,4 +527,59 @@ func writeOperatorNotes(b *bytes.Buffer, res *bundle.Results) {
 	b.WriteString("## Operator notes\n\n")
 	b.WriteString(notes)
 	b.WriteString("\n\n")
+}
+
+// writeLoadGenerator shows the load generator's own accounting per server,
+// so a reader can tell a figure of the client from one of the server: the
+// largest release spread of its closed-loop waves and its CPU use.
+func writeLoadGenerator(b *bytes.Buffer, res *bundle.Results) {
+	type acc struct {
+		waves          int
+		spreadS        float64
+		cpuS, wallS    float64
+		haveCPU        bool
+		notSent, waits int
+	}
+	var order []string
+	by := map[string]*acc{}
+	for _, w := range res.Waves {
+		if w.Kind != contract.KindRecorded {
+			continue
+		}
+		a := by[w.Server]
+		if a == nil {
+			a = &acc{}
+			by[w.Server] = a
+			order = append(order, w.Server)
+		}
+		a.waves++
+		a.spreadS = max(a.spreadS, w.ReleaseSpreadS)
+		a.wallS += w.WallS
+		if w.ClientCPUS > 0 {
+			a.cpuS += w.ClientCPUS
+			a.haveCPU = true
+		}
+		a.notSent += w.NotSent
+		a.waits += w.Waited
+	}
+	if len(order) == 0 {
+		return
+	}
+	b.WriteString("## Load generator\n\n")
+	b.WriteString("What the client itself did, from the recorded waves: the largest release spread of a closed-loop wave (last send minus first), and rehearse's CPU time over the waves' wall time. A large spread or a busy client would shape the figures above.\n\n")
+	writeRow(b, []string{"Server", "Recorded waves", "Largest release spread", "Client CPU", "Open-loop requests that waited / never sent"})
+	writeRow(b, []string{"---", "---:", "---:", "---:", "---:"})
+	for _, srv := range order {
+		a := by[srv]
+		cpu := dash
+		if a.haveCPU && a.wallS > 0 {
+			cpu = fmt.Sprintf("%.2f s over %.1f s (%.0f%% of one core)", a.cpuS, a.wallS, 100*a.cpuS/a.wallS)
+		}
+		spread := dash
+		if a.spreadS > 0 {
+			spread = fmt.Sprintf("%.2f ms", 1000*a.spreadS)
+		}
+		writeRow(b, []string{srv, fmt.Sprint(a.waves), spread, cpu, fmt.Sprintf("%d / %d", a.waits, a.notSent)})
+	}
+	b.WriteString("\n")
 }
