@@ -217,14 +217,7 @@ func (p *fastParser) intValue(dst **int) bool {
 		return true
 	}
 	start := p.i
-	if p.peek() == '-' {
-		p.i++
-	}
-	digits := p.i
-	for p.i < len(p.data) && p.data[p.i] >= '0' && p.data[p.i] <= '9' {
-		p.i++
-	}
-	if p.i == digits || (p.data[digits] == '0' && p.i-digits > 1) {
+	if !p.integerPart() {
 		return false
 	}
 	switch p.peek() {
@@ -399,8 +392,9 @@ func (p *fastParser) skipString() bool {
 	return false
 }
 
-// number consumes a JSON number.
-func (p *fastParser) number() bool {
+// integerPart consumes a JSON number's optional minus sign and integer
+// digits (no leading zeros).
+func (p *fastParser) integerPart() bool {
 	if p.peek() == '-' {
 		p.i++
 	}
@@ -408,7 +402,12 @@ func (p *fastParser) number() bool {
 	for p.i < len(p.data) && p.data[p.i] >= '0' && p.data[p.i] <= '9' {
 		p.i++
 	}
-	if p.i == digits || (p.data[digits] == '0' && p.i-digits > 1) {
+	return p.i > digits && (p.data[digits] != '0' || p.i-digits == 1)
+}
+
+// number consumes a JSON number.
+func (p *fastParser) number() bool {
+	if !p.integerPart() {
 		return false
 	}
 	if p.peek() == '.' {
