@@ -123,12 +123,17 @@ func WaitReady(ctx context.Context, p *Process, pr Probe) error {
 				default:
 				}
 			}
-			last = step.try(ctx)
-			if last == nil {
+			err := step.try(ctx)
+			if err == nil {
 				break
 			}
+			// An attempt cut short by our own deadline says nothing about
+			// the server; keep the last real answer for the message.
+			if last == nil || ctx.Err() == nil {
+				last = err
+			}
 			var fatal *fatalProbe
-			if errors.As(last, &fatal) {
+			if errors.As(err, &fatal) {
 				return fail(fmt.Sprintf("%s: %v", step.name, fatal.err))
 			}
 			wait := time.NewTimer(pr.Interval)

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -317,8 +319,26 @@ func TestNotReadyBeforeTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	err = WaitReady(context.Background(), p, Probe{BaseURL: "http://127.0.0.1:" + strconv.Itoa(port), Timeout: 700 * time.Millisecond, Interval: 20 * time.Millisecond})
-	if err == nil || !strings.Contains(err.Error(), "no answer within 700ms; last attempt GET /health: HTTP 503") {
+	err = WaitReady(context.Background(), p, Probe{BaseURL: "http://127.0.0.1:" + strconv.Itoa(port), Timeout: 2 * time.Second, Interval: 20 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "no answer within 2s; last attempt GET /health: HTTP 503") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// An attempt cut short by the readiness deadline must not hide the server's
+// last real answer: the message names HTTP 503, not "context deadline exceeded".
+func TestNotReadyKeepsLastAnswer(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		<-r.Context().Done() // later attempts hang until the deadline
+	}))
+	defer srv.Close()
+	err := WaitReady(context.Background(), nil, Probe{BaseURL: srv.URL, Timeout: 2 * time.Second, Interval: 10 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "no answer within 2s; last attempt GET /health: HTTP 503") {
 		t.Fatalf("got %v", err)
 	}
 }
