@@ -238,21 +238,11 @@ func (p *fastParser) choices(c *chunk) bool {
 		c.Choices = nil
 		return true
 	}
-	if p.peek() != '[' {
-		return false
-	}
-	p.i++
-	p.ws()
 	c.Choices = c.Choices[:0]
 	if c.Choices == nil {
 		c.Choices = make([]choice, 0, 1)
 	}
-	if p.peek() == ']' {
-		p.i++
-		return true
-	}
-	for {
-		p.ws()
+	return p.array(func() bool {
 		var ch choice
 		if !p.object(func(key []byte) bool {
 			switch string(key) {
@@ -276,6 +266,26 @@ func (p *fastParser) choices(c *chunk) bool {
 			return false
 		}
 		c.Choices = append(c.Choices, ch)
+		return true
+	})
+}
+
+// array consumes a JSON array, calling elem at the start of each element.
+func (p *fastParser) array(elem func() bool) bool {
+	if p.peek() != '[' {
+		return false
+	}
+	p.i++
+	p.ws()
+	if p.peek() == ']' {
+		p.i++
+		return true
+	}
+	for {
+		p.ws()
+		if !elem() {
+			return false
+		}
 		p.ws()
 		switch p.peek() {
 		case ',':
@@ -321,28 +331,7 @@ func (p *fastParser) skip() bool {
 	case c == '{':
 		return p.object(func([]byte) bool { return p.skip() })
 	case c == '[':
-		p.i++
-		p.ws()
-		if p.peek() == ']' {
-			p.i++
-			return true
-		}
-		for {
-			p.ws()
-			if !p.skip() {
-				return false
-			}
-			p.ws()
-			switch p.peek() {
-			case ',':
-				p.i++
-			case ']':
-				p.i++
-				return true
-			default:
-				return false
-			}
-		}
+		return p.array(p.skip)
 	case c == '"':
 		return p.skipString()
 	case c == 't':
