@@ -170,7 +170,11 @@ func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
 		// and are in the bundle's notes.
 		firsts := make([]string, len(out.Failed))
 		for i, f := range out.Failed {
-			firsts[i], _, _ = strings.Cut(f, "\n")
+			first, _, more := strings.Cut(f, "\n")
+			if more {
+				first = strings.TrimSuffix(first, ":") + " (shown above)"
+			}
+			firsts[i] = first
 		}
 		return &ExitError{Code: 1, Err: fmt.Errorf("%d server(s) failed:\n  %s", len(out.Failed), strings.Join(firsts, "\n  "))}
 	}

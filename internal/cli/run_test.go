@@ -123,3 +123,35 @@ func TestResultsTableIsTheSeeds(t *testing.T) {
 		}
 	}
 }
+
+// A server that exits at start: exit status 1, and the closing summary names
+// the server once and points at the log lines printed above it.
+func TestRunServerThatExitsAtStart(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "r.yaml")
+	cfg := `model: {id: Qwen/Qwen2.5-1.5B-Instruct}
+servers:
+  - name: boom
+    launch: [sh, -c, "echo no GPU found on port $0 >&2; exit 3", "{port}"]
+    ready: {timeout: 20s}
+workload: {concurrencies: [1], repeats: 1, max_tokens: 8}
+`
+	if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := run(t, "run", "-f", file, "-o", filepath.Join(dir, "out"))
+	if code != 1 {
+		t.Fatalf("exit %d, want 1; stderr:\n%s", code, stderr)
+	}
+	for _, want := range []string{
+		"no GPU found",
+		"1 server(s) failed:\n  boom: not ready: the process exited with status 3 during GET /health; last lines of " + filepath.Join(dir, "out", "boom.log") + " (shown above)",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "boom: boom:") {
+		t.Errorf("the server is named twice:\n%s", stderr)
+	}
+}

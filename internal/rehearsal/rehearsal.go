@@ -182,6 +182,8 @@ func (r *runner) setServer(i int, f func(*bundle.Server)) {
 
 func (r *runner) fail(i int, why string) {
 	name := r.cfg.Servers[i].Name
+	// Errors from supervise already begin with the server's name.
+	why = strings.TrimPrefix(why, name+": ")
 	r.out.Failed = append(r.out.Failed, name+": "+why)
 	r.progress(name, "fail", "%s", why)
 }
@@ -251,8 +253,17 @@ func (r *runner) server(ctx context.Context, i int) bool {
 		if ctx.Err() != nil {
 			return true
 		}
-		first, _, _ := strings.Cut(err.Error(), "\n")
-		r.note("server %s was not ready: %s", s.Name, first)
+		// The note names the bundle's copy of the log, not the path on
+		// the machine that ran the rehearsal.
+		reason, _, _ := strings.Cut(err.Error(), "\n")
+		var nr *supervise.NotReadyError
+		if errors.As(err, &nr) {
+			reason = nr.Reason
+			if proc != nil {
+				reason += "; see " + filepath.Base(proc.LogPath())
+			}
+		}
+		r.note("server %s was not ready: %s", s.Name, reason)
 		r.fail(i, err.Error())
 		return false
 	}

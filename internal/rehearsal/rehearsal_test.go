@@ -276,6 +276,15 @@ func TestServerThatExitsAtStartStopsTheRun(t *testing.T) {
 	if !strings.Contains(notes, "server batching was not rehearsed: on_server_failure is stop and broken failed") {
 		t.Errorf("notes: %s", notes)
 	}
+	// The bundle's note names the reason once and the bundle's own log,
+	// not the path on the machine that ran it.
+	if !strings.Contains(notes, "server broken was not ready: the process exited with status 2 during GET /health; see broken.log") ||
+		strings.Contains(notes, r.dir) || strings.Contains(notes, "broken: not ready") {
+		t.Errorf("notes: %s", notes)
+	}
+	if strings.Contains(out.Failed[0], "broken: broken:") {
+		t.Errorf("the failure names its server twice: %s", out.Failed[0])
+	}
 	if len(out.Results.Records) != 0 {
 		t.Errorf("%d records from a rehearsal whose servers never ran", len(out.Results.Records))
 	}

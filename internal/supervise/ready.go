@@ -114,6 +114,7 @@ func WaitReady(ctx context.Context, p *Process, pr Probe) error {
 	}
 	for _, step := range steps {
 		var last error
+		cut := false // the final attempt was still waiting at the deadline
 		for {
 			if done != nil {
 				select {
@@ -129,7 +130,8 @@ func WaitReady(ctx context.Context, p *Process, pr Probe) error {
 			}
 			// An attempt cut short by our own deadline says nothing about
 			// the server; keep the last real answer for the message.
-			if last == nil || ctx.Err() == nil {
+			cut = last != nil && ctx.Err() != nil
+			if !cut {
 				last = err
 			}
 			var fatal *fatalProbe
@@ -141,7 +143,11 @@ func WaitReady(ctx context.Context, p *Process, pr Probe) error {
 			case <-ctx.Done():
 				wait.Stop()
 				if errors.Is(context.Cause(ctx), context.DeadlineExceeded) && time.Now().After(deadline.Add(-time.Millisecond)) {
-					return fail(fmt.Sprintf("no answer within %s; last attempt %s: %v", pr.Timeout, step.name, last))
+					reason := fmt.Sprintf("no answer within %s; last attempt %s: %v", pr.Timeout, step.name, last)
+					if cut {
+						reason = fmt.Sprintf("no answer within %s; %s last answered %v, and the attempt after it was still waiting at the deadline", pr.Timeout, step.name, last)
+					}
+					return fail(reason)
 				}
 				return fmt.Errorf("%s: readiness interrupted: %w", name, context.Cause(ctx))
 			case <-done:
