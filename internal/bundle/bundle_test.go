@@ -11,6 +11,7 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/bundle/bundletest"
+	"github.com/rehearse/rehearse/internal/contract"
 )
 
 func writeBundle(t *testing.T, res *bundle.Results) string {
@@ -255,4 +256,25 @@ func FuzzDecodeResults(f *testing.F) {
 		// Whatever decodes must be verifiable without panicking.
 		_ = bundle.VerifyResults(r)
 	})
+}
+
+func TestVerifyDetectsDuplicateAggregate(t *testing.T) {
+	res := bundletest.SeedLike()
+	// A bogus copy of aggregates[1] placed before the real one must not
+	// verify: a later duplicate once silently replaced the earlier one.
+	bogus := res.Aggregates[1]
+	v := 9999.0
+	bogus.Goodput.Median = &v
+	res.Aggregates = append([]contract.Aggregate{bogus}, res.Aggregates...)
+	dir := writeBundle(t, res)
+	var msgs []string
+	for _, p := range bundle.Verify(dir) {
+		msgs = append(msgs, p.String())
+	}
+	joined := strings.Join(msgs, "\n")
+	for _, want := range []string{"aggregates[2]: duplicate of aggregates[0]", "goodput_tok_s.median: stored 9999"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("problems %q do not contain %q", joined, want)
+		}
+	}
 }

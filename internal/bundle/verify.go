@@ -130,8 +130,17 @@ func VerifyResults(res *Results) []Problem {
 	}
 	want := contract.Aggregates(res.Waves, res.Records, res.ServerNames(), res.BaselineName())
 	got := map[contract.Key]contract.Aggregate{}
-	for _, a := range res.Aggregates {
-		got[a.Key()] = a
+	first := map[contract.Key]int{}
+	for i, a := range res.Aggregates {
+		k := a.Key()
+		if j, dup := first[k]; dup {
+			c := a.Concurrency
+			probs = append(probs, Problem{File: ResultsFile, Server: a.Server, Concurrency: &c,
+				Field: fmt.Sprintf("aggregates[%d]", i), Msg: fmt.Sprintf("duplicate of aggregates[%d]", j)})
+			continue
+		}
+		first[k] = i
+		got[k] = a
 	}
 	wantKeys := map[contract.Key]bool{}
 	for _, w := range want {
