@@ -278,3 +278,44 @@ func TestVerifyDetectsDuplicateAggregate(t *testing.T) {
 		}
 	}
 }
+
+func TestVerifyRecomputesStoredWaveAndWorkloadFields(t *testing.T) {
+	res := bundletest.SeedLike()
+	res.Waves[4].ReleaseSpreadS += 0.5
+	res.Workload.PercentileMethod = "nearest rank"
+	dir := writeBundle(t, res)
+	var msgs []string
+	for _, p := range bundle.Verify(dir) {
+		msgs = append(msgs, p.String())
+	}
+	joined := strings.Join(msgs, "\n")
+	if len(msgs) != 2 {
+		t.Errorf("want 2 problems, got %q", joined)
+	}
+	for _, want := range []string{"waves[4].release_spread_s: stored", "workload.percentile_method: stored \"nearest rank\""} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("problems %q do not contain %q", joined, want)
+		}
+	}
+}
+
+func TestReadResultsRejectsRecordDisagreeingWithWave(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*contract.Record)
+		want string
+	}{
+		{"concurrency", func(r *contract.Record) { r.Concurrency = 64 }, "records[3]: concurrency 64 / repeat 0 disagree with wave 3 (8 / 0)"},
+		{"repeat", func(r *contract.Record) { r.Repeat = 2 }, "records[3]: concurrency 8 / repeat 2 disagree with wave 3 (8 / 0)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := bundletest.SeedLike()
+			tc.edit(&res.Records[3])
+			dir := writeBundle(t, res)
+			_, err := bundle.ReadResults(dir)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -174,7 +174,9 @@ func checkFields(raw json.RawMessage, required []string) error {
 }
 
 // checkConsistency rejects results whose records point at waves that do not
-// exist, or whose kinds disagree with their wave's.
+// exist, or whose kind, server, concurrency or repeat disagree with their
+// wave's (aggregates group records by wave, so a disagreeing record would be
+// counted somewhere it does not say).
 func checkConsistency(r *Results) error {
 	waves := map[int]contract.Wave{}
 	for i, w := range r.Waves {
@@ -195,6 +197,9 @@ func checkConsistency(r *Results) error {
 		}
 		if rec.Kind != w.Kind || rec.Server != w.Server {
 			return fmt.Errorf("records[%d]: kind %q / server %q disagree with wave %d (%q / %q)", i, rec.Kind, rec.Server, w.ID, w.Kind, w.Server)
+		}
+		if rec.Concurrency != w.Concurrency || rec.Repeat != w.Repeat {
+			return fmt.Errorf("records[%d]: concurrency %d / repeat %d disagree with wave %d (%d / %d)", i, rec.Concurrency, rec.Repeat, w.ID, w.Concurrency, w.Repeat)
 		}
 		if !rec.OK && rec.ErrorKind == "" {
 			return fmt.Errorf("records[%d]: failed record without error_kind", i)

@@ -107,12 +107,24 @@ func VerifyResults(res *Results) []Problem {
 	for _, r := range res.Records {
 		byWave[r.Wave] = append(byWave[r.Wave], r)
 	}
+	if m := res.Workload.PercentileMethod; m != contract.PercentileMethod {
+		probs = append(probs, Problem{File: ResultsFile, Field: "workload.percentile_method",
+			Msg: fmt.Sprintf("stored %q, the contract's method is %q", m, contract.PercentileMethod)})
+	}
 	for i, w := range res.Waves {
 		want := contract.WaveWallS(byWave[w.ID])
 		if !near(w.WallS, want) {
 			c := w.Concurrency
 			probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Concurrency: &c,
 				Field: fmt.Sprintf("waves[%d].wall_s", i), Msg: fmt.Sprintf("stored %v, largest end_s of its records is %v", w.WallS, want)})
+		}
+		if w.Mode != contract.ModeOpen {
+			want := releaseSpreadS(byWave[w.ID])
+			if !near(w.ReleaseSpreadS, want) {
+				c := w.Concurrency
+				probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Concurrency: &c,
+					Field: fmt.Sprintf("waves[%d].release_spread_s", i), Msg: fmt.Sprintf("stored %v, last start_s minus first of its records is %v", w.ReleaseSpreadS, want)})
+			}
 		}
 	}
 	if m := res.MechanismCheck; m != nil {
@@ -163,6 +175,19 @@ func VerifyResults(res *Results) []Problem {
 		}
 	}
 	return probs
+}
+
+// releaseSpreadS is a closed wave's release spread: the last start_s of its
+// records minus the first, 0 for a wave with none.
+func releaseSpreadS(records []contract.Record) float64 {
+	if len(records) == 0 {
+		return 0
+	}
+	lo, hi := records[0].StartS, records[0].StartS
+	for _, r := range records[1:] {
+		lo, hi = min(lo, r.StartS), max(hi, r.StartS)
+	}
+	return hi - lo
 }
 
 func near(a, b float64) bool {
