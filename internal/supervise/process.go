@@ -83,11 +83,29 @@ type Process struct {
 	started time.Time
 	cancel  context.CancelFunc
 
+	// killNow, when closed, cuts the grace period of a stop short.
+	killNow <-chan struct{}
+	// gone is closed once no process of the group is left.
+	gone chan struct{}
+
 	mu         sync.Mutex
 	deliberate bool
 	termAt     time.Time
+	killed     bool
 	exit       *Exit
 	done       chan struct{}
+}
+
+type killNowKey struct{}
+
+// WithKillNow returns a context for Start and a function that cuts short the
+// grace period of every process started under that context: a process being
+// stopped, or stopped later, gets SIGKILL to its group at once instead of at
+// the end of its grace period (a second Ctrl-C).
+func WithKillNow(parent context.Context) (context.Context, func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	return context.WithValue(parent, killNowKey{}, (<-chan struct{})(ch)), func() { once.Do(func() { close(ch) }) }
 }
 
 // FreePort asks the kernel for a free loopback TCP port.
@@ -143,8 +161,11 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	cmd.Env = mergeEnv(os.Environ(), spec.Env)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.WaitDelay = spec.StopGrace
-	p := &Process{spec: spec, cmd: cmd, log: logf, cancel: cancel, done: make(chan struct{})}
+	// No WaitDelay: it would SIGKILL only the leader. The grace period
+	// covers the whole group and is kept by killAfterGrace.
+	killNow, _ := ctx.Value(killNowKey{}).(<-chan struct{})
+	p := &Process{spec: spec, cmd: cmd, log: logf, cancel: cancel, killNow: killNow,
+		gone: make(chan struct{}), done: make(chan struct{})}
 	cmd.Cancel = p.terminate
 
 	shown := spec.ShownArgv
@@ -178,8 +199,105 @@ func (p *Process) terminate() error {
 		p.termAt = now
 		p.mu.Unlock()
 		p.mark("SIGTERM sent at %s %s", now.UTC().Format(time.RFC3339Nano), StopMarker)
+		go p.killAfterGrace(now.Add(p.spec.StopGrace))
 	}
 	return syscall.Kill(-pid, syscall.SIGTERM)
+}
+
+// killAfterGrace sends SIGKILL to the group at deadline (or at once when
+// the kill-now function of the Start context is called), unless the whole
+// group is gone before.
+func (p *Process) killAfterGrace(deadline time.Time) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-p.gone:
+		return
+	case <-t.C:
+		p.killGroup(fmt.Sprintf("the grace period of %s was over", p.spec.StopGrace))
+	case <-p.killNow:
+		p.killGroup("rehearse was interrupted again; no more waiting for the grace period")
+	}
+}
+
+// killGroup sends SIGKILL to the whole group, once, with a marker line.
+func (p *Process) killGroup(why string) {
+	p.mu.Lock()
+	if p.killed {
+		p.mu.Unlock()
+		return
+	}
+	p.killed = true
+	p.mark("SIGKILL sent to the group at %s: %s", time.Now().UTC().Format(time.RFC3339Nano), why)
+	p.mu.Unlock()
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+// groupAlive reports whether any process of group pgid is left that is not
+// a zombie (an exited child waits to be reaped by whoever inherited it,
+// maybe never, and holds nothing). Without /proc a zombie counts as alive.
+func groupAlive(pgid int) bool {
+	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 3 || f[0] == "Z" {
+			continue
+		}
+		if g, err := strconv.Atoi(f[2]); err == nil && g == pgid {
+			return true
+		}
+	}
+	return false
+}
+
+// groupGoneWait is how long wait polls for the group to go after SIGKILL.
+const groupGoneWait = 5 * time.Second
+
+// awaitGroup returns once no process of the group is left: the processes
+// still running after the leader exited keep the rest of the grace period
+// of a deliberate stop (a server's workers shutting down cleanly), and get
+// SIGKILL after it; those left by a leader that died on its own get SIGKILL
+// at once. It gives up groupGoneWait after SIGKILL, with a marker line.
+func (p *Process) awaitGroup(deliberate bool) {
+	pgid := p.cmd.Process.Pid
+	if !deliberate {
+		if !groupAlive(pgid) {
+			return
+		}
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	var killedAt time.Time
+	for groupAlive(pgid) {
+		p.mu.Lock()
+		killed := p.killed
+		p.mu.Unlock()
+		if (killed || !deliberate) && killedAt.IsZero() {
+			killedAt = time.Now()
+		}
+		if !killedAt.IsZero() && time.Since(killedAt) > groupGoneWait {
+			p.mark("processes of group %d were still there %s after SIGKILL", pgid, groupGoneWait)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // exitedUnreaped reports whether pid is a zombie: exited, not yet waited
@@ -197,8 +315,13 @@ func exitedUnreaped(pid int) bool {
 func (p *Process) wait() {
 	err := p.cmd.Wait()
 	at := time.Now()
-	// Whatever else is left in the group goes too: no orphans.
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	p.mu.Lock()
+	deliberate := p.deliberate
+	p.mu.Unlock()
+	// Whatever else is left in the group goes too: no orphans, and the
+	// next server does not start while this one's workers hold the GPU.
+	p.awaitGroup(deliberate)
+	close(p.gone)
 	e := Exit{At: at, Code: -1}
 	if st := p.cmd.ProcessState; st != nil {
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -216,14 +339,12 @@ func (p *Process) wait() {
 	}
 	p.mu.Lock()
 	e.Deliberate = p.deliberate
-	if e.Deliberate && e.Signal == "SIGKILL" {
-		e.Killed = true
-	}
+	e.Killed = e.Deliberate && p.killed
 	p.exit = &e
 	p.mu.Unlock()
 	switch {
 	case e.Killed:
-		p.mark("SIGKILL sent to the group at %s: the grace period of %s was over", at.UTC().Format(time.RFC3339Nano), p.spec.StopGrace)
+		p.mark("process ended at %s (%s)", at.UTC().Format(time.RFC3339Nano), exitWords(e))
 	case e.Deliberate:
 		p.mark("process ended at %s (%s)", at.UTC().Format(time.RFC3339Nano), exitWords(e))
 	default:

@@ -31,6 +31,33 @@ func TestMain(m *testing.M) {
 
 func child(mode string, args []string) int {
 	switch mode {
+	case "slow-grandchild":
+		// A worker that needs a while after SIGTERM to shut down cleanly,
+		// as a serving engine's GPU worker does.
+		term := make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+		fmt.Println("grandchild ready")
+		<-term
+		time.Sleep(400 * time.Millisecond)
+		fmt.Println("grandchild shut down cleanly")
+		return 0
+	case "leader-with-worker":
+		// A leader that exits at once on SIGTERM, leaving its worker (in
+		// the same group) to finish its own shutdown.
+		term := make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+		exe, _ := os.Executable()
+		gc := exec.Command(exe)
+		gc.Env = append(os.Environ(), "SUPERVISE_CHILD=slow-grandchild")
+		gc.Stdout, gc.Stderr = os.Stdout, os.Stderr
+		if err := gc.Start(); err != nil {
+			return 9
+		}
+		fmt.Printf("grandchild %d\n", gc.Process.Pid)
+		<-term
+		// At once: os.Exit of a race-enabled binary waits a second.
+		syscall.Exit(0)
+		return 0
 	case "exit3":
 		fmt.Println("loading model weights")
 		fmt.Fprintln(os.Stderr, "RuntimeError: CUDA out of memory")
@@ -415,5 +442,90 @@ func TestScanLogWhatCounts(t *testing.T) {
 	}
 	if got := n.WarningsDuringRun[1]; len(got) > MaxNoteLineBytes+len("…") || !strings.HasSuffix(got, "…") || !utf8.ValidString(got) {
 		t.Errorf("long line kept as %d bytes: %q", len(got), got)
+	}
+}
+
+// grandchildPID waits for the child to write its grandchild's pid into the
+// log and returns it.
+func grandchildPID(t *testing.T, path string, want string) int {
+	t.Helper()
+	for {
+		log := readLog(t, path)
+		if strings.Contains(log, want) {
+			for _, line := range strings.Split(log, "\n") {
+				if v, ok := strings.CutPrefix(line, "grandchild "); ok {
+					if gc, err := strconv.Atoi(v); err == nil {
+						return gc
+					}
+				}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return err == nil && !strings.Contains(string(st), ") Z ")
+}
+
+// TestStopGivesTheGroupItsGrace stops a leader that exits at once on
+// SIGTERM while its worker takes a while to shut down: the worker keeps the
+// grace period (it is not killed when the leader exits), and Stop returns
+// only once it is gone.
+func TestStopGivesTheGroupItsGrace(t *testing.T) {
+	s := spec(t, "leader-with-worker", 0)
+	s.StopGrace = time.Minute
+	p, err := Start(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc := grandchildPID(t, s.LogPath, "grandchild ready")
+	e := p.Stop()
+	if alive(gc) {
+		t.Errorf("Stop returned while the worker %d still ran", gc)
+	}
+	if !e.Deliberate || e.Killed {
+		t.Errorf("exit = %+v, want a deliberate stop without SIGKILL", e)
+	}
+	log := readLog(t, s.LogPath)
+	if !strings.Contains(log, "grandchild shut down cleanly") {
+		t.Errorf("the worker's clean shutdown was cut short:\n%s", log)
+	}
+	if strings.Contains(log, "SIGKILL") {
+		t.Errorf("SIGKILL within the grace period:\n%s", log)
+	}
+}
+
+// TestKillNowCutsTheGraceShort: a stop with a long grace period, then the
+// kill-now function (a second Ctrl-C) sends SIGKILL to the group at once.
+func TestKillNowCutsTheGraceShort(t *testing.T) {
+	port := freePort(t)
+	s := spec(t, "ignore-term", port)
+	s.StopGrace = time.Hour
+	ctx, killNow := WithKillNow(context.Background())
+	p, err := Start(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc := grandchildPID(t, s.LogPath, "listening")
+	stopped := make(chan Exit)
+	go func() { stopped <- p.Stop() }()
+	for !strings.Contains(readLog(t, s.LogPath), StopMarker) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	killNow()
+	e := <-stopped
+	if !e.Deliberate || !e.Killed {
+		t.Errorf("exit = %+v, want killed", e)
+	}
+	if alive(gc) {
+		t.Errorf("grandchild %d outlived the stop", gc)
+	}
+	if log := readLog(t, s.LogPath); !strings.Contains(log, "SIGKILL sent to the group") || !strings.Contains(log, "interrupted again") {
+		t.Errorf("log lacks the SIGKILL line:\n%s", log)
 	}
 }
