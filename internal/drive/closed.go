@@ -66,11 +66,11 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 	}
 	records := make([]contract.Record, n)
 	var (
-		tl      tally
-		armed   sync.WaitGroup
-		ended   sync.WaitGroup
-		gate    = make(chan struct{})
-		release time.Time
+		tl    tally
+		armed sync.WaitGroup
+		ended sync.WaitGroup
+		gate  = make(chan struct{})
+		rel   = newRelease()
 	)
 	armed.Add(n)
 	ended.Add(n)
@@ -80,14 +80,12 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 			// The request takes its connection and is buffered now; its
 			// bytes leave when the gate opens.
 			res := d.client.SendAt(ctx, prepared[i], gate, armed.Done)
-			r := d.record(w, release, i, i%len(spec.Prompts), 0, res)
-			records[i] = r
-			d.ended(w, release, n, &tl, r)
+			d.settle(rel, records, i, i%len(spec.Prompts), 0, res, n, &tl)
 		}()
 	}
 	armed.Wait()
 	cpu0 := cpuTime()
-	release = time.Now()
+	release := time.Now()
 	w.StartedAt = anchor(release)
 	close(gate)
 	if err := d.journalWave(w); err != nil {
@@ -96,6 +94,8 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 		tl.mu.Unlock()
 	}
 	d.progress(Event{Kind: WaveReleased, Wave: w, Total: n})
+	// Requests are recorded from here on, after the wave's own line.
+	rel.publish(w, release)
 	ended.Wait()
 
 	w.ClientCPUS = (cpuTime() - cpu0).Seconds()

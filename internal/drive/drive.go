@@ -196,8 +196,44 @@ func (d *Driver) prepare(t Target, l Load, i int) (*stream.Prepared, error) {
 	})
 }
 
+// release is a wave's release as its requests see it: the wave as it was
+// journaled at release and the release instant, published once by closing
+// done. A request may end before its wave is released (refused while
+// connecting, canceled); its record waits for the release.
+type release struct {
+	done chan struct{}
+	wave contract.Wave
+	at   time.Time
+}
+
+func newRelease() *release { return &release{done: make(chan struct{})} }
+
+// publish sets the wave and its release instant and lets every request
+// that waits on done go.
+func (r *release) publish(w contract.Wave, at time.Time) {
+	r.wave, r.at = w, at
+	close(r.done)
+}
+
+// settle records request i of the wave once its release is published:
+// the record goes into records[i], the journal and the progress events.
+func (d *Driver) settle(rel *release, records []contract.Record, i, prompt int, intended time.Duration, res stream.Result, total int, tl *tally) {
+	<-rel.done
+	r := d.record(rel.wave, rel.at, i, prompt, intended, res)
+	records[i] = r
+	d.ended(rel.wave, rel.at, total, tl, r)
+}
+
 // record turns a result into a record of wave w, times relative to release.
+// A request that ended before the release is recorded at the release, so
+// no start_s or end_s of a wave is negative.
 func (d *Driver) record(w contract.Wave, release time.Time, client, prompt int, intended time.Duration, res stream.Result) contract.Record {
+	if res.Start.Before(release) {
+		res.Start = release
+	}
+	if res.End.Before(res.Start) {
+		res.End = res.Start
+	}
 	rel := func(t time.Time) float64 { return t.Sub(release).Seconds() }
 	r := contract.Record{
 		Kind: w.Kind, Server: w.Server, Concurrency: w.Concurrency, Repeat: w.Repeat, Wave: w.ID,

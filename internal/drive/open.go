@@ -134,7 +134,10 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 		tl.journalErr = err
 	}
 	d.progress(Event{Kind: WaveReleased, Wave: w, Total: n})
-	released := w // the requests' copy; the dispatcher goes on counting in w
+	// The requests see the wave as released; the dispatcher goes on
+	// counting in w.
+	rel := newRelease()
+	rel.publish(w, release)
 
 	sent := 0
 	sleepUntil := func(at time.Time) bool {
@@ -179,9 +182,7 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 			if slots != nil {
 				<-slots
 			}
-			r := d.record(released, release, i, i%len(prepared), off, res)
-			records[i] = r
-			d.ended(released, release, n, &tl, r)
+			d.settle(rel, records, i, i%len(prepared), off, res, n, &tl)
 		}()
 		// Canceled here, the armed request ends as canceled.
 		sleepUntil(release.Add(off))
