@@ -3,6 +3,7 @@ package bundle_test
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -317,5 +318,14 @@ func TestReadResultsRejectsRecordDisagreeingWithWave(t *testing.T) {
 				t.Fatalf("got %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestEncodeNamesNonFiniteMechanismValue(t *testing.T) {
+	res := bundletest.SeedLike()
+	res.MechanismCheck.Series[2][1] = math.NaN()
+	_, err := bundle.Encode(res)
+	if err == nil || !strings.Contains(err.Error(), "mechanism_check.series[2]") {
+		t.Fatalf("got %v, want an error naming mechanism_check.series[2]", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -70,6 +71,18 @@ func Encode(r *Results) ([]byte, error) {
 			c.Records[i].ChunkTimesS = []float64{}
 		}
 	}
+	if m := c.MechanismCheck; m != nil {
+		// JSON has no NaN or ±Inf: name the value rather than fail with
+		// encoding/json's "unsupported value".
+		if m.Max != nil && !finite(*m.Max) {
+			return nil, fmt.Errorf("mechanism_check.max: %v is not finite", *m.Max)
+		}
+		for i, p := range m.Series {
+			if !finite(p[0]) || !finite(p[1]) {
+				return nil, fmt.Errorf("mechanism_check.series[%d]: [%v, %v] is not finite", i, p[0], p[1])
+			}
+		}
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -79,6 +92,8 @@ func Encode(r *Results) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // WriteResults writes dir/results.json atomically.
 func WriteResults(dir string, r *Results) error {

@@ -176,6 +176,9 @@ type MechanismCheck struct {
 	Max         *float64     `json:"max"`
 	Series      [][2]float64 `json:"series"`
 	Errors      int          `json:"scrape_errors,omitempty"`
+	// NonFinite counts scrapes that answered NaN or ±Inf; they are not in
+	// Series (JSON cannot hold them).
+	NonFinite int `json:"scrape_non_finite,omitempty"`
 }
 
 // Recompute sets Aggregates from Waves and Records by the contract.

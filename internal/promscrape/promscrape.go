@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"sync"
 	"time"
@@ -107,6 +108,10 @@ type Series struct {
 	// Errors counts failed scrapes; FirstError is the first one's message.
 	Errors     int
 	FirstError string
+	// NonFinite counts scrapes whose value was NaN or ±Inf (the text
+	// format allows them): they are dropped, since JSON cannot hold them
+	// and one would make results.json and the journal unwritable.
+	NonFinite int
 }
 
 // Offsets returns the samples as [t_s, value] pairs with t_s in seconds
@@ -129,6 +134,22 @@ func (s Series) Max() *float64 {
 		m = max(m, smp.Value)
 	}
 	return &m
+}
+
+// add records one scrape: a failure is counted, a non-finite value is
+// counted and dropped, anything else becomes a sample.
+func (s *Series) add(at time.Time, v float64, err error) {
+	switch {
+	case err != nil:
+		if s.Errors == 0 {
+			s.FirstError = err.Error()
+		}
+		s.Errors++
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		s.NonFinite++
+	default:
+		s.Samples = append(s.Samples, Sample{At: at, Value: v})
+	}
 }
 
 // Poller scrapes every Period until stopped. A scrape that takes longer than
@@ -167,14 +188,7 @@ func (p *Poller) run(ctx context.Context) {
 			return
 		}
 		p.mu.Lock()
-		if err != nil {
-			if p.series.Errors == 0 {
-				p.series.FirstError = err.Error()
-			}
-			p.series.Errors++
-		} else {
-			p.series.Samples = append(p.series.Samples, Sample{At: at, Value: v})
-		}
+		p.series.add(at, v, err)
 		p.mu.Unlock()
 		select {
 		case <-ctx.Done():

@@ -3,6 +3,7 @@ package promscrape
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -146,5 +147,46 @@ func BenchmarkValue(b *testing.B) {
 		if _, err := Value(strings.NewReader(text), "vllm:num_requests_running"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestPollerDropsNonFiniteValues(t *testing.T) {
+	// The text format allows NaN and ±Inf and Value returns them; a series
+	// holding one could not be written as JSON, so the poller counts and
+	// drops them.
+	var n atomic.Int64
+	values := []string{"NaN", "+Inf", "-Inf", "5"}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := values[min(int(n.Add(1))-1, len(values)-1)]
+		fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running %s\n", v)
+	}))
+	defer srv.Close()
+	if v, err := Value(strings.NewReader("m NaN\n"), "m"); err != nil || !math.IsNaN(v) {
+		t.Fatalf("Value(NaN) = %v, %v: the parser is expected to pass NaN through", v, err)
+	}
+	p, err := StartPoller(context.Background(), Scraper{URL: srv.URL, Metric: "vllm:num_requests_running", Client: srv.Client()}, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		p.mu.Lock()
+		done := len(p.series.Samples) > 0
+		p.mu.Unlock()
+		if done {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s := p.Stop()
+	if s.NonFinite != 3 || s.Errors != 0 {
+		t.Errorf("non-finite %d, errors %d: want 3 and 0", s.NonFinite, s.Errors)
+	}
+	for _, smp := range s.Samples {
+		if math.IsNaN(smp.Value) || math.IsInf(smp.Value, 0) {
+			t.Fatalf("sample %v kept", smp.Value)
+		}
+	}
+	if m := s.Max(); m == nil || *m != 5 {
+		t.Errorf("max = %v, want 5", m)
 	}
 }

@@ -459,6 +459,9 @@ func writeMechanism(b *bytes.Buffer, res *bundle.Results) {
 	if m.Errors > 0 {
 		fmt.Fprintf(b, ", %d failed scrapes", m.Errors)
 	}
+	if m.NonFinite > 0 {
+		fmt.Fprintf(b, ", %d non-finite values (NaN or ±Inf) left out", m.NonFinite)
+	}
 	fmt.Fprintf(b, "); the observed maximum was **%s**. This wave is not part of the results table.\n\n", max)
 }
 

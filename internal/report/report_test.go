@@ -99,3 +99,13 @@ func TestWriteBundle(t *testing.T) {
 		t.Fatalf("written bundle does not verify: %v", probs)
 	}
 }
+
+func TestMarkdownNamesDroppedNonFiniteScrapes(t *testing.T) {
+	res := bundletest.SeedLike()
+	res.MechanismCheck.Errors = 2
+	res.MechanismCheck.NonFinite = 3
+	md := string(Markdown(res, nil, nil))
+	if want := ", 2 failed scrapes, 3 non-finite values (NaN or ±Inf) left out)"; !strings.Contains(md, want) {
+		t.Errorf("the mechanism check does not say %q", want)
+	}
+}
