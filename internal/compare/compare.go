@@ -67,14 +67,15 @@ func Run(o Options, w io.Writer) (Report, error) {
 	return r, err
 }
 
+// load reads a bundle and recomputes its aggregates from the raw records,
+// as `rehearse report` does: the stored aggregates are never trusted, so a
+// comparison or a CI gate cannot rest on figures verify would reject.
 func load(dir string) (*bundle.Results, error) {
 	r, err := bundle.ReadResults(dir)
 	if err != nil {
 		return nil, err
 	}
-	if len(r.Aggregates) == 0 && len(r.Records) > 0 {
-		r.Recompute()
-	}
+	r.Recompute()
 	return r, nil
 }
 

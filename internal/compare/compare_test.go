@@ -261,3 +261,25 @@ func BenchmarkCompare(b *testing.B) {
 		_ = Compare(x, y, gates).Text(&buf)
 	}
 }
+
+func TestRunRecomputesStoredAggregates(t *testing.T) {
+	// B's stored aggregates claim A's figures, but its records are the
+	// regressed ones: Run must compare what the records say.
+	a, b := pair(true)
+	b.Aggregates = a.Aggregates
+	dirA, dirB := t.TempDir(), t.TempDir()
+	if err := bundle.WriteResults(dirA, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := bundle.WriteResults(dirB, b); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	r, err := Run(Options{A: dirA, B: dirB, Gates: mustGates(t, "goodput<-5%")}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Tripped()) != 4 {
+		t.Errorf("tripped %q: want the 4 regressed rows from the records, not the stored aggregates", r.Tripped())
+	}
+}
