@@ -366,22 +366,23 @@ func (c *Client) SendAt(ctx context.Context, p *Prepared, release <-chan struct{
 		c.classifyTransport(ctx, reqCtx, &res, err, false)
 		return res
 	}
-	res.Start = start
-	if !released {
-		// The server answered before the request was sent (an error
-		// status before reading the body): the request counts from here.
-		res.Start = time.Now()
-	}
 	defer resp.Body.Close()
 	res.HTTPStatus = resp.StatusCode
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		msg := readErrorBody(resp.Body)
-		res.End = time.Now()
-		res.ErrorKind = contract.ErrHTTPStatus
-		res.Error = fmt.Sprintf("HTTP %d", resp.StatusCode)
-		if msg != "" {
-			res.Error += ": " + msg
+	if !released {
+		// The server answered before the request was sent (an error
+		// status before reading the body): a failure before the release.
+		msg := statusError(resp)
+		if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+			msg = fmt.Sprintf("HTTP %d before the request was sent", resp.StatusCode)
 		}
+		c.failEarly(ctx, g, &res, contract.ErrHTTPStatus, msg)
+		return res
+	}
+	res.Start = start
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		msg := statusError(resp)
+		res.End = time.Now()
+		res.ErrorKind, res.Error = contract.ErrHTTPStatus, msg
 		return res
 	}
 	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
@@ -398,6 +399,16 @@ func (c *Client) SendAt(ctx context.Context, p *Prepared, release <-chan struct{
 		drain(resp.Body, func() { cancel(nil) })
 	}
 	return res
+}
+
+// statusError reads an error response's body and names its status and
+// message.
+func statusError(resp *http.Response) string {
+	msg := fmt.Sprintf("HTTP %d", resp.StatusCode)
+	if m := readErrorBody(resp.Body); m != "" {
+		msg += ": " + m
+	}
+	return msg
 }
 
 // failEarly records a request that failed before its release: it waits for

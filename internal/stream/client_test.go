@@ -559,3 +559,45 @@ func TestHTTPSWithWarmAndRelease(t *testing.T) {
 		}
 	}
 }
+
+// A server that answers before the request is sent (here at once on
+// accept) fails the request at its release, with the server's status and
+// message, like any other failure before the release.
+func TestSendAtAnswerBeforeReleaseIsStampedAtRelease(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	answered := make(chan struct{})
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		body := `{"error":{"message":"warming"}}`
+		fmt.Fprintf(conn, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		close(answered)
+		io.Copy(io.Discard, conn)
+	}()
+	p, _ := Prepare(Request{BaseURL: "http://" + ln.Addr().String(), Model: "m", Prompt: "p", MaxTokens: 1})
+	c := NewClient(nil)
+	defer c.Close()
+	release := make(chan struct{})
+	out := make(chan Result, 1)
+	go func() { out <- c.SendAt(context.Background(), p, release, nil) }()
+	<-answered
+	select {
+	case res := <-out:
+		t.Fatalf("returned before its release: %q %q", res.ErrorKind, res.Error)
+	case <-time.After(100 * time.Millisecond):
+	}
+	released := time.Now()
+	close(release)
+	res := <-out
+	if res.ErrorKind != contract.ErrHTTPStatus || res.HTTPStatus != 503 || res.Error != "HTTP 503: warming" ||
+		res.Start.Before(released) || !res.End.Equal(res.Start) {
+		t.Fatalf("%q %d %q start %v end %v (release %v)", res.ErrorKind, res.HTTPStatus, res.Error, res.Start, res.End, released)
+	}
+}
