@@ -72,7 +72,7 @@ func TestVerifyDetectsChangedContentWithRemadeDigests(t *testing.T) {
 		t.Fatalf("want exactly one problem, got %v", probs)
 	}
 	p := probs[0].String()
-	for _, want := range []string{"results.json", "server naive", "concurrency 8", "goodput_tok_s.median", "recomputed"} {
+	for _, want := range []string{"results.json", "server naive, 8 clients", "goodput_tok_s.median", "recomputed"} {
 		if !strings.Contains(p, want) {
 			t.Errorf("problem %q does not name %q", p, want)
 		}
@@ -327,5 +327,29 @@ func TestEncodeNamesNonFiniteMechanismValue(t *testing.T) {
 	_, err := bundle.Encode(res)
 	if err == nil || !strings.Contains(err.Error(), "mechanism_check.series[2]") {
 		t.Fatalf("got %v, want an error naming mechanism_check.series[2]", err)
+	}
+}
+
+func TestVerifyNamesOpenLoopLoadByRate(t *testing.T) {
+	res := bundletest.SeedLike()
+	id := len(res.Waves)
+	res.Waves = append(res.Waves, contract.Wave{ID: id, Server: "batching", Kind: contract.KindRecorded, Mode: contract.ModeOpen, RequestRateRPS: 2.5})
+	one := 0.3
+	for i := 0; i < 3; i++ {
+		res.Records = append(res.Records, contract.Record{Kind: contract.KindRecorded, Server: "batching", Wave: id,
+			IntendedStartS: 0.4 * float64(i), StartS: 0.4 * float64(i), FirstContentS: &one, EndS: 2, OutputTokens: 10, OK: true})
+	}
+	bundle.FixWallTimes(res)
+	res.Recompute()
+	last := &res.Aggregates[len(res.Aggregates)-1]
+	v := *last.Goodput.Median * 2
+	last.Goodput.Median = &v
+	dir := writeBundle(t, res)
+	probs := bundle.Verify(dir)
+	if len(probs) != 1 {
+		t.Fatalf("want one problem, got %v", probs)
+	}
+	if p, want := probs[0].String(), "results.json: server batching, 2.5 req/s: goodput_tok_s.median: stored"; !strings.HasPrefix(p, want) {
+		t.Errorf("problem %q does not start %q", p, want)
 	}
 }

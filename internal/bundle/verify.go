@@ -15,11 +15,13 @@ import (
 
 // Problem is one thing verify found wrong, located as precisely as it can be.
 type Problem struct {
-	File        string
-	Server      string
-	Concurrency *int
-	Field       string
-	Msg         string
+	File   string
+	Server string
+	// Load is the population's load as contract.Key.LoadLabel names it
+	// ("64 clients", "2.5 req/s"), "" where none applies.
+	Load  string
+	Field string
+	Msg   string
 }
 
 func (p Problem) String() string {
@@ -27,8 +29,8 @@ func (p Problem) String() string {
 	b.WriteString(p.File)
 	if p.Server != "" {
 		fmt.Fprintf(&b, ": server %s", p.Server)
-		if p.Concurrency != nil {
-			fmt.Fprintf(&b, ", concurrency %d", *p.Concurrency)
+		if p.Load != "" {
+			fmt.Fprintf(&b, ", %s", p.Load)
 		}
 	}
 	if p.Field != "" {
@@ -114,15 +116,13 @@ func VerifyResults(res *Results) []Problem {
 	for i, w := range res.Waves {
 		want := contract.WaveWallS(byWave[w.ID])
 		if !near(w.WallS, want) {
-			c := w.Concurrency
-			probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Concurrency: &c,
+			probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Load: contract.KeyOf(w).LoadLabel(),
 				Field: fmt.Sprintf("waves[%d].wall_s", i), Msg: fmt.Sprintf("stored %v, largest end_s of its records is %v", w.WallS, want)})
 		}
 		if w.Mode != contract.ModeOpen {
 			want := releaseSpreadS(byWave[w.ID])
 			if !near(w.ReleaseSpreadS, want) {
-				c := w.Concurrency
-				probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Concurrency: &c,
+				probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Load: contract.KeyOf(w).LoadLabel(),
 					Field: fmt.Sprintf("waves[%d].release_spread_s", i), Msg: fmt.Sprintf("stored %v, last start_s minus first of its records is %v", w.ReleaseSpreadS, want)})
 			}
 		}
@@ -146,8 +146,7 @@ func VerifyResults(res *Results) []Problem {
 	for i, a := range res.Aggregates {
 		k := a.Key()
 		if j, dup := first[k]; dup {
-			c := a.Concurrency
-			probs = append(probs, Problem{File: ResultsFile, Server: a.Server, Concurrency: &c,
+			probs = append(probs, Problem{File: ResultsFile, Server: a.Server, Load: a.LoadLabel(),
 				Field: fmt.Sprintf("aggregates[%d]", i), Msg: fmt.Sprintf("duplicate of aggregates[%d]", j)})
 			continue
 		}
@@ -158,20 +157,19 @@ func VerifyResults(res *Results) []Problem {
 	for _, w := range want {
 		k := w.Key()
 		wantKeys[k] = true
-		c := w.Concurrency
+		load := w.LoadLabel()
 		g, ok := got[k]
 		if !ok {
-			probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Concurrency: &c, Field: "aggregates", Msg: "missing: the records have this population but no aggregate does"})
+			probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Load: load, Field: "aggregates", Msg: "missing: the records have this population but no aggregate does"})
 			continue
 		}
 		for _, d := range diffJSON(g, w) {
-			probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Concurrency: &c, Field: d.path, Msg: d.msg})
+			probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Load: load, Field: d.path, Msg: d.msg})
 		}
 	}
 	for _, a := range res.Aggregates {
 		if !wantKeys[a.Key()] {
-			c := a.Concurrency
-			probs = append(probs, Problem{File: ResultsFile, Server: a.Server, Concurrency: &c, Field: "aggregates", Msg: "an aggregate with no recorded records behind it"})
+			probs = append(probs, Problem{File: ResultsFile, Server: a.Server, Load: a.LoadLabel(), Field: "aggregates", Msg: "an aggregate with no recorded records behind it"})
 		}
 	}
 	return probs

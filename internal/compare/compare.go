@@ -117,55 +117,24 @@ type Report struct {
 	Gates []GateResult
 }
 
-type key struct {
-	server string
-	mode   string
-	conc   int
-	rate   float64
-}
-
-func keyOf(a contract.Aggregate) key {
-	m := a.Mode
-	if m == "" {
-		m = contract.ModeClosed
-	}
-	k := key{server: a.Server, mode: m}
-	if m == contract.ModeOpen {
-		k.rate = a.RequestRateRPS
-	} else {
-		k.conc = a.Concurrency
-	}
-	return k
-}
-
-func (k key) load() string {
-	if k.mode == contract.ModeOpen {
-		return strconv.FormatFloat(k.rate, 'g', 6, 64) + " req/s"
-	}
-	if k.conc == 1 {
-		return "1 client"
-	}
-	return strconv.Itoa(k.conc) + " clients"
-}
-
 // Compare compares b against a, per server and load present in both, in
 // a's order, and evaluates gates on every such row.
 func Compare(a, b *bundle.Results, gates []Gate) Report {
 	r := Report{LabelA: "A", LabelB: "B"}
-	inB := map[key]contract.Aggregate{}
+	inB := map[contract.Key]contract.Aggregate{}
 	for _, ag := range b.Aggregates {
-		inB[keyOf(ag)] = ag
+		inB[ag.Key()] = ag
 	}
-	inA := map[key]bool{}
+	inA := map[contract.Key]bool{}
 	for _, ag := range a.Aggregates {
-		k := keyOf(ag)
+		k := ag.Key()
 		inA[k] = true
 		bg, ok := inB[k]
 		if !ok {
-			r.OnlyA = append(r.OnlyA, k.server+" at "+k.load())
+			r.OnlyA = append(r.OnlyA, k.Server+" at "+k.LoadLabel())
 			continue
 		}
-		row := Row{Server: k.server, Load: k.load(), A: ag, B: bg,
+		row := Row{Server: k.Server, Load: k.LoadLabel(), A: ag, B: bg,
 			GoodputRatio: ratio(ag.Goodput.Median, bg.Goodput.Median),
 			TTFTP95Ratio: ratio(ag.TTFT.P95, bg.TTFT.P95),
 		}
@@ -174,8 +143,8 @@ func Compare(a, b *bundle.Results, gates []Gate) Report {
 		r.Rows = append(r.Rows, row)
 	}
 	for _, bg := range b.Aggregates {
-		if k := keyOf(bg); !inA[k] {
-			r.OnlyB = append(r.OnlyB, k.server+" at "+k.load())
+		if k := bg.Key(); !inA[k] {
+			r.OnlyB = append(r.OnlyB, k.Server+" at "+k.LoadLabel())
 		}
 	}
 	r.Notes = differences(a, b)

@@ -73,10 +73,14 @@ type Aggregate struct {
 	Warnings          []string `json:"warnings"`
 }
 
-// Key returns the population key of the aggregate.
+// Key returns the population key of the aggregate, as KeyOf keys its
+// waves: closed loop (the default) by concurrency, open loop by rate.
 func (a Aggregate) Key() Key {
-	return Key{Server: a.Server, Mode: a.Mode, Concurrency: a.Concurrency, RequestRateRPS: a.RequestRateRPS}
+	return makeKey(a.Server, a.Mode, a.Concurrency, a.RequestRateRPS)
 }
+
+// LoadLabel names the aggregate's load: "64 clients" or "2.5 req/s".
+func (a Aggregate) LoadLabel() string { return a.Key().LoadLabel() }
 
 // Percentile returns the p-quantile (0 ≤ p ≤ 1) of sorted by linear
 // interpolation between closest ranks (type 7), or nil for an empty slice.

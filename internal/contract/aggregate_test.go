@@ -272,3 +272,21 @@ func TestEmptyInputs(t *testing.T) {
 		t.Errorf("empty summary = %+v", p)
 	}
 }
+
+func TestLoadLabel(t *testing.T) {
+	for _, tc := range []struct {
+		a    Aggregate
+		want string
+	}{
+		{Aggregate{Mode: ModeClosed, Concurrency: 64}, "64 clients"},
+		{Aggregate{Concurrency: 1}, "1 client"},
+		{Aggregate{Mode: ModeOpen, Concurrency: 8, RequestRateRPS: 2.5}, "2.5 req/s"},
+	} {
+		if got := tc.a.LoadLabel(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.a.Key(), got, tc.want)
+		}
+	}
+	if (Aggregate{Server: "s", Concurrency: 4}).Key() != KeyOf(Wave{Server: "s", Concurrency: 4, RequestRateRPS: 9}) {
+		t.Error("an aggregate without a mode is keyed differently from its closed-loop waves")
+	}
+}

@@ -1,5 +1,7 @@
 package contract
 
+import "strconv"
+
 // Wave kinds. Only records of recorded waves enter aggregates.
 const (
 	KindRecorded       = "recorded"
@@ -114,15 +116,32 @@ type Key struct {
 
 // KeyOf returns the aggregate key of a wave.
 func KeyOf(w Wave) Key {
-	mode := w.Mode
+	return makeKey(w.Server, w.Mode, w.Concurrency, w.RequestRateRPS)
+}
+
+// makeKey keys a population: closed loop (the default mode) by
+// concurrency, open loop by request rate.
+func makeKey(server, mode string, concurrency int, rateRPS float64) Key {
 	if mode == "" {
 		mode = ModeClosed
 	}
-	k := Key{Server: w.Server, Mode: mode}
+	k := Key{Server: server, Mode: mode}
 	if mode == ModeOpen {
-		k.RequestRateRPS = w.RequestRateRPS
+		k.RequestRateRPS = rateRPS
 	} else {
-		k.Concurrency = w.Concurrency
+		k.Concurrency = concurrency
 	}
 	return k
+}
+
+// LoadLabel names the load of the population: "64 clients" (closed loop)
+// or "2.5 req/s" (open loop). Every output that names a load uses it.
+func (k Key) LoadLabel() string {
+	if k.Mode == ModeOpen {
+		return strconv.FormatFloat(k.RequestRateRPS, 'g', 6, 64) + " req/s"
+	}
+	if k.Concurrency == 1 {
+		return "1 client"
+	}
+	return strconv.Itoa(k.Concurrency) + " clients"
 }
