@@ -11,11 +11,11 @@ import (
 	"math"
 	"reflect"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/report"
 )
 
 // Rule is the flagging rule, stated in every output.
@@ -337,9 +337,9 @@ func cells(row Row, md bool) []string {
 	}
 	return []string{
 		server, row.Load,
-		fmtSpread(row.A.Goodput), fmtSpread(row.B.Goodput), gr,
-		fmtSeconds(row.A.TTFT.P95), fmtSeconds(row.B.TTFT.P95), fmtRatio(row.TTFTP95Ratio),
-		fmtFailures(row.A.Failures), fmtFailures(row.B.Failures),
+		report.Goodput(row.A.Goodput), report.Goodput(row.B.Goodput), gr,
+		report.Seconds(row.A.TTFT.P95), report.Seconds(row.B.TTFT.P95), fmtRatio(row.TTFTP95Ratio),
+		report.FailureCount(row.A.Failures), report.FailureCount(row.B.Failures),
 	}
 }
 
@@ -428,30 +428,9 @@ func writeAligned(b *strings.Builder, rows [][]string) {
 	}
 }
 
-func fmtSpread(s contract.Spread) string {
-	if s.Median == nil || s.Min == nil || s.Max == nil {
-		return "—"
-	}
-	return fmt.Sprintf("%.1f [%.1f–%.1f]", *s.Median, *s.Min, *s.Max)
-}
-
-func fmtSeconds(v *float64) string {
-	if v == nil {
-		return "—"
-	}
-	return fmt.Sprintf("%.3f s", *v)
-}
-
 func fmtRatio(v *float64) string {
 	if v == nil || math.IsInf(*v, 0) || math.IsNaN(*v) {
 		return "—"
 	}
 	return fmt.Sprintf("%.2f×", *v)
-}
-
-func fmtFailures(f contract.Failures) string {
-	// Half away from zero, as the seed's report rounds (54/96 is 56.3%).
-	pct := strconv.FormatFloat(math.Round(1000*f.Rate)/10, 'f', 1, 64)
-	pct = strings.TrimSuffix(pct, ".0")
-	return fmt.Sprintf("%d/%d (%s%%)", f.Count, f.Total, pct)
 }

@@ -104,9 +104,14 @@ func TestFailureFormat(t *testing.T) {
 		{contract.Failures{Count: 54, Total: 96, Rate: 54.0 / 96}, "54/96 (56.3%)"},
 		{contract.Failures{Count: 0, Total: 3}, "0/3 (0%)"},
 		{contract.Failures{Count: 154, Total: 192, Rate: 154.0 / 192}, "154/192 (80.2%)"},
+		// compare once rounded these to the ends and dropped the decimal.
+		{contract.Failures{Count: 1, Total: 20000, Rate: 1.0 / 20000}, "1/20000 (<0.1%)"},
+		{contract.Failures{Count: 19999, Total: 20000, Rate: 19999.0 / 20000}, "19999/20000 (>99.9%)"},
+		{contract.Failures{Count: 1, Total: 2, Rate: 0.5}, "1/2 (50.0%)"},
 	} {
-		if got := fmtFailures(c.f); got != c.want {
-			t.Errorf("fmtFailures(%d/%d) = %q, want %q", c.f.Count, c.f.Total, got, c.want)
+		row := Row{A: contract.Aggregate{Failures: c.f}, B: contract.Aggregate{Failures: c.f}}
+		if got := cells(row, false)[8]; got != c.want {
+			t.Errorf("failures %d/%d = %q, want %q", c.f.Count, c.f.Total, got, c.want)
 		}
 	}
 }

@@ -12,7 +12,7 @@ const dash = "—"
 
 // Goodput formats a spread in the seed's form: 19.7 [10.2–20.2].
 func Goodput(s contract.Spread) string {
-	if s.Median == nil {
+	if s.Median == nil || s.Min == nil || s.Max == nil {
 		return dash
 	}
 	return fmt.Sprintf("%.1f [%.1f–%.1f]", *s.Median, *s.Min, *s.Max)
@@ -48,7 +48,8 @@ func FailureCount(f contract.Failures) string {
 }
 
 // Percent formats count/total as a percentage with one decimal, except the
-// exact ends 0% and 100%.
+// exact ends 0% and 100%. A share that is neither end never rounds to one:
+// 1/20000 is "<0.1%" and 19999/20000 ">99.9%".
 func Percent(count, total int) string {
 	switch {
 	case total == 0 || count == 0:
@@ -58,6 +59,12 @@ func Percent(count, total int) string {
 	}
 	// Half up, as the seed's report rounds (54/96 is 56.3%).
 	tenths := math.Floor(1000*float64(count)/float64(total) + 0.5)
+	switch {
+	case tenths < 1:
+		return "<0.1%"
+	case tenths > 999:
+		return ">99.9%"
+	}
 	return fmt.Sprintf("%.1f%%", tenths/10)
 }
 

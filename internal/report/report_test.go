@@ -68,6 +68,11 @@ func TestFormats(t *testing.T) {
 		{FailureCount(contract.Failures{Count: 0, Total: 3}), "0/3 (0%)"},
 		{FailureCount(contract.Failures{Count: 154, Total: 192}), "154/192 (80.2%)"},
 		{FailureCount(contract.Failures{Count: 5, Total: 5}), "5/5 (100%)"},
+		{FailureCount(contract.Failures{Count: 1, Total: 20000}), "1/20000 (<0.1%)"},
+		{FailureCount(contract.Failures{Count: 19999, Total: 20000}), "19999/20000 (>99.9%)"},
+		{FailureCount(contract.Failures{Count: 1, Total: 1000}), "1/1000 (0.1%)"},
+		{FailureCount(contract.Failures{Count: 999, Total: 1000}), "999/1000 (99.9%)"},
+		{Goodput(contract.Spread{Median: f(1)}), "—"},
 		{Argv([]string{"vllm", "serve", "a b", "it's"}), `vllm serve 'a b' 'it'\''s'`},
 	}
 	for _, tt := range tests {
