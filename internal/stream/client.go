@@ -112,6 +112,9 @@ func Prepare(req Request) (*Prepared, error) {
 // Body returns the JSON body the request sends.
 func (p *Prepared) Body() []byte { return p.body }
 
+// tlsHandshakeTimeout bounds each TLS handshake of a Client.
+const tlsHandshakeTimeout = 10 * time.Second
+
 // Client sends streaming requests over an http.Transport tuned for many
 // concurrent streams: no connection limit per host, an idle pool as large as
 // the largest wave, no compression (chunks are timed as they arrive), and
@@ -151,8 +154,12 @@ func NewClient(tlsConfig *tls.Config) *Client {
 		DisableCompression:    true,
 		ForceAttemptHTTP2:     false,
 		ResponseHeaderTimeout: 0,
-		WriteBufferSize:       16 << 10,
-		ReadBufferSize:        16 << 10,
+		// The transport ignores it with DialTLSContext set; handshake
+		// applies it, so that a server that accepts and never answers
+		// the handshake cannot hold a wave.
+		TLSHandshakeTimeout: tlsHandshakeTimeout,
+		WriteBufferSize:     16 << 10,
+		ReadBufferSize:      16 << 10,
 	}
 	c.hc = &http.Client{Transport: c.tr}
 	return c
@@ -203,8 +210,17 @@ func (c *Client) handshake(ctx context.Context, network, addr string) (net.Conn,
 		cfg.ServerName = host
 	}
 	tc := tls.Client(raw, cfg)
-	if err := tc.HandshakeContext(ctx); err != nil {
+	hctx := ctx
+	if d := c.tr.TLSHandshakeTimeout; d > 0 {
+		var cancel context.CancelFunc
+		hctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	if err := tc.HandshakeContext(hctx); err != nil {
 		raw.Close()
+		if ctx.Err() == nil && hctx.Err() != nil {
+			return nil, fmt.Errorf("TLS handshake with %s not done within %v", addr, c.tr.TLSHandshakeTimeout)
+		}
 		return nil, err
 	}
 	return tc, nil

@@ -611,3 +611,33 @@ func TestSendAtAnswerBeforeReleaseIsStampedAtRelease(t *testing.T) {
 		t.Fatalf("%q %d %q", res.ErrorKind, res.HTTPStatus, res.Error)
 	}
 }
+
+// A server that accepts the connection and never answers the TLS handshake
+// fails the request (and Warm) as connect once the handshake timeout passes.
+func TestTLSHandshakeTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+		}
+	}()
+	c := NewClient(nil)
+	defer c.Close()
+	c.tr.TLSHandshakeTimeout = 50 * time.Millisecond
+	base := "https://" + ln.Addr().String()
+	if err := c.Warm(context.Background(), base, 2); err == nil || !strings.Contains(err.Error(), "TLS handshake") {
+		t.Fatalf("warm: %v", err)
+	}
+	res := c.Do(context.Background(), Request{BaseURL: base, Model: "m", Prompt: "p", MaxTokens: 1})
+	if res.ErrorKind != contract.ErrConnect || !strings.Contains(res.Error, "TLS handshake") {
+		t.Fatalf("%q %q", res.ErrorKind, res.Error)
+	}
+}
