@@ -55,23 +55,6 @@ func Render(res *bundle.Results) ([]Figure, error) {
 	return figs, nil
 }
 
-// Markdown returns README.md lines that show figs: for each, an image link
-// `![Title](Name)` followed by its caption in italics.
-func Markdown(figs []Figure) string {
-	var b strings.Builder
-	for _, f := range figs {
-		fmt.Fprintf(&b, "![%s](%s)\n\n", escapeAlt(f.Title), f.Name)
-		if f.Caption != "" {
-			fmt.Fprintf(&b, "*%s*\n\n", f.Caption)
-		}
-	}
-	return b.String()
-}
-
-func escapeAlt(s string) string {
-	return strings.NewReplacer("[", "(", "]", ")").Replace(s)
-}
-
 // Sizes of figures: narrow enough that text stays readable when a phone
 // scales a figure to its width; two-panel figures stack their panels.
 const (

@@ -340,14 +340,6 @@ func TestEmptyResults(t *testing.T) {
 	}
 }
 
-func TestMarkdown(t *testing.T) {
-	md := Markdown([]Figure{{Name: "goodput.svg", Title: "Goodput [median]", Caption: "A caption."}, {Name: "x.svg", Title: "X"}})
-	want := "![Goodput (median)](goodput.svg)\n\n*A caption.*\n\n![X](x.svg)\n\n"
-	if md != want {
-		t.Errorf("Markdown = %q, want %q", md, want)
-	}
-}
-
 func TestFileName(t *testing.T) {
 	for in, want := range map[string]string{"vLLM": "vllm", "naive-1.5b": "naive-1.5b", "a/b c": "a_b_c", "": "server"} {
 		if got := fileName(in); got != want {

@@ -184,7 +184,9 @@ func plainText(n ast.Node, source []byte) string {
 		}
 		switch t := c.(type) {
 		case *ast.Text:
-			b.Write(t.Segment.Value(source))
+			// Backslash escapes (README escapes "[" and "]" in alt text)
+			// are markdown syntax, not part of the text.
+			b.Write(util.UnescapePunctuations(t.Segment.Value(source)))
 		case *ast.String:
 			b.Write(t.Value)
 		}

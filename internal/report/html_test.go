@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"html"
 	"os"
 	"regexp"
 	"strings"
@@ -211,4 +212,23 @@ func FuzzHTML(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestFigureAltTextIsEscaped(t *testing.T) {
+	// Timeline titles carry server names; a "]" in one once ended the alt
+	// text and broke the image link.
+	res := plottest.Results(plottest.Default())
+	title := `Timeline of srv]x [a\b`
+	readme := Markdown(res, []FigureRef{{File: "timeline-srv_x.svg", Title: title}}, nil)
+	if want := `![Timeline of srv\]x \[a\\b](timeline-srv_x.svg)`; !strings.Contains(string(readme), want) {
+		t.Fatalf("README lacks %q", want)
+	}
+	svg := []byte(`<svg xmlns="http://www.w3.org/2000/svg" width="10pt" height="10pt" viewBox="0 0 10 10"></svg>`)
+	page, err := HTML(res, readme, []plot.Figure{{Name: "timeline-srv_x.svg", Title: title, SVG: svg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := html.EscapeString(title); !strings.Contains(string(page), `aria-label="`+want+`"`) {
+		t.Errorf("report.html does not carry the alt text %q", want)
+	}
 }

@@ -381,11 +381,17 @@ func writeFigures(b *bytes.Buffer, figs []FigureRef) {
 	}
 	b.WriteString("## Figures\n\n")
 	for _, f := range figs {
-		fmt.Fprintf(b, "![%s](%s)\n\n", f.Title, f.File)
+		fmt.Fprintf(b, "![%s](%s)\n\n", escapeAlt(f.Title), f.File)
 		if f.Caption != "" {
 			fmt.Fprintf(b, "%s\n\n", f.Caption)
 		}
 	}
+}
+
+// escapeAlt backslash-escapes what would end an image's alt text early:
+// titles carry server names, and a "]" in one would break the link.
+func escapeAlt(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "[", `\[`, "]", `\]`).Replace(s)
 }
 
 func writeLatency(b *bytes.Buffer, res *bundle.Results) {
