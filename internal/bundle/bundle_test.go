@@ -353,3 +353,19 @@ func TestVerifyNamesOpenLoopLoadByRate(t *testing.T) {
 		t.Errorf("problem %q does not start %q", p, want)
 	}
 }
+
+func TestWriteSumsKnownHashesOnlyTheOthers(t *testing.T) {
+	dir := writeBundle(t, bundletest.SeedLike())
+	fake := strings.Repeat("f", 64)
+	if err := bundle.WriteSumsKnown(dir, []bundle.Digest{{File: "naive.log", SHA256: fake}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := bundle.ReadSums(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := bundle.HashFile(filepath.Join(dir, bundle.ResultsFile))
+	if len(got) != 2 || got[0] != (bundle.Digest{File: "naive.log", SHA256: fake}) || got[1] != (bundle.Digest{File: bundle.ResultsFile, SHA256: want}) {
+		t.Errorf("SHA256SUMS %v: want naive.log's given digest reused and results.json hashed", got)
+	}
+}

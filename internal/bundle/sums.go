@@ -52,9 +52,31 @@ func Digests(dir string) ([]Digest, error) {
 // WriteSums writes SHA256SUMS over every file of the bundle, in the format
 // of sha256sum(1), so `sha256sum -c SHA256SUMS` checks it too.
 func WriteSums(dir string) error {
-	ds, err := Digests(dir)
+	return WriteSumsKnown(dir, nil)
+}
+
+// WriteSumsKnown writes SHA256SUMS like WriteSums, taking the digest of a
+// file from known where it is listed there (the caller hashed it and has
+// not changed it since) and hashing only the others: a bundle's logs can
+// be large, and a report that lists digests need not hash them twice.
+func WriteSumsKnown(dir string, known []Digest) error {
+	files, err := Files(dir)
 	if err != nil {
 		return err
+	}
+	have := make(map[string]string, len(known))
+	for _, d := range known {
+		have[d.File] = d.SHA256
+	}
+	ds := make([]Digest, 0, len(files))
+	for _, f := range files {
+		sum, ok := have[f]
+		if !ok {
+			if sum, err = HashFile(filepath.Join(dir, filepath.FromSlash(f))); err != nil {
+				return err
+			}
+		}
+		ds = append(ds, Digest{File: f, SHA256: sum})
 	}
 	var b strings.Builder
 	for _, d := range ds {

@@ -32,7 +32,8 @@ func Write(dir string, res *bundle.Results) error {
 	if err := writeHTML(dir, res, readme, figs); err != nil {
 		return err
 	}
-	return bundle.WriteSums(dir)
+	// Every file but README.md and report.html is as it was hashed above.
+	return bundle.WriteSumsKnown(dir, listed)
 }
 
 // HTMLFile is the self-contained web page of a bundle.

@@ -114,3 +114,23 @@ func TestMarkdownNamesDroppedNonFiniteScrapes(t *testing.T) {
 		t.Errorf("the mechanism check does not say %q", want)
 	}
 }
+
+func TestWriteTwiceStillVerifies(t *testing.T) {
+	// Write reuses the digests it listed in README.md for SHA256SUMS; a
+	// second render must not reuse the first README's or report.html's.
+	dir := t.TempDir()
+	res := bundletest.SeedLike()
+	if err := bundle.WriteResults(dir, res); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "naive.log"), []byte("hello\n"), 0o644)
+	for i := range 2 {
+		if err := Write(dir, res); err != nil {
+			t.Fatal(err)
+		}
+		if probs := bundle.Verify(dir); len(probs) != 0 {
+			t.Fatalf("render %d: %v", i+1, probs)
+		}
+		res.Notes = append(res.Notes, "changed between renders")
+	}
+}
