@@ -369,3 +369,29 @@ func TestWriteSumsKnownHashesOnlyTheOthers(t *testing.T) {
 		t.Errorf("SHA256SUMS %v: want naive.log's given digest reused and results.json hashed", got)
 	}
 }
+
+func TestMergeRefusesDifferentOpenLoopSchedules(t *testing.T) {
+	open := func(rates ...float64) *bundle.Results {
+		r := bundletest.SeedLike()
+		r.Workload.Open = &bundle.OpenLoop{RequestRatesRPS: rates, Arrival: "poisson", Seed: 1, NumRequests: 10}
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		b    *bundle.Results
+		want string
+	}{
+		{"rates", open(4), "partB: workload differs from partA's: open_loop.request_rates_rps [4] vs [1 2]"},
+		{"absent", bundletest.SeedLike(), "partB: workload differs from partA's: open_loop absent vs present"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := bundle.Merge([]*bundle.Results{open(1, 2), tc.b}, []string{"partA", "partB"}, "batching")
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := bundle.Merge([]*bundle.Results{open(1, 2), open(1, 2)}, []string{"partA", "partB"}, "batching"); err != nil && strings.Contains(err.Error(), "open_loop") {
+		t.Errorf("equal schedules refused: %v", err)
+	}
+}

@@ -9,7 +9,8 @@ import (
 
 // Merge combines the results of several parts of one rehearsal (say one
 // server per GPU session) into one. The parts must share the workload's
-// prompts, max_tokens, temperature, timeout and endpoint; wave ids are
+// prompts, max_tokens, temperature, timeout, endpoint and open-loop
+// schedule; wave ids are
 // renumbered, servers are joined by name (a server may appear in several
 // parts, e.g. split by concurrency), and aggregates are recomputed from the
 // records. names labels each part in errors and notes. Where several parts
@@ -163,6 +164,35 @@ func sameWorkload(a, b Workload) error {
 		return fmt.Errorf("repeats %d vs %d", b.Repeats, a.Repeats)
 	case !reflect.DeepEqual(a.ExtraBody, b.ExtraBody):
 		return fmt.Errorf("extra_body")
+	}
+	return sameOpenLoop(a.Open, b.Open)
+}
+
+// sameOpenLoop refuses parts whose open-loop schedules differ: the merged
+// workload keeps one part's open_loop, which would then misstate the
+// others' rates and arrivals.
+func sameOpenLoop(a, b *OpenLoop) error {
+	switch {
+	case a == nil && b == nil:
+		return nil
+	case a == nil:
+		return fmt.Errorf("open_loop present vs absent")
+	case b == nil:
+		return fmt.Errorf("open_loop absent vs present")
+	case !slices.Equal(a.RequestRatesRPS, b.RequestRatesRPS):
+		return fmt.Errorf("open_loop.request_rates_rps %v vs %v", b.RequestRatesRPS, a.RequestRatesRPS)
+	case a.Arrival != b.Arrival:
+		return fmt.Errorf("open_loop.arrival %q vs %q", b.Arrival, a.Arrival)
+	case a.Burstiness != b.Burstiness:
+		return fmt.Errorf("open_loop.burstiness %v vs %v", b.Burstiness, a.Burstiness)
+	case a.Seed != b.Seed:
+		return fmt.Errorf("open_loop.seed %d vs %d", b.Seed, a.Seed)
+	case a.NumRequests != b.NumRequests:
+		return fmt.Errorf("open_loop.num_requests %d vs %d", b.NumRequests, a.NumRequests)
+	case a.DurationS != b.DurationS:
+		return fmt.Errorf("open_loop.duration_s %v vs %v", b.DurationS, a.DurationS)
+	case a.MaxConcurrency != b.MaxConcurrency:
+		return fmt.Errorf("open_loop.max_concurrency %d vs %d", b.MaxConcurrency, a.MaxConcurrency)
 	}
 	return nil
 }
