@@ -168,6 +168,48 @@ func (r Record) TPOT() (float64, bool) {
 	return (r.EndS - *r.FirstContentS) / float64(r.OutputTokens-1), true
 }
 
+// Latencies are latency populations pooled as the contract pools them:
+// successful records only (a failure never enters one), TTFT and TPOT
+// where defined, ITL from consecutive chunk times, E2E from every one.
+type Latencies struct {
+	TTFT, TPOT, ITL, E2E []float64
+}
+
+// Add pools r's samples; a failed record adds none.
+func (l *Latencies) Add(r Record) {
+	if !r.OK {
+		return
+	}
+	if v, ok := r.TTFT(); ok {
+		l.TTFT = append(l.TTFT, v)
+	}
+	if v, ok := r.TPOT(); ok {
+		l.TPOT = append(l.TPOT, v)
+	}
+	for i := 1; i < len(r.ChunkTimesS); i++ {
+		l.ITL = append(l.ITL, r.ChunkTimesS[i]-r.ChunkTimesS[i-1])
+	}
+	l.E2E = append(l.E2E, r.EndS-r.StartS)
+}
+
+// PooledLatencies returns the populations behind the aggregate of key k:
+// the successful records of its recorded waves, pooled over repeats.
+func PooledLatencies(waves []Wave, records []Record, k Key) Latencies {
+	ids := map[int]bool{}
+	for _, w := range waves {
+		if w.Kind == KindRecorded && KeyOf(w) == k {
+			ids[w.ID] = true
+		}
+	}
+	var l Latencies
+	for _, r := range records {
+		if r.Kind == KindRecorded && ids[r.Wave] {
+			l.Add(r)
+		}
+	}
+	return l
+}
+
 // Aggregates computes every aggregate of the recorded waves. Aggregates come
 // in the order of servers (servers not named there follow, sorted), then
 // closed before open, then by concurrency or rate. baseline names the
@@ -233,7 +275,8 @@ func aggregate(k Key, waves []Wave, byWave map[int][]Record) Aggregate {
 		Failures: Failures{ByKind: map[string]int{}},
 		Warnings: []string{},
 	}
-	var goodput, reqRate, ttft, tpot, itl, e2e, late []float64
+	var goodput, reqRate, late []float64
+	var lat Latencies
 	successes := 0
 	for _, w := range waves {
 		recs := byWave[w.ID]
@@ -254,16 +297,7 @@ func aggregate(k Key, waves []Wave, byWave map[int][]Record) Aggregate {
 			}
 			oks++
 			tokens += r.OutputTokens
-			if v, ok := r.TTFT(); ok {
-				ttft = append(ttft, v)
-			}
-			if v, ok := r.TPOT(); ok {
-				tpot = append(tpot, v)
-			}
-			for i := 1; i < len(r.ChunkTimesS); i++ {
-				itl = append(itl, r.ChunkTimesS[i]-r.ChunkTimesS[i-1])
-			}
-			e2e = append(e2e, r.EndS-r.StartS)
+			lat.Add(r)
 		}
 		successes += oks
 		a.OutputTokens += tokens
@@ -295,7 +329,7 @@ func aggregate(k Key, waves []Wave, byWave map[int][]Record) Aggregate {
 	}
 	a.Goodput = SpreadOf(goodput)
 	a.RequestThroughput = SpreadOf(reqRate)
-	a.TTFT, a.TPOT, a.ITL, a.E2E = Summarize(ttft), Summarize(tpot), Summarize(itl), Summarize(e2e)
+	a.TTFT, a.TPOT, a.ITL, a.E2E = Summarize(lat.TTFT), Summarize(lat.TPOT), Summarize(lat.ITL), Summarize(lat.E2E)
 	if k.Mode == ModeOpen {
 		l := Summarize(late)
 		a.Lateness = &l

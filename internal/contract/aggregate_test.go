@@ -3,6 +3,7 @@ package contract
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -288,5 +289,40 @@ func TestLoadLabel(t *testing.T) {
 	}
 	if (Aggregate{Server: "s", Concurrency: 4}).Key() != KeyOf(Wave{Server: "s", Concurrency: 4, RequestRateRPS: 9}) {
 		t.Error("an aggregate without a mode is keyed differently from its closed-loop waves")
+	}
+}
+
+func TestPooledLatenciesAreTheAggregatesPopulations(t *testing.T) {
+	fc := func(v float64) *float64 { return &v }
+	waves := []Wave{
+		{ID: 0, Server: "s", Concurrency: 2, Repeat: 0, Kind: KindRecorded},
+		{ID: 1, Server: "s", Concurrency: 2, Repeat: 1, Kind: KindRecorded, Mode: ModeClosed},
+		{ID: 2, Server: "s", Concurrency: 2, Kind: KindWarmup},
+		{ID: 3, Server: "s", Concurrency: 4, Kind: KindRecorded},
+	}
+	rec := func(wave int, kind string, ok bool, start, first, end float64, tokens int) Record {
+		return Record{Kind: kind, Server: "s", Wave: wave, OK: ok, StartS: start, FirstContentS: fc(first), EndS: end,
+			OutputTokens: tokens, ChunkTimesS: []float64{first, (first + end) / 2, end}, ErrorKind: map[bool]string{false: ErrTimeout}[ok]}
+	}
+	records := []Record{
+		rec(0, KindRecorded, true, 0, 0.1, 1, 10),
+		rec(0, KindRecorded, false, 0, 0.05, 9, 3), // failed with content: in no population
+		rec(1, KindRecorded, true, 0.01, 0.3, 2, 1),
+		rec(2, KindWarmup, true, 0, 5, 6, 10),
+		rec(3, KindRecorded, true, 0, 7, 8, 10),
+	}
+	k := Key{Server: "s", Mode: ModeClosed, Concurrency: 2}
+	l := PooledLatencies(waves, records, k)
+	if len(l.TTFT) != 2 || len(l.TPOT) != 1 || len(l.ITL) != 4 || len(l.E2E) != 2 {
+		t.Fatalf("populations %+v: want 2 TTFT, 1 TPOT, 4 ITL, 2 E2E", l)
+	}
+	for _, a := range Aggregates(waves, records, []string{"s"}, "") {
+		if a.Key() != k {
+			continue
+		}
+		if !reflect.DeepEqual(a.TTFT, Summarize(l.TTFT)) || !reflect.DeepEqual(a.TPOT, Summarize(l.TPOT)) ||
+			!reflect.DeepEqual(a.ITL, Summarize(l.ITL)) || !reflect.DeepEqual(a.E2E, Summarize(l.E2E)) {
+			t.Errorf("aggregate %+v does not summarize %+v", a, l)
+		}
 	}
 }

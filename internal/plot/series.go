@@ -113,21 +113,9 @@ func cdfFigures(d *data) ([]Figure, error) {
 	}
 	ttft := map[string][]float64{}
 	tpot := map[string][]float64{}
-	for _, w := range d.res.Waves {
-		if w.Kind != contract.KindRecorded || (w.Mode != "" && w.Mode != contract.ModeClosed) || w.Concurrency != top {
-			continue
-		}
-		for _, r := range d.byWave[w.ID] {
-			if !r.OK {
-				continue
-			}
-			if v, ok := r.TTFT(); ok {
-				ttft[r.Server] = append(ttft[r.Server], v)
-			}
-			if v, ok := r.TPOT(); ok {
-				tpot[r.Server] = append(tpot[r.Server], v)
-			}
-		}
+	for _, s := range d.servers {
+		l := contract.PooledLatencies(d.res.Waves, d.res.Records, contract.Key{Server: s, Mode: contract.ModeClosed, Concurrency: top})
+		ttft[s], tpot[s] = l.TTFT, l.TPOT
 	}
 	title := fmt.Sprintf("TTFT and TPOT distributions at %d clients", top)
 	var panels []*gplot.Plot
