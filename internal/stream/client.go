@@ -484,6 +484,10 @@ func (c *Client) readStream(ctx, reqCtx context.Context, body io.Reader, res *Re
 		now = time.Now()
 		if n > 0 {
 			dec.Feed(buf[:n], emit)
+			if derr := dec.Err(); derr != nil && !finished {
+				st.fail, st.failMsg = contract.ErrStreamMalformed, derr.Error()
+				finished = true
+			}
 		}
 		if err != nil {
 			if !finished && errors.Is(err, io.EOF) {

@@ -1,16 +1,57 @@
 package stream
 
+import "fmt"
+
 // Decoder splits a text/event-stream byte stream into events. It is fed the
 // bytes of each read as they arrive and handles what a network delivers:
 // events split across reads, several events in one read, comment lines,
 // LF, CRLF and lone-CR line ends, and "data:" with or without the space.
-// Fields other than data and event are ignored.
+// Fields other than data and event are ignored. An event may hold at most
+// MaxEventBytes; a larger one stops the decoder (see Err).
 type Decoder struct {
 	line    []byte // the unterminated tail of the last read
 	data    []byte // data lines of the pending event, joined by '\n'
 	hasData bool
 	name    string
-	skipLF  bool // the last read ended in '\r': a leading '\n' belongs to it
+	skipLF  bool  // the last read ended in '\r': a leading '\n' belongs to it
+	limit   int   // bytes one event may hold; 0 means MaxEventBytes
+	err     error // the event over the limit; the decoder then stops
+}
+
+// MaxEventBytes bounds the bytes the decoder holds for one event (its
+// unterminated line and its data lines), so that a server that never ends
+// a line or an event cannot grow the client without limit.
+const MaxEventBytes = 16 << 20
+
+// Err returns why the decoder stopped (an event over its limit), or nil.
+// A stopped decoder ignores further input.
+func (d *Decoder) Err() error { return d.err }
+
+func (d *Decoder) eventLimit() int {
+	if d.limit == 0 {
+		return MaxEventBytes
+	}
+	return d.limit
+}
+
+// fits reports whether the pending line may grow by n bytes, and stops
+// the decoder when it may not.
+func (d *Decoder) fits(n int) bool {
+	if len(d.line)+len(d.data)+n <= d.eventLimit() {
+		return true
+	}
+	d.overflow()
+	return false
+}
+
+// overflow stops the decoder and drops what it held.
+func (d *Decoder) overflow() {
+	if limit := d.eventLimit(); limit%(1<<20) == 0 {
+		d.err = fmt.Errorf("an event grew past %d MiB without ending", limit>>20)
+	} else {
+		d.err = fmt.Errorf("an event grew past %d bytes without ending", limit)
+	}
+	d.line, d.data, d.hasData, d.name = nil, nil, false, ""
 }
 
 // Event is one dispatched server-sent event.
@@ -21,6 +62,9 @@ type Event struct {
 
 // Feed decodes p and calls emit for every event it completes.
 func (d *Decoder) Feed(p []byte, emit func(Event)) {
+	if d.err != nil {
+		return
+	}
 	if d.skipLF && len(p) > 0 {
 		d.skipLF = false
 		if p[0] == '\n' {
@@ -30,11 +74,16 @@ func (d *Decoder) Feed(p []byte, emit func(Event)) {
 	for len(p) > 0 {
 		i := indexLineEnd(p)
 		if i < 0 {
-			d.line = append(d.line, p...)
+			if d.fits(len(p)) {
+				d.line = append(d.line, p...)
+			}
 			return
 		}
 		var line []byte
 		if len(d.line) > 0 {
+			if !d.fits(i) {
+				return
+			}
 			d.line = append(d.line, p[:i]...)
 			line = d.line
 		} else {
@@ -51,6 +100,9 @@ func (d *Decoder) Feed(p []byte, emit func(Event)) {
 		}
 		p = p[i+1:]
 		d.processLine(line, emit)
+		if d.err != nil {
+			return
+		}
 		d.line = d.line[:0]
 	}
 }
@@ -59,6 +111,9 @@ func (d *Decoder) Feed(p []byte, emit func(Event)) {
 // as a line and a pending event is dispatched, so a server that closes right
 // after "data: [DONE]" without the blank line is still understood.
 func (d *Decoder) Finish(emit func(Event)) {
+	if d.err != nil {
+		return
+	}
 	if len(d.line) > 0 {
 		d.processLine(d.line, emit)
 		d.line = d.line[:0]
@@ -95,6 +150,10 @@ func (d *Decoder) processLine(line []byte, emit func(Event)) {
 	}
 	switch string(field) {
 	case "data":
+		if len(d.data)+1+len(value) > d.eventLimit() {
+			d.overflow()
+			return
+		}
 		if d.hasData {
 			d.data = append(d.data, '\n')
 		}

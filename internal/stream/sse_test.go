@@ -3,8 +3,11 @@ package stream
 import (
 	"context"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,4 +139,54 @@ func FuzzReadStream(f *testing.F) {
 			t.Fatalf("one read: %q %q %q; reads of %d: %q %q %q", whole.ErrorKind, whole.Text, whole.FinishReason, int(step)%7+1, cut.ErrorKind, cut.Text, cut.FinishReason)
 		}
 	})
+}
+
+// An event that grows past the decoder's limit, as one endless line or as
+// many data lines without the blank line, stops the decoder with an error
+// and drops what it held.
+func TestDecoderEventLimit(t *testing.T) {
+	for name, parts := range map[string][]string{
+		"one line":   {"data: ", "0123456789", "0123456789", "0123456789"},
+		"many lines": {"data: 0123456789\n", "data: 0123456789\n", "data: 0123456789\n", "data: 0123456789\n"},
+	} {
+		d := Decoder{limit: 32}
+		var n int
+		for _, p := range parts {
+			d.Feed([]byte(p), func(Event) { n++ })
+		}
+		d.Feed([]byte("\n\ndata: a\n\n"), func(Event) { n++ })
+		d.Finish(func(Event) { n++ })
+		if err := d.Err(); err == nil || n != 0 || len(d.line)+len(d.data) != 0 {
+			t.Errorf("%s: err %v, %d events, %d bytes held", name, err, n, len(d.line)+len(d.data))
+		}
+	}
+	d := Decoder{limit: 32}
+	d.Feed([]byte("data: 0123456789\n\ndata: 0123456789\n\ndata: 0123456789\n\n"), func(Event) {})
+	if d.Err() != nil {
+		t.Fatalf("events under the limit: %v", d.Err())
+	}
+}
+
+// A server that sends an event without end is cut off at the decoder's
+// limit and the request fails as stream_malformed, saying why.
+func TestEndlessEventIsMalformed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(rw, "data: ")
+		piece := strings.Repeat("x", 1<<20)
+		for range 17 {
+			if _, err := io.WriteString(rw, piece); err != nil {
+				return
+			}
+		}
+		http.NewResponseController(rw).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	c := NewClient(nil)
+	defer c.Close()
+	res := c.Do(context.Background(), Request{BaseURL: srv.URL, Model: "m", Prompt: "p", MaxTokens: 1})
+	if res.ErrorKind != contract.ErrStreamMalformed || !strings.Contains(res.Error, "16 MiB") {
+		t.Fatalf("%q %q", res.ErrorKind, res.Error)
+	}
 }
