@@ -374,6 +374,17 @@ func TestRefusesANonEmptyFolder(t *testing.T) {
 // server is stopped, the bundle of what finished is written and verifies,
 // the exit status is 130, and no server process is left behind.
 func TestCtrlCOnTheCommandLine(t *testing.T) {
+	signalDuringAWave(t, os.Interrupt)
+}
+
+// TestHangupOnTheCommandLine: a dropped ssh session (SIGHUP) stops the
+// rehearsal as Ctrl-C does, instead of killing rehearse and leaving the
+// servers' process groups behind.
+func TestHangupOnTheCommandLine(t *testing.T) {
+	signalDuringAWave(t, syscall.SIGHUP)
+}
+
+func signalDuringAWave(t *testing.T, sig os.Signal) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "r.yaml")
 	yaml := model + "servers:\n" + simServerAt("serial", "serial", "10") + simServer("batching", "batching") +
@@ -404,7 +415,7 @@ func TestCtrlCOnTheCommandLine(t *testing.T) {
 			pids = append(pids, pid)
 		}
 		if strings.Contains(line, "recorded wave at 1 client") {
-			time.AfterFunc(300*time.Millisecond, func() { cmd.Process.Signal(os.Interrupt) })
+			time.AfterFunc(300*time.Millisecond, func() { cmd.Process.Signal(sig) })
 		}
 	}
 	err = cmd.Wait()
@@ -421,9 +432,104 @@ func TestCtrlCOnTheCommandLine(t *testing.T) {
 	for _, p := range bundle.Verify(out) {
 		t.Errorf("verify: %s", p)
 	}
+	if !strings.Contains(readFile(t, filepath.Join(out, "serial.log")), "(deliberate stop; lines below are shutdown)") {
+		t.Error("serial.log has no stop marker")
+	}
 	if !strings.Contains(strings.Join(lines, "\n"), "interrupted; the bundle in "+out+" holds what finished") {
 		t.Errorf("stderr does not say where the bundle is:\n%s", strings.Join(lines, "\n"))
 	}
+}
+
+// TestSecondCtrlCKillsNow: a server whose group ignores SIGTERM, with a
+// grace period of an hour; the second Ctrl-C sends SIGKILL to the group at
+// once and says so.
+func TestSecondCtrlCKillsNow(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "r.yaml")
+	// The shell and its sleep ignore SIGTERM; the simulator stops on it.
+	yaml := model + `servers:
+  - name: stubborn
+    launch: [sh, -c, 'trap "" TERM; "$0" sim --engine batching --port "$1" --time-scale 1 --model "$2"; sleep 3600', "{rehearse}", "{port}", "{model}"]
+    ready: {timeout: 20s}
+    stop_grace: 1h
+workload: {concurrencies: [1], repeats: 3, max_tokens: 64, timeout: 20s, extra_body: {ignore_eos: true}}
+mechanism_check: ~
+`
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "bundle")
+	cmd := exec.Command(rehearseExe, "run", "-f", file, "-o", out)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var pid int
+	var lines []string
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		line := sc.Text()
+		lines = append(lines, line)
+		if i := strings.Index(line, "running as pid "); i >= 0 {
+			fmt.Sscanf(line[i:], "running as pid %d", &pid)
+		}
+		if strings.Contains(line, "ready after") {
+			// The second Ctrl-C goes once the first has started the stop
+			// (two signals sent together may arrive as one).
+			cmd.Process.Signal(os.Interrupt)
+			go func() {
+				for !strings.Contains(readFileIfAny(filepath.Join(out, "stubborn.log")), "(deliberate stop; lines below are shutdown)") {
+					time.Sleep(20 * time.Millisecond)
+				}
+				cmd.Process.Signal(os.Interrupt)
+			}()
+		}
+	}
+	cmd.Wait()
+	all := strings.Join(lines, "\n")
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Fatalf("exit status %d, want 130; stderr:\n%s", code, all)
+	}
+	if !strings.Contains(all, "interrupted again: SIGKILL to the servers' process groups now") {
+		t.Errorf("stderr does not say the second interrupt kills:\n%s", all)
+	}
+	if !strings.Contains(readFile(t, filepath.Join(out, "stubborn.log")), "SIGKILL sent to the group") {
+		t.Error("stubborn.log has no SIGKILL line")
+	}
+	if pid == 0 {
+		t.Fatal("no pid")
+	}
+	if left := liveInGroup(pid); len(left) > 0 {
+		t.Errorf("process group %d still has %v", pid, left)
+	}
+}
+
+// liveInGroup lists the processes of group pgid that are not zombies (a
+// killed orphan waits to be reaped by init, which may take its time).
+func liveInGroup(pgid int) []string {
+	var left []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := strings.LastIndexByte(string(b), ')')
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) >= 3 && f[0] != "Z" && f[2] == fmt.Sprint(pgid) {
+			left = append(left, string(b[:i+1]))
+		}
+	}
+	return left
+}
+
+func readFileIfAny(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
 }
 
 // TestServerAlreadyRunning drives a server rehearse did not launch: no log,
