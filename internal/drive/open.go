@@ -44,6 +44,9 @@ func (s OpenSpec) Offsets() ([]time.Duration, error) {
 	if s.NumRequests < 0 || s.Duration < 0 {
 		return nil, fmt.Errorf("num_requests %d, duration %v: want non-negative bounds", s.NumRequests, s.Duration)
 	}
+	if s.NumRequests > MaxOpenRequests {
+		return nil, fmt.Errorf("num_requests %d: more than %d requests in one open-loop wave", s.NumRequests, MaxOpenRequests)
+	}
 	if s.NumRequests == 0 && s.Duration == 0 {
 		return nil, fmt.Errorf("open-loop wave at %v req/s is unbounded: set num_requests, duration, or both", s.RequestRateRPS)
 	}

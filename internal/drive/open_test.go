@@ -170,6 +170,7 @@ func TestOpenSpecErrors(t *testing.T) {
 		{OpenSpec{Load: testLoad(), RequestRateRPS: 1, Arrival: "burst", NumRequests: 1}, `arrival "burst"`},
 		{OpenSpec{Load: testLoad(), RequestRateRPS: 1, Arrival: "fixed", NumRequests: 1, MaxConcurrency: -1}, "max_concurrency -1"},
 		{OpenSpec{Load: testLoad(), RequestRateRPS: 1e9, Arrival: "fixed", Duration: time.Hour}, "more than"},
+		{OpenSpec{Load: testLoad(), RequestRateRPS: 1e9, Arrival: "fixed", NumRequests: MaxOpenRequests + 1}, "num_requests 10000001: more than 10000000"},
 	}
 	for _, c := range cases {
 		if _, err := d.OpenWave(context.Background(), tgt, c.spec); err == nil || !strings.Contains(err.Error(), c.want) {
