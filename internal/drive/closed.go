@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
-	"github.com/rehearse/rehearse/internal/stream"
+	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // WaveSpec is one closed-loop wave.
@@ -41,13 +41,9 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 		return WaveResult{}, fmt.Errorf("%s: closed wave: kind %q: want recorded, warmup or mechanism_check", t.Name, spec.Kind)
 	}
 	n := spec.Concurrency
-	prepared := make([]*stream.Prepared, n)
-	for i := range n {
-		p, err := d.prepare(t, spec.Load, i)
-		if err != nil {
-			return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
-		}
-		prepared[i] = p
+	prepared, err := prepare(t, spec.Load)
+	if err != nil {
+		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: closed wave not released: %w", t.Name, context.Cause(ctx))
@@ -79,8 +75,9 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 			defer ended.Done()
 			// The request takes its connection and is buffered now; its
 			// bytes leave when the gate opens.
-			res := d.client.SendAt(ctx, prepared[i], gate, armed.Done)
-			d.settle(rel, records, i, i%len(spec.Prompts), 0, res, n, &tl)
+			prompt := workload.PromptIndex(i, len(prepared))
+			res := d.client.SendAt(ctx, prepared[prompt], gate, armed.Done)
+			d.settle(rel, records, i, prompt, 0, res, n, &tl)
 		}()
 	}
 	armed.Wait()

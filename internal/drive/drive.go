@@ -158,7 +158,7 @@ func (d *Driver) OutputTokensSource() string {
 // Load is what each request of a wave sends.
 type Load struct {
 	// Prompts are assigned round-robin: client (or request) i sends
-	// Prompts[i % len(Prompts)].
+	// Prompts[workload.PromptIndex(i, len(Prompts))].
 	Prompts     []string
 	MaxTokens   int
 	Temperature float64
@@ -188,12 +188,22 @@ type WaveResult struct {
 	Records []contract.Record
 }
 
-func (d *Driver) prepare(t Target, l Load, i int) (*stream.Prepared, error) {
-	return stream.Prepare(stream.Request{
-		BaseURL: t.BaseURL, Endpoint: t.Endpoint, Model: t.Model, APIKey: t.APIKey,
-		Prompt: l.Prompts[i%len(l.Prompts)], MaxTokens: l.MaxTokens, Temperature: l.Temperature,
-		IncludeUsage: t.IncludeUsage, ExtraBody: t.ExtraBody, Timeout: l.Timeout,
-	})
+// prepare builds one request per prompt of l; request i of a wave sends
+// the one at workload.PromptIndex(i, len(l.Prompts)).
+func prepare(t Target, l Load) ([]*stream.Prepared, error) {
+	out := make([]*stream.Prepared, len(l.Prompts))
+	for i, prompt := range l.Prompts {
+		p, err := stream.Prepare(stream.Request{
+			BaseURL: t.BaseURL, Endpoint: t.Endpoint, Model: t.Model, APIKey: t.APIKey,
+			Prompt: prompt, MaxTokens: l.MaxTokens, Temperature: l.Temperature,
+			IncludeUsage: t.IncludeUsage, ExtraBody: t.ExtraBody, Timeout: l.Timeout,
+		})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = p
+	}
+	return out, nil
 }
 
 // release is a wave's release as its requests see it: the wave as it was

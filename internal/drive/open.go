@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
-	"github.com/rehearse/rehearse/internal/stream"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
@@ -92,11 +91,9 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 		return WaveResult{}, fmt.Errorf("%s: open wave: %w", t.Name, err)
 	}
 	n := len(offsets)
-	prepared := make([]*stream.Prepared, len(spec.Prompts))
-	for i := range prepared {
-		if prepared[i], err = d.prepare(t, spec.Load, i); err != nil {
-			return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
-		}
+	prepared, err := prepare(t, spec.Load)
+	if err != nil {
+		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: open wave not released: %w", t.Name, context.Cause(ctx))
@@ -181,11 +178,12 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 		gate := make(chan struct{})
 		go func() {
 			defer ended.Done()
-			res := d.client.SendAt(ctx, prepared[i%len(prepared)], gate, nil)
+			prompt := workload.PromptIndex(i, len(prepared))
+			res := d.client.SendAt(ctx, prepared[prompt], gate, nil)
 			if slots != nil {
 				<-slots
 			}
-			d.settle(rel, records, i, i%len(prepared), off, res, n, &tl)
+			d.settle(rel, records, i, prompt, off, res, n, &tl)
 		}()
 		// Canceled here, the armed request ends as canceled.
 		sleepUntil(release.Add(off))

@@ -2,6 +2,7 @@ package drive
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,4 +50,53 @@ func TestClosedWaveRequestEndedBeforeRelease(t *testing.T) {
 	if len(events) != 10 || events[0].Kind != WaveReleased || events[9].Kind != WaveEnded {
 		t.Fatalf("%d events, first %v", len(events), events[0].Kind)
 	}
+}
+
+// countingSender answers at once and notes which prepared request each
+// send used.
+type countingSender struct {
+	earlySender
+	mu   sync.Mutex
+	body map[*stream.Prepared]string
+}
+
+func (s *countingSender) SendAt(ctx context.Context, p *stream.Prepared, release <-chan struct{}, armed func()) stream.Result {
+	s.mu.Lock()
+	if s.body == nil {
+		s.body = map[*stream.Prepared]string{}
+	}
+	s.body[p] = string(p.Body())
+	s.mu.Unlock()
+	return s.earlySender.SendAt(ctx, p, release, armed)
+}
+
+// Both waves build one request per prompt, and request i sends prompt
+// i mod the number of prompts, as its record says.
+func TestWavesPrepareOneRequestPerPrompt(t *testing.T) {
+	check := func(name string, s *countingSender, records []contract.Record) {
+		t.Helper()
+		if len(s.body) != 3 {
+			t.Errorf("%s: %d requests built for 3 prompts", name, len(s.body))
+		}
+		for i, r := range records {
+			if r.Prompt != i%3 {
+				t.Errorf("%s: request %d sent prompt %d", name, i, r.Prompt)
+			}
+		}
+	}
+	s := &countingSender{}
+	d := New(Options{})
+	d.client = s
+	res, err := d.ClosedWave(context.Background(), tgt, WaveSpec{Load: testLoad(), Kind: contract.KindRecorded, Concurrency: 8, Repeat: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("closed", s, res.Records)
+	s = &countingSender{}
+	d.client = s
+	res, err = d.OpenWave(context.Background(), tgt, OpenSpec{Load: testLoad(), RequestRateRPS: 1e6, Arrival: "fixed", NumRequests: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("open", s, res.Records)
 }

@@ -26,6 +26,10 @@ var builtin = []string{
 // fiction, so that output lengths and token mixes vary as real traffic does.
 func BuiltinPrompts() []string { return append([]string(nil), builtin...) }
 
+// PromptIndex is the prompt request (or client) i of a wave sends, of n
+// prompts: they are assigned round-robin, i mod n.
+func PromptIndex(i, n int) int { return i % n }
+
 // LoadPrompts reads prompts from path: JSON Lines (.jsonl, .ndjson) with a
 // string "prompt" field per line, or text (.txt) with one prompt per line.
 // Blank lines are skipped. Errors name the file and line.

@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,16 @@ func TestBuiltinPrompts(t *testing.T) {
 	ps[0] = "changed"
 	if BuiltinPrompts()[0] == "changed" {
 		t.Fatal("BuiltinPrompts returns shared storage")
+	}
+}
+
+func TestPromptIndex(t *testing.T) {
+	var got []int
+	for i := range 10 {
+		got = append(got, PromptIndex(i, 4))
+	}
+	if want := []int{0, 1, 2, 3, 0, 1, 2, 3, 0, 1}; !slices.Equal(got, want) {
+		t.Fatalf("%v, want %v", got, want)
 	}
 }
 
