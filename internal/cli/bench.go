@@ -20,6 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/drive"
 	"github.com/rehearse/rehearse/internal/provenance"
@@ -225,10 +226,8 @@ func (o *benchOptions) parseExtraBody() (map[string]any, error) {
 	if err := json.Unmarshal([]byte(o.extraBody), &m); err != nil || m == nil {
 		return nil, usageError("--extra-body %q: want a JSON object such as '{\"ignore_eos\":true}'", o.extraBody)
 	}
-	for _, k := range []string{"model", "messages", "stream"} {
-		if _, ok := m[k]; ok {
-			return nil, usageError("--extra-body: %q is set by rehearse and cannot be overridden", k)
-		}
+	if errs := config.CheckExtraBody(m); len(errs) > 0 {
+		return nil, usageError("--extra-body: %v", errs[0])
 	}
 	return m, nil
 }

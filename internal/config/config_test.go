@@ -245,3 +245,24 @@ func TestIsSecretName(t *testing.T) {
 		t.Errorf("RedactArgv = %q, want %q", got, want)
 	}
 }
+
+// TestExtraBodyCannotOverrideRehearseFields: the body is extra_body merged
+// over rehearse's own, so `stream: false` would silently turn streaming off.
+func TestExtraBodyCannotOverrideRehearseFields(t *testing.T) {
+	_, err := Parse([]byte("servers: [{name: s, base_url: 'http://127.0.0.1:1'}]\nmodel: {id: m}\n"+
+		"workload: {extra_body: {stream: false, ignore_eos: true, max_tokens: 9}}\n"), "x.yaml", t.TempDir())
+	if err == nil {
+		t.Fatal("accepted extra_body.stream")
+	}
+	for _, want := range []string{`workload.extra_body.stream: "stream" is set by rehearse`, `workload.extra_body.max_tokens: "max_tokens" is set by rehearse`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "ignore_eos") {
+		t.Errorf("ignore_eos is the server's to take: %v", err)
+	}
+	if errs := CheckExtraBody(map[string]any{"ignore_eos": true, "top_k": 1}); len(errs) != 0 {
+		t.Errorf("CheckExtraBody = %v", errs)
+	}
+}

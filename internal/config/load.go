@@ -49,6 +49,46 @@ func (p *Problems) add(path, format string, a ...any) {
 	p.Items = append(p.Items, msg)
 }
 
+// extraBodyReserved are the request fields rehearse sets itself, each with
+// where the workload sets it; extra_body must not override them (the body is
+// extra_body merged over rehearse's own, so "stream": false would silently
+// turn streaming off).
+var extraBodyReserved = map[string]string{
+	"model":       "it comes from the server's model",
+	"messages":    "they come from workload.prompts",
+	"stream":      "rehearse always streams",
+	"max_tokens":  "set workload.max_tokens (--max-tokens) instead",
+	"temperature": "set workload.temperature (--temperature) instead",
+}
+
+// ExtraBodyError names a key of extra_body that rehearse sets itself.
+type ExtraBodyError struct {
+	Key string
+	Why string
+}
+
+func (e *ExtraBodyError) Error() string {
+	return fmt.Sprintf("%q is set by rehearse and cannot be overridden (%s)", e.Key, e.Why)
+}
+
+// CheckExtraBody returns the keys of an extra request body that rehearse
+// sets itself, in key order. Both `run` (workload.extra_body) and `bench`
+// (--extra-body) check with it.
+func CheckExtraBody(body map[string]any) []*ExtraBodyError {
+	var out []*ExtraBodyError
+	keys := make([]string, 0, len(body))
+	for k := range body {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if why, ok := extraBodyReserved[k]; ok {
+			out = append(out, &ExtraBodyError{Key: k, Why: why})
+		}
+	}
+	return out
+}
+
 // Load reads, defaults and validates the rehearsal file at path. Relative
 // paths inside it (prompts file, tokenizer path, output dir) are resolved
 // against the file's folder. A *Problems error lists every problem found.
@@ -488,6 +528,9 @@ func (r *Rehearsal) validate(p *Problems) {
 	}
 	if !strings.HasPrefix(w.Endpoint, "/") {
 		p.add("workload.endpoint", "%q must start with /", w.Endpoint)
+	}
+	for _, e := range CheckExtraBody(w.ExtraBody) {
+		p.add("workload.extra_body."+e.Key, "%s", e.Error())
 	}
 	if w.Prompts.Inline != nil && len(w.Prompts.Inline) == 0 {
 		p.add("workload.prompts", "empty list")
