@@ -70,11 +70,12 @@ type Server struct {
 // Launched reports whether rehearse starts this server itself.
 func (s Server) Launched() bool { return len(s.Launch) > 0 }
 
-// Ready is the readiness probe of a launched server.
+// Ready is the readiness probe of a server.
 type Ready struct {
 	// Path is probed with GET until it answers 2xx (default /health).
 	Path string `yaml:"path"`
-	// Timeout bounds the whole readiness sequence (default 10m).
+	// Timeout bounds the whole readiness sequence (default 10m for a
+	// launched server, 30s for one already running).
 	Timeout Duration `yaml:"timeout"`
 }
 
@@ -229,18 +230,22 @@ var (
 )
 
 const (
-	DefaultRepeats        = 3
-	DefaultMaxTokens      = 128
-	DefaultTimeout        = 60 * time.Second
-	DefaultEndpoint       = "/v1/chat/completions"
-	DefaultReadyPath      = "/health"
-	DefaultReadyTimeout   = 10 * time.Minute
-	DefaultMetricsPath    = "/metrics"
-	DefaultMetric         = "vllm:num_requests_running"
-	DefaultMechanismEvery = 100 * time.Millisecond
-	DefaultStopGrace      = 15 * time.Second
-	OnFailureContinue     = "continue"
-	OnFailureStop         = "stop"
+	DefaultRepeats      = 3
+	DefaultMaxTokens    = 128
+	DefaultTimeout      = 60 * time.Second
+	DefaultEndpoint     = "/v1/chat/completions"
+	DefaultReadyPath    = "/health"
+	DefaultReadyTimeout = 10 * time.Minute
+	// DefaultRunningReadyTimeout is the readiness timeout of a server
+	// rehearse did not launch (base_url only): it is up or it is not, and
+	// one that is down should not be retried for ten minutes.
+	DefaultRunningReadyTimeout = 30 * time.Second
+	DefaultMetricsPath         = "/metrics"
+	DefaultMetric              = "vllm:num_requests_running"
+	DefaultMechanismEvery      = 100 * time.Millisecond
+	DefaultStopGrace           = 15 * time.Second
+	OnFailureContinue          = "continue"
+	OnFailureStop              = "stop"
 )
 
 var (

@@ -266,3 +266,17 @@ func TestExtraBodyCannotOverrideRehearseFields(t *testing.T) {
 		t.Errorf("CheckExtraBody = %v", errs)
 	}
 }
+
+// TestReadyTimeoutOfARunningServer: a base_url server is up or it is not;
+// a launched one may download and compile for minutes.
+func TestReadyTimeoutOfARunningServer(t *testing.T) {
+	r, err := Parse([]byte("model: {id: m}\nservers:\n  - {name: remote, base_url: 'http://127.0.0.1:1'}\n  - {name: local, launch: [x, '{port}']}\n  - {name: slow, base_url: 'http://127.0.0.1:2', ready: {timeout: 5m}}\n"), "x.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []time.Duration{30 * time.Second, 10 * time.Minute, 5 * time.Minute} {
+		if got := r.Servers[i].Ready.Timeout.D(); got != want {
+			t.Errorf("%s: ready.timeout %v, want %v", r.Servers[i].Name, got, want)
+		}
+	}
+}

@@ -316,6 +316,9 @@ func (r *Rehearsal) applyDefaults(raw map[string]any) {
 		}
 		if s.Ready.Timeout == 0 {
 			s.Ready.Timeout = Duration(DefaultReadyTimeout)
+			if !s.Launched() {
+				s.Ready.Timeout = Duration(DefaultRunningReadyTimeout)
+			}
 		}
 		if s.Metrics.Path == "" {
 			s.Metrics.Path = DefaultMetricsPath

@@ -241,7 +241,7 @@ func (r *runner) server(ctx context.Context, i int) bool {
 	r.progress(s.Name, "launch", "waiting for %s to be ready (up to %s)", baseURL, s.Ready.Timeout)
 	readyStart := time.Now()
 	err := supervise.WaitReady(ctx, proc, supervise.Probe{
-		BaseURL: baseURL, HealthPath: s.Ready.Path, Endpoint: r.cfg.Workload.Endpoint,
+		Name: s.Name, BaseURL: baseURL, HealthPath: s.Ready.Path, Endpoint: r.cfg.Workload.Endpoint,
 		Model: s.Model, APIKey: apiKey, Timeout: s.Ready.Timeout.D(),
 	})
 	if err != nil {

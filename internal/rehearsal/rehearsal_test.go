@@ -532,6 +532,17 @@ func readFileIfAny(path string) string {
 	return string(b)
 }
 
+// TestRunningServerThatIsDown: a base_url server nobody listens on is named
+// in the failure (not "server").
+func TestRunningServerThatIsDown(t *testing.T) {
+	r := newRun(t, model+"servers:\n  - name: remote\n    base_url: http://127.0.0.1:1\n    ready: {timeout: 300ms}\n"+
+		"workload: {concurrencies: [1], repeats: 1, max_tokens: 8}\nmechanism_check: ~\n")
+	out := r.do(t, context.Background())
+	if len(out.Failed) != 1 || !strings.HasPrefix(out.Failed[0], "remote: not ready: ") {
+		t.Fatalf("failed = %q", out.Failed)
+	}
+}
+
 // TestServerAlreadyRunning drives a server rehearse did not launch: no log,
 // no stop, the same waves.
 func TestServerAlreadyRunning(t *testing.T) {

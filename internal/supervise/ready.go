@@ -17,6 +17,9 @@ import (
 // 2xx, /v1/models answers 2xx (and lists Model, when given), then one tiny
 // request to Endpoint succeeds.
 type Probe struct {
+	// Name names the server in errors when there is no process (default
+	// "server").
+	Name       string
 	BaseURL    string
 	HealthPath string // default /health
 	Endpoint   string // default /v1/chat/completions; "" with SkipRequest
@@ -83,7 +86,10 @@ func WaitReady(ctx context.Context, p *Process, pr Probe) error {
 	if client == nil {
 		client = &http.Client{Timeout: 10 * time.Second}
 	}
-	name, logPath := "server", ""
+	name, logPath := pr.Name, ""
+	if name == "" {
+		name = "server"
+	}
 	var done <-chan struct{}
 	if p != nil {
 		name, logPath, done = p.Name(), p.LogPath(), p.Done()
