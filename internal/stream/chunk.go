@@ -36,6 +36,9 @@ type state struct {
 	done    bool   // "[DONE]" arrived
 	fail    string // an error kind decided in-band (server_error, stream_malformed)
 	failMsg string
+	// c is the chunk every event is read into, reset each time, so that
+	// its choices list is reused.
+	c chunk
 }
 
 var doneMarker = []byte("[DONE]")
@@ -53,10 +56,11 @@ func (s *state) handle(ev Event, now time.Time, res *Result, text *strings.Build
 		s.fail, s.failMsg = contract.ErrServerError, "error event: "+errorMessage(data)
 		return
 	}
-	var c chunk
-	if !parseChunkFast(data, &c) {
-		c = chunk{}
-		if err := json.Unmarshal(data, &c); err != nil {
+	c := &s.c
+	c.Choices, c.Usage, c.Error = c.Choices[:0], nil, nil
+	if !parseChunkFast(data, c) {
+		*c = chunk{}
+		if err := json.Unmarshal(data, c); err != nil {
 			s.fail = contract.ErrStreamMalformed
 			s.failMsg = fmt.Sprintf("unparseable data %q: %v", cut(string(data)), err)
 			return

@@ -3,7 +3,9 @@ package stream
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 )
 
 var chunkSamples = []string{
@@ -89,6 +91,22 @@ func BenchmarkChunkDecode(b *testing.B) {
 			}
 		}
 	})
+	b.Run("stream", func(b *testing.B) {
+		// As a stream reads it: one state for all its events.
+		var (
+			st   state
+			res  Result
+			text strings.Builder
+		)
+		ev, now := Event{Data: data}, time.Now()
+		for b.Loop() {
+			st.handle(ev, now, &res, &text)
+			if len(res.ChunkTimes) > 4096 {
+				res.ChunkTimes = res.ChunkTimes[:0]
+				text.Reset()
+			}
+		}
+	})
 	b.Run("encoding-json", func(b *testing.B) {
 		for b.Loop() {
 			var c chunk
@@ -97,4 +115,27 @@ func BenchmarkChunkDecode(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A stream reuses one chunk for all its events, so that reading a content
+// chunk costs only its content (string and pointer), not a new chunk and
+// choices list each time.
+func TestHandleReusesChunk(t *testing.T) {
+	ev := Event{Data: []byte(chunkSamples[0])}
+	var (
+		st   state
+		res  Result
+		text strings.Builder
+	)
+	now := time.Now()
+	res.ChunkTimes = make([]time.Time, 0, 1024)
+	text.Grow(64 << 10)
+	st.handle(ev, now, &res, &text)
+	allocs := testing.AllocsPerRun(100, func() { st.handle(ev, now, &res, &text) })
+	if st.fail != "" || len(res.ChunkTimes) != 102 {
+		t.Fatalf("%s %s, %d chunks", st.fail, st.failMsg, len(res.ChunkTimes))
+	}
+	if allocs > 2 {
+		t.Fatalf("%v allocations per content chunk, want at most 2", allocs)
+	}
 }
