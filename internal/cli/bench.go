@@ -166,10 +166,8 @@ func (o *benchOptions) validate() error {
 		if len(o.concurrencies) == 0 {
 			return usageError("--concurrency: empty")
 		}
-		for _, c := range o.concurrencies {
-			if c < 1 {
-				return usageError("--concurrency %d: want at least 1 client", c)
-			}
+		if errs := config.CheckConcurrencies(o.concurrencies); len(errs) > 0 {
+			return usageError("--concurrency %s", errs[0].Msg)
 		}
 	}
 	if o.repeats < 1 {
@@ -188,8 +186,8 @@ func (o *benchOptions) validate() error {
 		return usageError("--timeout %v: want a positive duration such as 60s", o.timeout)
 	}
 	if o.apiKeyEnv != "" {
-		if _, ok := os.LookupEnv(o.apiKeyEnv); !ok {
-			return usageError("--api-key-env %s: the variable is not set", o.apiKeyEnv)
+		if _, err := config.APIKey(o.apiKeyEnv); err != nil {
+			return usageError("--api-key-env %s: %v", o.apiKeyEnv, err)
 		}
 	}
 	switch o.progress {
@@ -198,6 +196,9 @@ func (o *benchOptions) validate() error {
 		return usageError("--progress %q: want auto, always or never", o.progress)
 	}
 	if open {
+		if err := config.CheckArrival(o.arrival, o.burstiness); err != nil {
+			return usageError("--arrival/--burstiness: %v", err)
+		}
 		for _, r := range o.requestRates {
 			if _, err := workload.NewSchedule(o.arrival, r, o.burstiness, o.seed); err != nil {
 				return usageError("--request-rate/--arrival/--burstiness: %v", err)

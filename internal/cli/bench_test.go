@@ -177,6 +177,7 @@ func TestBenchCtrlCWritesWhatFinished(t *testing.T) {
 func TestBenchFlagErrors(t *testing.T) {
 	t.Setenv("REHEARSE_UNSET_FOR_TEST", "")
 	os.Unsetenv("REHEARSE_UNSET_FOR_TEST")
+	t.Setenv("REHEARSE_EMPTY_FOR_TEST", "")
 	cases := []struct {
 		args []string
 		want string
@@ -184,6 +185,8 @@ func TestBenchFlagErrors(t *testing.T) {
 		{nil, "--base-url is required"},
 		{[]string{"--base-url", "localhost:8000"}, `--base-url "localhost:8000": want an absolute`},
 		{[]string{"--base-url", "http://x", "--concurrency", "0"}, "--concurrency 0"},
+		{[]string{"--base-url", "http://x", "--concurrency", "8,8"}, "--concurrency 8 appears twice"},
+		{[]string{"--base-url", "http://x", "--api-key-env", "REHEARSE_EMPTY_FOR_TEST"}, "--api-key-env REHEARSE_EMPTY_FOR_TEST: the variable is empty"},
 		{[]string{"--base-url", "http://x", "--repeats", "0"}, "--repeats 0"},
 		{[]string{"--base-url", "http://x", "--max-tokens", "0"}, "--max-tokens 0"},
 		{[]string{"--base-url", "http://x", "--timeout", "0s"}, "--timeout 0s"},

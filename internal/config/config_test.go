@@ -280,3 +280,25 @@ func TestReadyTimeoutOfARunningServer(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenLoopArrivalAsTheScheduleHasIt: the arrival rule is the schedule's
+// own (workload.NewSchedule), which bench applies to its flags too.
+func TestOpenLoopArrivalAsTheScheduleHasIt(t *testing.T) {
+	base := "servers: [{name: s, base_url: 'http://127.0.0.1:1'}]\nmodel: {id: m}\nworkload: {concurrencies: [], open_loop: {request_rates_rps: [2], num_requests: 4, "
+	for _, c := range []struct{ ol, want string }{
+		{"arrival: fixed, burstiness: 2", "workload.open_loop.burstiness: burstiness 2 applies to gamma arrivals only"},
+		{"arrival: bursty", `workload.open_loop.arrival: "bursty": want one of fixed, poisson, gamma`},
+		{"arrival: gamma, burstiness: 0.5", ""},
+	} {
+		_, err := Parse([]byte(base+c.ol+"}}\n"), "x.yaml", t.TempDir())
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.ol, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: got %v, want %q", c.ol, err, c.want)
+		}
+	}
+	if errs := CheckConcurrencies([]int{8, 0, 8}); len(errs) != 2 || errs[0].Msg != "0: must be at least 1" || errs[1].Msg != "8 appears twice" {
+		t.Errorf("CheckConcurrencies = %+v", errs)
+	}
+}

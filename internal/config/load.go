@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // Problems is every problem found in a rehearsal file, each prefixed with
@@ -87,6 +89,51 @@ func CheckExtraBody(body map[string]any) []*ExtraBodyError {
 		}
 	}
 	return out
+}
+
+// IndexProblem is what is wrong with one element of a list.
+type IndexProblem struct {
+	Index int
+	Msg   string
+}
+
+// CheckConcurrencies lists what is wrong with a list of concurrencies (a
+// value below 1, a value given twice), for workload.concurrencies and
+// bench's --concurrency alike.
+func CheckConcurrencies(cs []int) []IndexProblem {
+	var out []IndexProblem
+	seen := map[int]bool{}
+	for i, c := range cs {
+		if c < 1 {
+			out = append(out, IndexProblem{i, fmt.Sprintf("%d: must be at least 1", c)})
+		} else if seen[c] {
+			out = append(out, IndexProblem{i, fmt.Sprintf("%d appears twice", c)})
+		}
+		seen[c] = true
+	}
+	return out
+}
+
+// CheckArrival checks an open-loop arrival process and its burstiness with
+// the rule the schedule itself applies (workload.NewSchedule), for
+// workload.open_loop and bench's --arrival/--burstiness alike.
+func CheckArrival(arrival string, burstiness float64) error {
+	_, err := workload.NewSchedule(arrival, 1, burstiness, 0)
+	return err
+}
+
+// APIKey reads the API key from the environment variable env: an empty
+// value is refused as an unset one is (an empty bearer token is a
+// misconfiguration, not "no key"), for api_key_env and --api-key-env alike.
+func APIKey(env string) (string, error) {
+	v, ok := os.LookupEnv(env)
+	switch {
+	case !ok:
+		return "", fmt.Errorf("the variable is not set")
+	case v == "":
+		return "", fmt.Errorf("the variable is empty")
+	}
+	return v, nil
 }
 
 // Load reads, defaults and validates the rehearsal file at path. Relative
@@ -505,14 +552,8 @@ func (r *Rehearsal) validate(p *Problems) {
 	if len(w.Concurrencies) == 0 && w.OpenLoop == nil {
 		p.add("workload.concurrencies", "empty (and no open_loop: nothing to send)")
 	}
-	seen := map[int]bool{}
-	for i, c := range w.Concurrencies {
-		if c < 1 {
-			p.add(fmt.Sprintf("workload.concurrencies[%d]", i), "%d: must be at least 1", c)
-		} else if seen[c] {
-			p.add(fmt.Sprintf("workload.concurrencies[%d]", i), "%d appears twice", c)
-		}
-		seen[c] = true
+	for _, e := range CheckConcurrencies(w.Concurrencies) {
+		p.add(fmt.Sprintf("workload.concurrencies[%d]", e.Index), "%s", e.Msg)
 	}
 	if w.Repeats < 1 {
 		p.add("workload.repeats", "%d: must be at least 1", w.Repeats)
@@ -559,16 +600,15 @@ func (r *Rehearsal) validate(p *Problems) {
 				p.add(fmt.Sprintf("workload.open_loop.request_rates_rps[%d]", i), "%v: must be positive", rate)
 			}
 		}
-		switch o.Arrival {
-		case "fixed", "poisson":
-		case "gamma":
-			if o.Burstiness <= 0 {
-				p.add("workload.open_loop.burstiness", "%v: gamma arrivals need a positive burstiness", o.Burstiness)
-			}
-		case "":
-			p.add("workload.open_loop.arrival", "empty (fixed, poisson or gamma)")
+		switch {
+		case o.Arrival == "":
+			p.add("workload.open_loop.arrival", "empty (%s)", strings.Join(workload.Arrivals, ", "))
+		case !slices.Contains(workload.Arrivals, o.Arrival):
+			p.add("workload.open_loop.arrival", "%q: want one of %s", o.Arrival, strings.Join(workload.Arrivals, ", "))
 		default:
-			p.add("workload.open_loop.arrival", "%q: want fixed, poisson or gamma", o.Arrival)
+			if err := CheckArrival(o.Arrival, o.Burstiness); err != nil {
+				p.add("workload.open_loop.burstiness", "%v", err)
+			}
 		}
 		if o.NumRequests < 0 {
 			p.add("workload.open_loop.num_requests", "%d: must be 0 or more", o.NumRequests)
