@@ -324,7 +324,7 @@ func (r *runner) died(i int, proc *supervise.Process, during string, records []c
 		return false
 	}
 	s := r.cfg.Servers[i]
-	what := fmt.Sprintf("%s %s", strings.TrimSuffix(e.String(), ", before rehearse stopped it"), during)
+	what := e.Ended() + " " + during
 	r.setServer(i, func(b *bundle.Server) { b.Exit = what })
 	r.note("server %s died: %s; its remaining waves were not run (on_server_failure: %s)", s.Name, what, r.cfg.OnServerFailure)
 	r.fail(i, "died: "+what)

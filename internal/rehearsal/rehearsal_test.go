@@ -218,7 +218,7 @@ func TestServerKilledMidWave(t *testing.T) {
 		}
 	}
 	out := r.do(t, context.Background())
-	if len(out.Failed) != 1 || !strings.Contains(out.Failed[0], "serial: died: killed by SIGKILL") {
+	if len(out.Failed) != 1 || !strings.Contains(out.Failed[0], "serial: died: was killed by SIGKILL") {
 		t.Fatalf("failed = %q", out.Failed)
 	}
 	res := out.Results
@@ -248,7 +248,7 @@ func TestServerKilledMidWave(t *testing.T) {
 		t.Errorf("batching: %d successful requests, want 9", ok)
 	}
 	log := readFile(t, filepath.Join(r.dir, "serial.log"))
-	if !strings.Contains(log, "==> rehearse: process exited with signal SIGKILL at ") {
+	if !strings.Contains(log, "==> rehearse: process was killed by SIGKILL at ") {
 		t.Errorf("serial.log does not say when it died:\n%s", log)
 	}
 	notes := strings.Join(res.Notes, "\n")

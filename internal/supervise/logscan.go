@@ -86,7 +86,7 @@ func ScanLog(path string) (LogNotes, error) {
 			if !n.Stopped && strings.Contains(line, StopMarker) {
 				n.Stopped, n.StopLine = true, n.Lines
 			}
-			if strings.Contains(line, "before rehearse stopped it") && n.DiedEarly == "" {
+			if strings.Contains(line, EarlyDeathMarker) && n.DiedEarly == "" {
 				n.DiedEarly = strings.TrimPrefix(line, MarkerPrefix)
 			}
 			continue

@@ -57,22 +57,34 @@ type Exit struct {
 	Killed bool
 }
 
+// EarlyDeathMarker ends the description of an exit rehearse did not cause,
+// in Exit.String and in the log's marker line; ScanLog finds an early death
+// by it.
+const EarlyDeathMarker = "before rehearse stopped it"
+
+// Phrase says how the process ended, as a predicate: "exited with status
+// 3" or "was killed by SIGKILL". Every description of an exit uses it.
+func (e Exit) Phrase() string {
+	if e.Signal != "" {
+		return "was killed by " + e.Signal
+	}
+	return "exited with status " + strconv.Itoa(e.Code)
+}
+
+// Ended is the phrase with the time of the exit.
+func (e Exit) Ended() string {
+	return e.Phrase() + " at " + e.At.UTC().Format(time.RFC3339)
+}
+
 // String says how the process ended in words.
 func (e Exit) String() string {
-	var how string
-	if e.Signal != "" {
-		how = "killed by " + e.Signal
-	} else {
-		how = "exited with status " + strconv.Itoa(e.Code)
-	}
-	at := e.At.UTC().Format(time.RFC3339)
 	switch {
 	case e.Deliberate && e.Killed:
-		return fmt.Sprintf("stopped by rehearse: SIGKILL after the grace period at %s", at)
+		return fmt.Sprintf("stopped by rehearse: SIGKILL after the grace period at %s", e.At.UTC().Format(time.RFC3339))
 	case e.Deliberate:
-		return fmt.Sprintf("stopped by rehearse (SIGTERM), %s at %s", how, at)
+		return "stopped by rehearse (SIGTERM), " + e.Ended()
 	}
-	return fmt.Sprintf("%s at %s, before rehearse stopped it", how, at)
+	return e.Ended() + ", " + EarlyDeathMarker
 }
 
 // Process is one launched server.
@@ -343,23 +355,14 @@ func (p *Process) wait() {
 	p.exit = &e
 	p.mu.Unlock()
 	switch {
-	case e.Killed:
-		p.mark("process ended at %s (%s)", at.UTC().Format(time.RFC3339Nano), exitWords(e))
 	case e.Deliberate:
-		p.mark("process ended at %s (%s)", at.UTC().Format(time.RFC3339Nano), exitWords(e))
+		p.mark("process ended at %s (%s)", at.UTC().Format(time.RFC3339Nano), e.Phrase())
 	default:
-		p.mark("process exited with %s at %s, before rehearse stopped it", exitWords(e), at.UTC().Format(time.RFC3339Nano))
+		p.mark("process %s at %s, %s", e.Phrase(), at.UTC().Format(time.RFC3339Nano), EarlyDeathMarker)
 	}
 	p.log.Close()
 	p.cancel()
 	close(p.done)
-}
-
-func exitWords(e Exit) string {
-	if e.Signal != "" {
-		return "signal " + e.Signal
-	}
-	return "status " + strconv.Itoa(e.Code)
 }
 
 // mark appends a tool line to the log.

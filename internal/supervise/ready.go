@@ -126,7 +126,7 @@ func WaitReady(ctx context.Context, p *Process, pr Probe) error {
 				select {
 				case <-done:
 					e, _ := p.Exited()
-					return fail(fmt.Sprintf("the process %s during %s", exitPhrase(e), step.name))
+					return fail(fmt.Sprintf("the process %s during %s", e.Phrase(), step.name))
 				default:
 				}
 			}
@@ -165,12 +165,10 @@ func WaitReady(ctx context.Context, p *Process, pr Probe) error {
 	return nil
 }
 
-func exitPhrase(e Exit) string {
-	if e.Signal != "" {
-		return "was killed by " + e.Signal
-	}
-	return fmt.Sprintf("exited with status %d", e.Code)
-}
+// HTTPStatusError is a probe answered with a status outside 2xx.
+type HTTPStatusError struct{ Code int }
+
+func (e *HTTPStatusError) Error() string { return fmt.Sprintf("HTTP %d", e.Code) }
 
 // fatalProbe is a probe answer that retrying will not change.
 type fatalProbe struct{ err error }
@@ -195,7 +193,7 @@ func get(ctx context.Context, client *http.Client, url, apiKey string, body *[]b
 		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 			return &fatalProbe{fmt.Errorf("HTTP %d (check api_key_env)", resp.StatusCode)}
 		}
-		return fmt.Errorf("HTTP %d", resp.StatusCode)
+		return &HTTPStatusError{Code: resp.StatusCode}
 	}
 	if body != nil {
 		*body = data
@@ -206,7 +204,7 @@ func get(ctx context.Context, client *http.Client, url, apiKey string, body *[]b
 func checkModels(ctx context.Context, client *http.Client, pr Probe) error {
 	var data []byte
 	if err := get(ctx, client, pr.BaseURL+"/v1/models", pr.APIKey, &data); err != nil {
-		if err.Error() == "HTTP 404" {
+		if hs, ok := errors.AsType[*HTTPStatusError](err); ok && hs.Code == http.StatusNotFound {
 			return &fatalProbe{errors.New("HTTP 404: the server has no OpenAI /v1/models route (is base_url the server's root, without /v1?)")}
 		}
 		return err

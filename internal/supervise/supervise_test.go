@@ -311,7 +311,7 @@ func TestDeathWhileRunningIsNoted(t *testing.T) {
 		t.Errorf("Stop after death changed the exit: %+v", again)
 	}
 	notes, _ := ScanLog(s.LogPath)
-	if !strings.Contains(notes.DiedEarly, "signal SIGKILL") || notes.Stopped {
+	if !strings.Contains(notes.DiedEarly, "was killed by SIGKILL") || notes.Stopped {
 		t.Errorf("notes = %+v", notes)
 	}
 }
@@ -527,5 +527,50 @@ func TestKillNowCutsTheGraceShort(t *testing.T) {
 	}
 	if log := readLog(t, s.LogPath); !strings.Contains(log, "SIGKILL sent to the group") || !strings.Contains(log, "interrupted again") {
 		t.Errorf("log lacks the SIGKILL line:\n%s", log)
+	}
+}
+
+// TestEarlyDeathIsWrittenAndFoundWithOnePhrase: the log's marker line, the
+// Exit's words and ScanLog agree on how a process that died on its own is
+// described.
+func TestEarlyDeathIsWrittenAndFoundWithOnePhrase(t *testing.T) {
+	s := spec(t, "exit3", 0)
+	p, err := Start(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+	e, _ := p.Exited()
+	if e.Phrase() != "exited with status 3" || e.String() != e.Ended()+", "+EarlyDeathMarker {
+		t.Errorf("phrase %q, string %q", e.Phrase(), e.String())
+	}
+	n, err := ScanLog(s.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "process exited with status 3 at "; !strings.HasPrefix(n.DiedEarly, want) {
+		t.Errorf("DiedEarly = %q, want it to start with %q", n.DiedEarly, want)
+	}
+	if got := (Exit{Signal: "SIGSEGV"}).Phrase(); got != "was killed by SIGSEGV" {
+		t.Errorf("signal phrase %q", got)
+	}
+}
+
+// TestModelsRouteMissing: a 404 on /v1/models is final (base_url ends in
+// /v1?), recognised by its status, not by the error's wording.
+func TestModelsRouteMissing(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/health" {
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	err := WaitReady(context.Background(), nil, Probe{Name: "remote", BaseURL: srv.URL, Timeout: time.Hour, Interval: 10 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "remote: not ready: ") || !strings.Contains(err.Error(), "no OpenAI /v1/models route") {
+		t.Fatalf("got %v", err)
+	}
+	var hs *HTTPStatusError
+	if !errors.As(get(context.Background(), srv.Client(), srv.URL+"/v1/models", "", nil), &hs) || hs.Code != 404 {
+		t.Errorf("get: not an HTTPStatusError 404")
 	}
 }
