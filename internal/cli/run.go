@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -197,76 +199,94 @@ func resolvePrompts(cfg *config.Rehearsal) ([]string, error) {
 }
 
 // writeResultsTable prints the seed's table: clients, goodput median
-// [min–max] per server, speed-up, p95 TTFT per server, failures per server.
+// [min–max] per server, speed-up, p95 TTFT per server, failures per server;
+// then, for open-loop waves, the same by request rate (without speed-up).
 func writeResultsTable(w io.Writer, res *bundle.Results) {
 	servers := res.ServerNames()
-	byKey := map[string]map[int]contract.Aggregate{}
-	var concs []int
-	seen := map[int]bool{}
-	for _, a := range res.Aggregates {
-		if a.Mode != contract.ModeClosed {
-			continue
-		}
-		if byKey[a.Server] == nil {
-			byKey[a.Server] = map[int]contract.Aggregate{}
-		}
-		byKey[a.Server][a.Concurrency] = a
-		if !seen[a.Concurrency] {
-			seen[a.Concurrency] = true
-			concs = append(concs, a.Concurrency)
-		}
+	type row struct {
+		label string
+		load  float64 // clients or requests per second: the row order
+		by    map[string]contract.Aggregate
 	}
-	if len(concs) == 0 {
+	var closed, open []*row
+	rows := map[contract.Key]*row{}
+	for _, a := range res.Aggregates {
+		k := a.Key()
+		k.Server = ""
+		r := rows[k]
+		if r == nil {
+			r = &row{label: fmt.Sprint(a.Concurrency), load: float64(a.Concurrency), by: map[string]contract.Aggregate{}}
+			switch a.Mode {
+			case contract.ModeClosed:
+				closed = append(closed, r)
+			case contract.ModeOpen:
+				r.label, r.load = strconv.FormatFloat(a.RequestRateRPS, 'g', 6, 64), a.RequestRateRPS
+				open = append(open, r)
+			default:
+				continue
+			}
+			rows[k] = r
+		}
+		r.by[a.Server] = a
+	}
+	if len(closed) == 0 && len(open) == 0 {
 		fmt.Fprintln(w, "No recorded waves finished: there is no results table.")
 		return
 	}
-	for i := 1; i < len(concs); i++ {
-		for j := i; j > 0 && concs[j] < concs[j-1]; j-- {
-			concs[j], concs[j-1] = concs[j-1], concs[j]
-		}
-	}
 	base := res.BaselineName()
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := []string{"clients"}
-	for _, s := range servers {
-		head = append(head, s+" tok/s")
-	}
-	for _, s := range servers {
-		if s != base && base != "" {
-			head = append(head, s+" speed-up")
-		}
-	}
-	for _, s := range servers {
-		head = append(head, s+" p95 TTFT")
-	}
-	for _, s := range servers {
-		head = append(head, s+" failures")
-	}
-	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
-	for _, c := range concs {
-		row := []string{fmt.Sprint(c)}
-		cell := func(s string, f func(contract.Aggregate) string) string {
-			a, ok := byKey[s][c]
-			if !ok {
-				return "—"
-			}
-			return f(a)
+	table := func(first string, rs []*row, speedup bool) {
+		sort.SliceStable(rs, func(i, j int) bool { return rs[i].load < rs[j].load })
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		head := []string{first}
+		for _, s := range servers {
+			head = append(head, s+" tok/s")
 		}
 		for _, s := range servers {
-			row = append(row, cell(s, func(a contract.Aggregate) string { return report.Goodput(a.Goodput) }))
-		}
-		for _, s := range servers {
-			if s != base && base != "" {
-				row = append(row, cell(s, func(a contract.Aggregate) string { return report.Speedup(a.SpeedupVsBaseline) }))
+			if speedup && s != base && base != "" {
+				head = append(head, s+" speed-up")
 			}
 		}
 		for _, s := range servers {
-			row = append(row, cell(s, func(a contract.Aggregate) string { return report.Seconds(a.TTFT.P95) }))
+			head = append(head, s+" p95 TTFT")
 		}
 		for _, s := range servers {
-			row = append(row, cell(s, func(a contract.Aggregate) string { return report.FailureCount(a.Failures) }))
+			head = append(head, s+" failures")
 		}
-		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+		fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+		for _, r := range rs {
+			line := []string{r.label}
+			cell := func(s string, f func(contract.Aggregate) string) string {
+				a, ok := r.by[s]
+				if !ok {
+					return "—"
+				}
+				return f(a)
+			}
+			for _, s := range servers {
+				line = append(line, cell(s, func(a contract.Aggregate) string { return report.Goodput(a.Goodput) }))
+			}
+			for _, s := range servers {
+				if speedup && s != base && base != "" {
+					line = append(line, cell(s, func(a contract.Aggregate) string { return report.Speedup(a.SpeedupVsBaseline) }))
+				}
+			}
+			for _, s := range servers {
+				line = append(line, cell(s, func(a contract.Aggregate) string { return report.Seconds(a.TTFT.P95) }))
+			}
+			for _, s := range servers {
+				line = append(line, cell(s, func(a contract.Aggregate) string { return report.FailureCount(a.Failures) }))
+			}
+			fmt.Fprintln(tw, strings.Join(line, "\t")+"\t")
+		}
+		tw.Flush()
 	}
-	tw.Flush()
+	if len(closed) > 0 {
+		table("clients", closed, true)
+	}
+	if len(open) > 0 {
+		if len(closed) > 0 {
+			fmt.Fprintln(w)
+		}
+		table("req/s", open, false)
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rehearse/rehearse/examples"
 	"github.com/rehearse/rehearse/internal/bundle/bundletest"
+	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/report"
 )
@@ -153,5 +154,35 @@ workload: {concurrencies: [1], repeats: 1, max_tokens: 8}
 	}
 	if strings.Contains(stderr, "boom: boom:") {
 		t.Errorf("the server is named twice:\n%s", stderr)
+	}
+}
+
+// TestResultsTableHasOpenLoopRows: a rehearsal with only open-loop waves
+// still prints its results, one row per request rate.
+func TestResultsTableHasOpenLoopRows(t *testing.T) {
+	res := bundletest.SeedLike()
+	var open []contract.Aggregate
+	for _, a := range res.Aggregates {
+		a.Mode, a.RequestRateRPS, a.Concurrency = contract.ModeOpen, float64(a.Concurrency)/2, 0
+		open = append(open, a)
+	}
+	res.Aggregates = open
+	var b bytes.Buffer
+	writeResultsTable(&b, res)
+	out := b.String()
+	if strings.Contains(out, "No recorded waves") {
+		t.Fatalf("open-loop waves finished, yet:\n%s", out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 1+len(res.Workload.Concurrencies) || !strings.Contains(lines[0], "req/s") || strings.Contains(lines[0], "speed-up") {
+		t.Fatalf("want a req/s header and one row per rate:\n%s", out)
+	}
+	if !strings.HasPrefix(strings.TrimSpace(lines[1]), "0.5 ") {
+		t.Errorf("first row is not the lowest rate:\n%s", out)
+	}
+	for _, a := range res.Aggregates {
+		if !strings.Contains(out, report.Goodput(a.Goodput)) || !strings.Contains(out, report.Seconds(a.TTFT.P95)) {
+			t.Errorf("%s at %v req/s missing:\n%s", a.Server, a.RequestRateRPS, out)
+		}
 	}
 }
