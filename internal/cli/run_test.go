@@ -11,8 +11,8 @@ import (
 
 	"github.com/rehearse/rehearse/examples"
 	"github.com/rehearse/rehearse/internal/bundle/bundletest"
-	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/report"
 )
 
