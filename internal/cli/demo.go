@@ -88,25 +88,18 @@ func scaleSimulated(cfg *config.Rehearsal, k float64) error {
 	fileScale := 0.0
 	for i := range cfg.Servers {
 		s := &cfg.Servers[i]
-		found := false
-		for j := 0; j+1 < len(s.Launch); j++ {
-			if s.Launch[j] == "--time-scale" {
-				v, err := strconv.ParseFloat(s.Launch[j+1], 64)
-				if err != nil || v <= 0 {
-					return fmt.Errorf("servers[%d].launch: --time-scale %q is not a positive number", i, s.Launch[j+1])
-				}
-				if fileScale != 0 && v != fileScale {
-					return fmt.Errorf("servers[%d].launch: --time-scale %g differs from the other servers' %g", i, v, fileScale)
-				}
-				fileScale = v
-				s.Launch = append([]string(nil), s.Launch...)
-				s.Launch[j+1] = strconv.FormatFloat(k, 'g', -1, 64)
-				found = true
-			}
+		a, found, err := rehearsal.FindTimeScale(s.Launch)
+		if err != nil {
+			return fmt.Errorf("servers[%d].launch: %v", i, err)
 		}
 		if !found {
 			return fmt.Errorf("servers[%d].launch: no --time-scale argument to scale", i)
 		}
+		if fileScale != 0 && a.Value != fileScale {
+			return fmt.Errorf("servers[%d].launch: --time-scale %g differs from the other servers' %g", i, a.Value, fileScale)
+		}
+		fileScale = a.Value
+		s.Launch = a.With(s.Launch, k)
 	}
 	ratio := fileScale / k
 	cfg.Workload.Timeout = config.Duration(float64(cfg.Workload.Timeout) * ratio)

@@ -102,6 +102,24 @@ func TestScaleSimulated(t *testing.T) {
 	if err := scaleSimulated(cfg, 10); err == nil || !strings.Contains(err.Error(), "servers[0].launch: no --time-scale argument") {
 		t.Errorf("got %v", err)
 	}
+	// Both forms of the flag, as the provenance reads them.
+	cfg, err = config.Parse([]byte("model: {id: m}\nservers:\n  - {name: a, launch: [x, '{port}', --time-scale, '5']}\n  - {name: b, launch: [x, '{port}', --time-scale=5]}\n"), "x.yaml", ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := scaleSimulated(cfg, 10); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := cfg.Servers[0].Launch, cfg.Servers[1].Launch; a[3] != "10" || b[2] != "--time-scale=10" {
+		t.Errorf("argv %q and %q", a, b)
+	}
+	cfg, err = config.Parse([]byte("model: {id: m}\nservers: [{name: a, launch: [x, '{port}', --time-scale=fast]}]\n"), "x.yaml", ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := scaleSimulated(cfg, 10); err == nil || !strings.Contains(err.Error(), `servers[0].launch: --time-scale "fast" is not a positive number`) {
+		t.Errorf("got %v", err)
+	}
 }
 
 func TestResultsTableIsTheSeeds(t *testing.T) {

@@ -2,6 +2,7 @@ package rehearsal
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,6 +78,51 @@ func header(o Options, driver WaveDriver, start time.Time) *bundle.Results {
 
 func secondsDuration(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
+// TimeScaleArg is the --time-scale argument of a launch argv.
+type TimeScaleArg struct {
+	// Index is the element holding the value.
+	Index int
+	// Joined is true for the form --time-scale=X.
+	Joined bool
+	Value  float64
+}
+
+// FindTimeScale finds the --time-scale argument of a launch argv, written
+// "--time-scale X" or "--time-scale=X"; the last one counts, as in flag
+// parsing. A value that is not a positive number is an error.
+func FindTimeScale(argv []string) (TimeScaleArg, bool, error) {
+	var a TimeScaleArg
+	found := false
+	var raw string
+	for i, arg := range argv {
+		if v, ok := strings.CutPrefix(arg, "--time-scale="); ok {
+			a, raw, found = TimeScaleArg{Index: i, Joined: true}, v, true
+		} else if arg == "--time-scale" && i+1 < len(argv) {
+			a, raw, found = TimeScaleArg{Index: i + 1}, argv[i+1], true
+		}
+	}
+	if !found {
+		return a, false, nil
+	}
+	v, err := strconv.ParseFloat(raw, 64)
+	if err != nil || v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return a, true, fmt.Errorf("--time-scale %q is not a positive number", raw)
+	}
+	a.Value = v
+	return a, true, nil
+}
+
+// With returns a copy of argv with k as the time scale.
+func (a TimeScaleArg) With(argv []string, k float64) []string {
+	out := append([]string(nil), argv...)
+	v := strconv.FormatFloat(k, 'g', -1, 64)
+	if a.Joined {
+		v = "--time-scale=" + v
+	}
+	out[a.Index] = v
+	return out
+}
+
 // Simulation describes the simulated servers of a rehearsal (those with
 // `simulated:` set) for provenance, or nil when none is. The time scale is
 // read from their --time-scale argument; when they disagree, or one has
@@ -92,12 +138,10 @@ func Simulation(cfg *config.Rehearsal) *bundle.Simulation {
 		}
 		sim.Profiles[s.Name] = s.Simulated
 		scale := 1.0
-		for i, a := range s.Launch {
-			if v, ok := strings.CutPrefix(a, "--time-scale="); ok {
-				scale, _ = strconv.ParseFloat(v, 64)
-			} else if a == "--time-scale" && i+1 < len(s.Launch) {
-				scale, _ = strconv.ParseFloat(s.Launch[i+1], 64)
-			}
+		if a, found, err := FindTimeScale(s.Launch); err != nil {
+			scale = 0 // unknown: the note says the scales differ
+		} else if found {
+			scale = a.Value
 		}
 		scales = append(scales, scale)
 	}

@@ -39,6 +39,27 @@ servers:
 	}
 }
 
+func TestFindTimeScale(t *testing.T) {
+	for _, c := range []struct {
+		argv  []string
+		found bool
+		value float64
+		err   string
+	}{
+		{[]string{"sim", "--time-scale", "25"}, true, 25, ""},
+		{[]string{"sim", "--time-scale=0.5"}, true, 0.5, ""},
+		{[]string{"sim", "--time-scale=2", "--time-scale", "3"}, true, 3, ""},
+		{[]string{"sim"}, false, 0, ""},
+		{[]string{"sim", "--time-scale=-1"}, true, 0, `--time-scale "-1" is not a positive number`},
+		{[]string{"sim", "--time-scale", "x"}, true, 0, `--time-scale "x" is not a positive number`},
+	} {
+		a, found, err := FindTimeScale(c.argv)
+		if found != c.found || a.Value != c.value || (err == nil) != (c.err == "") || (err != nil && err.Error() != c.err) {
+			t.Errorf("%q: %+v %v %v", c.argv, a, found, err)
+		}
+	}
+}
+
 func TestWorkloadOfTheRehearsal(t *testing.T) {
 	cfg := parse(t, `model: {id: m}
 servers: [{name: v, launch: [vllm, "{port}"]}]
