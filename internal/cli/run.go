@@ -48,7 +48,9 @@ README.md with plots, SHA256SUMS; verify it; print the results table.
 
 A server that is not ready or dies is noted in the bundle and the run goes on
 with the next server (on_server_failure: continue) or stops (stop). Ctrl-C
-stops every server and writes the bundle of what finished (exit status 130).
+(or SIGTERM, SIGHUP, SIGQUIT) stops every server and writes the bundle of what
+finished (exit status 130); a second Ctrl-C sends SIGKILL to the servers'
+groups at once instead of waiting for their grace period.
 Exit status 1 when a server failed or the bundle does not verify, 2 for a bad
 rehearsal file (every problem is listed with its field path).`,
 		Example: `  rehearse run -f examples/simulated.yaml -o /tmp/sim
