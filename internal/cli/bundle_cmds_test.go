@@ -48,7 +48,7 @@ func TestVerifyCommand(t *testing.T) {
 	bundle.WriteResults(dir, res)
 	bundle.WriteSums(dir)
 	code, out, _ = run(t, "verify", dir)
-	if code != 1 || !strings.Contains(out, "results.json: server naive, concurrency 1: goodput_tok_s") {
+	if code != 1 || !strings.Contains(out, "results.json: server naive, 1 client: goodput_tok_s") {
 		t.Fatalf("verify of a tampered bundle: code %d, out %q", code, out)
 	}
 }
