@@ -193,9 +193,9 @@ func (r *runner) server(ctx context.Context, i int) bool {
 	s := r.cfg.Servers[i]
 	apiKey := ""
 	if s.APIKeyEnv != "" {
-		apiKey = os.Getenv(s.APIKeyEnv)
-		if apiKey == "" {
-			why := fmt.Sprintf("servers[%d].api_key_env: $%s is empty or not set", i, s.APIKeyEnv)
+		var err error
+		if apiKey, err = config.APIKey(s.APIKeyEnv); err != nil {
+			why := fmt.Sprintf("servers[%d].api_key_env: $%s: %v", i, s.APIKeyEnv, err)
 			r.note("server %s was not rehearsed: %s", s.Name, why)
 			r.fail(i, why)
 			return false

@@ -532,6 +532,18 @@ func readFileIfAny(path string) string {
 	return string(b)
 }
 
+// TestEmptyAPIKeyIsRefused: run reads api_key_env with the rule bench
+// applies to --api-key-env (config.APIKey).
+func TestEmptyAPIKeyIsRefused(t *testing.T) {
+	t.Setenv("REHEARSE_EMPTY_KEY", "")
+	r := newRun(t, model+"servers:\n  - name: remote\n    base_url: http://127.0.0.1:1\n    api_key_env: REHEARSE_EMPTY_KEY\n"+
+		"workload: {concurrencies: [1], repeats: 1, max_tokens: 8}\nmechanism_check: ~\n")
+	out := r.do(t, context.Background())
+	if len(out.Failed) != 1 || !strings.Contains(out.Failed[0], "servers[0].api_key_env: $REHEARSE_EMPTY_KEY: the variable is empty") {
+		t.Fatalf("failed = %q", out.Failed)
+	}
+}
+
 // TestRunningServerThatIsDown: a base_url server nobody listens on is named
 // in the failure (not "server").
 func TestRunningServerThatIsDown(t *testing.T) {
