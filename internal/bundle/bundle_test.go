@@ -339,7 +339,7 @@ func TestVerifyNamesOpenLoopLoadByRate(t *testing.T) {
 		res.Records = append(res.Records, contract.Record{Kind: contract.KindRecorded, Server: "batching", Wave: id,
 			IntendedStartS: 0.4 * float64(i), StartS: 0.4 * float64(i), FirstContentS: &one, EndS: 2, OutputTokens: 10, OK: true})
 	}
-	bundle.FixWallTimes(res)
+	bundle.FixWaveTimes(res)
 	res.Recompute()
 	last := &res.Aggregates[len(res.Aggregates)-1]
 	v := *last.Goodput.Median * 2

@@ -208,19 +208,24 @@ func DecodeJournal(in io.Reader) (*Results, error) {
 		r.MechanismCheck = mechanism
 	}
 	r.Notes = append(r.Notes, notes...)
-	FixWallTimes(&r)
+	FixWaveTimes(&r)
 	r.Recompute()
 	return &r, nil
 }
 
-// FixWallTimes sets each wave's wall_s from its records by the contract (the
-// largest end_s), for waves whose end was never journaled.
-func FixWallTimes(r *Results) {
+// FixWaveTimes sets each wave's wall_s (the largest end_s) and, for a closed
+// wave, its release spread from its records by the contract, for waves whose
+// end was never journaled or whose records were cut short.
+func FixWaveTimes(r *Results) {
 	byWave := map[int][]contract.Record{}
 	for _, rec := range r.Records {
 		byWave[rec.Wave] = append(byWave[rec.Wave], rec)
 	}
 	for i := range r.Waves {
-		r.Waves[i].WallS = contract.WaveWallS(byWave[r.Waves[i].ID])
+		recs := byWave[r.Waves[i].ID]
+		r.Waves[i].WallS = contract.WaveWallS(recs)
+		if r.Waves[i].Mode != contract.ModeOpen {
+			r.Waves[i].ReleaseSpreadS = contract.WaveReleaseSpreadS(recs)
+		}
 	}
 }

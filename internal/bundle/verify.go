@@ -120,7 +120,7 @@ func VerifyResults(res *Results) []Problem {
 				Field: fmt.Sprintf("waves[%d].wall_s", i), Msg: fmt.Sprintf("stored %v, largest end_s of its records is %v", w.WallS, want)})
 		}
 		if w.Mode != contract.ModeOpen {
-			want := releaseSpreadS(byWave[w.ID])
+			want := contract.WaveReleaseSpreadS(byWave[w.ID])
 			if !near(w.ReleaseSpreadS, want) {
 				probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Load: contract.KeyOf(w).LoadLabel(),
 					Field: fmt.Sprintf("waves[%d].release_spread_s", i), Msg: fmt.Sprintf("stored %v, last start_s minus first of its records is %v", w.ReleaseSpreadS, want)})
@@ -173,19 +173,6 @@ func VerifyResults(res *Results) []Problem {
 		}
 	}
 	return probs
-}
-
-// releaseSpreadS is a closed wave's release spread: the last start_s of its
-// records minus the first, 0 for a wave with none.
-func releaseSpreadS(records []contract.Record) float64 {
-	if len(records) == 0 {
-		return 0
-	}
-	lo, hi := records[0].StartS, records[0].StartS
-	for _, r := range records[1:] {
-		lo, hi = min(lo, r.StartS), max(hi, r.StartS)
-	}
-	return hi - lo
 }
 
 func near(a, b float64) bool {

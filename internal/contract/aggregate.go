@@ -151,6 +151,19 @@ func WaveWallS(records []Record) float64 {
 	return m
 }
 
+// WaveReleaseSpreadS is a closed wave's release spread by the contract: the
+// last start_s of its records minus the first, 0 for a wave with none.
+func WaveReleaseSpreadS(records []Record) float64 {
+	if len(records) == 0 {
+		return 0
+	}
+	lo, hi := records[0].StartS, records[0].StartS
+	for _, r := range records[1:] {
+		lo, hi = min(lo, r.StartS), max(hi, r.StartS)
+	}
+	return hi - lo
+}
+
 // TTFT returns first_content_s − start_s, or false when no content arrived.
 func (r Record) TTFT() (float64, bool) {
 	if r.FirstContentS == nil {

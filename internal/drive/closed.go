@@ -97,7 +97,7 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 
 	w.ClientCPUS = (cpuTime() - cpu0).Seconds()
 	w.WallS = contract.WaveWallS(records)
-	w.ReleaseSpreadS = releaseSpread(records)
+	w.ReleaseSpreadS = contract.WaveReleaseSpreadS(records)
 	w.Stopped = stopped(ctx)
 	d.count(w)
 	if err := d.journalWave(w); err != nil && tl.journalErr == nil {
@@ -105,16 +105,4 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 	}
 	d.progress(Event{Kind: WaveEnded, Wave: w, Done: tl.done, Failed: tl.failed, Total: n, Elapsed: time.Since(release)})
 	return WaveResult{Wave: w, Release: release, Records: records}, waveError(ctx, w, tl.journalErr)
-}
-
-// releaseSpread is the last start_s minus the first.
-func releaseSpread(records []contract.Record) float64 {
-	if len(records) == 0 {
-		return 0
-	}
-	lo, hi := records[0].StartS, records[0].StartS
-	for _, r := range records[1:] {
-		lo, hi = min(lo, r.StartS), max(hi, r.StartS)
-	}
-	return hi - lo
 }

@@ -36,7 +36,7 @@ func TestMarkdownSimulatedAndOpenLoop(t *testing.T) {
 		res.Records = append(res.Records, contract.Record{Kind: contract.KindRecorded, Server: "batching", Wave: id,
 			IntendedStartS: 0.4 * float64(i), StartS: 0.4*float64(i) + 0.002, FirstContentS: &one, EndS: 2, OutputTokens: 10, OK: true})
 	}
-	bundle.FixWallTimes(res)
+	bundle.FixWaveTimes(res)
 	res.Recompute()
 	md := string(Markdown(res, nil, nil))
 	for _, want := range []string{

@@ -52,7 +52,7 @@ func SeedLike() *bundle.Results {
 					StartedAt: anchor.Add(time.Duration(id) * time.Minute).Format(time.RFC3339Nano), Cold: rep == 0 && c == 1 && srv == "naive"}
 				recs := wave(rng, w, srv == "naive", res.Workload.TimeoutS)
 				w.WallS = contract.WaveWallS(recs)
-				w.ReleaseSpreadS = releaseSpread(recs)
+				w.ReleaseSpreadS = contract.WaveReleaseSpreadS(recs)
 				res.Waves = append(res.Waves, w)
 				res.Records = append(res.Records, recs...)
 				id++
@@ -62,7 +62,7 @@ func SeedLike() *bundle.Results {
 	mw := contract.Wave{ID: id, Server: "batching", Concurrency: 32, Kind: contract.KindMechanismCheck, Mode: contract.ModeClosed, StartedAt: anchor.Add(time.Hour).Format(time.RFC3339Nano)}
 	mrecs := wave(rng, mw, false, 60)
 	mw.WallS = contract.WaveWallS(mrecs)
-	mw.ReleaseSpreadS = releaseSpread(mrecs)
+	mw.ReleaseSpreadS = contract.WaveReleaseSpreadS(mrecs)
 	res.Waves = append(res.Waves, mw)
 	res.Records = append(res.Records, mrecs...)
 	mc := &bundle.MechanismCheck{Server: "batching", Metric: "vllm:num_requests_running", Concurrency: 32, PeriodS: 0.1, Wave: id}
@@ -84,15 +84,6 @@ func SeedLike() *bundle.Results {
 	res.Notes = []string{"Synthetic results made by package bundletest for tests."}
 	res.Recompute()
 	return res
-}
-
-// releaseSpread is the last start_s minus the first.
-func releaseSpread(recs []contract.Record) float64 {
-	lo, hi := recs[0].StartS, recs[0].StartS
-	for _, r := range recs {
-		lo, hi = min(lo, r.StartS), max(hi, r.StartS)
-	}
-	return hi - lo
 }
 
 // wave simulates one closed-loop wave: a serial server handles one request

@@ -163,14 +163,7 @@ func Results(o Options) *bundle.Results {
 
 func finish(w *contract.Wave, recs []contract.Record) {
 	w.WallS = contract.WaveWallS(recs)
-	lo, hi := 0.0, 0.0
-	for i, r := range recs {
-		if i == 0 || r.StartS < lo {
-			lo = r.StartS
-		}
-		hi = maxf(hi, r.StartS)
-	}
-	w.ReleaseSpreadS = hi - lo
+	w.ReleaseSpreadS = contract.WaveReleaseSpreadS(recs)
 }
 
 // wave generates the records of one closed-loop wave.
