@@ -433,7 +433,7 @@ func (r *runner) mechanismCheck(ctx context.Context, i int, t Target, proc *supe
 	}
 	mc := bundle.MechanismCheck{
 		Server: s.Name, Metric: m.Metric, Concurrency: m.Concurrency, PeriodS: period.Seconds(),
-		Wave: res.Wave.ID, Max: series.Max(), Series: series.Offsets(origin), Errors: series.Errors,
+		Wave: res.Wave.ID, Max: series.Max(), Series: series.Offsets(origin), Errors: series.Errors, NonFinite: series.NonFinite,
 	}
 	if mc.Series == nil {
 		mc.Series = [][2]float64{}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // ClosedWorkload is the closed-loop workload a prediction runs: waves of N
@@ -177,8 +178,9 @@ func Predict(p *Profile, w ClosedWorkload, o PredictOptions) (*Prediction, error
 		for rep := 1; rep <= w.Repeats; rep++ {
 			reqs := make([]*virtualRequest, n)
 			for c := range n {
-				pl := plans[c%len(w.Prompts)]
-				reqs[c] = &virtualRequest{client: c, prompt: c % len(w.Prompts), promptTokens: pl.promptTokens, outputTokens: pl.outputTokens}
+				prompt := workload.PromptIndex(c, len(w.Prompts))
+				pl := plans[prompt]
+				reqs[c] = &virtualRequest{client: c, prompt: prompt, promptTokens: pl.promptTokens, outputTokens: pl.outputTokens}
 			}
 			if err := runVirtualWave(p, reqs, w.TimeoutS); err != nil {
 				return nil, err
