@@ -15,7 +15,9 @@ import (
 
 // stopSignals stop a rehearsal cleanly: SIGHUP too, so that a dropped ssh
 // session still stops the servers' process groups and writes the bundle.
-var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+// SIGQUIT keeps Go's meaning (a goroutine dump), the way to see where a
+// rehearsal hangs.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 
 func main() {
 	again := make(chan os.Signal, 2)

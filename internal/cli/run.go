@@ -48,7 +48,7 @@ README.md with plots, SHA256SUMS; verify it; print the results table.
 
 A server that is not ready or dies is noted in the bundle and the run goes on
 with the next server (on_server_failure: continue) or stops (stop). Ctrl-C
-(or SIGTERM, SIGHUP, SIGQUIT) stops every server and writes the bundle of what
+(or SIGTERM, SIGHUP) stops every server and writes the bundle of what
 finished (exit status 130); a second Ctrl-C sends SIGKILL to the servers'
 groups at once instead of waiting for their grace period.
 Exit status 1 when a server failed or the bundle does not verify, 2 for a bad
