@@ -24,10 +24,24 @@ const (
 	ErrStreamMalformed = "stream_malformed"
 	ErrServerError     = "server_error"
 	ErrCanceled        = "canceled"
+	// ErrClient is a failure the load generator caused (out of file
+	// descriptors or ephemeral ports, a request it could not build): never
+	// the server's.
+	ErrClient = "client"
 )
 
 // ErrorKinds lists every failure kind a record may carry.
-var ErrorKinds = []string{ErrTimeout, ErrConnect, ErrHTTPStatus, ErrStreamTruncated, ErrStreamMalformed, ErrServerError, ErrCanceled}
+var ErrorKinds = []string{ErrTimeout, ErrConnect, ErrHTTPStatus, ErrStreamTruncated, ErrStreamMalformed, ErrServerError, ErrCanceled, ErrClient}
+
+// IsErrorKind reports whether kind is one of ErrorKinds.
+func IsErrorKind(kind string) bool {
+	for _, k := range ErrorKinds {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}
 
 // Record is one request attempt (SPEC §2). Times are seconds on the
 // monotonic clock relative to the release of the record's wave.
@@ -61,6 +75,11 @@ type Record struct {
 	UsageCompletionTokens *int   `json:"usage_completion_tokens"`
 	UsagePromptTokens     *int   `json:"usage_prompt_tokens"`
 	FinishReason          string `json:"finish_reason,omitempty"`
+	// Retried says why the request was sent a second time on a fresh
+	// connection, which is only done when no byte of the first attempt
+	// reached the server (e.g. "stale connection: closed by the server
+	// while idle"); "" when it was sent once.
+	Retried string `json:"retried,omitempty"`
 }
 
 // RequiredRecordFields are the JSON keys every record must carry; a decoder
