@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -19,6 +20,13 @@ const MinTailSamples = 20
 // above which an open-loop aggregate warns that the load generator, not only
 // the server, shaped the figures.
 const LatenessWarnS = 0.010
+
+// UsageDisagreementWarn is the relative difference between the medians of
+// the server's usage.completion_tokens and the re-tokenized output_tokens
+// of successful requests above which an aggregate warns. Re-tokenizing
+// decoded text moves a count by a few percent (text from random weights
+// re-tokenizes about 5 % longer); a wrong tokenizer moves it far more.
+const UsageDisagreementWarn = 0.10
 
 // Spread is a per-repeat figure summarized as median [min–max].
 type Spread struct {
@@ -288,7 +296,7 @@ func aggregate(k Key, waves []Wave, byWave map[int][]Record) Aggregate {
 		Failures: Failures{ByKind: map[string]int{}},
 		Warnings: []string{},
 	}
-	var goodput, reqRate, late []float64
+	var goodput, reqRate, late, usageTok, outTok []float64
 	var lat Latencies
 	successes := 0
 	for _, w := range waves {
@@ -311,6 +319,10 @@ func aggregate(k Key, waves []Wave, byWave map[int][]Record) Aggregate {
 			oks++
 			tokens += r.OutputTokens
 			lat.Add(r)
+			if r.UsageCompletionTokens != nil {
+				usageTok = append(usageTok, float64(*r.UsageCompletionTokens))
+				outTok = append(outTok, float64(r.OutputTokens))
+			}
 		}
 		successes += oks
 		a.OutputTokens += tokens
@@ -371,7 +383,29 @@ func aggregate(k Key, waves []Wave, byWave map[int][]Record) Aggregate {
 	if a.FailedWithContent > 0 {
 		a.Warnings = append(a.Warnings, fmt.Sprintf("%d failed requests had received content before failing (kept out of every latency)", a.FailedWithContent))
 	}
+	if n := a.Failures.ByKind[ErrClient]; n > 0 {
+		a.Warnings = append(a.Warnings, fmt.Sprintf("%d failures were the load generator's own (client), not the server's: the client ran out of descriptors or ports, or could not build the request", n))
+	}
+	if w := usageWarning(usageTok, outTok); w != "" {
+		a.Warnings = append(a.Warnings, w)
+	}
 	return a
+}
+
+// usageWarning compares the medians of the server's usage and of the
+// re-tokenized counts of the same requests, and names a disagreement
+// beyond UsageDisagreementWarn.
+func usageWarning(usage, counted []float64) string {
+	mu, mc := Median(usage), Median(counted)
+	if mu == nil || mc == nil || *mu <= 0 {
+		return ""
+	}
+	rel := (*mc - *mu) / *mu
+	if math.Abs(rel) <= UsageDisagreementWarn {
+		return ""
+	}
+	return fmt.Sprintf("the server's usage and the re-tokenized count disagree: median %s tokens by usage, %s re-tokenized (%+.0f%%): a wrong tokenizer, a model with random weights, or a server that counts differently",
+		strconv.FormatFloat(*mu, 'f', -1, 64), strconv.FormatFloat(*mc, 'f', -1, 64), rel*100)
 }
 
 func applySpeedup(aggs []Aggregate, baseline string) {
