@@ -132,8 +132,10 @@ func ReadResults(dir string) (*Results, error) {
 	return r, nil
 }
 
-// Decode parses results.json's bytes and checks the schema and that every
-// record has every required field.
+// Decode parses results.json's bytes and checks the schema, that every
+// record has every required field, and that waves and records keep SPEC §2;
+// results that break it come back with an *InvalidError that lists every
+// problem.
 func Decode(data []byte) (*Results, error) {
 	var head struct {
 		Schema  *string           `json:"schema"`
@@ -163,8 +165,8 @@ func Decode(data []byte) (*Results, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, describeJSONError(data, err)
 	}
-	if err := checkConsistency(&r); err != nil {
-		return nil, err
+	if probs := checkRecords(&r); len(probs) > 0 {
+		return nil, &InvalidError{Results: &r, Problems: probs}
 	}
 	return &r, nil
 }
@@ -184,41 +186,6 @@ func checkFields(raw json.RawMessage, required []string) error {
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("missing field %s", strings.Join(missing, ", "))
-	}
-	return nil
-}
-
-// checkConsistency rejects results whose records point at waves that do not
-// exist, or whose kind, server, concurrency or repeat disagree with their
-// wave's (aggregates group records by wave, so a disagreeing record would be
-// counted somewhere it does not say).
-func checkConsistency(r *Results) error {
-	waves := map[int]contract.Wave{}
-	for i, w := range r.Waves {
-		if _, dup := waves[w.ID]; dup {
-			return fmt.Errorf("waves[%d]: duplicate wave id %d", i, w.ID)
-		}
-		switch w.Kind {
-		case contract.KindRecorded, contract.KindWarmup, contract.KindMechanismCheck:
-		default:
-			return fmt.Errorf("waves[%d]: unknown kind %q", i, w.Kind)
-		}
-		waves[w.ID] = w
-	}
-	for i, rec := range r.Records {
-		w, ok := waves[rec.Wave]
-		if !ok {
-			return fmt.Errorf("records[%d]: wave %d does not exist", i, rec.Wave)
-		}
-		if rec.Kind != w.Kind || rec.Server != w.Server {
-			return fmt.Errorf("records[%d]: kind %q / server %q disagree with wave %d (%q / %q)", i, rec.Kind, rec.Server, w.ID, w.Kind, w.Server)
-		}
-		if rec.Concurrency != w.Concurrency || rec.Repeat != w.Repeat {
-			return fmt.Errorf("records[%d]: concurrency %d / repeat %d disagree with wave %d (%d / %d)", i, rec.Concurrency, rec.Repeat, w.ID, w.Concurrency, w.Repeat)
-		}
-		if !rec.OK && rec.ErrorKind == "" {
-			return fmt.Errorf("records[%d]: failed record without error_kind", i)
-		}
 	}
 	return nil
 }

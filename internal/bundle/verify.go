@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -49,13 +50,18 @@ const (
 )
 
 // Verify checks a bundle: every digest of SHA256SUMS, that every file is
-// listed, the schema and record fields of results.json, each wave's wall
-// time, the mechanism-check maximum, and every aggregate recomputed from the
+// listed, the schema of results.json and every wave and record against SPEC
+// §2, each wave's wall time, the mechanism-check maximum, and every aggregate recomputed from the
 // raw records. It returns the problems found (none: the bundle verifies).
 func Verify(dir string) []Problem {
 	var probs []Problem
 	probs = append(probs, verifySums(dir)...)
 	res, err := ReadResults(dir)
+	var invalid *InvalidError
+	if errors.As(err, &invalid) {
+		// VerifyResults reports each of its problems, with the rest.
+		res, err = invalid.Results, nil
+	}
 	if err != nil {
 		return append(probs, Problem{File: ResultsFile, Msg: trimPath(err.Error(), dir)})
 	}
@@ -101,10 +107,17 @@ func verifySums(dir string) []Problem {
 	return probs
 }
 
-// VerifyResults recomputes what results.json derives from its raw records
-// and reports every difference.
+// VerifyResults checks results.json's waves and records against SPEC §2,
+// recomputes what it derives from its raw records and reports every
+// difference.
 func VerifyResults(res *Results) []Problem {
-	var probs []Problem
+	probs := checkRecords(res)
+	switch s := res.Provenance.OutputTokensSource; s {
+	case "", SourceTokenizer, SourceUsage:
+	default:
+		probs = append(probs, Problem{File: ResultsFile, Field: "provenance.output_tokens_source",
+			Msg: fmt.Sprintf("%q is not %s or %s", s, SourceTokenizer, SourceUsage)})
+	}
 	byWave := map[int][]contract.Record{}
 	for _, r := range res.Records {
 		byWave[r.Wave] = append(byWave[r.Wave], r)

@@ -29,8 +29,8 @@ type Counter interface {
 
 // Output-token sources, for provenance.output_tokens_source.
 const (
-	SourceTokenizer = "tokenizer"
-	SourceUsage     = "usage"
+	SourceTokenizer = bundle.SourceTokenizer
+	SourceUsage     = bundle.SourceUsage
 )
 
 // EventKind says what a progress Event reports.
