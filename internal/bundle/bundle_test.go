@@ -293,7 +293,7 @@ func TestVerifyRecomputesStoredWaveAndWorkloadFields(t *testing.T) {
 	if len(msgs) != 2 {
 		t.Errorf("want 2 problems, got %q", joined)
 	}
-	for _, want := range []string{"waves[4].release_spread_s: stored", "workload.percentile_method: stored \"nearest rank\""} {
+	for _, want := range []string{"waves[4].release_spread_s: stored", "workload.percentile_method: \"nearest rank\" is not"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("problems %q do not contain %q", joined, want)
 		}
