@@ -305,3 +305,14 @@ func checkTimes(rec *contract.Record, bad func(field, format string, args ...any
 }
 
 func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// wavesByID maps wave ids to waves, the first of duplicates.
+func wavesByID(waves []contract.Wave) map[int]contract.Wave {
+	m := make(map[int]contract.Wave, len(waves))
+	for _, w := range waves {
+		if _, dup := m[w.ID]; !dup {
+			m[w.ID] = w
+		}
+	}
+	return m
+}

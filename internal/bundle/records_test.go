@@ -3,6 +3,7 @@ package bundle
 import (
 	"math"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rehearse/rehearse/internal/contract"
@@ -138,5 +139,45 @@ func TestCheckRecord(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// countingCounter counts words and how many texts it was asked to count.
+type countingCounter struct{ calls atomic.Int64 }
+
+func (c *countingCounter) Count(text string) int {
+	c.calls.Add(1)
+	return len(strings.Fields(text))
+}
+
+// Re-counting is one pass over the records, shared among the cores: each
+// text is counted once, whatever the number of records.
+func TestRecountCountsEachTextOnce(t *testing.T) {
+	for _, n := range []int{1, 255, 256, 1000, 4099} {
+		res := &Results{}
+		for i := range n {
+			rec := validRecord()
+			if i%7 == 3 {
+				rec.OutputTokens = 4 // a miscount
+			}
+			res.Records = append(res.Records, rec)
+		}
+		var c countingCounter
+		bad := recount(res, &c)
+		if got := c.calls.Load(); got != int64(n) {
+			t.Errorf("%d records: %d texts counted", n, got)
+		}
+		want := 0
+		for i := range n {
+			if i%7 == 3 {
+				if want >= len(bad) || bad[want].index != i || bad[want].count != 3 {
+					t.Fatalf("%d records: miscounts %v, want record %d (count 3) next", n, bad, i)
+				}
+				want++
+			}
+		}
+		if want != len(bad) {
+			t.Errorf("%d records: %d miscounts, want %d", n, len(bad), want)
+		}
 	}
 }

@@ -49,14 +49,46 @@ const (
 	absTol = 1e-12
 )
 
-// Verify checks a bundle: every digest of SHA256SUMS, that every file is
-// listed, the schema of results.json and every wave and record against SPEC
-// §2, each wave's wall time, the mechanism-check maximum, and every
-// aggregate recomputed from the raw records. It returns the problems found
-// (none: the bundle verifies).
+// Verify checks a bundle as VerifyWith does with no options: output_tokens
+// are not re-counted.
 func Verify(dir string) []Problem {
-	var probs []Problem
-	probs = append(probs, verifySums(dir)...)
+	return VerifyWith(dir, Options{}).Problems
+}
+
+// Counter counts the tokens of a text as the pinned tokenizer does (no
+// special tokens added). It must be safe for concurrent use.
+type Counter interface {
+	Count(text string) int
+}
+
+// Options are what verification may use beyond the bundle itself.
+type Options struct {
+	// Tokenizer returns a Counter for the tokenizer that provenance names
+	// (provenance.tokenizer.sha256), or an error saying why none is at
+	// hand. Nil: output_tokens are not re-counted.
+	Tokenizer func(Provenance) (Counter, error)
+}
+
+// Report is what verification found.
+type Report struct {
+	// Problems are what is wrong, one per line; none: the bundle verifies.
+	Problems []Problem
+	// Notes say what was checked beyond digests and aggregates, or could
+	// not be and why ("output_tokens not re-counted: ...").
+	Notes []string
+	// Records, Waves and Aggregates count what results.json holds.
+	Records, Waves, Aggregates int
+}
+
+// VerifyWith checks a bundle: every digest of SHA256SUMS, that every file is
+// listed, the schema of results.json and every wave and record against SPEC
+// §2, each wave's wall time, the mechanism-check maximum, every aggregate
+// recomputed from the raw records, and every output_tokens re-counted from
+// its text (with o.Tokenizer) or checked against the usage it was taken
+// from.
+func VerifyWith(dir string, o Options) Report {
+	var rep Report
+	rep.Problems = append(rep.Problems, verifySums(dir)...)
 	res, err := ReadResults(dir)
 	var invalid *InvalidError
 	if errors.As(err, &invalid) {
@@ -64,10 +96,17 @@ func Verify(dir string) []Problem {
 		res, err = invalid.Results, nil
 	}
 	if err != nil {
-		return append(probs, Problem{File: ResultsFile, Msg: trimPath(err.Error(), dir)})
+		rep.Problems = append(rep.Problems, Problem{File: ResultsFile, Msg: trimPath(err.Error(), dir)})
+		return rep
 	}
-	probs = append(probs, VerifyResults(res)...)
-	return probs
+	rep.Records, rep.Waves, rep.Aggregates = len(res.Records), len(res.Waves), len(res.Aggregates)
+	rep.Problems = append(rep.Problems, VerifyResults(res)...)
+	probs, note := recountTokens(res, o)
+	rep.Problems = append(rep.Problems, probs...)
+	if note != "" {
+		rep.Notes = append(rep.Notes, note)
+	}
+	return rep
 }
 
 func trimPath(msg, dir string) string {
@@ -110,7 +149,7 @@ func verifySums(dir string) []Problem {
 
 // VerifyResults checks results.json's waves and records against SPEC §2,
 // recomputes what it derives from its raw records and reports every
-// difference.
+// difference. It does not re-count tokens (VerifyWith does).
 func VerifyResults(res *Results) []Problem {
 	probs := checkRecords(res)
 	probs = append(probs, checkHeader(res)...)

@@ -22,10 +22,9 @@ type Target struct {
 	ExtraBody    map[string]any
 }
 
-// Counter counts the tokens of a text (a *tokenizer.Tokenizer satisfies it).
-type Counter interface {
-	Count(text string) int
-}
+// Counter counts the tokens of a text (a *tokenizer.Tokenizer satisfies
+// it); verify re-counts with the same interface.
+type Counter = bundle.Counter
 
 // Output-token sources, for provenance.output_tokens_source.
 const (
