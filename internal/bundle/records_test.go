@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"math"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -139,6 +140,44 @@ func TestCheckRecord(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// recordsEqual lists contract.Record's fields by hand; a field added to the
+// record must be added there too, or journal comparison would miss it.
+func TestRecordsEqualSeesEveryField(t *testing.T) {
+	base := validRecord()
+	typ := reflect.TypeOf(base)
+	for i := range typ.NumField() {
+		changed := validRecord()
+		f := reflect.ValueOf(&changed).Elem().Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString(f.String() + "x")
+		case reflect.Int:
+			f.SetInt(f.Int() + 1)
+		case reflect.Float64:
+			f.SetFloat(f.Float() + 1)
+		case reflect.Bool:
+			f.SetBool(!f.Bool())
+		case reflect.Pointer:
+			f.Set(reflect.Zero(f.Type()))
+		case reflect.Slice:
+			f.Set(reflect.Append(f, reflect.Zero(f.Type().Elem())))
+		default:
+			t.Fatalf("field %s: kind %s not handled by this test", typ.Field(i).Name, f.Kind())
+		}
+		if recordsEqual(&base, &changed) {
+			t.Errorf("recordsEqual does not see a change of %s", typ.Field(i).Name)
+		}
+	}
+	same := validRecord()
+	if !recordsEqual(&base, &same) {
+		t.Error("equal records compare unequal")
+	}
+	same.ChunkTimesS, base.ChunkTimesS = nil, []float64{}
+	if !recordsEqual(&base, &same) {
+		t.Error("a null chunk_times_s and an empty one compare unequal")
 	}
 }
 

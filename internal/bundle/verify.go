@@ -83,9 +83,10 @@ type Report struct {
 // VerifyWith checks a bundle: every digest of SHA256SUMS, that every file is
 // listed, the schema of results.json and every wave and record against SPEC
 // §2, each wave's wall time, the mechanism-check maximum, every aggregate
-// recomputed from the raw records, and every output_tokens re-counted from
-// its text (with o.Tokenizer) or checked against the usage it was taken
-// from.
+// recomputed from the raw records, every output_tokens re-counted from its
+// text (with o.Tokenizer) or checked against the usage it was taken from,
+// and, when the bundle keeps its journal, that journal.jsonl holds the
+// records and waves results.json does.
 func VerifyWith(dir string, o Options) Report {
 	var rep Report
 	rep.Problems = append(rep.Problems, verifySums(dir)...)
@@ -106,6 +107,7 @@ func VerifyWith(dir string, o Options) Report {
 	if note != "" {
 		rep.Notes = append(rep.Notes, note)
 	}
+	rep.Problems = append(rep.Problems, compareJournal(dir, res)...)
 	return rep
 }
 
