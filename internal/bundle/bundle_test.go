@@ -293,7 +293,7 @@ func TestVerifyRecomputesStoredWaveAndWorkloadFields(t *testing.T) {
 	if len(msgs) != 2 {
 		t.Errorf("want 2 problems, got %q", joined)
 	}
-	for _, want := range []string{"waves[4].release_spread_s: stored", "workload.percentile_method: stored \"nearest rank\""} {
+	for _, want := range []string{"waves[4].release_spread_s: stored", "workload.percentile_method: \"nearest rank\" is not"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("problems %q do not contain %q", joined, want)
 		}
@@ -306,8 +306,8 @@ func TestReadResultsRejectsRecordDisagreeingWithWave(t *testing.T) {
 		edit func(*contract.Record)
 		want string
 	}{
-		{"concurrency", func(r *contract.Record) { r.Concurrency = 64 }, "records[3]: concurrency 64 / repeat 0 disagree with wave 3 (8 / 0)"},
-		{"repeat", func(r *contract.Record) { r.Repeat = 2 }, "records[3]: concurrency 8 / repeat 2 disagree with wave 3 (8 / 0)"},
+		{"concurrency", func(r *contract.Record) { r.Concurrency = 64 }, "records[3].concurrency: 64, its wave 3 says 8"},
+		{"repeat", func(r *contract.Record) { r.Repeat = 2 }, "records[3].repeat: 2, its wave 3 says 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := bundletest.SeedLike()
@@ -333,11 +333,14 @@ func TestEncodeNamesNonFiniteMechanismValue(t *testing.T) {
 func TestVerifyNamesOpenLoopLoadByRate(t *testing.T) {
 	res := bundletest.SeedLike()
 	id := len(res.Waves)
-	res.Waves = append(res.Waves, contract.Wave{ID: id, Server: "batching", Kind: contract.KindRecorded, Mode: contract.ModeOpen, RequestRateRPS: 2.5})
-	one := 0.3
+	res.Waves = append(res.Waves, contract.Wave{ID: id, Server: "batching", Kind: contract.KindRecorded, Mode: contract.ModeOpen, RequestRateRPS: 2.5,
+		StartedAt: "2026-11-30T14:00:00Z"})
 	for i := 0; i < 3; i++ {
+		start := 0.4 * float64(i)
+		first := start + 0.3
 		res.Records = append(res.Records, contract.Record{Kind: contract.KindRecorded, Server: "batching", Wave: id,
-			IntendedStartS: 0.4 * float64(i), StartS: 0.4 * float64(i), FirstContentS: &one, EndS: 2, OutputTokens: 10, OK: true})
+			IntendedStartS: start, StartS: start, FirstContentS: &first, ChunkTimesS: []float64{first, 2}, EndS: 2,
+			Text: " the the", OutputTokens: 2, OK: true, FinishReason: "stop"})
 	}
 	bundle.FixWaveTimes(res)
 	res.Recompute()

@@ -2,13 +2,17 @@ package bundle_test
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/tokenizer"
 )
 
 // The bundles committed under rehearsals/ are evidence: they must keep
-// verifying (digests, schema, every aggregate recomputed) as the code moves.
+// verifying (digests, schema, every record, every aggregate recomputed, every
+// output_tokens re-counted with the tokenizer their provenance names) as the
+// code moves.
 func TestCommittedBundlesVerify(t *testing.T) {
 	sums, err := filepath.Glob("../../rehearsals/*/SHA256SUMS")
 	if err != nil {
@@ -17,10 +21,21 @@ func TestCommittedBundlesVerify(t *testing.T) {
 	if len(sums) == 0 {
 		t.Fatal("no committed bundle found under rehearsals/")
 	}
+	find := func(p bundle.Provenance) (bundle.Counter, error) {
+		tok, err := tokenizer.Find(tokenizer.Want{SHA256: p.Tokenizer.SHA256, Variant: p.Tokenizer.Variant})
+		if err != nil {
+			return nil, err
+		}
+		return tok, nil
+	}
 	for _, s := range sums {
 		dir := filepath.Dir(s)
-		for _, p := range bundle.Verify(dir) {
+		rep := bundle.VerifyWith(dir, bundle.Options{Tokenizer: find})
+		for _, p := range rep.Problems {
 			t.Errorf("%s: %s", dir, p)
+		}
+		if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "re-counted from their text") {
+			t.Errorf("%s: output_tokens must be re-counted, notes say %q", dir, rep.Notes)
 		}
 	}
 }

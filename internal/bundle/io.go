@@ -132,13 +132,16 @@ func ReadResults(dir string) (*Results, error) {
 	return r, nil
 }
 
-// Decode parses results.json's bytes and checks the schema and that every
-// record has every required field.
+// Decode parses results.json's bytes and checks the schema, that every
+// record and wave has every required field (a wave's id, where absent, is
+// its index in waves), and that waves and records keep SPEC §2; results
+// that break it come back with an *InvalidError that lists every problem.
 func Decode(data []byte) (*Results, error) {
 	var head struct {
-		Schema  *string           `json:"schema"`
-		Records []json.RawMessage `json:"records"`
-		Waves   []json.RawMessage `json:"waves"`
+		Schema     *string           `json:"schema"`
+		Records    []json.RawMessage `json:"records"`
+		Waves      []json.RawMessage `json:"waves"`
+		Aggregates []json.RawMessage `json:"aggregates"`
 	}
 	if err := json.Unmarshal(data, &head); err != nil {
 		return nil, describeJSONError(data, err)
@@ -150,31 +153,50 @@ func Decode(data []byte) (*Results, error) {
 		return nil, fmt.Errorf("unknown schema %q (this rehearse reads %q)", *head.Schema, Schema)
 	}
 	for i, raw := range head.Records {
-		if err := checkFields(raw, contract.RequiredRecordFields); err != nil {
+		if _, err := checkFields(raw, contract.RequiredRecordFields); err != nil {
 			return nil, fmt.Errorf("records[%d]: %w", i, err)
 		}
 	}
+	keys := &storedKeys{waves: make([]map[string]bool, len(head.Waves)), aggregates: make([]map[string]bool, len(head.Aggregates))}
 	for i, raw := range head.Waves {
-		if err := checkFields(raw, requiredWaveFields); err != nil {
+		m, err := checkFields(raw, requiredWaveFields)
+		if err != nil {
 			return nil, fmt.Errorf("waves[%d]: %w", i, err)
 		}
+		keys.waves[i] = keySet(m)
+	}
+	for i, raw := range head.Aggregates {
+		m, err := checkFields(raw, nil)
+		if err != nil {
+			return nil, fmt.Errorf("aggregates[%d]: %w", i, err)
+		}
+		keys.aggregates[i] = keySet(m)
 	}
 	var r Results
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, describeJSONError(data, err)
 	}
-	if err := checkConsistency(&r); err != nil {
-		return nil, err
+	for i := range r.Waves {
+		if !keys.waves[i]["id"] {
+			r.Waves[i].ID = i
+		}
+	}
+	r.stored = keys
+	if probs := checkRecords(&r); len(probs) > 0 {
+		return nil, &InvalidError{Results: &r, Problems: probs}
 	}
 	return &r, nil
 }
 
-var requiredWaveFields = []string{"id", "server", "concurrency", "repeat", "kind", "started_at", "wall_s", "cold"}
+// requiredWaveFields are SPEC §4a's fields of a wave; id is optional.
+var requiredWaveFields = []string{"server", "concurrency", "repeat", "kind", "started_at", "wall_s", "cold"}
 
-func checkFields(raw json.RawMessage, required []string) error {
+// checkFields decodes a JSON object, or says which of the required keys it
+// lacks.
+func checkFields(raw json.RawMessage, required []string) (map[string]json.RawMessage, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return fmt.Errorf("not an object: %v", err)
+		return nil, fmt.Errorf("not an object: %v", err)
 	}
 	var missing []string
 	for _, f := range required {
@@ -183,44 +205,18 @@ func checkFields(raw json.RawMessage, required []string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("missing field %s", strings.Join(missing, ", "))
+		return nil, fmt.Errorf("missing field %s", strings.Join(missing, ", "))
 	}
-	return nil
+	return m, nil
 }
 
-// checkConsistency rejects results whose records point at waves that do not
-// exist, or whose kind, server, concurrency or repeat disagree with their
-// wave's (aggregates group records by wave, so a disagreeing record would be
-// counted somewhere it does not say).
-func checkConsistency(r *Results) error {
-	waves := map[int]contract.Wave{}
-	for i, w := range r.Waves {
-		if _, dup := waves[w.ID]; dup {
-			return fmt.Errorf("waves[%d]: duplicate wave id %d", i, w.ID)
-		}
-		switch w.Kind {
-		case contract.KindRecorded, contract.KindWarmup, contract.KindMechanismCheck:
-		default:
-			return fmt.Errorf("waves[%d]: unknown kind %q", i, w.Kind)
-		}
-		waves[w.ID] = w
+// keySet is the set of an object's keys.
+func keySet(m map[string]json.RawMessage) map[string]bool {
+	keys := make(map[string]bool, len(m))
+	for k := range m {
+		keys[k] = true
 	}
-	for i, rec := range r.Records {
-		w, ok := waves[rec.Wave]
-		if !ok {
-			return fmt.Errorf("records[%d]: wave %d does not exist", i, rec.Wave)
-		}
-		if rec.Kind != w.Kind || rec.Server != w.Server {
-			return fmt.Errorf("records[%d]: kind %q / server %q disagree with wave %d (%q / %q)", i, rec.Kind, rec.Server, w.ID, w.Kind, w.Server)
-		}
-		if rec.Concurrency != w.Concurrency || rec.Repeat != w.Repeat {
-			return fmt.Errorf("records[%d]: concurrency %d / repeat %d disagree with wave %d (%d / %d)", i, rec.Concurrency, rec.Repeat, w.ID, w.Concurrency, w.Repeat)
-		}
-		if !rec.OK && rec.ErrorKind == "" {
-			return fmt.Errorf("records[%d]: failed record without error_kind", i)
-		}
-	}
-	return nil
+	return keys
 }
 
 // describeJSONError turns a decoding error into a message with a line number.

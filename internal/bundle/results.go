@@ -1,6 +1,8 @@
 package bundle
 
 import (
+	"encoding/json"
+
 	"github.com/rehearse/rehearse/internal/contract"
 )
 
@@ -33,6 +35,28 @@ type Results struct {
 	// by `rehearse annotate`; it derives from nothing and verify leaves it
 	// alone.
 	OperatorNotes string `json:"operator_notes,omitempty"`
+
+	// stored holds the keys the decoded results.json carried (nil for
+	// results built in memory).
+	stored *storedKeys
+}
+
+// storedKeys are the keys of each wave and aggregate of a decoded
+// results.json. SPEC §4a lets a file carry only the fields it lists: verify
+// checks a field beyond that list only where it was stored.
+type storedKeys struct {
+	waves, aggregates []map[string]bool
+}
+
+// waveHas reports whether waves[i] carried key; true where nothing is known.
+func (r *Results) waveHas(i int, key string) bool {
+	return r.stored == nil || i >= len(r.stored.waves) || r.stored.waves[i][key]
+}
+
+// aggregateHas reports whether aggregates[i] carried key; true where nothing
+// is known.
+func (r *Results) aggregateHas(i int, key string) bool {
+	return r.stored == nil || i >= len(r.stored.aggregates) || r.stored.aggregates[i][key]
 }
 
 // Provenance says what produced the figures: tool, time, machine, model,
@@ -59,6 +83,21 @@ type Tool struct {
 	Version   string `json:"version"`
 	Commit    string `json:"commit"`
 	GoVersion string `json:"go_version"`
+}
+
+// UnmarshalJSON reads the object rehearse writes or, as other tools write
+// provenance.tool, a string ("vllm-bench-convert 0.3"), kept as Name.
+func (t *Tool) UnmarshalJSON(data []byte) error {
+	if len(data) > 0 && data[0] == '"' {
+		var name string
+		if err := json.Unmarshal(data, &name); err != nil {
+			return err
+		}
+		*t = Tool{Name: name}
+		return nil
+	}
+	type object Tool
+	return json.Unmarshal(data, (*object)(t))
 }
 
 // Host describes the machine the load generator ran on.

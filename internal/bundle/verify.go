@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -48,19 +49,66 @@ const (
 	absTol = 1e-12
 )
 
-// Verify checks a bundle: every digest of SHA256SUMS, that every file is
-// listed, the schema and record fields of results.json, each wave's wall
-// time, the mechanism-check maximum, and every aggregate recomputed from the
-// raw records. It returns the problems found (none: the bundle verifies).
+// Verify checks a bundle as VerifyWith does with no options: output_tokens
+// are not re-counted.
 func Verify(dir string) []Problem {
-	var probs []Problem
-	probs = append(probs, verifySums(dir)...)
+	return VerifyWith(dir, Options{}).Problems
+}
+
+// Counter counts the tokens of a text as the pinned tokenizer does (no
+// special tokens added). It must be safe for concurrent use.
+type Counter interface {
+	Count(text string) int
+}
+
+// Options are what verification may use beyond the bundle itself.
+type Options struct {
+	// Tokenizer returns a Counter for the tokenizer that provenance names
+	// (provenance.tokenizer.sha256), or an error saying why none is at
+	// hand. Nil: output_tokens are not re-counted.
+	Tokenizer func(Provenance) (Counter, error)
+}
+
+// Report is what verification found.
+type Report struct {
+	// Problems are what is wrong, one per line; none: the bundle verifies.
+	Problems []Problem
+	// Notes say what was checked beyond digests and aggregates, or could
+	// not be and why ("output_tokens not re-counted: ...").
+	Notes []string
+	// Records, Waves and Aggregates count what results.json holds.
+	Records, Waves, Aggregates int
+}
+
+// VerifyWith checks a bundle: every digest of SHA256SUMS, that every file is
+// listed, the schema of results.json and every wave and record against SPEC
+// §2, each wave's wall time, the mechanism-check maximum, every aggregate
+// recomputed from the raw records, every output_tokens re-counted from its
+// text (with o.Tokenizer) or checked against the usage it was taken from,
+// and, when the bundle keeps its journal, that journal.jsonl holds the
+// records and waves results.json does.
+func VerifyWith(dir string, o Options) Report {
+	var rep Report
+	rep.Problems = append(rep.Problems, verifySums(dir)...)
 	res, err := ReadResults(dir)
-	if err != nil {
-		return append(probs, Problem{File: ResultsFile, Msg: trimPath(err.Error(), dir)})
+	var invalid *InvalidError
+	if errors.As(err, &invalid) {
+		// VerifyResults reports each of its problems, with the rest.
+		res, err = invalid.Results, nil
 	}
-	probs = append(probs, VerifyResults(res)...)
-	return probs
+	if err != nil {
+		rep.Problems = append(rep.Problems, Problem{File: ResultsFile, Msg: trimPath(err.Error(), dir)})
+		return rep
+	}
+	rep.Records, rep.Waves, rep.Aggregates = len(res.Records), len(res.Waves), len(res.Aggregates)
+	rep.Problems = append(rep.Problems, VerifyResults(res)...)
+	probs, note := recountTokens(res, o)
+	rep.Problems = append(rep.Problems, probs...)
+	if note != "" {
+		rep.Notes = append(rep.Notes, note)
+	}
+	rep.Problems = append(rep.Problems, compareJournal(dir, res)...)
+	return rep
 }
 
 func trimPath(msg, dir string) string {
@@ -101,17 +149,43 @@ func verifySums(dir string) []Problem {
 	return probs
 }
 
-// VerifyResults recomputes what results.json derives from its raw records
-// and reports every difference.
+// VerifyResults checks results.json's waves and records against SPEC §2,
+// recomputes what it derives from its raw records and reports every
+// difference. It does not re-count tokens (VerifyWith does).
 func VerifyResults(res *Results) []Problem {
+	probs := checkRecords(res)
+	probs = append(probs, checkHeader(res)...)
+	probs = append(probs, checkWaveTimes(res)...)
+	probs = append(probs, checkMechanism(res)...)
+	probs = append(probs, checkAggregates(res)...)
+	return probs
+}
+
+// checkHeader checks the workload and provenance fields the figures depend
+// on: the percentile method they were computed with and what output_tokens
+// counts.
+func checkHeader(res *Results) []Problem {
+	var probs []Problem
+	if m := res.Workload.PercentileMethod; m != "" && !contract.IsPercentileMethod(m) {
+		probs = append(probs, Problem{File: ResultsFile, Field: "workload.percentile_method",
+			Msg: fmt.Sprintf("%q is not linear interpolation between closest ranks (type 7), the method every figure is recomputed with", m)})
+	}
+	switch s := res.Provenance.OutputTokensSource; s {
+	case "", SourceTokenizer, SourceUsage:
+	default:
+		probs = append(probs, Problem{File: ResultsFile, Field: "provenance.output_tokens_source",
+			Msg: fmt.Sprintf("%q is not %s or %s", s, SourceTokenizer, SourceUsage)})
+	}
+	return probs
+}
+
+// checkWaveTimes recomputes each wave's wall_s and, where stored, a closed
+// wave's release_spread_s.
+func checkWaveTimes(res *Results) []Problem {
 	var probs []Problem
 	byWave := map[int][]contract.Record{}
 	for _, r := range res.Records {
 		byWave[r.Wave] = append(byWave[r.Wave], r)
-	}
-	if m := res.Workload.PercentileMethod; m != contract.PercentileMethod {
-		probs = append(probs, Problem{File: ResultsFile, Field: "workload.percentile_method",
-			Msg: fmt.Sprintf("stored %q, the contract's method is %q", m, contract.PercentileMethod)})
 	}
 	for i, w := range res.Waves {
 		want := contract.WaveWallS(byWave[w.ID])
@@ -119,7 +193,7 @@ func VerifyResults(res *Results) []Problem {
 			probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Load: contract.KeyOf(w).LoadLabel(),
 				Field: fmt.Sprintf("waves[%d].wall_s", i), Msg: fmt.Sprintf("stored %v, largest end_s of its records is %v", w.WallS, want)})
 		}
-		if w.Mode != contract.ModeOpen {
+		if w.Mode != contract.ModeOpen && res.waveHas(i, "release_spread_s") {
 			want := contract.WaveReleaseSpreadS(byWave[w.ID])
 			if !near(w.ReleaseSpreadS, want) {
 				probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Load: contract.KeyOf(w).LoadLabel(),
@@ -127,44 +201,69 @@ func VerifyResults(res *Results) []Problem {
 			}
 		}
 	}
-	if m := res.MechanismCheck; m != nil {
-		var max *float64
-		for _, s := range m.Series {
-			if max == nil || s[1] > *max {
-				v := s[1]
-				max = &v
-			}
-		}
-		if !closePtr(m.Max, max) {
-			probs = append(probs, Problem{File: ResultsFile, Server: m.Server, Field: "mechanism_check.max",
-				Msg: fmt.Sprintf("stored %s, series maximum %s", fmtPtr(m.Max), fmtPtr(max))})
+	return probs
+}
+
+func checkMechanism(res *Results) []Problem {
+	m := res.MechanismCheck
+	if m == nil {
+		return nil
+	}
+	var max *float64
+	for _, s := range m.Series {
+		if max == nil || s[1] > *max {
+			v := s[1]
+			max = &v
 		}
 	}
+	if !closePtr(m.Max, max) {
+		return []Problem{{File: ResultsFile, Server: m.Server, Field: "mechanism_check.max",
+			Msg: fmt.Sprintf("stored %s, series maximum %s", fmtPtr(m.Max), fmtPtr(max))}}
+	}
+	return nil
+}
+
+// aggregateFields are SPEC §4a's fields of an aggregate: a stored aggregate
+// must carry them; any other field is checked where it was stored.
+var aggregateFields = map[string]bool{
+	"server": true, "concurrency": true, "goodput_tok_s": true,
+	"ttft_s": true, "tpot_s": true, "itl_s": true, "e2e_s": true,
+	"failures": true, "failed_with_content": true, "speedup_vs_baseline": true, "warnings": true,
+}
+
+// checkAggregates recomputes every aggregate from the records and compares
+// it with the stored one, field by field.
+func checkAggregates(res *Results) []Problem {
+	var probs []Problem
 	want := contract.Aggregates(res.Waves, res.Records, res.ServerNames(), res.BaselineName())
-	got := map[contract.Key]contract.Aggregate{}
-	first := map[contract.Key]int{}
+	got := map[contract.Key]int{}
 	for i, a := range res.Aggregates {
 		k := a.Key()
-		if j, dup := first[k]; dup {
+		if j, dup := got[k]; dup {
 			probs = append(probs, Problem{File: ResultsFile, Server: a.Server, Load: a.LoadLabel(),
 				Field: fmt.Sprintf("aggregates[%d]", i), Msg: fmt.Sprintf("duplicate of aggregates[%d]", j)})
 			continue
 		}
-		first[k] = i
-		got[k] = a
+		got[k] = i
 	}
 	wantKeys := map[contract.Key]bool{}
 	for _, w := range want {
 		k := w.Key()
 		wantKeys[k] = true
 		load := w.LoadLabel()
-		g, ok := got[k]
+		i, ok := got[k]
 		if !ok {
 			probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Load: load, Field: "aggregates", Msg: "missing: the records have this population but no aggregate does"})
 			continue
 		}
-		for _, d := range diffJSON(g, w) {
-			probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Load: load, Field: d.path, Msg: d.msg})
+		for _, d := range diffJSON(res.Aggregates[i], w) {
+			top, _, _ := strings.Cut(d.path, ".")
+			top, _, _ = strings.Cut(top, "[")
+			if !aggregateFields[top] && !res.aggregateHas(i, top) {
+				continue
+			}
+			probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Load: load, Field: d.path,
+				Msg: fmt.Sprintf("stored %s, recomputed %s", d.a, d.b)})
 		}
 	}
 	for _, a := range res.Aggregates {
@@ -197,27 +296,30 @@ func fmtPtr(v *float64) string {
 	return fmt.Sprint(*v)
 }
 
-type diff struct{ path, msg string }
+// diff is one difference between two JSON values: its path and the two
+// sides, as short JSON.
+type diff struct{ path, a, b string }
 
-// diffJSON compares the JSON forms of stored and recomputed values, numbers
-// within tolerance, and names each difference by its JSON path.
-func diffJSON(stored, recomputed any) []diff {
-	var a, b any
-	ja, _ := json.Marshal(stored)
-	jb, _ := json.Marshal(recomputed)
-	_ = json.Unmarshal(ja, &a)
-	_ = json.Unmarshal(jb, &b)
+// diffJSON compares the JSON forms of two values, numbers within tolerance,
+// and names each difference by its JSON path.
+func diffJSON(a, b any) []diff {
+	var av, bv any
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	_ = json.Unmarshal(ja, &av)
+	_ = json.Unmarshal(jb, &bv)
 	var out []diff
-	walkDiff("", a, b, &out)
+	walkDiff("", av, bv, &out)
 	return out
 }
 
 func walkDiff(path string, a, b any, out *[]diff) {
+	differ := func() { *out = append(*out, diff{path, short(a), short(b)}) }
 	switch bv := b.(type) {
 	case map[string]any:
 		av, ok := a.(map[string]any)
 		if !ok {
-			*out = append(*out, diff{path, fmt.Sprintf("stored %s, recomputed %s", short(a), short(b))})
+			differ()
 			return
 		}
 		keys := map[string]bool{}
@@ -238,7 +340,7 @@ func walkDiff(path string, a, b any, out *[]diff) {
 	case []any:
 		av, ok := a.([]any)
 		if !ok || len(av) != len(bv) {
-			*out = append(*out, diff{path, fmt.Sprintf("stored %s, recomputed %s", short(a), short(b))})
+			differ()
 			return
 		}
 		for i := range bv {
@@ -247,11 +349,11 @@ func walkDiff(path string, a, b any, out *[]diff) {
 	case float64:
 		av, ok := a.(float64)
 		if !ok || !near(av, bv) {
-			*out = append(*out, diff{path, fmt.Sprintf("stored %s, recomputed %s", short(a), short(b))})
+			differ()
 		}
 	default:
 		if fmt.Sprint(a) != fmt.Sprint(b) {
-			*out = append(*out, diff{path, fmt.Sprintf("stored %s, recomputed %s", short(a), short(b))})
+			differ()
 		}
 	}
 }

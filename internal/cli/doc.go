@@ -16,7 +16,8 @@ under a precise metric contract, and writes a self-verifying results bundle.
   rehearse sim                     run a simulated OpenAI-compatible server
   rehearse sim fit --bundle DIR    fit a simulator profile to a bundle's waves
   rehearse report DIR              re-render a bundle's README.md (and plots)
-  rehearse verify DIR              check digests, schema, and recompute every aggregate
+  rehearse verify DIR              check digests, schema and records, recompute every aggregate,
+                                   re-count output tokens
   rehearse compare A B             put two bundles side by side, with gates
   rehearse merge -o DIR A B ...    merge bundles of one rehearsal into one
   rehearse annotate DIR -f NOTES   add an operator's notes to a bundle's report

@@ -6,11 +6,50 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // PercentileMethod names the percentile definition every aggregate uses; it
 // is written into results.json.
 const PercentileMethod = "linear interpolation between closest ranks (Hyndman-Fan type 7, NumPy default)"
+
+// type7Names are names other tools give PercentileMethod, normalized as
+// IsPercentileMethod normalizes: NumPy's and pandas' "linear", Python
+// statistics' "inclusive", Excel's PERCENTILE.INC, R's type 7.
+var type7Names = map[string]bool{
+	"linear": true, "numpy linear": true, "numpy default": true,
+	"linear interpolation": true, "linear interpolation between closest ranks": true,
+	"inclusive": true, "percentile inc": true, "excel percentile inc": true,
+	"r7": true, "r 7": true, "hf7": true, "hf 7": true, "h f 7": true,
+}
+
+// IsPercentileMethod reports whether name names the percentile method the
+// contract uses (linear interpolation between closest ranks, Hyndman–Fan
+// type 7) under any of its usual names: PercentileMethod, "linear",
+// "type 7", "Hyndman-Fan type 7", "R-7", … Case, spaces and punctuation do
+// not matter. A name of another method ("nearest", "lower", "type 6") is
+// not: its figures would differ.
+func IsPercentileMethod(name string) bool {
+	words := strings.FieldsFunc(strings.ToLower(name), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+	norm := strings.Join(words, " ")
+	if type7Names[norm] {
+		return true
+	}
+	// "type 7", "type7", "hyndman fan type 7", PercentileMethod itself: a
+	// type 7 and no other type number.
+	type7 := false
+	for i, w := range words {
+		switch {
+		case w == "type7" || (w == "type" && i+1 < len(words) && words[i+1] == "7"):
+			type7 = true
+		case strings.HasPrefix(w, "type") && len(w) > 4, w == "type" && i+1 < len(words) && words[i+1] != "7":
+			return false
+		}
+	}
+	return type7
+}
 
 // MinTailSamples is the population size under which a p95 or p99 is flagged:
 // with fewer samples the tail percentile is mostly the maximum.

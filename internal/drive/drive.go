@@ -22,15 +22,14 @@ type Target struct {
 	ExtraBody    map[string]any
 }
 
-// Counter counts the tokens of a text (a *tokenizer.Tokenizer satisfies it).
-type Counter interface {
-	Count(text string) int
-}
+// Counter counts the tokens of a text (a *tokenizer.Tokenizer satisfies
+// it); verify re-counts with the same interface.
+type Counter = bundle.Counter
 
 // Output-token sources, for provenance.output_tokens_source.
 const (
-	SourceTokenizer = "tokenizer"
-	SourceUsage     = "usage"
+	SourceTokenizer = bundle.SourceTokenizer
+	SourceUsage     = bundle.SourceUsage
 )
 
 // EventKind says what a progress Event reports.

@@ -1,0 +1,57 @@
+package bundle_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+)
+
+// testdata/minimal is a results.json written by hand with only the fields
+// SPEC §4a lists (no wave ids, provenance.tool a string, percentile_method
+// "linear", no release_spread_s, mode, repeats, output_tokens or
+// request_throughput_rps), and its SHA256SUMS. Another tool can write that
+// much; it must verify.
+const minimalDir = "testdata/minimal"
+
+func TestVerifyMinimalResults(t *testing.T) {
+	for _, p := range bundle.Verify(minimalDir) {
+		t.Errorf("%s", p)
+	}
+}
+
+func TestVerifyMinimalResultsTampered(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(minimalDir, bundle.ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, old, new, want string }{
+		{"aggregate", `"p95": 0.9625,`, `"p95": 0.9,`, "server a, 2 clients: ttft_s.p95: stored 0.9, recomputed 0.962"},
+		{"percentile method", `"percentile_method": "linear"`, `"percentile_method": "nearest"`, `workload.percentile_method: "nearest" is not`},
+		{"wall_s", `"wall_s": 2,`, `"wall_s": 3,`, "waves[0].wall_s: stored 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !bytes.Contains(data, []byte(tc.old)) {
+				t.Fatalf("testdata does not contain %q", tc.old)
+			}
+			dir := t.TempDir()
+			tampered := bytes.Replace(data, []byte(tc.old), []byte(tc.new), 1)
+			if err := os.WriteFile(filepath.Join(dir, bundle.ResultsFile), tampered, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := bundle.WriteSums(dir); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range bundle.Verify(dir) {
+				got = append(got, p.String())
+			}
+			if len(got) != 1 || !strings.Contains(got[0], tc.want) {
+				t.Errorf("got %q, want one problem containing %q", got, tc.want)
+			}
+		})
+	}
+}

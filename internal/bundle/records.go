@@ -1,0 +1,318 @@
+package bundle
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+// Bounds past which a value of a record is no measurement of a rehearsal:
+// a time beyond maxTimeS seconds (about 32 years) or a count beyond
+// maxCount tokens. Below them, sums over a million records stay exact to
+// the microsecond and within an int.
+const (
+	maxTimeS = 1e9
+	maxCount = 1_000_000_000
+)
+
+// Output token sources (provenance.output_tokens_source).
+const (
+	SourceTokenizer = "tokenizer"
+	SourceUsage     = "usage"
+)
+
+// InvalidError is Decode's error for results.json whose waves or records
+// break SPEC §2 (a record of no wave, times out of order, an unknown failure
+// kind …). It carries the decoded results, so that verify can go on and
+// report every problem, while every other reader refuses the file.
+type InvalidError struct {
+	Results  *Results
+	Problems []Problem
+}
+
+func (e *InvalidError) Error() string {
+	p := e.Problems[0]
+	p.File = ""
+	msg := strings.TrimPrefix(p.String(), ": ")
+	switch n := len(e.Problems) - 1; {
+	case n == 1:
+		msg += " (and 1 more problem; rehearse verify lists them)"
+	case n > 1:
+		msg += fmt.Sprintf(" (and %d more problems; rehearse verify lists them)", n)
+	}
+	return msg
+}
+
+// checkRecords checks every wave and record of r against SPEC §2 and §4a:
+// the shape a record must have whatever its figures. It does not look at
+// aggregates, and does not re-count tokens.
+func checkRecords(r *Results) []Problem {
+	probs, waves := checkWaves(r)
+	c := recordContext{waves: waves, prompts: len(r.Workload.Prompts), source: r.Provenance.OutputTokensSource}
+	for i := range r.Records {
+		probs = append(probs, checkRecord(i, &r.Records[i], c)...)
+	}
+	return probs
+}
+
+// checkWaves checks each wave's id, kind, mode and anchor, and returns the
+// waves by id (the first of duplicates).
+func checkWaves(r *Results) ([]Problem, map[int]contract.Wave) {
+	var probs []Problem
+	byID := make(map[int]contract.Wave, len(r.Waves))
+	index := make(map[int]int, len(r.Waves))
+	for i, w := range r.Waves {
+		bad := func(field, format string, args ...any) {
+			probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Load: waveLabel(w),
+				Field: fmt.Sprintf("waves[%d].%s", i, field), Msg: fmt.Sprintf(format, args...)})
+		}
+		if j, dup := index[w.ID]; dup {
+			bad("id", "%d is also the id of waves[%d]", w.ID, j)
+		} else {
+			index[w.ID], byID[w.ID] = i, w
+		}
+		switch w.Kind {
+		case contract.KindRecorded, contract.KindWarmup, contract.KindMechanismCheck:
+		default:
+			bad("kind", "%q is not %s, %s or %s", w.Kind, contract.KindRecorded, contract.KindWarmup, contract.KindMechanismCheck)
+		}
+		switch w.Mode {
+		case "", contract.ModeClosed, contract.ModeOpen:
+		default:
+			bad("mode", "%q is not %s or %s", w.Mode, contract.ModeClosed, contract.ModeOpen)
+		}
+		if _, err := time.Parse(time.RFC3339, w.StartedAt); err != nil {
+			bad("started_at", "%q is not an RFC 3339 time", w.StartedAt)
+		}
+		if w.Concurrency < 0 {
+			bad("concurrency", "%d is negative", w.Concurrency)
+		}
+		if w.Repeat < 0 {
+			bad("repeat", "%d is negative", w.Repeat)
+		}
+		if w.RequestRateRPS < 0 || w.RequestRateRPS > maxCount {
+			bad("request_rate_rps", "%v is not a request rate", w.RequestRateRPS)
+		}
+	}
+	return probs, byID
+}
+
+func waveLabel(w contract.Wave) string {
+	return fmt.Sprintf("%s, wave %d", contract.KeyOf(w).LoadLabel(), w.ID)
+}
+
+// recordLabel places a record for a Problem: the load and id of its wave.
+func recordLabel(waves map[int]contract.Wave, rec *contract.Record) string {
+	if w, ok := waves[rec.Wave]; ok {
+		return waveLabel(w)
+	}
+	return fmt.Sprintf("wave %d", rec.Wave)
+}
+
+// recordContext is what checking one record needs of the rest of results.json.
+type recordContext struct {
+	waves   map[int]contract.Wave
+	prompts int    // len(workload.prompts); 0: no prompt list to index
+	source  string // provenance.output_tokens_source
+}
+
+// checkRecord checks one record against SPEC §2: its wave exists and agrees
+// with it; ok holds exactly when there is no error_kind, which is one of
+// contract.ErrorKinds; times are finite, non-negative and ordered
+// (start_s ≤ first_content_s ≤ end_s, chunk_times_s non-decreasing within
+// [start_s, end_s], the first chunk at first_content_s); the text is there
+// exactly when chunks are; the prompt indexes workload.prompts; counts are
+// non-negative, and output_tokens fits its text (a token is at least one
+// byte) or, counted from usage, equals usage_completion_tokens.
+func checkRecord(i int, rec *contract.Record, c recordContext) []Problem {
+	var probs []Problem
+	w, haveWave := c.waves[rec.Wave]
+	load := recordLabel(c.waves, rec)
+	bad := func(field, format string, args ...any) {
+		probs = append(probs, Problem{File: ResultsFile, Server: rec.Server, Load: load,
+			Field: fmt.Sprintf("records[%d].%s", i, field), Msg: fmt.Sprintf(format, args...)})
+	}
+
+	if !haveWave {
+		bad("wave", "wave %d does not exist", rec.Wave)
+	} else {
+		if rec.Kind != w.Kind {
+			bad("kind", "%q, its wave %d says %q", rec.Kind, w.ID, w.Kind)
+		}
+		if rec.Server != w.Server {
+			bad("server", "%q, its wave %d says %q", rec.Server, w.ID, w.Server)
+		}
+		if rec.Concurrency != w.Concurrency {
+			bad("concurrency", "%d, its wave %d says %d", rec.Concurrency, w.ID, w.Concurrency)
+		}
+		if rec.Repeat != w.Repeat {
+			bad("repeat", "%d, its wave %d says %d", rec.Repeat, w.ID, w.Repeat)
+		}
+	}
+
+	switch {
+	case rec.ErrorKind != "" && !contract.IsErrorKind(rec.ErrorKind):
+		bad("error_kind", "%q is not a failure kind (%s)", rec.ErrorKind, strings.Join(contract.ErrorKinds, ", "))
+	case rec.OK && rec.ErrorKind != "":
+		bad("ok", "true with error_kind %q", rec.ErrorKind)
+	case !rec.OK && rec.ErrorKind == "":
+		bad("ok", "false without an error_kind")
+	}
+	if rec.OK && rec.FinishReason == "" {
+		bad("finish_reason", "empty on an ok record (a complete stream ends with a finish_reason)")
+	}
+	if rec.HTTPStatus != 0 && (rec.HTTPStatus < 100 || rec.HTTPStatus > 599) {
+		bad("http_status", "%d is not an HTTP status", rec.HTTPStatus)
+	}
+	if rec.Client < 0 {
+		bad("client", "%d is negative", rec.Client)
+	}
+	switch {
+	case rec.Prompt < 0:
+		bad("prompt", "%d is negative", rec.Prompt)
+	case c.prompts > 0 && rec.Prompt >= c.prompts:
+		bad("prompt", "%d is not an index into workload.prompts (%d prompts)", rec.Prompt, c.prompts)
+	}
+
+	checkTimes(rec, bad)
+
+	checkCount := func(field string, v int) bool {
+		switch {
+		case v < 0:
+			bad(field, "%d is negative", v)
+		case v > maxCount:
+			bad(field, "%d is beyond %d, not a count of tokens", v, maxCount)
+		default:
+			return true
+		}
+		return false
+	}
+	tokensOK := checkCount("output_tokens", rec.OutputTokens)
+	if u := rec.UsageCompletionTokens; u != nil {
+		checkCount("usage_completion_tokens", *u)
+	}
+	if u := rec.UsagePromptTokens; u != nil {
+		checkCount("usage_prompt_tokens", *u)
+	}
+	if !tokensOK {
+		return probs
+	}
+	switch c.source {
+	case SourceUsage:
+		switch u := rec.UsageCompletionTokens; {
+		case u == nil && rec.OutputTokens != 0:
+			bad("output_tokens", "%d, but there is no usage_completion_tokens to take it from (provenance.output_tokens_source is usage)", rec.OutputTokens)
+		case u != nil && *u != rec.OutputTokens:
+			bad("output_tokens", "%d, usage_completion_tokens %d (provenance.output_tokens_source is usage)", rec.OutputTokens, *u)
+		}
+	case SourceTokenizer, "":
+		if msg := tokensForText(rec); msg != "" {
+			bad("output_tokens", "%s", msg)
+		}
+	}
+	return probs
+}
+
+// tokensForText says why output_tokens cannot be the token count of text,
+// whatever the tokenizer ("" when it can be): every token of a byte-level
+// tokenizer is at least one byte, and a non-empty text is at least one
+// token.
+func tokensForText(rec *contract.Record) string {
+	n := len(rec.Text)
+	switch {
+	case rec.OutputTokens > n:
+		return fmt.Sprintf("%d for %d bytes of text (a token is at least one byte)", rec.OutputTokens, n)
+	case rec.OutputTokens == 0 && n > 0:
+		return fmt.Sprintf("0 for %d bytes of text", n)
+	}
+	return ""
+}
+
+// checkTimes checks a record's times: each finite, non-negative and within
+// maxTimeS, then their order. An order is checked only between times that
+// are valid themselves, so one bad value is one problem.
+func checkTimes(rec *contract.Record, bad func(field, format string, args ...any)) {
+	valid := func(field string, v float64) bool {
+		switch {
+		case math.IsNaN(v) || math.IsInf(v, 0):
+			bad(field, "%v is not a finite time", v)
+		case v < 0:
+			bad(field, "%s is negative", num(v))
+		case v > maxTimeS:
+			bad(field, "%s is beyond %s s, not a time of a rehearsal", num(v), num(maxTimeS))
+		default:
+			return true
+		}
+		return false
+	}
+	valid("intended_start_s", rec.IntendedStartS)
+	startOK := valid("start_s", rec.StartS)
+	endOK := valid("end_s", rec.EndS)
+	if startOK && endOK && rec.EndS < rec.StartS {
+		bad("end_s", "%s is before start_s %s", num(rec.EndS), num(rec.StartS))
+		endOK = false
+	}
+	within := func(field string, v float64) {
+		switch {
+		case startOK && v < rec.StartS:
+			bad(field, "%s is before start_s %s", num(v), num(rec.StartS))
+		case endOK && v > rec.EndS:
+			bad(field, "%s is after end_s %s", num(v), num(rec.EndS))
+		}
+	}
+	fc := rec.FirstContentS
+	fcOK := fc != nil && valid("first_content_s", *fc)
+	if fcOK {
+		within("first_content_s", *fc)
+	}
+
+	chunks := rec.ChunkTimesS
+	var outOfOrder, outside bool
+	for j, t := range chunks {
+		field := fmt.Sprintf("chunk_times_s[%d]", j)
+		if !valid(field, t) {
+			break
+		}
+		if j > 0 && t < chunks[j-1] && !outOfOrder {
+			bad(field, "%s is before chunk_times_s[%d] %s", num(t), j-1, num(chunks[j-1]))
+			outOfOrder = true
+		}
+		if !outside && ((startOK && t < rec.StartS) || (endOK && t > rec.EndS)) {
+			within(field, t)
+			outside = true
+		}
+	}
+	switch {
+	case len(chunks) > 0 && fc == nil:
+		bad("first_content_s", "null, but chunk_times_s has %d content chunks", len(chunks))
+	case len(chunks) == 0 && fc != nil:
+		bad("first_content_s", "%s, but chunk_times_s is empty", num(*fc))
+	case fcOK && !near(*fc, chunks[0]):
+		bad("first_content_s", "%s is not chunk_times_s[0] %s, the first content chunk", num(*fc), num(chunks[0]))
+	}
+	switch {
+	case len(chunks) > 0 && rec.Text == "":
+		bad("text", "empty, but chunk_times_s has %d content chunks", len(chunks))
+	case len(chunks) == 0 && rec.Text != "":
+		bad("chunk_times_s", "empty, but text has %d bytes", len(rec.Text))
+	case len(chunks) > len(rec.Text):
+		bad("chunk_times_s", "%d content chunks for %d bytes of text (a content chunk carries at least one byte)", len(chunks), len(rec.Text))
+	}
+}
+
+func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// wavesByID maps wave ids to waves, the first of duplicates.
+func wavesByID(waves []contract.Wave) map[int]contract.Wave {
+	m := make(map[int]contract.Wave, len(waves))
+	for _, w := range waves {
+		if _, dup := m[w.ID]; !dup {
+			m[w.ID] = w
+		}
+	}
+	return m
+}

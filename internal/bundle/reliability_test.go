@@ -1,0 +1,278 @@
+package bundle_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/bundle/bundletest"
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+// wordCounter counts the tokens of bundletest's texts (" the" repeated):
+// one per word, as the Qwen tokenizer counts them, without loading it.
+type wordCounter struct{}
+
+func (wordCounter) Count(text string) int { return len(strings.Fields(text)) }
+
+// writeJournal writes res as the journal of a rehearsal would hold it.
+func writeJournal(t *testing.T, dir string, res *bundle.Results) {
+	t.Helper()
+	j, err := bundle.CreateJournal(filepath.Join(dir, bundle.JournalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.WriteHeader(res)
+	for _, w := range res.Waves {
+		j.WriteWave(w)
+	}
+	for _, r := range res.Records {
+		j.WriteRecord(r)
+	}
+	if res.MechanismCheck != nil {
+		j.WriteMechanismCheck(*res.MechanismCheck)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// firstRecord returns the index of the first record of a recorded wave
+// that satisfies keep.
+func firstRecord(t *testing.T, res *bundle.Results, keep func(contract.Record) bool) int {
+	t.Helper()
+	for i, r := range res.Records {
+		if r.Kind == contract.KindRecorded && keep(r) {
+			return i
+		}
+	}
+	t.Fatal("no such record in bundletest.SeedLike")
+	return -1
+}
+
+func isOK(r contract.Record) bool { return r.OK && len(r.ChunkTimesS) > 2 }
+func isFailedWithContent(r contract.Record) bool {
+	return !r.OK && r.FirstContentS != nil && len(r.ChunkTimesS) > 2
+}
+
+// reliabilityRows are corruptions of a valid bundle, each with the problem
+// verify must report. edit changes results.json; unless keepAggregates is
+// set, the wave times and aggregates are then recomputed so that only the
+// check under test can catch the corruption. journal, when set, changes the
+// journal written beside results.json (no journal is written otherwise).
+var reliabilityRows = []struct {
+	name           string
+	edit           func(t *testing.T, r *bundle.Results)
+	journal        func(t *testing.T, r *bundle.Results)
+	keepAggregates bool
+	want           string
+}{
+	{name: "unknown error_kind", edit: func(t *testing.T, r *bundle.Results) {
+		r.Records[firstRecord(t, r, isFailedWithContent)].ErrorKind = "gremlins"
+	}, want: `.error_kind: "gremlins" is not a failure kind`},
+	{name: "ok with an error_kind", edit: func(t *testing.T, r *bundle.Results) {
+		r.Records[firstRecord(t, r, isOK)].ErrorKind = contract.ErrTimeout
+	}, want: `.ok: true with error_kind "timeout"`},
+	{name: "failed without error_kind", edit: func(t *testing.T, r *bundle.Results) {
+		r.Records[firstRecord(t, r, isFailedWithContent)].ErrorKind = ""
+	}, want: ".ok: false without an error_kind"},
+	{name: "ok with no finish_reason", edit: func(t *testing.T, r *bundle.Results) {
+		r.Records[firstRecord(t, r, isOK)].FinishReason = ""
+	}, want: ".finish_reason: empty on an ok record"},
+	{name: "negative start_s", edit: func(t *testing.T, r *bundle.Results) {
+		r.Records[firstRecord(t, r, isOK)].StartS = -0.5
+	}, want: ".start_s: -0.5 is negative"},
+	{name: "negative intended_start_s", edit: func(t *testing.T, r *bundle.Results) {
+		r.Records[firstRecord(t, r, isOK)].IntendedStartS = -2
+	}, want: ".intended_start_s: -2 is negative"},
+	{name: "end before start", edit: func(t *testing.T, r *bundle.Results) {
+		rec := &r.Records[firstRecord(t, r, func(r contract.Record) bool { return r.StartS > 0 })]
+		rec.EndS = rec.StartS / 2
+	}, want: "is before start_s"},
+	{name: "negative end_s", edit: func(t *testing.T, r *bundle.Results) {
+		r.Records[firstRecord(t, r, isFailedWithContent)].EndS = -1
+	}, want: ".end_s: -1 is negative"},
+	{name: "NaN-like huge end_s", edit: func(t *testing.T, r *bundle.Results) {
+		r.Records[firstRecord(t, r, isOK)].EndS = 1e300
+	}, want: ".end_s: 1e+300 is beyond"},
+	{name: "first content before start", edit: func(t *testing.T, r *bundle.Results) {
+		rec := &r.Records[firstRecord(t, r, isOK)]
+		rec.StartS = rec.ChunkTimesS[1]
+	}, want: ".first_content_s: "},
+	{name: "chunk times not in order", edit: func(t *testing.T, r *bundle.Results) {
+		rec := &r.Records[firstRecord(t, r, isOK)]
+		rec.ChunkTimesS[1], rec.ChunkTimesS[2] = rec.ChunkTimesS[2], rec.ChunkTimesS[1]
+	}, want: ".chunk_times_s[2]: "},
+	{name: "chunk after the end of the request", edit: func(t *testing.T, r *bundle.Results) {
+		rec := &r.Records[firstRecord(t, r, isOK)]
+		rec.ChunkTimesS[len(rec.ChunkTimesS)-1] = rec.EndS + 1
+	}, want: "after end_s"},
+	{name: "first_content_s not the first chunk", edit: func(t *testing.T, r *bundle.Results) {
+		rec := &r.Records[firstRecord(t, r, isOK)]
+		v := rec.ChunkTimesS[1]
+		rec.FirstContentS = &v
+	}, want: ".first_content_s: "},
+	{name: "first_content_s null with chunks", edit: func(t *testing.T, r *bundle.Results) {
+		r.Records[firstRecord(t, r, isOK)].FirstContentS = nil
+	}, want: ".first_content_s: null"},
+	{name: "chunks without text", edit: func(t *testing.T, r *bundle.Results) {
+		rec := &r.Records[firstRecord(t, r, isFailedWithContent)]
+		rec.Text, rec.OutputTokens = "", 0
+	}, want: ".text: empty"},
+	{name: "negative output_tokens", edit: func(t *testing.T, r *bundle.Results) {
+		r.Records[firstRecord(t, r, isFailedWithContent)].OutputTokens = -3
+	}, want: ".output_tokens: -3 is negative"},
+	{name: "negative usage_completion_tokens", edit: func(t *testing.T, r *bundle.Results) {
+		v := -1
+		r.Records[firstRecord(t, r, isOK)].UsageCompletionTokens = &v
+	}, want: ".usage_completion_tokens: -1 is negative"},
+	{name: "huge output_tokens", edit: func(t *testing.T, r *bundle.Results) {
+		r.Records[firstRecord(t, r, isOK)].OutputTokens = 1 << 60
+	}, want: ".output_tokens: 1152921504606846976 "},
+	{name: "5000 tokens for hello world", edit: func(t *testing.T, r *bundle.Results) {
+		rec := &r.Records[firstRecord(t, r, isOK)]
+		rec.Text, rec.OutputTokens = "hello world", 5000
+	}, want: ".output_tokens: 5000"},
+	{name: "wrong output_tokens", edit: func(t *testing.T, r *bundle.Results) {
+		r.Records[firstRecord(t, r, isOK)].OutputTokens--
+	}, want: "re-counted"},
+	{name: "prompt index past the prompt list", edit: func(t *testing.T, r *bundle.Results) {
+		r.Records[firstRecord(t, r, isOK)].Prompt = len(r.Workload.Prompts)
+	}, want: ".prompt: 2 is not an index into workload.prompts (2 prompts)"},
+	{name: "negative client", edit: func(t *testing.T, r *bundle.Results) {
+		r.Records[firstRecord(t, r, isOK)].Client = -1
+	}, want: ".client: -1 is negative"},
+	{name: "record pointing at a missing wave", edit: func(t *testing.T, r *bundle.Results) {
+		r.Records[firstRecord(t, r, isOK)].Wave = 999
+	}, want: ".wave: wave 999 does not exist"},
+	{name: "record disagreeing with its wave", edit: func(t *testing.T, r *bundle.Results) {
+		r.Records[firstRecord(t, r, isOK)].Server = "batching"
+	}, want: `.server: "batching", its wave 0 says "naive"`},
+	{name: "duplicate wave ids", edit: func(t *testing.T, r *bundle.Results) {
+		r.Waves[2].ID = r.Waves[1].ID
+	}, want: "waves[2].id: 1 is also the id of waves[1]"},
+	{name: "unknown wave kind", edit: func(t *testing.T, r *bundle.Results) {
+		r.Waves[1].Kind = "rehearsal"
+	}, want: `waves[1].kind: "rehearsal" is not`},
+	{name: "unknown wave mode", edit: func(t *testing.T, r *bundle.Results) {
+		r.Waves[1].Mode = "burst"
+	}, want: `waves[1].mode: "burst" is not`},
+	{name: "wave started_at not RFC 3339", edit: func(t *testing.T, r *bundle.Results) {
+		r.Waves[1].StartedAt = "yesterday"
+	}, want: `waves[1].started_at: "yesterday" is not`},
+	{name: "stored wave wall_s that disagrees", keepAggregates: true, edit: func(t *testing.T, r *bundle.Results) {
+		r.Waves[1].WallS++
+	}, want: "waves[1].wall_s: stored"},
+	{name: "stored aggregate that disagrees", keepAggregates: true, edit: func(t *testing.T, r *bundle.Results) {
+		v := *r.Aggregates[0].TTFT.P95 / 2
+		r.Aggregates[0].TTFT.P95 = &v
+	}, want: "ttft_s.p95: stored"},
+	{name: "stored mechanism-check maximum that disagrees", keepAggregates: true, edit: func(t *testing.T, r *bundle.Results) {
+		*r.MechanismCheck.Max++
+	}, want: "mechanism_check.max: stored"},
+	{name: "nearest-rank percentiles", edit: func(t *testing.T, r *bundle.Results) {
+		r.Workload.PercentileMethod = "nearest"
+	}, want: `workload.percentile_method: "nearest" is not`},
+	{name: "unknown output_tokens_source", edit: func(t *testing.T, r *bundle.Results) {
+		r.Provenance.OutputTokensSource = "guess"
+	}, want: `provenance.output_tokens_source: "guess" is not`},
+	{name: "output_tokens disagreeing with the usage it was taken from", edit: func(t *testing.T, r *bundle.Results) {
+		r.Provenance.OutputTokensSource = "usage"
+		rec := &r.Records[firstRecord(t, r, isOK)]
+		v := rec.OutputTokens + 7
+		rec.UsageCompletionTokens = &v
+	}, want: "usage_completion_tokens"},
+	{name: "journal with a record fewer", journal: func(t *testing.T, r *bundle.Results) {
+		r.Records = r.Records[:len(r.Records)-1]
+	}, want: "journal.jsonl: 277 records, results.json 278"},
+	{name: "journal record that differs", journal: func(t *testing.T, r *bundle.Results) {
+		r.Records[17].EndS += 0.5
+	}, want: "journal.jsonl: records[17].end_s: journal "},
+	{name: "journal wave that differs", journal: func(t *testing.T, r *bundle.Results) {
+		r.Waves[3].StartedAt = "2026-11-30T11:00:00Z"
+	}, want: "journal.jsonl: waves[3].started_at: journal "},
+}
+
+// TestReliabilityBadRecords corrupts a valid bundle one way per row and
+// checks that verify reports the corruption, in one line naming the file
+// and the field.
+func TestReliabilityBadRecords(t *testing.T) {
+	if probs := verifyAll(t, writeRow(t, nil, nil, false)); len(probs) != 0 {
+		t.Fatalf("the uncorrupted bundle must verify, got %q", probs)
+	}
+	for _, row := range reliabilityRows {
+		t.Run(row.name, func(t *testing.T) {
+			probs := verifyAll(t, writeRow(t, row.edit, row.journal, row.keepAggregates))
+			found := false
+			for _, p := range probs {
+				if strings.Contains(p, "\n") {
+					t.Errorf("multi-line problem %q", p)
+				}
+				found = found || strings.Contains(p, row.want)
+			}
+			if !found {
+				t.Errorf("no problem contains %q; got %q", row.want, probs)
+			}
+		})
+	}
+}
+
+func writeRow(t *testing.T, edit, journal func(*testing.T, *bundle.Results), keepAggregates bool) string {
+	t.Helper()
+	res := bundletest.SeedLike()
+	dir := t.TempDir()
+	if journal != nil {
+		j := bundletest.SeedLike()
+		journal(t, j)
+		writeJournal(t, dir, j)
+	}
+	if edit != nil {
+		edit(t, res)
+		if !keepAggregates {
+			bundle.FixWaveTimes(res)
+			res.Recompute()
+		}
+	}
+	if err := bundle.WriteResults(dir, res); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "naive.log"), []byte("INFO started\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := bundle.WriteSums(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func verifyAll(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	rep := bundle.VerifyWith(dir, bundle.Options{Tokenizer: func(bundle.Provenance) (bundle.Counter, error) { return wordCounter{}, nil }})
+	for _, p := range rep.Problems {
+		out = append(out, p.String())
+	}
+	return out
+}
+
+// A results.json that breaks SPEC §2 in several places is refused by every
+// other reader, but verify lists each problem and still recomputes the rest.
+func TestVerifyListsEveryProblemOfAnInvalidFile(t *testing.T) {
+	dir := writeRow(t, func(t *testing.T, r *bundle.Results) {
+		r.Records[0].StartS = -1
+		r.Records[5].ErrorKind = "gremlins"
+		r.Records[6].Prompt = 7
+		r.Aggregates[0].Failures.Count = 99
+	}, nil, true)
+	if _, err := bundle.ReadResults(dir); err == nil || !strings.Contains(err.Error(), "records[0].start_s: -1 is negative (and 2 more problems; rehearse verify lists them)") {
+		t.Errorf("ReadResults: %v", err)
+	}
+	probs := strings.Join(verifyAll(t, dir), "\n")
+	for _, want := range []string{"records[0].start_s: -1 is negative", `records[5].error_kind: "gremlins"`, "records[6].prompt: 7", "failures.count: stored 99"} {
+		if !strings.Contains(probs, want) {
+			t.Errorf("problems %q do not contain %q", probs, want)
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package bundle
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// recountTokens re-counts every record's output_tokens from its text with
+// the tokenizer provenance names, when o finds it, and returns the records
+// that disagree and a note saying what was done. Output tokens taken from
+// the server's usage are checked against it by checkRecord instead.
+func recountTokens(res *Results, o Options) ([]Problem, string) {
+	switch res.Provenance.OutputTokensSource {
+	case SourceUsage:
+		return nil, "output_tokens checked against usage_completion_tokens (provenance.output_tokens_source is usage)"
+	case "", SourceTokenizer:
+	default:
+		return nil, "" // checkHeader names the unknown source
+	}
+	if len(res.Records) == 0 {
+		return nil, ""
+	}
+	sha := res.Provenance.Tokenizer.SHA256
+	if o.Tokenizer == nil {
+		return nil, fmt.Sprintf("output_tokens not re-counted: no tokenizer lookup was given (provenance names sha256 %s)", orNone(sha))
+	}
+	c, err := o.Tokenizer(res.Provenance)
+	if err != nil {
+		return nil, "output_tokens not re-counted: " + err.Error()
+	}
+	if c == nil {
+		return nil, fmt.Sprintf("output_tokens not re-counted: no tokenizer with sha256 %s at hand", orNone(sha))
+	}
+	bad := recount(res, c)
+	waves := wavesByID(res.Waves)
+	probs := make([]Problem, 0, len(bad))
+	for _, m := range bad {
+		rec := &res.Records[m.index]
+		probs = append(probs, Problem{File: ResultsFile, Server: rec.Server, Load: recordLabel(waves, rec),
+			Field: fmt.Sprintf("records[%d].output_tokens", m.index),
+			Msg:   fmt.Sprintf("stored %d, its text re-counted with the tokenizer is %d", rec.OutputTokens, m.count)})
+	}
+	return probs, fmt.Sprintf("output_tokens of %d records re-counted from their text with the tokenizer of sha256 %s", len(res.Records), sha)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+type miscount struct{ index, count int }
+
+// recount counts every record's text with c on all cores, each core taking
+// a contiguous share of the records, and returns the records whose
+// output_tokens differ, in record order. Records whose output_tokens cannot
+// fit their text at all were reported by checkRecord and are skipped.
+func recount(res *Results, c Counter) []miscount {
+	recs := res.Records
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(recs)/256))
+	share := (len(recs) + workers - 1) / workers
+	found := make([][]miscount, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*share, min(len(recs), (w+1)*share)
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				rec := &recs[i]
+				if rec.OutputTokens < 0 || rec.OutputTokens > maxCount || tokensForText(rec) != "" {
+					continue
+				}
+				if n := c.Count(rec.Text); n != rec.OutputTokens {
+					found[w] = append(found[w], miscount{i, n})
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var out []miscount
+	for _, f := range found {
+		out = append(out, f...)
+	}
+	return out
+}
