@@ -162,9 +162,6 @@ func checkRecord(i int, rec *contract.Record, c recordContext) []Problem {
 	case !rec.OK && rec.ErrorKind == "":
 		bad("ok", "false without an error_kind")
 	}
-	if rec.OK && rec.FinishReason == "" {
-		bad("finish_reason", "empty on an ok record (a complete stream ends with a finish_reason)")
-	}
 	if rec.HTTPStatus != 0 && (rec.HTTPStatus < 100 || rec.HTTPStatus > 599) {
 		bad("http_status", "%d is not an HTTP status", rec.HTTPStatus)
 	}

@@ -78,9 +78,6 @@ var reliabilityRows = []struct {
 	{name: "failed without error_kind", edit: func(t *testing.T, r *bundle.Results) {
 		r.Records[firstRecord(t, r, isFailedWithContent)].ErrorKind = ""
 	}, want: ".ok: false without an error_kind"},
-	{name: "ok with no finish_reason", edit: func(t *testing.T, r *bundle.Results) {
-		r.Records[firstRecord(t, r, isOK)].FinishReason = ""
-	}, want: ".finish_reason: empty on an ok record"},
 	{name: "negative start_s", edit: func(t *testing.T, r *bundle.Results) {
 		r.Records[firstRecord(t, r, isOK)].StartS = -0.5
 	}, want: ".start_s: -0.5 is negative"},
