@@ -156,7 +156,10 @@ func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
 		fmt.Fprintf(st.Stdout, "Simulated servers, not GPU measurements: figures are on the wall clock at time scale %s (goodput ÷ %s and latencies × %s give simulated time).\n",
 			report.Number(sim.TimeScale), report.Number(sim.TimeScale), report.Number(sim.TimeScale))
 	}
-	probs := bundle.Verify(job.dir)
+	// The bundle is verified with the tokenizer that counted its records,
+	// so every output_tokens is re-counted too.
+	rep := bundle.VerifyWith(job.dir, bundle.Options{Tokenizer: func(bundle.Provenance) (bundle.Counter, error) { return tok, nil }})
+	probs := rep.Problems
 	for _, p := range probs {
 		fmt.Fprintf(st.Stderr, "verify: %s\n", p)
 	}
