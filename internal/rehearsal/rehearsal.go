@@ -23,7 +23,8 @@ type Options struct {
 	Rehearsal *config.Rehearsal
 	// Dir is the bundle folder; it is created and must not hold files.
 	Dir string
-	// RehearseExe replaces {rehearse} in launch argv.
+	// RehearseExe replaces {rehearse} in launch argv and keeps every
+	// launched server (see supervise.KeeperMain); "" is this program.
 	RehearseExe string
 	// Prompts are the workload's prompts, already resolved.
 	Prompts []string
@@ -226,6 +227,7 @@ func (r *runner) server(ctx context.Context, i int) bool {
 		p, err := supervise.Start(ctx, supervise.Spec{
 			Name: s.Name, Argv: argv, Env: s.Env, Port: port,
 			LogPath: filepath.Join(r.o.Dir, logName), StopGrace: s.StopGrace.D(), ShownArgv: shown,
+			Keeper: r.o.RehearseExe,
 		})
 		if err != nil {
 			r.setServer(i, func(b *bundle.Server) { b.Exit = "not launched: " + err.Error() })
