@@ -302,3 +302,22 @@ func TestOpenLoopArrivalAsTheScheduleHasIt(t *testing.T) {
 		t.Errorf("CheckConcurrencies = %+v", errs)
 	}
 }
+
+// TestSecretValues: the values the scrubber of server logs hides are those
+// RedactEnv and RedactArgv hide, once each.
+func TestSecretValues(t *testing.T) {
+	env := map[string]string{"HF_TOKEN": "hf_x", "CUSTOM": "k1", "PATH": "/bin", "EMPTY_TOKEN": "", "OTHER_KEY": "hf_x"}
+	argv := []string{"vllm", "serve", "--api-key", "sk-1", "--hf-token=hf_y", "--port", "8000", "--token", "--x"}
+	got := SecretValues(env, "CUSTOM", argv)
+	want := []string{"k1", "hf_x", "sk-1", "hf_y"}
+	if !slices.Equal(got, want) {
+		t.Errorf("SecretValues = %q, want %q", got, want)
+	}
+	for _, v := range got {
+		for k, ev := range RedactEnv(env, "CUSTOM") {
+			if env[k] == v && ev != Redacted {
+				t.Errorf("%s=%s is scrubbed but not redacted", k, v)
+			}
+		}
+	}
+}

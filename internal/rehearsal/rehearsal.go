@@ -227,7 +227,7 @@ func (r *runner) server(ctx context.Context, i int) bool {
 		p, err := supervise.Start(ctx, supervise.Spec{
 			Name: s.Name, Argv: argv, Env: s.Env, Port: port,
 			LogPath: filepath.Join(r.o.Dir, logName), StopGrace: s.StopGrace.D(), ShownArgv: shown,
-			Keeper: r.o.RehearseExe,
+			Keeper: r.o.RehearseExe, Secrets: serverSecrets(s, argv, apiKey),
 		})
 		if err != nil {
 			r.setServer(i, func(b *bundle.Server) { b.Exit = "not launched: " + err.Error() })
@@ -296,6 +296,22 @@ func (r *runner) server(ctx context.Context, i int) bool {
 		r.logNotes(s.Name, proc.LogPath())
 	}
 	return healthy
+}
+
+// serverSecrets are the values scrubbed from a launched server's log: its
+// environment's secrets (inherited ones too: a launcher may print them all),
+// its argv's, and the API key.
+func serverSecrets(s config.Server, argv []string, apiKey string) []string {
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	for k, v := range s.Env {
+		env[k] = v
+	}
+	return append(config.SecretValues(env, s.APIKeyEnv, argv), apiKey)
 }
 
 // died reports (once) a launched server that exited before it was stopped.

@@ -662,3 +662,68 @@ func TestDemoBundleVerifies(t *testing.T) {
 		}
 	}
 }
+
+// bundleFilesContaining lists the files under dir (every one, not only
+// those the bundle names) whose bytes contain s.
+func bundleFilesContaining(t *testing.T, dir, s string) []string {
+	t.Helper()
+	var hits []string
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(b), s) {
+			hits = append(hits, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hits
+}
+
+// TestServerLogIsScrubbedOfSecrets: a launcher that prints its environment
+// and its argv (vLLM does) must not put a known secret into the bundle: the
+// values of secret-named variables (set in the file or inherited), of
+// api_key_env, and of secret flags are replaced in the stored log, also
+// when one arrives in two writes; everything else of the log is kept.
+func TestServerLogIsScrubbedOfSecrets(t *testing.T) {
+	t.Setenv("TEST_SCRUB_API_KEY", "sk-apikeysecret1")
+	t.Setenv("INHERITED_TOKEN", "inherited-tokensecret1")
+	launcher := `env; echo "argv: $*"; printf "split: %.6s" "$HF_TOKEN"; sleep 0.2; echo "${HF_TOKEN#??????} end"; ` +
+		`exec "$0" sim --engine batching --port "$1" --time-scale 20 --model "$2"`
+	r := newRun(t, model+`servers:
+  - name: chatty
+    launch: [sh, -c, '`+launcher+`', "{rehearse}", "{port}", "{model}", --api-key, sk-argvsecret1, --hf-token=hf_argvsecret1]
+    env: {HF_TOKEN: hf_envsecret1, PLAIN_SETTING: plain-visible-value}
+    api_key_env: TEST_SCRUB_API_KEY
+    ready: {timeout: 20s}
+    stop_grace: 3s
+workload: {concurrencies: [1], repeats: 1, max_tokens: 8}
+mechanism_check: ~
+`)
+	out := r.do(t, context.Background())
+	if len(out.Failed) > 0 {
+		t.Fatalf("failed: %q", out.Failed)
+	}
+	for _, secret := range []string{"sk-apikeysecret1", "inherited-tokensecret1", "sk-argvsecret1", "hf_argvsecret1", "hf_envsecret1", "secret1"} {
+		if hits := bundleFilesContaining(t, r.dir, secret); len(hits) > 0 {
+			t.Errorf("%q is in %v", secret, hits)
+		}
+	}
+	log := readFile(t, filepath.Join(r.dir, "chatty.log"))
+	for _, want := range []string{
+		"PLAIN_SETTING=plain-visible-value", "HF_TOKEN=" + config.Redacted, "TEST_SCRUB_API_KEY=" + config.Redacted,
+		"INHERITED_TOKEN=" + config.Redacted, "--api-key " + config.Redacted + " --hf-token=" + config.Redacted,
+		"split: " + config.Redacted + " end\n", "listening on 127.0.0.1:", "(deliberate stop; lines below are shutdown)",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("chatty.log lacks %q:\n%s", want, log)
+		}
+	}
+}

@@ -45,6 +45,10 @@ type Spec struct {
 	// Keeper is the rehearse executable run as the server's keeper
 	// (default: this program, which must call KeeperMain first thing).
 	Keeper string
+	// Secrets are replaced by config.Redacted wherever the server writes
+	// them into its log (values shorter than MinSecretLen are left). They
+	// stay in this process's memory.
+	Secrets []string
 }
 
 // Exit describes how a process ended.
@@ -97,7 +101,7 @@ type Process struct {
 	spec    Spec
 	keeper  *exec.Cmd
 	pid     int
-	log     *os.File
+	log     *serverLog
 	started time.Time
 
 	// ctl is the keeper's control pipe: its commands, and by its closing
@@ -186,20 +190,25 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", spec.Name, err)
 	}
-	logf, err := os.OpenFile(spec.LogPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := createLog(spec.LogPath)
 	if err != nil {
 		return nil, fmt.Errorf("%s: log: %w", spec.Name, err)
 	}
-	killNow, _ := ctx.Value(killNowKey{}).(<-chan struct{})
-	p := &Process{spec: spec, log: logf, killNow: killNow, gone: make(chan struct{}), done: make(chan struct{})}
-
 	shown := spec.ShownArgv
 	if shown == nil {
 		shown = spec.Argv
 	}
-	p.started = time.Now()
-	fmt.Fprintf(logf, MarkerPrefix+"launched %s at %s\n", quoteArgv(shown), p.started.UTC().Format(time.RFC3339Nano))
+	started := time.Now()
+	fmt.Fprintf(logf, MarkerPrefix+"launched %s at %s\n", quoteArgv(shown), started.UTC().Format(time.RFC3339Nano))
+	out, err := newServerLog(logf, spec.Secrets)
+	if err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("%s: log: %w", spec.Name, err)
+	}
+	killNow, _ := ctx.Value(killNowKey{}).(<-chan struct{})
+	p := &Process{spec: spec, log: out, started: started, killNow: killNow, gone: make(chan struct{}), done: make(chan struct{})}
 	if err := p.launch(keeperExe, path); err != nil {
+		out.finish(groupGoneWait)
 		p.mark("launch failed: %v", err)
 		logf.Close()
 		return nil, fmt.Errorf("%s: launch %s: %w", spec.Name, quoteArgv(shown), err)
@@ -214,6 +223,10 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		}
 	}()
 	return p, nil
+}
+
+func createLog(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
 }
 
 // keeperExecutable is the program re-executed as the keeper: exe, or this
@@ -254,7 +267,7 @@ func (p *Process) launch(keeperExe, path string) error {
 	cmd := &exec.Cmd{
 		Path: keeperExe, Args: []string{keeperArgv0, p.spec.Name},
 		Env:    append(os.Environ(), keeperEnv+"="+keeperProtocol),
-		Stdout: p.log, Stderr: p.log,
+		Stdout: p.log.w, Stderr: p.log.w,
 		ExtraFiles: []*os.File{ctlR, stW},
 		// Its own group, so a terminal's Ctrl-C reaches rehearse alone;
 		// SIGTERM when rehearse dies is a backup for the control pipe.
@@ -443,6 +456,7 @@ func (p *Process) wait() {
 		p.mark("the keeper (pid %d) ended without reporting the server's exit (%v): SIGKILL sent to group %d", p.keeper.Process.Pid, kerr, p.pid)
 	}
 	p.goneOnce.Do(func() { close(p.gone) })
+	p.log.finish(groupGoneWait)
 	p.mu.Lock()
 	e.Deliberate = p.deliberate
 	e.Killed = e.Deliberate && p.killed
@@ -454,7 +468,7 @@ func (p *Process) wait() {
 	default:
 		p.mark("process %s at %s, %s", e.Phrase(), e.At.UTC().Format(time.RFC3339Nano), EarlyDeathMarker)
 	}
-	p.log.Close()
+	p.log.f.Close()
 	close(p.done)
 }
 
@@ -470,9 +484,9 @@ func signalName(s syscall.Signal) string {
 	return s.String()
 }
 
-// mark appends a tool line to the log.
+// mark adds a tool line to the log.
 func (p *Process) mark(format string, a ...any) {
-	fmt.Fprintf(p.log, "\n"+MarkerPrefix+format+"\n", a...)
+	p.log.mark(fmt.Sprintf("\n"+MarkerPrefix+format+"\n", a...))
 }
 
 // Alive reports whether the process is still running: not exited, and not
