@@ -302,6 +302,20 @@ func IsSecretName(name string) bool {
 	return false
 }
 
+// urlUserinfoRE matches the scheme and userinfo of a URL ("http://user:pw@"),
+// up to the last @ before the host ends (a password may hold an unescaped @).
+var urlUserinfoRE = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.\-]*://)[^\s/?#"'<>]*@`)
+
+// RedactURL replaces the userinfo of every URL in s ("http://user:pw@host",
+// a base URL or a message that names one) with "[redacted]": the user name
+// goes too, since a token is often written there. The rest is kept.
+func RedactURL(s string) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
+	return urlUserinfoRE.ReplaceAllString(s, "${1}"+Redacted+"@")
+}
+
 // secretEnv reports whether the variable name (of env, with apiKeyEnv
 // naming the API key's) holds a secret.
 func secretEnv(name, apiKeyEnv string) bool {

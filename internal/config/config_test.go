@@ -321,3 +321,20 @@ func TestSecretValues(t *testing.T) {
 		}
 	}
 }
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://user:s3cret@127.0.0.1:8000/v1":        "http://[redacted]@127.0.0.1:8000/v1",
+		"https://tok@example.com":                     "https://[redacted]@example.com",
+		"http://u:p@ss@host/x?mail=a@b":               "http://[redacted]@host/x?mail=a@b",
+		"http://127.0.0.1:8000":                       "http://127.0.0.1:8000",
+		`GET "http://a:b@h/m": refused; http://c:d@e`: `GET "http://[redacted]@h/m": refused; http://[redacted]@e`,
+		"write to user@example.com, see http://h/p@q": "write to user@example.com, see http://h/p@q",
+		"http://user:s3cret@":                         "http://[redacted]@",
+		"http://[redacted]@h":                         "http://[redacted]@h",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

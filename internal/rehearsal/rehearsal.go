@@ -153,16 +153,18 @@ type runner struct {
 	res *bundle.Results
 }
 
+// progress reports a step; like notes and failures, its text may name a
+// server's URL, whose password it never shows.
 func (r *runner) progress(server, step, format string, a ...any) {
 	if r.o.Progress != nil {
-		r.o.Progress(Event{Server: server, Step: step, Text: fmt.Sprintf(format, a...)})
+		r.o.Progress(Event{Server: server, Step: step, Text: config.RedactURL(fmt.Sprintf(format, a...))})
 	}
 }
 
 // note adds a line to the bundle's notes and journals the header again.
 func (r *runner) note(format string, a ...any) {
 	r.mu.Lock()
-	r.res.Notes = append(r.res.Notes, fmt.Sprintf(format, a...))
+	r.res.Notes = append(r.res.Notes, config.RedactURL(fmt.Sprintf(format, a...)))
 	r.mu.Unlock()
 	r.writeHeader()
 }
@@ -184,7 +186,7 @@ func (r *runner) setServer(i int, f func(*bundle.Server)) {
 func (r *runner) fail(i int, why string) {
 	name := r.cfg.Servers[i].Name
 	// Errors from supervise already begin with the server's name.
-	why = strings.TrimPrefix(why, name+": ")
+	why = config.RedactURL(strings.TrimPrefix(why, name+": "))
 	r.out.Failed = append(r.out.Failed, name+": "+why)
 	r.progress(name, "fail", "%s", why)
 }
@@ -221,7 +223,7 @@ func (r *runner) server(ctx context.Context, i int) bool {
 		shown := config.RedactArgv(argv)
 		logName := s.Name + ".log"
 		r.setServer(i, func(b *bundle.Server) {
-			b.BaseURL, b.LaunchArgv, b.Log = baseURL, shown, logName
+			b.BaseURL, b.LaunchArgv, b.Log = config.RedactURL(baseURL), shown, logName
 		})
 		r.progress(s.Name, "launch", "launching %s", strings.Join(shown, " "))
 		p, err := supervise.Start(ctx, supervise.Spec{
