@@ -287,6 +287,10 @@ func (r *runner) server(ctx context.Context, i int) bool {
 			healthy = r.mechanismCheck(ctx, i, target, proc, apiKey)
 		}
 	}
+	// On an interrupt the waves returned once their requests in flight had
+	// ended as canceled and were journaled; only now does the server hear
+	// of it (supervise.Start never ties it to ctx), so no request is cut
+	// by the server's own shutdown.
 	if proc != nil {
 		e := proc.Stop()
 		r.setServer(i, func(b *bundle.Server) {

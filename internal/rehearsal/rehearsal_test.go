@@ -19,6 +19,7 @@ import (
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/report"
+	"github.com/rehearse/rehearse/internal/supervise"
 )
 
 // rehearseExe is the rehearse binary the servers are launched from as
@@ -726,4 +727,70 @@ mechanism_check: ~
 			t.Errorf("chatty.log lacks %q:\n%s", want, log)
 		}
 	}
+}
+
+// TestInterruptCancelsClientsBeforeTheServerStops: on an interrupt the
+// clients go first and the server is stopped only once the wave's
+// requests in flight have ended and their records are in the journal, so
+// none of them is the server answering its own shutdown (the simulator
+// aborts its streams with an in-band error on SIGTERM: server_error).
+func TestInterruptCancelsClientsBeforeTheServerStops(t *testing.T) {
+	r := newRun(t, model+"servers:\n"+simServerAt("serial", "serial", "10")+
+		"workload: {concurrencies: [1, 8], repeats: 1, max_tokens: 64, timeout: 20s, extra_body: {ignore_eos: true}}\nmechanism_check: ~\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var waveEnded, journaled = make(chan time.Time, 1), make(chan int, 1)
+	r.onWave = func(ev rehearsal.Event) {
+		switch ev.Wave.Concurrency {
+		case 1:
+			time.AfterFunc(300*time.Millisecond, cancel)
+		case 8:
+			// The wave's records are all journaled by now; the server must
+			// not have been told to stop yet.
+			waveEnded <- time.Now()
+			res, err := bundle.ReadJournal(filepath.Join(r.dir, bundle.JournalFile))
+			n := -1
+			if err == nil {
+				n = len(res.Records)
+			}
+			journaled <- n
+		}
+	}
+	out := r.do(t, ctx)
+	if !out.Interrupted {
+		t.Fatal("not marked interrupted")
+	}
+	// The stop marker's time is taken as SIGTERM goes.
+	log := readFile(t, filepath.Join(r.dir, "serial.log"))
+	var termAt time.Time
+	for _, line := range strings.Split(log, "\n") {
+		if rest, ok := strings.CutPrefix(line, supervise.MarkerPrefix+"SIGTERM sent at "); ok && strings.Contains(rest, supervise.StopMarker) {
+			termAt, _ = time.Parse(time.RFC3339Nano, strings.Fields(rest)[0])
+		}
+	}
+	if termAt.IsZero() {
+		t.Fatalf("serial.log has no stop marker:\n%s", log)
+	}
+	if ended := <-waveEnded; termAt.Before(ended) {
+		t.Errorf("SIGTERM went at %s, before the interrupted wave's records were all journaled (%s)", termAt.Format(time.RFC3339Nano), ended.UTC().Format(time.RFC3339Nano))
+	}
+	canceled := 0
+	for _, rec := range out.Results.Records {
+		if rec.Concurrency != 8 {
+			continue
+		}
+		switch {
+		case rec.ErrorKind == contract.ErrCanceled:
+			canceled++
+		case !rec.OK:
+			t.Errorf("an in-flight request ended as %s (%s), not canceled", rec.ErrorKind, rec.Error)
+		}
+	}
+	if canceled == 0 {
+		t.Error("no request of the interrupted wave ended as canceled")
+	}
+	if n, want := <-journaled, len(out.Results.Records); n != want {
+		t.Errorf("%d records journaled when the wave ended, %d in the bundle", n, want)
+	}
+	assertGone(t, r.pid(t, "serial"))
 }

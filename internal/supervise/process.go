@@ -167,12 +167,18 @@ func CheckPortFree(port int) error {
 const keeperAnswerWait = 30 * time.Second
 
 // Start launches the server described by spec under its keeper, with stdout
-// and stderr going to spec.LogPath. Canceling ctx stops the process as Stop
-// does (SIGTERM to the group with the marker line, SIGKILL after the grace
-// period); so does rehearse's exit, however it comes, through the keeper.
+// and stderr going to spec.LogPath. The server runs until Stop, until it
+// dies, or until rehearse exits (however it comes, through the keeper):
+// ctx bounds only the launch (a canceled ctx launches nothing) and carries
+// WithKillNow's function, never the server's lifetime, so that an
+// interrupt can cancel the clients and let their requests end before the
+// caller stops the server.
 func Start(ctx context.Context, spec Spec) (*Process, error) {
 	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
 		return nil, fmt.Errorf("%s: empty launch argv", spec.Name)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%s: not launched: %w", spec.Name, context.Cause(ctx))
 	}
 	if spec.StopGrace <= 0 {
 		spec.StopGrace = 15 * time.Second
@@ -215,13 +221,6 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	}
 	p.mark("running as pid %d (its own process group), kept by pid %d", p.pid, p.keeper.Process.Pid)
 	go p.wait()
-	go func() {
-		select {
-		case <-ctx.Done():
-			p.stopOnce.Do(p.terminate)
-		case <-p.done:
-		}
-	}()
 	return p, nil
 }
 

@@ -361,7 +361,10 @@ func TestDeathWhileRunningIsNoted(t *testing.T) {
 	}
 }
 
-func TestCancelStopsLikeStop(t *testing.T) {
+// TestCancelDoesNotStop: Start's context bounds the launch only. The
+// server's lifetime is the caller's to end with Stop, so an interrupt that
+// cancels the clients' context does not stop the server under them.
+func TestCancelDoesNotStop(t *testing.T) {
 	port := freePort(t)
 	s := spec(t, "serve", port)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -369,17 +372,23 @@ func TestCancelStopsLikeStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer p.Stop()
 	if err := WaitReady(ctx, p, Probe{BaseURL: "http://127.0.0.1:" + strconv.Itoa(port), SkipRequest: true, Timeout: 10 * time.Second, Interval: 20 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	cancel()
-	<-p.Done()
-	e, _ := p.Exited()
-	if !e.Deliberate {
+	// Still serving after the cancel: a readiness probe on a fresh context.
+	if err := WaitReady(context.Background(), p, Probe{BaseURL: "http://127.0.0.1:" + strconv.Itoa(port), SkipRequest: true, Timeout: 10 * time.Second, Interval: 20 * time.Millisecond}); err != nil {
+		t.Fatalf("the server went with the launch context: %v", err)
+	}
+	if strings.Contains(readLog(t, s.LogPath), StopMarker) {
+		t.Error("a stop marker after cancel")
+	}
+	if e := p.Stop(); !e.Deliberate {
 		t.Errorf("exit = %+v", e)
 	}
-	if !strings.Contains(readLog(t, s.LogPath), StopMarker) {
-		t.Error("no stop marker after cancel")
+	if _, err := Start(ctx, spec(t, "serve", freePort(t))); err == nil || !strings.Contains(err.Error(), "not launched: context canceled") {
+		t.Errorf("Start on a canceled context: %v", err)
 	}
 }
 
