@@ -33,8 +33,12 @@ import (
 // keeperEnv is set in the keeper's environment; KeeperMain looks for it.
 const keeperEnv = "REHEARSE_SUPERVISE_KEEPER"
 
-// keeperProtocol is keeperEnv's value: the version of the pipes' language.
+// keeperProtocol is the version of the pipes' language; keeperEnv's value
+// is "keeperProtocol:PARENT_PID", so a stray variable in a user's
+// environment does not make rehearse read from a descriptor it inherited.
 const keeperProtocol = "1"
+
+func keeperEnvValue(parent int) string { return keeperProtocol + ":" + strconv.Itoa(parent) }
 
 // keeperArgv0 is what the keeper is called in ps.
 const keeperArgv0 = "rehearse-keeper"
@@ -121,6 +125,10 @@ type reaped struct {
 }
 
 func keep() int {
+	if v := os.Getenv(keeperEnv); v != keeperEnvValue(os.Getppid()) || !isPipe(3) || !isPipe(4) {
+		fmt.Fprintf(os.Stderr, "rehearse: %s=%s is set, but rehearse did not start this process as a server's keeper; unset it\n", keeperEnv, v)
+		return 2
+	}
 	// The pipes must not leak into the server.
 	syscall.CloseOnExec(3)
 	syscall.CloseOnExec(4)
@@ -137,7 +145,7 @@ func keep() int {
 		err = json.Unmarshal(line, &k.launch)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "rehearse: %s is set, but no launch came from rehearse on fd 3: %v\n", keeperEnv, err)
+		fmt.Fprintf(os.Stderr, "rehearse: keeper: no launch came from rehearse: %v\n", err)
 		return 2
 	}
 	if os.Getppid() != k.launch.Parent {
@@ -177,6 +185,11 @@ func keep() int {
 		}
 	}()
 	return k.loop(cmds, reaps, sigs)
+}
+
+func isPipe(fd int) bool {
+	var st syscall.Stat_t
+	return syscall.Fstat(fd, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFIFO
 }
 
 // reap waits for every child of the keeper (the server, and the orphans

@@ -265,7 +265,7 @@ func (p *Process) launch(keeperExe, path string) error {
 	}
 	cmd := &exec.Cmd{
 		Path: keeperExe, Args: []string{keeperArgv0, p.spec.Name},
-		Env:    append(os.Environ(), keeperEnv+"="+keeperProtocol),
+		Env:    append(os.Environ(), keeperEnv+"="+keeperEnvValue(os.Getpid())),
 		Stdout: p.log.w, Stderr: p.log.w,
 		ExtraFiles: []*os.File{ctlR, stW},
 		// Its own group, so a terminal's Ctrl-C reaches rehearse alone;

@@ -730,3 +730,52 @@ func TestNoOrphansWhenRehearseIsKilled(t *testing.T) {
 		}
 	}
 }
+
+// TestKillNowBeforeStop: a second Ctrl-C that comes while the clients are
+// still being canceled (before the stop) makes the stop SIGKILL at once.
+func TestKillNowBeforeStop(t *testing.T) {
+	port := freePort(t)
+	s := spec(t, "ignore-term", port)
+	s.StopGrace = time.Hour
+	ctx, killNow := WithKillNow(context.Background())
+	p, err := Start(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grandchildPID(t, s.LogPath, "listening")
+	killNow()
+	if e := p.Stop(); !e.Deliberate || !e.Killed {
+		t.Errorf("exit = %+v, want killed", e)
+	}
+}
+
+// TestKeeperArgvHoldsNoSecret: the server's argv and environment reach its
+// keeper through a pipe; the keeper's own command line names the server only.
+func TestKeeperArgvHoldsNoSecret(t *testing.T) {
+	s := spec(t, "serve", freePort(t))
+	s.Argv = append(s.Argv, "--api-key", "sk-argv-secret")
+	s.Env["HF_TOKEN"] = "hf_env_secret"
+	p, err := Start(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	var keeper int
+	for deadline := time.Now().Add(time.Minute); keeper == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for _, line := range strings.Split(readLog(t, s.LogPath), "\n") {
+			if i := strings.Index(line, "kept by pid "); i >= 0 {
+				keeper, _ = strconv.Atoi(line[i+len("kept by pid "):])
+			}
+		}
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", keeper))
+	if err != nil {
+		t.Fatalf("keeper %d: %v", keeper, err)
+	}
+	if got := strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " "); got != "rehearse-keeper serve" {
+		t.Errorf("keeper's argv is %q", got)
+	}
+	if env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", keeper)); err == nil && strings.Contains(string(env), "hf_env_secret") {
+		t.Error("the server's environment override is in the keeper's own environment")
+	}
+}
