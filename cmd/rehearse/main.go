@@ -20,6 +20,11 @@ import (
 var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 
 func main() {
+	// A server's keeper is this binary re-executed: it must not become a
+	// second rehearse.
+	if code, ok := supervise.KeeperMain(); ok {
+		os.Exit(code)
+	}
 	again := make(chan os.Signal, 2)
 	signal.Notify(again, stopSignals...)
 	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)

@@ -141,7 +141,7 @@ func commandLine(cmd *cobra.Command) []string {
 		if strings.HasSuffix(f.Value.Type(), "Slice") {
 			v = strings.TrimSuffix(strings.TrimPrefix(v, "["), "]")
 		}
-		out = append(out, "--"+f.Name+"="+v)
+		out = append(out, "--"+f.Name+"="+config.RedactURL(v))
 	})
 	return out
 }
@@ -306,7 +306,7 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 	}
 	prov.GPUs = gpus
 	if len(gpus) > 0 && !isLoopback(o.baseURL) {
-		notes = append(notes, "the GPUs listed are those of the machine that ran rehearse; the endpoint "+o.baseURL+" may run elsewhere")
+		notes = append(notes, "the GPUs listed are those of the machine that ran rehearse; the endpoint "+config.RedactURL(o.baseURL)+" may run elsewhere")
 	}
 
 	dir := o.out

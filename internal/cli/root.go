@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/rehearse/rehearse/internal/config"
 )
 
 // State is the process state a command may touch: its streams. Libraries
@@ -41,7 +43,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "rehearse: %v\n", err)
+	// An error may name a server's URL: never with its password.
+	fmt.Fprintf(stderr, "rehearse: %s\n", config.RedactURL(err.Error()))
 	var ee *ExitError
 	if errors.As(err, &ee) {
 		return ee.Code

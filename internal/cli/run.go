@@ -48,9 +48,15 @@ README.md with plots, SHA256SUMS; verify it; print the results table.
 
 A server that is not ready or dies is noted in the bundle and the run goes on
 with the next server (on_server_failure: continue) or stops (stop). Ctrl-C
-(or SIGTERM, SIGHUP) stops every server and writes the bundle of what
-finished (exit status 130); a second Ctrl-C sends SIGKILL to the servers'
-groups at once instead of waiting for their grace period.
+(or SIGTERM, SIGHUP) cancels the requests in flight, then stops the server
+once their records are journaled, and writes the bundle of what finished
+(exit status 130); a second Ctrl-C sends SIGKILL to the servers' groups at
+once instead of waiting for their grace period. Each server runs under a
+keeper (a "rehearse-keeper" process): should rehearse itself be killed, even
+by SIGKILL, the keeper kills the server and everything it started, and
+"rehearse report DIR" rebuilds results.json from the journal. Secrets the
+rehearsal file names (secret-named variables, api_key_env, --api-key-style
+flags) are scrubbed from the stored server logs.
 Exit status 1 when a server failed or the bundle does not verify, 2 for a bad
 rehearsal file (every problem is listed with its field path).`,
 		Example: `  rehearse run -f examples/simulated.yaml -o /tmp/sim

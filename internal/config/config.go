@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -301,6 +302,26 @@ func IsSecretName(name string) bool {
 	return false
 }
 
+// urlUserinfoRE matches the scheme and userinfo of a URL ("http://user:pw@"),
+// up to the last @ before the host ends (a password may hold an unescaped @).
+var urlUserinfoRE = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.\-]*://)[^\s/?#"'<>]*@`)
+
+// RedactURL replaces the userinfo of every URL in s ("http://user:pw@host",
+// a base URL or a message that names one) with "[redacted]": the user name
+// goes too, since a token is often written there. The rest is kept.
+func RedactURL(s string) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
+	return urlUserinfoRE.ReplaceAllString(s, "${1}"+Redacted+"@")
+}
+
+// secretEnv reports whether the variable name (of env, with apiKeyEnv
+// naming the API key's) holds a secret.
+func secretEnv(name, apiKeyEnv string) bool {
+	return IsSecretName(name) || (apiKeyEnv != "" && name == apiKeyEnv)
+}
+
 // RedactEnv returns env with the values of secret-named variables and of
 // apiKeyEnv replaced by "[redacted]". The input is not modified.
 func RedactEnv(env map[string]string, apiKeyEnv string) map[string]string {
@@ -309,7 +330,7 @@ func RedactEnv(env map[string]string, apiKeyEnv string) map[string]string {
 	}
 	out := make(map[string]string, len(env))
 	for k, v := range env {
-		if IsSecretName(k) || (apiKeyEnv != "" && k == apiKeyEnv) {
+		if secretEnv(k, apiKeyEnv) {
 			v = Redacted
 		}
 		out[k] = v
@@ -321,21 +342,56 @@ func RedactEnv(env map[string]string, apiKeyEnv string) map[string]string {
 // (--api-key X, --hf-token=X) with "[redacted]".
 func RedactArgv(argv []string) []string {
 	out := append([]string(nil), argv...)
-	for i := 0; i < len(out); i++ {
-		a := out[i]
+	forSecretArgs(out, func(i int, prefix, _ string) { out[i] = prefix + Redacted })
+	return out
+}
+
+// forSecretArgs calls f for each argument of argv that carries a secret:
+// the element, the part of it before the value ("--hf-token=" or ""), and
+// the value.
+func forSecretArgs(argv []string, f func(i int, prefix, value string)) {
+	for i := 0; i < len(argv); i++ {
+		a := argv[i]
 		if !strings.HasPrefix(a, "-") {
 			continue
 		}
-		name, _, hasValue := strings.Cut(a, "=")
+		name, value, hasValue := strings.Cut(a, "=")
 		if !IsSecretName(strings.TrimLeft(name, "-")) {
 			continue
 		}
 		if hasValue {
-			out[i] = name + "=" + Redacted
-		} else if i+1 < len(out) && !strings.HasPrefix(out[i+1], "-") {
-			out[i+1] = Redacted
+			f(i, name+"=", value)
+		} else if i+1 < len(argv) && !strings.HasPrefix(argv[i+1], "-") {
+			f(i+1, "", argv[i+1])
 			i++
 		}
 	}
+}
+
+// SecretValues returns the values RedactEnv and RedactArgv hide, for
+// scrubbing text a server writes: the values of env's secret-named
+// variables and of apiKeyEnv, and the values of argv's secret flags. env is
+// the server's whole environment, inherited variables included; empty
+// values are left out, and each value appears once.
+func SecretValues(env map[string]string, apiKeyEnv string, argv []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(v string) {
+		if v != "" && !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if secretEnv(k, apiKeyEnv) {
+			add(env[k])
+		}
+	}
+	forSecretArgs(argv, func(_ int, _, v string) { add(v) })
 	return out
 }

@@ -302,3 +302,39 @@ func TestOpenLoopArrivalAsTheScheduleHasIt(t *testing.T) {
 		t.Errorf("CheckConcurrencies = %+v", errs)
 	}
 }
+
+// TestSecretValues: the values the scrubber of server logs hides are those
+// RedactEnv and RedactArgv hide, once each.
+func TestSecretValues(t *testing.T) {
+	env := map[string]string{"HF_TOKEN": "hf_x", "CUSTOM": "k1", "PATH": "/bin", "EMPTY_TOKEN": "", "OTHER_KEY": "hf_x"}
+	argv := []string{"vllm", "serve", "--api-key", "sk-1", "--hf-token=hf_y", "--port", "8000", "--token", "--x"}
+	got := SecretValues(env, "CUSTOM", argv)
+	want := []string{"k1", "hf_x", "sk-1", "hf_y"}
+	if !slices.Equal(got, want) {
+		t.Errorf("SecretValues = %q, want %q", got, want)
+	}
+	for _, v := range got {
+		for k, ev := range RedactEnv(env, "CUSTOM") {
+			if env[k] == v && ev != Redacted {
+				t.Errorf("%s=%s is scrubbed but not redacted", k, v)
+			}
+		}
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://user:s3cret@127.0.0.1:8000/v1":        "http://[redacted]@127.0.0.1:8000/v1",
+		"https://tok@example.com":                     "https://[redacted]@example.com",
+		"http://u:p@ss@host/x?mail=a@b":               "http://[redacted]@host/x?mail=a@b",
+		"http://127.0.0.1:8000":                       "http://127.0.0.1:8000",
+		`GET "http://a:b@h/m": refused; http://c:d@e`: `GET "http://[redacted]@h/m": refused; http://[redacted]@e`,
+		"write to user@example.com, see http://h/p@q": "write to user@example.com, see http://h/p@q",
+		"http://user:s3cret@":                         "http://[redacted]@",
+		"http://[redacted]@h":                         "http://[redacted]@h",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/stream"
 )
 
@@ -49,7 +50,7 @@ func RunBench(ctx context.Context, b Bench) (*bundle.Results, error) {
 		Provenance: b.Provenance,
 		Workload:   b.Workload,
 		Servers: []bundle.Server{{
-			Name: b.Target.Name, BaseURL: b.Target.BaseURL, Model: b.Target.Model, LaunchArgv: []string{},
+			Name: b.Target.Name, BaseURL: config.RedactURL(b.Target.BaseURL), Model: b.Target.Model, LaunchArgv: []string{},
 		}},
 		Notes: append([]string(nil), b.Notes...),
 	}

@@ -64,7 +64,7 @@ func header(o Options, driver WaveDriver, start time.Time) *bundle.Results {
 	}
 	for _, s := range cfg.Servers {
 		srv := bundle.Server{
-			Name: s.Name, BaseURL: s.BaseURL, Model: s.Model, LaunchArgv: []string{},
+			Name: s.Name, BaseURL: config.RedactURL(s.BaseURL), Model: s.Model, LaunchArgv: []string{},
 			Env: config.RedactEnv(s.Env, s.APIKeyEnv), MetricsPath: s.Metrics.Path, Simulated: s.Simulated,
 		}
 		if s.Launched() {

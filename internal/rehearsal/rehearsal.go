@@ -23,7 +23,8 @@ type Options struct {
 	Rehearsal *config.Rehearsal
 	// Dir is the bundle folder; it is created and must not hold files.
 	Dir string
-	// RehearseExe replaces {rehearse} in launch argv.
+	// RehearseExe replaces {rehearse} in launch argv and keeps every
+	// launched server (see supervise.KeeperMain); "" is this program.
 	RehearseExe string
 	// Prompts are the workload's prompts, already resolved.
 	Prompts []string
@@ -152,16 +153,18 @@ type runner struct {
 	res *bundle.Results
 }
 
+// progress reports a step; like notes and failures, its text may name a
+// server's URL, whose password it never shows.
 func (r *runner) progress(server, step, format string, a ...any) {
 	if r.o.Progress != nil {
-		r.o.Progress(Event{Server: server, Step: step, Text: fmt.Sprintf(format, a...)})
+		r.o.Progress(Event{Server: server, Step: step, Text: config.RedactURL(fmt.Sprintf(format, a...))})
 	}
 }
 
 // note adds a line to the bundle's notes and journals the header again.
 func (r *runner) note(format string, a ...any) {
 	r.mu.Lock()
-	r.res.Notes = append(r.res.Notes, fmt.Sprintf(format, a...))
+	r.res.Notes = append(r.res.Notes, config.RedactURL(fmt.Sprintf(format, a...)))
 	r.mu.Unlock()
 	r.writeHeader()
 }
@@ -183,7 +186,7 @@ func (r *runner) setServer(i int, f func(*bundle.Server)) {
 func (r *runner) fail(i int, why string) {
 	name := r.cfg.Servers[i].Name
 	// Errors from supervise already begin with the server's name.
-	why = strings.TrimPrefix(why, name+": ")
+	why = config.RedactURL(strings.TrimPrefix(why, name+": "))
 	r.out.Failed = append(r.out.Failed, name+": "+why)
 	r.progress(name, "fail", "%s", why)
 }
@@ -220,12 +223,13 @@ func (r *runner) server(ctx context.Context, i int) bool {
 		shown := config.RedactArgv(argv)
 		logName := s.Name + ".log"
 		r.setServer(i, func(b *bundle.Server) {
-			b.BaseURL, b.LaunchArgv, b.Log = baseURL, shown, logName
+			b.BaseURL, b.LaunchArgv, b.Log = config.RedactURL(baseURL), shown, logName
 		})
 		r.progress(s.Name, "launch", "launching %s", strings.Join(shown, " "))
 		p, err := supervise.Start(ctx, supervise.Spec{
 			Name: s.Name, Argv: argv, Env: s.Env, Port: port,
 			LogPath: filepath.Join(r.o.Dir, logName), StopGrace: s.StopGrace.D(), ShownArgv: shown,
+			Keeper: r.o.RehearseExe, Secrets: serverSecrets(s, argv, apiKey),
 		})
 		if err != nil {
 			r.setServer(i, func(b *bundle.Server) { b.Exit = "not launched: " + err.Error() })
@@ -283,6 +287,10 @@ func (r *runner) server(ctx context.Context, i int) bool {
 			healthy = r.mechanismCheck(ctx, i, target, proc, apiKey)
 		}
 	}
+	// On an interrupt the waves returned once their requests in flight had
+	// ended as canceled and were journaled; only now does the server hear
+	// of it (supervise.Start never ties it to ctx), so no request is cut
+	// by the server's own shutdown.
 	if proc != nil {
 		e := proc.Stop()
 		r.setServer(i, func(b *bundle.Server) {
@@ -294,6 +302,22 @@ func (r *runner) server(ctx context.Context, i int) bool {
 		r.logNotes(s.Name, proc.LogPath())
 	}
 	return healthy
+}
+
+// serverSecrets are the values scrubbed from a launched server's log: its
+// environment's secrets (inherited ones too: a launcher may print them all),
+// its argv's, and the API key.
+func serverSecrets(s config.Server, argv []string, apiKey string) []string {
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	for k, v := range s.Env {
+		env[k] = v
+	}
+	return append(config.SecretValues(env, s.APIKeyEnv, argv), apiKey)
 }
 
 // died reports (once) a launched server that exited before it was stopped.

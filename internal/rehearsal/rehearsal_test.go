@@ -19,6 +19,7 @@ import (
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/report"
+	"github.com/rehearse/rehearse/internal/supervise"
 )
 
 // rehearseExe is the rehearse binary the servers are launched from as
@@ -370,76 +371,6 @@ func TestRefusesANonEmptyFolder(t *testing.T) {
 	}
 }
 
-// TestCtrlCOnTheCommandLine sends SIGINT to `rehearse run` during a wave: every
-// server is stopped, the bundle of what finished is written and verifies,
-// the exit status is 130, and no server process is left behind.
-func TestCtrlCOnTheCommandLine(t *testing.T) {
-	signalDuringAWave(t, os.Interrupt)
-}
-
-// TestHangupOnTheCommandLine: a dropped ssh session (SIGHUP) stops the
-// rehearsal as Ctrl-C does, instead of killing rehearse and leaving the
-// servers' process groups behind.
-func TestHangupOnTheCommandLine(t *testing.T) {
-	signalDuringAWave(t, syscall.SIGHUP)
-}
-
-func signalDuringAWave(t *testing.T, sig os.Signal) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "r.yaml")
-	yaml := model + "servers:\n" + simServerAt("serial", "serial", "10") + simServer("batching", "batching") +
-		"workload: {concurrencies: [1, 8], repeats: 1, max_tokens: 64, timeout: 20s, extra_body: {ignore_eos: true}}\n"
-	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "bundle")
-	cmd := exec.Command(rehearseExe, "run", "-f", file, "-o", out)
-	var stdout strings.Builder
-	cmd.Stdout = &stdout
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	var lines []string
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		line := sc.Text()
-		lines = append(lines, line)
-		var pid int
-		if i := strings.Index(line, "running as pid "); i >= 0 {
-			fmt.Sscanf(line[i:], "running as pid %d", &pid)
-			pids = append(pids, pid)
-		}
-		if strings.Contains(line, "recorded wave at 1 client") {
-			time.AfterFunc(300*time.Millisecond, func() { cmd.Process.Signal(sig) })
-		}
-	}
-	err = cmd.Wait()
-	code := cmd.ProcessState.ExitCode()
-	if code != 130 {
-		t.Fatalf("exit status %d (%v), want 130; stderr:\n%s", code, err, strings.Join(lines, "\n"))
-	}
-	if len(pids) != 1 {
-		t.Errorf("launched %d servers before the interrupt, want 1: %v", len(pids), pids)
-	}
-	for _, pid := range pids {
-		assertGone(t, pid)
-	}
-	for _, p := range bundle.Verify(out) {
-		t.Errorf("verify: %s", p)
-	}
-	if !strings.Contains(readFile(t, filepath.Join(out, "serial.log")), "(deliberate stop; lines below are shutdown)") {
-		t.Error("serial.log has no stop marker")
-	}
-	if !strings.Contains(strings.Join(lines, "\n"), "interrupted; the bundle in "+out+" holds what finished") {
-		t.Errorf("stderr does not say where the bundle is:\n%s", strings.Join(lines, "\n"))
-	}
-}
-
 // TestSecondCtrlCKillsNow: a server whose group ignores SIGTERM, with a
 // grace period of an hour; the second Ctrl-C sends SIGKILL to the group at
 // once and says so.
@@ -661,4 +592,135 @@ func TestDemoBundleVerifies(t *testing.T) {
 			t.Errorf("demo output lacks %q:\n%s", want, stdout.String())
 		}
 	}
+}
+
+// bundleFilesContaining lists the files under dir (every one, not only
+// those the bundle names) whose bytes contain s.
+func bundleFilesContaining(t *testing.T, dir, s string) []string {
+	t.Helper()
+	var hits []string
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(b), s) {
+			hits = append(hits, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hits
+}
+
+// TestServerLogIsScrubbedOfSecrets: a launcher that prints its environment
+// and its argv (vLLM does) must not put a known secret into the bundle: the
+// values of secret-named variables (set in the file or inherited), of
+// api_key_env, and of secret flags are replaced in the stored log, also
+// when one arrives in two writes; everything else of the log is kept.
+func TestServerLogIsScrubbedOfSecrets(t *testing.T) {
+	t.Setenv("TEST_SCRUB_API_KEY", "sk-apikeysecret1")
+	t.Setenv("INHERITED_TOKEN", "inherited-tokensecret1")
+	launcher := `env; echo "argv: $*"; printf "split: %.6s" "$HF_TOKEN"; sleep 0.2; echo "${HF_TOKEN#??????} end"; ` +
+		`exec "$0" sim --engine batching --port "$1" --time-scale 20 --model "$2"`
+	r := newRun(t, model+`servers:
+  - name: chatty
+    launch: [sh, -c, '`+launcher+`', "{rehearse}", "{port}", "{model}", --api-key, sk-argvsecret1, --hf-token=hf_argvsecret1]
+    env: {HF_TOKEN: hf_envsecret1, PLAIN_SETTING: plain-visible-value}
+    api_key_env: TEST_SCRUB_API_KEY
+    ready: {timeout: 20s}
+    stop_grace: 3s
+workload: {concurrencies: [1], repeats: 1, max_tokens: 8}
+mechanism_check: ~
+`)
+	out := r.do(t, context.Background())
+	if len(out.Failed) > 0 {
+		t.Fatalf("failed: %q", out.Failed)
+	}
+	for _, secret := range []string{"sk-apikeysecret1", "inherited-tokensecret1", "sk-argvsecret1", "hf_argvsecret1", "hf_envsecret1", "secret1"} {
+		if hits := bundleFilesContaining(t, r.dir, secret); len(hits) > 0 {
+			t.Errorf("%q is in %v", secret, hits)
+		}
+	}
+	log := readFile(t, filepath.Join(r.dir, "chatty.log"))
+	for _, want := range []string{
+		"PLAIN_SETTING=plain-visible-value", "HF_TOKEN=" + config.Redacted, "TEST_SCRUB_API_KEY=" + config.Redacted,
+		"INHERITED_TOKEN=" + config.Redacted, "--api-key " + config.Redacted + " --hf-token=" + config.Redacted,
+		"split: " + config.Redacted + " end\n", "listening on 127.0.0.1:", "(deliberate stop; lines below are shutdown)",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("chatty.log lacks %q:\n%s", want, log)
+		}
+	}
+}
+
+// TestInterruptCancelsClientsBeforeTheServerStops: on an interrupt the
+// clients go first and the server is stopped only once the wave's
+// requests in flight have ended and their records are in the journal, so
+// none of them is the server answering its own shutdown (the simulator
+// aborts its streams with an in-band error on SIGTERM: server_error).
+func TestInterruptCancelsClientsBeforeTheServerStops(t *testing.T) {
+	r := newRun(t, model+"servers:\n"+simServerAt("serial", "serial", "10")+
+		"workload: {concurrencies: [1, 8], repeats: 1, max_tokens: 64, timeout: 20s, extra_body: {ignore_eos: true}}\nmechanism_check: ~\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var waveEnded, journaled = make(chan time.Time, 1), make(chan int, 1)
+	r.onWave = func(ev rehearsal.Event) {
+		switch ev.Wave.Concurrency {
+		case 1:
+			time.AfterFunc(300*time.Millisecond, cancel)
+		case 8:
+			// The wave's records are all journaled by now; the server must
+			// not have been told to stop yet.
+			waveEnded <- time.Now()
+			res, err := bundle.ReadJournal(filepath.Join(r.dir, bundle.JournalFile))
+			n := -1
+			if err == nil {
+				n = len(res.Records)
+			}
+			journaled <- n
+		}
+	}
+	out := r.do(t, ctx)
+	if !out.Interrupted {
+		t.Fatal("not marked interrupted")
+	}
+	// The stop marker's time is taken as SIGTERM goes.
+	log := readFile(t, filepath.Join(r.dir, "serial.log"))
+	var termAt time.Time
+	for _, line := range strings.Split(log, "\n") {
+		if rest, ok := strings.CutPrefix(line, supervise.MarkerPrefix+"SIGTERM sent at "); ok && strings.Contains(rest, supervise.StopMarker) {
+			termAt, _ = time.Parse(time.RFC3339Nano, strings.Fields(rest)[0])
+		}
+	}
+	if termAt.IsZero() {
+		t.Fatalf("serial.log has no stop marker:\n%s", log)
+	}
+	if ended := <-waveEnded; termAt.Before(ended) {
+		t.Errorf("SIGTERM went at %s, before the interrupted wave's records were all journaled (%s)", termAt.Format(time.RFC3339Nano), ended.UTC().Format(time.RFC3339Nano))
+	}
+	canceled := 0
+	for _, rec := range out.Results.Records {
+		if rec.Concurrency != 8 {
+			continue
+		}
+		switch {
+		case rec.ErrorKind == contract.ErrCanceled:
+			canceled++
+		case !rec.OK:
+			t.Errorf("an in-flight request ended as %s (%s), not canceled", rec.ErrorKind, rec.Error)
+		}
+	}
+	if canceled == 0 {
+		t.Error("no request of the interrupted wave ended as canceled")
+	}
+	if n, want := <-journaled, len(out.Results.Records); n != want {
+		t.Errorf("%d records journaled when the wave ended, %d in the bundle", n, want)
+	}
+	assertGone(t, r.pid(t, "serial"))
 }

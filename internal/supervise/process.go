@@ -1,7 +1,9 @@
 package supervise
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -40,6 +42,13 @@ type Spec struct {
 	// ShownArgv is the argv as written into the log's launch line, with
 	// secrets redacted (default Argv).
 	ShownArgv []string
+	// Keeper is the rehearse executable run as the server's keeper
+	// (default: this program, which must call KeeperMain first thing).
+	Keeper string
+	// Secrets are replaced by config.Redacted wherever the server writes
+	// them into its log (values shorter than MinSecretLen are left). They
+	// stay in this process's memory.
+	Secrets []string
 }
 
 // Exit describes how a process ended.
@@ -87,18 +96,26 @@ func (e Exit) String() string {
 	return e.Ended() + ", " + EarlyDeathMarker
 }
 
-// Process is one launched server.
+// Process is one launched server, held by its keeper.
 type Process struct {
 	spec    Spec
-	cmd     *exec.Cmd
-	log     *os.File
+	keeper  *exec.Cmd
+	pid     int
+	log     *serverLog
 	started time.Time
-	cancel  context.CancelFunc
+
+	// ctl is the keeper's control pipe: its commands, and by its closing
+	// (rehearse's exit, however it comes) the order to kill the server.
+	ctlMu  sync.Mutex
+	ctl    *os.File
+	events <-chan keeperEvent
 
 	// killNow, when closed, cuts the grace period of a stop short.
 	killNow <-chan struct{}
-	// gone is closed once no process of the group is left.
-	gone chan struct{}
+	// gone is closed once no process of the server is left.
+	gone     chan struct{}
+	goneOnce sync.Once
+	stopOnce sync.Once
 
 	mu         sync.Mutex
 	deliberate bool
@@ -145,12 +162,23 @@ func CheckPortFree(port int) error {
 	return l.Close()
 }
 
-// Start launches the server described by spec, with stdout and stderr going
-// to spec.LogPath. Canceling ctx stops the process as Stop does (SIGTERM to
-// the group with the marker line, SIGKILL after the grace period).
+// keeperAnswerWait bounds how long Start waits for the keeper to say the
+// server runs (a hang guard: it answers within milliseconds).
+const keeperAnswerWait = 30 * time.Second
+
+// Start launches the server described by spec under its keeper, with stdout
+// and stderr going to spec.LogPath. The server runs until Stop, until it
+// dies, or until rehearse exits (however it comes, through the keeper):
+// ctx bounds only the launch (a canceled ctx launches nothing) and carries
+// WithKillNow's function, never the server's lifetime, so that an
+// interrupt can cancel the clients and let their requests end before the
+// caller stops the server.
 func Start(ctx context.Context, spec Spec) (*Process, error) {
 	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
 		return nil, fmt.Errorf("%s: empty launch argv", spec.Name)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%s: not launched: %w", spec.Name, context.Cause(ctx))
 	}
 	if spec.StopGrace <= 0 {
 		spec.StopGrace = 15 * time.Second
@@ -160,50 +188,170 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 			return nil, fmt.Errorf("%s: %w", spec.Name, err)
 		}
 	}
-	if _, err := exec.LookPath(spec.Argv[0]); err != nil {
+	path, err := exec.LookPath(spec.Argv[0])
+	if err != nil {
 		return nil, fmt.Errorf("%s: cannot launch %q: %v", spec.Name, spec.Argv[0], errors.Unwrap(err))
 	}
-	logf, err := os.OpenFile(spec.LogPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
+	keeperExe, err := keeperExecutable(spec.Keeper)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", spec.Name, err)
+	}
+	logf, err := createLog(spec.LogPath)
 	if err != nil {
 		return nil, fmt.Errorf("%s: log: %w", spec.Name, err)
 	}
-	stopCtx, cancel := context.WithCancel(ctx)
-	cmd := exec.CommandContext(stopCtx, spec.Argv[0], spec.Argv[1:]...)
-	cmd.Dir = spec.Dir
-	cmd.Env = mergeEnv(os.Environ(), spec.Env)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	// No WaitDelay: it would SIGKILL only the leader. The grace period
-	// covers the whole group and is kept by killAfterGrace.
-	killNow, _ := ctx.Value(killNowKey{}).(<-chan struct{})
-	p := &Process{spec: spec, cmd: cmd, log: logf, cancel: cancel, killNow: killNow,
-		gone: make(chan struct{}), done: make(chan struct{})}
-	cmd.Cancel = p.terminate
-
 	shown := spec.ShownArgv
 	if shown == nil {
 		shown = spec.Argv
 	}
-	p.started = time.Now()
-	fmt.Fprintf(logf, MarkerPrefix+"launched %s at %s\n", quoteArgv(shown), p.started.UTC().Format(time.RFC3339Nano))
-	if err := cmd.Start(); err != nil {
-		cancel()
+	started := time.Now()
+	fmt.Fprintf(logf, MarkerPrefix+"launched %s at %s\n", quoteArgv(shown), started.UTC().Format(time.RFC3339Nano))
+	out, err := newServerLog(logf, spec.Secrets)
+	if err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("%s: log: %w", spec.Name, err)
+	}
+	killNow, _ := ctx.Value(killNowKey{}).(<-chan struct{})
+	p := &Process{spec: spec, log: out, started: started, killNow: killNow, gone: make(chan struct{}), done: make(chan struct{})}
+	if err := p.launch(keeperExe, path); err != nil {
+		out.finish(groupGoneWait)
 		p.mark("launch failed: %v", err)
 		logf.Close()
 		return nil, fmt.Errorf("%s: launch %s: %w", spec.Name, quoteArgv(shown), err)
 	}
-	p.mark("running as pid %d (its own process group)", cmd.Process.Pid)
+	p.mark("running as pid %d (its own process group), kept by pid %d", p.pid, p.keeper.Process.Pid)
 	go p.wait()
 	return p, nil
 }
 
-// terminate is the Cmd's Cancel: the marker line, then SIGTERM to the group.
-// A process that already exited on its own (a zombie not yet reaped) was
-// not stopped deliberately: what is left of its group still gets SIGTERM.
-func (p *Process) terminate() error {
-	pid := p.cmd.Process.Pid
+func createLog(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
+}
+
+// keeperExecutable is the program re-executed as the keeper: exe, or this
+// process's own executable, which must dispatch to KeeperMain.
+func keeperExecutable(exe string) (string, error) {
+	self, err := os.Executable()
+	if exe == "" {
+		if err != nil {
+			return "", fmt.Errorf("cannot find this program to run it as the server's keeper: %w", err)
+		}
+		exe = self
+	}
+	if !dispatches.Load() && err == nil && sameFile(exe, self) {
+		return "", errors.New("this program cannot keep servers: its main does not call supervise.KeeperMain first thing")
+	}
+	return exe, nil
+}
+
+func sameFile(a, b string) bool {
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
+// launch starts the keeper, hands it the server's launch, and waits for it
+// to say the server runs.
+func (p *Process) launch(keeperExe, path string) error {
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	stR, stW, err := os.Pipe()
+	if err != nil {
+		ctlR.Close()
+		ctlW.Close()
+		return err
+	}
+	cmd := &exec.Cmd{
+		Path: keeperExe, Args: []string{keeperArgv0, p.spec.Name},
+		Env:    append(os.Environ(), keeperEnv+"="+keeperEnvValue(os.Getpid())),
+		Stdout: p.log.w, Stderr: p.log.w,
+		ExtraFiles: []*os.File{ctlR, stW},
+		// Its own group, so a terminal's Ctrl-C reaches rehearse alone;
+		// SIGTERM when rehearse dies is a backup for the control pipe.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM},
+	}
+	err = cmd.Start()
+	ctlR.Close()
+	stW.Close()
+	if err != nil {
+		ctlW.Close()
+		stR.Close()
+		return fmt.Errorf("cannot start its keeper %s: %w", keeperExe, err)
+	}
+	p.keeper, p.ctl = cmd, ctlW
+	events := make(chan keeperEvent, 16)
+	p.events = events
+	go readEvents(stR, events)
+	line, _ := json.Marshal(keeperLaunch{
+		Path: path, Argv: p.spec.Argv, Env: mergeEnv(os.Environ(), p.spec.Env), Dir: p.spec.Dir, Parent: os.Getpid(),
+	})
+	_, werr := ctlW.Write(append(line, '\n'))
+	t := time.NewTimer(keeperAnswerWait)
+	defer t.Stop()
+	select {
+	case ev, ok := <-events:
+		switch {
+		case ok && ev.PID > 0:
+			p.pid = ev.PID
+			return nil
+		case ok && ev.LaunchError != "":
+			err = errors.New(ev.LaunchError)
+		default:
+			err = fmt.Errorf("its keeper ended before starting it (%v)", errors.Join(werr, keeperWait(cmd)))
+		}
+	case <-t.C:
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		err = fmt.Errorf("its keeper %s did not answer within %s", keeperExe, keeperAnswerWait)
+	}
+	ctlW.Close()
+	for range events {
+	}
+	_ = cmd.Wait()
+	return err
+}
+
+// keeperWait reaps the keeper and says how it ended.
+func keeperWait(cmd *exec.Cmd) error {
+	if err := cmd.Wait(); err != nil {
+		return err
+	}
+	return errors.New("exit status 0")
+}
+
+// readEvents decodes the keeper's status lines until it closes the pipe.
+func readEvents(r *os.File, out chan<- keeperEvent) {
+	defer close(out)
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), 1<<20)
+	for sc.Scan() {
+		var ev keeperEvent
+		if json.Unmarshal(sc.Bytes(), &ev) == nil {
+			out <- ev
+		}
+	}
+}
+
+// send gives the keeper a command; one it cannot take any more is moot.
+func (p *Process) send(cmd string) {
+	p.ctlMu.Lock()
+	defer p.ctlMu.Unlock()
+	if p.ctl != nil {
+		_, _ = p.ctl.Write([]byte(cmd + "\n"))
+	}
+}
+
+// terminate starts a stop: the marker line, then SIGTERM to the group. A
+// process that already exited on its own (and is not yet reported) was not
+// stopped deliberately: what is left of its group still gets SIGTERM.
+func (p *Process) terminate() {
+	if _, exited := p.Exited(); exited {
+		return
+	}
 	now := time.Now()
-	if exitedUnreaped(pid) {
+	if !pidRuns(p.pid) {
 		p.mark("SIGTERM sent at %s to what is left of the group: the process had already exited", now.UTC().Format(time.RFC3339Nano))
 	} else {
 		p.mu.Lock()
@@ -213,7 +361,7 @@ func (p *Process) terminate() error {
 		p.mark("SIGTERM sent at %s %s", now.UTC().Format(time.RFC3339Nano), StopMarker)
 		go p.killAfterGrace(now.Add(p.spec.StopGrace))
 	}
-	return syscall.Kill(-pid, syscall.SIGTERM)
+	p.send(cmdTerm)
 }
 
 // killAfterGrace sends SIGKILL to the group at deadline (or at once when
@@ -232,7 +380,8 @@ func (p *Process) killAfterGrace(deadline time.Time) {
 	}
 }
 
-// killGroup sends SIGKILL to the whole group, once, with a marker line.
+// killGroup has the keeper send SIGKILL to the whole group and every other
+// descendant, once, with a marker line.
 func (p *Process) killGroup(why string) {
 	p.mu.Lock()
 	if p.killed {
@@ -242,74 +391,21 @@ func (p *Process) killGroup(why string) {
 	p.killed = true
 	p.mark("SIGKILL sent to the group at %s: %s", time.Now().UTC().Format(time.RFC3339Nano), why)
 	p.mu.Unlock()
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	p.send(cmdKill)
 }
 
-// groupAlive reports whether any process of group pgid is left that is not
-// a zombie (an exited child waits to be reaped by whoever inherited it,
-// maybe never, and holds nothing). Without /proc a zombie counts as alive.
-func groupAlive(pgid int) bool {
-	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
-		return false
-	}
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return true
-	}
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...
-		i := strings.LastIndexByte(string(b), ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 3 || f[0] == "Z" {
-			continue
-		}
-		if g, err := strconv.Atoi(f[2]); err == nil && g == pgid {
-			return true
-		}
-	}
-	return false
-}
-
-// groupGoneWait is how long wait polls for the group to go after SIGKILL.
+// groupGoneWait is how long the keeper keeps killing after SIGKILL before
+// it gives up on what is left.
 const groupGoneWait = 5 * time.Second
 
-// awaitGroup returns once no process of the group is left: the processes
-// still running after the leader exited keep the rest of the grace period
-// of a deliberate stop (a server's workers shutting down cleanly), and get
-// SIGKILL after it; those left by a leader that died on its own get SIGKILL
-// at once. It gives up groupGoneWait after SIGKILL, with a marker line.
-func (p *Process) awaitGroup(deliberate bool) {
-	pgid := p.cmd.Process.Pid
-	if !deliberate {
-		if !groupAlive(pgid) {
-			return
-		}
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+// pidRuns reports whether pid is a process that has not exited: not gone,
+// and not a zombie waiting to be reaped. Without /proc a zombie counts as
+// running.
+func pidRuns(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
 	}
-	var killedAt time.Time
-	for groupAlive(pgid) {
-		p.mu.Lock()
-		killed := p.killed
-		p.mu.Unlock()
-		if (killed || !deliberate) && killedAt.IsZero() {
-			killedAt = time.Now()
-		}
-		if !killedAt.IsZero() && time.Since(killedAt) > groupGoneWait {
-			p.mark("processes of group %d were still there %s after SIGKILL", pgid, groupGoneWait)
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return !exitedUnreaped(pid)
 }
 
 // exitedUnreaped reports whether pid is a zombie: exited, not yet waited
@@ -324,31 +420,42 @@ func exitedUnreaped(pid int) bool {
 	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
 }
 
+// wait follows the keeper's reports until it exits: the server's exit, log
+// notes, and that nothing of the server is left.
 func (p *Process) wait() {
-	err := p.cmd.Wait()
-	at := time.Now()
-	p.mu.Lock()
-	deliberate := p.deliberate
-	p.mu.Unlock()
-	// Whatever else is left in the group goes too: no orphans, and the
-	// next server does not start while this one's workers hold the GPU.
-	p.awaitGroup(deliberate)
-	close(p.gone)
-	e := Exit{At: at, Code: -1}
-	if st := p.cmd.ProcessState; st != nil {
-		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			e.Signal = ws.Signal().String()
-			if ws.Signal() == syscall.SIGKILL {
-				e.Signal = "SIGKILL"
-			} else if ws.Signal() == syscall.SIGTERM {
-				e.Signal = "SIGTERM"
-			}
-		} else {
-			e.Code = st.ExitCode()
+	var reported *keeperExit
+	for ev := range p.events {
+		switch {
+		case ev.Exit != nil:
+			reported = ev.Exit
+		case ev.Note != "":
+			p.mark("%s", ev.Note)
+		case ev.Gone:
+			p.goneOnce.Do(func() { close(p.gone) })
 		}
-	} else if err != nil {
-		e.Signal = err.Error()
 	}
+	kerr := p.keeper.Wait()
+	p.ctlMu.Lock()
+	p.ctl.Close()
+	p.ctl = nil
+	p.ctlMu.Unlock()
+	e := Exit{At: time.Now(), Code: -1}
+	switch {
+	case reported != nil:
+		e.At = time.Unix(0, reported.AtUnixNano)
+		if reported.Signal != 0 {
+			e.Signal = signalName(syscall.Signal(reported.Signal))
+		} else {
+			e.Code = reported.Code
+		}
+	default:
+		// The keeper died before it could say: what it held goes now.
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		e.Signal = fmt.Sprintf("SIGKILL, sent when its keeper ended (%v)", kerr)
+		p.mark("the keeper (pid %d) ended without reporting the server's exit (%v): SIGKILL sent to group %d", p.keeper.Process.Pid, kerr, p.pid)
+	}
+	p.goneOnce.Do(func() { close(p.gone) })
+	p.log.finish(groupGoneWait)
 	p.mu.Lock()
 	e.Deliberate = p.deliberate
 	e.Killed = e.Deliberate && p.killed
@@ -356,18 +463,29 @@ func (p *Process) wait() {
 	p.mu.Unlock()
 	switch {
 	case e.Deliberate:
-		p.mark("process ended at %s (%s)", at.UTC().Format(time.RFC3339Nano), e.Phrase())
+		p.mark("process ended at %s (%s)", e.At.UTC().Format(time.RFC3339Nano), e.Phrase())
 	default:
-		p.mark("process %s at %s, %s", e.Phrase(), at.UTC().Format(time.RFC3339Nano), EarlyDeathMarker)
+		p.mark("process %s at %s, %s", e.Phrase(), e.At.UTC().Format(time.RFC3339Nano), EarlyDeathMarker)
 	}
-	p.log.Close()
-	p.cancel()
+	p.log.f.Close()
 	close(p.done)
 }
 
-// mark appends a tool line to the log.
+// signalName names a signal as Exit does: SIGKILL and SIGTERM by their
+// constants, others in the system's words.
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
+}
+
+// mark adds a tool line to the log.
 func (p *Process) mark(format string, a ...any) {
-	fmt.Fprintf(p.log, "\n"+MarkerPrefix+format+"\n", a...)
+	p.log.mark(fmt.Sprintf("\n"+MarkerPrefix+format+"\n", a...))
 }
 
 // Alive reports whether the process is still running: not exited, and not
@@ -376,19 +494,20 @@ func (p *Process) Alive() bool {
 	if _, exited := p.Exited(); exited {
 		return false
 	}
-	return !exitedUnreaped(p.cmd.Process.Pid)
+	return !exitedUnreaped(p.pid)
 }
 
 // Name is the server's name.
 func (p *Process) Name() string { return p.spec.Name }
 
-// PID is the process id (and process group id).
-func (p *Process) PID() int { return p.cmd.Process.Pid }
+// PID is the server's process id (and process group id), not its keeper's.
+func (p *Process) PID() int { return p.pid }
 
 // Started is when the process was launched.
 func (p *Process) Started() time.Time { return p.started }
 
-// Done is closed once the process has exited and its log is closed.
+// Done is closed once the process has exited, nothing it started is left,
+// and its log is closed.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
 // Exited returns how the process ended, or false while it runs.
@@ -402,11 +521,11 @@ func (p *Process) Exited() (Exit, bool) {
 }
 
 // Stop stops the process deliberately: the marker line and SIGTERM to the
-// group, SIGKILL to the group after the grace period. It returns once the
-// process is gone. Stopping a process that already exited returns how it
-// ended.
+// group, SIGKILL to the group and every other descendant after the grace
+// period. It returns once nothing of the server is left. Stopping a process
+// that already exited returns how it ended.
 func (p *Process) Stop() Exit {
-	p.cancel()
+	p.stopOnce.Do(p.terminate)
 	<-p.done
 	e, _ := p.Exited()
 	return e

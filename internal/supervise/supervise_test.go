@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -20,9 +21,14 @@ import (
 	"unicode/utf8"
 )
 
-// The test binary doubles as the server under supervision: with
-// SUPERVISE_CHILD set it runs one of the behaviours below instead of tests.
+// The test binary doubles as the servers' keeper and as the server under
+// supervision: with SUPERVISE_CHILD set it runs one of the behaviours below
+// instead of tests.
 func TestMain(m *testing.M) {
+	if code, ok := KeeperMain(); ok {
+		// At once: os.Exit of a race-enabled binary waits a second.
+		syscall.Exit(code)
+	}
 	if mode := os.Getenv("SUPERVISE_CHILD"); mode != "" {
 		os.Exit(child(mode, os.Args[1:]))
 	}
@@ -58,6 +64,21 @@ func child(mode string, args []string) int {
 		// At once: os.Exit of a race-enabled binary waits a second.
 		syscall.Exit(0)
 		return 0
+	case "sleeper", "setsid-sleeper":
+		// A descendant a wrapper leaves behind; the setsid one has left the
+		// server's session and group, as an engine process may.
+		if mode == "setsid-sleeper" {
+			if _, err := syscall.Setsid(); err != nil {
+				return 9
+			}
+		}
+		fmt.Printf("%s %d\n", mode, os.Getpid())
+		time.Sleep(5 * time.Minute)
+		return 0
+	case "supervisor":
+		// Plays rehearse: starts a server through a shell wrapper, waits
+		// until it is ready, says so, and waits to be killed.
+		return supervisor(args)
 	case "exit3":
 		fmt.Println("loading model weights")
 		fmt.Fprintln(os.Stderr, "RuntimeError: CUDA out of memory")
@@ -103,6 +124,30 @@ func child(mode string, args []string) int {
 		return 0
 	}
 	return 2
+}
+
+// orphanLauncher is a wrapper that forks a grandchild, a great-grandchild
+// in its own session (whose parent exits at once), and then becomes the
+// server listening on the port.
+const orphanLauncher = `SUPERVISE_CHILD=sleeper "$0" & (SUPERVISE_CHILD=setsid-sleeper "$0" &); exec "$0" "$1"`
+
+func supervisor(args []string) int {
+	exe, _ := os.Executable()
+	port, _ := strconv.Atoi(args[0])
+	p, err := Start(context.Background(), Spec{
+		Name: "wrapped", Argv: []string{"sh", "-c", orphanLauncher, exe, args[0]},
+		Env: map[string]string{"SUPERVISE_CHILD": "serve"}, Port: port, LogPath: args[1],
+	})
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	if err := WaitReady(context.Background(), p, Probe{BaseURL: "http://127.0.0.1:" + args[0], SkipRequest: true, Timeout: time.Minute, Interval: 20 * time.Millisecond}); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	fmt.Printf("ready %d\n", p.PID())
+	select {}
 }
 
 func spec(t *testing.T, mode string, port int) Spec {
@@ -316,7 +361,10 @@ func TestDeathWhileRunningIsNoted(t *testing.T) {
 	}
 }
 
-func TestCancelStopsLikeStop(t *testing.T) {
+// TestCancelDoesNotStop: Start's context bounds the launch only. The
+// server's lifetime is the caller's to end with Stop, so an interrupt that
+// cancels the clients' context does not stop the server under them.
+func TestCancelDoesNotStop(t *testing.T) {
 	port := freePort(t)
 	s := spec(t, "serve", port)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -324,17 +372,23 @@ func TestCancelStopsLikeStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer p.Stop()
 	if err := WaitReady(ctx, p, Probe{BaseURL: "http://127.0.0.1:" + strconv.Itoa(port), SkipRequest: true, Timeout: 10 * time.Second, Interval: 20 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	cancel()
-	<-p.Done()
-	e, _ := p.Exited()
-	if !e.Deliberate {
+	// Still serving after the cancel: a readiness probe on a fresh context.
+	if err := WaitReady(context.Background(), p, Probe{BaseURL: "http://127.0.0.1:" + strconv.Itoa(port), SkipRequest: true, Timeout: 10 * time.Second, Interval: 20 * time.Millisecond}); err != nil {
+		t.Fatalf("the server went with the launch context: %v", err)
+	}
+	if strings.Contains(readLog(t, s.LogPath), StopMarker) {
+		t.Error("a stop marker after cancel")
+	}
+	if e := p.Stop(); !e.Deliberate {
 		t.Errorf("exit = %+v", e)
 	}
-	if !strings.Contains(readLog(t, s.LogPath), StopMarker) {
-		t.Error("no stop marker after cancel")
+	if _, err := Start(ctx, spec(t, "serve", freePort(t))); err == nil || !strings.Contains(err.Error(), "not launched: context canceled") {
+		t.Errorf("Start on a canceled context: %v", err)
 	}
 }
 
@@ -572,5 +626,156 @@ func TestModelsRouteMissing(t *testing.T) {
 	var hs *HTTPStatusError
 	if !errors.As(get(context.Background(), srv.Client(), srv.URL+"/v1/models", "", nil), &hs) || hs.Code != 404 {
 		t.Errorf("get: not an HTTPStatusError 404")
+	}
+}
+
+// descendants lists the processes below pid, from /proc.
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := strings.LastIndexByte(string(b), ')')
+		f := strings.Fields(string(b[i+1:]))
+		child, err1 := strconv.Atoi(e.Name())
+		parent, err2 := strconv.Atoi(f[1])
+		if err1 == nil && err2 == nil {
+			children[parent] = append(children[parent], child)
+		}
+	}
+	var out []int
+	for queue := children[pid]; len(queue) > 0; queue = queue[1:] {
+		out = append(out, queue[0])
+		queue = append(queue, children[queue[0]]...)
+	}
+	return out
+}
+
+// TestNoOrphansWhenRehearseIsKilled: rehearse (a helper process here) runs
+// a server through a shell wrapper that leaves a grandchild and a setsid
+// great-grandchild behind; rehearse is then SIGKILLed, which no handler can
+// catch. Every descendant must go, and the port must be free again.
+func TestNoOrphansWhenRehearseIsKilled(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	logPath := filepath.Join(t.TempDir(), "wrapped.log")
+	helper := exec.Command(exe, strconv.Itoa(port), logPath)
+	helper.Env = append(os.Environ(), "SUPERVISE_CHILD=supervisor")
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pids := map[int]string{}
+	t.Cleanup(func() {
+		helper.Process.Kill()
+		for pid := range pids {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	var server int
+	if _, serr := fmt.Sscanf(line, "ready %d", &server); serr != nil {
+		t.Fatalf("helper said %q (%v)", line, err)
+	}
+	pids[server] = "the server"
+	// The descendants print their pids into the log; wait for both.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		for _, l := range strings.Split(readLog(t, logPath), "\n") {
+			var pid int
+			for _, mode := range []string{"sleeper", "setsid-sleeper"} {
+				if _, err := fmt.Sscanf(l, mode+" %d", &pid); err == nil {
+					pids[pid] = mode
+				}
+			}
+		}
+		if len(pids) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the wrapper's descendants never showed up; log:\n%s", readLog(t, logPath))
+		}
+	}
+	for _, pid := range descendants(helper.Process.Pid) {
+		if _, known := pids[pid]; !known {
+			pids[pid] = "a descendant of rehearse"
+		}
+	}
+	if err := helper.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	helper.Wait()
+	// Hang guard only: the keeper acts on its own, at its own pace.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var left []string
+		for pid, what := range pids {
+			if alive(pid) {
+				left = append(left, fmt.Sprintf("%s (pid %d)", what, pid))
+			}
+		}
+		portErr := CheckPortFree(port)
+		if len(left) == 0 && portErr == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after rehearse was killed, still there: %v; port: %v", left, portErr)
+		}
+	}
+}
+
+// TestKillNowBeforeStop: a second Ctrl-C that comes while the clients are
+// still being canceled (before the stop) makes the stop SIGKILL at once.
+func TestKillNowBeforeStop(t *testing.T) {
+	port := freePort(t)
+	s := spec(t, "ignore-term", port)
+	s.StopGrace = time.Hour
+	ctx, killNow := WithKillNow(context.Background())
+	p, err := Start(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grandchildPID(t, s.LogPath, "listening")
+	killNow()
+	if e := p.Stop(); !e.Deliberate || !e.Killed {
+		t.Errorf("exit = %+v, want killed", e)
+	}
+}
+
+// TestKeeperArgvHoldsNoSecret: the server's argv and environment reach its
+// keeper through a pipe; the keeper's own command line names the server only.
+func TestKeeperArgvHoldsNoSecret(t *testing.T) {
+	s := spec(t, "serve", freePort(t))
+	s.Argv = append(s.Argv, "--api-key", "sk-argv-secret")
+	s.Env["HF_TOKEN"] = "hf_env_secret"
+	p, err := Start(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	var keeper int
+	for deadline := time.Now().Add(time.Minute); keeper == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for _, line := range strings.Split(readLog(t, s.LogPath), "\n") {
+			if i := strings.Index(line, "kept by pid "); i >= 0 {
+				keeper, _ = strconv.Atoi(line[i+len("kept by pid "):])
+			}
+		}
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", keeper))
+	if err != nil {
+		t.Fatalf("keeper %d: %v", keeper, err)
+	}
+	if got := strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " "); got != "rehearse-keeper serve" {
+		t.Errorf("keeper's argv is %q", got)
+	}
+	if env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", keeper)); err == nil && strings.Contains(string(env), "hf_env_secret") {
+		t.Error("the server's environment override is in the keeper's own environment")
 	}
 }

@@ -1,0 +1,269 @@
+package supervise
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rehearse/rehearse/internal/config"
+)
+
+// MinSecretLen is the shortest secret scrubbed from a server log: a shorter
+// value ("1", "abc") is everywhere in a log, and replacing it would garble
+// every line without hiding anything.
+const MinSecretLen = 4
+
+// scrubber replaces every occurrence of its secrets in a byte stream with
+// config.Redacted, holding back a tail that could be the start of one until
+// the next bytes say whether it is: a secret split across two writes is
+// still caught. One more pattern, the barrier, stands for a marker line:
+// rehearse writes it into the server's output pipe, so the line lands in
+// the log exactly where the pipe then was.
+type scrubber struct {
+	patterns [][]byte // longest first
+	barrier  int      // index of the barrier in patterns
+	starts   [256]bool
+	held     []byte
+}
+
+func newScrubber(secrets []string, barrier []byte) *scrubber {
+	s := &scrubber{}
+	seen := map[string]bool{}
+	for _, v := range secrets {
+		if len(v) >= MinSecretLen && !seen[v] {
+			seen[v] = true
+			s.patterns = append(s.patterns, []byte(v))
+		}
+	}
+	s.patterns = append(s.patterns, barrier)
+	sort.SliceStable(s.patterns, func(i, j int) bool { return len(s.patterns[i]) > len(s.patterns[j]) })
+	for i, p := range s.patterns {
+		if bytes.Equal(p, barrier) {
+			s.barrier = i
+		}
+		s.starts[p[0]] = true
+	}
+	return s
+}
+
+// scrub appends to dst what of p (after the bytes held back before) can be
+// written now, secrets replaced; at a barrier it appends marker().
+func (s *scrubber) scrub(dst, p []byte, marker func() []byte) []byte {
+	buf := append(s.held, p...)
+	dst, n := s.scan(dst, buf, marker, false)
+	s.held = append([]byte(nil), buf[n:]...)
+	return dst
+}
+
+// flush appends the bytes held back at the end of the stream, secrets
+// replaced; a tail that is the start of a secret, MinSecretLen bytes or more
+// of it, is redacted too.
+func (s *scrubber) flush(dst []byte) []byte {
+	dst, _ = s.scan(dst, s.held, func() []byte { return nil }, true)
+	s.held = nil
+	return dst
+}
+
+// scan appends buf to dst with its patterns replaced, up to the first byte
+// that may begin a pattern the bytes after buf would complete (a longer one
+// than what already matches included), and returns how far it got. At the
+// end of the stream (final) nothing is held back.
+func (s *scrubber) scan(dst, buf []byte, marker func() []byte, final bool) ([]byte, int) {
+	start, i := 0, 0
+	for i < len(buf) {
+		if !s.starts[buf[i]] {
+			i++
+			continue
+		}
+		k, n := s.matchAt(buf[i:])
+		if !final && s.mayStartAt(buf[i:], n) {
+			break
+		}
+		if n == 0 && final && len(buf)-i >= MinSecretLen && s.mayStartAt(buf[i:], 0) {
+			k, n = -1, len(buf)-i
+		}
+		if n == 0 {
+			i++
+			continue
+		}
+		dst = append(dst, buf[start:i]...)
+		if k == s.barrier {
+			dst = append(dst, marker()...)
+		} else {
+			dst = append(dst, config.Redacted...)
+		}
+		i += n
+		start = i
+	}
+	return append(dst, buf[start:i]...), i
+}
+
+// matchAt returns the pattern b starts with (the longest) and its length.
+func (s *scrubber) matchAt(b []byte) (int, int) {
+	for k, p := range s.patterns {
+		if bytes.HasPrefix(b, p) {
+			return k, len(p)
+		}
+	}
+	return -1, 0
+}
+
+// mayStartAt reports whether b, the end of what arrived, is the beginning
+// of a pattern longer than n bytes.
+func (s *scrubber) mayStartAt(b []byte, n int) bool {
+	for _, p := range s.patterns {
+		if len(b) < len(p) && len(p) > n && bytes.HasPrefix(p, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// serverLog is a server's log file and the pipe its output comes through:
+// the server's bytes are scrubbed of secrets on their way in, and rehearse's
+// marker lines keep their place among them.
+type serverLog struct {
+	f *os.File
+	// r is the output pipe's read end; w is rehearse's own write end, for
+	// barriers, open until the keeper has exited.
+	r, w *os.File
+
+	barrier []byte
+	scrub   *scrubber
+	copied  chan struct{}
+
+	// wmu orders barrier writes as their lines are queued.
+	wmu sync.Mutex
+	mu  sync.Mutex
+	// pending are the marker lines whose barriers are in the pipe, in order.
+	pending [][]byte
+	// direct is true once the copier has ended: marker lines are then
+	// written to the file at once.
+	direct bool
+}
+
+// outputPipeSize is asked of the kernel for the output pipe, so that a
+// chatty server does not wait on rehearse to read.
+const outputPipeSize = 1 << 20
+
+const fSetPipeSz = 1031 // F_SETPIPE_SZ
+
+func newServerLog(f *os.File, secrets []string) (*serverLog, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	if rc, err := w.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { _, _, _ = syscall.Syscall(syscall.SYS_FCNTL, fd, fSetPipeSz, outputPipeSize) })
+	}
+	nonce := make([]byte, 16)
+	_, _ = rand.Read(nonce)
+	barrier := []byte("\x00rehearse-marker-" + hex.EncodeToString(nonce) + "\x00")
+	l := &serverLog{f: f, r: r, w: w, barrier: barrier, scrub: newScrubber(secrets, barrier), copied: make(chan struct{})}
+	go l.copy()
+	return l, nil
+}
+
+// copy runs until the output pipe's end of file: every process that held
+// it has exited or closed it.
+func (l *serverLog) copy() {
+	defer close(l.copied)
+	buf := make([]byte, 64<<10)
+	var out []byte
+	for {
+		n, err := l.r.Read(buf)
+		if n > 0 {
+			out = l.scrub.scrub(out[:0], buf[:n], l.nextMarker)
+			l.write(out)
+		}
+		if err != nil {
+			break
+		}
+	}
+	l.write(l.scrub.flush(out[:0]))
+	l.r.Close()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.direct = true
+	for _, m := range l.pending {
+		_, _ = l.f.Write(m)
+	}
+	l.pending = nil
+}
+
+func (l *serverLog) nextMarker() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.pending) == 0 {
+		return nil
+	}
+	m := l.pending[0]
+	l.pending = l.pending[1:]
+	return m
+}
+
+func (l *serverLog) write(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// A failed write surfaces as a short log; the server must not wait.
+	_, _ = l.f.Write(b)
+}
+
+// mark adds a marker line at the point the server's output has reached:
+// through a barrier in the pipe while rehearse's write end is open, after
+// the rest of the output once it is closed, at once once the copier ended.
+func (l *serverLog) mark(line string) {
+	b := []byte(line)
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	l.mu.Lock()
+	if l.direct {
+		_, _ = l.f.Write(b)
+		l.mu.Unlock()
+		return
+	}
+	l.pending = append(l.pending, b)
+	w := l.w
+	l.mu.Unlock()
+	if w != nil {
+		// The copier reads until w is closed, so this write cannot fail
+		// for want of a reader; it waits only while the pipe is full.
+		_, _ = w.Write(l.barrier)
+	}
+}
+
+// closeWriter closes rehearse's write end: the pipe ends once the server's
+// processes have gone.
+func (l *serverLog) closeWriter() {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	l.mu.Lock()
+	w := l.w
+	l.w = nil
+	l.mu.Unlock()
+	if w != nil {
+		w.Close()
+	}
+}
+
+// finish waits for the copier to reach the end of the pipe (up to wait:
+// a process that escaped the keeper may hold it open) and closes the file.
+func (l *serverLog) finish(wait time.Duration) {
+	l.closeWriter()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-l.copied:
+	case <-t.C:
+		l.r.Close()
+		<-l.copied
+	}
+}
