@@ -3,11 +3,14 @@ package bundle
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/rehearse/rehearse/internal/contract"
@@ -111,18 +114,53 @@ func (j *Journal) Close() error {
 
 // ReadJournal rebuilds results from a journal file. A torn last line (the
 // tool died mid-write) is dropped with a note; any other bad line is an
-// error naming the file and line. Aggregates are recomputed.
+// error naming the file and line. Aggregates are recomputed. The journal
+// is read as any bundle file is: a regular file, never through a link,
+// at most JournalLimit bytes.
 func ReadJournal(path string) (*Results, error) {
-	f, err := os.Open(path)
+	d, err := OpenDir(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.journal(context.Background(), filepath.Base(path))
+}
+
+// journal rebuilds results from the journal name inside d.
+func (d *Dir) journal(ctx context.Context, name string) (*Results, error) {
+	f, err := d.Open(ctx, name, JournalLimit)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	r, err := DecodeJournal(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		if IsInterrupted(ctx, err) {
+			return nil, err
+		}
+		return nil, d.fail(name, err.Error(), err)
 	}
 	return r, nil
+}
+
+// ReadPart reads the results of a bundle directory: its results.json, or,
+// in a bundle whose rehearsal stopped before writing one, its journal
+// (fromJournal is then true).
+func ReadPart(ctx context.Context, dir string) (res *Results, fromJournal bool, err error) {
+	d, err := OpenDir(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	defer d.Close()
+	res, err = d.results(ctx)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return res, false, err
+	}
+	res, jerr := d.journal(ctx, JournalFile)
+	if errors.Is(jerr, fs.ErrNotExist) {
+		return nil, false, err
+	}
+	return res, jerr == nil, jerr
 }
 
 // DecodeJournal rebuilds results from journal lines.

@@ -1,7 +1,12 @@
 package bundle
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
 	"reflect"
 	"slices"
 	"sort"
@@ -195,4 +200,59 @@ func sameOpenLoop(a, b *OpenLoop) error {
 		return fmt.Errorf("open_loop.max_concurrency %d vs %d", b.MaxConcurrency, a.MaxConcurrency)
 	}
 	return nil
+}
+
+// AppendPartLogs appends each part's server logs to the merged bundle out,
+// each after a marker line naming its part, so a server whose waves ran in
+// several parts keeps one complete log. A log is named by the part's
+// results.json (servers[].log): it is read through the part's Dir, so a
+// name outside the part, a link or a FIFO is an error naming it, and
+// written inside out only, never through a link. A part without the log
+// it names adds nothing.
+func AppendPartLogs(ctx context.Context, out string, dirs []string, parts []*Results) error {
+	root, err := os.OpenRoot(out)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for i, dir := range dirs {
+		for _, s := range parts[i].Servers {
+			if s.Log == "" {
+				continue
+			}
+			if err := appendLog(ctx, root, dir, s.Log); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func appendLog(ctx context.Context, out *os.Root, part, name string) error {
+	d, err := OpenDir(part)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	in, err := d.Open(ctx, name, FileLimit)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	f, err := out.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND|openWriteFlags, 0o644)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", out.Name(), name, err)
+	}
+	fmt.Fprintf(f, "==> rehearse merge: log of part %s follows\n", part)
+	_, err = io.CopyBuffer(f, in, make([]byte, readChunk))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil && !IsInterrupted(ctx, err) {
+		return fmt.Errorf("%s: %s: %w", out.Name(), name, err)
+	}
+	return err
 }

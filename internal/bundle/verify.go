@@ -1,12 +1,13 @@
 package bundle
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -52,53 +53,112 @@ const (
 // listed, the schema and record fields of results.json, each wave's wall
 // time, the mechanism-check maximum, and every aggregate recomputed from the
 // raw records. It returns the problems found (none: the bundle verifies).
+// Only regular files inside dir are opened: an entry outside it, a
+// symbolic link, a FIFO or a device is a problem naming the entry.
 func Verify(dir string) []Problem {
-	var probs []Problem
-	probs = append(probs, verifySums(dir)...)
-	res, err := ReadResults(dir)
-	if err != nil {
-		return append(probs, Problem{File: ResultsFile, Msg: trimPath(err.Error(), dir)})
-	}
-	probs = append(probs, VerifyResults(res)...)
+	probs, _ := VerifyContext(context.Background(), dir)
 	return probs
 }
 
-func trimPath(msg, dir string) string {
-	return strings.TrimPrefix(msg, filepath.Join(dir, ResultsFile)+": ")
+// VerifyContext is Verify stopping when ctx ends, between files and
+// within each: the error is then the interruption (IsInterrupted) and the
+// problems are those found so far.
+func VerifyContext(ctx context.Context, dir string) ([]Problem, error) {
+	_, probs, err := verifyDir(ctx, dir)
+	return probs, err
 }
 
-func verifySums(dir string) []Problem {
-	listed, err := ReadSums(dir)
+// verifyDir verifies dir and returns its results where they could be read.
+func verifyDir(ctx context.Context, dir string) (*Results, []Problem, error) {
+	d, err := OpenDir(dir)
 	if err != nil {
-		return []Problem{{File: SumsFile, Msg: strings.TrimPrefix(err.Error(), filepath.Join(dir, SumsFile)+": ")}}
+		return nil, []Problem{fileProblem(err)}, nil
+	}
+	defer d.Close()
+	probs, err := d.verifySums(ctx)
+	if err != nil {
+		return nil, dedupe(probs), err
+	}
+	res, err := d.results(ctx)
+	if err != nil {
+		if IsInterrupted(ctx, err) {
+			return nil, dedupe(probs), err
+		}
+		return nil, dedupe(append(probs, fileProblem(err))), nil
+	}
+	probs = append(probs, VerifyResults(res)...)
+	if ctx.Err() != nil {
+		return nil, dedupe(probs), interrupted(ctx)
+	}
+	return res, dedupe(probs), nil
+}
+
+// fileProblem is the problem of an entry that could not be read.
+func fileProblem(err error) Problem {
+	var fe *FileError
+	if errors.As(err, &fe) {
+		return Problem{File: fe.Name, Msg: fe.Msg}
+	}
+	return Problem{Msg: err.Error()}
+}
+
+// dedupe drops repeats of a problem (a FIFO named results.json is both a
+// listed file that cannot be hashed and a results.json that cannot be read).
+func dedupe(probs []Problem) []Problem {
+	seen := map[Problem]bool{}
+	out := probs[:0]
+	for _, p := range probs {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// verifySums hashes every file SHA256SUMS lists and lists the bundle's
+// files: every listed file must match, every file must be listed, and
+// every entry must be a regular file. The error is only the interruption.
+func (d *Dir) verifySums(ctx context.Context) ([]Problem, error) {
+	listed, err := d.sums(ctx)
+	if err != nil {
+		if IsInterrupted(ctx, err) {
+			return nil, err
+		}
+		return []Problem{fileProblem(err)}, nil
 	}
 	var probs []Problem
 	seen := map[string]bool{}
-	for _, d := range listed {
-		seen[d.File] = true
-		sum, err := HashFile(filepath.Join(dir, filepath.FromSlash(d.File)))
-		if err != nil {
-			if os.IsNotExist(err) {
-				probs = append(probs, Problem{File: d.File, Msg: "listed in SHA256SUMS but missing"})
-			} else {
-				probs = append(probs, Problem{File: d.File, Msg: err.Error()})
-			}
-			continue
-		}
-		if sum != d.SHA256 {
-			probs = append(probs, Problem{File: d.File, Msg: fmt.Sprintf("SHA-256 %s, SHA256SUMS says %s", sum, d.SHA256)})
+	for _, l := range listed {
+		seen[l.File] = true
+		sum, err := d.Hash(ctx, l.File, limitFor(l.File))
+		switch {
+		case IsInterrupted(ctx, err):
+			return probs, err
+		case errors.Is(err, fs.ErrNotExist):
+			probs = append(probs, Problem{File: l.File, Msg: "listed in SHA256SUMS but missing"})
+		case err != nil:
+			probs = append(probs, fileProblem(err))
+		case sum != l.SHA256:
+			probs = append(probs, Problem{File: l.File, Msg: fmt.Sprintf("SHA-256 %s, SHA256SUMS says %s", sum, l.SHA256)})
 		}
 	}
-	files, err := Files(dir)
+	files, bad, err := d.Files(ctx)
 	if err != nil {
-		return append(probs, Problem{File: dir, Msg: err.Error()})
+		if IsInterrupted(ctx, err) {
+			return probs, err
+		}
+		return append(probs, fileProblem(err)), nil
+	}
+	for _, b := range bad {
+		probs = append(probs, Problem{File: b.Name, Msg: b.Msg})
 	}
 	for _, f := range files {
 		if !seen[f] {
 			probs = append(probs, Problem{File: f, Msg: "not listed in SHA256SUMS"})
 		}
 	}
-	return probs
+	return probs, nil
 }
 
 // VerifyResults recomputes what results.json derives from its raw records

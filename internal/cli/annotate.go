@@ -1,9 +1,9 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -41,7 +41,7 @@ func runAnnotate(st *State, dir, file string) error {
 	if file == "-" {
 		notes, err = io.ReadAll(st.Stdin)
 	} else {
-		notes, err = os.ReadFile(file)
+		notes, err = bundle.ReadNotes(context.Background(), file)
 	}
 	if err != nil {
 		return &ExitError{Code: 2, Err: err}

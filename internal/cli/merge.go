@@ -1,12 +1,11 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -47,7 +46,7 @@ reports when several parts hold one; the others are kept as waves and noted.`,
 func runMerge(st *State, out, baseline, mechanism string, parts []string) error {
 	var all []*bundle.Results
 	for _, dir := range parts {
-		res, err := readPart(dir)
+		res, _, err := bundle.ReadPart(context.Background(), dir)
 		if err != nil {
 			return &ExitError{Code: 2, Err: err}
 		}
@@ -63,15 +62,12 @@ func runMerge(st *State, out, baseline, mechanism string, parts []string) error 
 	if err := makeEmptyDir(out); err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
-	for i, dir := range parts {
-		for _, s := range all[i].Servers {
-			if s.Log == "" {
-				continue
-			}
-			if err := appendLog(filepath.Join(out, s.Log), filepath.Join(dir, s.Log), dir); err != nil {
-				return err
-			}
+	if err := bundle.AppendPartLogs(context.Background(), out, parts, all); err != nil {
+		var fe *bundle.FileError
+		if errors.As(err, &fe) {
+			return &ExitError{Code: 2, Err: err} // a part's log cannot be read
 		}
+		return err
 	}
 	if err := bundle.WriteResults(out, merged); err != nil {
 		return err
@@ -81,20 +77,6 @@ func runMerge(st *State, out, baseline, mechanism string, parts []string) error 
 	}
 	fmt.Fprintf(st.Stdout, "merged %d parts into %s: %d servers, %d waves, %d records\n", len(parts), out, len(merged.Servers), len(merged.Waves), len(merged.Records))
 	return nil
-}
-
-func readPart(dir string) (*bundle.Results, error) {
-	res, err := bundle.ReadResults(dir)
-	if err == nil {
-		return res, nil
-	}
-	j := filepath.Join(dir, bundle.JournalFile)
-	if _, serr := os.Stat(filepath.Join(dir, bundle.ResultsFile)); errors.Is(serr, fs.ErrNotExist) {
-		if _, jerr := os.Stat(j); jerr == nil {
-			return bundle.ReadJournal(j)
-		}
-	}
-	return nil, err
 }
 
 func makeEmptyDir(dir string) error {
@@ -108,27 +90,4 @@ func makeEmptyDir(dir string) error {
 		return fmt.Errorf("%s: exists and is not empty", dir)
 	}
 	return nil
-}
-
-// appendLog appends the part's log to dst, after a marker line naming the
-// part, so a server whose waves ran in several parts keeps one complete log.
-func appendLog(dst, src, part string) error {
-	in, err := os.Open(src)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(f, "==> rehearse merge: log of part %s follows\n", part)
-	_, err = io.Copy(f, in)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -27,14 +28,13 @@ rebuilt from journal.jsonl (every request that finished is there).`,
 }
 
 func runReport(st *State, dir string) error {
-	res, err := bundle.ReadResults(dir)
+	// A rehearsal that crashed before writing results.json left its
+	// journal: results.json is then rebuilt from it.
+	res, fromJournal, err := bundle.ReadPart(context.Background(), dir)
 	if err != nil {
-		// A rehearsal that crashed before writing results.json left its
-		// journal: rebuild results.json from it.
-		res, err = readPart(dir)
-		if err != nil {
-			return &ExitError{Code: 2, Err: err}
-		}
+		return &ExitError{Code: 2, Err: err}
+	}
+	if fromJournal {
 		res.Notes = append(res.Notes, "results.json was rebuilt from journal.jsonl by rehearse report (the rehearsal stopped before writing it).")
 		if err := bundle.WriteResults(dir, res); err != nil {
 			return err

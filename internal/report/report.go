@@ -1,6 +1,7 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 
@@ -15,7 +16,7 @@ func Write(dir string, res *bundle.Results) error {
 	if err != nil {
 		return err
 	}
-	digests, err := bundle.Digests(dir)
+	digests, err := bundle.Digests(context.Background(), dir)
 	if err != nil {
 		return err
 	}
