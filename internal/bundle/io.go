@@ -16,7 +16,10 @@ import (
 )
 
 // WriteFileAtomic writes data to path through a temporary file in the same
-// folder and a rename, so a reader never sees a half-written file.
+// folder and a rename, so a reader never sees a half-written file. The
+// temporary file is created exclusively and the rename replaces the
+// directory entry, so nothing is ever written through a symbolic link
+// named path: the link itself is replaced.
 func WriteFileAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
@@ -26,13 +29,13 @@ func WriteFileAtomic(path string, data []byte) error {
 	tmp := f.Name()
 	_, err = f.Write(data)
 	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
 	}
 	if err == nil {
 		err = os.Rename(tmp, path)

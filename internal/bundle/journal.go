@@ -37,22 +37,28 @@ type Journal struct {
 	err  error
 }
 
-// CreateJournal creates (or truncates) the journal at path.
+// CreateJournal creates the journal at path. It is created, never opened:
+// an existing file is refused (a journal is never written over), and so is
+// a symbolic link, even a dangling one, which would have put the journal
+// wherever it points.
 func CreateJournal(path string) (*Journal, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND|openWriteFlags, 0o644)
 	if err != nil {
-		return nil, err
+		return nil, createError(path, err)
 	}
 	return &Journal{f: f, path: path}, nil
 }
 
-// OpenJournal opens the journal at path for appending (a resumed run).
-func OpenJournal(path string) (*Journal, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
+// createError says why a file of a bundle could not be created.
+func createError(path string, err error) error {
+	if fi, lerr := os.Lstat(path); lerr == nil {
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			target, _ := os.Readlink(path)
+			return fmt.Errorf("%s: a symbolic link (to %s); a bundle's files are created, never written through a link", path, target)
+		}
+		return fmt.Errorf("%s: exists; a journal is never written over", path)
 	}
-	return &Journal{f: f, path: path}, nil
+	return fmt.Errorf("%s: %s", path, unwrapPath(err))
 }
 
 // Path is the journal's file name.
