@@ -85,9 +85,9 @@ func (e *FileError) Error() string {
 
 func (e *FileError) Unwrap() error { return e.Err }
 
-// interrupted is the error of a read stopped because ctx ended: it wraps
+// Interrupted is the error of work stopped because ctx ended: it wraps
 // ctx.Err() (errors.Is(err, context.Canceled)) and says the cause.
-func interrupted(ctx context.Context) error {
+func Interrupted(ctx context.Context) error {
 	err := ctx.Err()
 	if cause := context.Cause(ctx); cause != nil && cause != err {
 		return fmt.Errorf("interrupted (%v): %w", cause, err)
@@ -246,7 +246,7 @@ type ctxReader struct {
 
 func (c ctxReader) Read(p []byte) (int, error) {
 	if c.ctx.Err() != nil {
-		return 0, interrupted(c.ctx)
+		return 0, Interrupted(c.ctx)
 	}
 	return c.r.Read(p)
 }
@@ -257,7 +257,7 @@ func (c ctxReader) Read(p []byte) (int, error) {
 // file, the very one checked by name, within the limit.
 func (d *Dir) Open(ctx context.Context, name string, limit Limit) (*File, error) {
 	if ctx.Err() != nil {
-		return nil, interrupted(ctx)
+		return nil, Interrupted(ctx)
 	}
 	fi, err := d.lstat(name)
 	if err != nil {
@@ -359,7 +359,7 @@ func (d *Dir) Files(ctx context.Context) (files []string, bad []*FileError, err 
 
 func (d *Dir) walk(ctx context.Context, dir string, files *[]string, bad *[]*FileError) error {
 	if ctx.Err() != nil {
-		return interrupted(ctx)
+		return Interrupted(ctx)
 	}
 	f, err := d.root.OpenFile(dir, os.O_RDONLY|openDirFlags, 0)
 	if err != nil {

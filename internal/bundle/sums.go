@@ -3,6 +3,8 @@ package bundle
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,6 +18,12 @@ import (
 type Digest struct {
 	File   string
 	SHA256 string
+}
+
+// DigestOf is the digest of data about to be written as file.
+func DigestOf(file string, data []byte) Digest {
+	sum := sha256.Sum256(data)
+	return Digest{File: file, SHA256: hex.EncodeToString(sum[:])}
 }
 
 // HashFile returns the hex SHA-256 of a regular file (never through a

@@ -88,7 +88,7 @@ func verifyDir(ctx context.Context, dir string) (*Results, []Problem, error) {
 	}
 	probs = append(probs, VerifyResults(res)...)
 	if ctx.Err() != nil {
-		return nil, dedupe(probs), interrupted(ctx)
+		return nil, dedupe(probs), Interrupted(ctx)
 	}
 	return res, dedupe(probs), nil
 }

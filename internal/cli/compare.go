@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -32,7 +33,7 @@ nothing), 2 for bad usage or a bundle that cannot be read.`,
 				return usageError("compare takes two bundle directories, A and B (got %d arguments)", len(args))
 			}
 			o.A, o.B, o.Gates = args[0], args[1], gates
-			return runCompare(st, o)
+			return interruption(cmd.Context(), "compare", runCompare(cmd.Context(), st, o))
 		},
 	}
 	cmd.Flags().Var(&gates, "fail-if", "a gate such as 'goodput<-5%' (repeatable); exit 1 when one trips")
@@ -41,11 +42,11 @@ nothing), 2 for bad usage or a bundle that cannot be read.`,
 	return cmd
 }
 
-func runCompare(st *State, o compare.Options) error {
+func runCompare(ctx context.Context, st *State, o compare.Options) error {
 	if err := o.Validate(); err != nil {
 		return usageError("%v", err)
 	}
-	r, err := compare.Run(o, st.Stdout)
+	r, err := compare.Run(ctx, o, st.Stdout)
 	if err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}

@@ -34,7 +34,7 @@ reports when several parts hold one; the others are kept as waves and noted.`,
 			if out == "" {
 				return usageError("merge needs -o DIR for the merged bundle")
 			}
-			return runMerge(st, out, baseline, mechanism, args)
+			return interruption(cmd.Context(), "merge into "+out, runMerge(cmd.Context(), st, out, baseline, mechanism, args))
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "directory of the merged bundle (created; must not exist or be empty)")
@@ -43,10 +43,10 @@ reports when several parts hold one; the others are kept as waves and noted.`,
 	return cmd
 }
 
-func runMerge(st *State, out, baseline, mechanism string, parts []string) error {
+func runMerge(ctx context.Context, st *State, out, baseline, mechanism string, parts []string) error {
 	var all []*bundle.Results
 	for _, dir := range parts {
-		res, _, err := bundle.ReadPart(context.Background(), dir)
+		res, _, err := bundle.ReadPart(ctx, dir)
 		if err != nil {
 			return &ExitError{Code: 2, Err: err}
 		}
@@ -62,13 +62,18 @@ func runMerge(st *State, out, baseline, mechanism string, parts []string) error 
 	if err := makeEmptyDir(out); err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
-	if err := bundle.AppendPartLogs(context.Background(), out, parts, all); err != nil {
+	if err := bundle.AppendPartLogs(ctx, out, parts, all); err != nil {
+		if bundle.IsInterrupted(ctx, err) {
+			return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("merge into %s: interrupted (%v); %s holds a partial merge (logs, no results.json): remove it", out, context.Cause(ctx), out)}
+		}
 		var fe *bundle.FileError
 		if errors.As(err, &fe) {
 			return &ExitError{Code: 2, Err: err} // a part's log cannot be read
 		}
 		return err
 	}
+	// Once results.json is written the merge completes: an interruption
+	// from here on would leave a bundle without its report and manifest.
 	if err := bundle.WriteResults(out, merged); err != nil {
 		return err
 	}

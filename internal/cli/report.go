@@ -22,15 +22,15 @@ except in a bundle whose rehearsal crashed before writing it: then it is
 rebuilt from journal.jsonl (every request that finished is there).`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runReport(st, args[0])
+			return interruption(cmd.Context(), "report "+args[0], runReport(cmd.Context(), st, args[0]))
 		},
 	}
 }
 
-func runReport(st *State, dir string) error {
+func runReport(ctx context.Context, st *State, dir string) error {
 	// A rehearsal that crashed before writing results.json left its
 	// journal: results.json is then rebuilt from it.
-	res, fromJournal, err := bundle.ReadPart(context.Background(), dir)
+	res, fromJournal, err := bundle.ReadPart(ctx, dir)
 	if err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
@@ -45,7 +45,7 @@ func runReport(st *State, dir string) error {
 		fmt.Fprintf(st.Stderr, "rehearse: %s: %d stored figures disagree with the raw records; the report shows the recomputed ones and `rehearse verify` will fail until results.json is rebuilt\n", dir, n)
 	}
 	res.Recompute()
-	if err := report.Write(dir, res); err != nil {
+	if err := report.WriteContext(ctx, dir, res); err != nil {
 		return err
 	}
 	fmt.Fprintf(st.Stdout, "wrote %s/README.md and refreshed %s/SHA256SUMS\n", dir, dir)

@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/rehearse/rehearse/internal/bundle"
 )
 
 // State is the process state a command may touch: its streams. Libraries
@@ -72,6 +74,29 @@ func newRootCmd(st *State) *cobra.Command {
 		newTokensCmd(st),
 	)
 	return root
+}
+
+// drivesServers names the commands that launch or drive servers. Their
+// first Ctrl-C (or SIGTERM, SIGHUP) stops them gracefully: servers are
+// stopped and the bundle of what finished is written; a second one kills
+// the servers' process groups at once. Every other command stops at the
+// first signal, and a second one ends it as Go does by default.
+var drivesServers = map[string]bool{"run": true, "bench": true, "demo": true, "sim": true}
+
+// DrivesServers reports whether args name one of the commands that drive
+// servers (see drivesServers), for main to choose its signal handling.
+func DrivesServers(args []string) bool {
+	cmd, _, err := newRootCmd(&State{}).Find(args)
+	return err == nil && drivesServers[cmd.Name()]
+}
+
+// interruption turns the error of work stopped because ctx ended into
+// exit status 130 with one line saying what was interrupted and why.
+func interruption(ctx context.Context, what string, err error) error {
+	if bundle.IsInterrupted(ctx, err) {
+		return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("%s: interrupted (%v)", what, context.Cause(ctx))}
+	}
+	return err
 }
 
 // Version describes this build from its build info: module version, VCS

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -19,15 +20,18 @@ Prints one line per problem, naming file, server, concurrency and field, and
 exits 1 when there is any.`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVerify(st, args[0])
+			return interruption(cmd.Context(), "verify "+args[0], runVerify(cmd.Context(), st, args[0]))
 		},
 	}
 }
 
-func runVerify(st *State, dir string) error {
-	probs := bundle.Verify(dir)
+func runVerify(ctx context.Context, st *State, dir string) error {
+	probs, err := bundle.VerifyContext(ctx, dir)
+	if err != nil {
+		return err
+	}
 	if len(probs) == 0 {
-		res, err := bundle.ReadResults(dir)
+		res, err := bundle.ReadResultsContext(ctx, dir)
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"bytes"
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -239,17 +240,17 @@ func TestRunReadsBundles(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	r, err := Run(Options{A: dirA, B: dirB, Gates: mustGates(t, "goodput<-5%"), Markdown: true}, &out)
+	r, err := Run(context.Background(), Options{A: dirA, B: dirB, Gates: mustGates(t, "goodput<-5%"), Markdown: true}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(r.Tripped()) != 4 || !strings.HasPrefix(out.String(), "## Comparison\n\n- A: `"+dirA+"`") {
 		t.Errorf("tripped %q; output starts %q", r.Tripped(), out.String()[:60])
 	}
-	if _, err := Run(Options{A: dirA, B: filepath.Join(dirB, "nope")}, &out); err == nil || !strings.Contains(err.Error(), "bundle B: ") || !strings.Contains(err.Error(), "no such bundle directory") {
+	if _, err := Run(context.Background(), Options{A: dirA, B: filepath.Join(dirB, "nope")}, &out); err == nil || !strings.Contains(err.Error(), "bundle B: ") || !strings.Contains(err.Error(), "no such bundle directory") {
 		t.Errorf("missing bundle: %v", err)
 	}
-	if _, err := Run(Options{A: dirA}, &out); err == nil {
+	if _, err := Run(context.Background(), Options{A: dirA}, &out); err == nil {
 		t.Error("no B: no error")
 	}
 }
@@ -280,7 +281,7 @@ func TestRunRecomputesStoredAggregates(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	r, err := Run(Options{A: dirA, B: dirB, Gates: mustGates(t, "goodput<-5%")}, &out)
+	r, err := Run(context.Background(), Options{A: dirA, B: dirB, Gates: mustGates(t, "goodput<-5%")}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
