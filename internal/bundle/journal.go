@@ -153,20 +153,28 @@ func (d *Dir) journal(ctx context.Context, name string) (*Results, error) {
 // in a bundle whose rehearsal stopped before writing one, its journal
 // (fromJournal is then true).
 func ReadPart(ctx context.Context, dir string) (res *Results, fromJournal bool, err error) {
-	d, err := OpenDir(dir)
-	if err != nil {
-		return nil, false, err
-	}
-	defer d.Close()
-	res, err = d.results(ctx)
+	res, err = ReadResultsContext(ctx, dir)
 	if err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return res, false, err
 	}
-	res, jerr := d.journal(ctx, JournalFile)
-	if errors.Is(jerr, fs.ErrNotExist) {
-		return nil, false, err
+	res, err = readJournalFor(ctx, dir, err)
+	return res, err == nil, err
+}
+
+// readJournalFor rebuilds the results of dir, which has no results.json
+// (missing is that error), from its journal; without a journal it is
+// missing that is returned.
+func readJournalFor(ctx context.Context, dir string, missing error) (*Results, error) {
+	d, err := OpenDir(dir)
+	if err != nil {
+		return nil, err
 	}
-	return res, jerr == nil, jerr
+	defer d.Close()
+	res, err := d.journal(ctx, JournalFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, missing
+	}
+	return res, err
 }
 
 // DecodeJournal rebuilds results from journal lines.

@@ -25,8 +25,12 @@ Examples:
   --fail-if 'failure_rate>+0.05'   failure rate rose by more than 5 points
   --fail-if 'vllm:e2e_p95>+500ms'  only server vllm, absolute change
 
+Both bundles must verify (digests and every aggregate, as rehearse verify
+checks them): one that does not is refused with its problems listed.
+
 Exit status: 0 when every gate passed, 1 when one tripped (or tested
-nothing), 2 for bad usage or a bundle that cannot be read.`,
+nothing) or a bundle does not verify, 2 for bad usage or a bundle that
+cannot be read.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
@@ -48,6 +52,9 @@ func runCompare(ctx context.Context, st *State, o compare.Options) error {
 	}
 	r, err := compare.Run(ctx, o, st.Stdout)
 	if err != nil {
+		if uerr := unverifiedInput(st, err); uerr != nil {
+			return uerr
+		}
 		return &ExitError{Code: 2, Err: err}
 	}
 	if tripped := r.Tripped(); len(tripped) > 0 {

@@ -23,8 +23,11 @@ GPU session, or one server split by concurrency) into one bundle: the parts
 must share the workload (prompts, max_tokens, temperature, timeout,
 endpoint, repeats) and the tokenizer; wave ids are renumbered, servers are
 joined by name, server logs are concatenated part by part with a marker line,
-and every aggregate is recomputed from the raw records. A part without
-results.json is read from its journal.jsonl (a part that crashed).
+and every aggregate is recomputed from the raw records. Every part must
+verify (one that does not is refused with its problems listed, exit 1); a
+part without results.json is read from its journal.jsonl (a part that
+crashed). The same part given twice, or two parts holding the same
+rehearsal (the same records), are refused: their records would count twice.
 --baseline names the speed-up denominator of the merged bundle when the parts
 name different ones (a part that holds one server names that server).
 --mechanism-check names the server whose mechanism check the merged bundle
@@ -44,16 +47,17 @@ reports when several parts hold one; the others are kept as waves and noted.`,
 }
 
 func runMerge(ctx context.Context, st *State, out, baseline, mechanism string, parts []string) error {
-	var all []*bundle.Results
-	for _, dir := range parts {
-		res, _, err := bundle.ReadPart(ctx, dir)
-		if err != nil {
-			return &ExitError{Code: 2, Err: err}
+	all, err := bundle.ReadParts(ctx, parts)
+	if err != nil {
+		if uerr := unverifiedInput(st, err); uerr != nil {
+			return uerr
 		}
-		if baseline != "" {
+		return &ExitError{Code: 2, Err: err}
+	}
+	if baseline != "" {
+		for _, res := range all {
 			res.Baseline = &baseline
 		}
-		all = append(all, res)
 	}
 	merged, err := bundle.Merge(all, parts, mechanism)
 	if err != nil {

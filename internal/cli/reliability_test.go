@@ -15,6 +15,7 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/bundle/bundletest"
+	"github.com/rehearse/rehearse/internal/contract"
 )
 
 // hangGuard bounds every row of the reliability suite: it is not a speed
@@ -82,6 +83,48 @@ func (l layout) checkOutside(t *testing.T) {
 	}
 }
 
+// dropMechanismCheck rewrites the bundle without its mechanism check, so
+// that merging it with itself is refused for nothing but the duplicate
+// (two mechanism checks are refused on their own).
+func (l layout) dropMechanismCheck(t *testing.T) {
+	t.Helper()
+	res, err := bundle.ReadResults(l.b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.MechanismCheck, res.Workload.MechanismCheck = nil, nil
+	var waves []contract.Wave
+	for _, w := range res.Waves {
+		if w.Kind != contract.KindMechanismCheck {
+			waves = append(waves, w)
+		}
+	}
+	var recs []contract.Record
+	for _, r := range res.Records {
+		if r.Kind != contract.KindMechanismCheck {
+			recs = append(recs, r)
+		}
+	}
+	res.Waves, res.Records = waves, recs
+	res.Recompute()
+	if err := bundle.WriteResults(l.b, res); err != nil {
+		t.Fatal(err)
+	}
+	if err := bundle.WriteSums(l.b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copy copies the bundle's files into a folder beside it.
+func (l layout) copy(t *testing.T, name string) string {
+	t.Helper()
+	c := filepath.Join(filepath.Dir(l.b), name)
+	if err := os.CopyFS(c, os.DirFS(l.b)); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // list appends an entry to the bundle's SHA256SUMS.
 func (l layout) list(t *testing.T, name, digest string) {
 	t.Helper()
@@ -112,7 +155,8 @@ func up(dir string) string {
 // badBundle is one row: setup builds the hostile or broken bundle and
 // returns the command line to run on it; the command must exit with code
 // and its output hold every string of want (the entry, named, with what is
-// wrong), within hangGuard.
+// wrong; %B stands for the bundle's folder, %D for the folder holding it
+// and outside), within hangGuard.
 type badBundle struct {
 	name  string
 	setup func(t *testing.T, l layout) []string
@@ -261,6 +305,42 @@ var badBundles = []badBundle{
 		code: 2, want: []string{"../outside/secret.txt: not a file name inside the bundle"},
 	},
 	{
+		name: "the same bundle merged twice",
+		setup: func(t *testing.T, l layout) []string {
+			l.dropMechanismCheck(t)
+			return []string{"merge", "-o", filepath.Join(filepath.Dir(l.b), "merged"), l.b, l.b + "/"}
+		},
+		code: 2, want: []string{"part 2 (" + "%B/) is part 1 (%B) given twice"},
+	},
+	{
+		name: "the same rehearsal in two folders merged",
+		setup: func(t *testing.T, l layout) []string {
+			l.dropMechanismCheck(t)
+			c := l.copy(t, "copy")
+			return []string{"merge", "-o", filepath.Join(filepath.Dir(l.b), "merged"), l.b, c}
+		},
+		code: 2, want: []string{"%D/copy holds the same rehearsal as %B (the same 246 records)"},
+	},
+	{
+		name: "an unverifiable input to merge",
+		setup: func(t *testing.T, l layout) []string {
+			l.dropMechanismCheck(t)
+			c := l.copy(t, "copy")
+			os.WriteFile(filepath.Join(c, "naive.log"), []byte("changed\n"), 0o644)
+			return []string{"merge", "-o", filepath.Join(filepath.Dir(l.b), "merged"), l.b, c}
+		},
+		code: 1, want: []string{"%D/copy: naive.log: SHA-256", "%D/copy does not verify"},
+	},
+	{
+		name: "an unverifiable input to compare",
+		setup: func(t *testing.T, l layout) []string {
+			c := l.copy(t, "copy")
+			os.WriteFile(filepath.Join(c, "naive.log"), []byte("changed\n"), 0o644)
+			return []string{"compare", l.b, c}
+		},
+		code: 1, want: []string{"%D/copy: naive.log: SHA-256", "bundle B: %D/copy does not verify"},
+	},
+	{
 		name: "a results.json cut in half",
 		setup: func(t *testing.T, l layout) []string {
 			path := filepath.Join(l.b, bundle.ResultsFile)
@@ -300,6 +380,7 @@ func TestReliabilityBadBundles(t *testing.T) {
 				t.Errorf("%v: exit %d, want %d; output:\n%s", args, r.code, row.code, msg)
 			}
 			for _, w := range row.want {
+				w = strings.NewReplacer("%B", l.b, "%D", filepath.Dir(l.b)).Replace(w)
 				if !strings.Contains(msg, w) {
 					t.Errorf("%v: output does not name the entry with %q:\n%s", args, w, msg)
 				}

@@ -99,6 +99,20 @@ func interruption(ctx context.Context, what string, err error) error {
 	return err
 }
 
+// unverifiedInput prints every problem of an input bundle that does not
+// verify, each line naming the bundle, and returns its error as exit 1;
+// for any other error it returns nil.
+func unverifiedInput(st *State, err error) error {
+	var ue *bundle.UnverifiedError
+	if !errors.As(err, &ue) {
+		return nil
+	}
+	for _, p := range ue.Problems {
+		fmt.Fprintf(st.Stderr, "%s: %s\n", ue.Dir, p)
+	}
+	return &ExitError{Code: 1, Err: err}
+}
+
 // Version describes this build from its build info: module version, VCS
 // revision and whether the tree was modified. Nothing is a literal.
 func Version() string {

@@ -43,7 +43,7 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// Run reads both bundles, compares them and writes the comparison to w as
+// Run reads both bundles, verifying each, compares them and writes the comparison to w as
 // text or markdown. The error is about reading the bundles or writing w,
 // or the interruption when ctx ends while they are read; tripped gates are
 // in the report (Report.Tripped).
@@ -69,16 +69,12 @@ func Run(ctx context.Context, o Options, w io.Writer) (Report, error) {
 	return r, err
 }
 
-// load reads a bundle and recomputes its aggregates from the raw records,
-// as `rehearse report` does: the stored aggregates are never trusted, so a
-// comparison or a CI gate cannot rest on figures verify would reject.
+// load reads a bundle that verifies (a *bundle.UnverifiedError lists the
+// problems of one that does not): a comparison or a CI gate cannot rest on
+// figures verify would reject, nor on a bundle whose logs or records were
+// changed after its digests were made.
 func load(ctx context.Context, dir string) (*bundle.Results, error) {
-	r, err := bundle.ReadResultsContext(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
-	r.Recompute()
-	return r, nil
+	return bundle.ReadVerified(ctx, dir)
 }
 
 // Row is one server at one load present in both bundles.
