@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/rehearse/rehearse/internal/contract"
@@ -181,13 +182,16 @@ func readJournalFor(ctx context.Context, dir string, missing error) (*Results, e
 func DecodeJournal(in io.Reader) (*Results, error) {
 	br := bufio.NewReader(in)
 	var (
-		header     *Results
-		waveOrder  []int
-		waves      = map[int]contract.Wave{}
-		records    []contract.Record
-		mechanism  *MechanismCheck
-		notes      []string
-		lineNumber int
+		header    *Results
+		waveOrder []int
+		waves     = map[int]contract.Wave{}
+		// waveEntries counts each wave's entries: one at its release, one
+		// at its end (see Entry.Wave).
+		waveEntries = map[int]int{}
+		records     []contract.Record
+		mechanism   *MechanismCheck
+		notes       []string
+		lineNumber  int
 	)
 	for {
 		line, err := br.ReadBytes('\n')
@@ -223,6 +227,7 @@ func DecodeJournal(in io.Reader) (*Results, error) {
 				waveOrder = append(waveOrder, e.Wave.ID)
 			}
 			waves[e.Wave.ID] = *e.Wave
+			waveEntries[e.Wave.ID]++
 		}
 		if e.Record != nil {
 			set++
@@ -247,22 +252,50 @@ func DecodeJournal(in io.Reader) (*Results, error) {
 	}
 	r := *header
 	r.Schema = Schema
-	for _, id := range waveOrder {
-		r.Waves = append(r.Waves, waves[id])
-	}
+	perWave := map[int]int{}
 	for i, rec := range records {
 		if _, ok := waves[rec.Wave]; !ok {
 			return nil, fmt.Errorf("record %d names wave %d, which the journal never opened", i, rec.Wave)
 		}
+		perWave[rec.Wave]++
+	}
+	var cut []string
+	for _, id := range waveOrder {
+		w := waves[id]
+		if waveEntries[id] < 2 && w.Stopped == "" {
+			w.Stopped = cutReason(w, perWave[id])
+			cut = append(cut, fmt.Sprintf("wave %d (%s, %s, repeat %d)", w.ID, w.Server, contract.KeyOf(w).LoadLabel(), w.Repeat))
+		}
+		r.Waves = append(r.Waves, w)
 	}
 	r.Records = records
 	if mechanism != nil {
 		r.MechanismCheck = mechanism
 	}
+	if len(cut) > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("The journal ends before the end of %s: rehearse stopped or crashed during it, so it is marked stopped, and requests of it that had not ended are not in the records.", strings.Join(cut, ", ")))
+	}
 	r.Notes = append(r.Notes, notes...)
 	FixWaveTimes(&r)
 	r.Recompute()
 	return &r, nil
+}
+
+const cutPrefix = "cut:"
+
+// IsCut reports whether w was marked stopped by DecodeJournal because the
+// journal ends before the wave's end.
+func IsCut(w contract.Wave) bool { return strings.HasPrefix(w.Stopped, cutPrefix) }
+
+// cutReason is the stopped field of a wave whose end the journal never
+// got: like a wave stopped by Ctrl-C it is warned about wherever its
+// figures appear, and it says how much of it the journal holds.
+func cutReason(w contract.Wave, records int) string {
+	const reason = cutPrefix + " the journal ends before this wave's end (rehearse stopped or crashed)"
+	if w.Mode == contract.ModeOpen {
+		return fmt.Sprintf("%s; %d requests were journaled", reason, records)
+	}
+	return fmt.Sprintf("%s; %d of its %d requests were journaled", reason, records, w.Concurrency)
 }
 
 // FixWaveTimes sets each wave's wall_s (the largest end_s) and, for a closed

@@ -341,6 +341,40 @@ var badBundles = []badBundle{
 		code: 1, want: []string{"%D/copy: naive.log: SHA-256", "bundle B: %D/copy does not verify"},
 	},
 	{
+		name: "a journal cut after 4 of a wave's 8 records (report)",
+		setup: func(t *testing.T, l layout) []string {
+			res := bundletest.SeedLike()
+			for _, f := range []string{bundle.ResultsFile, bundle.SumsFile} {
+				os.Remove(filepath.Join(l.b, f))
+			}
+			j, err := bundle.CreateJournal(filepath.Join(l.b, bundle.JournalFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			j.WriteHeader(res)
+			for _, w := range res.Waves {
+				release := w
+				release.WallS, release.ReleaseSpreadS = 0, 0
+				j.WriteWave(release)
+				n := 0
+				for _, r := range res.Records {
+					if r.Wave == w.ID {
+						if w.Concurrency == 8 && n == 4 {
+							return []string{"report", l.b} // SIGKILL here
+						}
+						j.WriteRecord(r)
+						n++
+					}
+				}
+				j.WriteWave(w)
+			}
+			t.Fatal("no 8-client wave")
+			return nil
+		},
+		code: 0, want: []string{"results.json rebuilt from journal.jsonl (7 records; 1 wave(s) cut by the journal's end, marked stopped)"},
+	},
+	{
 		name: "a results.json cut in half",
 		setup: func(t *testing.T, l layout) []string {
 			path := filepath.Join(l.b, bundle.ResultsFile)

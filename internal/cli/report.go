@@ -39,7 +39,17 @@ func runReport(ctx context.Context, st *State, dir string) error {
 		if err := bundle.WriteResults(dir, res); err != nil {
 			return err
 		}
-		fmt.Fprintf(st.Stderr, "rehearse: %s: results.json rebuilt from %s (%d records)\n", dir, bundle.JournalFile, len(res.Records))
+		cut := 0
+		for _, w := range res.Waves {
+			if bundle.IsCut(w) {
+				cut++
+			}
+		}
+		var cutNote string
+		if cut > 0 {
+			cutNote = fmt.Sprintf("; %d wave(s) cut by the journal's end, marked stopped", cut)
+		}
+		fmt.Fprintf(st.Stderr, "rehearse: %s: results.json rebuilt from %s (%d records%s)\n", dir, bundle.JournalFile, len(res.Records), cutNote)
 	}
 	if n := len(bundle.VerifyResults(res)); n > 0 {
 		fmt.Fprintf(st.Stderr, "rehearse: %s: %d stored figures disagree with the raw records; the report shows the recomputed ones and `rehearse verify` will fail until results.json is rebuilt\n", dir, n)
