@@ -375,6 +375,26 @@ var badBundles = []badBundle{
 		code: 0, want: []string{"results.json rebuilt from journal.jsonl (7 records; 1 wave(s) cut by the journal's end, marked stopped)"},
 	},
 	{
+		name: "SHA256SUMS a symlink to a file outside",
+		setup: func(t *testing.T, l layout) []string {
+			outside := filepath.Join(l.outside, "secret.txt")
+			l.symlink(t, outside, bundle.SumsFile)
+			return []string{"verify", l.b}
+		},
+		code: 1, want: []string{"SHA256SUMS: a symbolic link"},
+	},
+	{
+		name: "a notes file that is a FIFO (annotate)",
+		setup: func(t *testing.T, l layout) []string {
+			notes := filepath.Join(l.b, "notes.md")
+			if err := syscall.Mkfifo(notes, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"annotate", l.b, "-f", notes}
+		},
+		code: 2, want: []string{"notes.md: not a regular file (a named pipe)"},
+	},
+	{
 		name: "a results.json cut in half",
 		setup: func(t *testing.T, l layout) []string {
 			path := filepath.Join(l.b, bundle.ResultsFile)
