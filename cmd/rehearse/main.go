@@ -25,9 +25,26 @@ func main() {
 	if code, ok := supervise.KeeperMain(); ok {
 		os.Exit(code)
 	}
+	args := os.Args[1:]
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
+	if cli.DrivesServers(args) {
+		ctx = killOnSecondSignal(ctx)
+	} else {
+		// A command that reads bundles stops at the first signal; a
+		// second one gets Go's default and ends the process at once.
+		context.AfterFunc(ctx, stop)
+	}
+	code := cli.Main(ctx, args, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// killOnSecondSignal gives a command that drives servers its second
+// chance: the first signal cancels ctx (servers stopped gracefully), the
+// second SIGKILLs the servers' process groups without their grace period.
+func killOnSecondSignal(ctx context.Context) context.Context {
 	again := make(chan os.Signal, 2)
 	signal.Notify(again, stopSignals...)
-	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	ctx, killNow := supervise.WithKillNow(ctx)
 	go func() {
 		<-again
@@ -35,7 +52,5 @@ func main() {
 		fmt.Fprintln(os.Stderr, "rehearse: interrupted again: SIGKILL to the servers' process groups now, without waiting for their grace period")
 		killNow()
 	}()
-	code := cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	return ctx
 }

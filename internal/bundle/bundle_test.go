@@ -3,6 +3,7 @@ package bundle_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -396,5 +397,27 @@ func TestMergeRefusesDifferentOpenLoopSchedules(t *testing.T) {
 	}
 	if _, err := bundle.Merge([]*bundle.Results{open(1, 2), open(1, 2)}, []string{"partA", "partB"}, "batching"); err != nil && strings.Contains(err.Error(), "open_loop") {
 		t.Errorf("equal schedules refused: %v", err)
+	}
+}
+
+func TestMergeRefusesTheSameRehearsalTwice(t *testing.T) {
+	res := bundletest.SeedLike()
+	copyOf := *res
+	_, err := bundle.Merge([]*bundle.Results{res, &copyOf}, []string{"a", "a-copy"}, "batching")
+	if want := fmt.Sprintf("a-copy holds the same rehearsal as a (the same %d records): merged, it would count twice", len(res.Records)); err == nil || err.Error() != want {
+		t.Errorf("got %v, want %q", err, want)
+	}
+	// Parts without records are told apart by start, host and waves.
+	empty := func(started string) *bundle.Results {
+		r := *res
+		r.Records, r.MechanismCheck, r.Workload.MechanismCheck = nil, nil, nil
+		r.Provenance.StartedAt = started
+		return &r
+	}
+	if _, err := bundle.Merge([]*bundle.Results{empty("2026-11-30T12:00:00Z"), empty("2026-11-30T12:00:00Z")}, []string{"a", "b"}, ""); err == nil || !strings.Contains(err.Error(), "b holds the same rehearsal as a (no records, the same start 2026-11-30T12:00:00Z on testhost") {
+		t.Errorf("two empty parts of one start: %v", err)
+	}
+	if _, err := bundle.Merge([]*bundle.Results{empty("2026-11-30T12:00:00Z"), empty("2026-11-30T13:00:00Z")}, []string{"a", "b"}, ""); err != nil && strings.Contains(err.Error(), "same rehearsal") {
+		t.Errorf("two empty parts of different starts refused: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package bundle_test
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,7 +31,7 @@ func TestCommittedBundlesVerify(t *testing.T) {
 	}
 	for _, s := range sums {
 		dir := filepath.Dir(s)
-		rep := bundle.VerifyWith(dir, bundle.Options{Tokenizer: find})
+		rep, _ := bundle.VerifyWith(context.Background(), dir, bundle.Options{Tokenizer: find})
 		for _, p := range rep.Problems {
 			t.Errorf("%s: %s", dir, p)
 		}

@@ -1,12 +1,10 @@
 package bundle
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/rehearse/rehearse/internal/contract"
 )
@@ -19,14 +17,16 @@ const journalDiffsListed = 3
 // the bundle keeps one, and reports records and waves that differ from
 // results.json's: results.json is written from the journal, so any
 // difference is a change made to one of them afterwards.
-func compareJournal(dir string, res *Results) []Problem {
-	path := filepath.Join(dir, JournalFile)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	j, err := ReadJournal(path)
-	if err != nil {
-		return []Problem{{File: JournalFile, Msg: strings.TrimPrefix(err.Error(), path+": ")}}
+// The error is only the interruption.
+func (d *Dir) compareJournal(ctx context.Context, res *Results) ([]Problem, error) {
+	j, err := d.journal(ctx, JournalFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case IsInterrupted(ctx, err):
+		return nil, err
+	case err != nil:
+		return []Problem{fileProblem(err)}, nil
 	}
 	for i := range j.Records {
 		if j.Records[i].ChunkTimesS == nil {
@@ -34,7 +34,7 @@ func compareJournal(dir string, res *Results) []Problem {
 		}
 	}
 	probs := compareLists("records", j.Records, res.Records, recordsEqual)
-	return append(probs, compareLists("waves", j.Waves, res.Waves, func(a, b *contract.Wave) bool { return *a == *b })...)
+	return append(probs, compareLists("waves", j.Waves, res.Waves, func(a, b *contract.Wave) bool { return *a == *b })...), nil
 }
 
 // compareLists compares the journal's and results.json's list of name, item

@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,14 +10,16 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/rehearse/rehearse/internal/contract"
 )
 
 // WriteFileAtomic writes data to path through a temporary file in the same
-// folder and a rename, so a reader never sees a half-written file.
+// folder and a rename, so a reader never sees a half-written file. The
+// temporary file is created exclusively and the rename replaces the
+// directory entry, so nothing is ever written through a symbolic link
+// named path: the link itself is replaced.
 func WriteFileAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
@@ -26,13 +29,13 @@ func WriteFileAtomic(path string, data []byte) error {
 	tmp := f.Name()
 	_, err = f.Write(data)
 	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
 	}
 	if err == nil {
 		err = os.Rename(tmp, path)
@@ -107,27 +110,32 @@ func WriteResults(dir string, r *Results) error {
 // ReadResults reads and decodes dir/results.json. Errors name the file and
 // what is wrong with it.
 func ReadResults(dir string) (*Results, error) {
-	st, err := os.Stat(dir)
+	return ReadResultsContext(context.Background(), dir)
+}
+
+// ReadResultsContext is ReadResults stopping when ctx ends.
+func ReadResultsContext(ctx context.Context, dir string) (*Results, error) {
+	d, err := OpenDir(dir)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s: no such bundle directory", dir)
-		}
 		return nil, err
 	}
-	if !st.IsDir() {
-		return nil, fmt.Errorf("%s: not a directory", dir)
-	}
-	path := filepath.Join(dir, ResultsFile)
-	data, err := os.ReadFile(path)
+	defer d.Close()
+	return d.results(ctx)
+}
+
+// results reads and decodes results.json; every error is a *FileError
+// naming it (or the interruption).
+func (d *Dir) results(ctx context.Context) (*Results, error) {
+	data, err := d.ReadFile(ctx, ResultsFile, ResultsLimit)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s: missing (not a rehearse bundle?)", path)
+			return nil, d.fail(ResultsFile, "missing (not a rehearse bundle?)", err)
 		}
 		return nil, err
 	}
 	r, err := Decode(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, d.fail(ResultsFile, err.Error(), err)
 	}
 	return r, nil
 }
@@ -240,26 +248,28 @@ func describeJSONError(data []byte, err error) error {
 }
 
 // Files lists the regular files of a bundle relative to dir, sorted, except
-// the manifest itself and hidden files.
+// the manifest itself and hidden files. An entry that is not a regular file
+// or a folder (a symbolic link, a FIFO) is an error naming it: a bundle
+// holds nothing its manifest cannot cover.
 func Files(dir string) ([]string, error) {
-	var files []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		if d.IsDir() {
-			if rel != "." && strings.HasPrefix(d.Name(), ".") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if strings.HasPrefix(d.Name(), ".") || rel == SumsFile || !d.Type().IsRegular() {
-			return nil
-		}
-		files = append(files, filepath.ToSlash(rel))
-		return nil
-	})
-	sort.Strings(files)
-	return files, err
+	d, err := OpenDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.regularFiles(context.Background())
+}
+
+// regularFiles is Files through d.
+func (d *Dir) regularFiles(ctx context.Context) ([]string, error) {
+	files, bad, err := d.Files(ctx)
+	switch {
+	case err != nil:
+		return nil, err
+	case len(bad) == 1:
+		return nil, bad[0]
+	case len(bad) > 1:
+		return nil, fmt.Errorf("%w (and %d more entries that are not regular files)", bad[0], len(bad)-1)
+	}
+	return files, nil
 }

@@ -3,11 +3,15 @@ package bundle
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/rehearse/rehearse/internal/contract"
@@ -34,22 +38,28 @@ type Journal struct {
 	err  error
 }
 
-// CreateJournal creates (or truncates) the journal at path.
+// CreateJournal creates the journal at path. It is created, never opened:
+// an existing file is refused (a journal is never written over), and so is
+// a symbolic link, even a dangling one, which would have put the journal
+// wherever it points.
 func CreateJournal(path string) (*Journal, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND|openWriteFlags, 0o644)
 	if err != nil {
-		return nil, err
+		return nil, createError(path, err)
 	}
 	return &Journal{f: f, path: path}, nil
 }
 
-// OpenJournal opens the journal at path for appending (a resumed run).
-func OpenJournal(path string) (*Journal, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
+// createError says why a file of a bundle could not be created.
+func createError(path string, err error) error {
+	if fi, lerr := os.Lstat(path); lerr == nil {
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			target, _ := os.Readlink(path)
+			return fmt.Errorf("%s: a symbolic link (to %s); a bundle's files are created, never written through a link", path, target)
+		}
+		return fmt.Errorf("%s: exists; a journal is never written over", path)
 	}
-	return &Journal{f: f, path: path}, nil
+	return fmt.Errorf("%s: %s", path, unwrapPath(err))
 }
 
 // Path is the journal's file name.
@@ -111,31 +121,77 @@ func (j *Journal) Close() error {
 
 // ReadJournal rebuilds results from a journal file. A torn last line (the
 // tool died mid-write) is dropped with a note; any other bad line is an
-// error naming the file and line. Aggregates are recomputed.
+// error naming the file and line. Aggregates are recomputed. The journal
+// is read as any bundle file is: a regular file, never through a link,
+// at most JournalLimit bytes.
 func ReadJournal(path string) (*Results, error) {
-	f, err := os.Open(path)
+	d, err := OpenDir(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.journal(context.Background(), filepath.Base(path))
+}
+
+// journal rebuilds results from the journal name inside d.
+func (d *Dir) journal(ctx context.Context, name string) (*Results, error) {
+	f, err := d.Open(ctx, name, JournalLimit)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	r, err := DecodeJournal(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		if IsInterrupted(ctx, err) {
+			return nil, err
+		}
+		return nil, d.fail(name, err.Error(), err)
 	}
 	return r, nil
+}
+
+// ReadPart reads the results of a bundle directory: its results.json, or,
+// in a bundle whose rehearsal stopped before writing one, its journal
+// (fromJournal is then true).
+func ReadPart(ctx context.Context, dir string) (res *Results, fromJournal bool, err error) {
+	res, err = ReadResultsContext(ctx, dir)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return res, false, err
+	}
+	res, err = readJournalFor(ctx, dir, err)
+	return res, err == nil, err
+}
+
+// readJournalFor rebuilds the results of dir, which has no results.json
+// (missing is that error), from its journal; without a journal it is
+// missing that is returned.
+func readJournalFor(ctx context.Context, dir string, missing error) (*Results, error) {
+	d, err := OpenDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	res, err := d.journal(ctx, JournalFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, missing
+	}
+	return res, err
 }
 
 // DecodeJournal rebuilds results from journal lines.
 func DecodeJournal(in io.Reader) (*Results, error) {
 	br := bufio.NewReader(in)
 	var (
-		header     *Results
-		waveOrder  []int
-		waves      = map[int]contract.Wave{}
-		records    []contract.Record
-		mechanism  *MechanismCheck
-		notes      []string
-		lineNumber int
+		header    *Results
+		waveOrder []int
+		waves     = map[int]contract.Wave{}
+		// waveEntries counts each wave's entries: one at its release, one
+		// at its end (see Entry.Wave).
+		waveEntries = map[int]int{}
+		records     []contract.Record
+		mechanism   *MechanismCheck
+		notes       []string
+		lineNumber  int
 	)
 	for {
 		line, err := br.ReadBytes('\n')
@@ -171,6 +227,7 @@ func DecodeJournal(in io.Reader) (*Results, error) {
 				waveOrder = append(waveOrder, e.Wave.ID)
 			}
 			waves[e.Wave.ID] = *e.Wave
+			waveEntries[e.Wave.ID]++
 		}
 		if e.Record != nil {
 			set++
@@ -195,22 +252,50 @@ func DecodeJournal(in io.Reader) (*Results, error) {
 	}
 	r := *header
 	r.Schema = Schema
-	for _, id := range waveOrder {
-		r.Waves = append(r.Waves, waves[id])
-	}
+	perWave := map[int]int{}
 	for i, rec := range records {
 		if _, ok := waves[rec.Wave]; !ok {
 			return nil, fmt.Errorf("record %d names wave %d, which the journal never opened", i, rec.Wave)
 		}
+		perWave[rec.Wave]++
+	}
+	var cut []string
+	for _, id := range waveOrder {
+		w := waves[id]
+		if waveEntries[id] < 2 && w.Stopped == "" {
+			w.Stopped = cutReason(w, perWave[id])
+			cut = append(cut, fmt.Sprintf("wave %d (%s, %s, repeat %d)", w.ID, w.Server, contract.KeyOf(w).LoadLabel(), w.Repeat))
+		}
+		r.Waves = append(r.Waves, w)
 	}
 	r.Records = records
 	if mechanism != nil {
 		r.MechanismCheck = mechanism
 	}
+	if len(cut) > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("The journal ends before the end of %s: rehearse stopped or crashed during it, so it is marked stopped, and requests of it that had not ended are not in the records.", strings.Join(cut, ", ")))
+	}
 	r.Notes = append(r.Notes, notes...)
 	FixWaveTimes(&r)
 	r.Recompute()
 	return &r, nil
+}
+
+const cutPrefix = "cut:"
+
+// IsCut reports whether w was marked stopped by DecodeJournal because the
+// journal ends before the wave's end.
+func IsCut(w contract.Wave) bool { return strings.HasPrefix(w.Stopped, cutPrefix) }
+
+// cutReason is the stopped field of a wave whose end the journal never
+// got: like a wave stopped by Ctrl-C it is warned about wherever its
+// figures appear, and it says how much of it the journal holds.
+func cutReason(w contract.Wave, records int) string {
+	const reason = cutPrefix + " the journal ends before this wave's end (rehearse stopped or crashed)"
+	if w.Mode == contract.ModeOpen {
+		return fmt.Sprintf("%s; %d requests were journaled", reason, records)
+	}
+	return fmt.Sprintf("%s; %d of its %d requests were journaled", reason, records, w.Concurrency)
 }
 
 // FixWaveTimes sets each wave's wall_s (the largest end_s) and, for a closed

@@ -1,7 +1,14 @@
 package bundle
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
 	"reflect"
 	"slices"
 	"sort"
@@ -22,6 +29,10 @@ func Merge(parts []*Results, names []string, mechanismServer string) (*Results, 
 		return nil, fmt.Errorf("nothing to merge")
 	}
 	first := parts[0]
+	ids := make([][sha256.Size]byte, len(parts))
+	for i, p := range parts {
+		ids[i] = rehearsalID(p)
+	}
 	out := &Results{
 		Schema:     Schema,
 		Provenance: first.Provenance,
@@ -34,6 +45,9 @@ func Merge(parts []*Results, names []string, mechanismServer string) (*Results, 
 	for i, p := range parts {
 		if err := sameWorkload(first.Workload, p.Workload); err != nil {
 			return nil, fmt.Errorf("%s: workload differs from %s's: %v", names[i], names[0], err)
+		}
+		if err := distinctRehearsal(parts, ids, i, names); err != nil {
+			return nil, err
 		}
 		if p.Baseline != nil {
 			if out.Baseline != nil && *out.Baseline != *p.Baseline {
@@ -138,6 +152,105 @@ func Merge(parts []*Results, names []string, mechanismServer string) (*Results, 
 	return out, nil
 }
 
+// distinctRehearsal refuses part i when it carries the same rehearsal as
+// an earlier part (a bundle and its copy, or one part given twice): merged,
+// every record of it would count twice. Two parts are the same rehearsal
+// when they hold the same records, or, holding none, started at the same
+// instant on the same host with the same waves (ids, from rehearsalID).
+func distinctRehearsal(parts []*Results, ids [][sha256.Size]byte, i int, names []string) error {
+	for j := range i {
+		if ids[j] != ids[i] {
+			continue
+		}
+		what := fmt.Sprintf("the same %d records", len(parts[i].Records))
+		if len(parts[i].Records) == 0 {
+			p := parts[i].Provenance
+			what = fmt.Sprintf("no records, the same start %s on %s and the same waves", p.StartedAt, p.Host.Hostname)
+		}
+		return fmt.Errorf("%s holds the same rehearsal as %s (%s): merged, it would count twice", names[i], names[j], what)
+	}
+	return nil
+}
+
+// rehearsalID is a digest of what identifies a part's rehearsal: its
+// records, or where it has none its start, host and waves.
+func rehearsalID(p *Results) [sha256.Size]byte {
+	var v any = p.Records
+	if len(p.Records) == 0 {
+		v = []any{p.Provenance.StartedAt, p.Provenance.Host.Hostname, p.Waves}
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		// Not JSON (a NaN): no identity, so never a duplicate.
+		data = fmt.Appendf(nil, "%p", p)
+	}
+	return sha256.Sum256(data)
+}
+
+// UnverifiedError is an input bundle that does not verify: the commands
+// that read bundles (compare, merge, annotate) refuse it, since figures
+// verify rejects cannot be compared, merged or annotated.
+type UnverifiedError struct {
+	Dir      string
+	Problems []Problem
+}
+
+func (e *UnverifiedError) Error() string {
+	return fmt.Sprintf("%s does not verify (%d problem(s); the first: %s); see rehearse verify %s", e.Dir, len(e.Problems), e.Problems[0], e.Dir)
+}
+
+// ReadVerified verifies the bundle dir and returns its results. A bundle
+// whose results.json cannot be read gives that error; one that reads but
+// does not verify gives an *UnverifiedError listing every problem.
+func ReadVerified(ctx context.Context, dir string) (*Results, error) {
+	res, rep, err := verifyDir(ctx, dir, Options{})
+	probs := rep.Problems
+	switch {
+	case err != nil:
+		return nil, err
+	case res == nil:
+		if _, rerr := ReadResultsContext(ctx, dir); rerr != nil {
+			return nil, rerr
+		}
+		return nil, &UnverifiedError{Dir: dir, Problems: probs}
+	case len(probs) > 0:
+		return nil, &UnverifiedError{Dir: dir, Problems: probs}
+	}
+	return res, nil
+}
+
+// ReadParts reads the parts of a merge: each must be a bundle that
+// verifies, or, where a part's rehearsal stopped before writing
+// results.json, a folder with its journal (rebuilt from it, as `rehearse
+// report` would). The same folder given twice is refused.
+func ReadParts(ctx context.Context, dirs []string) ([]*Results, error) {
+	stats := make([]os.FileInfo, len(dirs))
+	for i, dir := range dirs {
+		st, err := os.Stat(dir)
+		if err != nil {
+			break // ReadVerified names it
+		}
+		for j := range i {
+			if stats[j] != nil && os.SameFile(stats[j], st) {
+				return nil, fmt.Errorf("part %d (%s) is part %d (%s) given twice: merged, its records would count twice", i+1, dir, j+1, dirs[j])
+			}
+		}
+		stats[i] = st
+	}
+	parts := make([]*Results, 0, len(dirs))
+	for _, dir := range dirs {
+		res, err := ReadVerified(ctx, dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			res, err = readJournalFor(ctx, dir, err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, res)
+	}
+	return parts, nil
+}
+
 func joinNonEmpty(a, b string) string {
 	switch {
 	case a == "":
@@ -195,4 +308,59 @@ func sameOpenLoop(a, b *OpenLoop) error {
 		return fmt.Errorf("open_loop.max_concurrency %d vs %d", b.MaxConcurrency, a.MaxConcurrency)
 	}
 	return nil
+}
+
+// AppendPartLogs appends each part's server logs to the merged bundle out,
+// each after a marker line naming its part, so a server whose waves ran in
+// several parts keeps one complete log. A log is named by the part's
+// results.json (servers[].log): it is read through the part's Dir, so a
+// name outside the part, a link or a FIFO is an error naming it, and
+// written inside out only, never through a link. A part without the log
+// it names adds nothing.
+func AppendPartLogs(ctx context.Context, out string, dirs []string, parts []*Results) error {
+	root, err := os.OpenRoot(out)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for i, dir := range dirs {
+		for _, s := range parts[i].Servers {
+			if s.Log == "" {
+				continue
+			}
+			if err := appendLog(ctx, root, dir, s.Log); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func appendLog(ctx context.Context, out *os.Root, part, name string) error {
+	d, err := OpenDir(part)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	in, err := d.Open(ctx, name, FileLimit)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	f, err := out.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND|openWriteFlags, 0o644)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", out.Name(), name, err)
+	}
+	fmt.Fprintf(f, "==> rehearse merge: log of part %s follows\n", part)
+	_, err = io.CopyBuffer(f, in, make([]byte, readChunk))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil && !IsInterrupted(ctx, err) {
+		return fmt.Errorf("%s: %s: %w", out.Name(), name, err)
+	}
+	return err
 }

@@ -1,6 +1,7 @@
 package bundle_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -247,7 +248,7 @@ func writeRow(t *testing.T, edit, journal func(*testing.T, *bundle.Results), kee
 func verifyAll(t *testing.T, dir string) []string {
 	t.Helper()
 	var out []string
-	rep := bundle.VerifyWith(dir, bundle.Options{Tokenizer: func(bundle.Provenance) (bundle.Counter, error) { return wordCounter{}, nil }})
+	rep, _ := bundle.VerifyWith(context.Background(), dir, bundle.Options{Tokenizer: func(bundle.Provenance) (bundle.Counter, error) { return wordCounter{}, nil }})
 	for _, p := range rep.Problems {
 		out = append(out, p.String())
 	}

@@ -1,13 +1,15 @@
 package bundle
 
 import (
-	"bufio"
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"io"
-	"os"
+	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -18,29 +20,41 @@ type Digest struct {
 	SHA256 string
 }
 
-// HashFile returns the hex SHA-256 of a file.
+// DigestOf is the digest of data about to be written as file.
+func DigestOf(file string, data []byte) Digest {
+	sum := sha256.Sum256(data)
+	return Digest{File: file, SHA256: hex.EncodeToString(sum[:])}
+}
+
+// HashFile returns the hex SHA-256 of a regular file (never through a
+// symbolic link, at most FileLimit bytes).
 func HashFile(path string) (string, error) {
-	f, err := os.Open(path)
+	d, err := OpenDir(filepath.Dir(path))
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	defer d.Close()
+	return d.Hash(context.Background(), filepath.Base(path), FileLimit)
 }
 
-// Digests hashes every file of the bundle except SHA256SUMS.
-func Digests(dir string) ([]Digest, error) {
-	files, err := Files(dir)
+// Digests hashes every file of the bundle except SHA256SUMS and those
+// named in except, stopping when ctx ends.
+func Digests(ctx context.Context, dir string, except ...string) ([]Digest, error) {
+	d, err := OpenDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	files, err := d.regularFiles(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Digest, 0, len(files))
 	for _, f := range files {
-		sum, err := HashFile(filepath.Join(dir, filepath.FromSlash(f)))
+		if slices.Contains(except, f) {
+			continue
+		}
+		sum, err := d.Hash(ctx, f, limitFor(f))
 		if err != nil {
 			return nil, err
 		}
@@ -59,20 +73,27 @@ func WriteSums(dir string) error {
 // file from known where it is listed there (the caller hashed it and has
 // not changed it since) and hashing only the others: a bundle's logs can
 // be large, and a report that lists digests need not hash them twice.
+// A bundle holding an entry that is not a regular file gets no manifest.
 func WriteSumsKnown(dir string, known []Digest) error {
-	files, err := Files(dir)
+	d, err := OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	ctx := context.Background()
+	files, err := d.regularFiles(ctx)
 	if err != nil {
 		return err
 	}
 	have := make(map[string]string, len(known))
-	for _, d := range known {
-		have[d.File] = d.SHA256
+	for _, k := range known {
+		have[k.File] = k.SHA256
 	}
 	ds := make([]Digest, 0, len(files))
 	for _, f := range files {
 		sum, ok := have[f]
 		if !ok {
-			if sum, err = HashFile(filepath.Join(dir, filepath.FromSlash(f))); err != nil {
+			if sum, err = d.Hash(ctx, f, limitFor(f)); err != nil {
 				return err
 			}
 		}
@@ -87,32 +108,34 @@ func WriteSumsKnown(dir string, known []Digest) error {
 
 // ReadSums parses dir/SHA256SUMS.
 func ReadSums(dir string) ([]Digest, error) {
-	path := filepath.Join(dir, SumsFile)
-	f, err := os.Open(path)
+	d, err := OpenDir(dir)
 	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, fmt.Errorf("%s: missing", path)
+		return nil, err
+	}
+	defer d.Close()
+	return d.sums(context.Background())
+}
+
+// sums reads and parses SHA256SUMS. The names it lists are not checked
+// here: every one is opened through d, which refuses those outside.
+func (d *Dir) sums(ctx context.Context) ([]Digest, error) {
+	data, err := d.ReadFile(ctx, SumsFile, SumsLimit)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, d.fail(SumsFile, "missing", err)
 		}
 		return nil, err
 	}
-	defer f.Close()
 	var out []Digest
-	sc := bufio.NewScanner(f)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := sc.Text()
-		if text == "" {
+	for i, text := range bytes.Split(data, []byte("\n")) {
+		if len(text) == 0 {
 			continue
 		}
-		sum, name, ok := strings.Cut(text, "  ")
+		sum, name, ok := strings.Cut(string(text), "  ")
 		if !ok || len(sum) != 64 || strings.Trim(sum, "0123456789abcdef") != "" || name == "" {
-			return nil, fmt.Errorf("%s:%d: not a line of the form \"<sha256>  <file>\"", path, line)
+			return nil, d.fail(SumsFile, fmt.Sprintf("line %d: not a line of the form \"<sha256>  <file>\"", i+1), nil)
 		}
 		out = append(out, Digest{File: strings.TrimPrefix(name, "*"), SHA256: sum})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].File < out[j].File })
 	return out, nil

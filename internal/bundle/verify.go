@@ -1,13 +1,13 @@
 package bundle
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -50,9 +50,18 @@ const (
 )
 
 // Verify checks a bundle as VerifyWith does with no options: output_tokens
-// are not re-counted.
+// are not re-counted, and nothing stops it.
 func Verify(dir string) []Problem {
-	return VerifyWith(dir, Options{}).Problems
+	rep, _ := VerifyWith(context.Background(), dir, Options{})
+	return rep.Problems
+}
+
+// VerifyContext is Verify stopping when ctx ends, between files and
+// within each: the error is then the interruption (IsInterrupted) and the
+// problems are those found so far.
+func VerifyContext(ctx context.Context, dir string) ([]Problem, error) {
+	rep, err := VerifyWith(ctx, dir, Options{})
+	return rep.Problems, err
 }
 
 // Counter counts the tokens of a text as the pinned tokenizer does (no
@@ -86,67 +95,135 @@ type Report struct {
 // recomputed from the raw records, every output_tokens re-counted from its
 // text (with o.Tokenizer) or checked against the usage it was taken from,
 // and, when the bundle keeps its journal, that journal.jsonl holds the
-// records and waves results.json does.
-func VerifyWith(dir string, o Options) Report {
+// records and waves results.json does. Only regular files inside dir are
+// opened: an entry outside it, a symbolic link, a FIFO or a device is a
+// problem naming the entry. It stops when ctx ends, between files and
+// within each: the error is then the interruption (IsInterrupted) and the
+// problems are those found so far.
+func VerifyWith(ctx context.Context, dir string, o Options) (Report, error) {
+	_, rep, err := verifyDir(ctx, dir, o)
+	return rep, err
+}
+
+// verifyDir verifies dir and returns its results where they could be read.
+func verifyDir(ctx context.Context, dir string, o Options) (*Results, Report, error) {
 	var rep Report
-	rep.Problems = append(rep.Problems, verifySums(dir)...)
-	res, err := ReadResults(dir)
+	d, err := OpenDir(dir)
+	if err != nil {
+		rep.Problems = []Problem{fileProblem(err)}
+		return nil, rep, nil
+	}
+	defer d.Close()
+	res, err := d.verify(ctx, o, &rep)
+	rep.Problems = dedupe(rep.Problems)
+	return res, rep, err
+}
+
+// verify fills rep and returns the results it read; the error is only the
+// interruption.
+func (d *Dir) verify(ctx context.Context, o Options, rep *Report) (*Results, error) {
+	probs, err := d.verifySums(ctx)
+	rep.Problems = append(rep.Problems, probs...)
+	if err != nil {
+		return nil, err
+	}
+	res, err := d.results(ctx)
 	var invalid *InvalidError
 	if errors.As(err, &invalid) {
 		// VerifyResults reports each of its problems, with the rest.
 		res, err = invalid.Results, nil
 	}
 	if err != nil {
-		rep.Problems = append(rep.Problems, Problem{File: ResultsFile, Msg: trimPath(err.Error(), dir)})
-		return rep
+		if IsInterrupted(ctx, err) {
+			return nil, err
+		}
+		rep.Problems = append(rep.Problems, fileProblem(err))
+		return nil, nil
 	}
 	rep.Records, rep.Waves, rep.Aggregates = len(res.Records), len(res.Waves), len(res.Aggregates)
 	rep.Problems = append(rep.Problems, VerifyResults(res)...)
+	if ctx.Err() != nil {
+		return nil, Interrupted(ctx)
+	}
 	probs, note := recountTokens(res, o)
 	rep.Problems = append(rep.Problems, probs...)
 	if note != "" {
 		rep.Notes = append(rep.Notes, note)
 	}
-	rep.Problems = append(rep.Problems, compareJournal(dir, res)...)
-	return rep
+	if ctx.Err() != nil {
+		return nil, Interrupted(ctx)
+	}
+	probs, err = d.compareJournal(ctx, res)
+	rep.Problems = append(rep.Problems, probs...)
+	return res, err
 }
 
-func trimPath(msg, dir string) string {
-	return strings.TrimPrefix(msg, filepath.Join(dir, ResultsFile)+": ")
+// fileProblem is the problem of an entry that could not be read.
+func fileProblem(err error) Problem {
+	var fe *FileError
+	if errors.As(err, &fe) {
+		return Problem{File: fe.Name, Msg: fe.Msg}
+	}
+	return Problem{Msg: err.Error()}
 }
 
-func verifySums(dir string) []Problem {
-	listed, err := ReadSums(dir)
+// dedupe drops repeats of a problem (a FIFO named results.json is both a
+// listed file that cannot be hashed and a results.json that cannot be read).
+func dedupe(probs []Problem) []Problem {
+	seen := map[Problem]bool{}
+	out := probs[:0]
+	for _, p := range probs {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// verifySums hashes every file SHA256SUMS lists and lists the bundle's
+// files: every listed file must match, every file must be listed, and
+// every entry must be a regular file. The error is only the interruption.
+func (d *Dir) verifySums(ctx context.Context) ([]Problem, error) {
+	listed, err := d.sums(ctx)
 	if err != nil {
-		return []Problem{{File: SumsFile, Msg: strings.TrimPrefix(err.Error(), filepath.Join(dir, SumsFile)+": ")}}
+		if IsInterrupted(ctx, err) {
+			return nil, err
+		}
+		return []Problem{fileProblem(err)}, nil
 	}
 	var probs []Problem
 	seen := map[string]bool{}
-	for _, d := range listed {
-		seen[d.File] = true
-		sum, err := HashFile(filepath.Join(dir, filepath.FromSlash(d.File)))
-		if err != nil {
-			if os.IsNotExist(err) {
-				probs = append(probs, Problem{File: d.File, Msg: "listed in SHA256SUMS but missing"})
-			} else {
-				probs = append(probs, Problem{File: d.File, Msg: err.Error()})
-			}
-			continue
-		}
-		if sum != d.SHA256 {
-			probs = append(probs, Problem{File: d.File, Msg: fmt.Sprintf("SHA-256 %s, SHA256SUMS says %s", sum, d.SHA256)})
+	for _, l := range listed {
+		seen[l.File] = true
+		sum, err := d.Hash(ctx, l.File, limitFor(l.File))
+		switch {
+		case IsInterrupted(ctx, err):
+			return probs, err
+		case errors.Is(err, fs.ErrNotExist):
+			probs = append(probs, Problem{File: l.File, Msg: "listed in SHA256SUMS but missing"})
+		case err != nil:
+			probs = append(probs, fileProblem(err))
+		case sum != l.SHA256:
+			probs = append(probs, Problem{File: l.File, Msg: fmt.Sprintf("SHA-256 %s, SHA256SUMS says %s", sum, l.SHA256)})
 		}
 	}
-	files, err := Files(dir)
+	files, bad, err := d.Files(ctx)
 	if err != nil {
-		return append(probs, Problem{File: dir, Msg: err.Error()})
+		if IsInterrupted(ctx, err) {
+			return probs, err
+		}
+		return append(probs, fileProblem(err)), nil
+	}
+	for _, b := range bad {
+		probs = append(probs, Problem{File: b.Name, Msg: b.Msg})
 	}
 	for _, f := range files {
 		if !seen[f] {
 			probs = append(probs, Problem{File: f, Msg: "not listed in SHA256SUMS"})
 		}
 	}
-	return probs
+	return probs, nil
 }
 
 // VerifyResults checks results.json's waves and records against SPEC §2,

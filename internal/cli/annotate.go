@@ -1,9 +1,9 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -28,31 +28,37 @@ notes from standard input; an empty file removes them.`,
 			if file == "" {
 				return usageError("annotate needs -f NOTES.md (or -f - for standard input)")
 			}
-			return runAnnotate(st, args[0], file)
+			return interruption(cmd.Context(), "annotate "+args[0], runAnnotate(cmd.Context(), st, args[0], file))
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "markdown file with the notes (- for standard input)")
 	return cmd
 }
 
-func runAnnotate(st *State, dir, file string) error {
+func runAnnotate(ctx context.Context, st *State, dir, file string) error {
 	var notes []byte
 	var err error
 	if file == "-" {
 		notes, err = io.ReadAll(st.Stdin)
 	} else {
-		notes, err = os.ReadFile(file)
+		notes, err = bundle.ReadNotes(ctx, file)
 	}
 	if err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
-	res, err := bundle.ReadResults(dir)
+	res, err := bundle.ReadResultsContext(ctx, dir)
 	if err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
-	if probs := bundle.Verify(dir); len(probs) > 0 {
+	probs, err := bundle.VerifyContext(ctx, dir)
+	if err != nil {
+		return err
+	}
+	if len(probs) > 0 {
 		return &ExitError{Code: 1, Err: fmt.Errorf("%s does not verify (%s); annotating it would re-make its digests over the problem", dir, probs[0])}
 	}
+	// From here on the bundle is being rewritten: results.json, then the
+	// report and manifest over it, with no look at ctx in between.
 	res.OperatorNotes = strings.TrimSpace(string(notes))
 	if err := bundle.WriteResults(dir, res); err != nil {
 		return err

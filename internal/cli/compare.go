@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -24,15 +25,19 @@ Examples:
   --fail-if 'failure_rate>+0.05'   failure rate rose by more than 5 points
   --fail-if 'vllm:e2e_p95>+500ms'  only server vllm, absolute change
 
+Both bundles must verify (digests and every aggregate, as rehearse verify
+checks them): one that does not is refused with its problems listed.
+
 Exit status: 0 when every gate passed, 1 when one tripped (or tested
-nothing), 2 for bad usage or a bundle that cannot be read.`,
+nothing) or a bundle does not verify, 2 for bad usage or a bundle that
+cannot be read.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
 				return usageError("compare takes two bundle directories, A and B (got %d arguments)", len(args))
 			}
 			o.A, o.B, o.Gates = args[0], args[1], gates
-			return runCompare(st, o)
+			return interruption(cmd.Context(), "compare", runCompare(cmd.Context(), st, o))
 		},
 	}
 	cmd.Flags().Var(&gates, "fail-if", "a gate such as 'goodput<-5%' (repeatable); exit 1 when one trips")
@@ -41,12 +46,15 @@ nothing), 2 for bad usage or a bundle that cannot be read.`,
 	return cmd
 }
 
-func runCompare(st *State, o compare.Options) error {
+func runCompare(ctx context.Context, st *State, o compare.Options) error {
 	if err := o.Validate(); err != nil {
 		return usageError("%v", err)
 	}
-	r, err := compare.Run(o, st.Stdout)
+	r, err := compare.Run(ctx, o, st.Stdout)
 	if err != nil {
+		if uerr := unverifiedInput(st, err); uerr != nil {
+			return uerr
+		}
 		return &ExitError{Code: 2, Err: err}
 	}
 	if tripped := r.Tripped(); len(tripped) > 0 {

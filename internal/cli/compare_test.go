@@ -33,6 +33,9 @@ func comparePair(t *testing.T) (a, b string) {
 		if err := bundle.WriteResults(dir, plottest.Results(o)); err != nil {
 			t.Fatal(err)
 		}
+		if err := bundle.WriteSums(dir); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return a, b
 }

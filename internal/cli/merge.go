@@ -1,12 +1,11 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -24,8 +23,11 @@ GPU session, or one server split by concurrency) into one bundle: the parts
 must share the workload (prompts, max_tokens, temperature, timeout,
 endpoint, repeats) and the tokenizer; wave ids are renumbered, servers are
 joined by name, server logs are concatenated part by part with a marker line,
-and every aggregate is recomputed from the raw records. A part without
-results.json is read from its journal.jsonl (a part that crashed).
+and every aggregate is recomputed from the raw records. Every part must
+verify (one that does not is refused with its problems listed, exit 1); a
+part without results.json is read from its journal.jsonl (a part that
+crashed). The same part given twice, or two parts holding the same
+rehearsal (the same records), are refused: their records would count twice.
 --baseline names the speed-up denominator of the merged bundle when the parts
 name different ones (a part that holds one server names that server).
 --mechanism-check names the server whose mechanism check the merged bundle
@@ -35,7 +37,7 @@ reports when several parts hold one; the others are kept as waves and noted.`,
 			if out == "" {
 				return usageError("merge needs -o DIR for the merged bundle")
 			}
-			return runMerge(st, out, baseline, mechanism, args)
+			return interruption(cmd.Context(), "merge into "+out, runMerge(cmd.Context(), st, out, baseline, mechanism, args))
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "directory of the merged bundle (created; must not exist or be empty)")
@@ -44,17 +46,18 @@ reports when several parts hold one; the others are kept as waves and noted.`,
 	return cmd
 }
 
-func runMerge(st *State, out, baseline, mechanism string, parts []string) error {
-	var all []*bundle.Results
-	for _, dir := range parts {
-		res, err := readPart(dir)
-		if err != nil {
-			return &ExitError{Code: 2, Err: err}
+func runMerge(ctx context.Context, st *State, out, baseline, mechanism string, parts []string) error {
+	all, err := bundle.ReadParts(ctx, parts)
+	if err != nil {
+		if uerr := unverifiedInput(st, err); uerr != nil {
+			return uerr
 		}
-		if baseline != "" {
+		return &ExitError{Code: 2, Err: err}
+	}
+	if baseline != "" {
+		for _, res := range all {
 			res.Baseline = &baseline
 		}
-		all = append(all, res)
 	}
 	merged, err := bundle.Merge(all, parts, mechanism)
 	if err != nil {
@@ -63,16 +66,18 @@ func runMerge(st *State, out, baseline, mechanism string, parts []string) error 
 	if err := makeEmptyDir(out); err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
-	for i, dir := range parts {
-		for _, s := range all[i].Servers {
-			if s.Log == "" {
-				continue
-			}
-			if err := appendLog(filepath.Join(out, s.Log), filepath.Join(dir, s.Log), dir); err != nil {
-				return err
-			}
+	if err := bundle.AppendPartLogs(ctx, out, parts, all); err != nil {
+		if bundle.IsInterrupted(ctx, err) {
+			return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("merge into %s: interrupted (%v); %s holds a partial merge (logs, no results.json): remove it", out, context.Cause(ctx), out)}
 		}
+		var fe *bundle.FileError
+		if errors.As(err, &fe) {
+			return &ExitError{Code: 2, Err: err} // a part's log cannot be read
+		}
+		return err
 	}
+	// Once results.json is written the merge completes: an interruption
+	// from here on would leave a bundle without its report and manifest.
 	if err := bundle.WriteResults(out, merged); err != nil {
 		return err
 	}
@@ -81,20 +86,6 @@ func runMerge(st *State, out, baseline, mechanism string, parts []string) error 
 	}
 	fmt.Fprintf(st.Stdout, "merged %d parts into %s: %d servers, %d waves, %d records\n", len(parts), out, len(merged.Servers), len(merged.Waves), len(merged.Records))
 	return nil
-}
-
-func readPart(dir string) (*bundle.Results, error) {
-	res, err := bundle.ReadResults(dir)
-	if err == nil {
-		return res, nil
-	}
-	j := filepath.Join(dir, bundle.JournalFile)
-	if _, serr := os.Stat(filepath.Join(dir, bundle.ResultsFile)); errors.Is(serr, fs.ErrNotExist) {
-		if _, jerr := os.Stat(j); jerr == nil {
-			return bundle.ReadJournal(j)
-		}
-	}
-	return nil, err
 }
 
 func makeEmptyDir(dir string) error {
@@ -108,27 +99,4 @@ func makeEmptyDir(dir string) error {
 		return fmt.Errorf("%s: exists and is not empty", dir)
 	}
 	return nil
-}
-
-// appendLog appends the part's log to dst, after a marker line naming the
-// part, so a server whose waves ran in several parts keeps one complete log.
-func appendLog(dst, src, part string) error {
-	in, err := os.Open(src)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(f, "==> rehearse merge: log of part %s follows\n", part)
-	_, err = io.Copy(f, in)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -21,31 +22,40 @@ except in a bundle whose rehearsal crashed before writing it: then it is
 rebuilt from journal.jsonl (every request that finished is there).`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runReport(st, args[0])
+			return interruption(cmd.Context(), "report "+args[0], runReport(cmd.Context(), st, args[0]))
 		},
 	}
 }
 
-func runReport(st *State, dir string) error {
-	res, err := bundle.ReadResults(dir)
+func runReport(ctx context.Context, st *State, dir string) error {
+	// A rehearsal that crashed before writing results.json left its
+	// journal: results.json is then rebuilt from it.
+	res, fromJournal, err := bundle.ReadPart(ctx, dir)
 	if err != nil {
-		// A rehearsal that crashed before writing results.json left its
-		// journal: rebuild results.json from it.
-		res, err = readPart(dir)
-		if err != nil {
-			return &ExitError{Code: 2, Err: err}
-		}
+		return &ExitError{Code: 2, Err: err}
+	}
+	if fromJournal {
 		res.Notes = append(res.Notes, "results.json was rebuilt from journal.jsonl by rehearse report (the rehearsal stopped before writing it).")
 		if err := bundle.WriteResults(dir, res); err != nil {
 			return err
 		}
-		fmt.Fprintf(st.Stderr, "rehearse: %s: results.json rebuilt from %s (%d records)\n", dir, bundle.JournalFile, len(res.Records))
+		cut := 0
+		for _, w := range res.Waves {
+			if bundle.IsCut(w) {
+				cut++
+			}
+		}
+		var cutNote string
+		if cut > 0 {
+			cutNote = fmt.Sprintf("; %d wave(s) cut by the journal's end, marked stopped", cut)
+		}
+		fmt.Fprintf(st.Stderr, "rehearse: %s: results.json rebuilt from %s (%d records%s)\n", dir, bundle.JournalFile, len(res.Records), cutNote)
 	}
 	if n := len(bundle.VerifyResults(res)); n > 0 {
 		fmt.Fprintf(st.Stderr, "rehearse: %s: %d stored figures disagree with the raw records; the report shows the recomputed ones and `rehearse verify` will fail until results.json is rebuilt\n", dir, n)
 	}
 	res.Recompute()
-	if err := report.Write(dir, res); err != nil {
+	if err := report.WriteContext(ctx, dir, res); err != nil {
 		return err
 	}
 	fmt.Fprintf(st.Stdout, "wrote %s/README.md and refreshed %s/SHA256SUMS\n", dir, dir)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
 )
 
@@ -75,6 +76,43 @@ func newRootCmd(st *State) *cobra.Command {
 		newTokensCmd(st),
 	)
 	return root
+}
+
+// drivesServers names the commands that launch or drive servers. Their
+// first Ctrl-C (or SIGTERM, SIGHUP) stops them gracefully: servers are
+// stopped and the bundle of what finished is written; a second one kills
+// the servers' process groups at once. Every other command stops at the
+// first signal, and a second one ends it as Go does by default.
+var drivesServers = map[string]bool{"run": true, "bench": true, "demo": true, "sim": true}
+
+// DrivesServers reports whether args name one of the commands that drive
+// servers (see drivesServers), for main to choose its signal handling.
+func DrivesServers(args []string) bool {
+	cmd, _, err := newRootCmd(&State{}).Find(args)
+	return err == nil && drivesServers[cmd.Name()]
+}
+
+// interruption turns the error of work stopped because ctx ended into
+// exit status 130 with one line saying what was interrupted and why.
+func interruption(ctx context.Context, what string, err error) error {
+	if bundle.IsInterrupted(ctx, err) {
+		return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("%s: interrupted (%v)", what, context.Cause(ctx))}
+	}
+	return err
+}
+
+// unverifiedInput prints every problem of an input bundle that does not
+// verify, each line naming the bundle, and returns its error as exit 1;
+// for any other error it returns nil.
+func unverifiedInput(st *State, err error) error {
+	var ue *bundle.UnverifiedError
+	if !errors.As(err, &ue) {
+		return nil
+	}
+	for _, p := range ue.Problems {
+		fmt.Fprintf(st.Stderr, "%s: %s\n", ue.Dir, p)
+	}
+	return &ExitError{Code: 1, Err: err}
 }
 
 // Version describes this build from its build info: module version, VCS

@@ -164,7 +164,7 @@ func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
 	}
 	// The bundle is verified with the tokenizer that counted its records,
 	// so every output_tokens is re-counted too.
-	rep := bundle.VerifyWith(job.dir, bundle.Options{Tokenizer: func(bundle.Provenance) (bundle.Counter, error) { return tok, nil }})
+	rep, _ := bundle.VerifyWith(context.Background(), job.dir, bundle.Options{Tokenizer: func(bundle.Provenance) (bundle.Counter, error) { return tok, nil }})
 	probs := rep.Problems
 	for _, p := range probs {
 		fmt.Fprintf(st.Stderr, "verify: %s\n", p)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -32,15 +33,18 @@ Prints one line per problem, naming file, server, load and field, and
 exits 1 when there is any.`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVerify(st, args[0], o)
+			return interruption(cmd.Context(), "verify "+args[0], runVerify(cmd.Context(), st, args[0], o))
 		},
 	}
 	cmd.Flags().StringVar(&o.tokenizerPath, "tokenizer", "", "tokenizer.json to re-count output_tokens with when the bundle's is neither embedded nor in the Hugging Face cache (its SHA-256 must be the one provenance names)")
 	return cmd
 }
 
-func runVerify(st *State, dir string, o verifyOptions) error {
-	rep := bundle.VerifyWith(dir, bundle.Options{Tokenizer: o.counter})
+func runVerify(ctx context.Context, st *State, dir string, o verifyOptions) error {
+	rep, err := bundle.VerifyWith(ctx, dir, bundle.Options{Tokenizer: o.counter})
+	if err != nil {
+		return err
+	}
 	for _, n := range rep.Notes {
 		fmt.Fprintf(st.Stderr, "rehearse: %s: %s\n", dir, n)
 	}

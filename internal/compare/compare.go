@@ -6,6 +6,7 @@
 package compare
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -42,18 +43,19 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// Run reads both bundles, compares them and writes the comparison to w as
-// text or markdown. The error is about reading the bundles or writing w;
-// tripped gates are in the report (Report.Tripped).
-func Run(o Options, w io.Writer) (Report, error) {
+// Run reads both bundles, verifying each, compares them and writes the comparison to w as
+// text or markdown. The error is about reading the bundles or writing w,
+// or the interruption when ctx ends while they are read; tripped gates are
+// in the report (Report.Tripped).
+func Run(ctx context.Context, o Options, w io.Writer) (Report, error) {
 	if err := o.Validate(); err != nil {
 		return Report{}, err
 	}
-	a, err := load(o.A)
+	a, err := load(ctx, o.A)
 	if err != nil {
 		return Report{}, fmt.Errorf("bundle A: %w", err)
 	}
-	b, err := load(o.B)
+	b, err := load(ctx, o.B)
 	if err != nil {
 		return Report{}, fmt.Errorf("bundle B: %w", err)
 	}
@@ -67,16 +69,12 @@ func Run(o Options, w io.Writer) (Report, error) {
 	return r, err
 }
 
-// load reads a bundle and recomputes its aggregates from the raw records,
-// as `rehearse report` does: the stored aggregates are never trusted, so a
-// comparison or a CI gate cannot rest on figures verify would reject.
-func load(dir string) (*bundle.Results, error) {
-	r, err := bundle.ReadResults(dir)
-	if err != nil {
-		return nil, err
-	}
-	r.Recompute()
-	return r, nil
+// load reads a bundle that verifies (a *bundle.UnverifiedError lists the
+// problems of one that does not): a comparison or a CI gate cannot rest on
+// figures verify would reject, nor on a bundle whose logs or records were
+// changed after its digests were made.
+func load(ctx context.Context, dir string) (*bundle.Results, error) {
+	return bundle.ReadVerified(ctx, dir)
 }
 
 // Row is one server at one load present in both bundles.

@@ -2,6 +2,8 @@ package compare
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -232,24 +234,20 @@ func TestTextAndMarkdownGolden(t *testing.T) {
 func TestRunReadsBundles(t *testing.T) {
 	a, b := pair(true)
 	dirA, dirB := t.TempDir(), t.TempDir()
-	if err := bundle.WriteResults(dirA, a); err != nil {
-		t.Fatal(err)
-	}
-	if err := bundle.WriteResults(dirB, b); err != nil {
-		t.Fatal(err)
-	}
+	writeVerifiable(t, dirA, a)
+	writeVerifiable(t, dirB, b)
 	var out bytes.Buffer
-	r, err := Run(Options{A: dirA, B: dirB, Gates: mustGates(t, "goodput<-5%"), Markdown: true}, &out)
+	r, err := Run(context.Background(), Options{A: dirA, B: dirB, Gates: mustGates(t, "goodput<-5%"), Markdown: true}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(r.Tripped()) != 4 || !strings.HasPrefix(out.String(), "## Comparison\n\n- A: `"+dirA+"`") {
 		t.Errorf("tripped %q; output starts %q", r.Tripped(), out.String()[:60])
 	}
-	if _, err := Run(Options{A: dirA, B: filepath.Join(dirB, "nope")}, &out); err == nil || !strings.Contains(err.Error(), "bundle B: ") || !strings.Contains(err.Error(), "no such bundle directory") {
+	if _, err := Run(context.Background(), Options{A: dirA, B: filepath.Join(dirB, "nope")}, &out); err == nil || !strings.Contains(err.Error(), "bundle B: ") || !strings.Contains(err.Error(), "no such bundle directory") {
 		t.Errorf("missing bundle: %v", err)
 	}
-	if _, err := Run(Options{A: dirA}, &out); err == nil {
+	if _, err := Run(context.Background(), Options{A: dirA}, &out); err == nil {
 		t.Error("no B: no error")
 	}
 }
@@ -267,24 +265,40 @@ func BenchmarkCompare(b *testing.B) {
 	}
 }
 
-func TestRunRecomputesStoredAggregates(t *testing.T) {
+func TestRunRefusesABundleThatDoesNotVerify(t *testing.T) {
 	// B's stored aggregates claim A's figures, but its records are the
-	// regressed ones: Run must compare what the records say.
+	// regressed ones (its digests re-made over the change): a gate must
+	// never pass on figures verify rejects, so Run refuses B and says why.
 	a, b := pair(true)
 	b.Aggregates = a.Aggregates
 	dirA, dirB := t.TempDir(), t.TempDir()
-	if err := bundle.WriteResults(dirA, a); err != nil {
-		t.Fatal(err)
-	}
-	if err := bundle.WriteResults(dirB, b); err != nil {
-		t.Fatal(err)
-	}
+	writeVerifiable(t, dirA, a)
+	writeVerifiable(t, dirB, b)
 	var out bytes.Buffer
-	r, err := Run(Options{A: dirA, B: dirB, Gates: mustGates(t, "goodput<-5%")}, &out)
-	if err != nil {
+	_, err := Run(context.Background(), Options{A: dirA, B: dirB, Gates: mustGates(t, "goodput<-5%")}, &out)
+	var ue *bundle.UnverifiedError
+	if !errors.As(err, &ue) || ue.Dir != dirB || !strings.HasPrefix(err.Error(), "bundle B: "+dirB+" does not verify") {
+		t.Fatalf("got %v, want bundle B refused as not verifying", err)
+	}
+	var named bool
+	for _, p := range ue.Problems {
+		named = named || strings.Contains(p.String(), "goodput_tok_s.median: stored")
+	}
+	if !named {
+		t.Errorf("problems %v do not name the stored median", ue.Problems)
+	}
+	if out.Len() != 0 {
+		t.Errorf("a comparison was written: %q", out.String())
+	}
+}
+
+// writeVerifiable writes res as a bundle with its manifest.
+func writeVerifiable(t *testing.T, dir string, res *bundle.Results) {
+	t.Helper()
+	if err := bundle.WriteResults(dir, res); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Tripped()) != 4 {
-		t.Errorf("tripped %q: want the 4 regressed rows from the records, not the stored aggregates", r.Tripped())
+	if err := bundle.WriteSums(dir); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,8 +1,10 @@
 package report
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
+	"sort"
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/plot"
@@ -11,25 +13,51 @@ import (
 // Write renders a bundle whose results.json is already written: the
 // figures, README.md, report.html, and last SHA256SUMS over every file.
 func Write(dir string, res *bundle.Results) error {
-	figs, refs, err := writeFigureFiles(dir, res)
+	return WriteContext(context.Background(), dir, res)
+}
+
+// WriteContext is Write stopping when ctx ends. It looks at ctx only while
+// it renders and hashes the bundle's files, before it writes any: an
+// interrupted report leaves the bundle as it was, and one that has begun
+// writing finishes, so a bundle is never left half re-rendered.
+func WriteContext(ctx context.Context, dir string, res *bundle.Results) error {
+	figs, err := plot.Render(res)
 	if err != nil {
-		return err
+		return fmt.Errorf("figures: %w", err)
 	}
-	digests, err := bundle.Digests(dir)
-	if err != nil {
-		return err
-	}
+	refs := make([]FigureRef, 0, len(figs))
+	skip := []string{bundle.ReadmeFile, HTMLFile}
 	var listed []bundle.Digest
-	for _, d := range digests {
-		if d.File != bundle.ReadmeFile && d.File != HTMLFile {
-			listed = append(listed, d)
+	for _, f := range figs {
+		refs = append(refs, FigureRef{File: f.Name, Title: f.Title, Caption: f.Caption})
+		skip = append(skip, f.Name)
+		listed = append(listed, bundle.DigestOf(f.Name, f.SVG))
+	}
+	// Every file but README.md, report.html and the figures, which are
+	// about to be written, is hashed as it is now.
+	hashed, err := bundle.Digests(ctx, dir, skip...)
+	if err != nil {
+		return err
+	}
+	listed = append(listed, hashed...)
+	sort.Slice(listed, func(i, j int) bool { return listed[i].File < listed[j].File })
+	readme := Markdown(res, refs, listed)
+	page, err := HTML(res, readme, figs)
+	if err != nil {
+		return fmt.Errorf("%s: %w", HTMLFile, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return bundle.Interrupted(ctx)
+	}
+	for _, f := range figs {
+		if err := bundle.WriteFileAtomic(filepath.Join(dir, f.Name), f.SVG); err != nil {
+			return err
 		}
 	}
-	readme := Markdown(res, refs, listed)
 	if err := bundle.WriteFileAtomic(filepath.Join(dir, bundle.ReadmeFile), readme); err != nil {
 		return err
 	}
-	if err := writeHTML(dir, res, readme, figs); err != nil {
+	if err := bundle.WriteFileAtomic(filepath.Join(dir, HTMLFile), page); err != nil {
 		return err
 	}
 	// Every file but README.md and report.html is as it was hashed above.
@@ -38,26 +66,3 @@ func Write(dir string, res *bundle.Results) error {
 
 // HTMLFile is the self-contained web page of a bundle.
 const HTMLFile = "report.html"
-
-func writeFigureFiles(dir string, res *bundle.Results) ([]plot.Figure, []FigureRef, error) {
-	figs, err := plot.Render(res)
-	if err != nil {
-		return nil, nil, fmt.Errorf("figures: %w", err)
-	}
-	refs := make([]FigureRef, 0, len(figs))
-	for _, f := range figs {
-		if err := bundle.WriteFileAtomic(filepath.Join(dir, f.Name), f.SVG); err != nil {
-			return nil, nil, err
-		}
-		refs = append(refs, FigureRef{File: f.Name, Title: f.Title, Caption: f.Caption})
-	}
-	return figs, refs, nil
-}
-
-func writeHTML(dir string, res *bundle.Results, readme []byte, figs []plot.Figure) error {
-	page, err := HTML(res, readme, figs)
-	if err != nil {
-		return fmt.Errorf("%s: %w", HTMLFile, err)
-	}
-	return bundle.WriteFileAtomic(filepath.Join(dir, HTMLFile), page)
-}
