@@ -88,7 +88,7 @@ func Results(o Options) *bundle.Results {
 			Host:               bundle.Host{Hostname: "test", OS: "linux", Arch: "amd64", CPUs: 2},
 			Model:              bundle.Model{ID: "synthetic/model", Note: "synthetic test data"},
 			Tokenizer:          bundle.Tokenizer{Name: "none", Source: "synthetic"},
-			OutputTokensSource: "synthetic",
+			OutputTokensSource: "tokenizer",
 			Simulation:         &bundle.Simulation{TimeScale: 1, Profiles: map[string]string{}, Note: "synthetic results built by package plottest; not a measurement"},
 		},
 		Workload: bundle.Workload{
