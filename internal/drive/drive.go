@@ -257,6 +257,7 @@ func (d *Driver) record(w contract.Wave, release time.Time, client, prompt int, 
 		UsageCompletionTokens: res.UsageCompletionTokens,
 		UsagePromptTokens:     res.UsagePromptTokens,
 		FinishReason:          res.FinishReason,
+		Retried:               res.Retried,
 	}
 	if !res.FirstContent.IsZero() {
 		v := rel(res.FirstContent)

@@ -59,6 +59,10 @@ type Result struct {
 	UsagePromptTokens     *int
 	// Chunks counts every data event, content or not (role, usage, …).
 	Chunks int
+	// Retried says why the request was sent a second time on a freshly
+	// dialed connection: its first connection had sat unused and failed
+	// before any byte of the request was written. "" when sent once.
+	Retried string
 }
 
 // Prepared is a request whose URL, headers and body are built, ready to be
@@ -115,26 +119,51 @@ func (p *Prepared) Body() []byte { return p.body }
 // tlsHandshakeTimeout bounds each TLS handshake of a Client.
 const tlsHandshakeTimeout = 10 * time.Second
 
+// maxIdleAge bounds how long a connection may sit unused, pre-dialed by
+// Warm or pooled after a stream, before a request is written on it: servers
+// close idle connections (uvicorn after 5 s, many proxies after 10 s), and a
+// request written on one the server is closing would fail for no fault of
+// the server's. An older pre-dialed connection is closed and a fresh one
+// dialed; the transport drops pooled ones at this age.
+const maxIdleAge = 3 * time.Second
+
 // Client sends streaming requests over an http.Transport tuned for many
 // concurrent streams: no connection limit per host, an idle pool as large as
 // the largest wave, no compression (chunks are timed as they arrive), and
 // HTTP/1.1 so that every stream has its own connection as in a real fleet of
 // clients. Safe for concurrent use.
+//
+// A connection that sat unused is checked before a request is written on it
+// (its age, then checkAlive at the moment of the first write), and a request
+// whose connection turned out stale having written no byte is sent once more
+// on a freshly dialed one (Result.Retried says why); none is resent once a
+// byte of it may have reached the server.
 type Client struct {
 	hc     *http.Client
 	tr     *http.Transport
+	fresh  *http.Client // a connection of its own per request: the resend
 	dialer net.Dialer
 	tlsCfg *tls.Config
+	// alive checks a connection that sat unused (checkAlive; tests
+	// replace it).
+	alive func(net.Conn) error
 
 	mu    sync.Mutex
-	ready map[string][]net.Conn // pre-dialed connections by "scheme://host:port"
+	ready map[string][]readyConn // pre-dialed connections by "scheme://host:port"
+}
+
+// readyConn is a pre-dialed connection and when it was dialed.
+type readyConn struct {
+	conn net.Conn
+	at   time.Time
 }
 
 // NewClient returns a client. A nil tlsConfig uses the system roots.
 func NewClient(tlsConfig *tls.Config) *Client {
 	c := &Client{
 		dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
-		ready:  map[string][]net.Conn{},
+		ready:  map[string][]readyConn{},
+		alive:  checkAlive,
 	}
 	if tlsConfig == nil {
 		tlsConfig = &tls.Config{}
@@ -150,7 +179,7 @@ func NewClient(tlsConfig *tls.Config) *Client {
 		MaxIdleConns:          0,
 		MaxIdleConnsPerHost:   4096,
 		MaxConnsPerHost:       0,
-		IdleConnTimeout:       90 * time.Second,
+		IdleConnTimeout:       maxIdleAge,
 		DisableCompression:    true,
 		ForceAttemptHTTP2:     false,
 		ResponseHeaderTimeout: 0,
@@ -162,25 +191,42 @@ func NewClient(tlsConfig *tls.Config) *Client {
 		ReadBufferSize:      16 << 10,
 	}
 	c.hc = &http.Client{Transport: c.tr}
+	fresh := c.tr.Clone()
+	fresh.DialContext, fresh.DialTLSContext = c.dialPlainFresh, c.dialTLSFresh
+	fresh.DisableKeepAlives = true
+	c.fresh = &http.Client{Transport: fresh}
 	return c
 }
 
-func (c *Client) take(key string) net.Conn {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	conns := c.ready[key]
-	if len(conns) == 0 {
-		return nil
+// take hands out a pre-dialed connection to key, closing on the way those
+// older than maxIdleAge and those checkAlive finds stale; nil when none is
+// left.
+func (c *Client) take(key string) *gatedConn {
+	for {
+		c.mu.Lock()
+		conns := c.ready[key]
+		if len(conns) == 0 {
+			c.mu.Unlock()
+			return nil
+		}
+		rc := conns[len(conns)-1]
+		c.ready[key] = conns[:len(conns)-1]
+		c.mu.Unlock()
+		if time.Since(rc.at) <= maxIdleAge && c.alive(rc.conn) == nil {
+			return &gatedConn{Conn: rc.conn, predialed: rc.at}
+		}
+		rc.conn.Close()
 	}
-	conn := conns[len(conns)-1]
-	c.ready[key] = conns[:len(conns)-1]
-	return conn
 }
 
 func (c *Client) dialPlain(ctx context.Context, network, addr string) (net.Conn, error) {
 	if conn := c.take("http://" + addr); conn != nil {
-		return &gatedConn{Conn: conn}, nil
+		return conn, nil
 	}
+	return c.dialPlainFresh(ctx, network, addr)
+}
+
+func (c *Client) dialPlainFresh(ctx context.Context, network, addr string) (net.Conn, error) {
 	conn, err := c.dialer.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, err
@@ -190,8 +236,12 @@ func (c *Client) dialPlain(ctx context.Context, network, addr string) (net.Conn,
 
 func (c *Client) dialTLS(ctx context.Context, network, addr string) (net.Conn, error) {
 	if conn := c.take("https://" + addr); conn != nil {
-		return &gatedConn{Conn: conn}, nil
+		return conn, nil
 	}
+	return c.dialTLSFresh(ctx, network, addr)
+}
+
+func (c *Client) dialTLSFresh(ctx context.Context, network, addr string) (net.Conn, error) {
 	conn, err := c.handshake(ctx, network, addr)
 	if err != nil {
 		return nil, err
@@ -228,8 +278,9 @@ func (c *Client) handshake(ctx context.Context, network, addr string) (net.Conn,
 
 // Warm closes the transport's idle connections and opens n fresh ones to
 // baseURL's host (TLS handshakes included), which the next n requests to
-// that host take instead of dialing. A closed-loop wave calls it before its
-// release so that no request of the wave pays for a connection.
+// that host take instead of dialing, while they are younger than
+// maxIdleAge and still open. A closed-loop wave calls it before its release
+// so that no request of the wave pays for a connection.
 func (c *Client) Warm(ctx context.Context, baseURL string, n int) error {
 	c.tr.CloseIdleConnections()
 	c.Drop()
@@ -253,6 +304,7 @@ func (c *Client) Warm(ctx context.Context, baseURL string, n int) error {
 	}
 	key := u.Scheme + "://" + addr
 	conns := make([]net.Conn, n)
+	dialed := make([]time.Time, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 64) // do not SYN-flood the listen backlog
@@ -267,10 +319,11 @@ func (c *Client) Warm(ctx context.Context, baseURL string, n int) error {
 			} else {
 				conns[i], errs[i] = c.dialer.DialContext(ctx, "tcp", addr)
 			}
+			dialed[i] = time.Now()
 		}()
 	}
 	wg.Wait()
-	var ok []net.Conn
+	var ok []readyConn
 	var firstErr error
 	for i := range n {
 		if errs[i] != nil {
@@ -279,7 +332,7 @@ func (c *Client) Warm(ctx context.Context, baseURL string, n int) error {
 			}
 			continue
 		}
-		ok = append(ok, conns[i])
+		ok = append(ok, readyConn{conn: conns[i], at: dialed[i]})
 	}
 	c.mu.Lock()
 	c.ready[key] = append(c.ready[key], ok...)
@@ -294,11 +347,11 @@ func (c *Client) Warm(ctx context.Context, baseURL string, n int) error {
 func (c *Client) Drop() {
 	c.mu.Lock()
 	ready := c.ready
-	c.ready = map[string][]net.Conn{}
+	c.ready = map[string][]readyConn{}
 	c.mu.Unlock()
 	for _, conns := range ready {
-		for _, conn := range conns {
-			conn.Close()
+		for _, rc := range conns {
+			rc.conn.Close()
 		}
 	}
 }
@@ -336,10 +389,27 @@ func (c *Client) Send(ctx context.Context, p *Prepared) Result {
 // release is closed. Start is the moment of that send and the timeout runs
 // from it. A request that fails before the release is recorded at the
 // release (Start = End), so no time of a wave precedes it.
+//
+// When the connection the request took had sat unused and proves stale
+// before any byte of the request was written on it, the request is sent
+// once more on a freshly dialed connection, and Retried says why; Start is
+// then the second send.
 func (c *Client) SendAt(ctx context.Context, p *Prepared, release <-chan struct{}, armed func()) Result {
+	res, stale := c.attempt(ctx, c.hc, p, release, armed)
+	if stale == "" {
+		return res
+	}
+	res, _ = c.attempt(ctx, c.fresh, p, release, nil)
+	res.Retried = stale
+	return res
+}
+
+// attempt sends p once over hc (see SendAt). When the attempt is void
+// (gate.void) it returns why instead of a result.
+func (c *Client) attempt(ctx context.Context, hc *http.Client, p *Prepared, release <-chan struct{}, armed func()) (Result, string) {
 	reqCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	g := &gate{release: release, ctx: reqCtx, timeout: p.timeout, expire: func() { cancel(errTimeout) }, armed: armed}
+	g := &gate{release: release, ctx: reqCtx, timeout: p.timeout, expire: func() { cancel(errTimeout) }, armed: armed, alive: c.alive}
 	defer g.stop()
 
 	var (
@@ -349,6 +419,7 @@ func (c *Client) SendAt(ctx context.Context, p *Prepared, release <-chan struct{
 	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
 		if gc, ok := info.Conn.(*gatedConn); ok {
 			conn = gc
+			g.use(gc, info.Reused)
 			gc.setGate(g)
 		}
 		g.arm()
@@ -356,7 +427,7 @@ func (c *Client) SendAt(ctx context.Context, p *Prepared, release <-chan struct{
 	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, trace), http.MethodPost, p.url, bytes.NewReader(p.body))
 	if err != nil {
 		c.failEarly(ctx, g, &res, contract.ErrConnect, "cannot build request: "+err.Error())
-		return res
+		return res, ""
 	}
 	defer func() {
 		if conn != nil {
@@ -369,18 +440,28 @@ func (c *Client) SendAt(ctx context.Context, p *Prepared, release <-chan struct{
 		hreq.Header.Set("Authorization", "Bearer "+p.apiKey)
 	}
 
-	resp, err := c.hc.Do(hreq)
+	resp, err := hc.Do(hreq)
+	status := 0
+	if resp != nil {
+		status = resp.StatusCode
+	}
+	if why := g.void(ctx, reqCtx, status, err); why != "" {
+		if resp != nil {
+			resp.Body.Close()
+		}
+		return Result{}, why
+	}
 	start, released := g.sent()
 	if err != nil {
 		if !released {
 			var probe Result
 			c.classifyTransport(ctx, reqCtx, &probe, err, false)
 			c.failEarly(ctx, g, &res, probe.ErrorKind, probe.Error)
-			return res
+			return res, ""
 		}
 		res.Start, res.End = start, time.Now()
 		c.classifyTransport(ctx, reqCtx, &res, err, false)
-		return res
+		return res, ""
 	}
 	defer resp.Body.Close()
 	res.HTTPStatus = resp.StatusCode
@@ -392,14 +473,14 @@ func (c *Client) SendAt(ctx context.Context, p *Prepared, release <-chan struct{
 			msg = fmt.Sprintf("HTTP %d before the request was sent", resp.StatusCode)
 		}
 		c.failEarly(ctx, g, &res, contract.ErrHTTPStatus, msg)
-		return res
+		return res, ""
 	}
 	res.Start = start
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		msg := statusError(resp)
 		res.End = time.Now()
 		res.ErrorKind, res.Error = contract.ErrHTTPStatus, msg
-		return res
+		return res, ""
 	}
 	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
 		msg := readErrorBody(resp.Body)
@@ -408,13 +489,13 @@ func (c *Client) SendAt(ctx context.Context, p *Prepared, release <-chan struct{
 		if msg != "" {
 			res.Error += ": " + msg
 		}
-		return res
+		return res, ""
 	}
 	c.readStream(ctx, reqCtx, resp.Body, &res)
 	if res.OK {
 		drain(resp.Body, func() { cancel(nil) })
 	}
-	return res
+	return res, ""
 }
 
 // statusError reads an error response's body and names its status and
@@ -541,12 +622,18 @@ func (c *Client) classifyTransport(ctx, reqCtx context.Context, res *Result, err
 		res.Error = "stream broken: " + err.Error()
 	default:
 		res.ErrorKind = contract.ErrConnect
-		res.Error = err.Error()
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			res.Error = ue.Err.Error()
-		}
+		res.Error = transportText(err)
 	}
+}
+
+// transportText is a transport error without the url.Error's "Post URL:"
+// prefix.
+func transportText(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
 }
 
 // readErrorBody reads at most 64 KiB of an error response and extracts its
