@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -363,12 +364,13 @@ func (c *Client) Close() {
 }
 
 // Do prepares and sends req. It never returns an error: a request that
-// cannot be built is a failed Result of kind connect.
+// cannot be built is a failed Result of kind client (the load generator's
+// failure, not the server's).
 func (c *Client) Do(ctx context.Context, req Request) Result {
 	p, err := Prepare(req)
 	if err != nil {
 		now := time.Now()
-		return Result{Start: now, End: now, ErrorKind: contract.ErrConnect, Error: "cannot build request: " + err.Error()}
+		return Result{Start: now, End: now, ErrorKind: contract.ErrClient, Error: "cannot build request: " + err.Error()}
 	}
 	return c.Send(ctx, p)
 }
@@ -426,7 +428,7 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, p *Prepared, rele
 	}}
 	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, trace), http.MethodPost, p.url, bytes.NewReader(p.body))
 	if err != nil {
-		c.failEarly(ctx, g, &res, contract.ErrConnect, "cannot build request: "+err.Error())
+		c.failEarly(ctx, g, &res, contract.ErrClient, "cannot build request: "+err.Error())
 		return res, ""
 	}
 	defer func() {
@@ -602,11 +604,34 @@ func (c *Client) finish(res *Result, st *state) {
 	}
 }
 
-// classifyTransport names a failure of the transport: before the response
+// clientErrnos are the errors of a system call that mean the load
+// generator ran out of a resource of its own, with what to do about it.
+var clientErrnos = map[syscall.Errno]string{
+	syscall.EMFILE:        "the load generator is out of file descriptors (raise ulimit -n or lower the concurrency)",
+	syscall.ENFILE:        "the machine of the load generator is out of file descriptors (its system-wide file table is full)",
+	syscall.EADDRNOTAVAIL: "the load generator is out of ephemeral ports to this address (too many connections opened and closed)",
+	syscall.ENOBUFS:       "the load generator's kernel is out of socket buffer space",
+}
+
+// clientFault says how err is a failure of the load generator's own
+// resources, or "" when it is not.
+func clientFault(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return clientErrnos[errno]
+	}
+	return ""
+}
+
+// classifyTransport names a failure of the transport: the load generator's
+// own (client: out of descriptors, ports or buffers), before the response
 // (connect, timeout, canceled) or while reading the stream (timeout,
 // canceled, stream_truncated).
 func (c *Client) classifyTransport(ctx, reqCtx context.Context, res *Result, err error, reading bool) {
-	switch {
+	switch why := clientFault(err); {
+	case why != "":
+		res.ErrorKind = contract.ErrClient
+		res.Error = why + ": " + transportText(err)
 	case ctx.Err() != nil:
 		res.ErrorKind = contract.ErrCanceled
 		res.Error = "canceled: " + context.Cause(ctx).Error()
