@@ -247,27 +247,6 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 			return usageError("--prompts: %v", err)
 		}
 	}
-	apiKey := ""
-	if o.apiKeyEnv != "" {
-		apiKey = os.Getenv(o.apiKeyEnv)
-	}
-	client := stream.NewClient(nil)
-	defer client.Close()
-	var notes []string
-	if o.model == "" {
-		if o.model, err = client.ServedModel(ctx, o.baseURL, apiKey); err != nil {
-			return usageError("--model not given and the server did not name one: %v", err)
-		}
-		notes = append(notes, fmt.Sprintf("model %q was taken from the server's /v1/models", o.model))
-	}
-	counter, tokProv, note, err := benchTokenizer(o.tokenizer, o.model)
-	if err != nil {
-		return err
-	}
-	if note != "" {
-		notes = append(notes, note)
-	}
-
 	wl := bundle.Workload{
 		Kind:             contract.ModeClosed,
 		Concurrencies:    o.concurrencies,
@@ -291,6 +270,29 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 			RequestRatesRPS: o.requestRates, Arrival: o.arrival, Burstiness: o.burstiness, Seed: o.seed,
 			NumRequests: o.numRequests, DurationS: o.duration.Seconds(), MaxConcurrency: o.maxConcurrency,
 		}
+	}
+	if err := drive.CheckDescriptors(drive.ConnectionsNeeded(wl, o.warmupClients)); err != nil {
+		return usageError("bench: %v", err)
+	}
+	apiKey := ""
+	if o.apiKeyEnv != "" {
+		apiKey = os.Getenv(o.apiKeyEnv)
+	}
+	client := stream.NewClient(nil)
+	defer client.Close()
+	var notes []string
+	if o.model == "" {
+		if o.model, err = client.ServedModel(ctx, o.baseURL, apiKey); err != nil {
+			return usageError("--model not given and the server did not name one: %v", err)
+		}
+		notes = append(notes, fmt.Sprintf("model %q was taken from the server's /v1/models", o.model))
+	}
+	counter, tokProv, note, err := benchTokenizer(o.tokenizer, o.model)
+	if err != nil {
+		return err
+	}
+	if note != "" {
+		notes = append(notes, note)
 	}
 
 	prov := bundle.Provenance{

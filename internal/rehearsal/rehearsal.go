@@ -14,6 +14,7 @@ import (
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/drive"
 	"github.com/rehearse/rehearse/internal/promscrape"
 	"github.com/rehearse/rehearse/internal/supervise"
 )
@@ -75,6 +76,9 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	cfg := o.Rehearsal
 	if cfg == nil {
 		return nil, errors.New("rehearsal: no rehearsal given")
+	}
+	if err := drive.CheckDescriptors(drive.ConnectionsNeeded(Workload(cfg, o.Prompts), 0)); err != nil {
+		return nil, err
 	}
 	if err := prepareDir(o.Dir); err != nil {
 		return nil, err
