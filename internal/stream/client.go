@@ -39,6 +39,10 @@ type Request struct {
 	// Timeout bounds the whole request, from send to the end of the
 	// stream; 0 means none.
 	Timeout time.Duration
+	// FollowRedirects follows a 3xx answer (at most maxRedirects); without
+	// it a 3xx is the request's outcome, so another host's stream is never
+	// credited to the server under test.
+	FollowRedirects bool
 }
 
 // Result is everything a request produced. Times carry the monotonic clock
@@ -73,6 +77,7 @@ type Prepared struct {
 	body    []byte
 	apiKey  string
 	timeout time.Duration
+	follow  bool
 }
 
 // Prepare builds the HTTP request of req. It fails on a base URL that is not
@@ -111,6 +116,7 @@ func Prepare(req Request) (*Prepared, error) {
 		body:    data,
 		apiKey:  req.APIKey,
 		timeout: req.Timeout,
+		follow:  req.FollowRedirects,
 	}, nil
 }
 
@@ -191,12 +197,31 @@ func NewClient(tlsConfig *tls.Config) *Client {
 		WriteBufferSize:     16 << 10,
 		ReadBufferSize:      16 << 10,
 	}
-	c.hc = &http.Client{Transport: c.tr}
+	c.hc = &http.Client{Transport: c.tr, CheckRedirect: checkRedirect}
 	fresh := c.tr.Clone()
 	fresh.DialContext, fresh.DialTLSContext = c.dialPlainFresh, c.dialTLSFresh
 	fresh.DisableKeepAlives = true
-	c.fresh = &http.Client{Transport: fresh}
+	c.fresh = &http.Client{Transport: fresh, CheckRedirect: checkRedirect}
 	return c
+}
+
+// maxRedirects bounds the redirects a request that follows them takes.
+const maxRedirects = 10
+
+// followKey marks the context of a request that follows redirects.
+type followKey struct{}
+
+// checkRedirect leaves a 3xx as the answer (http.ErrUseLastResponse)
+// unless the request asked to follow redirects, and stops a followed chain
+// after maxRedirects.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if follow, _ := req.Context().Value(followKey{}).(bool); !follow {
+		return http.ErrUseLastResponse
+	}
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	return nil
 }
 
 // take hands out a pre-dialed connection to key, closing on the way those
@@ -411,6 +436,10 @@ func (c *Client) SendAt(ctx context.Context, p *Prepared, release <-chan struct{
 func (c *Client) attempt(ctx context.Context, hc *http.Client, p *Prepared, release <-chan struct{}, armed func()) (Result, string) {
 	reqCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	traceCtx := reqCtx
+	if p.follow {
+		traceCtx = context.WithValue(reqCtx, followKey{}, true)
+	}
 	g := &gate{release: release, ctx: reqCtx, timeout: p.timeout, expire: func() { cancel(errTimeout) }, armed: armed, alive: c.alive}
 	defer g.stop()
 
@@ -420,13 +449,16 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, p *Prepared, rele
 	)
 	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
 		if gc, ok := info.Conn.(*gatedConn); ok {
+			if conn != nil && conn != gc {
+				conn.clearGate(g) // a followed redirect moved the request
+			}
 			conn = gc
 			g.use(gc, info.Reused)
 			gc.setGate(g)
 		}
 		g.arm()
 	}}
-	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, trace), http.MethodPost, p.url, bytes.NewReader(p.body))
+	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(traceCtx, trace), http.MethodPost, p.url, bytes.NewReader(p.body))
 	if err != nil {
 		c.failEarly(ctx, g, &res, contract.ErrClient, "cannot build request: "+err.Error())
 		return res, ""
@@ -454,6 +486,13 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, p *Prepared, rele
 		return Result{}, why
 	}
 	start, released := g.sent()
+	if err != nil && resp != nil && released {
+		// A followed chain of redirects was stopped (checkRedirect).
+		res.Start, res.End, res.HTTPStatus = start, time.Now(), resp.StatusCode
+		res.ErrorKind = contract.ErrHTTPStatus
+		res.Error = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, transportText(err))
+		return res, ""
+	}
 	if err != nil {
 		if !released {
 			var probe Result
@@ -501,9 +540,19 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, p *Prepared, rele
 }
 
 // statusError reads an error response's body and names its status and
-// message.
+// message; a redirect names where it pointed.
 func statusError(resp *http.Response) string {
 	msg := fmt.Sprintf("HTTP %d", resp.StatusCode)
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		where := "no Location"
+		if loc, err := resp.Location(); err == nil {
+			where = loc.String()
+		} else if l := resp.Header.Get("Location"); l != "" {
+			where = fmt.Sprintf("%q", cut(l))
+		}
+		return msg + " redirect to " + where + ", not followed (follow_redirects: true in the rehearsal file, or bench --follow-redirects, follows it)"
+	}
 	if m := readErrorBody(resp.Body); m != "" {
 		msg += ": " + m
 	}
