@@ -280,7 +280,7 @@ func (r *runner) server(ctx context.Context, i int) bool {
 	}
 
 	target := Target{Name: s.Name, BaseURL: baseURL, Endpoint: r.cfg.Workload.Endpoint, Model: s.Model, APIKey: apiKey,
-		IncludeUsage: *r.cfg.Workload.IncludeUsage, ExtraBody: r.cfg.Workload.ExtraBody}
+		IncludeUsage: *r.cfg.Workload.IncludeUsage, ExtraBody: r.cfg.Workload.ExtraBody, FollowRedirects: s.FollowRedirects}
 	healthy := r.waves(ctx, i, target, proc)
 	if healthy && ctx.Err() == nil {
 		if m := r.cfg.MechanismCheck; m != nil && m.Server == s.Name {
