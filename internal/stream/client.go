@@ -523,7 +523,7 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, p *Prepared, rele
 		res.ErrorKind, res.Error = contract.ErrHTTPStatus, msg
 		return res, ""
 	}
-	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
+	if ct := resp.Header.Get("Content-Type"); mediaType(ct) == "application/json" {
 		msg := readErrorBody(resp.Body)
 		res.End = time.Now()
 		res.ErrorKind, res.Error = contract.ErrStreamMalformed, "response is "+ct+", not an event stream"
@@ -532,11 +532,68 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, p *Prepared, rele
 		}
 		return res, ""
 	}
+	if why := notEventStream(resp.Header); why != "" {
+		head := readHead(resp.Body, func() { cancel(nil) })
+		res.End = time.Now()
+		res.ErrorKind, res.Error = contract.ErrStreamMalformed, why+"; "+describeHead(head, int64(len(head)))
+		return res, ""
+	}
 	c.readStream(ctx, reqCtx, resp.Body, &res)
 	if res.OK {
 		drain(resp.Body, func() { cancel(nil) })
 	}
 	return res, ""
+}
+
+// mediaType is a Content-Type's media type, lower case, without parameters.
+func mediaType(ct string) string {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// notEventStream says why a 2xx answer's headers rule out an event stream
+// the client can read: a Content-Type that is neither text/event-stream nor
+// absent or text/plain (which servers that stream by hand send), or a
+// Content-Encoding other than identity (the client asks for none, and a
+// compressed stream cannot be timed chunk by chunk). "" when neither.
+func notEventStream(h http.Header) string {
+	if enc := h.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+		return fmt.Sprintf("response is Content-Encoding %s (the client asked for none), not a readable event stream", enc)
+	}
+	switch ct := h.Get("Content-Type"); mediaType(ct) {
+	case "", "text/event-stream", "text/plain":
+		return ""
+	default:
+		return fmt.Sprintf("response is %s, not an event stream", ct)
+	}
+}
+
+// headBytes is how much of a body that is not an event stream the error
+// quotes; headWait bounds the wait for it.
+const (
+	headBytes = 48
+	headWait  = time.Second
+)
+
+// readHead reads the first bytes of a body, giving up (cancel) after
+// headWait.
+func readHead(body io.Reader, cancel func()) []byte {
+	t := time.AfterFunc(headWait, cancel)
+	defer t.Stop()
+	head := make([]byte, headBytes)
+	n, _ := io.ReadFull(body, head)
+	return head[:n]
+}
+
+// describeHead names the first bytes of a body of total bytes.
+func describeHead(head []byte, total int64) string {
+	if total == 0 {
+		return "the body was empty"
+	}
+	if len(head) < int(total) || len(head) == headBytes {
+		return fmt.Sprintf("it began %q…", head)
+	}
+	return fmt.Sprintf("it was %q", head)
 }
 
 // statusError reads an error response's body and names its status and
@@ -600,6 +657,10 @@ func (c *Client) readStream(ctx, reqCtx context.Context, body io.Reader, res *Re
 		text     strings.Builder
 		now      time.Time
 		finished bool // [DONE] seen, or a failure decided in-band
+		// What the body delivered, for one that is not an event stream.
+		delivered int64
+		head      [headBytes]byte
+		headN     int
 	)
 	emit := func(ev Event) {
 		if finished {
@@ -615,6 +676,8 @@ func (c *Client) readStream(ctx, reqCtx context.Context, body io.Reader, res *Re
 		n, err := body.Read(buf)
 		now = time.Now()
 		if n > 0 {
+			delivered += int64(n)
+			headN += copy(head[headN:], buf[:n])
 			dec.Feed(buf[:n], emit)
 			if derr := dec.Err(); derr != nil && !finished {
 				st.fail, st.failMsg = contract.ErrStreamMalformed, derr.Error()
@@ -629,9 +692,21 @@ func (c *Client) readStream(ctx, reqCtx context.Context, body io.Reader, res *Re
 			res.Text = text.String()
 			if finished || errors.Is(err, io.EOF) {
 				c.finish(res, &st)
-				return
+			} else {
+				c.classifyTransport(ctx, reqCtx, res, err, true)
 			}
-			c.classifyTransport(ctx, reqCtx, res, err, true)
+			if !finished && res.Chunks == 0 && !dec.sawEventStream() && res.ErrorKind == contract.ErrStreamTruncated && (delivered > 0 || errors.Is(err, io.EOF)) {
+				// Not one event, and nothing that looked like the
+				// format: the server sent something else.
+				res.ErrorKind = contract.ErrStreamMalformed
+				res.Error = "the body was empty, not an event stream"
+				if delivered > 0 {
+					res.Error = fmt.Sprintf("the body held %d bytes and no server-sent event; %s", delivered, describeHead(head[:headN], delivered))
+				}
+				if !errors.Is(err, io.EOF) {
+					res.Error += "; then " + transportText(err)
+				}
+			}
 			return
 		}
 	}
