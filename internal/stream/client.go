@@ -154,6 +154,9 @@ type Client struct {
 	// alive checks a connection that sat unused (checkAlive; tests
 	// replace it).
 	alive func(net.Conn) error
+	// eventLimit is the bytes one event may hold (0: MaxEventBytes; tests
+	// lower it).
+	eventLimit int
 
 	mu    sync.Mutex
 	ready map[string][]readyConn // pre-dialed connections by "scheme://host:port"
@@ -662,6 +665,7 @@ func (c *Client) readStream(ctx, reqCtx context.Context, body io.Reader, res *Re
 		head      [headBytes]byte
 		headN     int
 	)
+	dec.limit = c.eventLimit
 	emit := func(ev Event) {
 		if finished {
 			return
@@ -766,6 +770,9 @@ func (c *Client) classifyTransport(ctx, reqCtx context.Context, res *Result, err
 		} else {
 			res.Error = "timeout before the response headers"
 		}
+	case reading && brokenFraming(err):
+		res.ErrorKind = contract.ErrStreamMalformed
+		res.Error = "the body broke HTTP's chunked encoding: " + err.Error()
 	case reading:
 		res.ErrorKind = contract.ErrStreamTruncated
 		res.Error = "stream broken: " + err.Error()
@@ -773,6 +780,21 @@ func (c *Client) classifyTransport(ctx, reqCtx context.Context, res *Result, err
 		res.ErrorKind = contract.ErrConnect
 		res.Error = transportText(err)
 	}
+}
+
+// framingPhrases are the messages of net/http's (unexported) errors for a
+// chunked body that breaks the encoding: bytes that are not HTTP, which is
+// not a stream cut short. TestReliabilityHostileServers holds one.
+var framingPhrases = []string{"chunk length", "malformed chunked encoding", "chunked encoding contains too much non-data"}
+
+func brokenFraming(err error) bool {
+	msg := err.Error()
+	for _, p := range framingPhrases {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // transportText is a transport error without the url.Error's "Post URL:"
