@@ -45,6 +45,7 @@ type benchOptions struct {
 	timeout       time.Duration
 	extraBody     string
 	includeUsage  bool
+	followRedirs  bool
 	tokenizer     string
 	out           string
 
@@ -86,6 +87,10 @@ the server's own completion_tokens. By default the --model's tokenizer is
 looked up in the cache, else the embedded Qwen tokenizer is used and a note
 says so.
 
+A 3xx answer is the request's outcome (http_status, naming the Location), so
+a redirect to another host is never credited to this one; --follow-redirects
+follows it.
+
 The API key is read from the environment variable named by --api-key-env and
 is never written anywhere. Ctrl-C stops cleanly: requests in flight end as
 canceled, and the bundle of what finished is written.`,
@@ -119,6 +124,7 @@ canceled, and the bundle of what finished is written.`,
 	f.DurationVar(&o.timeout, "timeout", 60*time.Second, "per-request timeout, from send to the end of the stream")
 	f.StringVar(&o.extraBody, "extra-body", "", "JSON object merged into every request body, e.g. '{\"ignore_eos\":true}'")
 	f.BoolVar(&o.includeUsage, "include-usage", true, "send stream_options.include_usage (--include-usage=false for servers that reject it)")
+	f.BoolVar(&o.followRedirs, "follow-redirects", false, "follow a 3xx answer (default: a redirect is the request's outcome, http_status, never another host's stream)")
 	f.StringVar(&o.tokenizer, "tokenizer", "", "tokenizer.json path, ORG/NAME[@REV] from the Hugging Face cache, qwen3, qwen2.5, or usage")
 	f.StringVarP(&o.out, "output", "o", "", "bundle directory (default rehearse-bench-<UTC time>)")
 	f.Float64SliceVar(&o.requestRates, "request-rate", nil, "open-loop request rates in requests per second, comma-separated")
@@ -247,27 +253,6 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 			return usageError("--prompts: %v", err)
 		}
 	}
-	apiKey := ""
-	if o.apiKeyEnv != "" {
-		apiKey = os.Getenv(o.apiKeyEnv)
-	}
-	client := stream.NewClient(nil)
-	defer client.Close()
-	var notes []string
-	if o.model == "" {
-		if o.model, err = client.ServedModel(ctx, o.baseURL, apiKey); err != nil {
-			return usageError("--model not given and the server did not name one: %v", err)
-		}
-		notes = append(notes, fmt.Sprintf("model %q was taken from the server's /v1/models", o.model))
-	}
-	counter, tokProv, note, err := benchTokenizer(o.tokenizer, o.model)
-	if err != nil {
-		return err
-	}
-	if note != "" {
-		notes = append(notes, note)
-	}
-
 	wl := bundle.Workload{
 		Kind:             contract.ModeClosed,
 		Concurrencies:    o.concurrencies,
@@ -291,6 +276,29 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 			RequestRatesRPS: o.requestRates, Arrival: o.arrival, Burstiness: o.burstiness, Seed: o.seed,
 			NumRequests: o.numRequests, DurationS: o.duration.Seconds(), MaxConcurrency: o.maxConcurrency,
 		}
+	}
+	if err := drive.CheckDescriptors(drive.ConnectionsNeeded(wl, o.warmupClients)); err != nil {
+		return usageError("bench: %v", err)
+	}
+	apiKey := ""
+	if o.apiKeyEnv != "" {
+		apiKey = os.Getenv(o.apiKeyEnv)
+	}
+	client := stream.NewClient(nil)
+	defer client.Close()
+	var notes []string
+	if o.model == "" {
+		if o.model, err = client.ServedModel(ctx, o.baseURL, apiKey); err != nil {
+			return usageError("--model not given and the server did not name one: %v", err)
+		}
+		notes = append(notes, fmt.Sprintf("model %q was taken from the server's /v1/models", o.model))
+	}
+	counter, tokProv, note, err := benchTokenizer(o.tokenizer, o.model)
+	if err != nil {
+		return err
+	}
+	if note != "" {
+		notes = append(notes, note)
 	}
 
 	prov := bundle.Provenance{
@@ -319,7 +327,7 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 		Dir: dir,
 		Target: drive.Target{
 			Name: o.name, BaseURL: o.baseURL, Endpoint: o.endpoint, Model: o.model, APIKey: apiKey,
-			IncludeUsage: o.includeUsage, ExtraBody: extra,
+			IncludeUsage: o.includeUsage, ExtraBody: extra, FollowRedirects: o.followRedirs,
 		},
 		Workload: wl, Provenance: prov, Notes: notes, Progress: pb.event, Client: client,
 		WarmupConcurrency: o.warmupClients,

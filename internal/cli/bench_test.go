@@ -276,3 +276,32 @@ func TestBenchCanceledBeforeAnyWave(t *testing.T) {
 		t.Fatalf("%v %+v", err, res)
 	}
 }
+
+// --follow-redirects follows a 307 to another host; without it the 307 is
+// every request's outcome.
+func TestBenchFollowRedirectsFlag(t *testing.T) {
+	srv, _ := benchServer(t, 2, time.Millisecond)
+	redirect := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		http.Redirect(rw, r, srv.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer redirect.Close()
+	for _, follow := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "b")
+		args := []string{"bench", "--base-url", redirect.URL, "--model", "m", "--tokenizer", "usage", "--concurrency", "2", "--repeats", "1", "--max-tokens", "2", "-o", dir}
+		if follow {
+			args = append(args, "--follow-redirects")
+		}
+		if code, out, errs := runMain(context.Background(), args...); code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+		}
+		res, err := bundle.ReadResults(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res.Records {
+			if r.OK != follow || (!follow && r.HTTPStatus != 307) {
+				t.Fatalf("--follow-redirects=%v: ok=%v %q %d %q", follow, r.OK, r.ErrorKind, r.HTTPStatus, r.Error)
+			}
+		}
+	}
+}

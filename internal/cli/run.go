@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/drive"
 	"github.com/rehearse/rehearse/internal/provenance"
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/report"
@@ -132,18 +135,24 @@ func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
 		Tokenizer:  tokProv,
 		Simulation: job.simulation,
 	}
+	// The bundle's folder is named once the rehearsal starts: a plan
+	// refused before it gets one line, the refusal.
+	var started sync.Once
 	progress := func(ev rehearsal.Event) {
+		started.Do(func() { fmt.Fprintf(st.Stderr, "rehearse: writing the bundle to %s\n", job.dir) })
 		// A failure is printed even when quiet: it carries the log's tail.
 		if !job.quiet || ev.Step == "fail" {
 			fmt.Fprintf(st.Stderr, "%s  %-10s %s\n", time.Now().Format("15:04:05"), ev.Server, ev.Text)
 		}
 	}
-	fmt.Fprintf(st.Stderr, "rehearse: writing the bundle to %s\n", job.dir)
 	out, err := rehearsal.Run(ctx, rehearsal.Options{
 		Rehearsal: cfg, Dir: job.dir, RehearseExe: exe, Prompts: prompts, Counter: tok,
 		Provenance: prov, Notes: notes, Progress: progress,
 	})
 	if err != nil {
+		if de := (*drive.DescriptorError)(nil); errors.As(err, &de) {
+			return usageError("run: %v", err)
+		}
 		return err
 	}
 	if err := report.Write(job.dir, out.Results); err != nil {

@@ -44,6 +44,7 @@ type simOptions struct {
 	kvTokenBudget int
 	tokenizerPath string
 	quiet         bool
+	idleTimeout   time.Duration
 }
 
 func newSimCmd(st *State) *cobra.Command {
@@ -68,10 +69,15 @@ or SIGINT aborts the streams in flight and stops it with exit status 0.
 
 Faults (--fault KIND:RATE, repeatable; RATE is a probability per request, drawn
 from --seed): error_event, truncate, http500, http429, stall, malformed, crash
-(the process exits with status 3 mid-stream).`,
+(the process exits with status 3 mid-stream).
+
+--idle-timeout D closes a connection that carries no request for D, new or
+kept alive, as uvicorn (5 s by default) and many proxies (10 s) do, so that a
+client's handling of connections closed while idle can be rehearsed.`,
 		Example: `  rehearse sim --engine batching --port 8000
   rehearse sim --engine serial --port 0 --time-scale 10 --port-file /tmp/port
   rehearse sim --fault http500:0.05 --fault stall:0.01 --seed 7
+  rehearse sim --idle-timeout 5s
   rehearse sim --list-profiles`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -106,6 +112,7 @@ from --seed): error_event, truncate, http500, http429, stall, malformed, crash
 	f.IntVar(&o.kvTokenBudget, "kv-token-budget", 0, "KV-cache budget in tokens (default: the profile's)")
 	f.StringVar(&o.tokenizerPath, "tokenizer", "", "tokenizer.json to count tokens with (default: the pinned Qwen tokenizer)")
 	f.BoolVar(&o.quiet, "quiet", false, "no per-request log lines")
+	f.DurationVar(&o.idleTimeout, "idle-timeout", 0, "close a connection idle this long, new or kept alive, as uvicorn does after 5s (0: only a new one silent for 10s)")
 	cmd.AddCommand(newSimFitCmd(st))
 	return cmd
 }
@@ -135,9 +142,12 @@ func (o simOptions) options() (sim.Options, error) {
 	if o.maxNumSeqs < 0 || o.kvTokenBudget < 0 {
 		return sim.Options{}, usageError("--max-num-seqs %d and --kv-token-budget %d must not be negative", o.maxNumSeqs, o.kvTokenBudget)
 	}
+	if o.idleTimeout < 0 {
+		return sim.Options{}, usageError("--idle-timeout %v: want 0 (none) or a positive duration such as 5s", o.idleTimeout)
+	}
 	opts := sim.Options{
 		Engine: o.engine, Model: o.model, TimeScale: o.timeScale, Seed: o.seed,
-		MaxNumSeqs: o.maxNumSeqs, KVTokenBudget: o.kvTokenBudget,
+		MaxNumSeqs: o.maxNumSeqs, KVTokenBudget: o.kvTokenBudget, IdleTimeout: o.idleTimeout,
 	}
 	name := o.profile
 	if name == "" {
@@ -188,11 +198,7 @@ func runSim(ctx context.Context, st *State, o simOptions, opts sim.Options) erro
 	if err != nil {
 		return fmt.Errorf("sim: listen on %s: %w", addr, err)
 	}
-	hs := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          log.New(st.Stderr, "rehearse sim: http: ", log.LstdFlags|log.Lmicroseconds|log.LUTC),
-	}
+	hs := srv.HTTPServer(log.New(st.Stderr, "rehearse sim: http: ", log.LstdFlags|log.Lmicroseconds|log.LUTC))
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 

@@ -192,6 +192,7 @@ func TestSimCommandBadFlags(t *testing.T) {
 		{[]string{"--profile", "no-such-profile"}, `"no-such-profile" is neither a built-in profile`},
 		{[]string{"--engine", "serial", "--profile", "t4-qwen2.5-1.5b-batching"}, "fitted for the batching engine"},
 		{[]string{"--engine", "serial", "--max-num-seqs", "4"}, "max_num_seqs 4 is not 1"},
+		{[]string{"--idle-timeout", "-1s"}, "--idle-timeout -1s"},
 		{[]string{"stray"}, "unknown command"},
 	} {
 		code, _, stderr := run(t, append([]string{"sim"}, tc.args...)...)

@@ -66,6 +66,10 @@ type Server struct {
 	// Simulated names the simulator profile when the server is a
 	// `rehearse sim` process (set by the demo, or by hand).
 	Simulated string `yaml:"simulated"`
+	// FollowRedirects follows a 3xx answer to a request; by default the
+	// 3xx is the request's outcome, so a redirect to another host is never
+	// credited to this server.
+	FollowRedirects bool `yaml:"follow_redirects"`
 }
 
 // Launched reports whether rehearse starts this server itself.

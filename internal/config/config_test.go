@@ -338,3 +338,19 @@ func TestRedactURL(t *testing.T) {
 		}
 	}
 }
+
+// follow_redirects is a server's own choice, false unless set, and strictly
+// a boolean.
+func TestFollowRedirects(t *testing.T) {
+	r, err := Parse([]byte("model: {id: m}\nservers:\n  - {name: a, base_url: 'http://127.0.0.1:1', follow_redirects: true}\n  - {name: b, base_url: 'http://127.0.0.1:2'}\n"), "x.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Servers[0].FollowRedirects || r.Servers[1].FollowRedirects {
+		t.Fatalf("follow_redirects: %v, %v", r.Servers[0].FollowRedirects, r.Servers[1].FollowRedirects)
+	}
+	_, err = Parse([]byte("model: {id: m}\nservers: [{name: a, base_url: 'http://127.0.0.1:1', follow_redirects: sometimes}]\n"), "x.yaml", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "servers[0].follow_redirects: want true or false") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -20,6 +20,9 @@ type Target struct {
 	APIKey       string
 	IncludeUsage bool
 	ExtraBody    map[string]any
+	// FollowRedirects follows a 3xx answer; without it the 3xx is the
+	// request's outcome (http_status), so no other host is credited.
+	FollowRedirects bool
 }
 
 // Counter counts the tokens of a text (a *tokenizer.Tokenizer satisfies
@@ -196,6 +199,7 @@ func prepare(t Target, l Load) ([]*stream.Prepared, error) {
 			BaseURL: t.BaseURL, Endpoint: t.Endpoint, Model: t.Model, APIKey: t.APIKey,
 			Prompt: prompt, MaxTokens: l.MaxTokens, Temperature: l.Temperature,
 			IncludeUsage: t.IncludeUsage, ExtraBody: t.ExtraBody, Timeout: l.Timeout,
+			FollowRedirects: t.FollowRedirects,
 		})
 		if err != nil {
 			return nil, err
@@ -256,6 +260,7 @@ func (d *Driver) record(w contract.Wave, release time.Time, client, prompt int, 
 		UsageCompletionTokens: res.UsageCompletionTokens,
 		UsagePromptTokens:     res.UsagePromptTokens,
 		FinishReason:          res.FinishReason,
+		Retried:               res.Retried,
 	}
 	if !res.FirstContent.IsZero() {
 		v := rel(res.FirstContent)

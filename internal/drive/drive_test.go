@@ -253,3 +253,29 @@ func TestSeries(t *testing.T) {
 		}
 	}
 }
+
+// A redirect is the outcome of a wave's request unless the target follows
+// redirects.
+func TestTargetFollowsRedirectsOnlyWhenAsked(t *testing.T) {
+	srv, n := fakeServer(t, 2, time.Millisecond)
+	redirect := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		http.Redirect(rw, r, srv.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer redirect.Close()
+	for _, follow := range []bool{false, true} {
+		d := New(Options{Counter: words{}})
+		res, err := d.ClosedWave(context.Background(), Target{Name: "s", BaseURL: redirect.URL, FollowRedirects: follow},
+			WaveSpec{Load: testLoad(), Kind: contract.KindRecorded, Concurrency: 2, Repeat: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res.Records {
+			if follow != r.OK || (!follow && (r.ErrorKind != contract.ErrHTTPStatus || r.HTTPStatus != 307)) {
+				t.Fatalf("follow %v: ok=%v %q %d %q", follow, r.OK, r.ErrorKind, r.HTTPStatus, r.Error)
+			}
+		}
+	}
+	if n.Load() != 2 {
+		t.Fatalf("the server redirected to got %d requests, want the 2 that followed", n.Load())
+	}
+}

@@ -98,7 +98,7 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 	if err := ctx.Err(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: open wave not released: %w", t.Name, context.Cause(ctx))
 	}
-	warm := min(n, 32)
+	warm := min(n, openWarm)
 	if spec.MaxConcurrency > 0 {
 		warm = min(n, spec.MaxConcurrency)
 	}

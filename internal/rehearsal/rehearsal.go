@@ -14,6 +14,7 @@ import (
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/drive"
 	"github.com/rehearse/rehearse/internal/promscrape"
 	"github.com/rehearse/rehearse/internal/supervise"
 )
@@ -76,6 +77,9 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	cfg := o.Rehearsal
 	if cfg == nil {
 		return nil, errors.New("rehearsal: no rehearsal given")
+	}
+	if err := drive.CheckDescriptors(drive.ConnectionsNeeded(Workload(cfg, o.Prompts), 0)); err != nil {
+		return nil, err
 	}
 	if err := prepareDir(o.Dir); err != nil {
 		return nil, err
@@ -280,7 +284,7 @@ func (r *runner) server(ctx context.Context, i int) bool {
 	}
 
 	target := Target{Name: s.Name, BaseURL: baseURL, Endpoint: r.cfg.Workload.Endpoint, Model: s.Model, APIKey: apiKey,
-		IncludeUsage: *r.cfg.Workload.IncludeUsage, ExtraBody: r.cfg.Workload.ExtraBody}
+		IncludeUsage: *r.cfg.Workload.IncludeUsage, ExtraBody: r.cfg.Workload.ExtraBody, FollowRedirects: s.FollowRedirects}
 	healthy := r.waves(ctx, i, target, proc)
 	if healthy && ctx.Err() == nil {
 		if m := r.cfg.MechanismCheck; m != nil && m.Server == s.Name {

@@ -42,7 +42,16 @@ type Options struct {
 	// OnCrash is called when a crash fault fires, before the connection is
 	// dropped; rehearse sim makes it exit the process.
 	OnCrash func()
+	// IdleTimeout closes a connection that carries no request for this
+	// long, new or kept alive, as uvicorn closes idle ones (5 s by
+	// default) and proxies do; 0 closes only a new connection that sends
+	// no request within DefaultHeaderTimeout. See HTTPServer.
+	IdleTimeout time.Duration
 }
+
+// DefaultHeaderTimeout is how long HTTPServer gives a connection to send a
+// request's headers when Options.IdleTimeout is 0.
+const DefaultHeaderTimeout = 10 * time.Second
 
 // Server is a simulated OpenAI-compatible LLM server.
 type Server struct {
@@ -122,6 +131,9 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
+	if opts.IdleTimeout < 0 {
+		return nil, fmt.Errorf("sim: idle timeout %v: want 0 (none) or a positive duration", opts.IdleTimeout)
+	}
 	if opts.Tokenizer == nil {
 		tk, err := defaultCounter()
 		if err != nil {
@@ -156,6 +168,18 @@ func New(opts Options) (*Server, error) {
 
 // Handler serves /v1/chat/completions, /v1/models, /health and /metrics.
 func (s *Server) Handler() http.Handler { return s.mux }
+
+// HTTPServer returns an http.Server for Handler that closes idle
+// connections as Options.IdleTimeout says: a new connection that sends no
+// request, and one kept alive after a response, are closed after it. Errors
+// of the server go to errorLog (nil: the log package's).
+func (s *Server) HTTPServer(errorLog *log.Logger) *http.Server {
+	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: DefaultHeaderTimeout, ErrorLog: errorLog}
+	if d := s.opts.IdleTimeout; d > 0 {
+		hs.ReadHeaderTimeout, hs.IdleTimeout = d, d
+	}
+	return hs
+}
 
 // Engine is the engine kind in use.
 func (s *Server) Engine() string { return s.opts.Engine }

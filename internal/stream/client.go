@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -38,6 +39,10 @@ type Request struct {
 	// Timeout bounds the whole request, from send to the end of the
 	// stream; 0 means none.
 	Timeout time.Duration
+	// FollowRedirects follows a 3xx answer (at most maxRedirects); without
+	// it a 3xx is the request's outcome, so another host's stream is never
+	// credited to the server under test.
+	FollowRedirects bool
 }
 
 // Result is everything a request produced. Times carry the monotonic clock
@@ -59,6 +64,10 @@ type Result struct {
 	UsagePromptTokens     *int
 	// Chunks counts every data event, content or not (role, usage, …).
 	Chunks int
+	// Retried says why the request was sent a second time on a freshly
+	// dialed connection: its first connection had sat unused and failed
+	// before any byte of the request was written. "" when sent once.
+	Retried string
 }
 
 // Prepared is a request whose URL, headers and body are built, ready to be
@@ -68,6 +77,7 @@ type Prepared struct {
 	body    []byte
 	apiKey  string
 	timeout time.Duration
+	follow  bool
 }
 
 // Prepare builds the HTTP request of req. It fails on a base URL that is not
@@ -106,6 +116,7 @@ func Prepare(req Request) (*Prepared, error) {
 		body:    data,
 		apiKey:  req.APIKey,
 		timeout: req.Timeout,
+		follow:  req.FollowRedirects,
 	}, nil
 }
 
@@ -115,26 +126,54 @@ func (p *Prepared) Body() []byte { return p.body }
 // tlsHandshakeTimeout bounds each TLS handshake of a Client.
 const tlsHandshakeTimeout = 10 * time.Second
 
+// maxIdleAge bounds how long a connection may sit unused, pre-dialed by
+// Warm or pooled after a stream, before a request is written on it: servers
+// close idle connections (uvicorn after 5 s, many proxies after 10 s), and a
+// request written on one the server is closing would fail for no fault of
+// the server's. An older pre-dialed connection is closed and a fresh one
+// dialed; the transport drops pooled ones at this age.
+const maxIdleAge = 3 * time.Second
+
 // Client sends streaming requests over an http.Transport tuned for many
 // concurrent streams: no connection limit per host, an idle pool as large as
 // the largest wave, no compression (chunks are timed as they arrive), and
 // HTTP/1.1 so that every stream has its own connection as in a real fleet of
 // clients. Safe for concurrent use.
+//
+// A connection that sat unused is checked before a request is written on it
+// (its age, then checkAlive at the moment of the first write), and a request
+// whose connection turned out stale having written no byte is sent once more
+// on a freshly dialed one (Result.Retried says why); none is resent once a
+// byte of it may have reached the server.
 type Client struct {
 	hc     *http.Client
 	tr     *http.Transport
+	fresh  *http.Client // a connection of its own per request: the resend
 	dialer net.Dialer
 	tlsCfg *tls.Config
+	// alive checks a connection that sat unused (checkAlive; tests
+	// replace it).
+	alive func(net.Conn) error
+	// eventLimit is the bytes one event may hold (0: MaxEventBytes; tests
+	// lower it).
+	eventLimit int
 
 	mu    sync.Mutex
-	ready map[string][]net.Conn // pre-dialed connections by "scheme://host:port"
+	ready map[string][]readyConn // pre-dialed connections by "scheme://host:port"
+}
+
+// readyConn is a pre-dialed connection and when it was dialed.
+type readyConn struct {
+	conn net.Conn
+	at   time.Time
 }
 
 // NewClient returns a client. A nil tlsConfig uses the system roots.
 func NewClient(tlsConfig *tls.Config) *Client {
 	c := &Client{
 		dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
-		ready:  map[string][]net.Conn{},
+		ready:  map[string][]readyConn{},
+		alive:  checkAlive,
 	}
 	if tlsConfig == nil {
 		tlsConfig = &tls.Config{}
@@ -150,7 +189,7 @@ func NewClient(tlsConfig *tls.Config) *Client {
 		MaxIdleConns:          0,
 		MaxIdleConnsPerHost:   4096,
 		MaxConnsPerHost:       0,
-		IdleConnTimeout:       90 * time.Second,
+		IdleConnTimeout:       maxIdleAge,
 		DisableCompression:    true,
 		ForceAttemptHTTP2:     false,
 		ResponseHeaderTimeout: 0,
@@ -161,26 +200,62 @@ func NewClient(tlsConfig *tls.Config) *Client {
 		WriteBufferSize:     16 << 10,
 		ReadBufferSize:      16 << 10,
 	}
-	c.hc = &http.Client{Transport: c.tr}
+	c.hc = &http.Client{Transport: c.tr, CheckRedirect: checkRedirect}
+	fresh := c.tr.Clone()
+	fresh.DialContext, fresh.DialTLSContext = c.dialPlainFresh, c.dialTLSFresh
+	fresh.DisableKeepAlives = true
+	c.fresh = &http.Client{Transport: fresh, CheckRedirect: checkRedirect}
 	return c
 }
 
-func (c *Client) take(key string) net.Conn {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	conns := c.ready[key]
-	if len(conns) == 0 {
-		return nil
+// maxRedirects bounds the redirects a request that follows them takes.
+const maxRedirects = 10
+
+// followKey marks the context of a request that follows redirects.
+type followKey struct{}
+
+// checkRedirect leaves a 3xx as the answer (http.ErrUseLastResponse)
+// unless the request asked to follow redirects, and stops a followed chain
+// after maxRedirects.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if follow, _ := req.Context().Value(followKey{}).(bool); !follow {
+		return http.ErrUseLastResponse
 	}
-	conn := conns[len(conns)-1]
-	c.ready[key] = conns[:len(conns)-1]
-	return conn
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	return nil
+}
+
+// take hands out a pre-dialed connection to key, closing on the way those
+// older than maxIdleAge and those checkAlive finds stale; nil when none is
+// left.
+func (c *Client) take(key string) *gatedConn {
+	for {
+		c.mu.Lock()
+		conns := c.ready[key]
+		if len(conns) == 0 {
+			c.mu.Unlock()
+			return nil
+		}
+		rc := conns[len(conns)-1]
+		c.ready[key] = conns[:len(conns)-1]
+		c.mu.Unlock()
+		if time.Since(rc.at) <= maxIdleAge && c.alive(rc.conn) == nil {
+			return &gatedConn{Conn: rc.conn, predialed: rc.at}
+		}
+		rc.conn.Close()
+	}
 }
 
 func (c *Client) dialPlain(ctx context.Context, network, addr string) (net.Conn, error) {
 	if conn := c.take("http://" + addr); conn != nil {
-		return &gatedConn{Conn: conn}, nil
+		return conn, nil
 	}
+	return c.dialPlainFresh(ctx, network, addr)
+}
+
+func (c *Client) dialPlainFresh(ctx context.Context, network, addr string) (net.Conn, error) {
 	conn, err := c.dialer.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, err
@@ -190,8 +265,12 @@ func (c *Client) dialPlain(ctx context.Context, network, addr string) (net.Conn,
 
 func (c *Client) dialTLS(ctx context.Context, network, addr string) (net.Conn, error) {
 	if conn := c.take("https://" + addr); conn != nil {
-		return &gatedConn{Conn: conn}, nil
+		return conn, nil
 	}
+	return c.dialTLSFresh(ctx, network, addr)
+}
+
+func (c *Client) dialTLSFresh(ctx context.Context, network, addr string) (net.Conn, error) {
 	conn, err := c.handshake(ctx, network, addr)
 	if err != nil {
 		return nil, err
@@ -228,8 +307,9 @@ func (c *Client) handshake(ctx context.Context, network, addr string) (net.Conn,
 
 // Warm closes the transport's idle connections and opens n fresh ones to
 // baseURL's host (TLS handshakes included), which the next n requests to
-// that host take instead of dialing. A closed-loop wave calls it before its
-// release so that no request of the wave pays for a connection.
+// that host take instead of dialing, while they are younger than
+// maxIdleAge and still open. A closed-loop wave calls it before its release
+// so that no request of the wave pays for a connection.
 func (c *Client) Warm(ctx context.Context, baseURL string, n int) error {
 	c.tr.CloseIdleConnections()
 	c.Drop()
@@ -253,6 +333,7 @@ func (c *Client) Warm(ctx context.Context, baseURL string, n int) error {
 	}
 	key := u.Scheme + "://" + addr
 	conns := make([]net.Conn, n)
+	dialed := make([]time.Time, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 64) // do not SYN-flood the listen backlog
@@ -267,10 +348,11 @@ func (c *Client) Warm(ctx context.Context, baseURL string, n int) error {
 			} else {
 				conns[i], errs[i] = c.dialer.DialContext(ctx, "tcp", addr)
 			}
+			dialed[i] = time.Now()
 		}()
 	}
 	wg.Wait()
-	var ok []net.Conn
+	var ok []readyConn
 	var firstErr error
 	for i := range n {
 		if errs[i] != nil {
@@ -279,7 +361,7 @@ func (c *Client) Warm(ctx context.Context, baseURL string, n int) error {
 			}
 			continue
 		}
-		ok = append(ok, conns[i])
+		ok = append(ok, readyConn{conn: conns[i], at: dialed[i]})
 	}
 	c.mu.Lock()
 	c.ready[key] = append(c.ready[key], ok...)
@@ -294,11 +376,11 @@ func (c *Client) Warm(ctx context.Context, baseURL string, n int) error {
 func (c *Client) Drop() {
 	c.mu.Lock()
 	ready := c.ready
-	c.ready = map[string][]net.Conn{}
+	c.ready = map[string][]readyConn{}
 	c.mu.Unlock()
 	for _, conns := range ready {
-		for _, conn := range conns {
-			conn.Close()
+		for _, rc := range conns {
+			rc.conn.Close()
 		}
 	}
 }
@@ -310,12 +392,13 @@ func (c *Client) Close() {
 }
 
 // Do prepares and sends req. It never returns an error: a request that
-// cannot be built is a failed Result of kind connect.
+// cannot be built is a failed Result of kind client (the load generator's
+// failure, not the server's).
 func (c *Client) Do(ctx context.Context, req Request) Result {
 	p, err := Prepare(req)
 	if err != nil {
 		now := time.Now()
-		return Result{Start: now, End: now, ErrorKind: contract.ErrConnect, Error: "cannot build request: " + err.Error()}
+		return Result{Start: now, End: now, ErrorKind: contract.ErrClient, Error: "cannot build request: " + err.Error()}
 	}
 	return c.Send(ctx, p)
 }
@@ -336,10 +419,31 @@ func (c *Client) Send(ctx context.Context, p *Prepared) Result {
 // release is closed. Start is the moment of that send and the timeout runs
 // from it. A request that fails before the release is recorded at the
 // release (Start = End), so no time of a wave precedes it.
+//
+// When the connection the request took had sat unused and proves stale
+// before any byte of the request was written on it, the request is sent
+// once more on a freshly dialed connection, and Retried says why; Start is
+// then the second send.
 func (c *Client) SendAt(ctx context.Context, p *Prepared, release <-chan struct{}, armed func()) Result {
+	res, stale := c.attempt(ctx, c.hc, p, release, armed)
+	if stale == "" {
+		return res
+	}
+	res, _ = c.attempt(ctx, c.fresh, p, release, nil)
+	res.Retried = stale
+	return res
+}
+
+// attempt sends p once over hc (see SendAt). When the attempt is void
+// (gate.void) it returns why instead of a result.
+func (c *Client) attempt(ctx context.Context, hc *http.Client, p *Prepared, release <-chan struct{}, armed func()) (Result, string) {
 	reqCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	g := &gate{release: release, ctx: reqCtx, timeout: p.timeout, expire: func() { cancel(errTimeout) }, armed: armed}
+	traceCtx := reqCtx
+	if p.follow {
+		traceCtx = context.WithValue(reqCtx, followKey{}, true)
+	}
+	g := &gate{release: release, ctx: reqCtx, timeout: p.timeout, expire: func() { cancel(errTimeout) }, armed: armed, alive: c.alive}
 	defer g.stop()
 
 	var (
@@ -348,15 +452,19 @@ func (c *Client) SendAt(ctx context.Context, p *Prepared, release <-chan struct{
 	)
 	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
 		if gc, ok := info.Conn.(*gatedConn); ok {
+			if conn != nil && conn != gc {
+				conn.clearGate(g) // a followed redirect moved the request
+			}
 			conn = gc
+			g.use(gc, info.Reused)
 			gc.setGate(g)
 		}
 		g.arm()
 	}}
-	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, trace), http.MethodPost, p.url, bytes.NewReader(p.body))
+	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(traceCtx, trace), http.MethodPost, p.url, bytes.NewReader(p.body))
 	if err != nil {
-		c.failEarly(ctx, g, &res, contract.ErrConnect, "cannot build request: "+err.Error())
-		return res
+		c.failEarly(ctx, g, &res, contract.ErrClient, "cannot build request: "+err.Error())
+		return res, ""
 	}
 	defer func() {
 		if conn != nil {
@@ -369,18 +477,35 @@ func (c *Client) SendAt(ctx context.Context, p *Prepared, release <-chan struct{
 		hreq.Header.Set("Authorization", "Bearer "+p.apiKey)
 	}
 
-	resp, err := c.hc.Do(hreq)
+	resp, err := hc.Do(hreq)
+	status := 0
+	if resp != nil {
+		status = resp.StatusCode
+	}
+	if why := g.void(ctx, reqCtx, status, err); why != "" {
+		if resp != nil {
+			resp.Body.Close()
+		}
+		return Result{}, why
+	}
 	start, released := g.sent()
+	if err != nil && resp != nil && released {
+		// A followed chain of redirects was stopped (checkRedirect).
+		res.Start, res.End, res.HTTPStatus = start, time.Now(), resp.StatusCode
+		res.ErrorKind = contract.ErrHTTPStatus
+		res.Error = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, transportText(err))
+		return res, ""
+	}
 	if err != nil {
 		if !released {
 			var probe Result
 			c.classifyTransport(ctx, reqCtx, &probe, err, false)
 			c.failEarly(ctx, g, &res, probe.ErrorKind, probe.Error)
-			return res
+			return res, ""
 		}
 		res.Start, res.End = start, time.Now()
 		c.classifyTransport(ctx, reqCtx, &res, err, false)
-		return res
+		return res, ""
 	}
 	defer resp.Body.Close()
 	res.HTTPStatus = resp.StatusCode
@@ -392,35 +517,102 @@ func (c *Client) SendAt(ctx context.Context, p *Prepared, release <-chan struct{
 			msg = fmt.Sprintf("HTTP %d before the request was sent", resp.StatusCode)
 		}
 		c.failEarly(ctx, g, &res, contract.ErrHTTPStatus, msg)
-		return res
+		return res, ""
 	}
 	res.Start = start
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		msg := statusError(resp)
 		res.End = time.Now()
 		res.ErrorKind, res.Error = contract.ErrHTTPStatus, msg
-		return res
+		return res, ""
 	}
-	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
+	if ct := resp.Header.Get("Content-Type"); mediaType(ct) == "application/json" {
 		msg := readErrorBody(resp.Body)
 		res.End = time.Now()
 		res.ErrorKind, res.Error = contract.ErrStreamMalformed, "response is "+ct+", not an event stream"
 		if msg != "" {
 			res.Error += ": " + msg
 		}
-		return res
+		return res, ""
+	}
+	if why := notEventStream(resp.Header); why != "" {
+		head := readHead(resp.Body, func() { cancel(nil) })
+		res.End = time.Now()
+		res.ErrorKind, res.Error = contract.ErrStreamMalformed, why+"; "+describeHead(head, int64(len(head)))
+		return res, ""
 	}
 	c.readStream(ctx, reqCtx, resp.Body, &res)
 	if res.OK {
 		drain(resp.Body, func() { cancel(nil) })
 	}
-	return res
+	return res, ""
+}
+
+// mediaType is a Content-Type's media type, lower case, without parameters.
+func mediaType(ct string) string {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// notEventStream says why a 2xx answer's headers rule out an event stream
+// the client can read: a Content-Type that is neither text/event-stream nor
+// absent or text/plain (which servers that stream by hand send), or a
+// Content-Encoding other than identity (the client asks for none, and a
+// compressed stream cannot be timed chunk by chunk). "" when neither.
+func notEventStream(h http.Header) string {
+	if enc := h.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+		return fmt.Sprintf("response is Content-Encoding %s (the client asked for none), not a readable event stream", enc)
+	}
+	switch ct := h.Get("Content-Type"); mediaType(ct) {
+	case "", "text/event-stream", "text/plain":
+		return ""
+	default:
+		return fmt.Sprintf("response is %s, not an event stream", ct)
+	}
+}
+
+// headBytes is how much of a body that is not an event stream the error
+// quotes; headWait bounds the wait for it.
+const (
+	headBytes = 48
+	headWait  = time.Second
+)
+
+// readHead reads the first bytes of a body, giving up (cancel) after
+// headWait.
+func readHead(body io.Reader, cancel func()) []byte {
+	t := time.AfterFunc(headWait, cancel)
+	defer t.Stop()
+	head := make([]byte, headBytes)
+	n, _ := io.ReadFull(body, head)
+	return head[:n]
+}
+
+// describeHead names the first bytes of a body of total bytes.
+func describeHead(head []byte, total int64) string {
+	if total == 0 {
+		return "the body was empty"
+	}
+	if len(head) < int(total) || len(head) == headBytes {
+		return fmt.Sprintf("it began %q…", head)
+	}
+	return fmt.Sprintf("it was %q", head)
 }
 
 // statusError reads an error response's body and names its status and
-// message.
+// message; a redirect names where it pointed.
 func statusError(resp *http.Response) string {
 	msg := fmt.Sprintf("HTTP %d", resp.StatusCode)
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		where := "no Location"
+		if loc, err := resp.Location(); err == nil {
+			where = loc.String()
+		} else if l := resp.Header.Get("Location"); l != "" {
+			where = fmt.Sprintf("%q", cut(l))
+		}
+		return msg + " redirect to " + where + ", not followed (follow_redirects: true in the rehearsal file, or bench --follow-redirects, follows it)"
+	}
 	if m := readErrorBody(resp.Body); m != "" {
 		msg += ": " + m
 	}
@@ -468,7 +660,12 @@ func (c *Client) readStream(ctx, reqCtx context.Context, body io.Reader, res *Re
 		text     strings.Builder
 		now      time.Time
 		finished bool // [DONE] seen, or a failure decided in-band
+		// What the body delivered, for one that is not an event stream.
+		delivered int64
+		head      [headBytes]byte
+		headN     int
 	)
+	dec.limit = c.eventLimit
 	emit := func(ev Event) {
 		if finished {
 			return
@@ -483,6 +680,8 @@ func (c *Client) readStream(ctx, reqCtx context.Context, body io.Reader, res *Re
 		n, err := body.Read(buf)
 		now = time.Now()
 		if n > 0 {
+			delivered += int64(n)
+			headN += copy(head[headN:], buf[:n])
 			dec.Feed(buf[:n], emit)
 			if derr := dec.Err(); derr != nil && !finished {
 				st.fail, st.failMsg = contract.ErrStreamMalformed, derr.Error()
@@ -497,9 +696,21 @@ func (c *Client) readStream(ctx, reqCtx context.Context, body io.Reader, res *Re
 			res.Text = text.String()
 			if finished || errors.Is(err, io.EOF) {
 				c.finish(res, &st)
-				return
+			} else {
+				c.classifyTransport(ctx, reqCtx, res, err, true)
 			}
-			c.classifyTransport(ctx, reqCtx, res, err, true)
+			if !finished && res.Chunks == 0 && !dec.sawEventStream() && res.ErrorKind == contract.ErrStreamTruncated && (delivered > 0 || errors.Is(err, io.EOF)) {
+				// Not one event, and nothing that looked like the
+				// format: the server sent something else.
+				res.ErrorKind = contract.ErrStreamMalformed
+				res.Error = "the body was empty, not an event stream"
+				if delivered > 0 {
+					res.Error = fmt.Sprintf("the body held %d bytes and no server-sent event; %s", delivered, describeHead(head[:headN], delivered))
+				}
+				if !errors.Is(err, io.EOF) {
+					res.Error += "; then " + transportText(err)
+				}
+			}
 			return
 		}
 	}
@@ -521,11 +732,34 @@ func (c *Client) finish(res *Result, st *state) {
 	}
 }
 
-// classifyTransport names a failure of the transport: before the response
+// clientErrnos are the errors of a system call that mean the load
+// generator ran out of a resource of its own, with what to do about it.
+var clientErrnos = map[syscall.Errno]string{
+	syscall.EMFILE:        "the load generator is out of file descriptors (raise ulimit -n or lower the concurrency)",
+	syscall.ENFILE:        "the machine of the load generator is out of file descriptors (its system-wide file table is full)",
+	syscall.EADDRNOTAVAIL: "the load generator is out of ephemeral ports to this address (too many connections opened and closed)",
+	syscall.ENOBUFS:       "the load generator's kernel is out of socket buffer space",
+}
+
+// clientFault says how err is a failure of the load generator's own
+// resources, or "" when it is not.
+func clientFault(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return clientErrnos[errno]
+	}
+	return ""
+}
+
+// classifyTransport names a failure of the transport: the load generator's
+// own (client: out of descriptors, ports or buffers), before the response
 // (connect, timeout, canceled) or while reading the stream (timeout,
 // canceled, stream_truncated).
 func (c *Client) classifyTransport(ctx, reqCtx context.Context, res *Result, err error, reading bool) {
-	switch {
+	switch why := clientFault(err); {
+	case why != "":
+		res.ErrorKind = contract.ErrClient
+		res.Error = why + ": " + transportText(err)
 	case ctx.Err() != nil:
 		res.ErrorKind = contract.ErrCanceled
 		res.Error = "canceled: " + context.Cause(ctx).Error()
@@ -536,17 +770,41 @@ func (c *Client) classifyTransport(ctx, reqCtx context.Context, res *Result, err
 		} else {
 			res.Error = "timeout before the response headers"
 		}
+	case reading && brokenFraming(err):
+		res.ErrorKind = contract.ErrStreamMalformed
+		res.Error = "the body broke HTTP's chunked encoding: " + err.Error()
 	case reading:
 		res.ErrorKind = contract.ErrStreamTruncated
 		res.Error = "stream broken: " + err.Error()
 	default:
 		res.ErrorKind = contract.ErrConnect
-		res.Error = err.Error()
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			res.Error = ue.Err.Error()
+		res.Error = transportText(err)
+	}
+}
+
+// framingPhrases are the messages of net/http's (unexported) errors for a
+// chunked body that breaks the encoding: bytes that are not HTTP, which is
+// not a stream cut short. TestReliabilityHostileServers holds one.
+var framingPhrases = []string{"chunk length", "malformed chunked encoding", "chunked encoding contains too much non-data"}
+
+func brokenFraming(err error) bool {
+	msg := err.Error()
+	for _, p := range framingPhrases {
+		if strings.Contains(msg, p) {
+			return true
 		}
 	}
+	return false
+}
+
+// transportText is a transport error without the url.Error's "Post URL:"
+// prefix.
+func transportText(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
 }
 
 // readErrorBody reads at most 64 KiB of an error response and extracts its

@@ -1,6 +1,10 @@
 package stream
 
-import "fmt"
+import (
+	"bytes"
+	"fmt"
+	"strings"
+)
 
 // Decoder splits a text/event-stream byte stream into events. It is fed the
 // bytes of each read as they arrive and handles what a network delivers:
@@ -16,6 +20,7 @@ type Decoder struct {
 	skipLF  bool  // the last read ended in '\r': a leading '\n' belongs to it
 	limit   int   // bytes one event may hold; 0 means MaxEventBytes
 	err     error // the event over the limit; the decoder then stops
+	sse     bool  // a comment or a data, event, id or retry line was seen
 }
 
 // MaxEventBytes bounds the bytes the decoder holds for one event (its
@@ -136,6 +141,7 @@ func (d *Decoder) processLine(line []byte, emit func(Event)) {
 		return
 	}
 	if line[0] == ':' {
+		d.sse = true
 		return
 	}
 	field, value := line, []byte(nil)
@@ -159,9 +165,39 @@ func (d *Decoder) processLine(line []byte, emit func(Event)) {
 		}
 		d.data = append(d.data, value...)
 		d.hasData = true
+		d.sse = true
 	case "event":
 		d.name = string(value)
+		d.sse = true
+	case "id", "retry":
+		d.sse = true
 	}
+}
+
+// sseFields are the field names of the event-stream format.
+var sseFields = []string{"data", "event", "id", "retry"}
+
+// sawEventStream reports whether the input so far looks like an event
+// stream: a comment or a data, event, id or retry line came, or the
+// unfinished last line may still become one. Bytes of anything else (a
+// page, compressed data) do not.
+func (d *Decoder) sawEventStream() bool {
+	if d.sse {
+		return true
+	}
+	if len(d.line) == 0 {
+		return false
+	}
+	if d.line[0] == ':' {
+		return true
+	}
+	name, _, complete := bytes.Cut(d.line, []byte(":"))
+	for _, f := range sseFields {
+		if complete && string(name) == f || !complete && strings.HasPrefix(f, string(name)) {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *Decoder) dispatch(emit func(Event)) {

@@ -1,0 +1,71 @@
+package drive
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/stream"
+	"github.com/rehearse/rehearse/internal/workload"
+)
+
+// TestOpenWaveAgainstIdleClosingServer: a server that closes connections
+// that sent nothing for 200 ms (as uvicorn and proxies close idle ones)
+// must cost an open-loop wave spread over 1.5 s no request: the
+// connections warmed ahead of the wave are stale by the time most requests
+// go, and a failure the load generator caused is never the server's.
+func TestOpenWaveAgainstIdleClosingServer(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		rw.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(rw, `data: {"choices":[{"delta":{"content":"w "},"finish_reason":null}]}`+"\n\n")
+		http.NewResponseController(rw).Flush()
+		// Streams overlap, so later requests need connections of their own
+		// instead of the one the last request left.
+		select {
+		case <-time.After(300 * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+		io.WriteString(rw, `data: {"choices":[{"delta":{},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	srv.Config.ReadHeaderTimeout = 200 * time.Millisecond
+	srv.Config.IdleTimeout = 200 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+
+	d := New(Options{Counter: words{}})
+	spec := OpenSpec{Load: testLoad(), Repeat: 1, RequestRateRPS: 20, Arrival: workload.ArrivalFixed, NumRequests: 30}
+	res, err := d.OpenWave(context.Background(), Target{Name: "s", BaseURL: srv.URL}, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed, resent := 0, 0
+	for _, r := range res.Records {
+		if r.Retried != "" {
+			resent++
+		}
+		if !r.OK {
+			failed++
+			t.Errorf("request %d at %.3f s: %s: %s", r.Client, r.IntendedStartS, r.ErrorKind, r.Error)
+		}
+	}
+	t.Logf("%d of %d requests were sent again on a fresh connection", resent, len(res.Records))
+	if failed > 0 || len(res.Records) != 30 {
+		t.Fatalf("%d of %d requests failed against a fault-free server", failed, len(res.Records))
+	}
+}
+
+// A request the client sent a second time keeps why in its record.
+func TestRecordKeepsWhyARequestWasResent(t *testing.T) {
+	d := New(Options{})
+	now := time.Now()
+	r := d.record(contract.Wave{ID: 1}, now, 0, 0, 0, stream.Result{Start: now, End: now, Retried: "stale connection"})
+	if r.Retried != "stale connection" {
+		t.Fatalf("retried %q", r.Retried)
+	}
+}
