@@ -18,7 +18,8 @@ type wordCounter struct{}
 
 func (wordCounter) Count(text string) int { return len(strings.Fields(text)) }
 
-// writeJournal writes res as the journal of a rehearsal would hold it.
+// writeJournal writes res as the journal of a rehearsal would hold it:
+// each wave at its release and again at its end, the records between.
 func writeJournal(t *testing.T, dir string, res *bundle.Results) {
 	t.Helper()
 	j, err := bundle.CreateJournal(filepath.Join(dir, bundle.JournalFile))
@@ -31,6 +32,9 @@ func writeJournal(t *testing.T, dir string, res *bundle.Results) {
 	}
 	for _, r := range res.Records {
 		j.WriteRecord(r)
+	}
+	for _, w := range res.Waves {
+		j.WriteWave(w)
 	}
 	if res.MechanismCheck != nil {
 		j.WriteMechanismCheck(*res.MechanismCheck)
