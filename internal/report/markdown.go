@@ -239,8 +239,8 @@ func writeWorkload(b *bytes.Buffer, res *bundle.Results) {
 	fmt.Fprintf(b, "- Percentiles: %s; an empty population is shown as %s.\n\n", method, dash)
 }
 
-// closedServers returns the servers with closed-loop aggregates, in order,
-// and the aggregates indexed by server and concurrency.
+// closedTable returns the servers with closed-loop aggregates, in order,
+// the concurrencies, and the aggregates indexed by server and concurrency.
 func closedTable(res *bundle.Results) ([]string, []int, map[string]map[int]contract.Aggregate) {
 	idx := map[string]map[int]contract.Aggregate{}
 	var servers []string
@@ -266,63 +266,17 @@ func closedTable(res *bundle.Results) ([]string, []int, map[string]map[int]contr
 
 func writeResults(b *bytes.Buffer, res *bundle.Results) {
 	fmt.Fprintf(b, "## Results\n\n")
-	servers, concs, idx := closedTable(res)
-	if len(servers) == 0 {
+	t := ResultsTable(res)
+	if len(t.Closed.Rows) == 0 {
 		fmt.Fprintf(b, "No recorded closed-loop waves.\n\n")
 		return
 	}
-	base := res.BaselineName()
-	var others []string
-	for _, s := range servers {
-		if base != "" && s != base {
-			if _, ok := idx[base]; ok {
-				others = append(others, s)
-			}
-		}
-	}
-	head := []string{"Clients"}
-	align := []string{"---:"}
-	for _, s := range servers {
-		head = append(head, s+" goodput, median [min–max] tok/s")
-	}
-	for _, s := range others {
-		if len(others) == 1 {
-			head = append(head, "Speed-up")
-		} else {
-			head = append(head, s+" speed-up")
-		}
-	}
-	for _, s := range servers {
-		head = append(head, s+" p95 TTFT")
-	}
-	for _, s := range servers {
-		head = append(head, s+" failures")
-	}
-	for len(align) < len(head) {
-		align = append(align, "---:")
-	}
-	writeRow(b, head)
-	writeRow(b, align)
-	for _, c := range concs {
-		row := []string{fmt.Sprint(c)}
-		for _, s := range servers {
-			row = append(row, cellOf(idx[s], c, func(a contract.Aggregate) string { return Goodput(a.Goodput) }))
-		}
-		for _, s := range others {
-			row = append(row, cellOf(idx[s], c, func(a contract.Aggregate) string { return Speedup(a.SpeedupVsBaseline) }))
-		}
-		for _, s := range servers {
-			row = append(row, cellOf(idx[s], c, func(a contract.Aggregate) string { return Seconds(a.TTFT.P95) }))
-		}
-		for _, s := range servers {
-			row = append(row, cellOf(idx[s], c, func(a contract.Aggregate) string { return FailureCount(a.Failures) }))
-		}
-		writeRow(b, row)
-	}
+	b.Write(t.Closed.Markdown())
 	b.WriteString("\n")
-	if len(others) > 0 {
-		fmt.Fprintf(b, "Speed-up is the ratio of median goodputs, %s over `%s`, at equal concurrency.\n\n", strings.Join(quoteAll(others), ", "), base)
+	if len(t.Speedup) > 0 {
+		fmt.Fprintf(b, "Speed-up is the ratio of median goodputs, %s over `%s`, at equal concurrency.\n\n", strings.Join(quoteAll(t.Speedup), ", "), t.Baseline)
 	}
+	servers, concs, idx := closedTable(res)
 	var kinds []string
 	for _, s := range servers {
 		for _, c := range concs {
@@ -357,14 +311,6 @@ func byKind(m map[string]int) string {
 		parts[i] = fmt.Sprintf("%d %s", m[k], k)
 	}
 	return strings.Join(parts, ", ")
-}
-
-func cellOf(m map[int]contract.Aggregate, c int, f func(contract.Aggregate) string) string {
-	a, ok := m[c]
-	if !ok {
-		return dash
-	}
-	return f(a)
 }
 
 func writeRow(b *bytes.Buffer, cells []string) {
