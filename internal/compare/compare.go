@@ -175,7 +175,7 @@ func beyondRanges(a, b contract.Spread) bool {
 
 func evaluate(g Gate, rows []Row) GateResult {
 	res := GateResult{Gate: g}
-	met, _ := metricNamed(g.Metric)
+	met, _ := contract.MetricNamed(g.Metric)
 	matched := 0
 	for _, row := range rows {
 		if g.Server != "" && row.Server != g.Server {
@@ -183,7 +183,7 @@ func evaluate(g Gate, rows []Row) GateResult {
 		}
 		matched++
 		where := row.Server + " at " + row.Load
-		va, vb := met.value(row.A), met.value(row.B)
+		va, vb := met.Value(row.A), met.Value(row.B)
 		if va == nil || vb == nil {
 			side := "A"
 			if va != nil {
@@ -213,28 +213,28 @@ func evaluate(g Gate, rows []Row) GateResult {
 	return res
 }
 
-func formatMetric(m metric, v float64) string {
+func formatMetric(m contract.Metric, v float64) string {
 	switch {
-	case m.rate:
+	case m.Unit == contract.Fraction:
 		return fmt.Sprintf("%.1f%%", 100*v)
-	case m.latency:
+	case m.Latency():
 		return fmt.Sprintf("%.3f s", v)
 	default:
-		return fmt.Sprintf("%.1f %s", v, m.unit)
+		return fmt.Sprintf("%.1f %s", v, m.Unit)
 	}
 }
 
 func formatChange(g Gate, change float64) string {
-	met, _ := metricNamed(g.Metric)
+	met, _ := contract.MetricNamed(g.Metric)
 	switch {
 	case g.Relative:
 		return fmt.Sprintf("%+.1f%%", 100*change)
-	case met.rate:
+	case met.Unit == contract.Fraction:
 		return fmt.Sprintf("%+.1f pp", 100*change)
-	case met.latency:
+	case met.Latency():
 		return fmt.Sprintf("%+.3f s", change)
 	default:
-		return fmt.Sprintf("%+.1f %s", change, met.unit)
+		return fmt.Sprintf("%+.1f %s", change, met.Unit)
 	}
 }
 
