@@ -284,7 +284,7 @@ func writeResults(b *bytes.Buffer, res *bundle.Results) {
 			if !ok || a.Failures.Count == 0 {
 				continue
 			}
-			kinds = append(kinds, fmt.Sprintf("`%s` at %s: %s", s, clients(c), byKind(a.Failures.ByKind)))
+			kinds = append(kinds, fmt.Sprintf("`%s` at %s: %s", s, a.LoadLabel(), byKind(a.Failures.ByKind)))
 		}
 	}
 	if len(kinds) > 0 {
@@ -420,10 +420,7 @@ func writeMechanism(b *bytes.Buffer, res *bundle.Results) {
 func writeWarnings(b *bytes.Buffer, res *bundle.Results) {
 	var lines []string
 	for _, a := range res.Aggregates {
-		where := fmt.Sprintf("`%s` at %s", a.Server, clients(a.Concurrency))
-		if a.Mode == contract.ModeOpen {
-			where = fmt.Sprintf("`%s` at %s req/s", a.Server, Number(a.RequestRateRPS))
-		}
+		where := fmt.Sprintf("`%s` at %s", a.Server, a.LoadLabel())
 		for _, w := range a.Warnings {
 			lines = append(lines, where+": "+w)
 		}
@@ -465,13 +462,6 @@ func purpose(file string) string {
 		return "figure"
 	}
 	return ""
-}
-
-func clients(n int) string {
-	if n == 1 {
-		return "1 client"
-	}
-	return fmt.Sprintf("%d clients", n)
 }
 
 func writeOperatorNotes(b *bytes.Buffer, res *bundle.Results) {
