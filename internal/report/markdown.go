@@ -267,14 +267,21 @@ func closedTable(res *bundle.Results) ([]string, []int, map[string]map[int]contr
 func writeResults(b *bytes.Buffer, res *bundle.Results) {
 	fmt.Fprintf(b, "## Results\n\n")
 	t := ResultsTable(res)
-	if len(t.Closed.Rows) == 0 {
-		fmt.Fprintf(b, "No recorded closed-loop waves.\n\n")
+	if t.Empty() {
+		fmt.Fprintf(b, "No recorded waves.\n\n")
 		return
 	}
-	b.Write(t.Closed.Markdown())
-	b.WriteString("\n")
+	if len(t.Closed.Rows) > 0 {
+		b.Write(t.Closed.Markdown())
+		b.WriteString("\n")
+	}
 	if len(t.Speedup) > 0 {
 		fmt.Fprintf(b, "Speed-up is the ratio of median goodputs, %s over `%s`, at equal concurrency.\n\n", strings.Join(quoteAll(t.Speedup), ", "), t.Baseline)
+	}
+	if len(t.Open.Rows) > 0 {
+		b.WriteString("Open-loop arrivals, a row per request rate (their lateness and more latencies are under Open-loop arrivals below):\n\n")
+		b.Write(t.Open.Markdown())
+		b.WriteString("\n")
 	}
 	servers, concs, idx := closedTable(res)
 	var kinds []string
@@ -285,6 +292,11 @@ func writeResults(b *bytes.Buffer, res *bundle.Results) {
 				continue
 			}
 			kinds = append(kinds, fmt.Sprintf("`%s` at %s: %s", s, a.LoadLabel(), byKind(a.Failures.ByKind)))
+		}
+	}
+	for _, a := range res.Aggregates {
+		if a.Mode == contract.ModeOpen && a.Failures.Count > 0 {
+			kinds = append(kinds, fmt.Sprintf("`%s` at %s: %s", a.Server, a.LoadLabel(), byKind(a.Failures.ByKind)))
 		}
 	}
 	if len(kinds) > 0 {

@@ -86,3 +86,27 @@ func TestResultsTableOpenSection(t *testing.T) {
 		t.Errorf("empty table printed %q", b.String())
 	}
 }
+
+// README.md's Results show the whole table: a rehearsal of open-loop waves
+// only has its rows there, under the same heads as a closed-loop one.
+func TestMarkdownResultsHaveOpenLoopRows(t *testing.T) {
+	res := bundletest.SeedLike()
+	for i := range res.Aggregates {
+		a := &res.Aggregates[i]
+		a.Mode, a.RequestRateRPS, a.Concurrency = contract.ModeOpen, float64(a.Concurrency)/2, 0
+	}
+	md := string(Markdown(res, nil, nil))
+	results, _, _ := strings.Cut(md[strings.Index(md, "## Results"):], "\n## ")
+	for _, want := range []string{
+		"| Rate, req/s | naive goodput, median [min–max] tok/s | batching goodput, median [min–max] tok/s | naive p95 TTFT |",
+		"| 0.5 | " + Goodput(res.Aggregates[0].Goodput) + " |",
+		"`naive` at 16 req/s: ",
+	} {
+		if !strings.Contains(results, want) {
+			t.Errorf("Results lack %q:\n%s", want, results)
+		}
+	}
+	if strings.Contains(results, "No recorded") || strings.Contains(results, "Speed-up") {
+		t.Errorf("Results of open-loop waves:\n%s", results)
+	}
+}
