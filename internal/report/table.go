@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -96,25 +97,16 @@ func groupByLoad(res *bundle.Results, mode string) loadGroups {
 	sort.Float64s(g.loads)
 	// Servers in the bundle's order, then any only the aggregates name.
 	for _, s := range res.ServerNames() {
-		if _, ok := g.by[s]; ok && !contains(g.servers, s) {
+		if _, ok := g.by[s]; ok && !slices.Contains(g.servers, s) {
 			g.servers = append(g.servers, s)
 		}
 	}
 	for _, a := range res.Aggregates {
-		if _, ok := g.by[a.Server]; ok && !contains(g.servers, a.Server) {
+		if _, ok := g.by[a.Server]; ok && !slices.Contains(g.servers, a.Server) {
 			g.servers = append(g.servers, a.Server)
 		}
 	}
 	return g
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func (g loadGroups) section(load Column, speedup []string, label func(contract.Aggregate) string) Section {
