@@ -43,7 +43,6 @@ cannot be read.`,
 	}
 	cmd.Flags().Var(&gates, "fail-if", "a gate such as 'goodput<-5%' (repeatable); exit 1 when one trips")
 	cmd.Flags().BoolVar(&o.Markdown, "markdown", false, "write the comparison as a markdown table")
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%v", err) })
 	return cmd
 }
 

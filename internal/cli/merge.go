@@ -32,7 +32,7 @@ rehearsal (the same records), are refused: their records would count twice.
 name different ones (a part that holds one server names that server).
 --mechanism-check names the server whose mechanism check the merged bundle
 reports when several parts hold one; the others are kept as waves and noted.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: minArgs(1, "one or more bundle DIRs"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return usageError("merge needs -o DIR for the merged bundle")

@@ -61,13 +61,3 @@ func runReport(ctx context.Context, st *State, dir string) error {
 	fmt.Fprintf(st.Stdout, "wrote %s/README.md and refreshed %s/SHA256SUMS\n", dir, dir)
 	return nil
 }
-
-// exactArgs is cobra.ExactArgs with an error that names what is expected.
-func exactArgs(n int, names string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) != n {
-			return usageError("%s takes %s (got %d argument(s)); see --help", cmd.CommandPath(), names, len(args))
-		}
-		return nil
-	}
-}

@@ -75,6 +75,7 @@ func newRootCmd(st *State) *cobra.Command {
 		newAnnotateCmd(st),
 		newTokensCmd(st),
 	)
+	checkUsage(root)
 	return root
 }
 

@@ -293,7 +293,6 @@ concurrencies and the held-out ones. --markdown prints the same as markdown.
 	f.StringVar(&o.description, "description", "", "profile description (default: what it was fitted to)")
 	f.IntVar(&o.maxModelLen, "max-model-len", 32768, "max_model_len of the profile (a bundle does not record it)")
 	f.BoolVar(&o.markdown, "markdown", false, "print the derivation and the comparison as markdown")
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%v", err) })
 	return cmd
 }
 
