@@ -83,6 +83,10 @@ type Tool struct {
 	Version   string `json:"version"`
 	Commit    string `json:"commit"`
 	GoVersion string `json:"go_version"`
+	// Note says what the commit does not: that it is unknown (the binary
+	// carries no VCS stamp) and how to get it recorded, or that the tree
+	// had uncommitted changes.
+	Note string `json:"note,omitempty"`
 }
 
 // UnmarshalJSON reads the object rehearse writes or, as other tools write

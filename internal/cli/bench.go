@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -302,7 +301,7 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 	}
 
 	prov := bundle.Provenance{
-		Tool:      bundle.Tool{Name: "rehearse", Version: Version(), Commit: Commit(), GoVersion: runtime.Version()},
+		Tool:      provenance.Tool(),
 		Command:   argv,
 		Host:      provenance.Host(),
 		Model:     bundle.Model{ID: o.model},

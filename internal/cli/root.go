@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/provenance"
 )
 
 // State is the process state a command may touch: its streams. Libraries
@@ -116,46 +116,22 @@ func unverifiedInput(st *State, err error) error {
 	return &ExitError{Code: 1, Err: err}
 }
 
-// Version describes this build from its build info: module version, VCS
-// revision and whether the tree was modified. Nothing is a literal.
+// Version describes this build for --version, from the tool record the
+// bundles carry: module version, short commit, and the record's note
+// (commit unknown, or uncommitted changes).
 func Version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
+	t := provenance.Tool()
+	v := t.Version
+	if v == "" {
+		v = "(no build info)"
 	}
-	v := bi.Main.Version
-	var rev, modified string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				modified = "+dirty"
-			}
-		}
+	if t.Commit != "" {
+		v += " (commit " + t.Commit[:min(len(t.Commit), 12)] + ")"
 	}
-	if rev != "" {
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
-		return fmt.Sprintf("%s (commit %s%s)", v, rev, modified)
+	if t.Note != "" {
+		v += "; " + t.Note
 	}
 	return v
-}
-
-// Commit is the full VCS revision this binary was built from, or "".
-func Commit() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return ""
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" {
-			return s.Value
-		}
-	}
-	return ""
 }
 
 // usageError marks bad flags or arguments: exit code 2.

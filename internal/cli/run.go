@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -123,7 +122,7 @@ func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
 		notes = append(notes, tokNote)
 	}
 	prov := bundle.Provenance{
-		Tool:       bundle.Tool{Name: "rehearse", Version: Version(), Commit: Commit(), GoVersion: runtime.Version()},
+		Tool:       provenance.Tool(),
 		Command:    job.command,
 		Host:       provenance.Host(),
 		GPUs:       gpus,

@@ -1,7 +1,9 @@
-// Package provenance describes the machine a rehearsal ran on: host name,
-// OS, CPU model and count, memory and kernel from /proc, and each GPU's
-// name, memory, driver and CUDA version from nvidia-smi where it is
-// installed. What cannot be read is left empty, never guessed.
+// Package provenance describes what a rehearsal ran with: the rehearse
+// build (version, commit, Go version from its build info), and the machine:
+// host name, OS, CPU model and count, memory and kernel from /proc, and each
+// GPU's name, memory, driver and CUDA version from nvidia-smi where it is
+// installed. What cannot be read is left empty, never guessed, and the
+// tool record says so when its commit is unknown.
 package provenance
 
 import (

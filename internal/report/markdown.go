@@ -87,6 +87,12 @@ func writeEnvironment(b *bytes.Buffer, res *bundle.Results) {
 	if p.Tool.GoVersion != "" {
 		tool += ", " + p.Tool.GoVersion
 	}
+	switch {
+	case p.Tool.Note != "":
+		tool += "; " + p.Tool.Note
+	case p.Tool.Commit == "":
+		tool += "; commit unknown"
+	}
 	fmt.Fprintf(b, "- Tool: %s.\n", tool)
 	h := p.Host
 	host := fmt.Sprintf("%s (%s/%s, %d CPUs", orDash(h.Hostname), h.OS, h.Arch, h.CPUs)
