@@ -295,6 +295,16 @@ func (r *Rehearsal) Argv(s Server, port int, rehearseExe string) []string {
 	return out
 }
 
+// ShownArgv is the launch argv as the bundle, the server's log and the
+// progress lines show it: Argv with secrets redacted and {rehearse} written
+// as "rehearse", while Argv executes the real path. The path says nothing
+// the tool record does not, differs between the parts of a rehearsal run
+// from different checkouts, and under go run names a temporary file in the
+// build cache that is gone once rehearse exits.
+func (r *Rehearsal) ShownArgv(s Server, port int) []string {
+	return RedactArgv(r.Argv(s, port, "rehearse"))
+}
+
 // IsSecretName reports whether an environment variable's name marks its
 // value as a secret (key, token, secret, password, auth, credential).
 func IsSecretName(name string) bool {

@@ -224,7 +224,7 @@ func (r *runner) server(ctx context.Context, i int) bool {
 			baseURL = "http://127.0.0.1:" + strconv.Itoa(port)
 		}
 		argv := r.cfg.Argv(s, port, r.o.RehearseExe)
-		shown := config.RedactArgv(argv)
+		shown := r.cfg.ShownArgv(s, port)
 		logName := s.Name + ".log"
 		r.setServer(i, func(b *bundle.Server) {
 			b.BaseURL, b.LaunchArgv, b.Log = config.RedactURL(baseURL), shown, logName
