@@ -15,10 +15,15 @@ under a precise metric contract, and writes a self-verifying results bundle.
   rehearse bench --base-url URL    drive an endpoint that is already running
   rehearse sim                     run a simulated OpenAI-compatible server
   rehearse sim fit --bundle DIR    fit a simulator profile to a bundle's waves
-  rehearse report DIR              re-render a bundle's README.md (and plots)
+  rehearse report DIR              re-render a bundle's README.md, figures and report.html
   rehearse verify DIR              check digests, schema and records, recompute every aggregate,
                                    re-count output tokens
   rehearse compare A B             put two bundles side by side, with gates
   rehearse merge -o DIR A B ...    merge bundles of one rehearsal into one
   rehearse annotate DIR -f NOTES   add an operator's notes to a bundle's report
-  rehearse tokens                  count tokens of text with a tokenizer`
+  rehearse tokens                  count tokens of text with a tokenizer
+
+Exit status: 0 success; 1 the work failed (a server failed, a bundle does not
+verify, a gate tripped); 2 bad usage or bad input, with one line naming the
+file, field, flag or value; 130 interrupted (a rehearsal still writes the
+bundle of what finished).`

@@ -98,7 +98,7 @@ client's handling of connections closed while idle can be rehearsed.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.engine, "engine", sim.EngineBatching, "engine: serial (one lock) or batching (continuous batching); default: the --profile's engine, else batching")
+	f.StringVar(&o.engine, "engine", sim.EngineBatching, "engine: serial (one lock) or batching (continuous batching); with --profile and no --engine, the profile's")
 	f.StringVar(&o.profile, "profile", "", "built-in profile name or profile JSON file (default t4-qwen2.5-1.5b-ENGINE)")
 	f.BoolVar(&o.listProfiles, "list-profiles", false, "list the built-in profiles and exit")
 	f.StringVar(&o.model, "model", "", "model id to serve (default: the profile's model)")

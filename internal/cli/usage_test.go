@@ -3,6 +3,8 @@ package cli
 import (
 	"strings"
 	"testing"
+
+	"github.com/rehearse/rehearse/internal/golden"
 )
 
 // TestUsageErrorsExit2WithOneLine: every command's bad usage (an unknown
@@ -82,5 +84,22 @@ func TestHelpIsNotAnError(t *testing.T) {
 		if code != 0 || !strings.Contains(stdout, "Usage:") || stderr != "" {
 			t.Errorf("%q: exit %d, stdout %.80q, stderr %q; want 0 and the usage on stdout", args, code, stdout, stderr)
 		}
+	}
+}
+
+// TestHelpGolden: rehearse --help and every COMMAND --help, as a user reads
+// them (go test -update rewrites testdata/help/ for review).
+func TestHelpGolden(t *testing.T) {
+	for _, path := range [][]string{nil, {"demo"}, {"run"}, {"bench"}, {"sim"}, {"sim", "fit"},
+		{"report"}, {"verify"}, {"compare"}, {"merge"}, {"annotate"}, {"tokens"}} {
+		name := "rehearse"
+		if len(path) > 0 {
+			name = strings.Join(path, "-")
+		}
+		code, stdout, stderr := run(t, append(path, "--help")...)
+		if code != 0 || stderr != "" {
+			t.Errorf("%q --help: exit %d, stderr %q", path, code, stderr)
+		}
+		golden.Check(t, "help/"+name+".golden", []byte(stdout))
 	}
 }
