@@ -421,3 +421,33 @@ func TestMergeRefusesTheSameRehearsalTwice(t *testing.T) {
 		t.Errorf("two empty parts of different starts refused: %v", err)
 	}
 }
+
+// TestMergeSaysWhenPartsCameFromDifferentBuilds: the merged bundle keeps the
+// first part's tool record, and a note names any other part's build.
+func TestMergeSaysWhenPartsCameFromDifferentBuilds(t *testing.T) {
+	part := func(started string, tool bundle.Tool) *bundle.Results {
+		r := bundletest.SeedLike()
+		r.Records, r.MechanismCheck, r.Workload.MechanismCheck = nil, nil, nil
+		r.Provenance.StartedAt, r.Provenance.Tool = started, tool
+		return r
+	}
+	a := bundle.Tool{Name: "rehearse", Version: "v0.1.0", Commit: "0123456789abcdef0123456789abcdef01234567", GoVersion: "go1.26.8"}
+	b := bundle.Tool{Name: "rehearse", Version: "(devel)", GoVersion: "go1.26.8", Note: "commit unknown: no VCS stamp"}
+	out, err := bundle.Merge([]*bundle.Results{part("2026-11-30T12:00:00Z", a), part("2026-11-30T13:00:00Z", b), part("2026-11-30T14:00:00Z", a)}, []string{"a", "b", "c"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Provenance.Tool != a {
+		t.Errorf("tool %+v, want the first part's", out.Provenance.Tool)
+	}
+	want := "[b] This part was written by rehearse (devel) (commit unknown); the bundle's tool record is a's: rehearse v0.1.0 (commit 0123456789abcdef0123456789abcdef01234567)."
+	var notes []string
+	for _, n := range out.Notes {
+		if strings.Contains(n, "written by") {
+			notes = append(notes, n)
+		}
+	}
+	if len(notes) != 1 || notes[0] != want {
+		t.Errorf("notes about the builds %q, want [%q]", notes, want)
+	}
+}

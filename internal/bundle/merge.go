@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // Merge combines the results of several parts of one rehearsal (say one
@@ -65,6 +66,10 @@ func Merge(parts []*Results, names []string, mechanismServer string) (*Results, 
 			return nil, fmt.Errorf("%s: counted with tokenizer %s, %s with %s", names[i], p.Provenance.Tokenizer.SHA256, names[0], first.Provenance.Tokenizer.SHA256)
 		}
 		if i > 0 {
+			if p.Provenance.Tool != first.Provenance.Tool {
+				out.Notes = append(out.Notes, fmt.Sprintf("[%s] This part was written by %s; the bundle's tool record is %s's: %s.",
+					names[i], toolName(p.Provenance.Tool), names[0], toolName(first.Provenance.Tool)))
+			}
 			for _, g := range p.Provenance.GPUs {
 				if !slices.Contains(out.Provenance.GPUs, g) {
 					out.Provenance.GPUs = append(out.Provenance.GPUs, g)
@@ -363,4 +368,14 @@ func appendLog(ctx context.Context, out *os.Root, part, name string) error {
 		return fmt.Errorf("%s: %s: %w", out.Name(), name, err)
 	}
 	return err
+}
+
+// toolName names a tool record in a note: name, version and commit, or
+// that the commit is unknown.
+func toolName(t Tool) string {
+	s := strings.TrimSpace(t.Name + " " + t.Version)
+	if t.Commit == "" {
+		return s + " (commit unknown)"
+	}
+	return s + " (commit " + t.Commit + ")"
 }
