@@ -9,11 +9,11 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// checkUsage makes every usage error of every command below root exit 2
-// with one line naming the command and the flag, value or argument: a flag
-// error (unknown flag, missing or malformed value) through root's flag
-// error function, which every command inherits unless it sets its own; an
-// unknown command, or an argument a command does not take, through its
+// checkUsage makes every usage error of root and of every command below it
+// exit 2 with one line naming the command and the flag, value or argument:
+// a flag error (unknown flag, missing or malformed value) through root's
+// flag error function, which every command inherits unless it sets its own;
+// an unknown command, or an argument a command does not take, through its
 // Args validator, wrapped here once for the whole tree. A command's own
 // validator keeps its message; cobra's are reworded to one line.
 func checkUsage(root *cobra.Command) {
@@ -52,13 +52,15 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 		case check == nil:
 			return nil
 		case cmd.HasAvailableSubCommands():
-			// cobra.NoArgs on a command with subcommands: an unknown one.
-			if err = check(cmd, args); err != nil {
+			// An argument a command with subcommands refuses names an
+			// unknown one.
+			if err = check(cmd, args); err != nil && len(args) > 0 {
 				err = subcommandArgs(cmd, args)
 			}
 		default:
 			if err = check(cmd, args); err != nil && len(args) > 0 && check(cmd, nil) == nil {
-				// It takes no arguments (cobra.NoArgs says "unknown command").
+				// It takes no arguments: cobra.NoArgs would say "unknown
+				// command" of a command that has none.
 				err = usageError("%s: unexpected argument %q: it takes none (see %s --help)", where(cmd), args[0], cmd.CommandPath())
 			}
 		}
