@@ -3,9 +3,11 @@ package stream
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -168,7 +170,19 @@ func (g *gate) void(ctx, reqCtx context.Context, status int, err error) string {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.idle || g.wroteSome || g.writing > 0 {
+	if !g.idle {
+		return ""
+	}
+	if (g.wroteSome || g.writing > 0) && err != nil && status == 0 && isReset(err) {
+		// Bytes were written, but the connection was reset before any
+		// answer: a kernel resets a socket closed with bytes unread in
+		// it, so the server closed this idle connection (its idle timeout
+		// firing as the request arrived) without reading the request. A
+		// server that read it and then failed would have closed it
+		// cleanly, and that stands as its failure.
+		return fmt.Sprintf("stale %s: reset by the server before any answer, the request unread (%s)", g.connection(), transportText(err))
+	}
+	if g.wroteSome || g.writing > 0 {
 		return ""
 	}
 	switch {
@@ -179,6 +193,12 @@ func (g *gate) void(ctx, reqCtx context.Context, status int, err error) string {
 	default:
 		return fmt.Sprintf("stale %s: it answered HTTP %d before any byte of the request was written", g.connection(), status)
 	}
+}
+
+// isReset reports whether err is the connection's reset by the peer (or a
+// write to a connection the peer had reset).
+func isReset(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // gatedConn is a connection whose writes wait for the gate of the request

@@ -229,3 +229,67 @@ func TestCheckAlive(t *testing.T) {
 	waitFor(t, "the server to close the TLS connection", func() bool { return tlsClosed.Load() == 1 })
 	waitFor(t, "the TLS close to be seen", func() bool { return checkAlive(tc) != nil })
 }
+
+// resetFirstListener hands the first connection it accepts to no server:
+// after a while it closes it with the request unread (SO_LINGER 0, as a
+// kernel does for a socket closed with bytes in its buffer: a reset), the
+// way a server's idle timeout can fire just as a request arrives. Later
+// connections go to the server.
+type resetFirstListener struct {
+	net.Listener
+	once  sync.Once
+	after time.Duration
+}
+
+func (l *resetFirstListener) Accept() (net.Conn, error) {
+	for {
+		conn, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		first := false
+		l.once.Do(func() { first = true })
+		if !first {
+			return conn, nil
+		}
+		go func() {
+			time.Sleep(l.after)
+			conn.(*net.TCPConn).SetLinger(0)
+			conn.Close()
+		}()
+	}
+}
+
+// A connection that sat unused and is reset before any answer has carried
+// the request to no server: a reset with nothing read means the server's
+// socket closed with the request unread in it. The request goes on a fresh
+// connection and says why; whether the reset came before or after the
+// write, the outcome is the same.
+func TestResetBeforeAnyAnswerIsResentOnAFreshOne(t *testing.T) {
+	var requests atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		io.Copy(io.Discard, r.Body)
+		rw.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(rw, content("x")+finishChunk("stop")+done)
+	}))
+	srv.Listener = &resetFirstListener{Listener: srv.Listener, after: 300 * time.Millisecond}
+	srv.Start()
+	defer srv.Close()
+	c := NewClient(nil)
+	defer c.Close()
+	if err := c.Warm(context.Background(), srv.URL, 1); err != nil {
+		t.Fatal(err)
+	}
+	res := c.Do(context.Background(), request(srv))
+	if !res.OK {
+		t.Fatalf("%s: %s (retried %q)", res.ErrorKind, res.Error, res.Retried)
+	}
+	if res.Retried == "" {
+		t.Fatal("the request went on the connection that was reset, yet retried is empty")
+	}
+	t.Logf("retried: %s", res.Retried)
+	if requests.Load() != 1 {
+		t.Fatalf("%d requests seen by the server, want 1", requests.Load())
+	}
+}
