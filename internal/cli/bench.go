@@ -254,18 +254,19 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 		}
 	}
 	wl := bundle.Workload{
-		Kind:             contract.ModeClosed,
-		Concurrencies:    o.concurrencies,
-		Repeats:          o.repeats,
-		Prompts:          prompts,
-		MaxTokens:        o.maxTokens,
-		Temperature:      0,
-		TimeoutS:         o.timeout.Seconds(),
-		WarmupWaves:      o.warmupWaves,
-		PercentileMethod: contract.PercentileMethod,
-		Endpoint:         o.endpoint,
-		IncludeUsage:     o.includeUsage,
-		ExtraBody:        extra,
+		Kind:              contract.ModeClosed,
+		Concurrencies:     o.concurrencies,
+		Repeats:           o.repeats,
+		Prompts:           prompts,
+		MaxTokens:         o.maxTokens,
+		Temperature:       0,
+		TimeoutS:          o.timeout.Seconds(),
+		WarmupWaves:       o.warmupWaves,
+		PercentileMethod:  contract.PercentileMethod,
+		Endpoint:          o.endpoint,
+		IncludeUsage:      o.includeUsage,
+		ExtraBody:         extra,
+		WarmupConcurrency: o.warmupClients,
 	}
 	if len(o.requestRates) > 0 {
 		wl.Kind = contract.ModeClosed + "+" + contract.ModeOpen
@@ -277,7 +278,7 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 			NumRequests: o.numRequests, DurationS: o.duration.Seconds(), MaxConcurrency: o.maxConcurrency,
 		}
 	}
-	if err := drive.CheckDescriptors(drive.ConnectionsNeeded(wl, o.warmupClients)); err != nil {
+	if err := drive.CheckDescriptors(drive.ConnectionsNeeded(wl)); err != nil {
 		return usageError("bench: %v", err)
 	}
 	apiKey := ""
@@ -330,7 +331,6 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 			IncludeUsage: o.includeUsage, ExtraBody: extra, FollowRedirects: o.followRedirs,
 		},
 		Workload: wl, Provenance: prov, Notes: notes, Progress: pb.event, Client: client,
-		WarmupConcurrency: o.warmupClients,
 	}
 	if counter != nil {
 		b.Counter = counter

@@ -97,13 +97,16 @@ type Workload struct {
 	Prompts       Prompts `yaml:"prompts"`
 	MaxTokens     int     `yaml:"max_tokens"`
 	// Temperature is nil until defaults are applied (then 0).
-	Temperature  *float64       `yaml:"temperature"`
-	Timeout      Duration       `yaml:"timeout"`
-	WarmupWaves  int            `yaml:"warmup_waves"`
-	Endpoint     string         `yaml:"endpoint"`
-	IncludeUsage *bool          `yaml:"include_usage"`
-	ExtraBody    map[string]any `yaml:"extra_body"`
-	OpenLoop     *OpenLoop      `yaml:"open_loop"`
+	Temperature *float64 `yaml:"temperature"`
+	Timeout     Duration `yaml:"timeout"`
+	WarmupWaves int      `yaml:"warmup_waves"`
+	// WarmupConcurrency is the clients of each warm-up wave (0: the first
+	// concurrency).
+	WarmupConcurrency int            `yaml:"warmup_concurrency"`
+	Endpoint          string         `yaml:"endpoint"`
+	IncludeUsage      *bool          `yaml:"include_usage"`
+	ExtraBody         map[string]any `yaml:"extra_body"`
+	OpenLoop          *OpenLoop      `yaml:"open_loop"`
 }
 
 // OpenLoop describes open-loop waves run after the closed-loop ones.

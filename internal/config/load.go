@@ -570,6 +570,9 @@ func (r *Rehearsal) validate(p *Problems) {
 	if w.WarmupWaves < 0 {
 		p.add("workload.warmup_waves", "%d: must be 0 or more", w.WarmupWaves)
 	}
+	if w.WarmupConcurrency < 0 {
+		p.add("workload.warmup_concurrency", "%d: must be 1 or more (0: the first concurrency)", w.WarmupConcurrency)
+	}
 	if !strings.HasPrefix(w.Endpoint, "/") {
 		p.add("workload.endpoint", "%q must start with /", w.Endpoint)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/plan"
 	"github.com/rehearse/rehearse/internal/stream"
 )
 
@@ -28,9 +29,6 @@ type Bench struct {
 	Counter    Counter
 	Progress   func(Event)
 	Client     *stream.Client
-	// WarmupConcurrency is the clients of each warm-up wave (0: the first
-	// concurrency).
-	WarmupConcurrency int
 }
 
 // RunBench writes the bundle's header to the journal, drives the series,
@@ -45,7 +43,7 @@ func RunBench(ctx context.Context, b Bench) (*bundle.Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := New(Options{Journal: j, Counter: b.Counter, Progress: b.Progress, Client: b.Client, WarmupConcurrency: b.WarmupConcurrency})
+	d := New(Options{Journal: j, Counter: b.Counter, Progress: b.Progress, Client: b.Client})
 	h := &bundle.Results{
 		Provenance: b.Provenance,
 		Workload:   b.Workload,
@@ -63,7 +61,12 @@ func RunBench(ctx context.Context, b Bench) (*bundle.Results, error) {
 		j.Close()
 		return nil, err
 	}
-	runErr := d.Series(ctx, b.Target, b.Workload)
+	var runErr error
+	for _, w := range plan.Server(b.Workload, b.Target.Name) {
+		if _, runErr = d.Wave(ctx, b.Target, LoadOf(b.Workload), w); runErr != nil {
+			break
+		}
+	}
 	if runErr != nil && ctx.Err() != nil {
 		h.Notes = append(h.Notes, fmt.Sprintf("the rehearsal was stopped before it finished (%v); the bundle holds what finished", context.Cause(ctx)))
 	}

@@ -10,39 +10,8 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
-	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/plan"
 )
-
-// Workload turns the rehearsal's workload into the bundle's, with the
-// resolved prompts.
-func Workload(cfg *config.Rehearsal, prompts []string) bundle.Workload {
-	w := cfg.Workload
-	out := bundle.Workload{
-		Kind:             contract.ModeClosed,
-		Concurrencies:    append([]int(nil), w.Concurrencies...),
-		Repeats:          w.Repeats,
-		Prompts:          append([]string(nil), prompts...),
-		MaxTokens:        w.MaxTokens,
-		Temperature:      *w.Temperature,
-		TimeoutS:         w.Timeout.Seconds(),
-		WarmupWaves:      w.WarmupWaves,
-		PercentileMethod: contract.PercentileMethod,
-		Endpoint:         w.Endpoint,
-		IncludeUsage:     *w.IncludeUsage,
-		ExtraBody:        w.ExtraBody,
-	}
-	if o := w.OpenLoop; o != nil {
-		out.Kind = contract.ModeClosed + "+" + contract.ModeOpen
-		out.Open = &bundle.OpenLoop{
-			RequestRatesRPS: append([]float64(nil), o.RequestRatesRPS...), Arrival: o.Arrival, Burstiness: o.Burstiness,
-			Seed: o.Seed, NumRequests: o.NumRequests, DurationS: o.Duration.Seconds(), MaxConcurrency: o.MaxConcurrency,
-		}
-	}
-	if m := cfg.MechanismCheck; m != nil {
-		out.MechanismCheck = &bundle.MechanismSpec{Server: m.Server, Metric: m.Metric, Concurrency: m.Concurrency, PeriodS: m.Period.Seconds()}
-	}
-	return out
-}
 
 // header is the bundle's header before any server ran: provenance, the
 // workload, the servers as configured (secrets redacted), notes.
@@ -51,7 +20,7 @@ func header(o Options, driver WaveDriver, start time.Time) *bundle.Results {
 	res := &bundle.Results{
 		Schema:     bundle.Schema,
 		Provenance: o.Provenance,
-		Workload:   Workload(cfg, o.Prompts),
+		Workload:   plan.Workload(cfg, o.Prompts),
 		Notes:      append([]string(nil), o.Notes...),
 	}
 	p := &res.Provenance
@@ -75,8 +44,6 @@ func header(o Options, driver WaveDriver, start time.Time) *bundle.Results {
 	res.Notes = append(res.Notes, cfg.Notes...)
 	return res
 }
-
-func secondsDuration(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // TimeScaleArg is the --time-scale argument of a launch argv.
 type TimeScaleArg struct {

@@ -15,6 +15,7 @@ import (
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/drive"
+	"github.com/rehearse/rehearse/internal/plan"
 	"github.com/rehearse/rehearse/internal/promscrape"
 	"github.com/rehearse/rehearse/internal/supervise"
 )
@@ -78,7 +79,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if cfg == nil {
 		return nil, errors.New("rehearsal: no rehearsal given")
 	}
-	if err := drive.CheckDescriptors(drive.ConnectionsNeeded(Workload(cfg, o.Prompts), 0)); err != nil {
+	if err := drive.CheckDescriptors(drive.ConnectionsNeeded(plan.Workload(cfg, o.Prompts))); err != nil {
 		return nil, err
 	}
 	if err := prepareDir(o.Dir); err != nil {
@@ -90,7 +91,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	driver := o.Driver
 	if driver == nil {
-		driver = newDriveDriver(journal, o.Counter, Workload(cfg, o.Prompts))
+		driver = newDriveDriver(journal, o.Counter, plan.Workload(cfg, o.Prompts))
 	}
 	r := &runner{o: o, cfg: cfg, journal: journal, driver: driver, out: &Outcome{Dir: o.Dir}}
 	r.res = header(o, driver, time.Now())
@@ -285,12 +286,7 @@ func (r *runner) server(ctx context.Context, i int) bool {
 
 	target := Target{Name: s.Name, BaseURL: baseURL, Endpoint: r.cfg.Workload.Endpoint, Model: s.Model, APIKey: apiKey,
 		IncludeUsage: *r.cfg.Workload.IncludeUsage, ExtraBody: r.cfg.Workload.ExtraBody, FollowRedirects: s.FollowRedirects}
-	healthy := r.waves(ctx, i, target, proc)
-	if healthy && ctx.Err() == nil {
-		if m := r.cfg.MechanismCheck; m != nil && m.Server == s.Name {
-			healthy = r.mechanismCheck(ctx, i, target, proc, apiKey)
-		}
-	}
+	healthy := r.waves(ctx, i, target, proc, apiKey)
 	// On an interrupt the waves returned once their requests in flight had
 	// ended as canceled and were journaled; only now does the server hear
 	// of it (supervise.Start never ties it to ctx), so no request is cut
@@ -359,57 +355,35 @@ func (r *runner) died(i int, proc *supervise.Process, during string, records []c
 	return true
 }
 
-// waves runs warm-up, recorded closed-loop and open-loop waves; false when
-// the server died.
-func (r *runner) waves(ctx context.Context, i int, t Target, proc *supervise.Process) bool {
-	w := r.cfg.Workload
-	run := func(spec WaveSpec) bool {
+// waves runs the server's planned waves in order (the mechanism check
+// while polling its metric); false when the server died.
+func (r *runner) waves(ctx context.Context, i int, t Target, proc *supervise.Process, apiKey string) bool {
+	for _, w := range plan.Server(r.res.Workload, t.Name) {
 		if ctx.Err() != nil {
+			return true
+		}
+		if r.died(i, proc, fmt.Sprintf("between waves, before the %s wave at %s (repeat %d)", w.Kind, w.Label(), w.Repeat), nil) {
 			return false
 		}
-		if r.died(i, proc, fmt.Sprintf("between waves, before the %s wave at %s (repeat %d)", spec.Kind, spec.describe(), spec.Repeat), nil) {
-			return false
+		if w.Kind == contract.KindMechanismCheck {
+			if !r.mechanismCheck(ctx, i, t, proc, apiKey, w) {
+				return false
+			}
+			continue
 		}
-		res, err := r.driver.Wave(ctx, t, spec)
+		res, err := r.driver.Wave(ctx, t, w)
 		if err != nil && ctx.Err() == nil {
-			r.note("server %s: %s wave at %s did not run: %v", t.Name, spec.Kind, spec.describe(), err)
+			r.note("server %s: %s wave at %s did not run: %v", t.Name, w.Kind, w.Label(), err)
 		}
-		r.waveProgress(t.Name, spec, res)
-		label := fmt.Sprintf("during the %s wave at %s (repeat %d)", spec.Kind, spec.describe(), spec.Repeat)
-		return !r.died(i, proc, label, res.Records)
-	}
-	warmupClients := 1
-	if len(w.Concurrencies) > 0 {
-		warmupClients = w.Concurrencies[0]
-	}
-	for k := range w.WarmupWaves {
-		if !run(WaveSpec{Kind: contract.KindWarmup, Concurrency: warmupClients, Repeat: k + 1}) {
-			return ctx.Err() != nil
-		}
-	}
-	first := true
-	for _, c := range w.Concurrencies {
-		for rep := 1; rep <= w.Repeats; rep++ {
-			spec := WaveSpec{Kind: contract.KindRecorded, Concurrency: c, Repeat: rep, Cold: first && w.WarmupWaves == 0}
-			first = false
-			if !run(spec) {
-				return ctx.Err() != nil
-			}
-		}
-	}
-	if o := w.OpenLoop; o != nil {
-		for _, rate := range o.RequestRatesRPS {
-			for rep := 1; rep <= w.Repeats; rep++ {
-				if !run(WaveSpec{Kind: contract.KindRecorded, Open: true, RateRPS: rate, Repeat: rep}) {
-					return ctx.Err() != nil
-				}
-			}
+		r.waveProgress(t.Name, w, res)
+		if r.died(i, proc, fmt.Sprintf("during the %s wave at %s (repeat %d)", w.Kind, w.Label(), w.Repeat), res.Records) {
+			return false
 		}
 	}
 	return true
 }
 
-func (r *runner) waveProgress(server string, spec WaveSpec, res WaveResult) {
+func (r *runner) waveProgress(server string, spec plan.Wave, res WaveResult) {
 	ok, n, tokens := 0, len(res.Records), 0
 	for _, rec := range res.Records {
 		if rec.OK {
@@ -428,13 +402,13 @@ func (r *runner) waveProgress(server string, spec WaveSpec, res WaveResult) {
 	if r.o.Progress != nil {
 		w := res.Wave
 		r.o.Progress(Event{Server: server, Step: "wave", Wave: &w,
-			Text: fmt.Sprintf("%s wave at %s, repeat %d: %d/%d ok, %.1f tok/s, %.2f s", spec.Kind, spec.describe(), spec.Repeat, ok, n, rate, wall)})
+			Text: fmt.Sprintf("%s wave at %s, repeat %d: %d/%d ok, %.1f tok/s, %.2f s", spec.Kind, spec.Label(), spec.Repeat, ok, n, rate, wall)})
 	}
 }
 
 // mechanismCheck runs the separate, unrecorded wave while polling the
 // server's metric; false when the server died during it.
-func (r *runner) mechanismCheck(ctx context.Context, i int, t Target, proc *supervise.Process, apiKey string) bool {
+func (r *runner) mechanismCheck(ctx context.Context, i int, t Target, proc *supervise.Process, apiKey string, spec plan.Wave) bool {
 	m := r.cfg.MechanismCheck
 	s := r.cfg.Servers[i]
 	period := m.Period.D()
@@ -443,7 +417,6 @@ func (r *runner) mechanismCheck(ctx context.Context, i int, t Target, proc *supe
 		r.note("mechanism check on %s did not run: %v", s.Name, err)
 		return true
 	}
-	spec := WaveSpec{Kind: contract.KindMechanismCheck, Concurrency: m.Concurrency, Repeat: 1}
 	res, werr := r.driver.Wave(ctx, t, spec)
 	// One more period so the series covers the wave's end.
 	select {
