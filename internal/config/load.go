@@ -361,6 +361,9 @@ func (r *Rehearsal) applyDefaults(raw map[string]any) {
 		if s.Ready.Path == "" {
 			s.Ready.Path = DefaultReadyPath
 		}
+		if s.Ready.Mode == "" {
+			s.Ready.Mode = ReadyFull
+		}
 		if s.Ready.Timeout == 0 {
 			s.Ready.Timeout = Duration(DefaultReadyTimeout)
 			if !s.Launched() {
@@ -529,6 +532,11 @@ func (r *Rehearsal) validate(p *Problems) {
 		}
 		if !strings.HasPrefix(s.Ready.Path, "/") {
 			p.add(at+".ready.path", "%q must start with /", s.Ready.Path)
+		}
+		switch s.Ready.Mode {
+		case ReadyFull, ReadyModels, ReadyAnswer:
+		default:
+			p.add(at+".ready.mode", "%q: want full, models or answer", s.Ready.Mode)
 		}
 		if s.Ready.Timeout < 0 {
 			p.add(at+".ready.timeout", "%v is negative", s.Ready.Timeout)

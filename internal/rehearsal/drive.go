@@ -28,19 +28,26 @@ type driveDriver struct {
 	load drive.Load
 }
 
-func newDriveDriver(j *bundle.Journal, counter Counter, w bundle.Workload) *driveDriver {
+func newDriveDriver(j *bundle.Journal, counter Counter, w bundle.Workload, events func(WaveEvent)) *driveDriver {
 	var c drive.Counter
 	if counter != nil {
 		c = counter
 	}
 	return &driveDriver{
-		d:    drive.New(drive.Options{Journal: j, Counter: c}),
+		d:    drive.New(drive.Options{Journal: j, Counter: c, Progress: events}),
 		load: drive.LoadOf(w),
 	}
 }
 
 func (dd *driveDriver) OutputTokensSource() string { return dd.d.OutputTokensSource() }
 
+// Stats is what the load generator did over the waves so far.
+func (dd *driveDriver) Stats() drive.Stats { return dd.d.Stats() }
+
 func (dd *driveDriver) Wave(ctx context.Context, t Target, w plan.Wave) (WaveResult, error) {
 	return dd.d.Wave(ctx, t, dd.load, w)
 }
+
+// DescriptorError is a plan refused before any work for needing more open
+// files than the process may hold.
+type DescriptorError = drive.DescriptorError

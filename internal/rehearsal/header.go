@@ -11,6 +11,7 @@ import (
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/plan"
+	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // header is the bundle's header before any server ran: provenance, the
@@ -27,6 +28,9 @@ func header(o Options, driver WaveDriver, start time.Time) *bundle.Results {
 	p.StartedAt = start.UTC().Format(time.RFC3339Nano)
 	p.Model = bundle.Model{ID: cfg.Model.ID, Revision: cfg.Model.Revision, Dtype: cfg.Model.Dtype, RandomWeights: cfg.Model.RandomWeights, Note: cfg.Model.Note}
 	p.OutputTokensSource = driver.OutputTokensSource()
+	if p.OutputTokensSource == bundle.SourceUsage {
+		res.Notes = append(res.Notes, "output_tokens are the server's own usage.completion_tokens, not re-tokenized text")
+	}
 	if cfg.Baseline != "" {
 		b := cfg.Baseline
 		res.Baseline = &b
@@ -136,4 +140,18 @@ func Simulation(cfg *config.Rehearsal) *bundle.Simulation {
 		sim.Note += fmt.Sprintf(" Servers %s were real.", strings.Join(real, ", "))
 	}
 	return sim
+}
+
+// Prompts resolves the workload's prompts: its prompts file, its inline
+// list, or the eight built-in prompts. The error is the file's, without a
+// field path (callers name the file or the flag).
+func Prompts(cfg *config.Rehearsal) ([]string, error) {
+	p := cfg.Workload.Prompts
+	switch {
+	case p.File != "":
+		return workload.LoadPrompts(p.File)
+	case len(p.Inline) > 0:
+		return append([]string(nil), p.Inline...), nil
+	}
+	return workload.BuiltinPrompts(), nil
 }

@@ -41,6 +41,10 @@ type Options struct {
 	// Progress receives one line per step (launch, ready, wave, stop); nil
 	// for none.
 	Progress func(Event)
+	// WaveEvents receives every wave's release, each request's end and the
+	// wave's end, one at a time (bench draws its progress bar from them);
+	// nil for none.
+	WaveEvents func(WaveEvent)
 	// Driver runs the waves; nil uses package drive.
 	Driver WaveDriver
 }
@@ -68,7 +72,20 @@ type Outcome struct {
 	// Failed lists servers that were not ready, died, or could not launch,
 	// each with why.
 	Failed []string
+	// Stopped is why the first wave cut by the interruption stopped (or
+	// was not released); nil when none was.
+	Stopped error
 }
+
+// WaveEvent is a progress report from within a wave.
+type WaveEvent = drive.Event
+
+// Kinds of WaveEvent.
+const (
+	WaveReleased = drive.WaveReleased
+	RequestEnded = drive.RequestEnded
+	WaveEnded    = drive.WaveEnded
+)
 
 // Run runs the rehearsal and writes its bundle (results.json, the journal,
 // the server logs; the caller renders the report). It returns an error only
@@ -91,7 +108,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	driver := o.Driver
 	if driver == nil {
-		driver = newDriveDriver(journal, o.Counter, plan.Workload(cfg, o.Prompts))
+		driver = newDriveDriver(journal, o.Counter, plan.Workload(cfg, o.Prompts), o.WaveEvents)
 	}
 	r := &runner{o: o, cfg: cfg, journal: journal, driver: driver, out: &Outcome{Dir: o.Dir}}
 	r.res = header(o, driver, time.Now())
@@ -107,6 +124,12 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 				r.note("server %s was not rehearsed: on_server_failure is stop and %s failed", s.Name, cfg.Servers[i].Name)
 			}
 			break
+		}
+	}
+	if st, ok := driver.(interface{ Stats() drive.Stats }); ok {
+		if st := st.Stats(); st.Waves > 0 && st.WallS > 0 {
+			r.note("load generator: %.2f s of CPU over %.2f s of waves (%.0f%% of one core); largest closed-wave release spread %.3f ms",
+				st.ClientCPUS, st.WallS, 100*st.ClientCPUS/st.WallS, st.MaxReleaseSpreadS*1000)
 		}
 	}
 	if ctx.Err() != nil {
@@ -130,10 +153,15 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 }
 
 // prepareDir creates the bundle folder, refusing one that holds files: a
-// bundle is never written over another.
+// bundle is never written over another, nor mixed with other files.
 func prepareDir(dir string) error {
 	if dir == "" {
 		return errors.New("rehearsal: no output folder")
+	}
+	for _, f := range []string{bundle.ResultsFile, bundle.JournalFile} {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			return fmt.Errorf("%s already holds a bundle (%s): the output folder is not empty (choose another with -o)", dir, f)
+		}
 	}
 	entries, err := os.ReadDir(dir)
 	switch {
@@ -251,7 +279,7 @@ func (r *runner) server(ctx context.Context, i int) bool {
 	readyStart := time.Now()
 	err := supervise.WaitReady(ctx, proc, supervise.Probe{
 		Name: s.Name, BaseURL: baseURL, HealthPath: s.Ready.Path, Endpoint: r.cfg.Workload.Endpoint,
-		Model: s.Model, APIKey: apiKey, Timeout: s.Ready.Timeout.D(),
+		Model: s.Model, APIKey: apiKey, Timeout: s.Ready.Timeout.D(), Mode: s.Ready.Mode,
 	})
 	if err != nil {
 		if proc != nil {
@@ -277,11 +305,15 @@ func (r *runner) server(ctx context.Context, i int) bool {
 		return false
 	}
 	r.progress(s.Name, "ready", "ready after %.1f s", time.Since(readyStart).Seconds())
-	if rt := serverRuntimes(ctx, s.Name, baseURL, apiKey); len(rt) > 0 {
-		r.mu.Lock()
-		r.res.Provenance.Runtimes = append(r.res.Provenance.Runtimes, rt...)
-		r.mu.Unlock()
-		r.writeHeader()
+	// A server reached with readiness "answer" is asked nothing more than
+	// the waves send it.
+	if s.Ready.Mode != config.ReadyAnswer {
+		if rt := serverRuntimes(ctx, s.Name, baseURL, apiKey); len(rt) > 0 {
+			r.mu.Lock()
+			r.res.Provenance.Runtimes = append(r.res.Provenance.Runtimes, rt...)
+			r.mu.Unlock()
+			r.writeHeader()
+		}
 	}
 
 	target := Target{Name: s.Name, BaseURL: baseURL, Endpoint: r.cfg.Workload.Endpoint, Model: s.Model, APIKey: apiKey,
@@ -374,6 +406,9 @@ func (r *runner) waves(ctx context.Context, i int, t Target, proc *supervise.Pro
 		res, err := r.driver.Wave(ctx, t, w)
 		if err != nil && ctx.Err() == nil {
 			r.note("server %s: %s wave at %s did not run: %v", t.Name, w.Kind, w.Label(), err)
+		}
+		if err != nil && ctx.Err() != nil && r.out.Stopped == nil {
+			r.out.Stopped = err
 		}
 		r.waveProgress(t.Name, w, res)
 		if r.died(i, proc, fmt.Sprintf("during the %s wave at %s (repeat %d)", w.Kind, w.Label(), w.Repeat), res.Records) {
