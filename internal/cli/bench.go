@@ -427,6 +427,10 @@ func (p *benchProgress) close() {
 
 // printBenchSummary prints one line per aggregate.
 func printBenchSummary(w io.Writer, res *bundle.Results) {
+	if len(res.Aggregates) == 0 {
+		fmt.Fprintln(w, "No recorded waves finished: there is no summary.")
+		return
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "server\tload\tgoodput tok/s\tp50 TTFT\tp95 TTFT\tp95 TPOT\tp99 lateness\tfailures\t")
 	for _, a := range res.Aggregates {

@@ -199,6 +199,15 @@ func (r *rehearsed) exitError(dir string) error {
 		}
 		return &ExitError{Code: 1, Err: fmt.Errorf("%d server(s) failed:\n  %s", len(out.Failed), strings.Join(firsts, "\n  "))}
 	}
+	if ok, total, byKind := out.Requests(); total > 0 && ok == 0 {
+		var kinds []string
+		for _, k := range contract.ErrorKinds {
+			if n := byKind[k]; n > 0 {
+				kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+			}
+		}
+		return &ExitError{Code: 1, Err: fmt.Errorf("no request succeeded: all %d recorded requests failed (%s); the bundle in %s says how", total, strings.Join(kinds, ", "), dir)}
+	}
 	return nil
 }
 

@@ -506,3 +506,24 @@ func (r *runner) logNotes(server, path string) {
 		r.note("%s", msg)
 	}
 }
+
+// Requests counts the recorded requests of the rehearsal and those that
+// succeeded, with the failures by error kind.
+func (o *Outcome) Requests() (ok, total int, byKind map[string]int) {
+	byKind = map[string]int{}
+	if o.Results == nil {
+		return 0, 0, byKind
+	}
+	for _, r := range o.Results.Records {
+		if r.Kind != contract.KindRecorded {
+			continue
+		}
+		total++
+		if r.OK {
+			ok++
+		} else {
+			byKind[r.ErrorKind]++
+		}
+	}
+	return ok, total, byKind
+}
