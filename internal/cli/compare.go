@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rehearse/rehearse/internal/compare"
+	"github.com/rehearse/rehearse/internal/contract"
 )
 
 func newCompareCmd(st *State) *cobra.Command {
@@ -18,7 +19,7 @@ func newCompareCmd(st *State) *cobra.Command {
 		Short: "Put two bundles side by side, with gates for CI",
 		Long: wrapHelp(`Compare bundle B against bundle A: for every server and load present in both, goodput medians with their [min–max] ranges, p95 TTFT and failure rates side by side, with B ÷ A ratios. `+compare.Rule) + `
 
-` + wrapHelp(`--fail-if GATE trips when the change from A to B of a metric lies beyond a threshold, on any server and load present in both bundles; the command then exits 1. A gate is `+compare.GateForm+`. Metrics: `+strings.Join(compare.MetricNames(), ", ")+`.`) + `
+` + wrapHelp(`--fail-if GATE trips when the change from A to B of a metric lies beyond a threshold, on any server and load present in both bundles; the command then exits 1. A gate is `+compare.GateForm+`. Metrics: `+strings.Join(contract.MetricNames(), ", ")+`.`) + `
 Examples:
   --fail-if 'goodput<-5%'          median goodput fell by more than 5%
   --fail-if 'ttft_p95>+10%'        p95 TTFT grew by more than 10%

@@ -4,15 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -232,7 +228,7 @@ func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
 	if err != nil {
 		return err
 	}
-	writeResultsTable(st.Stdout, r.out.Results)
+	report.ResultsTable(r.out.Results).Text(st.Stdout)
 	if m := r.out.Results.MechanismCheck; m != nil {
 		max := "no sample"
 		if m.Max != nil {
@@ -253,97 +249,4 @@ func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
 		fmt.Fprintf(st.Stdout, "Verified: every digest matches and every aggregate recomputes; check it again with: rehearse verify %s\n", job.dir)
 	}
 	return r.exitError(job.dir)
-}
-
-// writeResultsTable prints the seed's table: clients, goodput median
-// [min–max] per server, speed-up, p95 TTFT per server, failures per server;
-// then, for open-loop waves, the same by request rate (without speed-up).
-func writeResultsTable(w io.Writer, res *bundle.Results) {
-	servers := res.ServerNames()
-	type row struct {
-		label string
-		load  float64 // clients or requests per second: the row order
-		by    map[string]contract.Aggregate
-	}
-	var closed, open []*row
-	rows := map[contract.Key]*row{}
-	for _, a := range res.Aggregates {
-		k := a.Key()
-		k.Server = ""
-		r := rows[k]
-		if r == nil {
-			r = &row{label: fmt.Sprint(a.Concurrency), load: float64(a.Concurrency), by: map[string]contract.Aggregate{}}
-			switch a.Mode {
-			case contract.ModeClosed:
-				closed = append(closed, r)
-			case contract.ModeOpen:
-				r.label, r.load = strconv.FormatFloat(a.RequestRateRPS, 'g', 6, 64), a.RequestRateRPS
-				open = append(open, r)
-			default:
-				continue
-			}
-			rows[k] = r
-		}
-		r.by[a.Server] = a
-	}
-	if len(closed) == 0 && len(open) == 0 {
-		fmt.Fprintln(w, "No recorded waves finished: there is no results table.")
-		return
-	}
-	base := res.BaselineName()
-	table := func(first string, rs []*row, speedup bool) {
-		sort.SliceStable(rs, func(i, j int) bool { return rs[i].load < rs[j].load })
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		head := []string{first}
-		for _, s := range servers {
-			head = append(head, s+" tok/s")
-		}
-		for _, s := range servers {
-			if speedup && s != base && base != "" {
-				head = append(head, s+" speed-up")
-			}
-		}
-		for _, s := range servers {
-			head = append(head, s+" p95 TTFT")
-		}
-		for _, s := range servers {
-			head = append(head, s+" failures")
-		}
-		fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
-		for _, r := range rs {
-			line := []string{r.label}
-			cell := func(s string, f func(contract.Aggregate) string) string {
-				a, ok := r.by[s]
-				if !ok {
-					return "—"
-				}
-				return f(a)
-			}
-			for _, s := range servers {
-				line = append(line, cell(s, func(a contract.Aggregate) string { return report.Goodput(a.Goodput) }))
-			}
-			for _, s := range servers {
-				if speedup && s != base && base != "" {
-					line = append(line, cell(s, func(a contract.Aggregate) string { return report.Speedup(a.SpeedupVsBaseline) }))
-				}
-			}
-			for _, s := range servers {
-				line = append(line, cell(s, func(a contract.Aggregate) string { return report.Seconds(a.TTFT.P95) }))
-			}
-			for _, s := range servers {
-				line = append(line, cell(s, func(a contract.Aggregate) string { return report.FailureCount(a.Failures) }))
-			}
-			fmt.Fprintln(tw, strings.Join(line, "\t")+"\t")
-		}
-		tw.Flush()
-	}
-	if len(closed) > 0 {
-		table("clients", closed, true)
-	}
-	if len(open) > 0 {
-		if len(closed) > 0 {
-			fmt.Fprintln(w)
-		}
-		table("req/s", open, false)
-	}
 }

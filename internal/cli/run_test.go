@@ -125,7 +125,7 @@ func TestScaleSimulated(t *testing.T) {
 func TestResultsTableIsTheSeeds(t *testing.T) {
 	res := bundletest.SeedLike()
 	var b bytes.Buffer
-	writeResultsTable(&b, res)
+	report.ResultsTable(res).Text(&b)
 	out := b.String()
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 1+len(res.Workload.Concurrencies) {
@@ -186,7 +186,7 @@ func TestResultsTableHasOpenLoopRows(t *testing.T) {
 	}
 	res.Aggregates = open
 	var b bytes.Buffer
-	writeResultsTable(&b, res)
+	report.ResultsTable(res).Text(&b)
 	out := b.String()
 	if strings.Contains(out, "No recorded waves") {
 		t.Fatalf("open-loop waves finished, yet:\n%s", out)

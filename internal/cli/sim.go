@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rehearse/rehearse/internal/bundle"
-	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/report"
 	"github.com/rehearse/rehearse/internal/sim"
 	"github.com/rehearse/rehearse/internal/tokenizer"
 )
@@ -357,7 +357,7 @@ func writeSimFit(w io.Writer, o simFitOptions, fit *sim.Fit, cmp *sim.Comparison
 	}
 	if o.markdown {
 		fmt.Fprintf(w, "Profile `%s` (%s engine), fitted to server `%s` of `%s` on its waves at %s clients; %s.\n\n",
-			p.Name, p.Engine, o.server, o.bundleDir, simFitInts(o.fitConcurrencies), written)
+			p.Name, p.Engine, o.server, o.bundleDir, report.Ints(o.fitConcurrencies), written)
 		fmt.Fprintf(w, "How each number was fitted:\n\n")
 		for _, d := range fit.Derivation {
 			fmt.Fprintf(w, "- %s\n", d)
@@ -372,13 +372,13 @@ func writeSimFit(w io.Writer, o simFitOptions, fit *sim.Fit, cmp *sim.Comparison
 		fmt.Fprintf(w, "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 		for _, r := range cmp.Rows {
 			fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Concurrency, simFitLabel(r.Fitted),
-				simFitSpread(r.Measured.Goodput), simFitSpread(r.Predicted.Goodput), simFitErr(sim.RelErr(r.Predicted.Goodput.Median, r.Measured.Goodput.Median)),
-				simFitSeconds(r.Measured.TTFT.P95), simFitSeconds(r.Predicted.TTFT.P95), simFitErr(sim.RelErr(r.Predicted.TTFT.P95, r.Measured.TTFT.P95)),
-				simFitFailures(r.Measured.Failures), simFitFailures(r.Predicted.Failures))
+				report.Goodput(r.Measured.Goodput), report.Goodput(r.Predicted.Goodput), report.Change(sim.RelErr(r.Predicted.Goodput.Median, r.Measured.Goodput.Median)),
+				report.Seconds(r.Measured.TTFT.P95), report.Seconds(r.Predicted.TTFT.P95), report.Change(sim.RelErr(r.Predicted.TTFT.P95, r.Measured.TTFT.P95)),
+				report.FailureCount(r.Measured.Failures), report.FailureCount(r.Predicted.Failures))
 		}
 	} else {
 		fmt.Fprintf(w, "profile %s (%s engine) fitted to server %s of %s on its waves at %s clients; %s\n",
-			p.Name, p.Engine, o.server, o.bundleDir, simFitInts(o.fitConcurrencies), written)
+			p.Name, p.Engine, o.server, o.bundleDir, report.Ints(o.fitConcurrencies), written)
 		for _, d := range fit.Derivation {
 			fmt.Fprintf(w, "  %s\n", d)
 		}
@@ -389,9 +389,9 @@ func writeSimFit(w io.Writer, o simFitOptions, fit *sim.Fit, cmp *sim.Comparison
 		fmt.Fprintf(tw, "clients\twaves\tgoodput measured\tpredicted\terror\tp95 TTFT measured\tpredicted\terror\tfailures measured\tpredicted\t\n")
 		for _, r := range cmp.Rows {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Concurrency, simFitLabel(r.Fitted),
-				simFitSpread(r.Measured.Goodput), simFitSpread(r.Predicted.Goodput), simFitErr(sim.RelErr(r.Predicted.Goodput.Median, r.Measured.Goodput.Median)),
-				simFitSeconds(r.Measured.TTFT.P95), simFitSeconds(r.Predicted.TTFT.P95), simFitErr(sim.RelErr(r.Predicted.TTFT.P95, r.Measured.TTFT.P95)),
-				simFitFailures(r.Measured.Failures), simFitFailures(r.Predicted.Failures))
+				report.Goodput(r.Measured.Goodput), report.Goodput(r.Predicted.Goodput), report.Change(sim.RelErr(r.Predicted.Goodput.Median, r.Measured.Goodput.Median)),
+				report.Seconds(r.Measured.TTFT.P95), report.Seconds(r.Predicted.TTFT.P95), report.Change(sim.RelErr(r.Predicted.TTFT.P95, r.Measured.TTFT.P95)),
+				report.FailureCount(r.Measured.Failures), report.FailureCount(r.Predicted.Failures))
 		}
 		tw.Flush()
 	}
@@ -408,37 +408,4 @@ func simFitLabel(fitted bool) string {
 		return "fitted"
 	}
 	return "held out"
-}
-
-func simFitSpread(s contract.Spread) string {
-	if s.Median == nil {
-		return "—"
-	}
-	return fmt.Sprintf("%.1f [%.1f–%.1f]", *s.Median, *s.Min, *s.Max)
-}
-
-func simFitSeconds(v *float64) string {
-	if v == nil {
-		return "—"
-	}
-	return fmt.Sprintf("%.3f s", *v)
-}
-
-func simFitErr(v *float64) string {
-	if v == nil {
-		return "—"
-	}
-	return fmt.Sprintf("%+.1f %%", 100**v)
-}
-
-func simFitFailures(f contract.Failures) string {
-	return fmt.Sprintf("%d/%d", f.Count, f.Total)
-}
-
-func simFitInts(xs []int) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ", ")
 }

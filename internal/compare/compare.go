@@ -175,7 +175,7 @@ func beyondRanges(a, b contract.Spread) bool {
 
 func evaluate(g Gate, rows []Row) GateResult {
 	res := GateResult{Gate: g}
-	met, _ := metricNamed(g.Metric)
+	met, _ := contract.MetricNamed(g.Metric)
 	matched := 0
 	for _, row := range rows {
 		if g.Server != "" && row.Server != g.Server {
@@ -183,7 +183,7 @@ func evaluate(g Gate, rows []Row) GateResult {
 		}
 		matched++
 		where := row.Server + " at " + row.Load
-		va, vb := met.value(row.A), met.value(row.B)
+		va, vb := met.Value(row.A), met.Value(row.B)
 		if va == nil || vb == nil {
 			side := "A"
 			if va != nil {
@@ -204,7 +204,7 @@ func evaluate(g Gate, rows []Row) GateResult {
 		}
 		res.Evaluated++
 		if (g.Op == '<' && change < g.Threshold) || (g.Op == '>' && change > g.Threshold) {
-			res.Tripped = append(res.Tripped, fmt.Sprintf("%s: %s → %s (%s)", where, formatMetric(met, *va), formatMetric(met, *vb), formatChange(g, change)))
+			res.Tripped = append(res.Tripped, fmt.Sprintf("%s: %s → %s (%s)", where, report.Value(met, *va), report.Value(met, *vb), formatChange(g, change)))
 		}
 	}
 	if matched == 0 && g.Server != "" {
@@ -213,29 +213,12 @@ func evaluate(g Gate, rows []Row) GateResult {
 	return res
 }
 
-func formatMetric(m metric, v float64) string {
-	switch {
-	case m.rate:
-		return fmt.Sprintf("%.1f%%", 100*v)
-	case m.latency:
-		return fmt.Sprintf("%.3f s", v)
-	default:
-		return fmt.Sprintf("%.1f %s", v, m.unit)
-	}
-}
-
 func formatChange(g Gate, change float64) string {
-	met, _ := metricNamed(g.Metric)
-	switch {
-	case g.Relative:
-		return fmt.Sprintf("%+.1f%%", 100*change)
-	case met.rate:
-		return fmt.Sprintf("%+.1f pp", 100*change)
-	case met.latency:
-		return fmt.Sprintf("%+.3f s", change)
-	default:
-		return fmt.Sprintf("%+.1f %s", change, met.unit)
+	if g.Relative {
+		return report.Change(&change)
 	}
+	met, _ := contract.MetricNamed(g.Metric)
+	return report.Difference(met, change)
 }
 
 // Tripped lists every tripped gate row, and every gate that could be
@@ -321,7 +304,7 @@ func (r Report) Markdown(w io.Writer) error {
 }
 
 func cells(row Row, md bool) []string {
-	gr := fmtRatio(row.GoodputRatio)
+	gr := report.Ratio(row.GoodputRatio)
 	if row.GoodputChanged {
 		if md {
 			gr = "**" + gr + " !**"
@@ -336,7 +319,7 @@ func cells(row Row, md bool) []string {
 	return []string{
 		server, row.Load,
 		report.Goodput(row.A.Goodput), report.Goodput(row.B.Goodput), gr,
-		report.Seconds(row.A.TTFT.P95), report.Seconds(row.B.TTFT.P95), fmtRatio(row.TTFTP95Ratio),
+		report.Seconds(row.A.TTFT.P95), report.Seconds(row.B.TTFT.P95), report.Ratio(row.TTFTP95Ratio),
 		report.FailureCount(row.A.Failures), report.FailureCount(row.B.Failures),
 	}
 }
@@ -424,11 +407,4 @@ func writeAligned(b *strings.Builder, rows [][]string) {
 		}
 		b.WriteString("\n")
 	}
-}
-
-func fmtRatio(v *float64) string {
-	if v == nil || math.IsInf(*v, 0) || math.IsNaN(*v) {
-		return "—"
-	}
-	return fmt.Sprintf("%.2f×", *v)
 }

@@ -9,55 +9,8 @@ import (
 	"github.com/rehearse/rehearse/internal/contract"
 )
 
-// metric is a figure of an aggregate that compare shows and gates can test.
-type metric struct {
-	name string
-	// unit of the value: "tok/s", "s" or "" for a fraction.
-	unit string
-	// latency metrics accept s and ms thresholds; the failure rate pp.
-	latency bool
-	rate    bool
-	value   func(contract.Aggregate) *float64
-}
-
-var metrics = []metric{
-	{name: "goodput", unit: "tok/s", value: func(a contract.Aggregate) *float64 { return a.Goodput.Median }},
-	{name: "ttft_p50", unit: "s", latency: true, value: func(a contract.Aggregate) *float64 { return a.TTFT.P50 }},
-	{name: "ttft_p95", unit: "s", latency: true, value: func(a contract.Aggregate) *float64 { return a.TTFT.P95 }},
-	{name: "ttft_p99", unit: "s", latency: true, value: func(a contract.Aggregate) *float64 { return a.TTFT.P99 }},
-	{name: "tpot_p50", unit: "s", latency: true, value: func(a contract.Aggregate) *float64 { return a.TPOT.P50 }},
-	{name: "tpot_p95", unit: "s", latency: true, value: func(a contract.Aggregate) *float64 { return a.TPOT.P95 }},
-	{name: "itl_p99", unit: "s", latency: true, value: func(a contract.Aggregate) *float64 { return a.ITL.P99 }},
-	{name: "e2e_p95", unit: "s", latency: true, value: func(a contract.Aggregate) *float64 { return a.E2E.P95 }},
-	{name: "failure_rate", rate: true, value: func(a contract.Aggregate) *float64 {
-		if a.Failures.Total == 0 {
-			return nil
-		}
-		r := a.Failures.Rate
-		return &r
-	}},
-}
-
-func metricNamed(name string) (metric, bool) {
-	for _, m := range metrics {
-		if m.name == name {
-			return m, true
-		}
-	}
-	return metric{}, false
-}
-
-// MetricNames lists the metrics a gate may test.
-func MetricNames() []string {
-	out := make([]string, len(metrics))
-	for i, m := range metrics {
-		out[i] = m.name
-	}
-	return out
-}
-
 // Gate is a CI check on the change from bundle A to bundle B: it trips when
-// the change of Metric, for some server and load present in both, lies
+// the change of Metric (a name of contract's metric table), for some server and load present in both, lies
 // beyond Threshold in the direction of Op.
 type Gate struct {
 	// Text is the gate as written, e.g. "goodput<-5%".
@@ -91,9 +44,9 @@ func ParseGate(s string) (Gate, error) {
 		return Gate{}, fmt.Errorf("gate %q: a threshold is a change from A to B and needs its sign, e.g. %s%s-%s%s or %s%s+%s%s", s, m[2], m[3], m[4], m[5], m[2], m[3], m[4], m[5])
 	}
 	g := Gate{Text: text, Server: m[1], Metric: m[2], Op: m[3][0]}
-	met, ok := metricNamed(g.Metric)
+	met, ok := contract.MetricNamed(g.Metric)
 	if !ok {
-		return Gate{}, fmt.Errorf("gate %q: unknown metric %q (one of %s)", s, g.Metric, strings.Join(MetricNames(), ", "))
+		return Gate{}, fmt.Errorf("gate %q: unknown metric %q (one of %s)", s, g.Metric, strings.Join(contract.MetricNames(), ", "))
 	}
 	v, err := strconv.ParseFloat(m[4], 64)
 	if err != nil {
@@ -101,17 +54,17 @@ func ParseGate(s string) (Gate, error) {
 	}
 	switch unit := m[5]; unit {
 	case "%":
-		if met.rate {
+		if met.Unit == contract.Fraction {
 			return Gate{}, fmt.Errorf("gate %q: failure_rate takes an absolute change (+0.05 or +5pp); a relative change of a rate that may be 0 means nothing", s)
 		}
 		g.Threshold, g.Relative = v/100, true
 	case "pp":
-		if !met.rate {
+		if met.Unit != contract.Fraction {
 			return Gate{}, fmt.Errorf("gate %q: pp (percentage points) is for failure_rate; use %% for a relative change of %s", s, g.Metric)
 		}
 		g.Threshold = v / 100
 	case "s", "ms":
-		if !met.latency {
+		if !met.Latency() {
 			return Gate{}, fmt.Errorf("gate %q: %s is a unit of time, and %s is not a latency (use %% or a number in %s)", s, unit, g.Metric, unitName(met))
 		}
 		g.Threshold = v
@@ -124,11 +77,11 @@ func ParseGate(s string) (Gate, error) {
 	return g, nil
 }
 
-func unitName(m metric) string {
-	if m.unit == "" {
+func unitName(m contract.Metric) string {
+	if m.Unit == contract.Fraction {
 		return "a fraction"
 	}
-	return m.unit
+	return string(m.Unit)
 }
 
 // String returns the gate as written.

@@ -3,6 +3,8 @@ package compare
 import (
 	"strings"
 	"testing"
+
+	"github.com/rehearse/rehearse/internal/contract"
 )
 
 func TestParseGate(t *testing.T) {
@@ -82,7 +84,7 @@ func FuzzParseGate(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if _, ok := metricNamed(g.Metric); !ok || (g.Op != '<' && g.Op != '>') {
+		if _, ok := contract.MetricNamed(g.Metric); !ok || (g.Op != '<' && g.Op != '>') {
 			t.Fatalf("ParseGate(%q) accepted %+v", s, g)
 		}
 		again, err := ParseGate(g.Text)

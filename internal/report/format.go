@@ -26,6 +26,47 @@ func Speedup(v *float64) string {
 	return fmt.Sprintf("%.1f×", *v)
 }
 
+// Ratio formats a ratio of two figures of one kind, such as B's goodput over
+// A's, to two decimals: 0.98×; a missing or infinite one is a dash.
+func Ratio(v *float64) string {
+	if v == nil || math.IsInf(*v, 0) || math.IsNaN(*v) {
+		return dash
+	}
+	return fmt.Sprintf("%.2f×", *v)
+}
+
+// Change formats a relative change with its sign: −0.177 is -17.7%.
+func Change(v *float64) string {
+	if v == nil {
+		return dash
+	}
+	return fmt.Sprintf("%+.1f%%", 100**v)
+}
+
+// Value formats a value of a metric of contract's table in its unit:
+// 66.2 tok/s, 0.156 s, or a fraction as 5.2%.
+func Value(m contract.Metric, v float64) string {
+	switch m.Unit {
+	case contract.Fraction:
+		return fmt.Sprintf("%.1f%%", 100*v)
+	case contract.Seconds:
+		return Seconds(&v)
+	}
+	return fmt.Sprintf("%.1f %s", v, m.Unit)
+}
+
+// Difference formats the difference of two values of a metric in its unit,
+// with its sign: +12.0 tok/s, -0.004 s, or +1.5 pp for fractions.
+func Difference(m contract.Metric, d float64) string {
+	switch m.Unit {
+	case contract.Fraction:
+		return fmt.Sprintf("%+.1f pp", 100*d)
+	case contract.Seconds:
+		return fmt.Sprintf("%+.3f s", d)
+	}
+	return fmt.Sprintf("%+.1f %s", d, m.Unit)
+}
+
 // Seconds formats a latency as 0.225 s.
 func Seconds(v *float64) string {
 	if v == nil {

@@ -239,8 +239,8 @@ func writeWorkload(b *bytes.Buffer, res *bundle.Results) {
 	fmt.Fprintf(b, "- Percentiles: %s; an empty population is shown as %s.\n\n", method, dash)
 }
 
-// closedServers returns the servers with closed-loop aggregates, in order,
-// and the aggregates indexed by server and concurrency.
+// closedTable returns the servers with closed-loop aggregates, in order,
+// the concurrencies, and the aggregates indexed by server and concurrency.
 func closedTable(res *bundle.Results) ([]string, []int, map[string]map[int]contract.Aggregate) {
 	idx := map[string]map[int]contract.Aggregate{}
 	var servers []string
@@ -266,63 +266,24 @@ func closedTable(res *bundle.Results) ([]string, []int, map[string]map[int]contr
 
 func writeResults(b *bytes.Buffer, res *bundle.Results) {
 	fmt.Fprintf(b, "## Results\n\n")
-	servers, concs, idx := closedTable(res)
-	if len(servers) == 0 {
-		fmt.Fprintf(b, "No recorded closed-loop waves.\n\n")
+	t := ResultsTable(res)
+	if t.Empty() {
+		fmt.Fprintf(b, "No recorded waves.\n\n")
 		return
 	}
-	base := res.BaselineName()
-	var others []string
-	for _, s := range servers {
-		if base != "" && s != base {
-			if _, ok := idx[base]; ok {
-				others = append(others, s)
-			}
-		}
+	if len(t.Closed.Rows) > 0 {
+		b.Write(t.Closed.Markdown())
+		b.WriteString("\n")
 	}
-	head := []string{"Clients"}
-	align := []string{"---:"}
-	for _, s := range servers {
-		head = append(head, s+" goodput, median [min–max] tok/s")
+	if len(t.Speedup) > 0 {
+		fmt.Fprintf(b, "Speed-up is the ratio of median goodputs, %s over `%s`, at equal concurrency.\n\n", strings.Join(quoteAll(t.Speedup), ", "), t.Baseline)
 	}
-	for _, s := range others {
-		if len(others) == 1 {
-			head = append(head, "Speed-up")
-		} else {
-			head = append(head, s+" speed-up")
-		}
+	if len(t.Open.Rows) > 0 {
+		b.WriteString("Open-loop arrivals, a row per request rate (their lateness and more latencies are under Open-loop arrivals below):\n\n")
+		b.Write(t.Open.Markdown())
+		b.WriteString("\n")
 	}
-	for _, s := range servers {
-		head = append(head, s+" p95 TTFT")
-	}
-	for _, s := range servers {
-		head = append(head, s+" failures")
-	}
-	for len(align) < len(head) {
-		align = append(align, "---:")
-	}
-	writeRow(b, head)
-	writeRow(b, align)
-	for _, c := range concs {
-		row := []string{fmt.Sprint(c)}
-		for _, s := range servers {
-			row = append(row, cellOf(idx[s], c, func(a contract.Aggregate) string { return Goodput(a.Goodput) }))
-		}
-		for _, s := range others {
-			row = append(row, cellOf(idx[s], c, func(a contract.Aggregate) string { return Speedup(a.SpeedupVsBaseline) }))
-		}
-		for _, s := range servers {
-			row = append(row, cellOf(idx[s], c, func(a contract.Aggregate) string { return Seconds(a.TTFT.P95) }))
-		}
-		for _, s := range servers {
-			row = append(row, cellOf(idx[s], c, func(a contract.Aggregate) string { return FailureCount(a.Failures) }))
-		}
-		writeRow(b, row)
-	}
-	b.WriteString("\n")
-	if len(others) > 0 {
-		fmt.Fprintf(b, "Speed-up is the ratio of median goodputs, %s over `%s`, at equal concurrency.\n\n", strings.Join(quoteAll(others), ", "), base)
-	}
+	servers, concs, idx := closedTable(res)
 	var kinds []string
 	for _, s := range servers {
 		for _, c := range concs {
@@ -330,7 +291,12 @@ func writeResults(b *bytes.Buffer, res *bundle.Results) {
 			if !ok || a.Failures.Count == 0 {
 				continue
 			}
-			kinds = append(kinds, fmt.Sprintf("`%s` at %s: %s", s, clients(c), byKind(a.Failures.ByKind)))
+			kinds = append(kinds, fmt.Sprintf("`%s` at %s: %s", s, a.LoadLabel(), byKind(a.Failures.ByKind)))
+		}
+	}
+	for _, a := range res.Aggregates {
+		if a.Mode == contract.ModeOpen && a.Failures.Count > 0 {
+			kinds = append(kinds, fmt.Sprintf("`%s` at %s: %s", a.Server, a.LoadLabel(), byKind(a.Failures.ByKind)))
 		}
 	}
 	if len(kinds) > 0 {
@@ -357,14 +323,6 @@ func byKind(m map[string]int) string {
 		parts[i] = fmt.Sprintf("%d %s", m[k], k)
 	}
 	return strings.Join(parts, ", ")
-}
-
-func cellOf(m map[int]contract.Aggregate, c int, f func(contract.Aggregate) string) string {
-	a, ok := m[c]
-	if !ok {
-		return dash
-	}
-	return f(a)
 }
 
 func writeRow(b *bytes.Buffer, cells []string) {
@@ -474,10 +432,7 @@ func writeMechanism(b *bytes.Buffer, res *bundle.Results) {
 func writeWarnings(b *bytes.Buffer, res *bundle.Results) {
 	var lines []string
 	for _, a := range res.Aggregates {
-		where := fmt.Sprintf("`%s` at %s", a.Server, clients(a.Concurrency))
-		if a.Mode == contract.ModeOpen {
-			where = fmt.Sprintf("`%s` at %s req/s", a.Server, Number(a.RequestRateRPS))
-		}
+		where := fmt.Sprintf("`%s` at %s", a.Server, a.LoadLabel())
 		for _, w := range a.Warnings {
 			lines = append(lines, where+": "+w)
 		}
@@ -519,13 +474,6 @@ func purpose(file string) string {
 		return "figure"
 	}
 	return ""
-}
-
-func clients(n int) string {
-	if n == 1 {
-		return "1 client"
-	}
-	return fmt.Sprintf("%d clients", n)
 }
 
 func writeOperatorNotes(b *bytes.Buffer, res *bundle.Results) {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,6 +57,9 @@ func TestMarkdownSimulatedAndOpenLoop(t *testing.T) {
 
 func TestFormats(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
+	goodput, _ := contract.MetricNamed("goodput")
+	ttft, _ := contract.MetricNamed("ttft_p95")
+	failures, _ := contract.MetricNamed("failure_rate")
 	tests := []struct{ got, want string }{
 		{Goodput(contract.Spread{Median: f(19.7), Min: f(10.2), Max: f(20.2)}), "19.7 [10.2–20.2]"},
 		{Goodput(contract.Spread{}), "—"},
@@ -74,6 +78,18 @@ func TestFormats(t *testing.T) {
 		{FailureCount(contract.Failures{Count: 999, Total: 1000}), "999/1000 (99.9%)"},
 		{Goodput(contract.Spread{Median: f(1)}), "—"},
 		{Argv([]string{"vllm", "serve", "a b", "it's"}), `vllm serve 'a b' 'it'\''s'`},
+		{Ratio(f(0.8234)), "0.82×"},
+		{Ratio(f(math.Inf(1))), "—"},
+		{Ratio(nil), "—"},
+		{Change(f(-0.1771)), "-17.7%"},
+		{Change(f(0.013)), "+1.3%"},
+		{Change(nil), "—"},
+		{Value(goodput, 66.2), "66.2 tok/s"},
+		{Value(ttft, 0.1564), "0.156 s"},
+		{Value(failures, 0.052), "5.2%"},
+		{Difference(goodput, -12), "-12.0 tok/s"},
+		{Difference(ttft, 0.004), "+0.004 s"},
+		{Difference(failures, 0.015), "+1.5 pp"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

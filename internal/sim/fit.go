@@ -563,9 +563,7 @@ func sha256Hex(s string) string {
 }
 
 // clients says "1 client" or "N clients".
+// clients labels a closed-loop load as every output does ("64 clients").
 func clients(n int) string {
-	if n == 1 {
-		return "1 client"
-	}
-	return strconv.Itoa(n) + " clients"
+	return contract.Key{Mode: contract.ModeClosed, Concurrency: n}.LoadLabel()
 }

@@ -1,0 +1,219 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+// Table is the results table in the seed's layout, as data: a closed-loop
+// section with a row per concurrency and an open-loop section with a row per
+// request rate, each with a column per server for goodput (median
+// [min–max]), speed-up over the baseline (closed loop only), p95 TTFT and
+// failures. Every cell is formatted already; the renderers, Markdown for
+// README.md and Text for a terminal, only lay the cells out.
+type Table struct {
+	Closed, Open Section
+	// Baseline is the speed-up's denominator, and Speedup the servers with
+	// a speed-up column, in column order; none when the baseline has no
+	// closed-loop aggregate.
+	Baseline string
+	Speedup  []string
+}
+
+// Section is one part of a Table; with no rows, the part is absent.
+type Section struct {
+	Columns []Column
+	Rows    [][]string
+}
+
+// Column is a column of a Section under two heads: Head, which says in full
+// what the column holds for a reader of README.md, and Short, the same in a
+// terminal's width.
+type Column struct {
+	// Server is the server whose figures the column holds; "" for the load.
+	Server      string
+	Head, Short string
+}
+
+// Empty reports whether the table has no row at all.
+func (t Table) Empty() bool { return len(t.Closed.Rows) == 0 && len(t.Open.Rows) == 0 }
+
+// ResultsTable builds the results table of res from its aggregates. Servers
+// appear in the order of res.Servers (a server without an aggregate in a
+// section has no column there), loads from the lowest up.
+func ResultsTable(res *bundle.Results) Table {
+	closed := groupByLoad(res, contract.ModeClosed)
+	open := groupByLoad(res, contract.ModeOpen)
+	t := Table{Baseline: res.BaselineName()}
+	if _, ok := closed.by[t.Baseline]; ok {
+		for _, s := range closed.servers {
+			if s != t.Baseline {
+				t.Speedup = append(t.Speedup, s)
+			}
+		}
+	}
+	t.Closed = closed.section(Column{Head: "Clients", Short: "clients"}, t.Speedup,
+		func(a contract.Aggregate) string { return fmt.Sprint(a.Concurrency) })
+	t.Open = open.section(Column{Head: "Rate, req/s", Short: "req/s"}, nil,
+		func(a contract.Aggregate) string { return Number(a.RequestRateRPS) })
+	return t
+}
+
+// loadGroups are the aggregates of one mode by server and load.
+type loadGroups struct {
+	servers []string
+	loads   []float64
+	by      map[string]map[float64]contract.Aggregate
+}
+
+func groupByLoad(res *bundle.Results, mode string) loadGroups {
+	g := loadGroups{by: map[string]map[float64]contract.Aggregate{}}
+	seen := map[float64]bool{}
+	for _, a := range res.Aggregates {
+		if a.Mode != mode {
+			continue
+		}
+		load := float64(a.Concurrency)
+		if mode == contract.ModeOpen {
+			load = a.RequestRateRPS
+		}
+		if g.by[a.Server] == nil {
+			g.by[a.Server] = map[float64]contract.Aggregate{}
+		}
+		g.by[a.Server][load] = a
+		if !seen[load] {
+			seen[load] = true
+			g.loads = append(g.loads, load)
+		}
+	}
+	sort.Float64s(g.loads)
+	// Servers in the bundle's order, then any only the aggregates name.
+	for _, s := range res.ServerNames() {
+		if _, ok := g.by[s]; ok && !slices.Contains(g.servers, s) {
+			g.servers = append(g.servers, s)
+		}
+	}
+	for _, a := range res.Aggregates {
+		if _, ok := g.by[a.Server]; ok && !slices.Contains(g.servers, a.Server) {
+			g.servers = append(g.servers, a.Server)
+		}
+	}
+	return g
+}
+
+func (g loadGroups) section(load Column, speedup []string, label func(contract.Aggregate) string) Section {
+	if len(g.loads) == 0 {
+		return Section{}
+	}
+	type part struct {
+		servers     []string
+		head, short func(server string) string
+		cell        func(contract.Aggregate) string
+	}
+	parts := []part{
+		{g.servers, func(s string) string { return s + " goodput, median [min–max] tok/s" }, func(s string) string { return s + " tok/s" },
+			func(a contract.Aggregate) string { return Goodput(a.Goodput) }},
+		{speedup, func(s string) string {
+			if len(speedup) == 1 {
+				return "Speed-up"
+			}
+			return s + " speed-up"
+		}, func(s string) string { return s + " speed-up" },
+			func(a contract.Aggregate) string { return Speedup(a.SpeedupVsBaseline) }},
+		{g.servers, func(s string) string { return s + " p95 TTFT" }, func(s string) string { return s + " p95 TTFT" },
+			func(a contract.Aggregate) string { return Seconds(a.TTFT.P95) }},
+		{g.servers, func(s string) string { return s + " failures" }, func(s string) string { return s + " failures" },
+			func(a contract.Aggregate) string { return FailureCount(a.Failures) }},
+	}
+	sec := Section{Columns: []Column{load}}
+	for _, p := range parts {
+		for _, s := range p.servers {
+			sec.Columns = append(sec.Columns, Column{Server: s, Head: p.head(s), Short: p.short(s)})
+		}
+	}
+	for _, l := range g.loads {
+		var row []string
+		for _, s := range g.servers {
+			if a, ok := g.by[s][l]; ok {
+				row = []string{label(a)}
+				break
+			}
+		}
+		for _, p := range parts {
+			for _, s := range p.servers {
+				a, ok := g.by[s][l]
+				if !ok {
+					row = append(row, dash)
+					continue
+				}
+				row = append(row, p.cell(a))
+			}
+		}
+		sec.Rows = append(sec.Rows, row)
+	}
+	return sec
+}
+
+// Markdown renders the section as a markdown table, every column aligned
+// right, or nothing when it has no rows.
+func (s Section) Markdown() []byte {
+	if len(s.Rows) == 0 {
+		return nil
+	}
+	var b bytes.Buffer
+	head := make([]string, len(s.Columns))
+	align := make([]string, len(s.Columns))
+	for i, c := range s.Columns {
+		head[i], align[i] = c.Head, "---:"
+	}
+	writeRow(&b, head)
+	writeRow(&b, align)
+	for _, r := range s.Rows {
+		writeRow(&b, r)
+	}
+	return b.Bytes()
+}
+
+// Text writes the section for a terminal: the short heads, columns aligned
+// right by text/tabwriter, or nothing when it has no rows.
+func (s Section) Text(w io.Writer) error {
+	if len(s.Rows) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := make([]string, len(s.Columns))
+	for i, c := range s.Columns {
+		head[i] = c.Short
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	for _, r := range s.Rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t")+"\t")
+	}
+	return tw.Flush()
+}
+
+// Text writes the table for a terminal: the closed-loop section, then the
+// open-loop one after a blank line, or one line saying there is no table.
+func (t Table) Text(w io.Writer) error {
+	if t.Empty() {
+		_, err := fmt.Fprintln(w, "No recorded waves finished: there is no results table.")
+		return err
+	}
+	if err := t.Closed.Text(w); err != nil {
+		return err
+	}
+	if len(t.Closed.Rows) > 0 && len(t.Open.Rows) > 0 {
+		if _, err := fmt.Fprintln(w); err != nil {
+			return err
+		}
+	}
+	return t.Open.Text(w)
+}
