@@ -438,25 +438,15 @@ func printBenchSummary(w io.Writer, res *bundle.Results) {
 		if a.Mode == contract.ModeOpen && a.Lateness != nil {
 			late = report.Seconds(a.Lateness.P99)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", a.Server, loadLabel(a), report.Goodput(a.Goodput),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", a.Server, a.LoadLabel(), report.Goodput(a.Goodput),
 			report.Seconds(a.TTFT.P50), report.Seconds(a.TTFT.P95), report.Seconds(a.TPOT.P95), late, failureSummary(a.Failures))
 	}
 	tw.Flush()
 	for _, a := range res.Aggregates {
 		for _, warn := range a.Warnings {
-			fmt.Fprintf(w, "note: %s at %s: %s\n", a.Server, loadLabel(a), warn)
+			fmt.Fprintf(w, "note: %s at %s: %s\n", a.Server, a.LoadLabel(), warn)
 		}
 	}
-}
-
-func loadLabel(a contract.Aggregate) string {
-	if a.Mode == contract.ModeOpen {
-		return fmt.Sprintf("%g req/s", a.RequestRateRPS)
-	}
-	if a.Concurrency == 1 {
-		return "1 client"
-	}
-	return fmt.Sprintf("%d clients", a.Concurrency)
 }
 
 func failureSummary(f contract.Failures) string {

@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/rehearse/rehearse/internal/bundle"
@@ -39,15 +38,14 @@ type Schedule struct {
 	MaxConcurrency int
 }
 
-// Label names the wave's load: "1 client", "8 clients" or "2.5 req/s".
+// Label names the wave's load as contract does everywhere: "1 client",
+// "8 clients" or "2.5 req/s".
 func (w Wave) Label() string {
+	k := contract.Key{Mode: w.Mode, Concurrency: w.Concurrency}
 	if w.Open != nil {
-		return fmt.Sprintf("%g req/s", w.Open.RequestRateRPS)
+		k.RequestRateRPS = w.Open.RequestRateRPS
 	}
-	if w.Concurrency == 1 {
-		return "1 client"
-	}
-	return fmt.Sprintf("%d clients", w.Concurrency)
+	return k.LoadLabel()
 }
 
 // WarmupConcurrency is the clients of each warm-up wave of wl: its
