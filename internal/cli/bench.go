@@ -23,7 +23,6 @@ import (
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/report"
 	"github.com/rehearse/rehearse/internal/tokenizer"
-	"github.com/rehearse/rehearse/internal/workload"
 )
 
 type benchOptions struct {
@@ -221,7 +220,7 @@ func (o *benchOptions) validate() error {
 			return usageError("--arrival/--burstiness: %v", err)
 		}
 		for _, r := range o.requestRates {
-			if _, err := workload.NewSchedule(o.arrival, r, o.burstiness, o.seed); err != nil {
+			if err := config.CheckSchedule(o.arrival, r, o.burstiness, o.seed); err != nil {
 				return usageError("--request-rate/--arrival/--burstiness: %v", err)
 			}
 		}
