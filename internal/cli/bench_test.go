@@ -331,3 +331,21 @@ func TestBenchWithNoSuccessExitsOne(t *testing.T) {
 		t.Fatalf("closed port: exit %d, stderr %q", code, errs)
 	}
 }
+
+// run goes through the same exit rule: a rehearsal file whose only server
+// answers every request 404 exits 1, in one line after the progress.
+func TestRunWithNoSuccessExitsOne(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "r.yaml")
+	yaml := "model: {id: m}\nservers:\n  - {name: s, base_url: '" + srv.URL + "', ready: {mode: answer, timeout: 2s}}\n" +
+		"workload: {concurrencies: [2], repeats: 1, max_tokens: 2}\nmechanism_check: ~\ntokenizer: {variant: usage}\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runMain(context.Background(), "run", "-q", "-f", file, "-o", filepath.Join(dir, "out"))
+	if code != 1 || !strings.HasSuffix(errs, "no request succeeded: all 2 recorded requests failed (http_status 2); the bundle in "+filepath.Join(dir, "out")+" says how\n") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+}
