@@ -157,20 +157,23 @@ type Simulation struct {
 
 // Workload is what was sent (SPEC §1).
 type Workload struct {
-	Kind             string         `json:"kind"`
-	Concurrencies    []int          `json:"concurrencies"`
-	Repeats          int            `json:"repeats"`
-	Prompts          []string       `json:"prompts"`
-	MaxTokens        int            `json:"max_tokens"`
-	Temperature      float64        `json:"temperature"`
-	TimeoutS         float64        `json:"timeout_s"`
-	WarmupWaves      int            `json:"warmup_waves"`
-	PercentileMethod string         `json:"percentile_method"`
-	Endpoint         string         `json:"endpoint,omitempty"`
-	IncludeUsage     bool           `json:"include_usage"`
-	ExtraBody        map[string]any `json:"extra_body,omitempty"`
-	Open             *OpenLoop      `json:"open_loop,omitempty"`
-	MechanismCheck   *MechanismSpec `json:"mechanism_check,omitempty"`
+	Kind          string   `json:"kind"`
+	Concurrencies []int    `json:"concurrencies"`
+	Repeats       int      `json:"repeats"`
+	Prompts       []string `json:"prompts"`
+	MaxTokens     int      `json:"max_tokens"`
+	Temperature   float64  `json:"temperature"`
+	TimeoutS      float64  `json:"timeout_s"`
+	WarmupWaves   int      `json:"warmup_waves"`
+	// WarmupConcurrency is the clients of each warm-up wave; 0 (absent)
+	// means the first concurrency.
+	WarmupConcurrency int            `json:"warmup_concurrency,omitempty"`
+	PercentileMethod  string         `json:"percentile_method"`
+	Endpoint          string         `json:"endpoint,omitempty"`
+	IncludeUsage      bool           `json:"include_usage"`
+	ExtraBody         map[string]any `json:"extra_body,omitempty"`
+	Open              *OpenLoop      `json:"open_loop,omitempty"`
+	MechanismCheck    *MechanismSpec `json:"mechanism_check,omitempty"`
 }
 
 // OpenLoop is the arrival schedule of open-loop waves.

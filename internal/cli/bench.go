@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -21,12 +20,9 @@ import (
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/contract"
-	"github.com/rehearse/rehearse/internal/drive"
-	"github.com/rehearse/rehearse/internal/provenance"
+	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/report"
-	"github.com/rehearse/rehearse/internal/stream"
 	"github.com/rehearse/rehearse/internal/tokenizer"
-	"github.com/rehearse/rehearse/internal/workload"
 )
 
 type benchOptions struct {
@@ -55,6 +51,9 @@ type benchOptions struct {
 	numRequests    int
 	duration       time.Duration
 	maxConcurrency int
+
+	ready        string
+	readyTimeout time.Duration
 
 	closedSet bool     // --concurrency was given
 	openSet   []string // open-loop flags that were given
@@ -90,6 +89,12 @@ A 3xx answer is the request's outcome (http_status, naming the Location), so
 a redirect to another host is never credited to this one; --follow-redirects
 follows it.
 
+bench is a rehearsal of one server already running, through the same runner
+as "rehearse run": the endpoint must answer GET /v1/models (or /health) within
+--ready-timeout (--ready models asks that /v1/models list the model, for hosted
+APIs with no /health; --ready full adds /health and one tiny request), the
+bundle goes to an empty or new folder, and it is verified once written.
+
 The API key is read from the environment variable named by --api-key-env and
 is never written anywhere. Ctrl-C stops cleanly: requests in flight end as
 canceled, and the bundle of what finished is written.`,
@@ -110,30 +115,32 @@ canceled, and the bundle of what finished is written.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.baseURL, "base-url", "", "base URL of the running server (required), e.g. http://127.0.0.1:8000")
-	f.StringVar(&o.endpoint, "endpoint", stream.DefaultEndpoint, "chat-completions path")
+	f.StringVar(&o.endpoint, "endpoint", config.DefaultEndpoint, "chat-completions path")
 	f.StringVar(&o.model, "model", "", "model name to request (default: the first model of GET /v1/models)")
-	f.StringVar(&o.name, "name", "server", "server label in the bundle")
+	f.StringVar(&o.name, "name", config.DefaultServerName, "server label in the bundle")
 	f.StringVar(&o.apiKeyEnv, "api-key-env", "", "environment variable holding the API key (sent as a bearer token, never stored)")
-	f.IntSliceVar(&o.concurrencies, "concurrency", []int{1, 8, 32, 64}, "clients per closed-loop wave, comma-separated")
-	f.IntVar(&o.repeats, "repeats", 3, "recorded waves per concurrency (and per request rate)")
+	f.IntSliceVar(&o.concurrencies, "concurrency", config.DefaultConcurrencies, "clients per closed-loop wave, comma-separated")
+	f.IntVar(&o.repeats, "repeats", config.DefaultRepeats, "recorded waves per concurrency (and per request rate)")
 	f.IntVar(&o.warmupWaves, "warmup-waves", 0, "unrecorded warm-up waves before the recorded ones")
 	f.IntVar(&o.warmupClients, "warmup-concurrency", 0, "clients per warm-up wave (default: the first --concurrency)")
 	f.StringVar(&o.promptsPath, "prompts", "", "prompts file: .jsonl with a \"prompt\" field per line, or .txt with one prompt per line (default: eight built-in prompts)")
-	f.IntVar(&o.maxTokens, "max-tokens", 128, "max_tokens of every request")
-	f.DurationVar(&o.timeout, "timeout", 60*time.Second, "per-request timeout, from send to the end of the stream")
+	f.IntVar(&o.maxTokens, "max-tokens", config.DefaultMaxTokens, "max_tokens of every request")
+	f.DurationVar(&o.timeout, "timeout", config.DefaultTimeout, "per-request timeout, from send to the end of the stream")
 	f.StringVar(&o.extraBody, "extra-body", "", "JSON object merged into every request body, e.g. '{\"ignore_eos\":true}'")
 	f.BoolVar(&o.includeUsage, "include-usage", true, "send stream_options.include_usage (--include-usage=false for servers that reject it)")
 	f.BoolVar(&o.followRedirs, "follow-redirects", false, "follow a 3xx answer (default: a redirect is the request's outcome, http_status, never another host's stream)")
 	f.StringVar(&o.tokenizer, "tokenizer", "", "tokenizer.json path, ORG/NAME[@REV] from the Hugging Face cache, qwen3, qwen2.5, or usage")
 	f.StringVarP(&o.out, "output", "o", "", "bundle directory (default rehearse-bench-<UTC time>)")
 	f.Float64SliceVar(&o.requestRates, "request-rate", nil, "open-loop request rates in requests per second, comma-separated")
-	f.StringVar(&o.arrival, "arrival", workload.ArrivalPoisson, "open-loop arrival process: fixed, poisson or gamma")
+	f.StringVar(&o.arrival, "arrival", config.DefaultArrival, "open-loop arrival process: fixed, poisson or gamma")
 	f.Float64Var(&o.burstiness, "burstiness", 0, "gamma shape: 1 is Poisson, below 1 burstier (gamma arrivals only)")
 	f.Int64Var(&o.seed, "seed", 0, "seed of the arrival schedule (repeat r uses seed+r-1)")
 	f.IntVar(&o.numRequests, "num-requests", 0, "requests per open-loop wave (0: bounded by --duration only)")
 	f.DurationVar(&o.duration, "duration", 0, "length of an open-loop wave's schedule (0: bounded by --num-requests only)")
 	f.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on open-loop requests in flight (0: none); waits are counted")
 	f.StringVar(&o.progress, "progress", "auto", "progress bar on stderr: auto (when stderr is a terminal), always, never")
+	f.StringVar(&o.ready, "ready", config.DefaultBenchReady, "readiness check: answer (any HTTP answer from /v1/models or /health), models (GET /v1/models lists the model; for hosted APIs with no /health), full (/health, /v1/models, one tiny request)")
+	f.DurationVar(&o.readyTimeout, "ready-timeout", config.DefaultReachTimeout, "how long the endpoint has to pass the readiness check")
 	return cmd
 }
 
@@ -200,12 +207,20 @@ func (o *benchOptions) validate() error {
 	default:
 		return usageError("--progress %q: want auto, always or never", o.progress)
 	}
+	switch o.ready {
+	case config.ReadyAnswer, config.ReadyModels, config.ReadyFull:
+	default:
+		return usageError("--ready %q: want answer, models or full", o.ready)
+	}
+	if o.readyTimeout <= 0 {
+		return usageError("--ready-timeout %v: want a positive duration such as 5s", o.readyTimeout)
+	}
 	if open {
 		if err := config.CheckArrival(o.arrival, o.burstiness); err != nil {
 			return usageError("--arrival/--burstiness: %v", err)
 		}
 		for _, r := range o.requestRates {
-			if _, err := workload.NewSchedule(o.arrival, r, o.burstiness, o.seed); err != nil {
+			if err := config.CheckSchedule(o.arrival, r, o.burstiness, o.seed); err != nil {
 				return usageError("--request-rate/--arrival/--burstiness: %v", err)
 			}
 		}
@@ -242,177 +257,117 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 	if err := o.validate(); err != nil {
 		return err
 	}
-	extra, err := o.parseExtraBody()
+	cfg, notes, err := o.rehearsal(ctx)
 	if err != nil {
 		return err
 	}
-	prompts := workload.BuiltinPrompts()
-	if o.promptsPath != "" {
-		if prompts, err = workload.LoadPrompts(o.promptsPath); err != nil {
-			return usageError("--prompts: %v", err)
-		}
-	}
-	wl := bundle.Workload{
-		Kind:             contract.ModeClosed,
-		Concurrencies:    o.concurrencies,
-		Repeats:          o.repeats,
-		Prompts:          prompts,
-		MaxTokens:        o.maxTokens,
-		Temperature:      0,
-		TimeoutS:         o.timeout.Seconds(),
-		WarmupWaves:      o.warmupWaves,
-		PercentileMethod: contract.PercentileMethod,
-		Endpoint:         o.endpoint,
-		IncludeUsage:     o.includeUsage,
-		ExtraBody:        extra,
-	}
-	if len(o.requestRates) > 0 {
-		wl.Kind = contract.ModeClosed + "+" + contract.ModeOpen
-		if !o.closedSet {
-			wl.Kind, wl.Concurrencies = contract.ModeOpen, []int{}
-		}
-		wl.Open = &bundle.OpenLoop{
-			RequestRatesRPS: o.requestRates, Arrival: o.arrival, Burstiness: o.burstiness, Seed: o.seed,
-			NumRequests: o.numRequests, DurationS: o.duration.Seconds(), MaxConcurrency: o.maxConcurrency,
-		}
-	}
-	if err := drive.CheckDescriptors(drive.ConnectionsNeeded(wl, o.warmupClients)); err != nil {
-		return usageError("bench: %v", err)
-	}
-	apiKey := ""
-	if o.apiKeyEnv != "" {
-		apiKey = os.Getenv(o.apiKeyEnv)
-	}
-	client := stream.NewClient(nil)
-	defer client.Close()
-	var notes []string
-	if o.model == "" {
-		if o.model, err = client.ServedModel(ctx, o.baseURL, apiKey); err != nil {
-			return usageError("--model not given and the server did not name one: %v", err)
-		}
-		notes = append(notes, fmt.Sprintf("model %q was taken from the server's /v1/models", o.model))
-	}
-	counter, tokProv, note, err := benchTokenizer(o.tokenizer, o.model)
+	prompts, err := rehearsal.Prompts(cfg)
 	if err != nil {
-		return err
+		return usageError("--prompts: %v", err)
 	}
-	if note != "" {
-		notes = append(notes, note)
-	}
-
-	prov := bundle.Provenance{
-		Tool:      provenance.Tool(),
-		Command:   argv,
-		Host:      provenance.Host(),
-		Model:     bundle.Model{ID: o.model},
-		Tokenizer: tokProv,
-	}
-	gpus, gerr := provenance.GPUs(ctx)
-	if gerr != nil {
-		notes = append(notes, "GPU query failed: "+gerr.Error())
-	}
-	prov.GPUs = gpus
-	if len(gpus) > 0 && !isLoopback(o.baseURL) {
-		notes = append(notes, "the GPUs listed are those of the machine that ran rehearse; the endpoint "+config.RedactURL(o.baseURL)+" may run elsewhere")
-	}
-
 	dir := o.out
 	if dir == "" {
 		dir = "rehearse-bench-" + time.Now().UTC().Format("20060102T150405Z")
 	}
 	showBar := o.progress == "always" || (o.progress == "auto" && isTerminal(st.Stderr))
 	pb := &benchProgress{w: st.Stderr, enabled: showBar}
-	b := drive.Bench{
-		Dir: dir,
-		Target: drive.Target{
-			Name: o.name, BaseURL: o.baseURL, Endpoint: o.endpoint, Model: o.model, APIKey: apiKey,
-			IncludeUsage: o.includeUsage, ExtraBody: extra, FollowRedirects: o.followRedirs,
+	r, err := rehearse(ctx, rehearsalJob{
+		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: prompts, waveEvents: pb.event,
+		fail: func(err error) error {
+			if de := (*rehearsal.DescriptorError)(nil); errors.As(err, &de) {
+				return usageError("bench: %v", err)
+			}
+			return usageError("--tokenizer: %v", err)
 		},
-		Workload: wl, Provenance: prov, Notes: notes, Progress: pb.event, Client: client,
-		WarmupConcurrency: o.warmupClients,
-	}
-	if counter != nil {
-		b.Counter = counter
-	}
-	res, runErr := drive.RunBench(ctx, b)
+	})
 	pb.close()
-	if res == nil {
-		return runErr
+	if err != nil {
+		return err
 	}
-	if err := report.Write(dir, res); err != nil {
-		return errors.Join(runErr, fmt.Errorf("report: %w", err))
+	printBenchSummary(st.Stdout, r.out.Results)
+	for _, p := range r.problems {
+		fmt.Fprintf(st.Stderr, "verify: %s\n", p)
 	}
-	printBenchSummary(st.Stdout, res)
 	fmt.Fprintf(st.Stdout, "\nbundle: %s (check it with: rehearse verify %s)\n", dir, dir)
-	if runErr != nil {
-		if ctx.Err() != nil {
-			return &ExitError{Code: 130, Err: runErr}
-		}
-		return runErr
-	}
-	return nil
+	return r.exitError(dir)
 }
 
-// benchTokenizer resolves --tokenizer; a nil counter means usage counts.
-func benchTokenizer(spec, model string) (drive.Counter, bundle.Tokenizer, string, error) {
-	var (
-		tok  *tokenizer.Tokenizer
-		err  error
-		note string
-	)
-	switch {
-	case spec == "usage":
-		return nil, bundle.Tokenizer{Name: "usage", Source: "the server's usage.completion_tokens"}, "", nil
-	case spec == tokenizer.VariantQwen3 || spec == tokenizer.VariantQwen25:
-		tok, err = tokenizer.Embedded(spec)
-	case spec != "" && fileExists(spec):
-		tok, err = tokenizer.Load(spec)
-	case spec != "" && strings.Contains(spec, "/") && !strings.HasSuffix(spec, ".json"):
-		id, rev, _ := strings.Cut(spec, "@")
-		var path string
-		if path, err = tokenizer.FindInCache(id, rev); err == nil {
-			tok, err = tokenizer.Load(path)
-		}
-	case spec != "":
-		return nil, bundle.Tokenizer{}, "", usageError("--tokenizer %q: no such file, and not ORG/NAME[@REV], qwen3, qwen2.5 or usage", spec)
-	default:
-		if path, ferr := tokenizer.FindInCache(model, ""); ferr == nil {
-			tok, err = tokenizer.Load(path)
-			break
-		}
-		variant := tokenizer.VariantQwen3
-		if strings.Contains(strings.ToLower(model), "qwen2") {
-			variant = tokenizer.VariantQwen25
-		}
-		tok, err = tokenizer.Embedded(variant)
-		note = fmt.Sprintf("output tokens were counted with the bundled %s tokenizer: %q's own tokenizer.json was not in the Hugging Face cache (use --tokenizer to choose)", variant, model)
-	}
+// rehearsal is bench's rehearsal: one server already running at
+// --base-url, the workload of the flags, no mechanism check. Without
+// --model the server's first listed model is taken, and a note says so.
+func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []string, error) {
+	extra, err := o.parseExtraBody()
 	if err != nil {
-		return nil, bundle.Tokenizer{}, "", usageError("--tokenizer: %v", err)
+		return nil, nil, err
 	}
-	info := tok.Info()
-	prov := bundle.Tokenizer{Name: info.Name, Source: info.Source, SHA256: info.SHA256}
-	if info.Source == "embedded" {
-		prov.Variant = info.Name
+	tok, err := o.tokenizerConfig()
+	if err != nil {
+		return nil, nil, err
 	}
-	return tok, prov, note, nil
+	var notes []string
+	if o.model == "" {
+		apiKey := ""
+		if o.apiKeyEnv != "" {
+			apiKey = os.Getenv(o.apiKeyEnv)
+		}
+		if o.model, err = rehearsal.ServedModel(ctx, o.baseURL, apiKey); err != nil {
+			return nil, nil, usageError("--model not given and the server did not name one: %v", config.RedactURL(err.Error()))
+		}
+		notes = append(notes, fmt.Sprintf("model %q was taken from the server's /v1/models", o.model))
+	}
+	temperature, includeUsage := 0.0, o.includeUsage
+	w := config.Workload{
+		Concurrencies: o.concurrencies, Repeats: o.repeats, Prompts: config.Prompts{File: o.promptsPath},
+		MaxTokens: o.maxTokens, Temperature: &temperature, Timeout: config.Duration(o.timeout),
+		WarmupWaves: o.warmupWaves, WarmupConcurrency: o.warmupClients,
+		Endpoint: o.endpoint, IncludeUsage: &includeUsage, ExtraBody: extra,
+	}
+	if len(o.requestRates) > 0 {
+		if !o.closedSet {
+			w.Concurrencies = []int{}
+		}
+		w.OpenLoop = &config.OpenLoop{
+			RequestRatesRPS: o.requestRates, Arrival: o.arrival, Burstiness: o.burstiness, Seed: o.seed,
+			NumRequests: o.numRequests, Duration: config.Duration(o.duration), MaxConcurrency: o.maxConcurrency,
+		}
+	}
+	return &config.Rehearsal{
+		Model: config.Model{ID: o.model},
+		Servers: []config.Server{{
+			Name: o.name, BaseURL: strings.TrimRight(o.baseURL, "/"), Model: o.model, APIKeyEnv: o.apiKeyEnv,
+			FollowRedirects: o.followRedirs, StopGrace: config.Duration(config.DefaultStopGrace),
+			Ready:   config.Ready{Path: config.DefaultReadyPath, Timeout: config.Duration(o.readyTimeout), Mode: o.ready},
+			Metrics: config.Metrics{Path: config.DefaultMetricsPath, Metric: config.DefaultMetric},
+		}},
+		Workload:        w,
+		Tokenizer:       tok,
+		OnServerFailure: config.OnFailureStop,
+	}, notes, nil
+}
+
+// tokenizerConfig turns --tokenizer into the rehearsal's tokenizer choice:
+// a tokenizer.json path, ORG/NAME[@REV] from the Hugging Face cache, an
+// embedded variant, or usage; empty leaves the choice to the one resolver
+// (the model's own file in the cache, else the bundled Qwen tokenizer).
+func (o *benchOptions) tokenizerConfig() (config.Tokenizer, error) {
+	spec := o.tokenizer
+	switch {
+	case spec == "":
+		return config.Tokenizer{}, nil
+	case spec == rehearsal.VariantUsage || spec == tokenizer.VariantQwen3 || spec == tokenizer.VariantQwen25:
+		return config.Tokenizer{Variant: spec}, nil
+	case fileExists(spec):
+		return config.Tokenizer{Path: spec}, nil
+	case strings.Contains(spec, "/") && !strings.HasSuffix(spec, ".json"):
+		id, rev, _ := strings.Cut(spec, "@")
+		return config.Tokenizer{Model: id, Revision: rev}, nil
+	}
+	return config.Tokenizer{}, usageError("--tokenizer %q: no such file, and not ORG/NAME[@REV], qwen3, qwen2.5 or usage", spec)
 }
 
 func fileExists(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && !st.IsDir()
-}
-
-func isLoopback(base string) bool {
-	u, err := url.Parse(base)
-	if err != nil {
-		return false
-	}
-	if u.Hostname() == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(u.Hostname())
-	return ip != nil && ip.IsLoopback()
 }
 
 func isTerminal(w io.Writer) bool {
@@ -427,7 +382,7 @@ type benchProgress struct {
 	bar     *progressbar.ProgressBar
 }
 
-func (p *benchProgress) event(ev drive.Event) {
+func (p *benchProgress) event(ev rehearsal.WaveEvent) {
 	if !p.enabled {
 		return
 	}
@@ -437,7 +392,7 @@ func (p *benchProgress) event(ev drive.Event) {
 		label = fmt.Sprintf("%s %s %g req/s r=%d", w.Server, w.Kind, w.RequestRateRPS, w.Repeat)
 	}
 	switch ev.Kind {
-	case drive.WaveReleased:
+	case rehearsal.WaveReleased:
 		p.bar = progressbar.NewOptions(ev.Total,
 			progressbar.OptionSetWriter(p.w),
 			progressbar.OptionSetDescription(label),
@@ -447,12 +402,12 @@ func (p *benchProgress) event(ev drive.Event) {
 			progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionSetWidth(30),
 		)
-	case drive.RequestEnded:
+	case rehearsal.RequestEnded:
 		if p.bar != nil {
 			p.bar.Describe(fmt.Sprintf("%s failed %d", label, ev.Failed))
 			p.bar.Add(1)
 		}
-	case drive.WaveEnded:
+	case rehearsal.WaveEnded:
 		if p.bar != nil {
 			p.bar.Describe(fmt.Sprintf("%s failed %d", label, ev.Failed))
 			p.bar.Finish()
@@ -471,6 +426,10 @@ func (p *benchProgress) close() {
 
 // printBenchSummary prints one line per aggregate.
 func printBenchSummary(w io.Writer, res *bundle.Results) {
+	if len(res.Aggregates) == 0 {
+		fmt.Fprintln(w, "No recorded waves finished: there is no summary.")
+		return
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "server\tload\tgoodput tok/s\tp50 TTFT\tp95 TTFT\tp95 TPOT\tp99 lateness\tfailures\t")
 	for _, a := range res.Aggregates {
@@ -478,25 +437,15 @@ func printBenchSummary(w io.Writer, res *bundle.Results) {
 		if a.Mode == contract.ModeOpen && a.Lateness != nil {
 			late = report.Seconds(a.Lateness.P99)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", a.Server, loadLabel(a), report.Goodput(a.Goodput),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", a.Server, a.LoadLabel(), report.Goodput(a.Goodput),
 			report.Seconds(a.TTFT.P50), report.Seconds(a.TTFT.P95), report.Seconds(a.TPOT.P95), late, failureSummary(a.Failures))
 	}
 	tw.Flush()
 	for _, a := range res.Aggregates {
 		for _, warn := range a.Warnings {
-			fmt.Fprintf(w, "note: %s at %s: %s\n", a.Server, loadLabel(a), warn)
+			fmt.Fprintf(w, "note: %s at %s: %s\n", a.Server, a.LoadLabel(), warn)
 		}
 	}
-}
-
-func loadLabel(a contract.Aggregate) string {
-	if a.Mode == contract.ModeOpen {
-		return fmt.Sprintf("%g req/s", a.RequestRateRPS)
-	}
-	if a.Concurrency == 1 {
-		return "1 client"
-	}
-	return fmt.Sprintf("%d clients", a.Concurrency)
 }
 
 func failureSummary(f contract.Failures) string {

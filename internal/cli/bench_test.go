@@ -291,8 +291,10 @@ func TestBenchFollowRedirectsFlag(t *testing.T) {
 		if follow {
 			args = append(args, "--follow-redirects")
 		}
-		if code, out, errs := runMain(context.Background(), args...); code != 0 {
-			t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+		// Without --follow-redirects no request succeeds: exit 1, in one line.
+		code, out, errs := runMain(context.Background(), args...)
+		if wantCode := map[bool]int{true: 0, false: 1}[follow]; code != wantCode || (!follow && !strings.Contains(errs, "no request succeeded: all 2 recorded requests failed (http_status 2)")) {
+			t.Fatalf("exit %d, want %d\n%s\n%s", code, wantCode, out, errs)
 		}
 		res, err := bundle.ReadResults(dir)
 		if err != nil {
@@ -303,5 +305,47 @@ func TestBenchFollowRedirectsFlag(t *testing.T) {
 				t.Fatalf("--follow-redirects=%v: ok=%v %q %d %q", follow, r.OK, r.ErrorKind, r.HTTPStatus, r.Error)
 			}
 		}
+	}
+}
+
+// A bench in which no request succeeds exits 1 and says so in one line, so
+// CI does not go green: a 404 endpoint (every request fails), a closed port
+// (not ready, at once).
+func TestBenchWithNoSuccessExitsOne(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	dir := filepath.Join(t.TempDir(), "b")
+	code, _, errs := runMain(context.Background(), "bench", "--base-url", srv.URL, "--model", "m", "--tokenizer", "usage",
+		"--concurrency", "2", "--repeats", "1", "-o", dir)
+	if code != 1 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "no request succeeded: all 2 recorded requests failed (http_status 2)") {
+		t.Fatalf("404 endpoint: exit %d, stderr %q", code, errs)
+	}
+	if _, err := bundle.ReadResults(dir); err != nil {
+		t.Fatalf("no bundle of the failures: %v", err)
+	}
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	code, _, errs = runMain(context.Background(), "bench", "--base-url", closed.URL, "--model", "m", "--tokenizer", "usage",
+		"--concurrency", "1", "--repeats", "1", "--ready-timeout", "300ms", "-o", filepath.Join(t.TempDir(), "c"))
+	if code != 1 || !strings.Contains(errs, "not ready") {
+		t.Fatalf("closed port: exit %d, stderr %q", code, errs)
+	}
+}
+
+// run goes through the same exit rule: a rehearsal file whose only server
+// answers every request 404 exits 1, in one line after the progress.
+func TestRunWithNoSuccessExitsOne(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "r.yaml")
+	yaml := "model: {id: m}\nservers:\n  - {name: s, base_url: '" + srv.URL + "', ready: {mode: answer, timeout: 2s}}\n" +
+		"workload: {concurrencies: [2], repeats: 1, max_tokens: 2}\nmechanism_check: ~\ntokenizer: {variant: usage}\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runMain(context.Background(), "run", "-q", "-f", file, "-o", filepath.Join(dir, "out"))
+	if code != 1 || !strings.HasSuffix(errs, "no request succeeded: all 2 recorded requests failed (http_status 2); the bundle in "+filepath.Join(dir, "out")+" says how\n") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 }

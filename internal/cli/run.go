@@ -14,11 +14,9 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
-	"github.com/rehearse/rehearse/internal/drive"
-	"github.com/rehearse/rehearse/internal/provenance"
+	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/report"
-	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // exitInterrupted is the exit code after Ctrl-C (128 + SIGINT).
@@ -89,98 +87,99 @@ rehearsal file (every problem is listed with its field path).`,
 	return cmd
 }
 
-// rehearsalJob is a rehearsal ready to run, from run or demo.
+// rehearsalJob is a rehearsal ready to run, from run, demo or bench.
 type rehearsalJob struct {
-	cfg        *config.Rehearsal
-	dir        string
-	command    []string
-	quiet      bool
+	cfg     *config.Rehearsal
+	dir     string
+	command []string
+	quiet   bool
+	// simulation is demo's; the provenance builder finds the same from
+	// the simulated servers of cfg.
 	simulation *bundle.Simulation
 	notes      []string
+	// prompts are the resolved prompts (nil: resolve them from cfg).
+	prompts []string
+	// fail turns a refusal before any work (prompts, tokenizer, a plan
+	// beyond the open-file limit) into the command's error.
+	fail func(error) error
+	// progress receives the runner's steps; waveEvents each wave's.
+	progress   func(rehearsal.Event)
+	waveEvents func(rehearsal.WaveEvent)
 }
 
-func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
+// rehearsed is a finished rehearsal: its outcome, the bundle's verify
+// problems, and the tokenizer that counted it.
+type rehearsed struct {
+	out      *rehearsal.Outcome
+	problems []bundle.Problem
+}
+
+// rehearse resolves the prompts and the tokenizer, builds the provenance,
+// runs the rehearsal (rehearsal.Run, the one runner), renders the report
+// and verifies the bundle with the tokenizer that counted its records, so
+// every output_tokens is re-counted too. run, demo and bench all go
+// through it.
+func rehearse(ctx context.Context, job rehearsalJob) (*rehearsed, error) {
 	cfg := job.cfg
-	prompts, err := resolvePrompts(cfg)
-	if err != nil {
-		return &ExitError{Code: 2, Err: err}
+	prompts := job.prompts
+	if prompts == nil {
+		var err error
+		if prompts, err = rehearsal.Prompts(cfg); err != nil {
+			return nil, job.fail(fmt.Errorf("workload.prompts: %w", err))
+		}
 	}
 	tok, tokProv, tokNote, err := rehearsal.OpenTokenizer(cfg)
 	if err != nil {
-		return &ExitError{Code: 2, Err: fmt.Errorf("%s: %w", cfg.Path, err)}
+		return nil, job.fail(err)
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return fmt.Errorf("cannot find the rehearse executable for {rehearse}: %w", err)
+		return nil, fmt.Errorf("cannot find the rehearse executable for {rehearse}: %w", err)
 	}
-	notes := append([]string(nil), job.notes...)
-	gpus, gpuErr := provenance.GPUs(ctx)
-	if gpuErr != nil {
-		notes = append(notes, "nvidia-smi failed, so no GPU is described: "+gpuErr.Error())
+	prov, notes := rehearsal.Provenance(ctx, cfg, job.command, tokProv)
+	if job.simulation != nil {
+		prov.Simulation = job.simulation
 	}
+	notes = append(append([]string(nil), job.notes...), notes...)
 	if tokNote != "" {
 		notes = append(notes, tokNote)
 	}
-	prov := bundle.Provenance{
-		Tool:       provenance.Tool(),
-		Command:    job.command,
-		Host:       provenance.Host(),
-		GPUs:       gpus,
-		Tokenizer:  tokProv,
-		Simulation: job.simulation,
-	}
-	// The bundle's folder is named once the rehearsal starts: a plan
-	// refused before it gets one line, the refusal.
-	var started sync.Once
-	progress := func(ev rehearsal.Event) {
-		started.Do(func() { fmt.Fprintf(st.Stderr, "rehearse: writing the bundle to %s\n", job.dir) })
-		// A failure is printed even when quiet: it carries the log's tail.
-		if !job.quiet || ev.Step == "fail" {
-			fmt.Fprintf(st.Stderr, "%s  %-10s %s\n", time.Now().Format("15:04:05"), ev.Server, ev.Text)
-		}
+	var counter rehearsal.Counter
+	verifyOpts := bundle.Options{}
+	if tok != nil {
+		counter = tok
+		verifyOpts.Tokenizer = func(bundle.Provenance) (bundle.Counter, error) { return tok, nil }
 	}
 	out, err := rehearsal.Run(ctx, rehearsal.Options{
-		Rehearsal: cfg, Dir: job.dir, RehearseExe: exe, Prompts: prompts, Counter: tok,
-		Provenance: prov, Notes: notes, Progress: progress,
+		Rehearsal: cfg, Dir: job.dir, RehearseExe: exe, Prompts: prompts, Counter: counter,
+		Provenance: prov, Notes: notes, Progress: job.progress, WaveEvents: job.waveEvents,
 	})
 	if err != nil {
-		if de := (*drive.DescriptorError)(nil); errors.As(err, &de) {
-			return usageError("run: %v", err)
+		if de := (*rehearsal.DescriptorError)(nil); errors.As(err, &de) {
+			return nil, job.fail(err)
 		}
-		return err
+		return nil, err
 	}
 	if err := report.Write(job.dir, out.Results); err != nil {
-		return fmt.Errorf("%s: report: %w", job.dir, err)
+		return nil, fmt.Errorf("%s: report: %w", job.dir, err)
 	}
-	report.ResultsTable(out.Results).Text(st.Stdout)
-	if m := out.Results.MechanismCheck; m != nil {
-		max := "no sample"
-		if m.Max != nil {
-			max = report.Number(*m.Max)
-		}
-		fmt.Fprintf(st.Stdout, "\nMechanism check (separate %d-client wave, not in the table): %s of %s peaked at %s over %d samples.\n",
-			m.Concurrency, m.Metric, m.Server, max, len(m.Series))
-	}
-	if sim := out.Results.Provenance.Simulation; sim != nil && sim.TimeScale > 0 {
-		fmt.Fprintf(st.Stdout, "Simulated servers, not GPU measurements: figures are on the wall clock at time scale %s (goodput ÷ %s and latencies × %s give simulated time).\n",
-			report.Number(sim.TimeScale), report.Number(sim.TimeScale), report.Number(sim.TimeScale))
-	}
-	// The bundle is verified with the tokenizer that counted its records,
-	// so every output_tokens is re-counted too.
-	rep, _ := bundle.VerifyWith(context.Background(), job.dir, bundle.Options{Tokenizer: func(bundle.Provenance) (bundle.Counter, error) { return tok, nil }})
-	probs := rep.Problems
-	for _, p := range probs {
-		fmt.Fprintf(st.Stderr, "verify: %s\n", p)
-	}
-	fmt.Fprintf(st.Stdout, "\nBundle: %s (report: %s)\n", job.dir, filepath.Join(job.dir, bundle.ReadmeFile))
-	if len(probs) == 0 {
-		fmt.Fprintf(st.Stdout, "Verified: every digest matches and every aggregate recomputes; check it again with: rehearse verify %s\n", job.dir)
-	}
+	rep, _ := bundle.VerifyWith(context.Background(), job.dir, verifyOpts)
+	return &rehearsed{out: out, problems: rep.Problems}, nil
+}
+
+// exitError is the command's error for a finished rehearsal: interrupted
+// (130), a bundle that does not verify, or servers that failed (1).
+func (r *rehearsed) exitError(dir string) error {
+	out := r.out
 	switch {
 	case out.Interrupted:
-		return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("interrupted; the bundle in %s holds what finished", job.dir)}
-	case len(probs) > 0:
-		return &ExitError{Code: 1, Err: fmt.Errorf("%s: the bundle does not verify (%d problems)", job.dir, len(probs))}
+		why := "the first wave was not released"
+		if out.Stopped != nil {
+			why = out.Stopped.Error()
+		}
+		return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("interrupted; the bundle in %s holds what finished (%s)", dir, why)}
+	case len(r.problems) > 0:
+		return &ExitError{Code: 1, Err: fmt.Errorf("%s: the bundle does not verify (%d problems)", dir, len(r.problems))}
 	case len(out.Failed) > 0:
 		// The full reasons, with log tails, were printed as they happened
 		// and are in the bundle's notes.
@@ -194,20 +193,58 @@ func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
 		}
 		return &ExitError{Code: 1, Err: fmt.Errorf("%d server(s) failed:\n  %s", len(out.Failed), strings.Join(firsts, "\n  "))}
 	}
+	if ok, total, byKind := out.Requests(); total > 0 && ok == 0 {
+		var kinds []string
+		for _, k := range contract.ErrorKinds {
+			if n := byKind[k]; n > 0 {
+				kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+			}
+		}
+		return &ExitError{Code: 1, Err: fmt.Errorf("no request succeeded: all %d recorded requests failed (%s); the bundle in %s says how", total, strings.Join(kinds, ", "), dir)}
+	}
 	return nil
 }
 
-func resolvePrompts(cfg *config.Rehearsal) ([]string, error) {
-	p := cfg.Workload.Prompts
-	switch {
-	case p.File != "":
-		ps, err := workload.LoadPrompts(p.File)
-		if err != nil {
-			return nil, fmt.Errorf("%s: workload.prompts: %w", cfg.Path, err)
+func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
+	job.fail = func(err error) error {
+		if de := (*rehearsal.DescriptorError)(nil); errors.As(err, &de) {
+			return usageError("run: %v", err)
 		}
-		return ps, nil
-	case len(p.Inline) > 0:
-		return append([]string(nil), p.Inline...), nil
+		return &ExitError{Code: 2, Err: fmt.Errorf("%s: %w", job.cfg.Path, err)}
 	}
-	return workload.BuiltinPrompts(), nil
+	// The bundle's folder is named once the rehearsal starts: a plan
+	// refused before it gets one line, the refusal.
+	var started sync.Once
+	job.progress = func(ev rehearsal.Event) {
+		started.Do(func() { fmt.Fprintf(st.Stderr, "rehearse: writing the bundle to %s\n", job.dir) })
+		// A failure is printed even when quiet: it carries the log's tail.
+		if !job.quiet || ev.Step == "fail" {
+			fmt.Fprintf(st.Stderr, "%s  %-10s %s\n", time.Now().Format("15:04:05"), ev.Server, ev.Text)
+		}
+	}
+	r, err := rehearse(ctx, job)
+	if err != nil {
+		return err
+	}
+	report.ResultsTable(r.out.Results).Text(st.Stdout)
+	if m := r.out.Results.MechanismCheck; m != nil {
+		max := "no sample"
+		if m.Max != nil {
+			max = report.Number(*m.Max)
+		}
+		fmt.Fprintf(st.Stdout, "\nMechanism check (separate %d-client wave, not in the table): %s of %s peaked at %s over %d samples.\n",
+			m.Concurrency, m.Metric, m.Server, max, len(m.Series))
+	}
+	if sim := r.out.Results.Provenance.Simulation; sim != nil && sim.TimeScale > 0 {
+		fmt.Fprintf(st.Stdout, "Simulated servers, not GPU measurements: figures are on the wall clock at time scale %s (goodput ÷ %s and latencies × %s give simulated time).\n",
+			report.Number(sim.TimeScale), report.Number(sim.TimeScale), report.Number(sim.TimeScale))
+	}
+	for _, p := range r.problems {
+		fmt.Fprintf(st.Stderr, "verify: %s\n", p)
+	}
+	fmt.Fprintf(st.Stdout, "\nBundle: %s (report: %s)\n", job.dir, filepath.Join(job.dir, bundle.ReadmeFile))
+	if len(r.problems) == 0 {
+		fmt.Fprintf(st.Stdout, "Verified: every digest matches and every aggregate recomputes; check it again with: rehearse verify %s\n", job.dir)
+	}
+	return r.exitError(job.dir)
 }

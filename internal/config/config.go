@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // Rehearsal is a rehearsal file after defaults. Field names are the YAML keys.
@@ -82,7 +84,19 @@ type Ready struct {
 	// Timeout bounds the whole readiness sequence (default 10m for a
 	// launched server, 30s for one already running).
 	Timeout Duration `yaml:"timeout"`
+	// Mode is the sequence: full (the default: Path, /v1/models, one tiny
+	// request), models (GET /v1/models alone, for hosted APIs with no
+	// health route) or answer (one HTTP answer of any status from
+	// /v1/models or Path: the server is reached).
+	Mode string `yaml:"mode"`
 }
+
+// Readiness modes (Ready.Mode).
+const (
+	ReadyFull   = "full"
+	ReadyModels = "models"
+	ReadyAnswer = "answer"
+)
 
 // Metrics is where a server exposes Prometheus metrics.
 type Metrics struct {
@@ -97,13 +111,16 @@ type Workload struct {
 	Prompts       Prompts `yaml:"prompts"`
 	MaxTokens     int     `yaml:"max_tokens"`
 	// Temperature is nil until defaults are applied (then 0).
-	Temperature  *float64       `yaml:"temperature"`
-	Timeout      Duration       `yaml:"timeout"`
-	WarmupWaves  int            `yaml:"warmup_waves"`
-	Endpoint     string         `yaml:"endpoint"`
-	IncludeUsage *bool          `yaml:"include_usage"`
-	ExtraBody    map[string]any `yaml:"extra_body"`
-	OpenLoop     *OpenLoop      `yaml:"open_loop"`
+	Temperature *float64 `yaml:"temperature"`
+	Timeout     Duration `yaml:"timeout"`
+	WarmupWaves int      `yaml:"warmup_waves"`
+	// WarmupConcurrency is the clients of each warm-up wave (0: the first
+	// concurrency).
+	WarmupConcurrency int            `yaml:"warmup_concurrency"`
+	Endpoint          string         `yaml:"endpoint"`
+	IncludeUsage      *bool          `yaml:"include_usage"`
+	ExtraBody         map[string]any `yaml:"extra_body"`
+	OpenLoop          *OpenLoop      `yaml:"open_loop"`
 }
 
 // OpenLoop describes open-loop waves run after the closed-loop ones.
@@ -245,12 +262,19 @@ const (
 	// rehearse did not launch (base_url only): it is up or it is not, and
 	// one that is down should not be retried for ten minutes.
 	DefaultRunningReadyTimeout = 30 * time.Second
-	DefaultMetricsPath         = "/metrics"
-	DefaultMetric              = "vllm:num_requests_running"
-	DefaultMechanismEvery      = 100 * time.Millisecond
-	DefaultStopGrace           = 15 * time.Second
-	OnFailureContinue          = "continue"
-	OnFailureStop              = "stop"
+	// DefaultReachTimeout is how long bench waits for the endpoint it was
+	// pointed at to answer at all: it is up, or the rehearsal ends now.
+	DefaultReachTimeout = 5 * time.Second
+	// DefaultBenchReady is bench's readiness: one answer from the endpoint.
+	DefaultBenchReady     = ReadyAnswer
+	DefaultServerName     = "server"
+	DefaultArrival        = workload.ArrivalPoisson
+	DefaultMetricsPath    = "/metrics"
+	DefaultMetric         = "vllm:num_requests_running"
+	DefaultMechanismEvery = 100 * time.Millisecond
+	DefaultStopGrace      = 15 * time.Second
+	OnFailureContinue     = "continue"
+	OnFailureStop         = "stop"
 )
 
 var (

@@ -354,3 +354,19 @@ func TestFollowRedirects(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestReadyModeAndWarmupConcurrency(t *testing.T) {
+	r, err := Parse([]byte("model: {id: m}\nservers:\n  - {name: a, base_url: 'http://127.0.0.1:1'}\n  - {name: b, base_url: 'http://127.0.0.1:2', ready: {mode: models}}\nworkload: {warmup_waves: 1, warmup_concurrency: 4}\n"), "x.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Servers[0].Ready.Mode != ReadyFull || r.Servers[1].Ready.Mode != ReadyModels || r.Workload.WarmupConcurrency != 4 {
+		t.Errorf("ready modes %q %q, warmup_concurrency %d", r.Servers[0].Ready.Mode, r.Servers[1].Ready.Mode, r.Workload.WarmupConcurrency)
+	}
+	_, err = Parse([]byte("model: {id: m}\nservers: [{name: a, base_url: 'http://x', ready: {mode: sometimes}}]\nworkload: {warmup_concurrency: -1}\n"), "x.yaml", t.TempDir())
+	for _, want := range []string{`servers[0].ready.mode: "sometimes": want full, models or answer`, "workload.warmup_concurrency: -1: must be 1 or more"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v, want %q", err, want)
+		}
+	}
+}

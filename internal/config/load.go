@@ -122,6 +122,13 @@ func CheckArrival(arrival string, burstiness float64) error {
 	return err
 }
 
+// CheckSchedule checks one open-loop schedule (arrival process, rate,
+// burstiness, seed) with the schedule's own rule, for bench's flags.
+func CheckSchedule(arrival string, rateRPS, burstiness float64, seed int64) error {
+	_, err := workload.NewSchedule(arrival, rateRPS, burstiness, seed)
+	return err
+}
+
 // APIKey reads the API key from the environment variable env: an empty
 // value is refused as an unset one is (an empty bearer token is a
 // misconfiguration, not "no key"), for api_key_env and --api-key-env alike.
@@ -361,6 +368,9 @@ func (r *Rehearsal) applyDefaults(raw map[string]any) {
 		if s.Ready.Path == "" {
 			s.Ready.Path = DefaultReadyPath
 		}
+		if s.Ready.Mode == "" {
+			s.Ready.Mode = ReadyFull
+		}
 		if s.Ready.Timeout == 0 {
 			s.Ready.Timeout = Duration(DefaultReadyTimeout)
 			if !s.Launched() {
@@ -530,6 +540,11 @@ func (r *Rehearsal) validate(p *Problems) {
 		if !strings.HasPrefix(s.Ready.Path, "/") {
 			p.add(at+".ready.path", "%q must start with /", s.Ready.Path)
 		}
+		switch s.Ready.Mode {
+		case ReadyFull, ReadyModels, ReadyAnswer:
+		default:
+			p.add(at+".ready.mode", "%q: want full, models or answer", s.Ready.Mode)
+		}
 		if s.Ready.Timeout < 0 {
 			p.add(at+".ready.timeout", "%v is negative", s.Ready.Timeout)
 		}
@@ -569,6 +584,9 @@ func (r *Rehearsal) validate(p *Problems) {
 	}
 	if w.WarmupWaves < 0 {
 		p.add("workload.warmup_waves", "%d: must be 0 or more", w.WarmupWaves)
+	}
+	if w.WarmupConcurrency < 0 {
+		p.add("workload.warmup_concurrency", "%d: must be 1 or more (0: the first concurrency)", w.WarmupConcurrency)
 	}
 	if !strings.HasPrefix(w.Endpoint, "/") {
 		p.add("workload.endpoint", "%q must start with /", w.Endpoint)

@@ -28,12 +28,12 @@ type Need struct {
 
 // ConnectionsNeeded is what a workload keeps open against one server at
 // once: its largest closed-loop wave (the recorded ones, the warm-up at
-// warmupConcurrency, 0 meaning the first concurrency, and the mechanism
+// wl.WarmupConcurrency, 0 meaning the first concurrency, and the mechanism
 // check); for an open-loop wave, max_concurrency when capped, else the
 // requests in flight when each lasts the whole timeout,
 // ceil(rate × timeout), plus the connections warmed ahead, and never more
 // than num_requests.
-func ConnectionsNeeded(wl bundle.Workload, warmupConcurrency int) Need {
+func ConnectionsNeeded(wl bundle.Workload) Need {
 	var need Need
 	take := func(n int, because string) {
 		if n > need.Connections {
@@ -43,8 +43,8 @@ func ConnectionsNeeded(wl bundle.Workload, warmupConcurrency int) Need {
 	for _, c := range wl.Concurrencies {
 		take(c, "concurrency "+strconv.Itoa(c))
 	}
-	if wl.WarmupWaves > 0 && warmupConcurrency > 0 {
-		take(warmupConcurrency, "warm-up concurrency "+strconv.Itoa(warmupConcurrency))
+	if wl.WarmupWaves > 0 && wl.WarmupConcurrency > 0 {
+		take(wl.WarmupConcurrency, "warm-up concurrency "+strconv.Itoa(wl.WarmupConcurrency))
 	}
 	if m := wl.MechanismCheck; m != nil {
 		take(m.Concurrency, "mechanism-check concurrency "+strconv.Itoa(m.Concurrency))

@@ -30,7 +30,9 @@ func TestConnectionsNeeded(t *testing.T) {
 		{"open: duration only", bundle.Workload{TimeoutS: 10, Open: &bundle.OpenLoop{RequestRatesRPS: []float64{3.5}, DurationS: 600}}, 0, 35 + 32, "3.5 req/s with a 10 s timeout"},
 		{"open: no timeout", bundle.Workload{Open: &bundle.OpenLoop{RequestRatesRPS: []float64{3}, NumRequests: 90}}, 0, 90, "no timeout"},
 	} {
-		got := ConnectionsNeeded(tc.wl, tc.warmup)
+		wl := tc.wl
+		wl.WarmupConcurrency = tc.warmup
+		got := ConnectionsNeeded(wl)
 		if got.Connections != tc.want || !strings.Contains(got.Because, tc.has) {
 			t.Errorf("%s: %+v, want %d because of %q", tc.name, got, tc.want, tc.has)
 		}

@@ -72,9 +72,6 @@ type Options struct {
 	// FirstWaveID is the id of the first wave (default 1); wave ids are
 	// unique within the Driver.
 	FirstWaveID int
-	// WarmupConcurrency is the number of clients of each warm-up wave;
-	// 0 takes the workload's first concurrency.
-	WarmupConcurrency int
 }
 
 // sender is what the driver needs of a client; tests replace it.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/plan"
 )
 
 // words counts space-separated words: a stand-in tokenizer.
@@ -205,13 +206,27 @@ func TestWaveSpecErrors(t *testing.T) {
 	}
 }
 
-func TestSeries(t *testing.T) {
+// runPlan runs the planned waves of server s one by one, as package
+// rehearsal walks them.
+func runPlan(d *Driver, tg Target, wl bundle.Workload) error {
+	for _, w := range plan.Server(wl, tg.Name) {
+		if _, err := d.Wave(context.Background(), tg, LoadOf(wl), w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestPlannedWaves runs a plan's waves with Wave: closed waves with their
+// cold flag, open waves with their per-repeat seeds, warm-up waves at their
+// concurrency.
+func TestPlannedWaves(t *testing.T) {
 	srv, hits := fakeServer(t, 2, time.Millisecond)
 	j, path := journal(t)
 	d := New(Options{Journal: j, Counter: words{}})
 	wl := bundle.Workload{Concurrencies: []int{1, 3}, Repeats: 2, Prompts: []string{"p"}, MaxTokens: 4, TimeoutS: 5,
 		Open: &bundle.OpenLoop{RequestRatesRPS: []float64{200}, Arrival: "poisson", Seed: 9, NumRequests: 5}}
-	if err := d.Series(context.Background(), Target{Name: "s", BaseURL: srv.URL}, wl); err != nil {
+	if err := runPlan(d, Target{Name: "s", BaseURL: srv.URL}, wl); err != nil {
 		t.Fatal(err)
 	}
 	if hits.Load() != 2*1+2*3+2*5 {
@@ -239,9 +254,10 @@ func TestSeries(t *testing.T) {
 	}
 
 	wl.WarmupWaves = 2
+	wl.WarmupConcurrency = 2
 	wl.Open = nil
 	j2, path2 := journal(t)
-	if err := New(Options{Journal: j2, WarmupConcurrency: 2}).Series(context.Background(), Target{Name: "s", BaseURL: srv.URL}, wl); err != nil {
+	if err := runPlan(New(Options{Journal: j2}), Target{Name: "s", BaseURL: srv.URL}, wl); err != nil {
 		t.Fatal(err)
 	}
 	j2.Close()

@@ -1,7 +1,10 @@
-// Package rehearsal runs a rehearsal file end to end: for each server in
-// order it launches the process (or reaches one already running), waits for
-// readiness, drives the warm-up and recorded waves, runs the mechanism check
+// Package rehearsal is the one runner: run, demo and bench all go through
+// Run. For each server in order it launches the process (or reaches one
+// already running), waits for readiness, walks the server's planned waves
+// (package plan; package drive runs each one), runs the mechanism check
 // while polling the server's metric, stops the server deliberately, and
 // finally writes the bundle from the journal — also when a server failed or
-// the run was interrupted, with whatever finished.
+// the run was interrupted, with whatever finished. It is also the one
+// tokenizer resolver (OpenTokenizer), provenance builder (Provenance) and
+// prompt resolver (Prompts).
 package rehearsal

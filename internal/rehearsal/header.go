@@ -10,39 +10,9 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
-	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/plan"
+	"github.com/rehearse/rehearse/internal/workload"
 )
-
-// Workload turns the rehearsal's workload into the bundle's, with the
-// resolved prompts.
-func Workload(cfg *config.Rehearsal, prompts []string) bundle.Workload {
-	w := cfg.Workload
-	out := bundle.Workload{
-		Kind:             contract.ModeClosed,
-		Concurrencies:    append([]int(nil), w.Concurrencies...),
-		Repeats:          w.Repeats,
-		Prompts:          append([]string(nil), prompts...),
-		MaxTokens:        w.MaxTokens,
-		Temperature:      *w.Temperature,
-		TimeoutS:         w.Timeout.Seconds(),
-		WarmupWaves:      w.WarmupWaves,
-		PercentileMethod: contract.PercentileMethod,
-		Endpoint:         w.Endpoint,
-		IncludeUsage:     *w.IncludeUsage,
-		ExtraBody:        w.ExtraBody,
-	}
-	if o := w.OpenLoop; o != nil {
-		out.Kind = contract.ModeClosed + "+" + contract.ModeOpen
-		out.Open = &bundle.OpenLoop{
-			RequestRatesRPS: append([]float64(nil), o.RequestRatesRPS...), Arrival: o.Arrival, Burstiness: o.Burstiness,
-			Seed: o.Seed, NumRequests: o.NumRequests, DurationS: o.Duration.Seconds(), MaxConcurrency: o.MaxConcurrency,
-		}
-	}
-	if m := cfg.MechanismCheck; m != nil {
-		out.MechanismCheck = &bundle.MechanismSpec{Server: m.Server, Metric: m.Metric, Concurrency: m.Concurrency, PeriodS: m.Period.Seconds()}
-	}
-	return out
-}
 
 // header is the bundle's header before any server ran: provenance, the
 // workload, the servers as configured (secrets redacted), notes.
@@ -51,13 +21,16 @@ func header(o Options, driver WaveDriver, start time.Time) *bundle.Results {
 	res := &bundle.Results{
 		Schema:     bundle.Schema,
 		Provenance: o.Provenance,
-		Workload:   Workload(cfg, o.Prompts),
+		Workload:   plan.Workload(cfg, o.Prompts),
 		Notes:      append([]string(nil), o.Notes...),
 	}
 	p := &res.Provenance
 	p.StartedAt = start.UTC().Format(time.RFC3339Nano)
 	p.Model = bundle.Model{ID: cfg.Model.ID, Revision: cfg.Model.Revision, Dtype: cfg.Model.Dtype, RandomWeights: cfg.Model.RandomWeights, Note: cfg.Model.Note}
 	p.OutputTokensSource = driver.OutputTokensSource()
+	if p.OutputTokensSource == bundle.SourceUsage {
+		res.Notes = append(res.Notes, "output_tokens are the server's own usage.completion_tokens, not re-tokenized text")
+	}
 	if cfg.Baseline != "" {
 		b := cfg.Baseline
 		res.Baseline = &b
@@ -75,8 +48,6 @@ func header(o Options, driver WaveDriver, start time.Time) *bundle.Results {
 	res.Notes = append(res.Notes, cfg.Notes...)
 	return res
 }
-
-func secondsDuration(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // TimeScaleArg is the --time-scale argument of a launch argv.
 type TimeScaleArg struct {
@@ -169,4 +140,18 @@ func Simulation(cfg *config.Rehearsal) *bundle.Simulation {
 		sim.Note += fmt.Sprintf(" Servers %s were real.", strings.Join(real, ", "))
 	}
 	return sim
+}
+
+// Prompts resolves the workload's prompts: its prompts file, its inline
+// list, or the eight built-in prompts. The error is the file's, without a
+// field path (callers name the file or the flag).
+func Prompts(cfg *config.Rehearsal) ([]string, error) {
+	p := cfg.Workload.Prompts
+	switch {
+	case p.File != "":
+		return workload.LoadPrompts(p.File)
+	case len(p.Inline) > 0:
+		return append([]string(nil), p.Inline...), nil
+	}
+	return workload.BuiltinPrompts(), nil
 }

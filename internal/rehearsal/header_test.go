@@ -59,19 +59,3 @@ func TestFindTimeScale(t *testing.T) {
 		}
 	}
 }
-
-func TestWorkloadOfTheRehearsal(t *testing.T) {
-	cfg := parse(t, `model: {id: m}
-servers: [{name: v, launch: [vllm, "{port}"]}]
-workload:
-  timeout: 1m30s
-  extra_body: {ignore_eos: true}
-  open_loop: {request_rates_rps: [2], arrival: gamma, burstiness: 0.5, num_requests: 10, duration: 30s}
-`)
-	w := Workload(cfg, []string{"p"})
-	if w.TimeoutS != 90 || w.Kind != "closed+open" || w.Open == nil || w.Open.DurationS != 30 || w.Open.Burstiness != 0.5 ||
-		w.MechanismCheck == nil || w.MechanismCheck.Concurrency != 64 || w.MechanismCheck.PeriodS != 0.1 ||
-		w.ExtraBody["ignore_eos"] != true || !w.IncludeUsage || w.PercentileMethod == "" || len(w.Prompts) != 1 {
-		t.Errorf("workload = %+v", w)
-	}
-}

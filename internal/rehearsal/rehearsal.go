@@ -15,6 +15,7 @@ import (
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/drive"
+	"github.com/rehearse/rehearse/internal/plan"
 	"github.com/rehearse/rehearse/internal/promscrape"
 	"github.com/rehearse/rehearse/internal/supervise"
 )
@@ -40,6 +41,10 @@ type Options struct {
 	// Progress receives one line per step (launch, ready, wave, stop); nil
 	// for none.
 	Progress func(Event)
+	// WaveEvents receives every wave's release, each request's end and the
+	// wave's end, one at a time (bench draws its progress bar from them);
+	// nil for none.
+	WaveEvents func(WaveEvent)
 	// Driver runs the waves; nil uses package drive.
 	Driver WaveDriver
 }
@@ -67,7 +72,20 @@ type Outcome struct {
 	// Failed lists servers that were not ready, died, or could not launch,
 	// each with why.
 	Failed []string
+	// Stopped is why the first wave cut by the interruption stopped (or
+	// was not released); nil when none was.
+	Stopped error
 }
+
+// WaveEvent is a progress report from within a wave.
+type WaveEvent = drive.Event
+
+// Kinds of WaveEvent.
+const (
+	WaveReleased = drive.WaveReleased
+	RequestEnded = drive.RequestEnded
+	WaveEnded    = drive.WaveEnded
+)
 
 // Run runs the rehearsal and writes its bundle (results.json, the journal,
 // the server logs; the caller renders the report). It returns an error only
@@ -78,7 +96,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if cfg == nil {
 		return nil, errors.New("rehearsal: no rehearsal given")
 	}
-	if err := drive.CheckDescriptors(drive.ConnectionsNeeded(Workload(cfg, o.Prompts), 0)); err != nil {
+	if err := drive.CheckDescriptors(drive.ConnectionsNeeded(plan.Workload(cfg, o.Prompts))); err != nil {
 		return nil, err
 	}
 	if err := prepareDir(o.Dir); err != nil {
@@ -90,7 +108,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	driver := o.Driver
 	if driver == nil {
-		driver = newDriveDriver(journal, o.Counter, Workload(cfg, o.Prompts))
+		driver = newDriveDriver(journal, o.Counter, plan.Workload(cfg, o.Prompts), o.WaveEvents)
 	}
 	r := &runner{o: o, cfg: cfg, journal: journal, driver: driver, out: &Outcome{Dir: o.Dir}}
 	r.res = header(o, driver, time.Now())
@@ -106,6 +124,12 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 				r.note("server %s was not rehearsed: on_server_failure is stop and %s failed", s.Name, cfg.Servers[i].Name)
 			}
 			break
+		}
+	}
+	if st, ok := driver.(interface{ Stats() drive.Stats }); ok {
+		if st := st.Stats(); st.Waves > 0 && st.WallS > 0 {
+			r.note("load generator: %.2f s of CPU over %.2f s of waves (%.0f%% of one core); largest closed-wave release spread %.3f ms",
+				st.ClientCPUS, st.WallS, 100*st.ClientCPUS/st.WallS, st.MaxReleaseSpreadS*1000)
 		}
 	}
 	if ctx.Err() != nil {
@@ -129,10 +153,15 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 }
 
 // prepareDir creates the bundle folder, refusing one that holds files: a
-// bundle is never written over another.
+// bundle is never written over another, nor mixed with other files.
 func prepareDir(dir string) error {
 	if dir == "" {
 		return errors.New("rehearsal: no output folder")
+	}
+	for _, f := range []string{bundle.ResultsFile, bundle.JournalFile} {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			return fmt.Errorf("%s already holds a bundle (%s): the output folder is not empty (choose another with -o)", dir, f)
+		}
 	}
 	entries, err := os.ReadDir(dir)
 	switch {
@@ -250,7 +279,7 @@ func (r *runner) server(ctx context.Context, i int) bool {
 	readyStart := time.Now()
 	err := supervise.WaitReady(ctx, proc, supervise.Probe{
 		Name: s.Name, BaseURL: baseURL, HealthPath: s.Ready.Path, Endpoint: r.cfg.Workload.Endpoint,
-		Model: s.Model, APIKey: apiKey, Timeout: s.Ready.Timeout.D(),
+		Model: s.Model, APIKey: apiKey, Timeout: s.Ready.Timeout.D(), Mode: s.Ready.Mode,
 	})
 	if err != nil {
 		if proc != nil {
@@ -276,21 +305,20 @@ func (r *runner) server(ctx context.Context, i int) bool {
 		return false
 	}
 	r.progress(s.Name, "ready", "ready after %.1f s", time.Since(readyStart).Seconds())
-	if rt := serverRuntimes(ctx, s.Name, baseURL, apiKey); len(rt) > 0 {
-		r.mu.Lock()
-		r.res.Provenance.Runtimes = append(r.res.Provenance.Runtimes, rt...)
-		r.mu.Unlock()
-		r.writeHeader()
+	// A server reached with readiness "answer" is asked nothing more than
+	// the waves send it.
+	if s.Ready.Mode != config.ReadyAnswer {
+		if rt := serverRuntimes(ctx, s.Name, baseURL, apiKey); len(rt) > 0 {
+			r.mu.Lock()
+			r.res.Provenance.Runtimes = append(r.res.Provenance.Runtimes, rt...)
+			r.mu.Unlock()
+			r.writeHeader()
+		}
 	}
 
 	target := Target{Name: s.Name, BaseURL: baseURL, Endpoint: r.cfg.Workload.Endpoint, Model: s.Model, APIKey: apiKey,
 		IncludeUsage: *r.cfg.Workload.IncludeUsage, ExtraBody: r.cfg.Workload.ExtraBody, FollowRedirects: s.FollowRedirects}
-	healthy := r.waves(ctx, i, target, proc)
-	if healthy && ctx.Err() == nil {
-		if m := r.cfg.MechanismCheck; m != nil && m.Server == s.Name {
-			healthy = r.mechanismCheck(ctx, i, target, proc, apiKey)
-		}
-	}
+	healthy := r.waves(ctx, i, target, proc, apiKey)
 	// On an interrupt the waves returned once their requests in flight had
 	// ended as canceled and were journaled; only now does the server hear
 	// of it (supervise.Start never ties it to ctx), so no request is cut
@@ -359,57 +387,38 @@ func (r *runner) died(i int, proc *supervise.Process, during string, records []c
 	return true
 }
 
-// waves runs warm-up, recorded closed-loop and open-loop waves; false when
-// the server died.
-func (r *runner) waves(ctx context.Context, i int, t Target, proc *supervise.Process) bool {
-	w := r.cfg.Workload
-	run := func(spec WaveSpec) bool {
+// waves runs the server's planned waves in order (the mechanism check
+// while polling its metric); false when the server died.
+func (r *runner) waves(ctx context.Context, i int, t Target, proc *supervise.Process, apiKey string) bool {
+	for _, w := range plan.Server(r.res.Workload, t.Name) {
 		if ctx.Err() != nil {
+			return true
+		}
+		if r.died(i, proc, fmt.Sprintf("between waves, before the %s wave at %s (repeat %d)", w.Kind, w.Label(), w.Repeat), nil) {
 			return false
 		}
-		if r.died(i, proc, fmt.Sprintf("between waves, before the %s wave at %s (repeat %d)", spec.Kind, spec.describe(), spec.Repeat), nil) {
-			return false
+		if w.Kind == contract.KindMechanismCheck {
+			if !r.mechanismCheck(ctx, i, t, proc, apiKey, w) {
+				return false
+			}
+			continue
 		}
-		res, err := r.driver.Wave(ctx, t, spec)
+		res, err := r.driver.Wave(ctx, t, w)
 		if err != nil && ctx.Err() == nil {
-			r.note("server %s: %s wave at %s did not run: %v", t.Name, spec.Kind, spec.describe(), err)
+			r.note("server %s: %s wave at %s did not run: %v", t.Name, w.Kind, w.Label(), err)
 		}
-		r.waveProgress(t.Name, spec, res)
-		label := fmt.Sprintf("during the %s wave at %s (repeat %d)", spec.Kind, spec.describe(), spec.Repeat)
-		return !r.died(i, proc, label, res.Records)
-	}
-	warmupClients := 1
-	if len(w.Concurrencies) > 0 {
-		warmupClients = w.Concurrencies[0]
-	}
-	for k := range w.WarmupWaves {
-		if !run(WaveSpec{Kind: contract.KindWarmup, Concurrency: warmupClients, Repeat: k + 1}) {
-			return ctx.Err() != nil
+		if err != nil && ctx.Err() != nil && r.out.Stopped == nil {
+			r.out.Stopped = err
 		}
-	}
-	first := true
-	for _, c := range w.Concurrencies {
-		for rep := 1; rep <= w.Repeats; rep++ {
-			spec := WaveSpec{Kind: contract.KindRecorded, Concurrency: c, Repeat: rep, Cold: first && w.WarmupWaves == 0}
-			first = false
-			if !run(spec) {
-				return ctx.Err() != nil
-			}
-		}
-	}
-	if o := w.OpenLoop; o != nil {
-		for _, rate := range o.RequestRatesRPS {
-			for rep := 1; rep <= w.Repeats; rep++ {
-				if !run(WaveSpec{Kind: contract.KindRecorded, Open: true, RateRPS: rate, Repeat: rep}) {
-					return ctx.Err() != nil
-				}
-			}
+		r.waveProgress(t.Name, w, res)
+		if r.died(i, proc, fmt.Sprintf("during the %s wave at %s (repeat %d)", w.Kind, w.Label(), w.Repeat), res.Records) {
+			return false
 		}
 	}
 	return true
 }
 
-func (r *runner) waveProgress(server string, spec WaveSpec, res WaveResult) {
+func (r *runner) waveProgress(server string, spec plan.Wave, res WaveResult) {
 	ok, n, tokens := 0, len(res.Records), 0
 	for _, rec := range res.Records {
 		if rec.OK {
@@ -428,13 +437,13 @@ func (r *runner) waveProgress(server string, spec WaveSpec, res WaveResult) {
 	if r.o.Progress != nil {
 		w := res.Wave
 		r.o.Progress(Event{Server: server, Step: "wave", Wave: &w,
-			Text: fmt.Sprintf("%s wave at %s, repeat %d: %d/%d ok, %.1f tok/s, %.2f s", spec.Kind, spec.describe(), spec.Repeat, ok, n, rate, wall)})
+			Text: fmt.Sprintf("%s wave at %s, repeat %d: %d/%d ok, %.1f tok/s, %.2f s", spec.Kind, spec.Label(), spec.Repeat, ok, n, rate, wall)})
 	}
 }
 
 // mechanismCheck runs the separate, unrecorded wave while polling the
 // server's metric; false when the server died during it.
-func (r *runner) mechanismCheck(ctx context.Context, i int, t Target, proc *supervise.Process, apiKey string) bool {
+func (r *runner) mechanismCheck(ctx context.Context, i int, t Target, proc *supervise.Process, apiKey string, spec plan.Wave) bool {
 	m := r.cfg.MechanismCheck
 	s := r.cfg.Servers[i]
 	period := m.Period.D()
@@ -443,7 +452,6 @@ func (r *runner) mechanismCheck(ctx context.Context, i int, t Target, proc *supe
 		r.note("mechanism check on %s did not run: %v", s.Name, err)
 		return true
 	}
-	spec := WaveSpec{Kind: contract.KindMechanismCheck, Concurrency: m.Concurrency, Repeat: 1}
 	res, werr := r.driver.Wave(ctx, t, spec)
 	// One more period so the series covers the wave's end.
 	select {
@@ -497,4 +505,25 @@ func (r *runner) logNotes(server, path string) {
 		}
 		r.note("%s", msg)
 	}
+}
+
+// Requests counts the recorded requests of the rehearsal and those that
+// succeeded, with the failures by error kind.
+func (o *Outcome) Requests() (ok, total int, byKind map[string]int) {
+	byKind = map[string]int{}
+	if o.Results == nil {
+		return 0, 0, byKind
+	}
+	for _, r := range o.Results.Records {
+		if r.Kind != contract.KindRecorded {
+			continue
+		}
+		total++
+		if r.OK {
+			ok++
+		} else {
+			byKind[r.ErrorKind]++
+		}
+	}
+	return ok, total, byKind
 }

@@ -26,6 +26,8 @@ type tokenizerChoice struct {
 func chooseTokenizer(cfg *config.Rehearsal) (tokenizerChoice, error) {
 	t := cfg.Tokenizer
 	switch {
+	case t.Variant == VariantUsage:
+		return tokenizerChoice{Variant: VariantUsage, Field: "tokenizer.variant"}, nil
 	case t.Path != "":
 		return tokenizerChoice{Path: t.Path, Field: "tokenizer.path"}, nil
 	case t.Variant != "":
@@ -52,13 +54,22 @@ func chooseTokenizer(cfg *config.Rehearsal) (tokenizerChoice, error) {
 	return c, nil
 }
 
+// VariantUsage is the tokenizer variant that counts no text: output_tokens
+// are the server's own usage.completion_tokens.
+const VariantUsage = "usage"
+
 // OpenTokenizer loads the rehearsal's tokenizer (see chooseTokenizer for the
 // order) and returns it with its provenance and, when it fell back to the
-// bundled file, a note for the bundle.
+// bundled file, a note for the bundle. With the variant "usage" the
+// tokenizer is nil: the servers' usage counts. It is the one resolver of
+// run, demo and bench.
 func OpenTokenizer(cfg *config.Rehearsal) (*tokenizer.Tokenizer, bundle.Tokenizer, string, error) {
 	c, err := chooseTokenizer(cfg)
 	if err != nil {
 		return nil, bundle.Tokenizer{}, "", err
+	}
+	if c.Variant == VariantUsage {
+		return nil, bundle.Tokenizer{Name: VariantUsage, Source: "the server's usage.completion_tokens"}, "", nil
 	}
 	var tok *tokenizer.Tokenizer
 	if c.Path != "" {

@@ -32,6 +32,12 @@ type Probe struct {
 	Interval time.Duration
 	// SkipRequest leaves out the tiny request.
 	SkipRequest bool
+	// Mode is the readiness sequence: ReadyFull (the default: health path,
+	// /v1/models, one tiny request), ReadyModels (GET /v1/models alone, for
+	// hosted APIs with no health route) or ReadyAnswer (one HTTP answer of
+	// any status from GET /v1/models or the health path: the server is
+	// reached, and the waves' records say what it answers).
+	Mode string
 	// LogLines is how many last lines of the log a failure shows (default 20).
 	LogLines int
 	// Client makes the probes (default: a client with a 10 s timeout).
@@ -112,7 +118,17 @@ func WaitReady(ctx context.Context, p *Process, pr Probe) error {
 		{"GET " + pr.HealthPath, func(c context.Context) error { return get(c, client, pr.BaseURL+pr.HealthPath, pr.APIKey, nil) }},
 		{"GET /v1/models", func(c context.Context) error { return checkModels(c, client, pr) }},
 	}
-	if !pr.SkipRequest {
+	switch pr.Mode {
+	case ReadyModels:
+		steps = steps[1:2]
+	case ReadyAnswer:
+		steps = steps[:0]
+		steps = append(steps, struct {
+			name string
+			try  func(context.Context) error
+		}{"GET /v1/models or " + pr.HealthPath + " (any answer)", func(c context.Context) error { return answered(c, client, pr) }})
+	}
+	if !pr.SkipRequest && (pr.Mode == "" || pr.Mode == ReadyFull) {
 		steps = append(steps, struct {
 			name string
 			try  func(context.Context) error
@@ -163,6 +179,30 @@ func WaitReady(ctx context.Context, p *Process, pr Probe) error {
 		}
 	}
 	return nil
+}
+
+// Readiness modes (Probe.Mode).
+const (
+	ReadyFull   = "full"
+	ReadyModels = "models"
+	ReadyAnswer = "answer"
+)
+
+// answered succeeds when GET /v1/models, or else the health path, gets an
+// HTTP answer of any status but 401 or 403 (a key refused, which retrying
+// will not change).
+func answered(ctx context.Context, client *http.Client, pr Probe) error {
+	var err error
+	for _, path := range []string{"/v1/models", pr.HealthPath} {
+		err = get(ctx, client, pr.BaseURL+path, pr.APIKey, nil)
+		if _, status := errors.AsType[*HTTPStatusError](err); err == nil || status {
+			return nil
+		}
+		if _, fatal := errors.AsType[*fatalProbe](err); fatal {
+			return err
+		}
+	}
+	return err
 }
 
 // HTTPStatusError is a probe answered with a status outside 2xx.

@@ -12,8 +12,10 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -777,5 +779,55 @@ func TestKeeperArgvHoldsNoSecret(t *testing.T) {
 	}
 	if env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", keeper)); err == nil && strings.Contains(string(env), "hf_env_secret") {
 		t.Error("the server's environment override is in the keeper's own environment")
+	}
+}
+
+// The readiness modes ask for what they say, and only that: answer takes
+// any HTTP answer (a 404 included) and sends no request; models asks
+// /v1/models alone (no /health, which hosted APIs lack); a refused key ends
+// either at once.
+func TestReadyModes(t *testing.T) {
+	var paths sync.Map
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths.Store(r.Method+" "+r.URL.Path, true)
+		switch {
+		case r.Header.Get("Authorization") == "Bearer bad":
+			w.WriteHeader(http.StatusUnauthorized)
+		case r.URL.Path == "/v1/models":
+			w.Write([]byte(`{"data":[{"id":"m1"}]}`))
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	seen := func() []string {
+		var out []string
+		paths.Range(func(k, _ any) bool { out = append(out, k.(string)); return true })
+		sort.Strings(out)
+		paths.Clear()
+		return out
+	}
+	if err := WaitReady(context.Background(), nil, Probe{BaseURL: srv.URL, Mode: ReadyModels, Model: "m1", Timeout: time.Second}); err != nil {
+		t.Fatalf("models: %v", err)
+	}
+	if got := seen(); strings.Join(got, ",") != "GET /v1/models" {
+		t.Errorf("models asked %v", got)
+	}
+	if err := WaitReady(context.Background(), nil, Probe{BaseURL: srv.URL, Mode: ReadyAnswer, Timeout: time.Second}); err != nil {
+		t.Fatalf("answer: %v", err)
+	}
+	if got := seen(); strings.Join(got, ",") != "GET /v1/models" {
+		t.Errorf("answer asked %v", got)
+	}
+	notFound := httptest.NewServer(http.NotFoundHandler())
+	defer notFound.Close()
+	if err := WaitReady(context.Background(), nil, Probe{BaseURL: notFound.URL, Mode: ReadyAnswer, Timeout: time.Second}); err != nil {
+		t.Errorf("answer: a 404 is an answer: %v", err)
+	}
+	for _, mode := range []string{ReadyAnswer, ReadyModels} {
+		err := WaitReady(context.Background(), nil, Probe{BaseURL: srv.URL, Mode: mode, APIKey: "bad", Timeout: 10 * time.Second})
+		if err == nil || !strings.Contains(err.Error(), "HTTP 401") {
+			t.Errorf("%s with a refused key: %v", mode, err)
+		}
 	}
 }

@@ -1,0 +1,42 @@
+package drive
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/plan"
+)
+
+// LoadOf returns the per-request load of a workload.
+func LoadOf(wl bundle.Workload) Load {
+	return Load{
+		Prompts:     wl.Prompts,
+		MaxTokens:   wl.MaxTokens,
+		Temperature: wl.Temperature,
+		Timeout:     time.Duration(wl.TimeoutS * float64(time.Second)),
+	}
+}
+
+// Wave runs one planned wave (package plan orders them) with the given
+// load: a closed-loop wave at its concurrency, or an open-loop wave on its
+// schedule.
+func (d *Driver) Wave(ctx context.Context, t Target, load Load, w plan.Wave) (WaveResult, error) {
+	switch w.Mode {
+	case contract.ModeClosed:
+		return d.ClosedWave(ctx, t, WaveSpec{Load: load, Kind: w.Kind, Concurrency: w.Concurrency, Repeat: w.Repeat, Cold: w.Cold})
+	case contract.ModeOpen:
+		if w.Open == nil {
+			return WaveResult{}, fmt.Errorf("%s: an open-loop wave without a schedule", t.Name)
+		}
+		s := w.Open
+		return d.OpenWave(ctx, t, OpenSpec{
+			Load: load, Kind: w.Kind, Repeat: w.Repeat, RequestRateRPS: s.RequestRateRPS,
+			Arrival: s.Arrival, Burstiness: s.Burstiness, Seed: s.Seed,
+			NumRequests: s.NumRequests, Duration: s.Duration, MaxConcurrency: s.MaxConcurrency,
+		})
+	}
+	return WaveResult{}, fmt.Errorf("%s: wave mode %q: want closed or open", t.Name, w.Mode)
+}

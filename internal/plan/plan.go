@@ -1,0 +1,135 @@
+package plan
+
+import (
+	"time"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+// Wave is one planned wave of a server.
+type Wave struct {
+	// Kind is contract.KindWarmup, KindRecorded or KindMechanismCheck.
+	Kind string
+	// Mode is contract.ModeClosed or ModeOpen.
+	Mode string
+	// Concurrency is the clients of a closed-loop wave.
+	Concurrency int
+	// Repeat counts from 1 within the wave's kind and load.
+	Repeat int
+	// Cold flags the first recorded wave of a series without warm-up.
+	Cold bool
+	// Open is the arrival schedule of an open-loop wave (nil when closed).
+	Open *Schedule
+}
+
+// Schedule is the arrival schedule of one open-loop wave: requests at
+// RequestRateRPS on the Arrival process, drawn with Seed, bounded by
+// NumRequests, Duration, or both.
+type Schedule struct {
+	RequestRateRPS float64
+	Arrival        string
+	Burstiness     float64
+	Seed           int64
+	NumRequests    int
+	Duration       time.Duration
+	// MaxConcurrency caps the requests in flight (0: none).
+	MaxConcurrency int
+}
+
+// Label names the wave's load as contract does everywhere: "1 client",
+// "8 clients" or "2.5 req/s".
+func (w Wave) Label() string {
+	k := contract.Key{Mode: w.Mode, Concurrency: w.Concurrency}
+	if w.Open != nil {
+		k.RequestRateRPS = w.Open.RequestRateRPS
+	}
+	return k.LoadLabel()
+}
+
+// WarmupConcurrency is the clients of each warm-up wave of wl: its
+// warmup_concurrency, else its first concurrency, else 1.
+func WarmupConcurrency(wl bundle.Workload) int {
+	switch {
+	case wl.WarmupConcurrency > 0:
+		return wl.WarmupConcurrency
+	case len(wl.Concurrencies) > 0:
+		return wl.Concurrencies[0]
+	}
+	return 1
+}
+
+// Server returns the waves of the named server, in the order they run:
+// wl.WarmupWaves warm-up waves, then for each concurrency wl.Repeats
+// recorded closed-loop waves (the first flagged cold when there is no
+// warm-up, SPEC §1), then wl.Repeats open-loop waves at each request rate
+// (repeat r drawn with seed open_loop.seed + r − 1, so repeats are
+// independent draws and each is reproducible), then the mechanism check
+// when it is this server's.
+func Server(wl bundle.Workload, server string) []Wave {
+	var out []Wave
+	warm := WarmupConcurrency(wl)
+	for r := 1; r <= wl.WarmupWaves; r++ {
+		out = append(out, Wave{Kind: contract.KindWarmup, Mode: contract.ModeClosed, Concurrency: warm, Repeat: r})
+	}
+	cold := wl.WarmupWaves == 0
+	for _, c := range wl.Concurrencies {
+		for r := 1; r <= wl.Repeats; r++ {
+			out = append(out, Wave{Kind: contract.KindRecorded, Mode: contract.ModeClosed, Concurrency: c, Repeat: r, Cold: cold})
+			cold = false
+		}
+	}
+	if o := wl.Open; o != nil {
+		for _, rate := range o.RequestRatesRPS {
+			for r := 1; r <= wl.Repeats; r++ {
+				out = append(out, Wave{Kind: contract.KindRecorded, Mode: contract.ModeOpen, Repeat: r, Open: &Schedule{
+					RequestRateRPS: rate, Arrival: o.Arrival, Burstiness: o.Burstiness, Seed: o.Seed + int64(r-1),
+					NumRequests: o.NumRequests, Duration: seconds(o.DurationS), MaxConcurrency: o.MaxConcurrency,
+				}})
+			}
+		}
+	}
+	if m := wl.MechanismCheck; m != nil && m.Server == server {
+		out = append(out, Wave{Kind: contract.KindMechanismCheck, Mode: contract.ModeClosed, Concurrency: m.Concurrency, Repeat: 1})
+	}
+	return out
+}
+
+// Workload is the bundle's record of the rehearsal's workload, with the
+// resolved prompts. Its kind is closed, open (open-loop waves only) or
+// closed+open.
+func Workload(cfg *config.Rehearsal, prompts []string) bundle.Workload {
+	w := cfg.Workload
+	out := bundle.Workload{
+		Kind:              contract.ModeClosed,
+		Concurrencies:     append([]int{}, w.Concurrencies...),
+		Repeats:           w.Repeats,
+		Prompts:           append([]string(nil), prompts...),
+		MaxTokens:         w.MaxTokens,
+		Temperature:       *w.Temperature,
+		TimeoutS:          w.Timeout.Seconds(),
+		WarmupWaves:       w.WarmupWaves,
+		WarmupConcurrency: w.WarmupConcurrency,
+		PercentileMethod:  contract.PercentileMethod,
+		Endpoint:          w.Endpoint,
+		IncludeUsage:      *w.IncludeUsage,
+		ExtraBody:         w.ExtraBody,
+	}
+	if o := w.OpenLoop; o != nil {
+		out.Kind = contract.ModeClosed + "+" + contract.ModeOpen
+		if len(w.Concurrencies) == 0 {
+			out.Kind = contract.ModeOpen
+		}
+		out.Open = &bundle.OpenLoop{
+			RequestRatesRPS: append([]float64(nil), o.RequestRatesRPS...), Arrival: o.Arrival, Burstiness: o.Burstiness,
+			Seed: o.Seed, NumRequests: o.NumRequests, DurationS: o.Duration.Seconds(), MaxConcurrency: o.MaxConcurrency,
+		}
+	}
+	if m := cfg.MechanismCheck; m != nil {
+		out.MechanismCheck = &bundle.MechanismSpec{Server: m.Server, Metric: m.Metric, Concurrency: m.Concurrency, PeriodS: m.Period.Seconds()}
+	}
+	return out
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -1,0 +1,105 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/config"
+)
+
+func describe(ws []Wave) string {
+	var lines []string
+	for _, w := range ws {
+		line := fmt.Sprintf("%s/%s %s r%d", w.Kind, w.Mode, w.Label(), w.Repeat)
+		if w.Cold {
+			line += " cold"
+		}
+		if o := w.Open; o != nil {
+			line += fmt.Sprintf(" %s seed=%d n=%d d=%v cap=%d", o.Arrival, o.Seed, o.NumRequests, o.Duration, o.MaxConcurrency)
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func TestServer(t *testing.T) {
+	open := &bundle.OpenLoop{RequestRatesRPS: []float64{2.5, 4}, Arrival: "gamma", Burstiness: 0.5, Seed: 9, NumRequests: 5, DurationS: 30, MaxConcurrency: 3}
+	mc := &bundle.MechanismSpec{Server: "b", Concurrency: 64}
+	for _, tc := range []struct {
+		name   string
+		wl     bundle.Workload
+		server string
+		want   []string
+	}{
+		{"no warm-up: the first recorded wave is cold", bundle.Workload{Concurrencies: []int{1, 8}, Repeats: 2}, "a", []string{
+			"recorded/closed 1 client r1 cold", "recorded/closed 1 client r2", "recorded/closed 8 clients r1", "recorded/closed 8 clients r2",
+		}},
+		{"warm-up at the first concurrency", bundle.Workload{Concurrencies: []int{8, 1}, Repeats: 1, WarmupWaves: 2}, "a", []string{
+			"warmup/closed 8 clients r1", "warmup/closed 8 clients r2", "recorded/closed 8 clients r1", "recorded/closed 1 client r1",
+		}},
+		{"warm-up at warmup_concurrency", bundle.Workload{Concurrencies: []int{8}, Repeats: 1, WarmupWaves: 1, WarmupConcurrency: 2}, "a", []string{
+			"warmup/closed 2 clients r1", "recorded/closed 8 clients r1",
+		}},
+		{"open loop: a seed per repeat", bundle.Workload{Concurrencies: []int{1}, Repeats: 2, Open: open}, "a", []string{
+			"recorded/closed 1 client r1 cold", "recorded/closed 1 client r2",
+			"recorded/open 2.5 req/s r1 gamma seed=9 n=5 d=30s cap=3", "recorded/open 2.5 req/s r2 gamma seed=10 n=5 d=30s cap=3",
+			"recorded/open 4 req/s r1 gamma seed=9 n=5 d=30s cap=3", "recorded/open 4 req/s r2 gamma seed=10 n=5 d=30s cap=3",
+		}},
+		{"open loop only, warm-up at one client", bundle.Workload{Repeats: 1, WarmupWaves: 1, Open: &bundle.OpenLoop{RequestRatesRPS: []float64{3}, Arrival: "fixed", NumRequests: 2}}, "a", []string{
+			"warmup/closed 1 client r1", "recorded/open 3 req/s r1 fixed seed=0 n=2 d=0s cap=0",
+		}},
+		{"the mechanism check last, on its server", bundle.Workload{Concurrencies: []int{1}, Repeats: 1, MechanismCheck: mc}, "b", []string{
+			"recorded/closed 1 client r1 cold", "mechanism_check/closed 64 clients r1",
+		}},
+		{"not on another server", bundle.Workload{Concurrencies: []int{1}, Repeats: 1, MechanismCheck: mc}, "a", []string{
+			"recorded/closed 1 client r1 cold",
+		}},
+	} {
+		if got, want := describe(Server(tc.wl, tc.server)), strings.Join(tc.want, "\n"); got != want {
+			t.Errorf("%s:\n%s\nwant\n%s", tc.name, got, want)
+		}
+	}
+}
+
+func parse(t *testing.T, yaml string) *config.Rehearsal {
+	t.Helper()
+	cfg, err := config.Parse([]byte(yaml), "t.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// Moved from package rehearsal with the function it tests.
+func TestWorkloadOfTheRehearsal(t *testing.T) {
+	cfg := parse(t, `model: {id: m}
+servers: [{name: v, launch: [vllm, "{port}"]}]
+workload:
+  timeout: 1m30s
+  extra_body: {ignore_eos: true}
+  open_loop: {request_rates_rps: [2], arrival: gamma, burstiness: 0.5, num_requests: 10, duration: 30s}
+`)
+	w := Workload(cfg, []string{"p"})
+	if w.TimeoutS != 90 || w.Kind != "closed+open" || w.Open == nil || w.Open.DurationS != 30 || w.Open.Burstiness != 0.5 ||
+		w.MechanismCheck == nil || w.MechanismCheck.Concurrency != 64 || w.MechanismCheck.PeriodS != 0.1 ||
+		w.ExtraBody["ignore_eos"] != true || !w.IncludeUsage || w.PercentileMethod == "" || len(w.Prompts) != 1 {
+		t.Errorf("workload = %+v", w)
+	}
+}
+
+func TestWorkloadKindAndWarmupConcurrency(t *testing.T) {
+	cfg := parse(t, `model: {id: m}
+servers: [{name: v, base_url: "http://127.0.0.1:1"}]
+workload:
+  concurrencies: []
+  warmup_waves: 1
+  warmup_concurrency: 4
+  open_loop: {request_rates_rps: [2], arrival: poisson, num_requests: 10}
+`)
+	w := Workload(cfg, []string{"p"})
+	if w.Kind != "open" || w.WarmupConcurrency != 4 || w.Concurrencies == nil || len(w.Concurrencies) != 0 {
+		t.Errorf("workload = %+v", w)
+	}
+}

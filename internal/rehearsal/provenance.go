@@ -1,0 +1,61 @@
+package rehearsal
+
+import (
+	"context"
+	"net"
+	"net/url"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/provenance"
+	"github.com/rehearse/rehearse/internal/stream"
+)
+
+// Provenance is the header's provenance before any server ran, for run,
+// demo and bench alike: the tool from build info (provenance.Tool), the command as the caller names it,
+// the host, its GPUs, the tokenizer, and the simulated servers. The notes
+// say what could not be described, and that GPUs listed are this
+// machine's when a server is reached elsewhere. Model, times and the
+// output-token source are filled in by Run.
+func Provenance(ctx context.Context, cfg *config.Rehearsal, command []string, tok bundle.Tokenizer) (bundle.Provenance, []string) {
+	var notes []string
+	gpus, err := provenance.GPUs(ctx)
+	if err != nil {
+		notes = append(notes, "nvidia-smi failed, so no GPU is described: "+err.Error())
+	}
+	if len(gpus) > 0 {
+		for _, s := range cfg.Servers {
+			if !s.Launched() && !isLoopback(s.BaseURL) {
+				notes = append(notes, "the GPUs listed are those of the machine that ran rehearse; the endpoint "+config.RedactURL(s.BaseURL)+" may run elsewhere")
+			}
+		}
+	}
+	return bundle.Provenance{
+		Tool:       provenance.Tool(),
+		Command:    command,
+		Host:       provenance.Host(),
+		GPUs:       gpus,
+		Tokenizer:  tok,
+		Simulation: Simulation(cfg),
+	}, notes
+}
+
+// ServedModel is the first model the server at baseURL lists on
+// /v1/models, for a rehearsal that names none.
+func ServedModel(ctx context.Context, baseURL, apiKey string) (string, error) {
+	c := stream.NewClient(nil)
+	defer c.Close()
+	return c.ServedModel(ctx, baseURL, apiKey)
+}
+
+func isLoopback(base string) bool {
+	u, err := url.Parse(base)
+	if err != nil {
+		return false
+	}
+	if u.Hostname() == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(u.Hostname())
+	return ip != nil && ip.IsLoopback()
+}
