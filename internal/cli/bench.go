@@ -311,7 +311,8 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 			apiKey = os.Getenv(o.apiKeyEnv)
 		}
 		if o.model, err = rehearsal.ServedModel(ctx, o.baseURL, apiKey); err != nil {
-			return nil, nil, usageError("--model not given and the server did not name one: %v", config.RedactURL(err.Error()))
+			// The server failed to answer, not the user: exit 1.
+			return nil, nil, &ExitError{Code: 1, Err: fmt.Errorf("--model not given, and the server did not name one: %v", config.RedactURL(err.Error()))}
 		}
 		notes = append(notes, fmt.Sprintf("model %q was taken from the server's /v1/models", o.model))
 	}

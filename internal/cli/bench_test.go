@@ -330,6 +330,13 @@ func TestBenchWithNoSuccessExitsOne(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "not ready") {
 		t.Fatalf("closed port: exit %d, stderr %q", code, errs)
 	}
+	// Without --model the server is asked for it first: a server that is
+	// down is the work failing (1), not bad usage (2).
+	code, _, errs = runMain(context.Background(), "bench", "--base-url", closed.URL, "--tokenizer", "usage",
+		"--concurrency", "1", "--repeats", "1", "-o", filepath.Join(t.TempDir(), "d"))
+	if code != 1 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "--model not given, and the server did not name one") {
+		t.Fatalf("closed port, no --model: exit %d, stderr %q", code, errs)
+	}
 }
 
 // run goes through the same exit rule: a rehearsal file whose only server
