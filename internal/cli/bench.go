@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -425,40 +424,15 @@ func (p *benchProgress) close() {
 	}
 }
 
-// printBenchSummary prints one line per aggregate.
+// printBenchSummary prints report's summary table, a row per aggregate,
+// then every warning as a note.
 func printBenchSummary(w io.Writer, res *bundle.Results) {
 	if len(res.Aggregates) == 0 {
 		fmt.Fprintln(w, "No recorded waves finished: there is no summary.")
 		return
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "server\tload\tgoodput tok/s\tp50 TTFT\tp95 TTFT\tp95 TPOT\tp99 lateness\tfailures\t")
-	for _, a := range res.Aggregates {
-		late := "–"
-		if a.Mode == contract.ModeOpen && a.Lateness != nil {
-			late = report.Seconds(a.Lateness.P99)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", a.Server, a.LoadLabel(), report.Goodput(a.Goodput),
-			report.Seconds(a.TTFT.P50), report.Seconds(a.TTFT.P95), report.Seconds(a.TPOT.P95), late, failureSummary(a.Failures))
+	report.SummaryTable(res).Text(w)
+	for _, l := range report.Warnings(res) {
+		fmt.Fprintf(w, "note: %s\n", l)
 	}
-	tw.Flush()
-	for _, a := range res.Aggregates {
-		for _, warn := range a.Warnings {
-			fmt.Fprintf(w, "note: %s at %s: %s\n", a.Server, a.LoadLabel(), warn)
-		}
-	}
-}
-
-func failureSummary(f contract.Failures) string {
-	s := report.FailureCount(f)
-	if f.Count == 0 {
-		return s
-	}
-	var parts []string
-	for _, k := range contract.ErrorKinds {
-		if n := f.ByKind[k]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", k, n))
-		}
-	}
-	return s + " (" + strings.Join(parts, ", ") + ")"
 }

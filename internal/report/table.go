@@ -217,3 +217,54 @@ func (t Table) Text(w io.Writer) error {
 	}
 	return t.Open.Text(w)
 }
+
+// SummaryTable is one server's figures at a glance, as bench prints them:
+// a row per aggregate (server, load, goodput median [min–max], p50 and p95
+// TTFT, p95 TPOT, open-loop p99 lateness, failures with their kinds),
+// rendered by the same Section.Text as the results table.
+func SummaryTable(res *bundle.Results) Section {
+	sec := Section{Columns: []Column{
+		{Head: "Server", Short: "server"}, {Head: "Load", Short: "load"},
+		{Head: "Goodput, median [min–max] tok/s", Short: "goodput tok/s"},
+		{Head: "p50 TTFT", Short: "p50 TTFT"}, {Head: "p95 TTFT", Short: "p95 TTFT"},
+		{Head: "p95 TPOT", Short: "p95 TPOT"}, {Head: "p99 lateness", Short: "p99 lateness"},
+		{Head: "Failures", Short: "failures"},
+	}}
+	for _, a := range res.Aggregates {
+		late := dash
+		if a.Mode == contract.ModeOpen && a.Lateness != nil {
+			late = Seconds(a.Lateness.P99)
+		}
+		sec.Rows = append(sec.Rows, []string{a.Server, a.LoadLabel(), Goodput(a.Goodput),
+			Seconds(a.TTFT.P50), Seconds(a.TTFT.P95), Seconds(a.TPOT.P95), late, FailuresByKind(a.Failures)})
+	}
+	return sec
+}
+
+// FailuresByKind is FailureCount followed by the kinds of the failures, in
+// contract.ErrorKinds order: "2/3 (66.7%) (timeout 1, http_status 1)".
+func FailuresByKind(f contract.Failures) string {
+	s := FailureCount(f)
+	if f.Count == 0 {
+		return s
+	}
+	var parts []string
+	for _, k := range contract.ErrorKinds {
+		if n := f.ByKind[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	return s + " (" + strings.Join(parts, ", ") + ")"
+}
+
+// Warnings lists every aggregate's warnings, each with where it holds:
+// "vllm at 1 client: repeat 1 is a cold wave …".
+func Warnings(res *bundle.Results) []string {
+	var lines []string
+	for _, a := range res.Aggregates {
+		for _, w := range a.Warnings {
+			lines = append(lines, a.Server+" at "+a.LoadLabel()+": "+w)
+		}
+	}
+	return lines
+}
