@@ -11,14 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
-	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/report"
 	"github.com/rehearse/rehearse/internal/tokenizer"
@@ -137,7 +134,7 @@ canceled, and the bundle of what finished is written.`,
 	f.IntVar(&o.numRequests, "num-requests", 0, "requests per open-loop wave (0: bounded by --duration only)")
 	f.DurationVar(&o.duration, "duration", 0, "length of an open-loop wave's schedule (0: bounded by --num-requests only)")
 	f.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on open-loop requests in flight (0: none); waits are counted")
-	f.StringVar(&o.progress, "progress", "auto", "progress bar on stderr: auto (when stderr is a terminal), always, never")
+	progressFlag(f, &o.progress)
 	f.StringVar(&o.ready, "ready", config.DefaultBenchReady, "readiness check: answer (any HTTP answer from /v1/models or /health), models (GET /v1/models lists the model; for hosted APIs with no /health), full (/health, /v1/models, one tiny request)")
 	f.DurationVar(&o.readyTimeout, "ready-timeout", config.DefaultReachTimeout, "how long the endpoint has to pass the readiness check")
 	return cmd
@@ -201,10 +198,8 @@ func (o *benchOptions) validate() error {
 			return usageError("--api-key-env %s: %v", o.apiKeyEnv, err)
 		}
 	}
-	switch o.progress {
-	case "auto", "always", "never":
-	default:
-		return usageError("--progress %q: want auto, always or never", o.progress)
+	if err := checkProgress(o.progress); err != nil {
+		return err
 	}
 	switch o.ready {
 	case config.ReadyAnswer, config.ReadyModels, config.ReadyFull:
@@ -268,8 +263,7 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 	if dir == "" {
 		dir = "rehearse-bench-" + time.Now().UTC().Format("20060102T150405Z")
 	}
-	showBar := o.progress == "always" || (o.progress == "auto" && isTerminal(st.Stderr))
-	pb := &benchProgress{w: st.Stderr, enabled: showBar}
+	pb := newWaveBar(st.Stderr, o.progress, false)
 	r, err := rehearse(ctx, rehearsalJob{
 		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: prompts, waveEvents: pb.event,
 		fail: func(err error) error {
@@ -368,60 +362,6 @@ func (o *benchOptions) tokenizerConfig() (config.Tokenizer, error) {
 func fileExists(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && !st.IsDir()
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// benchProgress draws one progress bar per wave on stderr.
-type benchProgress struct {
-	w       io.Writer
-	enabled bool
-	bar     *progressbar.ProgressBar
-}
-
-func (p *benchProgress) event(ev rehearsal.WaveEvent) {
-	if !p.enabled {
-		return
-	}
-	w := ev.Wave
-	label := fmt.Sprintf("%s %s c=%d r=%d", w.Server, w.Kind, w.Concurrency, w.Repeat)
-	if w.Mode == contract.ModeOpen {
-		label = fmt.Sprintf("%s %s %g req/s r=%d", w.Server, w.Kind, w.RequestRateRPS, w.Repeat)
-	}
-	switch ev.Kind {
-	case rehearsal.WaveReleased:
-		p.bar = progressbar.NewOptions(ev.Total,
-			progressbar.OptionSetWriter(p.w),
-			progressbar.OptionSetDescription(label),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetElapsedTime(true),
-			progressbar.OptionSetPredictTime(false),
-			progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionSetWidth(30),
-		)
-	case rehearsal.RequestEnded:
-		if p.bar != nil {
-			p.bar.Describe(fmt.Sprintf("%s failed %d", label, ev.Failed))
-			p.bar.Add(1)
-		}
-	case rehearsal.WaveEnded:
-		if p.bar != nil {
-			p.bar.Describe(fmt.Sprintf("%s failed %d", label, ev.Failed))
-			p.bar.Finish()
-			fmt.Fprintln(p.w)
-			p.bar = nil
-		}
-	}
-}
-
-func (p *benchProgress) close() {
-	if p.bar != nil {
-		p.bar.Exit()
-		fmt.Fprintln(p.w)
-	}
 }
 
 // printBenchSummary prints report's summary table, a row per aggregate,

@@ -356,3 +356,30 @@ func TestRunWithNoSuccessExitsOne(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 }
+
+// run (and demo, which goes through it) draws the same live view as bench:
+// a bar per wave advanced as requests end, cleared when the wave's own line
+// replaces it.
+func TestRunProgressBar(t *testing.T) {
+	srv, _ := benchServer(t, 10, 30*time.Millisecond)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "r.yaml")
+	yaml := "model: {id: m}\nservers:\n  - {name: s, base_url: '" + srv.URL + "', ready: {mode: answer, timeout: 2s}}\n" +
+		"workload: {concurrencies: [2], repeats: 1, max_tokens: 10}\nmechanism_check: ~\ntokenizer: {variant: usage}\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runMain(context.Background(), "run", "--progress", "always", "-f", file, "-o", filepath.Join(dir, "out"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"s recorded c=2 r=1", "recorded wave at 2 clients, repeat 1: 2/2 ok"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%q", want, errs)
+		}
+	}
+	code, _, errs = runMain(context.Background(), "run", "--progress", "sometimes", "-f", file, "-o", filepath.Join(dir, "out2"))
+	if code != 2 || !strings.Contains(errs, `--progress "sometimes"`) {
+		t.Fatalf("bad --progress: exit %d, stderr %q", code, errs)
+	}
+}

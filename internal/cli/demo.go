@@ -22,6 +22,7 @@ type demoOptions struct {
 	outDir    string
 	timeScale float64
 	quiet     bool
+	progress  string
 }
 
 func newDemoCmd(st *State) *cobra.Command {
@@ -48,6 +49,9 @@ plainly that the servers were simulated: no figure is a GPU measurement.`,
 			if o.timeScale <= 0 || math.IsInf(o.timeScale, 0) || math.IsNaN(o.timeScale) {
 				return usageError("demo: --time-scale %v: want a positive number", o.timeScale)
 			}
+			if err := checkProgress(o.progress); err != nil {
+				return err
+			}
 			cwd, err := os.Getwd()
 			if err != nil {
 				return err
@@ -65,7 +69,7 @@ plainly that the servers were simulated: no figure is a GPU measurement.`,
 			}
 			start := time.Now()
 			err = runRehearsal(cmd.Context(), st, rehearsalJob{
-				cfg: cfg, dir: dir, quiet: o.quiet,
+				cfg: cfg, dir: dir, quiet: o.quiet, progressMode: o.progress,
 				command:    []string{"rehearse", "demo", "-o", dir, "--time-scale", strconv.FormatFloat(o.timeScale, 'g', -1, 64)},
 				simulation: rehearsal.Simulation(cfg),
 			})
@@ -77,6 +81,7 @@ plainly that the servers were simulated: no figure is a GPU measurement.`,
 	f.StringVarP(&o.outDir, "output", "o", "", "bundle folder (default rehearse-demo-TIME in the current folder)")
 	f.Float64Var(&o.timeScale, "time-scale", defaultDemoTimeScale, "simulated time runs K times faster than the wall clock")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr")
+	progressFlag(f, &o.progress)
 	return cmd
 }
 

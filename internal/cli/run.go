@@ -23,9 +23,10 @@ import (
 const exitInterrupted = 130
 
 type runOptions struct {
-	file   string
-	outDir string
-	quiet  bool
+	file     string
+	outDir   string
+	quiet    bool
+	progress string
 }
 
 func newRunCmd(st *State) *cobra.Command {
@@ -61,6 +62,9 @@ rehearsal file (every problem is listed with its field path).`,
 			if o.file == "" {
 				return usageError("run: -f REHEARSAL.yaml is required")
 			}
+			if err := checkProgress(o.progress); err != nil {
+				return err
+			}
 			cfg, err := config.Load(o.file)
 			if err != nil {
 				return &ExitError{Code: 2, Err: err}
@@ -74,7 +78,7 @@ rehearsal file (every problem is listed with its field path).`,
 				dir = "rehearse-" + base + "-" + time.Now().UTC().Format("20060102T150405Z")
 			}
 			return runRehearsal(cmd.Context(), st, rehearsalJob{
-				cfg: cfg, dir: dir, quiet: o.quiet,
+				cfg: cfg, dir: dir, quiet: o.quiet, progressMode: o.progress,
 				command:    []string{"rehearse", "run", "-f", o.file, "-o", dir},
 				simulation: rehearsal.Simulation(cfg),
 			})
@@ -84,6 +88,7 @@ rehearsal file (every problem is listed with its field path).`,
 	f.StringVarP(&o.file, "file", "f", "", "the rehearsal file (YAML)")
 	f.StringVarP(&o.outDir, "output", "o", "", "bundle folder (default: output.dir of the file, else rehearse-NAME-TIME)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr (failures are still printed)")
+	progressFlag(f, &o.progress)
 	return cmd
 }
 
@@ -93,6 +98,8 @@ type rehearsalJob struct {
 	dir     string
 	command []string
 	quiet   bool
+	// progressMode is --progress: the live view of each wave (run, demo).
+	progressMode string
 	// simulation is demo's; the provenance builder finds the same from
 	// the simulated servers of cfg.
 	simulation *bundle.Simulation
@@ -221,6 +228,11 @@ func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
 		if !job.quiet || ev.Step == "fail" {
 			fmt.Fprintf(st.Stderr, "%s  %-10s %s\n", time.Now().Format("15:04:05"), ev.Server, ev.Text)
 		}
+	}
+	if !job.quiet {
+		bar := newWaveBar(st.Stderr, job.progressMode, true)
+		defer bar.close()
+		job.waveEvents = bar.event
 	}
 	r, err := rehearse(ctx, job)
 	if err != nil {

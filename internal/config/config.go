@@ -275,6 +275,16 @@ const (
 	DefaultStopGrace      = 15 * time.Second
 	OnFailureContinue     = "continue"
 	OnFailureStop         = "stop"
+	// DefaultProgress draws the live per-request view of bench, run and
+	// demo only when stderr is a terminal.
+	DefaultProgress = ProgressAuto
+)
+
+// Progress modes of the live view on stderr.
+const (
+	ProgressAuto   = "auto"
+	ProgressAlways = "always"
+	ProgressNever  = "never"
 )
 
 var (

@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/rehearsal"
+)
+
+// progressFlag registers --progress, the live view of bench, run and demo.
+func progressFlag(f *pflag.FlagSet, mode *string) {
+	f.StringVar(mode, "progress", config.DefaultProgress, "live per-request view of each wave on stderr: auto (when stderr is a terminal), always, never")
+}
+
+func checkProgress(mode string) error {
+	switch mode {
+	case config.ProgressAuto, config.ProgressAlways, config.ProgressNever:
+		return nil
+	}
+	return usageError("--progress %q: want %s, %s or %s", mode, config.ProgressAuto, config.ProgressAlways, config.ProgressNever)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// waveBar draws one progress bar per wave on stderr, advanced as each
+// request ends: the server, the load and the repeat, the requests ended of
+// the wave's total and how many failed, and the time since the release.
+// Off a terminal (mode auto) it draws nothing: the runner's line per wave
+// is the plain view.
+type waveBar struct {
+	w       io.Writer
+	enabled bool
+	// clear removes a finished wave's bar, for a command that prints a
+	// line per wave of its own in its place (run, demo).
+	clear bool
+	bar   *progressbar.ProgressBar
+}
+
+func newWaveBar(w io.Writer, mode string, clear bool) *waveBar {
+	on := mode == config.ProgressAlways || (mode == config.ProgressAuto && isTerminal(w))
+	return &waveBar{w: w, enabled: on, clear: clear}
+}
+
+func (p *waveBar) event(ev rehearsal.WaveEvent) {
+	if !p.enabled {
+		return
+	}
+	w := ev.Wave
+	label := fmt.Sprintf("%s %s c=%d r=%d", w.Server, w.Kind, w.Concurrency, w.Repeat)
+	if w.Mode == contract.ModeOpen {
+		label = fmt.Sprintf("%s %s %g req/s r=%d", w.Server, w.Kind, w.RequestRateRPS, w.Repeat)
+	}
+	switch ev.Kind {
+	case rehearsal.WaveReleased:
+		opts := []progressbar.Option{
+			progressbar.OptionSetWriter(p.w),
+			progressbar.OptionSetDescription(label),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetElapsedTime(true),
+			progressbar.OptionSetPredictTime(false),
+			progressbar.OptionThrottle(100 * time.Millisecond),
+			progressbar.OptionSetWidth(30),
+		}
+		if p.clear {
+			opts = append(opts, progressbar.OptionClearOnFinish())
+		}
+		p.bar = progressbar.NewOptions(ev.Total, opts...)
+	case rehearsal.RequestEnded:
+		if p.bar != nil {
+			p.bar.Describe(fmt.Sprintf("%s failed %d", label, ev.Failed))
+			p.bar.Add(1)
+		}
+	case rehearsal.WaveEnded:
+		if p.bar != nil {
+			p.bar.Describe(fmt.Sprintf("%s failed %d", label, ev.Failed))
+			p.bar.Finish()
+			if !p.clear {
+				// The finished bar stays: bench prints no line per
+				// wave of its own.
+				fmt.Fprintln(p.w)
+			}
+			p.bar = nil
+		}
+	}
+}
+
+// close ends a bar left open by an interrupted wave.
+func (p *waveBar) close() {
+	if p.bar != nil {
+		p.bar.Exit()
+		fmt.Fprintln(p.w)
+		p.bar = nil
+	}
+}
