@@ -174,6 +174,23 @@ type Workload struct {
 	ExtraBody         map[string]any `json:"extra_body,omitempty"`
 	Open              *OpenLoop      `json:"open_loop,omitempty"`
 	MechanismCheck    *MechanismSpec `json:"mechanism_check,omitempty"`
+	// PromptMaxTokens is each prompt's own max_tokens, aligned with
+	// Prompts (0: MaxTokens); absent when no prompt sets one.
+	PromptMaxTokens []int `json:"prompt_max_tokens,omitempty"`
+	// PromptSource says where Prompts came from; absent in bundles
+	// written before sources were recorded.
+	PromptSource *PromptSource `json:"prompt_source,omitempty"`
+}
+
+// PromptSource is the prompt source of a workload: its name, parameters,
+// SHA-256 (of its file, or of the resolved prompts where there is none)
+// and the dataset entries it skipped, by reason.
+type PromptSource struct {
+	Name    string         `json:"name"`
+	Params  map[string]any `json:"params,omitempty"`
+	SHA256  string         `json:"sha256"`
+	Count   int            `json:"count"`
+	Skipped map[string]int `json:"skipped,omitempty"`
 }
 
 // OpenLoop is the arrival schedule of open-loop waves.

@@ -17,6 +17,7 @@ import (
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/report"
+	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // exitInterrupted is the exit code after Ctrl-C (128 + SIGINT).
@@ -105,7 +106,7 @@ type rehearsalJob struct {
 	simulation *bundle.Simulation
 	notes      []string
 	// prompts are the resolved prompts (nil: resolve them from cfg).
-	prompts []string
+	prompts *workload.Set
 	// fail turns a refusal before any work (prompts, tokenizer, a plan
 	// beyond the open-file limit) into the command's error.
 	fail func(error) error
@@ -128,8 +129,10 @@ type rehearsed struct {
 // through it.
 func rehearse(ctx context.Context, job rehearsalJob) (*rehearsed, error) {
 	cfg := job.cfg
-	prompts := job.prompts
-	if prompts == nil {
+	var prompts workload.Set
+	if job.prompts != nil {
+		prompts = *job.prompts
+	} else {
 		var err error
 		if prompts, err = rehearsal.Prompts(cfg); err != nil {
 			return nil, job.fail(fmt.Errorf("workload.prompts: %w", err))

@@ -6,6 +6,7 @@ import (
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // Wave is one planned wave of a server.
@@ -97,15 +98,16 @@ func Server(wl bundle.Workload, server string) []Wave {
 }
 
 // Workload is the bundle's record of the rehearsal's workload, with the
-// resolved prompts. Its kind is closed, open (open-loop waves only) or
-// closed+open.
-func Workload(cfg *config.Rehearsal, prompts []string) bundle.Workload {
+// prompts of the resolved source, their own max_tokens and the source's
+// record. Its kind is closed, open (open-loop waves only) or closed+open.
+func Workload(cfg *config.Rehearsal, prompts workload.Set) bundle.Workload {
 	w := cfg.Workload
 	out := bundle.Workload{
 		Kind:              contract.ModeClosed,
 		Concurrencies:     append([]int{}, w.Concurrencies...),
 		Repeats:           w.Repeats,
-		Prompts:           append([]string(nil), prompts...),
+		Prompts:           prompts.Texts(),
+		PromptMaxTokens:   prompts.MaxTokens(),
 		MaxTokens:         w.MaxTokens,
 		Temperature:       *w.Temperature,
 		TimeoutS:          w.Timeout.Seconds(),
@@ -124,6 +126,11 @@ func Workload(cfg *config.Rehearsal, prompts []string) bundle.Workload {
 		out.Open = &bundle.OpenLoop{
 			RequestRatesRPS: append([]float64(nil), o.RequestRatesRPS...), Arrival: o.Arrival, Burstiness: o.Burstiness,
 			Seed: o.Seed, NumRequests: o.NumRequests, DurationS: o.Duration.Seconds(), MaxConcurrency: o.MaxConcurrency,
+		}
+	}
+	if r := prompts.Record; r.Name != "" {
+		out.PromptSource = &bundle.PromptSource{
+			Name: r.Name, Params: r.Params, SHA256: r.SHA256, Count: len(prompts.Prompts), Skipped: r.Skipped,
 		}
 	}
 	if m := cfg.MechanismCheck; m != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/workload"
 )
 
 func describe(ws []Wave) string {
@@ -81,7 +82,7 @@ workload:
   extra_body: {ignore_eos: true}
   open_loop: {request_rates_rps: [2], arrival: gamma, burstiness: 0.5, num_requests: 10, duration: 30s}
 `)
-	w := Workload(cfg, []string{"p"})
+	w := Workload(cfg, workload.Texts("p"))
 	if w.TimeoutS != 90 || w.Kind != "closed+open" || w.Open == nil || w.Open.DurationS != 30 || w.Open.Burstiness != 0.5 ||
 		w.MechanismCheck == nil || w.MechanismCheck.Concurrency != 64 || w.MechanismCheck.PeriodS != 0.1 ||
 		w.ExtraBody["ignore_eos"] != true || !w.IncludeUsage || w.PercentileMethod == "" || len(w.Prompts) != 1 {
@@ -98,8 +99,26 @@ workload:
   warmup_concurrency: 4
   open_loop: {request_rates_rps: [2], arrival: poisson, num_requests: 10}
 `)
-	w := Workload(cfg, []string{"p"})
+	w := Workload(cfg, workload.Texts("p"))
 	if w.Kind != "open" || w.WarmupConcurrency != 4 || w.Concurrencies == nil || len(w.Concurrencies) != 0 {
 		t.Errorf("workload = %+v", w)
+	}
+}
+
+func TestWorkloadRecordsPromptSource(t *testing.T) {
+	cfg := parse(t, `model: {id: m}
+servers: [{name: v, base_url: "http://127.0.0.1:1"}]
+`)
+	set := workload.Set{
+		Prompts: []workload.Prompt{{Text: "a", MaxTokens: 3}, {Text: "b"}},
+		Record:  workload.SourceRecord{Name: "synthetic", Params: map[string]any{"seed": 1}, SHA256: "abc", Skipped: map[string]int{"empty": 2}},
+	}
+	w := Workload(cfg, set)
+	s := w.PromptSource
+	if s == nil || s.Name != "synthetic" || s.SHA256 != "abc" || s.Count != 2 || s.Params["seed"] != 1 || s.Skipped["empty"] != 2 {
+		t.Fatalf("prompt source %+v", s)
+	}
+	if len(w.PromptMaxTokens) != 2 || w.PromptMaxTokens[0] != 3 || w.PromptMaxTokens[1] != 0 {
+		t.Fatalf("prompt max_tokens %v", w.PromptMaxTokens)
 	}
 }

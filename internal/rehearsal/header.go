@@ -142,16 +142,11 @@ func Simulation(cfg *config.Rehearsal) *bundle.Simulation {
 	return sim
 }
 
-// Prompts resolves the workload's prompts: its prompts file, its inline
-// list, or the eight built-in prompts. The error is the file's, without a
-// field path (callers name the file or the flag).
-func Prompts(cfg *config.Rehearsal) ([]string, error) {
+// Prompts resolves the workload's prompt source once (workload.Resolve):
+// its prompts file, its inline list, or the eight built-in prompts. The
+// error is the source's, without a field path (callers name the file or the
+// flag).
+func Prompts(cfg *config.Rehearsal) (workload.Set, error) {
 	p := cfg.Workload.Prompts
-	switch {
-	case p.File != "":
-		return workload.LoadPrompts(p.File)
-	case len(p.Inline) > 0:
-		return append([]string(nil), p.Inline...), nil
-	}
-	return workload.BuiltinPrompts(), nil
+	return workload.Resolve(workload.Spec{Inline: p.Inline, Path: p.File}, workload.Env{})
 }

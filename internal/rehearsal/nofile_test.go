@@ -11,6 +11,7 @@ import (
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/drive"
 	"github.com/rehearse/rehearse/internal/rehearsal"
+	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // A plan that needs more open files than the process may have is refused
@@ -23,7 +24,7 @@ func TestRunRefusesAPlanBeyondTheOpenFileLimit(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bundle")
 	var events []rehearsal.Event
 	_, err = rehearsal.Run(context.Background(), rehearsal.Options{
-		Rehearsal: cfg, Dir: dir, Prompts: []string{"p"},
+		Rehearsal: cfg, Dir: dir, Prompts: workload.Texts("p"),
 		Progress: func(ev rehearsal.Event) { events = append(events, ev) },
 	})
 	var de *drive.DescriptorError

@@ -18,6 +18,7 @@ import (
 	"github.com/rehearse/rehearse/internal/plan"
 	"github.com/rehearse/rehearse/internal/promscrape"
 	"github.com/rehearse/rehearse/internal/supervise"
+	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // Options is one rehearsal to run.
@@ -28,8 +29,8 @@ type Options struct {
 	// RehearseExe replaces {rehearse} in launch argv and keeps every
 	// launched server (see supervise.KeeperMain); "" is this program.
 	RehearseExe string
-	// Prompts are the workload's prompts, already resolved.
-	Prompts []string
+	// Prompts are the workload's prompts, already resolved (Prompts).
+	Prompts workload.Set
 	// Counter re-tokenizes returned text; nil counts the servers' usage.
 	Counter Counter
 	// Provenance is the header's provenance as far as the caller knows it

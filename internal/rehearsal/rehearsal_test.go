@@ -20,6 +20,7 @@ import (
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/report"
 	"github.com/rehearse/rehearse/internal/supervise"
+	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // rehearseExe is the rehearse binary the servers are launched from as
@@ -89,7 +90,7 @@ func (r *run) do(t *testing.T, ctx context.Context) *rehearsal.Outcome {
 	// loading the tokenizer under the race detector would cost seconds.
 	out, err := rehearsal.Run(ctx, rehearsal.Options{
 		Rehearsal: r.cfg, Dir: r.dir, RehearseExe: rehearseExe,
-		Prompts: []string{"Say hello.", "Explain batching in one sentence."},
+		Prompts: workload.Texts("Say hello.", "Explain batching in one sentence."),
 		Progress: func(ev rehearsal.Event) {
 			r.mu.Lock()
 			r.events = append(r.events, ev)
