@@ -29,6 +29,8 @@ type Spec struct {
 	Inline []string
 	// Path is the file of a file-backed source.
 	Path string
+	// Synthetic are the parameters of the synthetic source.
+	Synthetic *Synthetic
 }
 
 // Name is the source Spec resolves with.
@@ -114,16 +116,18 @@ type SourceFunc func(spec Spec, env Env) (Set, error)
 
 // Source names.
 const (
-	SourceBuiltin = "builtin"
-	SourceInline  = "inline"
-	SourceFile    = "file"
+	SourceBuiltin   = "builtin"
+	SourceInline    = "inline"
+	SourceFile      = "file"
+	SourceSynthetic = "synthetic"
 )
 
 // sources is the registration seam: a source is a file and a line here.
 var sources = map[string]SourceFunc{
-	SourceBuiltin: resolveBuiltin,
-	SourceInline:  resolveInline,
-	SourceFile:    resolveFile,
+	SourceBuiltin:   resolveBuiltin,
+	SourceInline:    resolveInline,
+	SourceFile:      resolveFile,
+	SourceSynthetic: resolveSynthetic,
 }
 
 // Sources lists the registered source names, sorted.
