@@ -82,6 +82,7 @@ func recordsEqual(a, b *contract.Record) bool {
 		a.Text != b.Text || a.OutputTokens != b.OutputTokens ||
 		!equalPtr(a.UsageCompletionTokens, b.UsageCompletionTokens) || !equalPtr(a.UsagePromptTokens, b.UsagePromptTokens) ||
 		a.FinishReason != b.FinishReason || a.Retried != b.Retried ||
+		!equalPtr(a.InputTokens, b.InputTokens) || a.MaxTokens != b.MaxTokens ||
 		len(a.ChunkTimesS) != len(b.ChunkTimesS) {
 		return false
 	}

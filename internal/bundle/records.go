@@ -52,7 +52,7 @@ func (e *InvalidError) Error() string {
 // aggregates, and does not re-count tokens.
 func checkRecords(r *Results) []Problem {
 	probs, waves := checkWaves(r)
-	c := recordContext{waves: waves, prompts: len(r.Workload.Prompts), source: r.Provenance.OutputTokensSource}
+	c := recordContext{waves: waves, prompts: len(r.Workload.Prompts), source: r.Provenance.OutputTokensSource, workload: &r.Workload}
 	for i := range r.Records {
 		probs = append(probs, checkRecord(i, &r.Records[i], c)...)
 	}
@@ -118,6 +118,8 @@ type recordContext struct {
 	waves   map[int]contract.Wave
 	prompts int    // len(workload.prompts); 0: no prompt list to index
 	source  string // provenance.output_tokens_source
+	// workload holds the prompts and their max_tokens (nil: unknown).
+	workload *Workload
 }
 
 // checkRecord checks one record against SPEC §2: its wave exists and agrees
@@ -195,6 +197,7 @@ func checkRecord(i int, rec *contract.Record, c recordContext) []Problem {
 	if u := rec.UsagePromptTokens; u != nil {
 		checkCount("usage_prompt_tokens", *u)
 	}
+	checkPromptFields(rec, c, bad, checkCount)
 	if !tokensOK {
 		return probs
 	}
@@ -212,6 +215,30 @@ func checkRecord(i int, rec *contract.Record, c recordContext) []Problem {
 		}
 	}
 	return probs
+}
+
+// checkPromptFields checks what a record says its prompt asked for, where
+// it says it: input_tokens is a count no larger than the prompt's bytes (a
+// token is at least one byte), and max_tokens is the prompt's own limit or
+// the workload's.
+func checkPromptFields(rec *contract.Record, c recordContext, bad func(field, format string, args ...any), checkCount func(string, int) bool) {
+	wl := c.workload
+	known := wl != nil && rec.Prompt >= 0 && rec.Prompt < len(wl.Prompts)
+	if n := rec.InputTokens; n != nil && checkCount("input_tokens", *n) && known {
+		if b := len(wl.Prompts[rec.Prompt]); *n > b {
+			bad("input_tokens", "%d for a prompt of %d bytes (a token is at least one byte)", *n, b)
+		}
+	}
+	if rec.MaxTokens == 0 || !checkCount("max_tokens", rec.MaxTokens) || !known || wl.MaxTokens == 0 {
+		return
+	}
+	want := wl.MaxTokens
+	if rec.Prompt < len(wl.PromptMaxTokens) && wl.PromptMaxTokens[rec.Prompt] > 0 {
+		want = wl.PromptMaxTokens[rec.Prompt]
+	}
+	if rec.MaxTokens != want {
+		bad("max_tokens", "%d, but prompt %d asks for %d", rec.MaxTokens, rec.Prompt, want)
+	}
 }
 
 // tokensForText says why output_tokens cannot be the token count of text,

@@ -20,14 +20,16 @@ func validRecord() contract.Record {
 		IntendedStartS: 0, StartS: 0.01, EndS: 0.5, FirstContentS: ptr(0.1), ChunkTimesS: []float64{0.1, 0.2, 0.5},
 		OK: true, FinishReason: "stop", Text: " a b c", OutputTokens: 3,
 		UsageCompletionTokens: ptr(3), UsagePromptTokens: ptr(20),
+		InputTokens: ptr(2), MaxTokens: 16,
 	}
 }
 
 func TestCheckRecord(t *testing.T) {
 	c := recordContext{
-		waves:   map[int]contract.Wave{4: {ID: 4, Server: "a", Concurrency: 8, Repeat: 1, Kind: contract.KindRecorded}},
-		prompts: 2,
-		source:  SourceTokenizer,
+		waves:    map[int]contract.Wave{4: {ID: 4, Server: "a", Concurrency: 8, Repeat: 1, Kind: contract.KindRecorded}},
+		prompts:  2,
+		source:   SourceTokenizer,
+		workload: &Workload{Prompts: []string{"p0", "p one"}, MaxTokens: 8, PromptMaxTokens: []int{0, 16}},
 	}
 	failed := func(r *contract.Record) { r.OK, r.ErrorKind, r.FinishReason = false, contract.ErrTimeout, "" }
 	tests := []struct {
@@ -110,6 +112,14 @@ func TestCheckRecord(t *testing.T) {
 			want: []string{"records[0].output_tokens: 5000 for 6 bytes of text (a token is at least one byte)"}},
 		{name: "no tokens for text", edit: func(r *contract.Record) { r.OutputTokens = 0 },
 			want: []string{"records[0].output_tokens: 0 for 6 bytes of text"}},
+		{name: "no prompt fields", edit: func(r *contract.Record) { r.InputTokens, r.MaxTokens = nil, 0 }},
+		{name: "negative input tokens", edit: func(r *contract.Record) { r.InputTokens = ptr(-1) },
+			want: []string{"records[0].input_tokens: -1 is negative"}},
+		{name: "more input tokens than prompt bytes", edit: func(r *contract.Record) { r.InputTokens = ptr(6) },
+			want: []string{"records[0].input_tokens: 6 for a prompt of 5 bytes"}},
+		{name: "max tokens not the prompt's", edit: func(r *contract.Record) { r.MaxTokens = 8 },
+			want: []string{"records[0].max_tokens: 8, but prompt 1 asks for 16"}},
+		{name: "max tokens the workload's", edit: func(r *contract.Record) { r.Prompt, r.MaxTokens = 0, 8 }},
 		{name: "usage source agrees", source: SourceUsage, edit: func(*contract.Record) {}},
 		{name: "usage source disagrees", source: SourceUsage, edit: func(r *contract.Record) { r.OutputTokens = 4 },
 			want: []string{"records[0].output_tokens: 4, usage_completion_tokens 3 (provenance.output_tokens_source is usage)"}},

@@ -80,6 +80,12 @@ type Record struct {
 	// reached the server (e.g. "stale connection: closed by the server
 	// while idle"); "" when it was sent once.
 	Retried string `json:"retried,omitempty"`
+	// InputTokens is the prompt's message content counted by the client
+	// with the pinned tokenizer (the server's template adds its own, seen
+	// in UsagePromptTokens); nil where no tokenizer counted it.
+	InputTokens *int `json:"input_tokens,omitempty"`
+	// MaxTokens is the output limit this request asked for.
+	MaxTokens int `json:"max_tokens,omitempty"`
 }
 
 // RequiredRecordFields are the JSON keys every record must carry; a decoder

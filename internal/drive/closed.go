@@ -68,6 +68,7 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 		gate  = make(chan struct{})
 		rel   = newRelease()
 	)
+	rel.load = spec.Load
 	armed.Add(n)
 	ended.Add(n)
 	for i := range n {

@@ -163,6 +163,42 @@ type Load struct {
 	Temperature float64
 	// Timeout bounds each request from send to end of stream.
 	Timeout time.Duration
+	// PromptMaxTokens is each prompt's own max_tokens, aligned with
+	// Prompts (0 or absent: MaxTokens).
+	PromptMaxTokens []int
+	// InputTokens is each prompt counted with the pinned tokenizer,
+	// aligned with Prompts (nil: not counted); see CountInputs.
+	InputTokens []int
+}
+
+// maxTokens is the max_tokens of prompt i.
+func (l Load) maxTokens(i int) int {
+	if i < len(l.PromptMaxTokens) && l.PromptMaxTokens[i] > 0 {
+		return l.PromptMaxTokens[i]
+	}
+	return l.MaxTokens
+}
+
+// stamp sets what r's prompt asked for: its max_tokens and, where counted,
+// its input tokens.
+func (l Load) stamp(r *contract.Record) {
+	if r.Prompt < 0 || r.Prompt >= len(l.Prompts) {
+		return
+	}
+	r.MaxTokens = l.maxTokens(r.Prompt)
+	if r.Prompt < len(l.InputTokens) {
+		n := l.InputTokens[r.Prompt]
+		r.InputTokens = &n
+	}
+}
+
+// CountInputs counts each prompt with c, once, for Load.InputTokens.
+func CountInputs(prompts []string, c Counter) []int {
+	out := make([]int, len(prompts))
+	for i, p := range prompts {
+		out[i] = c.Count(p)
+	}
+	return out
 }
 
 func (l Load) validate() error {
@@ -171,6 +207,12 @@ func (l Load) validate() error {
 	}
 	if l.MaxTokens <= 0 {
 		return fmt.Errorf("max_tokens %d: want a positive number", l.MaxTokens)
+	}
+	if n := len(l.PromptMaxTokens); n != 0 && n != len(l.Prompts) {
+		return fmt.Errorf("%d prompt max_tokens for %d prompts", n, len(l.Prompts))
+	}
+	if n := len(l.InputTokens); n != 0 && n != len(l.Prompts) {
+		return fmt.Errorf("%d prompt input token counts for %d prompts", n, len(l.Prompts))
 	}
 	if l.Timeout < 0 {
 		return fmt.Errorf("timeout %v: want a positive duration", l.Timeout)
@@ -194,7 +236,7 @@ func prepare(t Target, l Load) ([]*stream.Prepared, error) {
 	for i, prompt := range l.Prompts {
 		p, err := stream.Prepare(stream.Request{
 			BaseURL: t.BaseURL, Endpoint: t.Endpoint, Model: t.Model, APIKey: t.APIKey,
-			Prompt: prompt, MaxTokens: l.MaxTokens, Temperature: l.Temperature,
+			Prompt: prompt, MaxTokens: l.maxTokens(i), Temperature: l.Temperature,
 			IncludeUsage: t.IncludeUsage, ExtraBody: t.ExtraBody, Timeout: l.Timeout,
 			FollowRedirects: t.FollowRedirects,
 		})
@@ -214,6 +256,8 @@ type release struct {
 	done chan struct{}
 	wave contract.Wave
 	at   time.Time
+	// load stamps each record with what its prompt asked for.
+	load Load
 }
 
 func newRelease() *release { return &release{done: make(chan struct{})} }
@@ -230,6 +274,7 @@ func (r *release) publish(w contract.Wave, at time.Time) {
 func (d *Driver) settle(rel *release, records []contract.Record, i, prompt int, intended time.Duration, res stream.Result, total int, tl *tally) {
 	<-rel.done
 	r := d.record(rel.wave, rel.at, i, prompt, intended, res)
+	rel.load.stamp(&r)
 	records[i] = r
 	d.ended(rel.wave, rel.at, total, tl, r)
 }

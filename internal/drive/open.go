@@ -137,6 +137,7 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 	// The requests see the wave as released; the dispatcher goes on
 	// counting in w.
 	rel := newRelease()
+	rel.load = spec.Load
 	rel.publish(w, release)
 
 	sent := 0

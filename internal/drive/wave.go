@@ -13,10 +13,11 @@ import (
 // LoadOf returns the per-request load of a workload.
 func LoadOf(wl bundle.Workload) Load {
 	return Load{
-		Prompts:     wl.Prompts,
-		MaxTokens:   wl.MaxTokens,
-		Temperature: wl.Temperature,
-		Timeout:     time.Duration(wl.TimeoutS * float64(time.Second)),
+		Prompts:         wl.Prompts,
+		MaxTokens:       wl.MaxTokens,
+		Temperature:     wl.Temperature,
+		Timeout:         time.Duration(wl.TimeoutS * float64(time.Second)),
+		PromptMaxTokens: wl.PromptMaxTokens,
 	}
 }
 

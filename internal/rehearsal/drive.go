@@ -30,12 +30,14 @@ type driveDriver struct {
 
 func newDriveDriver(j *bundle.Journal, counter Counter, w bundle.Workload, events func(WaveEvent)) *driveDriver {
 	var c drive.Counter
+	load := drive.LoadOf(w)
 	if counter != nil {
 		c = counter
+		load.InputTokens = drive.CountInputs(load.Prompts, counter)
 	}
 	return &driveDriver{
 		d:    drive.New(drive.Options{Journal: j, Counter: c, Progress: events}),
-		load: drive.LoadOf(w),
+		load: load,
 	}
 }
 

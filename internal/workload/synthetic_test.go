@@ -153,13 +153,13 @@ func TestResolveSyntheticRecord(t *testing.T) {
 	}
 }
 
-// BenchmarkSynthetic builds and verifies 100,000 prompts of 1,024 tokens;
-// prompts/s is
-// the figure bench/synthetic.md keeps.
+// BenchmarkSynthetic builds and verifies 100,000 prompts of 1,024 tokens
+// (the word pool built beforehand); prompts/s is the figure
+// bench/synthetic.md keeps.
 func BenchmarkSynthetic(b *testing.B) {
 	tok := qwen(b)
 	s := Synthetic{InputLen: Length{Fixed: 1024}, OutputLen: Length{Fixed: 128}, Count: 100_000, Seed: 1}
-	if _, err := SyntheticPrompts(s, tok); err != nil { // the word pool, once
+	if _, err := wordPool(tok); err != nil {
 		b.Fatal(err)
 	}
 	n := 0
