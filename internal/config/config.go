@@ -159,14 +159,47 @@ type Output struct {
 	Dir string `yaml:"dir"`
 }
 
-// Prompts is either an inline list or the path of a prompts file
-// (.jsonl with "prompt", or .txt with one prompt per line).
+// Prompts is the workload's prompt source: an inline list, the path of a
+// prompts file (.jsonl with "prompt", or .txt with one prompt per line), or
+// a mapping naming a source (workload.Sources) and its parameters, e.g.
+// {source: synthetic, input_len: {fixed: 1024}, output_len: {mean: 128,
+// range_ratio: 0.5}, count: 1000, seed: 1}.
 type Prompts struct {
 	Inline []string
 	File   string
+	// Source is the named source of the mapping form ("" for the list
+	// and file forms).
+	Source string
+	// Synthetic are the synthetic source's parameters.
+	InputLen, OutputLen *Length
+	Count               int
+	Seed                int64
+	IgnoreEOS           bool
 }
 
-// UnmarshalYAML accepts a string (a file) or a list of strings.
+// Length is a token-length distribution of the synthetic source: fixed;
+// mean with range_ratio (uniform over [mean·(1−r), mean·(1+r)]); or mean
+// with sd (normal, clamped to at least 1).
+type Length struct {
+	Fixed      int     `yaml:"fixed"`
+	Mean       float64 `yaml:"mean"`
+	RangeRatio float64 `yaml:"range_ratio"`
+	SD         float64 `yaml:"sd"`
+}
+
+// promptsMapping is the mapping form of workload.prompts.
+type promptsMapping struct {
+	Source    string  `yaml:"source"`
+	Path      string  `yaml:"path"`
+	InputLen  *Length `yaml:"input_len"`
+	OutputLen *Length `yaml:"output_len"`
+	Count     int     `yaml:"count"`
+	Seed      int64   `yaml:"seed"`
+	IgnoreEOS bool    `yaml:"ignore_eos"`
+}
+
+// UnmarshalYAML accepts a string (a file), a list of strings, or a
+// mapping naming a source.
 func (p *Prompts) UnmarshalYAML(b []byte) error {
 	var v any
 	if err := yaml.Unmarshal(b, &v); err != nil {
@@ -187,8 +220,15 @@ func (p *Prompts) UnmarshalYAML(b []byte) error {
 			out[i] = s
 		}
 		*p = Prompts{Inline: out}
+	case map[string]any:
+		var m promptsMapping
+		if err := yaml.UnmarshalWithOptions(b, &m, yaml.DisallowUnknownField()); err != nil {
+			return err
+		}
+		*p = Prompts{Source: m.Source, File: m.Path, InputLen: m.InputLen, OutputLen: m.OutputLen,
+			Count: m.Count, Seed: m.Seed, IgnoreEOS: m.IgnoreEOS}
 	default:
-		return fmt.Errorf("prompts: want a file name or a list of strings")
+		return fmt.Errorf("prompts: want a file name, a list of strings or a mapping with source:")
 	}
 	return nil
 }

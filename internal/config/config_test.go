@@ -133,7 +133,7 @@ func TestShapeErrors(t *testing.T) {
 		{"servers: [{name: s, launch: [x], port: eight}]", "servers[0].port: want a whole number"},
 		{"servers: [{name: s, launch: [x]}]\nworkload: {include_usage: maybe}", "workload.include_usage: want true or false"},
 		{"servers: [{name: s, launch: [x], env: {A: [1]}}]", "servers[0].env.A: want a plain value"},
-		{"workload: {prompts: 3}\nservers: []", "workload.prompts: want a file name or a list"},
+		{"workload: {prompts: 3}\nservers: []", "workload.prompts: want a file name, a list of prompts or a mapping"},
 		{"servers: [{name: s, launch: [x]]", "not valid YAML"},
 		{"sever: []", "sever: unknown key"},
 	} {

@@ -212,6 +212,8 @@ func oneLine(err error) string {
 var (
 	durationType = reflect.TypeFor[Duration]()
 	promptsType  = reflect.TypeFor[Prompts]()
+
+	promptsMappingType = reflect.TypeFor[promptsMapping]()
 )
 
 // checkShape walks the generic YAML value against the Go type, reporting
@@ -242,8 +244,10 @@ func checkShape(t reflect.Type, v any, path string, probs *Problems) bool {
 				}
 			}
 			return ok
+		case map[string]any:
+			return checkShape(promptsMappingType, x, path, probs)
 		default:
-			probs.add(path, "want a file name or a list of prompts, got %s", describe(v))
+			probs.add(path, "want a file name, a list of prompts or a mapping with source:, got %s", describe(v))
 			return false
 		}
 		return true
@@ -602,13 +606,7 @@ func (r *Rehearsal) validate(p *Problems) {
 			p.add(fmt.Sprintf("workload.prompts[%d]", i), "empty prompt")
 		}
 	}
-	if f := w.Prompts.File; f != "" {
-		if st, err := os.Stat(f); err != nil {
-			p.add("workload.prompts", "%s: no such file", f)
-		} else if st.IsDir() {
-			p.add("workload.prompts", "%s: a folder, not a prompts file", f)
-		}
-	}
+	validatePrompts(w.Prompts, p)
 	if o := w.OpenLoop; o != nil {
 		if len(o.RequestRatesRPS) == 0 {
 			p.add("workload.open_loop.request_rates_rps", "empty")
@@ -674,6 +672,77 @@ func (r *Rehearsal) validate(p *Problems) {
 	default:
 		p.add("on_server_failure", "%q: want continue or stop", r.OnServerFailure)
 	}
+}
+
+// validatePrompts checks workload.prompts: its file, or its named source
+// and the parameters that source takes (and no others).
+func validatePrompts(w Prompts, p *Problems) {
+	const at = "workload.prompts"
+	fileAt := at
+	if w.Source != "" {
+		fileAt = at + ".path"
+	}
+	checkFile := func() {
+		f := w.File
+		if f == "" {
+			p.add(fileAt, "empty (the %s source reads a file)", w.Source)
+			return
+		}
+		if st, err := os.Stat(f); err != nil {
+			p.add(fileAt, "%s: no such file", f)
+		} else if st.IsDir() {
+			p.add(fileAt, "%s: a folder, not a prompts file", f)
+		}
+	}
+	synthetic := w.InputLen != nil || w.OutputLen != nil || w.Count != 0 || w.Seed != 0 || w.IgnoreEOS
+	switch w.Source {
+	case "":
+		if w.File != "" {
+			checkFile()
+		}
+	case workload.SourceFile:
+		checkFile()
+		if synthetic {
+			p.add(at, "input_len, output_len, count, seed and ignore_eos are the synthetic source's, not the file source's")
+		}
+	case workload.SourceSynthetic:
+		if w.File != "" {
+			p.add(at+".path", "the synthetic source reads no file")
+		}
+		for _, msg := range w.Synthetic().Check() {
+			p.add(at+"."+msg[:strings.IndexByte(msg, ':')], "%s", msg[strings.IndexByte(msg, ':')+2:])
+		}
+	case workload.SourceBuiltin:
+		if w.File != "" || synthetic {
+			p.add(at, "the builtin source takes no parameters")
+		}
+	default:
+		p.add(at+".source", "%q: want one of %s (or a list of prompts, or a file name)", w.Source,
+			strings.Join(slices.DeleteFunc(workload.Sources(), func(s string) bool { return s == workload.SourceInline }), ", "))
+	}
+}
+
+// Synthetic is the synthetic source's parameters; absent lengths are the
+// zero Length, which its Check refuses.
+func (w Prompts) Synthetic() workload.Synthetic {
+	s := workload.Synthetic{Count: w.Count, Seed: w.Seed, IgnoreEOS: w.IgnoreEOS}
+	if l := w.InputLen; l != nil {
+		s.InputLen = workload.Length{Fixed: l.Fixed, Mean: l.Mean, RangeRatio: l.RangeRatio, SD: l.SD}
+	}
+	if l := w.OutputLen; l != nil {
+		s.OutputLen = workload.Length{Fixed: l.Fixed, Mean: l.Mean, RangeRatio: l.RangeRatio, SD: l.SD}
+	}
+	return s
+}
+
+// Spec is the prompt source as workload.Resolve takes it.
+func (w Prompts) Spec() workload.Spec {
+	spec := workload.Spec{Source: w.Source, Inline: w.Inline, Path: w.File}
+	if w.Source == workload.SourceSynthetic {
+		s := w.Synthetic()
+		spec.Synthetic = &s
+	}
+	return spec
 }
 
 func sortedKeys(m map[string]int) []string {

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"maps"
 	"time"
 
 	"github.com/rehearse/rehearse/internal/bundle"
@@ -127,6 +128,13 @@ func Workload(cfg *config.Rehearsal, prompts workload.Set) bundle.Workload {
 			RequestRatesRPS: append([]float64(nil), o.RequestRatesRPS...), Arrival: o.Arrival, Burstiness: o.Burstiness,
 			Seed: o.Seed, NumRequests: o.NumRequests, DurationS: o.Duration.Seconds(), MaxConcurrency: o.MaxConcurrency,
 		}
+	}
+	if prompts.IgnoreEOS {
+		out.ExtraBody = maps.Clone(out.ExtraBody)
+		if out.ExtraBody == nil {
+			out.ExtraBody = map[string]any{}
+		}
+		out.ExtraBody["ignore_eos"] = true
 	}
 	if r := prompts.Record; r.Name != "" {
 		out.PromptSource = &bundle.PromptSource{

@@ -114,6 +114,14 @@ servers: [{name: v, base_url: "http://127.0.0.1:1"}]
 		Record:  workload.SourceRecord{Name: "synthetic", Params: map[string]any{"seed": 1}, SHA256: "abc", Skipped: map[string]int{"empty": 2}},
 	}
 	w := Workload(cfg, set)
+	if w.ExtraBody["ignore_eos"] != nil {
+		t.Fatalf("extra_body %v without ignore_eos asked", w.ExtraBody)
+	}
+	set.IgnoreEOS = true
+	w = Workload(cfg, set)
+	if w.ExtraBody["ignore_eos"] != true {
+		t.Fatalf("extra_body %v", w.ExtraBody)
+	}
 	s := w.PromptSource
 	if s == nil || s.Name != "synthetic" || s.SHA256 != "abc" || s.Count != 2 || s.Params["seed"] != 1 || s.Skipped["empty"] != 2 {
 		t.Fatalf("prompt source %+v", s)

@@ -143,10 +143,21 @@ func Simulation(cfg *config.Rehearsal) *bundle.Simulation {
 }
 
 // Prompts resolves the workload's prompt source once (workload.Resolve):
-// its prompts file, its inline list, or the eight built-in prompts. The
-// error is the source's, without a field path (callers name the file or the
-// flag).
+// its prompts file, its inline list, the eight built-in prompts, or a named
+// source; synthetic prompts are built with the rehearsal's tokenizer
+// (OpenTokenizer). The error is the source's, without a field path (callers
+// name the file or the flag).
 func Prompts(cfg *config.Rehearsal) (workload.Set, error) {
-	p := cfg.Workload.Prompts
-	return workload.Resolve(workload.Spec{Inline: p.Inline, Path: p.File}, workload.Env{})
+	spec := cfg.Workload.Prompts.Spec()
+	var env workload.Env
+	if spec.Name() == workload.SourceSynthetic {
+		tok, _, _, err := OpenTokenizer(cfg)
+		if err != nil {
+			return workload.Set{}, err
+		}
+		if tok != nil {
+			env.Tokenizer = tok
+		}
+	}
+	return workload.Resolve(spec, env)
 }

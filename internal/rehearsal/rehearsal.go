@@ -317,8 +317,10 @@ func (r *runner) server(ctx context.Context, i int) bool {
 		}
 	}
 
+	// The body's extra fields are the recorded workload's: extra_body and
+	// what the prompt source adds (ignore_eos), so body and bundle agree.
 	target := Target{Name: s.Name, BaseURL: baseURL, Endpoint: r.cfg.Workload.Endpoint, Model: s.Model, APIKey: apiKey,
-		IncludeUsage: *r.cfg.Workload.IncludeUsage, ExtraBody: r.cfg.Workload.ExtraBody, FollowRedirects: s.FollowRedirects}
+		IncludeUsage: *r.cfg.Workload.IncludeUsage, ExtraBody: r.res.Workload.ExtraBody, FollowRedirects: s.FollowRedirects}
 	healthy := r.waves(ctx, i, target, proc, apiKey)
 	// On an interrupt the waves returned once their requests in flight had
 	// ended as canceled and were journaled; only now does the server hear

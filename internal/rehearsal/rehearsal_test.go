@@ -20,6 +20,7 @@ import (
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/report"
 	"github.com/rehearse/rehearse/internal/supervise"
+	"github.com/rehearse/rehearse/internal/tokenizer"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
@@ -724,4 +725,59 @@ func TestInterruptCancelsClientsBeforeTheServerStops(t *testing.T) {
 		t.Errorf("%d records journaled when the wave ended, %d in the bundle", n, want)
 	}
 	assertGone(t, r.pid(t, "serial"))
+}
+
+// TestSyntheticExampleAgainstSim runs examples/synthetic.yaml through the
+// binary, at time scale 200 with one repeat at 1 and 8 clients: every
+// record asks for its prompt's max_tokens, counts its prompt's input
+// tokens exactly as drawn, and the bundle records the source and verifies.
+func TestSyntheticExampleAgainstSim(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two simulated servers")
+	}
+	data, err := os.ReadFile("../../examples/synthetic.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	yaml := strings.NewReplacer(`"--time-scale", "10"`, `"--time-scale", "200"`, "concurrencies: [1, 8, 32, 64]", "concurrencies: [1, 8]",
+		"repeats: 3", "repeats: 1", "timeout: 6s", "timeout: 2s", "concurrency: 64", "concurrency: 8", "count: 256", "count: 16").Replace(string(data))
+	dir := t.TempDir()
+	file := filepath.Join(dir, "synthetic.yaml")
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "bundle")
+	if b, err := exec.Command(rehearseExe, "run", "-q", "-f", file, "-o", out).CombinedOutput(); err != nil {
+		t.Fatalf("run: %v\n%s", err, b)
+	}
+	for _, p := range bundle.Verify(out) {
+		t.Errorf("verify: %s", p)
+	}
+	res, err := bundle.ReadResults(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl := res.Workload
+	src := wl.PromptSource
+	if src == nil || src.Name != "synthetic" || src.Count != 16 || len(src.SHA256) != 64 || src.Params["seed"] != float64(1) ||
+		len(wl.Prompts) != 16 || wl.ExtraBody["ignore_eos"] != true {
+		t.Fatalf("workload %+v, source %+v", wl, src)
+	}
+	tok, err := tokenizer.Embedded("qwen2.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Records) == 0 {
+		t.Fatal("no records")
+	}
+	for i, r := range res.Records {
+		n := tok.Count(wl.Prompts[r.Prompt])
+		if r.InputTokens == nil || *r.InputTokens != n || n < 256 || n > 768 || r.MaxTokens != 128 {
+			t.Fatalf("record %d: input_tokens %v (prompt counts %d), max_tokens %d", i, r.InputTokens, n, r.MaxTokens)
+		}
+		// The simulator's own count: its text need not re-tokenize to it.
+		if u := r.UsageCompletionTokens; r.OK && (u == nil || *u != 128) {
+			t.Errorf("record %d: usage_completion_tokens %v with ignore_eos, want 128", i, u)
+		}
+	}
 }

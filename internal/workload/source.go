@@ -65,6 +65,9 @@ type Env struct {
 type Set struct {
 	Prompts []Prompt
 	Record  SourceRecord
+	// IgnoreEOS asks every request to generate all its max_tokens
+	// (ignore_eos: true in the body), as the source asked.
+	IgnoreEOS bool
 }
 
 // SourceRecord says where a Set came from, for the bundle's workload.

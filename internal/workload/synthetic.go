@@ -128,7 +128,7 @@ func resolveSynthetic(spec Spec, env Env) (Set, error) {
 		"input_len": s.InputLen.params(), "output_len": s.OutputLen.params(),
 		"count": s.Count, "seed": s.Seed, "ignore_eos": s.IgnoreEOS,
 	}
-	return Set{Prompts: ps, Record: SourceRecord{Params: params}}, nil
+	return Set{Prompts: ps, Record: SourceRecord{Params: params}, IgnoreEOS: s.IgnoreEOS}, nil
 }
 
 // SyntheticPrompts builds s.Count prompts, prompt i from a generator seeded
