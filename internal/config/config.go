@@ -175,6 +175,9 @@ type Prompts struct {
 	Count               int
 	Seed                int64
 	IgnoreEOS           bool
+	// Dataset sources' parameters (sharegpt).
+	UseOutputLen bool
+	MaxModelLen  int
 }
 
 // Length is a token-length distribution of the synthetic source: fixed;
@@ -196,6 +199,9 @@ type promptsMapping struct {
 	Count     int     `yaml:"count"`
 	Seed      int64   `yaml:"seed"`
 	IgnoreEOS bool    `yaml:"ignore_eos"`
+
+	UseOutputLen bool `yaml:"use_output_len"`
+	MaxModelLen  int  `yaml:"max_model_len"`
 }
 
 // UnmarshalYAML accepts a string (a file), a list of strings, or a
@@ -226,7 +232,7 @@ func (p *Prompts) UnmarshalYAML(b []byte) error {
 			return err
 		}
 		*p = Prompts{Source: m.Source, File: m.Path, InputLen: m.InputLen, OutputLen: m.OutputLen,
-			Count: m.Count, Seed: m.Seed, IgnoreEOS: m.IgnoreEOS}
+			Count: m.Count, Seed: m.Seed, IgnoreEOS: m.IgnoreEOS, UseOutputLen: m.UseOutputLen, MaxModelLen: m.MaxModelLen}
 	default:
 		return fmt.Errorf("prompts: want a file name, a list of strings or a mapping with source:")
 	}

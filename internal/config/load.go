@@ -694,7 +694,8 @@ func validatePrompts(w Prompts, p *Problems) {
 			p.add(fileAt, "%s: a folder, not a prompts file", f)
 		}
 	}
-	synthetic := w.InputLen != nil || w.OutputLen != nil || w.Count != 0 || w.Seed != 0 || w.IgnoreEOS
+	synthetic := w.InputLen != nil || w.OutputLen != nil || w.Seed != 0 || w.IgnoreEOS
+	dataset := w.UseOutputLen || w.MaxModelLen != 0
 	switch w.Source {
 	case "":
 		if w.File != "" {
@@ -702,18 +703,33 @@ func validatePrompts(w Prompts, p *Problems) {
 		}
 	case workload.SourceFile:
 		checkFile()
+		if synthetic || dataset || w.Count != 0 {
+			p.add(at, "the file source takes path alone")
+		}
+	case workload.SourceShareGPT:
+		checkFile()
 		if synthetic {
-			p.add(at, "input_len, output_len, count, seed and ignore_eos are the synthetic source's, not the file source's")
+			p.add(at, "input_len, output_len, seed and ignore_eos are the synthetic source's, not the %s source's", w.Source)
+		}
+		if w.Count < 0 {
+			p.add(at+".count", "%d: must be 0 (all) or more", w.Count)
+		}
+		if w.MaxModelLen < 0 {
+			p.add(at+".max_model_len", "%d: must be 0 (no limit) or more", w.MaxModelLen)
 		}
 	case workload.SourceSynthetic:
 		if w.File != "" {
 			p.add(at+".path", "the synthetic source reads no file")
 		}
+		if dataset {
+			p.add(at, "use_output_len and max_model_len are the dataset sources', not the synthetic source's")
+		}
 		for _, msg := range w.Synthetic().Check() {
-			p.add(at+"."+msg[:strings.IndexByte(msg, ':')], "%s", msg[strings.IndexByte(msg, ':')+2:])
+			field, why, _ := strings.Cut(msg, ": ")
+			p.add(at+"."+field, "%s", why)
 		}
 	case workload.SourceBuiltin:
-		if w.File != "" || synthetic {
+		if w.File != "" || synthetic || dataset || w.Count != 0 {
 			p.add(at, "the builtin source takes no parameters")
 		}
 	default:
@@ -738,9 +754,12 @@ func (w Prompts) Synthetic() workload.Synthetic {
 // Spec is the prompt source as workload.Resolve takes it.
 func (w Prompts) Spec() workload.Spec {
 	spec := workload.Spec{Source: w.Source, Inline: w.Inline, Path: w.File}
-	if w.Source == workload.SourceSynthetic {
+	switch w.Source {
+	case workload.SourceSynthetic:
 		s := w.Synthetic()
 		spec.Synthetic = &s
+	case workload.SourceShareGPT:
+		spec.Dataset = &workload.Dataset{UseOutputLen: w.UseOutputLen, MaxModelLen: w.MaxModelLen, Count: w.Count}
 	}
 	return spec
 }

@@ -24,6 +24,8 @@ func TestPromptSourceMappings(t *testing.T) {
 		{"p.jsonl", workload.Spec{Path: filepath.Join(dir, "p.jsonl")}},
 		{"{source: file, path: p.jsonl}", workload.Spec{Source: "file", Path: filepath.Join(dir, "p.jsonl")}},
 		{"{source: builtin}", workload.Spec{Source: "builtin"}},
+		{"{source: sharegpt, path: p.jsonl, use_output_len: true, max_model_len: 2048, count: 5}",
+			workload.Spec{Source: "sharegpt", Path: filepath.Join(dir, "p.jsonl"), Dataset: &workload.Dataset{UseOutputLen: true, MaxModelLen: 2048, Count: 5}}},
 		{"{source: synthetic, input_len: {fixed: 1024}, output_len: {mean: 128, range_ratio: 0.5}, count: 10, seed: 3, ignore_eos: true}",
 			workload.Spec{Source: "synthetic", Synthetic: &workload.Synthetic{InputLen: workload.Length{Fixed: 1024},
 				OutputLen: workload.Length{Mean: 128, RangeRatio: 0.5}, Count: 10, Seed: 3, IgnoreEOS: true}}},
@@ -39,7 +41,8 @@ func TestPromptSourceMappings(t *testing.T) {
 		}
 		got := r.Workload.Prompts.Spec()
 		if got.Source != c.want.Source || got.Path != c.want.Path || strings.Join(got.Inline, "|") != strings.Join(c.want.Inline, "|") ||
-			(got.Synthetic == nil) != (c.want.Synthetic == nil) || (got.Synthetic != nil && *got.Synthetic != *c.want.Synthetic) {
+			(got.Synthetic == nil) != (c.want.Synthetic == nil) || (got.Synthetic != nil && *got.Synthetic != *c.want.Synthetic) ||
+			(got.Dataset == nil) != (c.want.Dataset == nil) || (got.Dataset != nil && *got.Dataset != *c.want.Dataset) {
 			t.Errorf("%s: spec %+v (synthetic %+v), want %+v", c.yaml, got, got.Synthetic, c.want)
 		}
 	}
@@ -47,10 +50,14 @@ func TestPromptSourceMappings(t *testing.T) {
 
 func TestPromptSourceProblems(t *testing.T) {
 	cases := []struct{ yaml, want string }{
-		{"{source: nope}", `workload.prompts.source: "nope": want one of builtin, file, synthetic`},
+		{"{source: nope}", `workload.prompts.source: "nope": want one of builtin, file, sharegpt, synthetic`},
+		{"{source: sharegpt}", "workload.prompts.path: empty (the sharegpt source reads a file)"},
+		{"{source: sharegpt, path: x, seed: 2}", "not the sharegpt source's"},
+		{"{source: sharegpt, path: x, max_model_len: -1}", "workload.prompts.max_model_len: -1: must be 0"},
+		{"{source: synthetic, input_len: {fixed: 1}, output_len: {fixed: 1}, count: 1, use_output_len: true}", "not the synthetic source's"},
 		{"{source: file}", "workload.prompts.path: empty (the file source reads a file)"},
 		{"{source: file, path: missing.jsonl}", "workload.prompts.path: "},
-		{"{source: file, path: x, count: 3}", "synthetic source's, not the file source's"},
+		{"{source: file, path: x, count: 3}", "workload.prompts: the file source takes path alone"},
 		{"{source: synthetic, path: x, input_len: {fixed: 1}, output_len: {fixed: 1}, count: 1}", "workload.prompts.path: the synthetic source reads no file"},
 		{"{source: synthetic, output_len: {fixed: 1}, count: 1}", "workload.prompts.input_len: give fixed, or mean"},
 		{"{source: synthetic, input_len: {fixed: 1}, output_len: {mean: 5, range_ratio: 2}, count: 1}", "workload.prompts.output_len: range_ratio 2: want 0 ≤ r < 1"},

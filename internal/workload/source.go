@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"slices"
@@ -31,6 +32,8 @@ type Spec struct {
 	Path string
 	// Synthetic are the parameters of the synthetic source.
 	Synthetic *Synthetic
+	// Dataset are the parameters of the sharegpt and chat_jsonl sources.
+	Dataset *Dataset
 }
 
 // Name is the source Spec resolves with.
@@ -131,6 +134,7 @@ var sources = map[string]SourceFunc{
 	SourceInline:    resolveInline,
 	SourceFile:      resolveFile,
 	SourceSynthetic: resolveSynthetic,
+	SourceShareGPT:  resolveShareGPT,
 }
 
 // Sources lists the registered source names, sorted.
@@ -213,3 +217,19 @@ func fileSHA256(path string) (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// digestReader hashes what is read through it.
+type digestReader struct {
+	r io.Reader
+	h hash.Hash
+}
+
+func newDigestReader(r io.Reader) *digestReader { return &digestReader{r: r, h: sha256.New()} }
+
+func (d *digestReader) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	d.h.Write(p[:n])
+	return n, err
+}
+
+func (d *digestReader) sum() string { return hex.EncodeToString(d.h.Sum(nil)) }

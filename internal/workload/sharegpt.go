@@ -1,0 +1,145 @@
+package workload
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Dataset are the parameters of a dataset source (sharegpt, chat_jsonl).
+type Dataset struct {
+	// UseOutputLen sets each request's max_tokens from the dataset: the
+	// token length of ShareGPT's first reply, chat JSONL's output_len.
+	UseOutputLen bool
+	// MaxModelLen, when positive, skips entries whose input plus output
+	// tokens exceed it.
+	MaxModelLen int
+	// Count, when positive, keeps the first Count usable entries.
+	Count int
+}
+
+// Skip reasons counted in SourceRecord.Skipped.
+const (
+	SkipEmpty   = "empty"    // no human turn, or an empty one
+	SkipNoReply = "no_reply" // use_output_len without a reply to measure
+	SkipTooLong = "too_long" // input + output over max_model_len
+)
+
+// SourceShareGPT is ShareGPT JSON: [{"conversations": [{"from": "human"|"gpt", "value": …}]}].
+const SourceShareGPT = "sharegpt"
+
+type shareGPTEntry struct {
+	Conversations []struct {
+		From  string `json:"from"`
+		Value string `json:"value"`
+	} `json:"conversations"`
+}
+
+// resolveShareGPT streams the file with the JSON decoder's token API, one
+// entry in memory at a time: the first human turn is the prompt; with
+// use_output_len, the token length of the reply after it is the request's
+// max_tokens. Empty entries and, with max_model_len, too long ones are
+// skipped and counted.
+func resolveShareGPT(spec Spec, env Env) (Set, error) {
+	ds := Dataset{}
+	if spec.Dataset != nil {
+		ds = *spec.Dataset
+	}
+	if (ds.UseOutputLen || ds.MaxModelLen > 0) && env.Tokenizer == nil {
+		return Set{}, errors.New("sharegpt: use_output_len and max_model_len need the pinned tokenizer to count tokens")
+	}
+	f, err := os.Open(spec.Path)
+	if err != nil {
+		return Set{}, fmt.Errorf("prompts: %w", err)
+	}
+	defer f.Close()
+	digest := newDigestReader(f)
+	dec := json.NewDecoder(bufio.NewReaderSize(digest, 1<<20))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return Set{}, fmt.Errorf("%s: want a JSON list of {\"conversations\": [...]} entries", spec.Path)
+	}
+	var set Set
+	skipped := map[string]int{}
+	for i := 0; dec.More(); i++ {
+		var e shareGPTEntry
+		if err := dec.Decode(&e); err != nil {
+			return Set{}, fmt.Errorf("%s: entry %d (byte %d): %v", spec.Path, i, dec.InputOffset(), err)
+		}
+		if ds.Count > 0 && len(set.Prompts) >= ds.Count {
+			continue
+		}
+		p, reason := shareGPTPrompt(e, ds, env.Tokenizer)
+		if reason != "" {
+			skipped[reason]++
+			continue
+		}
+		set.Prompts = append(set.Prompts, p)
+	}
+	if _, err := dec.Token(); err != nil {
+		return Set{}, fmt.Errorf("%s: the list does not end: %v", spec.Path, err)
+	}
+	if _, err := io.Copy(io.Discard, digest); err != nil {
+		return Set{}, fmt.Errorf("%s: %v", spec.Path, err)
+	}
+	if len(set.Prompts) == 0 {
+		return Set{}, fmt.Errorf("%s: no usable entries (skipped: %s)", spec.Path, skipSummary(skipped))
+	}
+	set.Record = SourceRecord{SHA256: digest.sum(), Params: datasetParams(spec.Path, ds)}
+	if len(skipped) > 0 {
+		set.Record.Skipped = skipped
+	}
+	return set, nil
+}
+
+func shareGPTPrompt(e shareGPTEntry, ds Dataset, enc Encoder) (Prompt, string) {
+	turns := e.Conversations
+	h := -1
+	for j, t := range turns {
+		if t.From == "human" || t.From == "user" {
+			h = j
+			break
+		}
+	}
+	if h < 0 || strings.TrimSpace(turns[h].Value) == "" {
+		return Prompt{}, SkipEmpty
+	}
+	p := Prompt{Text: turns[h].Value}
+	if ds.UseOutputLen {
+		if h+1 >= len(turns) || strings.TrimSpace(turns[h+1].Value) == "" {
+			return Prompt{}, SkipNoReply
+		}
+		p.MaxTokens = max(1, enc.Count(turns[h+1].Value))
+	}
+	if ds.MaxModelLen > 0 && enc.Count(p.Text)+p.MaxTokens > ds.MaxModelLen {
+		return Prompt{}, SkipTooLong
+	}
+	return p, ""
+}
+
+func datasetParams(path string, ds Dataset) map[string]any {
+	m := map[string]any{"path": path, "use_output_len": ds.UseOutputLen}
+	if ds.MaxModelLen > 0 {
+		m["max_model_len"] = ds.MaxModelLen
+	}
+	if ds.Count > 0 {
+		m["count"] = ds.Count
+	}
+	return m
+}
+
+func skipSummary(skipped map[string]int) string {
+	if len(skipped) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range []string{SkipEmpty, SkipNoReply, SkipTooLong} {
+		if n := skipped[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, k))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
