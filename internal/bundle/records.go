@@ -225,7 +225,14 @@ func checkPromptFields(rec *contract.Record, c recordContext, bad func(field, fo
 	wl := c.workload
 	known := wl != nil && rec.Prompt >= 0 && rec.Prompt < len(wl.Prompts)
 	if n := rec.InputTokens; n != nil && checkCount("input_tokens", *n) && known {
-		if b := len(wl.Prompts[rec.Prompt]); *n > b {
+		b := len(wl.Prompts[rec.Prompt])
+		if rec.Prompt < len(wl.PromptMessages) && wl.PromptMessages[rec.Prompt] != nil {
+			b = 0
+			for _, m := range wl.PromptMessages[rec.Prompt] {
+				b += len(m.Content)
+			}
+		}
+		if *n > b {
 			bad("input_tokens", "%d for a prompt of %d bytes (a token is at least one byte)", *n, b)
 		}
 	}

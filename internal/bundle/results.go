@@ -177,9 +177,19 @@ type Workload struct {
 	// PromptMaxTokens is each prompt's own max_tokens, aligned with
 	// Prompts (0: MaxTokens); absent when no prompt sets one.
 	PromptMaxTokens []int `json:"prompt_max_tokens,omitempty"`
+	// PromptMessages is each prompt's whole conversation where its source
+	// gives one (chat JSONL), aligned with Prompts (null: Prompts[i] as one
+	// user message); absent when no prompt has one.
+	PromptMessages [][]Message `json:"prompt_messages,omitempty"`
 	// PromptSource says where Prompts came from; absent in bundles
 	// written before sources were recorded.
 	PromptSource *PromptSource `json:"prompt_source,omitempty"`
+}
+
+// Message is one chat message of a prompt.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
 }
 
 // PromptSource is the prompt source of a workload: its name, parameters,

@@ -175,7 +175,7 @@ type Prompts struct {
 	Count               int
 	Seed                int64
 	IgnoreEOS           bool
-	// Dataset sources' parameters (sharegpt).
+	// Dataset sources' parameters (sharegpt, chat_jsonl).
 	UseOutputLen bool
 	MaxModelLen  int
 }

@@ -706,8 +706,11 @@ func validatePrompts(w Prompts, p *Problems) {
 		if synthetic || dataset || w.Count != 0 {
 			p.add(at, "the file source takes path alone")
 		}
-	case workload.SourceShareGPT:
+	case workload.SourceShareGPT, workload.SourceChatJSONL:
 		checkFile()
+		if w.Source == workload.SourceChatJSONL && w.UseOutputLen {
+			p.add(at+".use_output_len", "the chat_jsonl source always takes a line's max_tokens or output_len")
+		}
 		if synthetic {
 			p.add(at, "input_len, output_len, seed and ignore_eos are the synthetic source's, not the %s source's", w.Source)
 		}
@@ -758,7 +761,7 @@ func (w Prompts) Spec() workload.Spec {
 	case workload.SourceSynthetic:
 		s := w.Synthetic()
 		spec.Synthetic = &s
-	case workload.SourceShareGPT:
+	case workload.SourceShareGPT, workload.SourceChatJSONL:
 		spec.Dataset = &workload.Dataset{UseOutputLen: w.UseOutputLen, MaxModelLen: w.MaxModelLen, Count: w.Count}
 	}
 	return spec

@@ -24,6 +24,8 @@ func TestPromptSourceMappings(t *testing.T) {
 		{"p.jsonl", workload.Spec{Path: filepath.Join(dir, "p.jsonl")}},
 		{"{source: file, path: p.jsonl}", workload.Spec{Source: "file", Path: filepath.Join(dir, "p.jsonl")}},
 		{"{source: builtin}", workload.Spec{Source: "builtin"}},
+		{"{source: chat_jsonl, path: p.jsonl, max_model_len: 4096}",
+			workload.Spec{Source: "chat_jsonl", Path: filepath.Join(dir, "p.jsonl"), Dataset: &workload.Dataset{MaxModelLen: 4096}}},
 		{"{source: sharegpt, path: p.jsonl, use_output_len: true, max_model_len: 2048, count: 5}",
 			workload.Spec{Source: "sharegpt", Path: filepath.Join(dir, "p.jsonl"), Dataset: &workload.Dataset{UseOutputLen: true, MaxModelLen: 2048, Count: 5}}},
 		{"{source: synthetic, input_len: {fixed: 1024}, output_len: {mean: 128, range_ratio: 0.5}, count: 10, seed: 3, ignore_eos: true}",
@@ -50,7 +52,9 @@ func TestPromptSourceMappings(t *testing.T) {
 
 func TestPromptSourceProblems(t *testing.T) {
 	cases := []struct{ yaml, want string }{
-		{"{source: nope}", `workload.prompts.source: "nope": want one of builtin, file, sharegpt, synthetic`},
+		{"{source: nope}", `workload.prompts.source: "nope": want one of builtin, chat_jsonl, file, sharegpt, synthetic`},
+		{"{source: chat_jsonl, path: x, use_output_len: true}", "workload.prompts.use_output_len: the chat_jsonl source always takes"},
+		{"{source: chat_jsonl}", "workload.prompts.path: empty (the chat_jsonl source reads a file)"},
 		{"{source: sharegpt}", "workload.prompts.path: empty (the sharegpt source reads a file)"},
 		{"{source: sharegpt, path: x, seed: 2}", "not the sharegpt source's"},
 		{"{source: sharegpt, path: x, max_model_len: -1}", "workload.prompts.max_model_len: -1: must be 0"},

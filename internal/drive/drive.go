@@ -169,6 +169,9 @@ type Load struct {
 	// InputTokens is each prompt counted with the pinned tokenizer,
 	// aligned with Prompts (nil: not counted); see CountInputs.
 	InputTokens []int
+	// Messages is each prompt's whole conversation, aligned with Prompts
+	// (nil or absent: Prompts[i] as one user message).
+	Messages [][]stream.Message
 }
 
 // maxTokens is the max_tokens of prompt i.
@@ -177,6 +180,14 @@ func (l Load) maxTokens(i int) int {
 		return l.PromptMaxTokens[i]
 	}
 	return l.MaxTokens
+}
+
+// messages is the conversation of prompt i (nil: its text alone).
+func (l Load) messages(i int) []stream.Message {
+	if i < len(l.Messages) {
+		return l.Messages[i]
+	}
+	return nil
 }
 
 // stamp sets what r's prompt asked for: its max_tokens and, where counted,
@@ -192,10 +203,17 @@ func (l Load) stamp(r *contract.Record) {
 	}
 }
 
-// CountInputs counts each prompt with c, once, for Load.InputTokens.
-func CountInputs(prompts []string, c Counter) []int {
-	out := make([]int, len(prompts))
-	for i, p := range prompts {
+// CountInputs counts each prompt of l with c, once, for Load.InputTokens:
+// its message contents (the server's template adds its own tokens).
+func CountInputs(l Load, c Counter) []int {
+	out := make([]int, len(l.Prompts))
+	for i, p := range l.Prompts {
+		if i < len(l.Messages) && l.Messages[i] != nil {
+			for _, m := range l.Messages[i] {
+				out[i] += c.Count(m.Content)
+			}
+			continue
+		}
 		out[i] = c.Count(p)
 	}
 	return out
@@ -210,6 +228,9 @@ func (l Load) validate() error {
 	}
 	if n := len(l.PromptMaxTokens); n != 0 && n != len(l.Prompts) {
 		return fmt.Errorf("%d prompt max_tokens for %d prompts", n, len(l.Prompts))
+	}
+	if n := len(l.Messages); n != 0 && n != len(l.Prompts) {
+		return fmt.Errorf("%d prompt conversations for %d prompts", n, len(l.Prompts))
 	}
 	if n := len(l.InputTokens); n != 0 && n != len(l.Prompts) {
 		return fmt.Errorf("%d prompt input token counts for %d prompts", n, len(l.Prompts))
@@ -236,7 +257,7 @@ func prepare(t Target, l Load) ([]*stream.Prepared, error) {
 	for i, prompt := range l.Prompts {
 		p, err := stream.Prepare(stream.Request{
 			BaseURL: t.BaseURL, Endpoint: t.Endpoint, Model: t.Model, APIKey: t.APIKey,
-			Prompt: prompt, MaxTokens: l.maxTokens(i), Temperature: l.Temperature,
+			Prompt: prompt, Messages: l.messages(i), MaxTokens: l.maxTokens(i), Temperature: l.Temperature,
 			IncludeUsage: t.IncludeUsage, ExtraBody: t.ExtraBody, Timeout: l.Timeout,
 			FollowRedirects: t.FollowRedirects,
 		})

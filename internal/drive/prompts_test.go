@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/stream"
 )
 
 // TestPerPromptMaxTokens checks that each prompt's body asks for its own
@@ -35,7 +36,7 @@ func TestPerPromptMaxTokens(t *testing.T) {
 	t.Cleanup(srv.Close)
 	load := Load{Prompts: []string{"one two", "three", "four five six"}, MaxTokens: 8, Timeout: 10 * time.Second,
 		PromptMaxTokens: []int{3, 0, 5}}
-	load.InputTokens = CountInputs(load.Prompts, words{})
+	load.InputTokens = CountInputs(load, words{})
 	d := New(Options{Counter: words{}})
 	res, err := d.ClosedWave(context.Background(), Target{Name: "s", BaseURL: srv.URL, Model: "m"},
 		WaveSpec{Load: load, Kind: contract.KindRecorded, Concurrency: 6, Repeat: 1})
@@ -56,5 +57,52 @@ func TestPerPromptMaxTokens(t *testing.T) {
 	bad.PromptMaxTokens = []int{1}
 	if _, err := d.ClosedWave(context.Background(), Target{Name: "s", BaseURL: srv.URL}, WaveSpec{Load: bad, Kind: contract.KindRecorded, Concurrency: 1}); err == nil {
 		t.Fatal("misaligned prompt max_tokens accepted")
+	}
+}
+
+// TestPromptMessages checks that a prompt with messages sends them whole
+// and counts their contents as its input tokens.
+func TestPromptMessages(t *testing.T) {
+	var mu sync.Mutex
+	var got [][]stream.Message
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Messages []stream.Message `json:"messages"`
+		}
+		data, _ := io.ReadAll(r.Body)
+		json.Unmarshal(data, &body)
+		mu.Lock()
+		got = append(got, body.Messages)
+		mu.Unlock()
+		rw.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(rw, `data: {"choices":[{"delta":{"content":"w "},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	conv := []stream.Message{{Role: "system", Content: "be very brief"}, {Role: "user", Content: "hi there"}}
+	load := Load{Prompts: []string{"hi there", "alone"}, MaxTokens: 4, Timeout: 10 * time.Second, Messages: [][]stream.Message{conv, nil}}
+	load.InputTokens = CountInputs(load, words{})
+	if load.InputTokens[0] != 5 || load.InputTokens[1] != 1 {
+		t.Fatalf("input tokens %v, want [5 1]", load.InputTokens)
+	}
+	d := New(Options{Counter: words{}})
+	res, err := d.ClosedWave(context.Background(), Target{Name: "s", BaseURL: srv.URL, Model: "m"},
+		WaveSpec{Load: load, Kind: contract.KindRecorded, Concurrency: 2, Repeat: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, ms := range got {
+		seen[len(ms)] = true
+		if len(ms) == 2 && (ms[0] != conv[0] || ms[1] != conv[1]) || len(ms) == 1 && ms[0] != (stream.Message{Role: "user", Content: "alone"}) {
+			t.Errorf("messages sent %v", ms)
+		}
+	}
+	if !seen[1] || !seen[2] {
+		t.Errorf("bodies %v", got)
+	}
+	for _, r := range res.Records {
+		if r.InputTokens == nil || *r.InputTokens != load.InputTokens[r.Prompt] {
+			t.Errorf("record of prompt %d: input_tokens %v", r.Prompt, r.InputTokens)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/plan"
+	"github.com/rehearse/rehearse/internal/stream"
 )
 
 // LoadOf returns the per-request load of a workload.
@@ -18,7 +19,25 @@ func LoadOf(wl bundle.Workload) Load {
 		Temperature:     wl.Temperature,
 		Timeout:         time.Duration(wl.TimeoutS * float64(time.Second)),
 		PromptMaxTokens: wl.PromptMaxTokens,
+		Messages:        loadMessages(wl.PromptMessages),
 	}
+}
+
+func loadMessages(in [][]bundle.Message) [][]stream.Message {
+	if in == nil {
+		return nil
+	}
+	out := make([][]stream.Message, len(in))
+	for i, ms := range in {
+		if ms == nil {
+			continue
+		}
+		out[i] = make([]stream.Message, len(ms))
+		for j, m := range ms {
+			out[i][j] = stream.Message{Role: m.Role, Content: m.Content}
+		}
+	}
+	return out
 }
 
 // Wave runs one planned wave (package plan orders them) with the given

@@ -109,6 +109,7 @@ func Workload(cfg *config.Rehearsal, prompts workload.Set) bundle.Workload {
 		Repeats:           w.Repeats,
 		Prompts:           prompts.Texts(),
 		PromptMaxTokens:   prompts.MaxTokens(),
+		PromptMessages:    promptMessages(prompts),
 		MaxTokens:         w.MaxTokens,
 		Temperature:       *w.Temperature,
 		TimeoutS:          w.Timeout.Seconds(),
@@ -143,6 +144,24 @@ func Workload(cfg *config.Rehearsal, prompts workload.Set) bundle.Workload {
 	}
 	if m := cfg.MechanismCheck; m != nil {
 		out.MechanismCheck = &bundle.MechanismSpec{Server: m.Server, Metric: m.Metric, Concurrency: m.Concurrency, PeriodS: m.Period.Seconds()}
+	}
+	return out
+}
+
+func promptMessages(s workload.Set) [][]bundle.Message {
+	in := s.Messages()
+	if in == nil {
+		return nil
+	}
+	out := make([][]bundle.Message, len(in))
+	for i, ms := range in {
+		if ms == nil {
+			continue
+		}
+		out[i] = make([]bundle.Message, len(ms))
+		for j, m := range ms {
+			out[i][j] = bundle.Message{Role: m.Role, Content: m.Content}
+		}
 	}
 	return out
 }

@@ -33,7 +33,7 @@ func newDriveDriver(j *bundle.Journal, counter Counter, w bundle.Workload, event
 	load := drive.LoadOf(w)
 	if counter != nil {
 		c = counter
-		load.InputTokens = drive.CountInputs(load.Prompts, counter)
+		load.InputTokens = drive.CountInputs(load, counter)
 	}
 	return &driveDriver{
 		d:    drive.New(drive.Options{Journal: j, Counter: c, Progress: events}),

@@ -144,13 +144,14 @@ func Simulation(cfg *config.Rehearsal) *bundle.Simulation {
 
 // Prompts resolves the workload's prompt source once (workload.Resolve):
 // its prompts file, its inline list, the eight built-in prompts, or a named
-// source; synthetic prompts are built, and ShareGPT's lengths counted, with
-// the rehearsal's tokenizer (OpenTokenizer). The error is the source's, without a field path (callers
+// source; synthetic prompts are built, and the datasets' lengths counted,
+// with the rehearsal's tokenizer (OpenTokenizer). The error is the source's, without a field path (callers
 // name the file or the flag).
 func Prompts(cfg *config.Rehearsal) (workload.Set, error) {
 	spec := cfg.Workload.Prompts.Spec()
 	var env workload.Env
-	if n := spec.Name(); n == workload.SourceSynthetic || n == workload.SourceShareGPT {
+	switch spec.Name() {
+	case workload.SourceSynthetic, workload.SourceShareGPT, workload.SourceChatJSONL:
 		tok, _, _, err := OpenTokenizer(cfg)
 		if err != nil {
 			return workload.Set{}, err

@@ -727,57 +727,111 @@ func TestInterruptCancelsClientsBeforeTheServerStops(t *testing.T) {
 	assertGone(t, r.pid(t, "serial"))
 }
 
-// TestSyntheticExampleAgainstSim runs examples/synthetic.yaml through the
-// binary, at time scale 200 with one repeat at 1 and 8 clients: every
-// record asks for its prompt's max_tokens, counts its prompt's input
-// tokens exactly as drawn, and the bundle records the source and verifies.
-func TestSyntheticExampleAgainstSim(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs two simulated servers")
-	}
-	data, err := os.ReadFile("../../examples/synthetic.yaml")
+// runExample runs examples/<name> through the binary at time scale 200,
+// one repeat at 1 and 8 clients, and returns its verified results.
+func runExample(t *testing.T, name string, edits ...string) *bundle.Results {
+	t.Helper()
+	src, err := filepath.Abs(filepath.Join("../../examples", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	yaml := strings.NewReplacer(`"--time-scale", "10"`, `"--time-scale", "200"`, "concurrencies: [1, 8, 32, 64]", "concurrencies: [1, 8]",
-		"repeats: 3", "repeats: 1", "timeout: 6s", "timeout: 2s", "concurrency: 64", "concurrency: 8", "count: 256", "count: 16").Replace(string(data))
-	dir := t.TempDir()
-	file := filepath.Join(dir, "synthetic.yaml")
-	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+	data, err := os.ReadFile(src)
+	if err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(dir, "bundle")
+	edits = append(edits, `"--time-scale", "10"`, `"--time-scale", "200"`, "concurrencies: [1, 8, 32, 64]", "concurrencies: [1, 8]",
+		"repeats: 3", "repeats: 1", "timeout: 6s", "timeout: 2s", "concurrency: 64", "concurrency: 8")
+	// Its data files are named from where it is.
+	edits = append(edits, "path: data/", "path: "+filepath.Join(filepath.Dir(src), "data")+"/")
+	file := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(file, []byte(strings.NewReplacer(edits...).Replace(string(data))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "bundle")
 	if b, err := exec.Command(rehearseExe, "run", "-q", "-f", file, "-o", out).CombinedOutput(); err != nil {
-		t.Fatalf("run: %v\n%s", err, b)
+		t.Fatalf("run %s: %v\n%s", name, err, b)
 	}
 	for _, p := range bundle.Verify(out) {
-		t.Errorf("verify: %s", p)
+		t.Errorf("%s: verify: %s", name, p)
 	}
 	res, err := bundle.ReadResults(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wl := res.Workload
-	src := wl.PromptSource
-	if src == nil || src.Name != "synthetic" || src.Count != 16 || len(src.SHA256) != 64 || src.Params["seed"] != float64(1) ||
-		len(wl.Prompts) != 16 || wl.ExtraBody["ignore_eos"] != true {
-		t.Fatalf("workload %+v, source %+v", wl, src)
+	if len(res.Records) == 0 {
+		t.Fatalf("%s: no records", name)
+	}
+	return res
+}
+
+// inputOf counts prompt i of wl as drive does: its message contents.
+func inputOf(tok *tokenizer.Tokenizer, wl bundle.Workload, i int) int {
+	if i < len(wl.PromptMessages) && wl.PromptMessages[i] != nil {
+		n := 0
+		for _, m := range wl.PromptMessages[i] {
+			n += tok.Count(m.Content)
+		}
+		return n
+	}
+	return tok.Count(wl.Prompts[i])
+}
+
+// TestSourceExamplesAgainstSim runs examples/synthetic.yaml, sharegpt.yaml
+// and chat.yaml against rehearse sim: every record asks for its prompt's
+// max_tokens and counts its prompt's input tokens, and the bundle records
+// the source and verifies.
+func TestSourceExamplesAgainstSim(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two simulated servers per example")
 	}
 	tok, err := tokenizer.Embedded("qwen2.5")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Records) == 0 {
-		t.Fatal("no records")
+	check := func(name string, res *bundle.Results) {
+		wl := res.Workload
+		for i, r := range res.Records {
+			want := wl.MaxTokens
+			if r.Prompt < len(wl.PromptMaxTokens) && wl.PromptMaxTokens[r.Prompt] > 0 {
+				want = wl.PromptMaxTokens[r.Prompt]
+			}
+			if n := inputOf(tok, wl, r.Prompt); r.InputTokens == nil || *r.InputTokens != n || r.MaxTokens != want {
+				t.Fatalf("%s record %d: input_tokens %v (prompt counts %d), max_tokens %d (want %d)", name, i, r.InputTokens, n, r.MaxTokens, want)
+			}
+			if u := r.UsageCompletionTokens; r.OK && (u == nil || *u > want) {
+				t.Errorf("%s record %d: usage_completion_tokens %v over max_tokens %d", name, i, u, want)
+			}
+		}
+	}
+
+	res := runExample(t, "synthetic.yaml", "count: 256", "count: 16")
+	check("synthetic", res)
+	wl := res.Workload
+	src := wl.PromptSource
+	if src == nil || src.Name != "synthetic" || src.Count != 16 || len(src.SHA256) != 64 || src.Params["seed"] != float64(1) ||
+		len(wl.Prompts) != 16 || wl.ExtraBody["ignore_eos"] != true {
+		t.Fatalf("synthetic: workload %+v, source %+v", wl, src)
 	}
 	for i, r := range res.Records {
-		n := tok.Count(wl.Prompts[r.Prompt])
-		if r.InputTokens == nil || *r.InputTokens != n || n < 256 || n > 768 || r.MaxTokens != 128 {
-			t.Fatalf("record %d: input_tokens %v (prompt counts %d), max_tokens %d", i, r.InputTokens, n, r.MaxTokens)
+		if n := *r.InputTokens; n < 256 || n > 768 || r.MaxTokens != 128 {
+			t.Fatalf("synthetic record %d: %d input tokens, max_tokens %d", i, n, r.MaxTokens)
 		}
 		// The simulator's own count: its text need not re-tokenize to it.
 		if u := r.UsageCompletionTokens; r.OK && (u == nil || *u != 128) {
-			t.Errorf("record %d: usage_completion_tokens %v with ignore_eos, want 128", i, u)
+			t.Errorf("synthetic record %d: usage_completion_tokens %v with ignore_eos, want 128", i, u)
 		}
+	}
+
+	res = runExample(t, "sharegpt.yaml")
+	check("sharegpt", res)
+	if src := res.Workload.PromptSource; src == nil || src.Name != "sharegpt" || src.Skipped["empty"] != 1 || src.Count != 8 || len(res.Workload.PromptMaxTokens) != 8 {
+		t.Fatalf("sharegpt: source %+v", src)
+	}
+
+	res = runExample(t, "chat.yaml")
+	check("chat_jsonl", res)
+	if src := res.Workload.PromptSource; src == nil || src.Name != "chat_jsonl" || src.Count != 8 || len(res.Workload.PromptMessages) != 8 ||
+		res.Workload.PromptMessages[0][0].Role != "system" {
+		t.Fatalf("chat: source %+v, messages %v", src, res.Workload.PromptMessages)
 	}
 }

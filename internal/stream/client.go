@@ -39,6 +39,8 @@ type Request struct {
 	// Timeout bounds the whole request, from send to the end of the
 	// stream; 0 means none.
 	Timeout time.Duration
+	// Messages, when set, are sent instead of Prompt as one user message.
+	Messages []Message
 	// FollowRedirects follows a 3xx answer (at most maxRedirects); without
 	// it a 3xx is the request's outcome, so another host's stream is never
 	// credited to the server under test.
@@ -96,7 +98,7 @@ func Prepare(req Request) (*Prepared, error) {
 	}
 	body := map[string]any{
 		"model":       req.Model,
-		"messages":    []map[string]string{{"role": "user", "content": req.Prompt}},
+		"messages":    messages(req),
 		"max_tokens":  req.MaxTokens,
 		"temperature": req.Temperature,
 		"stream":      true,
@@ -118,6 +120,19 @@ func Prepare(req Request) (*Prepared, error) {
 		timeout: req.Timeout,
 		follow:  req.FollowRedirects,
 	}, nil
+}
+
+// Message is one chat message of a request.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+func messages(req Request) []Message {
+	if req.Messages != nil {
+		return req.Messages
+	}
+	return []Message{{Role: "user", Content: req.Prompt}}
 }
 
 // Body returns the JSON body the request sends.

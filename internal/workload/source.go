@@ -18,6 +18,15 @@ type Prompt struct {
 	Text string `json:"text"`
 	// MaxTokens is this request's max_tokens; 0 means the workload's.
 	MaxTokens int `json:"max_tokens,omitempty"`
+	// Messages, when set, are the whole conversation sent (Text is then
+	// its last user message).
+	Messages []Message `json:"messages,omitempty"`
+}
+
+// Message is one chat message of a prompt.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
 }
 
 // Spec names a prompt source and its parameters, as the rehearsal file (or
@@ -110,6 +119,21 @@ func (s Set) MaxTokens() []int {
 	return out
 }
 
+// Messages returns each prompt's messages, or nil when no prompt has any
+// (every request sends its text as one user message).
+func (s Set) Messages() [][]Message {
+	var out [][]Message
+	for i, p := range s.Prompts {
+		if p.Messages != nil && out == nil {
+			out = make([][]Message, len(s.Prompts))
+		}
+		if out != nil {
+			out[i] = p.Messages
+		}
+	}
+	return out
+}
+
 // Texts is a Set of the given prompts under the inline source, for callers
 // (and tests) that hold the prompts already.
 func Texts(prompts ...string) Set {
@@ -135,6 +159,7 @@ var sources = map[string]SourceFunc{
 	SourceFile:      resolveFile,
 	SourceSynthetic: resolveSynthetic,
 	SourceShareGPT:  resolveShareGPT,
+	SourceChatJSONL: resolveChatJSONL,
 }
 
 // Sources lists the registered source names, sorted.
