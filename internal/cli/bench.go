@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"strings"
@@ -54,6 +55,8 @@ type benchOptions struct {
 	closedSet bool     // --concurrency was given
 	openSet   []string // open-loop flags that were given
 	progress  string
+
+	dataset datasetOptions
 }
 
 func newBenchCmd(st *State) *cobra.Command {
@@ -73,6 +76,13 @@ poisson, or gamma with --burstiness K), reproducible with --seed, bounded by
 --num-requests and/or --duration; --max-concurrency caps requests in flight
 and counts those that had to wait. With --request-rate and no --concurrency,
 only the open-loop waves run.
+
+Prompts: eight built-in ones, --prompts FILE, or --dataset-name with vLLM's
+names: random (--num-prompts prompts of --random-input-len tokens exactly, as
+--tokenizer counts them, each asking for --random-output-len; both uniform over
+±--random-range-ratio, seeded with --seed), sharegpt (--dataset-path, the
+first human turn, the reply's length as max_tokens), custom (a "prompt" per
+line) or chat (JSONL with "messages"). --ignore-eos sends ignore_eos: true.
 
 Output tokens are the returned text re-tokenized with --tokenizer: a
 tokenizer.json path, a model id looked up in the Hugging Face cache
@@ -101,8 +111,10 @@ canceled, and the bundle of what finished is written.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.closedSet = cmd.Flags().Changed("concurrency")
+			o.dataset.numPromptsSet = cmd.Flags().Changed("num-prompts")
 			for _, name := range []string{"arrival", "burstiness", "seed", "num-requests", "duration", "max-concurrency"} {
-				if cmd.Flags().Changed(name) {
+				// --seed also seeds the random dataset, as in vLLM.
+				if cmd.Flags().Changed(name) && (name != "seed" || o.dataset.name != datasetRandom) {
 					o.openSet = append(o.openSet, name)
 				}
 			}
@@ -130,10 +142,11 @@ canceled, and the bundle of what finished is written.`,
 	f.Float64SliceVar(&o.requestRates, "request-rate", nil, "open-loop request rates in requests per second, comma-separated")
 	f.StringVar(&o.arrival, "arrival", config.DefaultArrival, "open-loop arrival process: fixed, poisson or gamma")
 	f.Float64Var(&o.burstiness, "burstiness", 0, "gamma shape: 1 is Poisson, below 1 burstier (gamma arrivals only)")
-	f.Int64Var(&o.seed, "seed", 0, "seed of the arrival schedule (repeat r uses seed+r-1)")
+	f.Int64Var(&o.seed, "seed", 0, "seed of the arrival schedule (repeat r uses seed+r-1), and of --dataset-name random")
 	f.IntVar(&o.numRequests, "num-requests", 0, "requests per open-loop wave (0: bounded by --duration only)")
 	f.DurationVar(&o.duration, "duration", 0, "length of an open-loop wave's schedule (0: bounded by --num-requests only)")
 	f.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on open-loop requests in flight (0: none); waits are counted")
+	datasetFlags(f, &o.dataset)
 	progressFlag(f, &o.progress)
 	f.StringVar(&o.ready, "ready", config.DefaultBenchReady, "readiness check: answer (any HTTP answer from /v1/models or /health), models (GET /v1/models lists the model; for hosted APIs with no /health), full (/health, /v1/models, one tiny request)")
 	f.DurationVar(&o.readyTimeout, "ready-timeout", config.DefaultReachTimeout, "how long the endpoint has to pass the readiness check")
@@ -201,6 +214,9 @@ func (o *benchOptions) validate() error {
 	if err := checkProgress(o.progress); err != nil {
 		return err
 	}
+	if err := o.dataset.validate(o.promptsPath); err != nil {
+		return err
+	}
 	switch o.ready {
 	case config.ReadyAnswer, config.ReadyModels, config.ReadyFull:
 	default:
@@ -257,7 +273,11 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 	}
 	prompts, err := rehearsal.Prompts(cfg)
 	if err != nil {
-		return usageError("--prompts: %v", err)
+		flag := "--prompts"
+		if o.dataset.name != "" {
+			flag = "--dataset-name " + o.dataset.name
+		}
+		return usageError("%s: %v", flag, err)
 	}
 	dir := o.out
 	if dir == "" {
@@ -293,6 +313,13 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 	if err != nil {
 		return nil, nil, err
 	}
+	if o.dataset.ignoreEOS {
+		extra = maps.Clone(extra)
+		if extra == nil {
+			extra = map[string]any{}
+		}
+		extra["ignore_eos"] = true
+	}
 	tok, err := o.tokenizerConfig()
 	if err != nil {
 		return nil, nil, err
@@ -311,7 +338,7 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 	}
 	temperature, includeUsage := 0.0, o.includeUsage
 	w := config.Workload{
-		Concurrencies: o.concurrencies, Repeats: o.repeats, Prompts: config.Prompts{File: o.promptsPath},
+		Concurrencies: o.concurrencies, Repeats: o.repeats, Prompts: o.dataset.prompts(o.promptsPath, o.seed),
 		MaxTokens: o.maxTokens, Temperature: &temperature, Timeout: config.Duration(o.timeout),
 		WarmupWaves: o.warmupWaves, WarmupConcurrency: o.warmupClients,
 		Endpoint: o.endpoint, IncludeUsage: &includeUsage, ExtraBody: extra,

@@ -292,6 +292,13 @@ func parseDuration(v any) (Duration, error) {
 	return 0, fmt.Errorf("%v is not a duration (write 60s, 10m, 100ms, or a number of seconds)", v)
 }
 
+// Defaults of bench's --dataset-name random, vLLM's.
+const (
+	DefaultNumPrompts      = 1000
+	DefaultRandomInputLen  = 1024
+	DefaultRandomOutputLen = 128
+)
+
 // Defaults of the canonical rehearsal (SPEC §1).
 var (
 	DefaultConcurrencies = []int{1, 8, 32, 64}
