@@ -231,3 +231,30 @@ func TestRecountCountsEachTextOnce(t *testing.T) {
 		}
 	}
 }
+
+// input_tokens are re-counted from the prompts, each prompt once; a
+// conversation counts its message contents.
+func TestRecountInputs(t *testing.T) {
+	res := &Results{Workload: Workload{Prompts: []string{"one two", "three"},
+		PromptMessages: [][]Message{nil, {{Role: "system", Content: "a b"}, {Role: "user", Content: "three"}}}}}
+	for i := range 6 {
+		rec := validRecord()
+		rec.Prompt = i % 2
+		rec.InputTokens = ptr([]int{2, 3}[i%2])
+		if i == 4 {
+			rec.InputTokens = ptr(9)
+		}
+		if i == 5 {
+			rec.InputTokens = nil
+		}
+		res.Records = append(res.Records, rec)
+	}
+	var c countingCounter
+	probs, n := recountInputs(res, &c, nil)
+	if n != 5 || c.calls.Load() != 3 {
+		t.Fatalf("%d records checked, %d texts counted; want 5 and 3", n, c.calls.Load())
+	}
+	if len(probs) != 1 || !strings.Contains(probs[0].String(), "records[4].input_tokens: stored 9, prompt 0 re-counted with the tokenizer is 2") {
+		t.Fatalf("problems %v", probs)
+	}
+}

@@ -2,8 +2,11 @@ package bundle
 
 import (
 	"fmt"
+
 	"runtime"
 	"sync"
+
+	"github.com/rehearse/rehearse/internal/contract"
 )
 
 // recountTokens re-counts every record's output_tokens from its text with
@@ -41,7 +44,47 @@ func recountTokens(res *Results, o Options) ([]Problem, string) {
 			Field: fmt.Sprintf("records[%d].output_tokens", m.index),
 			Msg:   fmt.Sprintf("stored %d, its text re-counted with the tokenizer is %d", rec.OutputTokens, m.count)})
 	}
-	return probs, fmt.Sprintf("output_tokens of %d records re-counted from their text with the tokenizer of sha256 %s", len(res.Records), sha)
+	note := fmt.Sprintf("output_tokens of %d records re-counted from their text with the tokenizer of sha256 %s", len(res.Records), sha)
+	inputs, n := recountInputs(res, c, waves)
+	if n > 0 {
+		probs = append(probs, inputs...)
+		note += fmt.Sprintf("; input_tokens of %d records from their prompts", n)
+	}
+	return probs, note
+}
+
+// recountInputs re-counts the input_tokens of every record that has one
+// from its prompt's message contents, each prompt counted once, and
+// returns the records that disagree and how many were checked.
+func recountInputs(res *Results, c Counter, waves map[int]contract.Wave) ([]Problem, int) {
+	wl := &res.Workload
+	counted := map[int]int{}
+	var probs []Problem
+	n := 0
+	for i := range res.Records {
+		rec := &res.Records[i]
+		if rec.InputTokens == nil || rec.Prompt < 0 || rec.Prompt >= len(wl.Prompts) {
+			continue
+		}
+		want, ok := counted[rec.Prompt]
+		if !ok {
+			if rec.Prompt < len(wl.PromptMessages) && wl.PromptMessages[rec.Prompt] != nil {
+				for _, m := range wl.PromptMessages[rec.Prompt] {
+					want += c.Count(m.Content)
+				}
+			} else {
+				want = c.Count(wl.Prompts[rec.Prompt])
+			}
+			counted[rec.Prompt] = want
+		}
+		n++
+		if *rec.InputTokens != want {
+			probs = append(probs, Problem{File: ResultsFile, Server: rec.Server, Load: recordLabel(waves, rec),
+				Field: fmt.Sprintf("records[%d].input_tokens", i),
+				Msg:   fmt.Sprintf("stored %d, prompt %d re-counted with the tokenizer is %d", *rec.InputTokens, rec.Prompt, want)})
+		}
+	}
+	return probs, n
 }
 
 func orNone(s string) string {
