@@ -41,7 +41,7 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 		return WaveResult{}, fmt.Errorf("%s: closed wave: kind %q: want recorded, warmup or mechanism_check", t.Name, spec.Kind)
 	}
 	n := spec.Concurrency
-	prepared, err := prepare(t, spec.Load)
+	prepared, err := prepare(t, spec.Load, n)
 	if err != nil {
 		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 	}

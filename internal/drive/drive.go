@@ -250,11 +250,16 @@ type WaveResult struct {
 	Records []contract.Record
 }
 
-// prepare builds one request per prompt of l; request i of a wave sends
-// the one at workload.PromptIndex(i, len(l.Prompts)).
-func prepare(t Target, l Load) ([]*stream.Prepared, error) {
-	out := make([]*stream.Prepared, len(l.Prompts))
-	for i, prompt := range l.Prompts {
+// prepare builds one request per prompt of l that a wave of the given
+// number of requests sends: request i sends prepared[PromptIndex(i,
+// len(prepared))], which is prompt i mod len(l.Prompts).
+func prepare(t Target, l Load, requests int) ([]*stream.Prepared, error) {
+	// Request i sends prompt PromptIndex(i, len(out)): with fewer requests
+	// than prompts, only the first ones are sent, and only they are built
+	// (a dataset of 100,000 prompts is not marshalled for a wave of 64).
+	out := make([]*stream.Prepared, min(len(l.Prompts), max(requests, 1)))
+	for i := range out {
+		prompt := l.Prompts[i]
 		p, err := stream.Prepare(stream.Request{
 			BaseURL: t.BaseURL, Endpoint: t.Endpoint, Model: t.Model, APIKey: t.APIKey,
 			Prompt: prompt, Messages: l.messages(i), MaxTokens: l.maxTokens(i), Temperature: l.Temperature,

@@ -295,3 +295,28 @@ func TestTargetFollowsRedirectsOnlyWhenAsked(t *testing.T) {
 		t.Fatalf("the server redirected to got %d requests, want the 2 that followed", n.Load())
 	}
 }
+
+// A wave builds only the requests of the prompts it sends: request i sends
+// prompt i mod len(prompts), and a 3-request wave of a 10-prompt workload
+// builds 3 bodies, a 25-request wave all 10.
+func TestPrepareBuildsOnlyThePromptsAWaveSends(t *testing.T) {
+	l := testLoad()
+	l.Prompts = make([]string, 10)
+	for i := range l.Prompts {
+		l.Prompts[i] = fmt.Sprintf("prompt %d", i)
+	}
+	for _, tc := range []struct{ requests, want int }{{3, 3}, {10, 10}, {25, 10}, {0, 1}} {
+		got, err := prepare(Target{Name: "s", BaseURL: "http://127.0.0.1:1"}, l, tc.requests)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != tc.want {
+			t.Errorf("%d requests: %d bodies built, want %d", tc.requests, len(got), tc.want)
+		}
+		for i, p := range got {
+			if want := fmt.Sprintf("prompt %d", i); !strings.Contains(string(p.Body()), want) {
+				t.Errorf("%d requests: body %d does not send %q", tc.requests, i, want)
+			}
+		}
+	}
+}

@@ -91,7 +91,7 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 		return WaveResult{}, fmt.Errorf("%s: open wave: %w", t.Name, err)
 	}
 	n := len(offsets)
-	prepared, err := prepare(t, spec.Load)
+	prepared, err := prepare(t, spec.Load, n)
 	if err != nil {
 		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
