@@ -27,6 +27,11 @@ type Entry struct {
 	Wave      *contract.Wave   `json:"wave,omitempty"`
 	Record    *contract.Record `json:"record,omitempty"`
 	Mechanism *MechanismCheck  `json:"mechanism_check,omitempty"`
+	// PromptsKept, on a header, says its workload's prompts (prompts,
+	// prompt_max_tokens, prompt_messages) are those of the header before:
+	// a header is journaled again on every note, and a dataset of 100,000
+	// prompts is written once, not once a note.
+	PromptsKept bool `json:"prompts_kept,omitempty"`
 }
 
 // Journal appends entries to a JSON Lines file, one write per entry, so a
@@ -36,6 +41,9 @@ type Journal struct {
 	f    *os.File
 	path string
 	err  error
+	// prompts is the prompt list of the last header written, to tell a
+	// header whose prompts are the same slice (see Entry.PromptsKept).
+	prompts []string
 }
 
 // CreateJournal creates the journal at path. It is created, never opened:
@@ -92,7 +100,15 @@ func (j *Journal) WriteHeader(h *Results) error {
 	c := *h
 	c.Schema = Schema
 	c.Waves, c.Records, c.Aggregates = nil, nil, nil
-	return j.write(Entry{Header: &c})
+	j.mu.Lock()
+	kept := j.prompts != nil && len(j.prompts) == len(c.Workload.Prompts) &&
+		len(c.Workload.Prompts) > 0 && &j.prompts[0] == &c.Workload.Prompts[0]
+	j.prompts = c.Workload.Prompts
+	j.mu.Unlock()
+	if kept {
+		c.Workload.Prompts, c.Workload.PromptMaxTokens, c.Workload.PromptMessages = nil, nil, nil
+	}
+	return j.write(Entry{Header: &c, PromptsKept: kept})
 }
 
 // WriteWave journals a wave's state.
@@ -219,6 +235,10 @@ func DecodeJournal(in io.Reader) (*Results, error) {
 		switch {
 		case e.Header != nil:
 			set++
+			if e.PromptsKept && header != nil {
+				w := &e.Header.Workload
+				w.Prompts, w.PromptMaxTokens, w.PromptMessages = header.Workload.Prompts, header.Workload.PromptMaxTokens, header.Workload.PromptMessages
+			}
 			header = e.Header
 		}
 		if e.Wave != nil {

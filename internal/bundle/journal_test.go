@@ -2,7 +2,10 @@ package bundle_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,5 +86,39 @@ func TestJournalCutMidWaveMarksTheWaveStopped(t *testing.T) {
 	}
 	if joined := strings.Join(got.Notes, "\n"); !strings.Contains(joined, "wave 3 (naive, 8 clients, repeat 0)") || !strings.Contains(joined, "journal ends") {
 		t.Errorf("notes do not say which wave the journal cut: %q", got.Notes)
+	}
+}
+
+// A header journaled again (on every note) does not repeat the workload's
+// prompts: they are written once, and the journal's rebuild keeps them.
+func TestJournalWritesThePromptsOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), bundle.JournalFile)
+	j, err := bundle.CreateJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &bundle.Results{Workload: bundle.Workload{Prompts: []string{"the first prompt", "the second prompt"}, PromptMaxTokens: []int{3, 4}}}
+	for i := range 3 {
+		h.Notes = append(h.Notes, fmt.Sprintf("note %d", i))
+		if err := j.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(data, []byte("the second prompt")); n != 1 {
+		t.Errorf("the prompts were written %d times in 3 headers, want once", n)
+	}
+	res, err := bundle.ReadJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Workload.Prompts, h.Workload.Prompts) || !slices.Equal(res.Workload.PromptMaxTokens, []int{3, 4}) || len(res.Notes) != 3 {
+		t.Fatalf("rebuilt workload %+v, notes %q", res.Workload, res.Notes)
 	}
 }
