@@ -451,3 +451,39 @@ func TestMergeSaysWhenPartsCameFromDifferentBuilds(t *testing.T) {
 		t.Errorf("notes about the builds %q, want [%q]", notes, want)
 	}
 }
+
+// A sustained wave (its warm-up a wave of its own) verifies, and a changed
+// goodput of it is found: verify recomputes it over the measured window.
+func TestVerifyRecomputesASustainedWave(t *testing.T) {
+	res := bundletest.SeedLike()
+	warm, id := len(res.Waves), len(res.Waves)+1
+	res.Waves = append(res.Waves,
+		contract.Wave{ID: warm, Server: "batching", Concurrency: 2, Repeat: 1, Kind: contract.KindWarmup, Mode: contract.ModeSustained, StartedAt: "2026-11-30T14:00:00Z"},
+		contract.Wave{ID: id, Server: "batching", Concurrency: 2, Repeat: 1, Kind: contract.KindRecorded, Mode: contract.ModeSustained, StartedAt: "2026-11-30T14:00:01Z"})
+	for i := range 6 {
+		w, kind := id, contract.KindRecorded
+		if i < 2 {
+			w, kind = warm, contract.KindWarmup
+		}
+		start := 0.5 * float64(i/2)
+		first, end := start+0.1, start+0.5
+		res.Records = append(res.Records, contract.Record{Kind: kind, Server: "batching", Concurrency: 2, Repeat: 1, Wave: w, Client: i % 2,
+			StartS: start, FirstContentS: &first, ChunkTimesS: []float64{first, end}, EndS: end,
+			Text: " the the", OutputTokens: 2, OK: true, FinishReason: "stop"})
+	}
+	bundle.FixWaveTimes(res)
+	res.Recompute()
+	last := res.Aggregates[len(res.Aggregates)-1]
+	if last.Mode != contract.ModeSustained || *last.Goodput.Median != 8/1.0 {
+		t.Fatalf("last aggregate %s %v: want sustained, 8 tokens over the 1 s window", last.Mode, *last.Goodput.Median)
+	}
+	if probs := bundle.Verify(writeBundle(t, res)); len(probs) != 0 {
+		t.Fatalf("a sustained bundle must verify, got %v", probs)
+	}
+	v := *last.Goodput.Median * 2
+	res.Aggregates[len(res.Aggregates)-1].Goodput.Median = &v
+	probs := bundle.Verify(writeBundle(t, res))
+	if len(probs) != 1 || !strings.HasPrefix(probs[0].String(), "results.json: server batching, 2 clients, sustained: goodput_tok_s.median: stored") {
+		t.Fatalf("want the goodput named, got %v", probs)
+	}
+}

@@ -312,14 +312,14 @@ func IsCut(w contract.Wave) bool { return strings.HasPrefix(w.Stopped, cutPrefix
 // figures appear, and it says how much of it the journal holds.
 func cutReason(w contract.Wave, records int) string {
 	const reason = cutPrefix + " the journal ends before this wave's end (rehearse stopped or crashed)"
-	if w.Mode == contract.ModeOpen {
+	if !contract.IsClosed(w.Mode) {
 		return fmt.Sprintf("%s; %d requests were journaled", reason, records)
 	}
 	return fmt.Sprintf("%s; %d of its %d requests were journaled", reason, records, w.Concurrency)
 }
 
 // FixWaveTimes sets each wave's wall_s (the largest end_s) and, for a closed
-// wave, its release spread from its records by the contract, for waves whose
+// wave (not a sustained or open one), its release spread from its records by the contract, for waves whose
 // end was never journaled or whose records were cut short.
 func FixWaveTimes(r *Results) {
 	byWave := map[int][]contract.Record{}
@@ -329,7 +329,7 @@ func FixWaveTimes(r *Results) {
 	for i := range r.Waves {
 		recs := byWave[r.Waves[i].ID]
 		r.Waves[i].WallS = contract.WaveWallS(recs)
-		if r.Waves[i].Mode != contract.ModeOpen {
+		if contract.IsClosed(r.Waves[i].Mode) {
 			r.Waves[i].ReleaseSpreadS = contract.WaveReleaseSpreadS(recs)
 		}
 	}

@@ -81,9 +81,9 @@ func checkWaves(r *Results) ([]Problem, map[int]contract.Wave) {
 			bad("kind", "%q is not %s, %s or %s", w.Kind, contract.KindRecorded, contract.KindWarmup, contract.KindMechanismCheck)
 		}
 		switch w.Mode {
-		case "", contract.ModeClosed, contract.ModeOpen:
+		case "", contract.ModeClosed, contract.ModeSustained, contract.ModeOpen:
 		default:
-			bad("mode", "%q is not %s or %s", w.Mode, contract.ModeClosed, contract.ModeOpen)
+			bad("mode", "%q is not %s, %s or %s", w.Mode, contract.ModeClosed, contract.ModeSustained, contract.ModeOpen)
 		}
 		if _, err := time.Parse(time.RFC3339, w.StartedAt); err != nil {
 			bad("started_at", "%q is not an RFC 3339 time", w.StartedAt)

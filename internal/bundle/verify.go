@@ -257,7 +257,8 @@ func checkHeader(res *Results) []Problem {
 }
 
 // checkWaveTimes recomputes each wave's wall_s and, where stored, a closed
-// wave's release_spread_s.
+// wave's release_spread_s (a sustained or open wave has none: its
+// requests are not released together).
 func checkWaveTimes(res *Results) []Problem {
 	var probs []Problem
 	byWave := map[int][]contract.Record{}
@@ -270,7 +271,7 @@ func checkWaveTimes(res *Results) []Problem {
 			probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Load: contract.KeyOf(w).LoadLabel(),
 				Field: fmt.Sprintf("waves[%d].wall_s", i), Msg: fmt.Sprintf("stored %v, largest end_s of its records is %v", w.WallS, want)})
 		}
-		if w.Mode != contract.ModeOpen && res.waveHas(i, "release_spread_s") {
+		if contract.IsClosed(w.Mode) && res.waveHas(i, "release_spread_s") {
 			want := contract.WaveReleaseSpreadS(byWave[w.ID])
 			if !near(w.ReleaseSpreadS, want) {
 				probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Load: contract.KeyOf(w).LoadLabel(),

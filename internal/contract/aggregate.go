@@ -198,6 +198,33 @@ func WaveWallS(records []Record) float64 {
 	return m
 }
 
+// WaveWindowS is a sustained wave's measured window by the contract: from
+// its first send to its last end, the largest end_s minus the smallest
+// start_s of its records, 0 for a wave with none. The wave is released at
+// its first measured send, so the window differs from wall_s only by the
+// instant between the release and that request's own start stamp. The
+// requests of the warm-up are a separate wave and never in it.
+func WaveWindowS(records []Record) float64 {
+	if len(records) == 0 {
+		return 0
+	}
+	lo, hi := records[0].StartS, records[0].EndS
+	for _, r := range records[1:] {
+		lo, hi = min(lo, r.StartS), max(hi, r.EndS)
+	}
+	return hi - lo
+}
+
+// GoodputWindowS is the time a wave's goodput and request throughput are
+// divided by: the measured window (WaveWindowS) of a sustained wave, the
+// wall time (WaveWallS, from the release at 0) of a closed or open one.
+func GoodputWindowS(mode string, records []Record) float64 {
+	if mode == ModeSustained {
+		return WaveWindowS(records)
+	}
+	return WaveWallS(records)
+}
+
 // WaveReleaseSpreadS is a closed wave's release spread by the contract: the
 // last start_s of its records minus the first, 0 for a wave with none.
 func WaveReleaseSpreadS(records []Record) float64 {
@@ -272,7 +299,14 @@ func PooledLatencies(waves []Wave, records []Record, k Key) Latencies {
 
 // Aggregates computes every aggregate of the recorded waves. Aggregates come
 // in the order of servers (servers not named there follow, sorted), then
-// closed before open, then by concurrency or rate. baseline names the
+// closed, sustained, open, then by concurrency or rate.
+//
+// Goodput of a wave is Σ output_tokens of its ok records ÷ its goodput
+// window (GoodputWindowS): the wall time of a closed or open wave; for a
+// sustained wave the measured window, from its first measured send to its
+// last measured end (its warm-up requests are a wave of kind warmup, never
+// counted). Request throughput is the ok records ÷ the same window.
+// Latencies are pooled over the ok records of all repeats in every mode. baseline names the
 // speed-up denominator ("" for none).
 func Aggregates(waves []Wave, records []Record, servers []string, baseline string) []Aggregate {
 	byWave := map[int][]Record{}
@@ -311,7 +345,7 @@ func Aggregates(waves []Wave, records []Record, servers []string, baseline strin
 		case !oka && a.Server != b.Server:
 			return a.Server < b.Server
 		case a.Mode != b.Mode:
-			return a.Mode == ModeClosed
+			return modeRank[a.Mode] < modeRank[b.Mode]
 		case a.Concurrency != b.Concurrency:
 			return a.Concurrency < b.Concurrency
 		default:
@@ -327,6 +361,9 @@ func Aggregates(waves []Wave, records []Record, servers []string, baseline strin
 	return out
 }
 
+// modeRank orders aggregates of one server by mode.
+var modeRank = map[string]int{ModeClosed: 0, ModeSustained: 1, ModeOpen: 2}
+
 func aggregate(k Key, waves []Wave, byWave map[int][]Record) Aggregate {
 	sort.SliceStable(waves, func(i, j int) bool { return waves[i].Repeat < waves[j].Repeat })
 	a := Aggregate{
@@ -340,7 +377,7 @@ func aggregate(k Key, waves []Wave, byWave map[int][]Record) Aggregate {
 	successes := 0
 	for _, w := range waves {
 		recs := byWave[w.ID]
-		wall := WaveWallS(recs)
+		wall := GoodputWindowS(k.Mode, recs)
 		tokens, oks := 0, 0
 		for _, r := range recs {
 			a.Failures.Total++

@@ -13,7 +13,19 @@ const (
 const (
 	ModeClosed = "closed" // N clients released together, one request each
 	ModeOpen   = "open"   // requests sent on an arrival schedule
+	// ModeSustained is the sustained closed loop: Concurrency clients, each
+	// sending its next request as soon as its last one ended, until a
+	// number of requests or a duration. Its warm-up requests are a wave of
+	// kind warmup of their own (mode sustained), released at the first
+	// warm-up send; the measured requests are the recorded wave, released at
+	// the first measured send. Records of either are ordinary records:
+	// client is which of the Concurrency clients sent it.
+	ModeSustained = "sustained"
 )
+
+// IsClosed reports whether mode is the closed-loop wave of N clients
+// released together ("" is closed, as older bundles wrote it).
+func IsClosed(mode string) bool { return mode == "" || mode == ModeClosed }
 
 // Failure kinds (SPEC §2).
 const (
@@ -107,10 +119,11 @@ type Wave struct {
 	Mode        string `json:"mode"`
 	// StartedAt is the wall-clock anchor of the release, RFC 3339 UTC.
 	StartedAt string `json:"started_at"`
-	// WallS is the largest end_s among the wave's records.
+	// WallS is the largest end_s among the wave's records (every mode; a
+	// sustained wave's goodput is over WaveWindowS instead).
 	WallS float64 `json:"wall_s"`
 	Cold  bool    `json:"cold"`
-	// ReleaseSpreadS is the last start_s minus the first (closed loop).
+	// ReleaseSpreadS is the last start_s minus the first (closed loop only).
 	ReleaseSpreadS float64 `json:"release_spread_s"`
 
 	// Open-loop schedule, zero for closed waves.
@@ -144,8 +157,8 @@ func KeyOf(w Wave) Key {
 	return makeKey(w.Server, w.Mode, w.Concurrency, w.RequestRateRPS)
 }
 
-// makeKey keys a population: closed loop (the default mode) by
-// concurrency, open loop by request rate.
+// makeKey keys a population: closed loop (the default mode) and the
+// sustained closed loop by concurrency, open loop by request rate.
 func makeKey(server, mode string, concurrency int, rateRPS float64) Key {
 	if mode == "" {
 		mode = ModeClosed
@@ -159,14 +172,28 @@ func makeKey(server, mode string, concurrency int, rateRPS float64) Key {
 	return k
 }
 
-// LoadLabel names the load of the population: "64 clients" (closed loop)
-// or "2.5 req/s" (open loop). Every output that names a load uses it.
+// LoadLabel names the load of the population: "64 clients" (closed loop),
+// "16 clients, sustained" (the sustained closed loop) or "2.5 req/s" (open
+// loop). Every output that names a load uses it.
 func (k Key) LoadLabel() string {
-	if k.Mode == ModeOpen {
+	switch k.Mode {
+	case ModeOpen:
 		return strconv.FormatFloat(k.RequestRateRPS, 'g', 6, 64) + " req/s"
+	case ModeSustained:
+		return SustainedLabel(k.Concurrency)
 	}
-	if k.Concurrency == 1 {
+	return ClientsLabel(k.Concurrency)
+}
+
+// ClientsLabel names a closed-loop load of n clients: "1 client", "64
+// clients".
+func ClientsLabel(n int) string {
+	if n == 1 {
 		return "1 client"
 	}
-	return strconv.Itoa(k.Concurrency) + " clients"
+	return strconv.Itoa(n) + " clients"
 }
+
+// SustainedLabel names a sustained closed loop of n clients: "16 clients,
+// sustained".
+func SustainedLabel(n int) string { return ClientsLabel(n) + ", sustained" }
