@@ -174,6 +174,9 @@ type Workload struct {
 	ExtraBody         map[string]any `json:"extra_body,omitempty"`
 	Open              *OpenLoop      `json:"open_loop,omitempty"`
 	MechanismCheck    *MechanismSpec `json:"mechanism_check,omitempty"`
+	// Sustained, when set, makes the waves at each concurrency sustained
+	// closed loops (mode "sustained") instead of closed-loop waves.
+	Sustained *Sustained `json:"sustained,omitempty"`
 	// PromptMaxTokens is each prompt's own max_tokens, aligned with
 	// Prompts (0: MaxTokens); absent when no prompt sets one.
 	PromptMaxTokens []int `json:"prompt_max_tokens,omitempty"`
@@ -201,6 +204,15 @@ type PromptSource struct {
 	SHA256  string         `json:"sha256"`
 	Count   int            `json:"count"`
 	Skipped map[string]int `json:"skipped,omitempty"`
+}
+
+// Sustained bounds each sustained closed-loop wave: num_requests measured
+// requests, duration_s of the measured part, or both (whichever ends
+// first), after warmup_requests requests of warm-up (a wave of their own).
+type Sustained struct {
+	NumRequests    int     `json:"num_requests,omitempty"`
+	DurationS      float64 `json:"duration_s,omitempty"`
+	WarmupRequests int     `json:"warmup_requests"`
 }
 
 // OpenLoop is the arrival schedule of open-loop waves.

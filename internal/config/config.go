@@ -121,6 +121,28 @@ type Workload struct {
 	IncludeUsage      *bool          `yaml:"include_usage"`
 	ExtraBody         map[string]any `yaml:"extra_body"`
 	OpenLoop          *OpenLoop      `yaml:"open_loop"`
+	// Mode is the load at each concurrency: closed (the default: waves of
+	// N clients released together, one request each) or sustained (N
+	// clients each sending its next request as soon as its last ended,
+	// bounded by Sustained).
+	Mode      string     `yaml:"mode"`
+	Sustained *Sustained `yaml:"sustained"`
+}
+
+// Workload modes (Workload.Mode).
+const (
+	ModeClosed    = "closed"
+	ModeSustained = "sustained"
+)
+
+// Sustained bounds each sustained closed-loop wave: NumRequests measured
+// requests, Duration of the measured part, or both (whichever ends
+// first), after WarmupRequests requests of warm-up that are sent by the
+// same clients and kept out of the aggregates.
+type Sustained struct {
+	NumRequests    int      `yaml:"num_requests"`
+	Duration       Duration `yaml:"duration"`
+	WarmupRequests int      `yaml:"warmup_requests"`
 }
 
 // OpenLoop describes open-loop waves run after the closed-loop ones.
@@ -319,15 +341,23 @@ const (
 	// pointed at to answer at all: it is up, or the rehearsal ends now.
 	DefaultReachTimeout = 5 * time.Second
 	// DefaultBenchReady is bench's readiness: one answer from the endpoint.
-	DefaultBenchReady     = ReadyAnswer
-	DefaultServerName     = "server"
-	DefaultArrival        = workload.ArrivalPoisson
-	DefaultMetricsPath    = "/metrics"
-	DefaultMetric         = "vllm:num_requests_running"
-	DefaultMechanismEvery = 100 * time.Millisecond
-	DefaultStopGrace      = 15 * time.Second
-	OnFailureContinue     = "continue"
-	OnFailureStop         = "stop"
+	DefaultBenchReady = ReadyAnswer
+	DefaultServerName = "server"
+	DefaultArrival    = workload.ArrivalPoisson
+	// DefaultMode is the load at each concurrency: closed-loop waves.
+	DefaultMode = ModeClosed
+	// DefaultSustainedNumRequests bounds a sustained wave given neither
+	// num_requests nor duration (vllm bench serve's --num-prompts).
+	DefaultSustainedNumRequests = 1000
+	// DefaultSustainedWarmupRequests is the warm-up of a sustained wave:
+	// none, so its first wave is flagged cold unless warm-up waves run.
+	DefaultSustainedWarmupRequests = 0
+	DefaultMetricsPath             = "/metrics"
+	DefaultMetric                  = "vllm:num_requests_running"
+	DefaultMechanismEvery          = 100 * time.Millisecond
+	DefaultStopGrace               = 15 * time.Second
+	OnFailureContinue              = "continue"
+	OnFailureStop                  = "stop"
 	// DefaultProgress draws the live per-request view of bench, run and
 	// demo only when stderr is a terminal.
 	DefaultProgress = ProgressAuto

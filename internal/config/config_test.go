@@ -370,3 +370,43 @@ func TestReadyModeAndWarmupConcurrency(t *testing.T) {
 		}
 	}
 }
+
+func TestSustainedMode(t *testing.T) {
+	base := "servers: [{name: s, base_url: 'http://127.0.0.1:1'}]\nmodel: {id: m}\nworkload: "
+	r, err := Parse([]byte(base+"{concurrencies: [16], mode: sustained}\n"), "x.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := r.Workload.Sustained; s == nil || s.NumRequests != DefaultSustainedNumRequests || s.WarmupRequests != DefaultSustainedWarmupRequests || s.Duration != 0 {
+		t.Errorf("sustained defaults %+v", s)
+	}
+	if r, err := Parse([]byte(base+"{concurrencies: [16]}\n"), "x.yaml", t.TempDir()); err != nil || r.Workload.Mode != DefaultMode || r.Workload.Sustained != nil {
+		t.Errorf("default mode: %v %+v", err, r)
+	}
+	r, err = Parse([]byte(base+"{mode: sustained, sustained: {duration: 30s, warmup_requests: 8}}\n"), "x.yaml", t.TempDir())
+	if err != nil || *r.Workload.Sustained != (Sustained{Duration: Duration(30 * time.Second), WarmupRequests: 8}) {
+		t.Errorf("duration only: %v %+v", err, r)
+	}
+	_, err = Parse([]byte(base+"{mode: sustained, sustained: {num_requests: -1, duration: -1s, warmup_requests: -2, seed: 3}}\n"), "x.yaml", t.TempDir())
+	for _, want := range []string{
+		"workload.sustained.seed: unknown key (known: num_requests, duration, warmup_requests)",
+		"workload.sustained.num_requests: -1: must be 0 or more",
+		"workload.sustained.duration: -1s: negative",
+		"workload.sustained.warmup_requests: -2: must be 0 or more",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want %q", err, want)
+		}
+	}
+	for yaml, want := range map[string]string{
+		"{mode: steady}":                              `workload.mode: "steady": want closed or sustained`,
+		"{sustained: {num_requests: 4}}":              "workload.sustained: given, but workload.mode is closed (set mode: sustained)",
+		"{mode: sustained, sustained: {bad: 1}}":      "workload.sustained.bad: unknown key",
+		"{mode: sustained, sustained: [1]}":           "workload.sustained: want a mapping",
+		"{mode: sustained, sustained: {duration: x}}": `workload.sustained.duration: "x" is not a duration`,
+	} {
+		if _, err := Parse([]byte(base+yaml+"\n"), "x.yaml", t.TempDir()); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", yaml, err, want)
+		}
+	}
+}

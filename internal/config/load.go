@@ -422,6 +422,17 @@ func (r *Rehearsal) applyDefaults(raw map[string]any) {
 		yes := true
 		w.IncludeUsage = &yes
 	}
+	if w.Mode == "" {
+		w.Mode = DefaultMode
+	}
+	if w.Mode == ModeSustained {
+		if w.Sustained == nil {
+			w.Sustained = &Sustained{WarmupRequests: DefaultSustainedWarmupRequests}
+		}
+		if w.Sustained.NumRequests == 0 && w.Sustained.Duration == 0 {
+			w.Sustained.NumRequests = DefaultSustainedNumRequests
+		}
+	}
 	if w.Prompts.File != "" && !filepath.IsAbs(w.Prompts.File) {
 		w.Prompts.File = filepath.Join(r.Dir, w.Prompts.File)
 	}
@@ -607,6 +618,7 @@ func (r *Rehearsal) validate(p *Problems) {
 		}
 	}
 	validatePrompts(w.Prompts, p)
+	validateSustained(w, p)
 	if o := w.OpenLoop; o != nil {
 		if len(o.RequestRatesRPS) == 0 {
 			p.add("workload.open_loop.request_rates_rps", "empty")
@@ -765,6 +777,33 @@ func (w Prompts) Spec() workload.Spec {
 		spec.Dataset = &workload.Dataset{UseOutputLen: w.UseOutputLen, MaxModelLen: w.MaxModelLen, Count: w.Count}
 	}
 	return spec
+}
+
+// validateSustained checks workload.mode and workload.sustained.
+func validateSustained(w Workload, p *Problems) {
+	switch w.Mode {
+	case ModeClosed, ModeSustained:
+	default:
+		p.add("workload.mode", "%q: want closed or sustained", w.Mode)
+		return
+	}
+	s := w.Sustained
+	if s == nil {
+		return
+	}
+	if w.Mode != ModeSustained {
+		p.add("workload.sustained", "given, but workload.mode is %s (set mode: sustained)", w.Mode)
+		return
+	}
+	if s.NumRequests < 0 {
+		p.add("workload.sustained.num_requests", "%d: must be 0 or more", s.NumRequests)
+	}
+	if s.Duration < 0 {
+		p.add("workload.sustained.duration", "%v: negative", s.Duration)
+	}
+	if s.WarmupRequests < 0 {
+		p.add("workload.sustained.warmup_requests", "%d: must be 0 or more", s.WarmupRequests)
+	}
 }
 
 func sortedKeys(m map[string]int) []string {

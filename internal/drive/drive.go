@@ -52,7 +52,8 @@ type Event struct {
 	Wave   contract.Wave
 	Record *contract.Record // set for RequestEnded
 	// Done and Failed count the wave's ended requests; Total is the number
-	// of requests the wave will send.
+	// of requests the wave will send, -1 when it is not known (a sustained
+	// wave bounded by duration only).
 	Done, Failed, Total int
 	Elapsed             time.Duration
 }
@@ -248,6 +249,9 @@ type WaveResult struct {
 	Wave    contract.Wave
 	Release time.Time
 	Records []contract.Record
+	// Warmup is the warm-up wave of a sustained wave's first requests (nil
+	// for other waves and for a sustained wave without warm-up requests).
+	Warmup *WaveResult
 }
 
 // prepare builds one request per prompt of l that a wave of the given

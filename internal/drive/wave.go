@@ -41,8 +41,8 @@ func loadMessages(in [][]bundle.Message) [][]stream.Message {
 }
 
 // Wave runs one planned wave (package plan orders them) with the given
-// load: a closed-loop wave at its concurrency, or an open-loop wave on its
-// schedule.
+// load: a closed-loop wave at its concurrency, a sustained closed loop at
+// its concurrency and bounds, or an open-loop wave on its schedule.
 func (d *Driver) Wave(ctx context.Context, t Target, load Load, w plan.Wave) (WaveResult, error) {
 	switch w.Mode {
 	case contract.ModeClosed:
@@ -57,6 +57,15 @@ func (d *Driver) Wave(ctx context.Context, t Target, load Load, w plan.Wave) (Wa
 			Arrival: s.Arrival, Burstiness: s.Burstiness, Seed: s.Seed,
 			NumRequests: s.NumRequests, Duration: s.Duration, MaxConcurrency: s.MaxConcurrency,
 		})
+	case contract.ModeSustained:
+		if w.Sustained == nil {
+			return WaveResult{}, fmt.Errorf("%s: a sustained wave without its bounds", t.Name)
+		}
+		s := w.Sustained
+		return d.SustainedWave(ctx, t, SustainedSpec{
+			Load: load, Kind: w.Kind, Concurrency: w.Concurrency, Repeat: w.Repeat, Cold: w.Cold,
+			NumRequests: s.NumRequests, Duration: s.Duration, WarmupRequests: s.WarmupRequests,
+		})
 	}
-	return WaveResult{}, fmt.Errorf("%s: wave mode %q: want closed or open", t.Name, w.Mode)
+	return WaveResult{}, fmt.Errorf("%s: wave mode %q: want closed, sustained or open", t.Name, w.Mode)
 }

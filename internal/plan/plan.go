@@ -14,7 +14,7 @@ import (
 type Wave struct {
 	// Kind is contract.KindWarmup, KindRecorded or KindMechanismCheck.
 	Kind string
-	// Mode is contract.ModeClosed or ModeOpen.
+	// Mode is contract.ModeClosed, ModeSustained or ModeOpen.
 	Mode string
 	// Concurrency is the clients of a closed-loop wave.
 	Concurrency int
@@ -24,6 +24,17 @@ type Wave struct {
 	Cold bool
 	// Open is the arrival schedule of an open-loop wave (nil when closed).
 	Open *Schedule
+	// Sustained bounds a sustained closed-loop wave (nil otherwise).
+	Sustained *Bounds
+}
+
+// Bounds are the bounds of one sustained closed-loop wave: NumRequests
+// measured requests, Duration of the measured part, or both (whichever ends
+// first), after WarmupRequests requests of warm-up.
+type Bounds struct {
+	NumRequests    int
+	Duration       time.Duration
+	WarmupRequests int
 }
 
 // Schedule is the arrival schedule of one open-loop wave: requests at
@@ -65,7 +76,9 @@ func WarmupConcurrency(wl bundle.Workload) int {
 // Server returns the waves of the named server, in the order they run:
 // wl.WarmupWaves warm-up waves, then for each concurrency wl.Repeats
 // recorded closed-loop waves (the first flagged cold when there is no
-// warm-up, SPEC §1), then wl.Repeats open-loop waves at each request rate
+// warm-up, SPEC §1) or, when wl.Sustained is set, wl.Repeats sustained
+// closed-loop waves with its bounds (the first cold when there are neither
+// warm-up waves nor warm-up requests), then wl.Repeats open-loop waves at each request rate
 // (repeat r drawn with seed open_loop.seed + r − 1, so repeats are
 // independent draws and each is reproducible), then the mechanism check
 // when it is this server's.
@@ -76,9 +89,15 @@ func Server(wl bundle.Workload, server string) []Wave {
 		out = append(out, Wave{Kind: contract.KindWarmup, Mode: contract.ModeClosed, Concurrency: warm, Repeat: r})
 	}
 	cold := wl.WarmupWaves == 0
+	mode, bounds := contract.ModeClosed, (*Bounds)(nil)
+	if s := wl.Sustained; s != nil {
+		mode = contract.ModeSustained
+		bounds = &Bounds{NumRequests: s.NumRequests, Duration: seconds(s.DurationS), WarmupRequests: s.WarmupRequests}
+		cold = cold && s.WarmupRequests == 0
+	}
 	for _, c := range wl.Concurrencies {
 		for r := 1; r <= wl.Repeats; r++ {
-			out = append(out, Wave{Kind: contract.KindRecorded, Mode: contract.ModeClosed, Concurrency: c, Repeat: r, Cold: cold})
+			out = append(out, Wave{Kind: contract.KindRecorded, Mode: mode, Concurrency: c, Repeat: r, Cold: cold, Sustained: bounds})
 			cold = false
 		}
 	}
@@ -100,7 +119,9 @@ func Server(wl bundle.Workload, server string) []Wave {
 
 // Workload is the bundle's record of the rehearsal's workload, with the
 // prompts of the resolved source, their own max_tokens and the source's
-// record. Its kind is closed, open (open-loop waves only) or closed+open.
+// record. Its kind is closed or sustained (the mode of the waves at each
+// concurrency), open (open-loop waves only), or closed+open or
+// sustained+open.
 func Workload(cfg *config.Rehearsal, prompts workload.Set) bundle.Workload {
 	w := cfg.Workload
 	out := bundle.Workload{
@@ -120,8 +141,12 @@ func Workload(cfg *config.Rehearsal, prompts workload.Set) bundle.Workload {
 		IncludeUsage:      *w.IncludeUsage,
 		ExtraBody:         w.ExtraBody,
 	}
+	if s := w.Sustained; w.Mode == contract.ModeSustained && s != nil {
+		out.Kind = contract.ModeSustained
+		out.Sustained = &bundle.Sustained{NumRequests: s.NumRequests, DurationS: s.Duration.Seconds(), WarmupRequests: s.WarmupRequests}
+	}
 	if o := w.OpenLoop; o != nil {
-		out.Kind = contract.ModeClosed + "+" + contract.ModeOpen
+		out.Kind += "+" + contract.ModeOpen
 		if len(w.Concurrencies) == 0 {
 			out.Kind = contract.ModeOpen
 		}

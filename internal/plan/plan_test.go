@@ -17,6 +17,9 @@ func describe(ws []Wave) string {
 		if w.Cold {
 			line += " cold"
 		}
+		if b := w.Sustained; b != nil {
+			line += fmt.Sprintf(" n=%d d=%v warmup=%d", b.NumRequests, b.Duration, b.WarmupRequests)
+		}
 		if o := w.Open; o != nil {
 			line += fmt.Sprintf(" %s seed=%d n=%d d=%v cap=%d", o.Arrival, o.Seed, o.NumRequests, o.Duration, o.MaxConcurrency)
 		}
@@ -50,6 +53,18 @@ func TestServer(t *testing.T) {
 		}},
 		{"open loop only, warm-up at one client", bundle.Workload{Repeats: 1, WarmupWaves: 1, Open: &bundle.OpenLoop{RequestRatesRPS: []float64{3}, Arrival: "fixed", NumRequests: 2}}, "a", []string{
 			"warmup/closed 1 client r1", "recorded/open 3 req/s r1 fixed seed=0 n=2 d=0s cap=0",
+		}},
+		{"sustained: a wave per concurrency and repeat, after the warm-up waves", bundle.Workload{Concurrencies: []int{16, 64}, Repeats: 2, WarmupWaves: 1,
+			Sustained: &bundle.Sustained{NumRequests: 200, DurationS: 30, WarmupRequests: 16}}, "a", []string{
+			"warmup/closed 16 clients r1",
+			"recorded/sustained 16 clients, sustained r1 n=200 d=30s warmup=16", "recorded/sustained 16 clients, sustained r2 n=200 d=30s warmup=16",
+			"recorded/sustained 64 clients, sustained r1 n=200 d=30s warmup=16", "recorded/sustained 64 clients, sustained r2 n=200 d=30s warmup=16",
+		}},
+		{"sustained without any warm-up: the first is cold", bundle.Workload{Concurrencies: []int{4}, Repeats: 2, Sustained: &bundle.Sustained{NumRequests: 10}}, "a", []string{
+			"recorded/sustained 4 clients, sustained r1 cold n=10 d=0s warmup=0", "recorded/sustained 4 clients, sustained r2 n=10 d=0s warmup=0",
+		}},
+		{"sustained warm-up requests: not cold", bundle.Workload{Concurrencies: []int{4}, Repeats: 1, Sustained: &bundle.Sustained{DurationS: 5, WarmupRequests: 4}}, "a", []string{
+			"recorded/sustained 4 clients, sustained r1 n=0 d=5s warmup=4",
 		}},
 		{"the mechanism check last, on its server", bundle.Workload{Concurrencies: []int{1}, Repeats: 1, MechanismCheck: mc}, "b", []string{
 			"recorded/closed 1 client r1 cold", "mechanism_check/closed 64 clients r1",
@@ -128,5 +143,23 @@ servers: [{name: v, base_url: "http://127.0.0.1:1"}]
 	}
 	if len(w.PromptMaxTokens) != 2 || w.PromptMaxTokens[0] != 3 || w.PromptMaxTokens[1] != 0 {
 		t.Fatalf("prompt max_tokens %v", w.PromptMaxTokens)
+	}
+}
+
+func TestWorkloadSustained(t *testing.T) {
+	cfg := parse(t, `model: {id: m}
+servers: [{name: v, base_url: "http://127.0.0.1:1"}]
+workload:
+  concurrencies: [16]
+  mode: sustained
+  sustained: {duration: 30s, warmup_requests: 16}
+  open_loop: {request_rates_rps: [2], arrival: poisson, num_requests: 10}
+`)
+	w := Workload(cfg, workload.Texts("p"))
+	if w.Kind != "sustained+open" || w.Sustained == nil || *w.Sustained != (bundle.Sustained{DurationS: 30, WarmupRequests: 16}) {
+		t.Errorf("workload = %+v, sustained %+v", w, w.Sustained)
+	}
+	if w := Workload(parse(t, "model: {id: m}\nservers: [{name: v, base_url: \"http://127.0.0.1:1\"}]\n"), workload.Texts("p")); w.Kind != "closed" || w.Sustained != nil {
+		t.Errorf("default workload = %+v", w)
 	}
 }

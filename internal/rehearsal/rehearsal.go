@@ -414,7 +414,11 @@ func (r *runner) waves(ctx context.Context, i int, t Target, proc *supervise.Pro
 			r.out.Stopped = err
 		}
 		r.waveProgress(t.Name, w, res)
-		if r.died(i, proc, fmt.Sprintf("during the %s wave at %s (repeat %d)", w.Kind, w.Label(), w.Repeat), res.Records) {
+		records := res.Records
+		if res.Warmup != nil {
+			records = append(append([]contract.Record(nil), res.Warmup.Records...), records...)
+		}
+		if r.died(i, proc, fmt.Sprintf("during the %s wave at %s (repeat %d)", w.Kind, w.Label(), w.Repeat), records) {
 			return false
 		}
 	}
@@ -430,8 +434,8 @@ func (r *runner) waveProgress(server string, spec plan.Wave, res WaveResult) {
 		}
 	}
 	wall := res.Wave.WallS
-	if wall == 0 {
-		wall = contract.WaveWallS(res.Records)
+	if wall == 0 || res.Wave.Mode == contract.ModeSustained {
+		wall = contract.GoodputWindowS(res.Wave.Mode, res.Records)
 	}
 	rate := 0.0
 	if wall > 0 {

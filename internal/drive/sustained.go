@@ -1,0 +1,311 @@
+package drive
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/stream"
+	"github.com/rehearse/rehearse/internal/workload"
+)
+
+// SustainedSpec is one sustained closed-loop wave: Concurrency clients,
+// each sending its next request as soon as its last one ended, first
+// WarmupRequests requests of warm-up, then the measured requests, bounded by
+// NumRequests, Duration, or both (whichever ends first).
+type SustainedSpec struct {
+	Load
+	Kind        string // default contract.KindRecorded
+	Concurrency int
+	Repeat      int
+	// Cold flags the first recorded wave of a series that had no warm-up.
+	Cold bool
+	// NumRequests is the measured requests (0: bounded by Duration only).
+	NumRequests int
+	// Duration bounds the measured part: no measured request is sent at or
+	// after its release + Duration; those in flight then finish (0: bounded
+	// by NumRequests only).
+	Duration time.Duration
+	// WarmupRequests are sent first by the same clients and recorded as a
+	// wave of kind warmup of their own.
+	WarmupRequests int
+}
+
+func (s SustainedSpec) check() error {
+	if err := s.validate(); err != nil {
+		return err
+	}
+	switch {
+	case s.Concurrency <= 0:
+		return fmt.Errorf("concurrency %d: want at least 1", s.Concurrency)
+	case s.NumRequests < 0 || s.Duration < 0 || s.WarmupRequests < 0:
+		return fmt.Errorf("num_requests %d, duration %v, warmup_requests %d: want non-negative bounds", s.NumRequests, s.Duration, s.WarmupRequests)
+	case s.NumRequests == 0 && s.Duration == 0:
+		return fmt.Errorf("sustained wave of %d clients is unbounded: set num_requests, duration, or both", s.Concurrency)
+	}
+	switch s.Kind {
+	case contract.KindRecorded, contract.KindWarmup:
+	default:
+		return fmt.Errorf("kind %q: want recorded or warmup", s.Kind)
+	}
+	return nil
+}
+
+// sustainedPart is one of a sustained run's two waves, the warm-up or the
+// measured part: its release, its records as they end, and its counts.
+type sustainedPart struct {
+	wave  contract.Wave
+	rel   *release
+	total int // requests it will send; -1 when bounded by duration only
+	quiet bool
+	cpu0  time.Duration
+
+	mu      sync.Mutex
+	sent    int
+	indexed []indexedRecord
+	tl      tally
+}
+
+type indexedRecord struct {
+	i int
+	r contract.Record
+}
+
+// records returns the part's records in send order.
+func (p *sustainedPart) records() []contract.Record {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sort.Slice(p.indexed, func(a, b int) bool { return p.indexed[a].i < p.indexed[b].i })
+	out := make([]contract.Record, len(p.indexed))
+	for k, ir := range p.indexed {
+		out[k] = ir.r
+	}
+	return out
+}
+
+// releaseAt journals the part at its release and lets its records go.
+func (d *Driver) releasePart(p *sustainedPart, at time.Time) {
+	p.cpu0 = cpuTime()
+	p.wave.StartedAt = anchor(at)
+	if err := d.journalWave(p.wave); err != nil {
+		p.tl.mu.Lock()
+		p.tl.journalErr = err
+		p.tl.mu.Unlock()
+	}
+	if !p.quiet {
+		d.progress(Event{Kind: WaveReleased, Wave: p.wave, Total: p.total})
+	}
+	p.rel.publish(p.wave, at)
+}
+
+// settlePart records request i of part p (client c) once the part is
+// released.
+func (d *Driver) settlePart(p *sustainedPart, i, client, prompt int, res stream.Result) {
+	<-p.rel.done
+	r := d.record(p.rel.wave, p.rel.at, client, prompt, 0, res)
+	p.rel.load.stamp(&r)
+	p.mu.Lock()
+	p.indexed = append(p.indexed, indexedRecord{i, r})
+	p.mu.Unlock()
+	if !p.quiet {
+		d.ended(p.rel.wave, p.rel.at, p.total, &p.tl, r)
+		return
+	}
+	err := d.journalRecord(r)
+	p.tl.mu.Lock()
+	p.tl.done++
+	if !r.OK {
+		p.tl.failed++
+	}
+	if err != nil && p.tl.journalErr == nil {
+		p.tl.journalErr = err
+	}
+	p.tl.mu.Unlock()
+}
+
+// finishPart journals the part at its end and returns its result.
+func (d *Driver) finishPart(ctx context.Context, p *sustainedPart, planned int) (WaveResult, error) {
+	recs := p.records()
+	w := p.rel.wave
+	w.ClientCPUS = (cpuTime() - p.cpu0).Seconds()
+	w.WallS = contract.WaveWallS(recs)
+	w.Stopped = stopped(ctx)
+	if ctx.Err() != nil && planned > 0 {
+		w.NotSent = planned - len(recs)
+	}
+	d.count(w)
+	p.tl.mu.Lock()
+	journalErr := p.tl.journalErr
+	done, failed := p.tl.done, p.tl.failed
+	p.tl.mu.Unlock()
+	if err := d.journalWave(w); err != nil && journalErr == nil {
+		journalErr = err
+	}
+	if !p.quiet {
+		d.progress(Event{Kind: WaveEnded, Wave: w, Done: done, Failed: failed, Total: p.total, Elapsed: time.Since(p.rel.at)})
+	}
+	return WaveResult{Wave: w, Release: p.rel.at, Records: recs}, waveError(ctx, w, journalErr)
+}
+
+// SustainedWave runs one sustained closed-loop wave: Concurrency clients on
+// pre-dialed connections, each sending its next request as soon as its
+// last one ended, so that exactly Concurrency requests are in flight while
+// requests remain. Request i (counted over the warm-up and the measured
+// part together) sends the prompt at workload.PromptIndex(i, len(Prompts)).
+//
+// The first WarmupRequests requests are a wave of kind warmup (mode
+// sustained), released at the first send and journaled quietly (no
+// progress events); the measured requests are the wave of spec.Kind,
+// released at the first measured send, bounded by NumRequests and/or
+// Duration from that release. Each wave is journaled at its release and
+// at its end, each record as its request ends. The WaveResult is the
+// measured wave, its Warmup the warm-up's (nil without one). When ctx is
+// canceled the requests in flight end as canceled, no more are sent, and
+// both waves are journaled as stopped.
+func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec) (WaveResult, error) {
+	if spec.Kind == "" {
+		spec.Kind = contract.KindRecorded
+	}
+	if err := spec.check(); err != nil {
+		return WaveResult{}, fmt.Errorf("%s: sustained wave: %w", t.Name, err)
+	}
+	requests := len(spec.Prompts) // bounded by duration only: any prompt may be sent
+	if spec.NumRequests > 0 {
+		requests = spec.WarmupRequests + spec.NumRequests
+	}
+	prepared, err := prepare(t, spec.Load, requests)
+	if err != nil {
+		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return WaveResult{}, fmt.Errorf("%s: sustained wave not released: %w", t.Name, context.Cause(ctx))
+	}
+	c, warmN, n := spec.Concurrency, spec.WarmupRequests, spec.NumRequests
+	// A server that refuses connections is not an error of the wave: its
+	// requests fail as connect and are recorded.
+	_ = d.client.Warm(ctx, t.BaseURL, c)
+	defer d.client.Drop()
+	if err := ctx.Err(); err != nil {
+		return WaveResult{}, fmt.Errorf("%s: sustained wave not released: %w", t.Name, context.Cause(ctx))
+	}
+
+	base := contract.Wave{Server: t.Name, Concurrency: c, Repeat: spec.Repeat, Mode: contract.ModeSustained}
+	var warm *sustainedPart
+	if warmN > 0 {
+		ww := base
+		ww.ID, ww.Kind = d.NextWaveID(), contract.KindWarmup
+		warm = &sustainedPart{wave: ww, rel: newRelease(), total: warmN, quiet: true}
+		warm.rel.load = spec.Load
+	}
+	mw := base
+	mw.ID, mw.Kind, mw.Cold = d.NextWaveID(), spec.Kind, spec.Cold
+	total := n
+	if n == 0 {
+		total = -1
+	}
+	meas := &sustainedPart{wave: mw, rel: newRelease(), total: total}
+	meas.rel.load = spec.Load
+
+	var (
+		mu         sync.Mutex
+		next       int
+		measuredAt time.Time
+		releasing  sync.WaitGroup
+		clients    sync.WaitGroup
+		warmEnded  sync.WaitGroup
+	)
+	// take hands out the next request: its index and part, or false when
+	// the run is over (bounded or canceled). The first measured request
+	// releases the measured wave.
+	take := func() (int, *sustainedPart, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ctx.Err() != nil {
+			return 0, nil, false
+		}
+		i := next
+		switch {
+		case i < warmN:
+			next++
+			warm.sent++
+			return i, warm, true
+		case n > 0 && i >= warmN+n:
+			return 0, nil, false
+		case i == warmN:
+			measuredAt = time.Now()
+			releasing.Add(1)
+			go func(at time.Time) {
+				defer releasing.Done()
+				d.releasePart(meas, at)
+			}(measuredAt)
+		case spec.Duration > 0 && time.Since(measuredAt) >= spec.Duration:
+			return 0, nil, false
+		}
+		next++
+		meas.sent++
+		return i, meas, true
+	}
+
+	if warm != nil {
+		warmEnded.Add(warmN)
+		d.releasePart(warm, time.Now())
+	}
+	warmFinished := make(chan struct{})
+	var warmRes WaveResult
+	var warmErr error
+	go func() {
+		defer close(warmFinished)
+		if warm == nil {
+			return
+		}
+		// The warm-up wave ends when its last request has: the measured
+		// part runs on meanwhile.
+		warmEnded.Wait()
+		warmRes, warmErr = d.finishPart(ctx, warm, warmN)
+	}()
+
+	clients.Add(c)
+	for client := range c {
+		go func() {
+			defer clients.Done()
+			for {
+				i, p, ok := take()
+				if !ok {
+					return
+				}
+				prompt := workload.PromptIndex(i, len(prepared))
+				res := d.client.Send(ctx, prepared[prompt])
+				d.settlePart(p, i, client, prompt, res)
+				if p == warm {
+					warmEnded.Done()
+				}
+			}
+		}()
+	}
+	clients.Wait()
+	releasing.Wait()
+	if warm != nil {
+		// Warm-up requests never sent (the run was canceled) end the
+		// warm-up too.
+		warmEnded.Add(-(warmN - warm.sent))
+	}
+	<-warmFinished
+
+	var out WaveResult
+	var err2 error
+	if meas.sent > 0 {
+		out, err2 = d.finishPart(ctx, meas, n)
+	} else if err2 = ctx.Err(); err2 != nil {
+		err2 = fmt.Errorf("%s: sustained wave not released: %w", t.Name, context.Cause(ctx))
+	}
+	if warm != nil {
+		out.Warmup = &warmRes
+		if err2 == nil {
+			err2 = warmErr
+		}
+	}
+	return out, err2
+}
