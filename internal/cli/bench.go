@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/url"
 	"os"
 	"strings"
@@ -48,13 +49,16 @@ type benchOptions struct {
 	numRequests    int
 	duration       time.Duration
 	maxConcurrency int
+	warmupRequests int
 
 	ready        string
 	readyTimeout time.Duration
 
 	closedSet bool     // --concurrency was given
 	openSet   []string // open-loop flags that were given
-	progress  string
+	// warmupRequestsSet is whether --warmup-requests was given.
+	warmupRequestsSet bool
+	progress          string
 
 	dataset datasetOptions
 }
@@ -76,6 +80,13 @@ poisson, or gamma with --burstiness K), reproducible with --seed, bounded by
 --num-requests and/or --duration; --max-concurrency caps requests in flight
 and counts those that had to wait. With --request-rate and no --concurrency,
 only the open-loop waves run.
+
+Sustained closed loop (vllm bench serve's --request-rate inf with
+--max-concurrency C): --request-rate inf --max-concurrency C runs, per
+repeat, C clients each sending its next request as soon as its last one
+ended, bounded by --num-requests and/or --duration (neither: 1000 requests),
+after --warmup-requests W requests that are sent but kept out of the
+figures; goodput is over the measured window.
 
 Prompts: eight built-in ones, --prompts FILE, or --dataset-name with vLLM's
 names: random (--num-prompts prompts of --random-input-len tokens exactly, as
@@ -107,6 +118,7 @@ canceled, and the bundle of what finished is written.`,
 		Example: `  rehearse bench --base-url http://127.0.0.1:8000 --model Qwen/Qwen2.5-1.5B-Instruct
   rehearse bench --base-url http://127.0.0.1:8000 --concurrency 1,8 --repeats 2 -o out
   rehearse bench --base-url http://127.0.0.1:8000 --request-rate 4 --arrival gamma --burstiness 0.5 --duration 60s
+  rehearse bench --base-url http://127.0.0.1:8000 --request-rate inf --max-concurrency 64 --num-requests 2000 --warmup-requests 64
   rehearse bench --base-url https://api.example.com --api-key-env API_KEY --extra-body '{"ignore_eos":true}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -118,6 +130,7 @@ canceled, and the bundle of what finished is written.`,
 					o.openSet = append(o.openSet, name)
 				}
 			}
+			o.warmupRequestsSet = cmd.Flags().Changed("warmup-requests")
 			return runBench(cmd.Context(), st, &o, commandLine(cmd))
 		},
 	}
@@ -139,13 +152,14 @@ canceled, and the bundle of what finished is written.`,
 	f.BoolVar(&o.followRedirs, "follow-redirects", false, "follow a 3xx answer (default: a redirect is the request's outcome, http_status, never another host's stream)")
 	f.StringVar(&o.tokenizer, "tokenizer", "", "tokenizer.json path, ORG/NAME[@REV] from the Hugging Face cache, qwen3, qwen2.5, or usage")
 	f.StringVarP(&o.out, "output", "o", "", "bundle directory (default rehearse-bench-<UTC time>)")
-	f.Float64SliceVar(&o.requestRates, "request-rate", nil, "open-loop request rates in requests per second, comma-separated")
+	f.Float64SliceVar(&o.requestRates, "request-rate", nil, "open-loop request rates in requests per second, comma-separated; inf with --max-concurrency C: the sustained closed loop at C")
 	f.StringVar(&o.arrival, "arrival", config.DefaultArrival, "open-loop arrival process: fixed, poisson or gamma")
 	f.Float64Var(&o.burstiness, "burstiness", 0, "gamma shape: 1 is Poisson, below 1 burstier (gamma arrivals only)")
 	f.Int64Var(&o.seed, "seed", 0, "seed of the arrival schedule (repeat r uses seed+r-1), and of --dataset-name random")
-	f.IntVar(&o.numRequests, "num-requests", 0, "requests per open-loop wave (0: bounded by --duration only)")
-	f.DurationVar(&o.duration, "duration", 0, "length of an open-loop wave's schedule (0: bounded by --num-requests only)")
-	f.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on open-loop requests in flight (0: none); waits are counted")
+	f.IntVar(&o.numRequests, "num-requests", 0, "requests per open-loop or sustained wave (0: bounded by --duration only)")
+	f.DurationVar(&o.duration, "duration", 0, "length of an open-loop wave's schedule, or of a sustained wave's measured part (0: bounded by --num-requests only)")
+	f.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on open-loop requests in flight (0: none), waits counted; with --request-rate inf the clients of the sustained closed loop")
+	f.IntVar(&o.warmupRequests, "warmup-requests", config.DefaultSustainedWarmupRequests, "requests of warm-up at the start of each sustained wave, kept out of the figures (--request-rate inf only)")
 	datasetFlags(f, &o.dataset)
 	progressFlag(f, &o.progress)
 	f.StringVar(&o.ready, "ready", config.DefaultBenchReady, "readiness check: answer (any HTTP answer from /v1/models or /health), models (GET /v1/models lists the model; for hosted APIs with no /health), full (/health, /v1/models, one tiny request)")
@@ -182,8 +196,11 @@ func (o *benchOptions) validate() error {
 	if strings.TrimSpace(o.name) == "" {
 		return usageError("--name: empty")
 	}
-	open := len(o.requestRates) > 0
-	if !open || o.closedSet {
+	if err := o.validateSustained(); err != nil {
+		return err
+	}
+	open := len(o.requestRates) > 0 && !o.sustained()
+	if (!open && !o.sustained()) || o.closedSet {
 		if len(o.concurrencies) == 0 {
 			return usageError("--concurrency: empty")
 		}
@@ -243,8 +260,49 @@ func (o *benchOptions) validate() error {
 		if o.maxConcurrency < 0 {
 			return usageError("--max-concurrency %d: want 0 (no cap) or more", o.maxConcurrency)
 		}
-	} else if len(o.openSet) > 0 {
+	} else if len(o.openSet) > 0 && !o.sustained() {
 		return usageError("--%s applies to open-loop waves: add --request-rate", o.openSet[0])
+	}
+	return nil
+}
+
+// sustained reports whether the flags ask for the sustained closed loop:
+// --request-rate inf (vllm bench serve's meaning with --max-concurrency).
+func (o *benchOptions) sustained() bool {
+	for _, r := range o.requestRates {
+		if math.IsInf(r, 1) {
+			return true
+		}
+	}
+	return false
+}
+
+// validateSustained checks the flags of the sustained closed loop, and
+// that --warmup-requests is not given without it.
+func (o *benchOptions) validateSustained() error {
+	if !o.sustained() {
+		if o.warmupRequestsSet {
+			return usageError("--warmup-requests applies to the sustained closed loop: add --request-rate inf --max-concurrency C")
+		}
+		return nil
+	}
+	switch {
+	case len(o.requestRates) > 1:
+		return usageError("--request-rate inf is the sustained closed loop: give it alone, not with other rates")
+	case o.maxConcurrency < 1:
+		return usageError("--request-rate inf needs --max-concurrency C: the clients of the sustained closed loop")
+	case o.closedSet:
+		return usageError("--concurrency does not apply with --request-rate inf: the clients are --max-concurrency")
+	case o.numRequests < 0 || o.duration < 0:
+		return usageError("--num-requests %d, --duration %v: want non-negative bounds", o.numRequests, o.duration)
+	case o.warmupRequests < 0:
+		return usageError("--warmup-requests %d: want 0 or more", o.warmupRequests)
+	}
+	for _, name := range o.openSet {
+		switch name {
+		case "arrival", "burstiness":
+			return usageError("--%s applies to open-loop arrivals, not to --request-rate inf", name)
+		}
 	}
 	return nil
 }
@@ -343,7 +401,16 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 		WarmupWaves: o.warmupWaves, WarmupConcurrency: o.warmupClients,
 		Endpoint: o.endpoint, IncludeUsage: &includeUsage, ExtraBody: extra,
 	}
-	if len(o.requestRates) > 0 {
+	w.Mode = config.DefaultMode
+	switch {
+	case o.sustained():
+		n := o.numRequests
+		if n == 0 && o.duration == 0 {
+			n = config.DefaultSustainedNumRequests
+		}
+		w.Concurrencies, w.Mode = []int{o.maxConcurrency}, config.ModeSustained
+		w.Sustained = &config.Sustained{NumRequests: n, Duration: config.Duration(o.duration), WarmupRequests: o.warmupRequests}
+	case len(o.requestRates) > 0:
 		if !o.closedSet {
 			w.Concurrencies = []int{}
 		}

@@ -202,6 +202,13 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"--base-url", "http://x", "--model", "m", "--prompts", "/nonexistent/p.txt"}, "--prompts: prompts: open /nonexistent/p.txt"},
 		{[]string{"--base-url", "http://x", "--model", "m", "--tokenizer", "nope"}, `--tokenizer "nope"`},
 		{[]string{"--base-url", "http://x", "--progress", "sometimes"}, `--progress "sometimes"`},
+		{[]string{"--base-url", "http://x", "--request-rate", "inf"}, "--request-rate inf needs --max-concurrency C"},
+		{[]string{"--base-url", "http://x", "--request-rate", "inf,4", "--max-concurrency", "2"}, "give it alone"},
+		{[]string{"--base-url", "http://x", "--request-rate", "inf", "--max-concurrency", "2", "--concurrency", "4"}, "--concurrency does not apply with --request-rate inf"},
+		{[]string{"--base-url", "http://x", "--request-rate", "inf", "--max-concurrency", "2", "--arrival", "gamma"}, "--arrival applies to open-loop arrivals"},
+		{[]string{"--base-url", "http://x", "--request-rate", "inf", "--max-concurrency", "2", "--warmup-requests", "-1"}, "--warmup-requests -1"},
+		{[]string{"--base-url", "http://x", "--warmup-requests", "4"}, "--warmup-requests applies to the sustained closed loop"},
+		{[]string{"--base-url", "http://x", "--request-rate", "4", "--duration", "1s", "--warmup-requests", "4"}, "--warmup-requests applies to the sustained closed loop"},
 	}
 	for _, c := range cases {
 		code, _, errs := runMain(context.Background(), append([]string{"bench"}, c.args...)...)
@@ -381,5 +388,38 @@ func TestRunProgressBar(t *testing.T) {
 	code, _, errs = runMain(context.Background(), "run", "--progress", "sometimes", "-f", file, "-o", filepath.Join(dir, "out2"))
 	if code != 2 || !strings.Contains(errs, `--progress "sometimes"`) {
 		t.Fatalf("bad --progress: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestBenchSustained: --request-rate inf --max-concurrency C is the
+// sustained closed loop at C, bounded by --num-requests, after
+// --warmup-requests of warm-up kept out of the figures.
+func TestBenchSustained(t *testing.T) {
+	srv, _ := benchServer(t, 2, time.Millisecond)
+	dir := filepath.Join(t.TempDir(), "b")
+	code, out, errs := runMain(context.Background(), "bench", "--base-url", srv.URL, "--model", "m", "--tokenizer", "usage",
+		"--request-rate", "inf", "--max-concurrency", "3", "--num-requests", "10", "--warmup-requests", "4", "--repeats", "2", "-o", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	res, err := bundle.ReadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := res.Workload.Sustained; res.Workload.Kind != contract.ModeSustained || s == nil || s.NumRequests != 10 || s.WarmupRequests != 4 {
+		t.Fatalf("workload %+v", res.Workload)
+	}
+	kinds := map[string]int{}
+	for _, w := range res.Waves {
+		if w.Mode != contract.ModeSustained || w.Concurrency != 3 {
+			t.Errorf("wave %+v", w)
+		}
+		kinds[w.Kind]++
+	}
+	if kinds[contract.KindWarmup] != 2 || kinds[contract.KindRecorded] != 2 || len(res.Records) != 2*(10+4) {
+		t.Fatalf("waves %v, %d records", kinds, len(res.Records))
+	}
+	if len(res.Aggregates) != 1 || res.Aggregates[0].Failures.Total != 20 || !strings.Contains(out, "3 clients, sustained") {
+		t.Fatalf("aggregates %+v\n%s", res.Aggregates, out)
 	}
 }

@@ -284,6 +284,11 @@ func writeResults(b *bytes.Buffer, res *bundle.Results) {
 	if len(t.Speedup) > 0 {
 		fmt.Fprintf(b, "Speed-up is the ratio of median goodputs, %s over `%s`, at equal concurrency.\n\n", strings.Join(quoteAll(t.Speedup), ", "), t.Baseline)
 	}
+	if len(t.Sustained.Rows) > 0 {
+		b.WriteString("Sustained closed loop, a row per concurrency (C clients, each sending its next request as its last ends; goodput over the measured window, from the first measured send to the last measured end, warm-up requests excluded):\n\n")
+		b.Write(t.Sustained.Markdown())
+		b.WriteString("\n")
+	}
 	if len(t.Open.Rows) > 0 {
 		b.WriteString("Open-loop arrivals, a row per request rate (their lateness and more latencies are under Open-loop arrivals below):\n\n")
 		b.Write(t.Open.Markdown())
@@ -301,7 +306,7 @@ func writeResults(b *bytes.Buffer, res *bundle.Results) {
 		}
 	}
 	for _, a := range res.Aggregates {
-		if a.Mode == contract.ModeOpen && a.Failures.Count > 0 {
+		if a.Mode != contract.ModeClosed && a.Failures.Count > 0 {
 			kinds = append(kinds, fmt.Sprintf("`%s` at %s: %s", a.Server, a.LoadLabel(), byKind(a.Failures.ByKind)))
 		}
 	}

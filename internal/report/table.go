@@ -14,13 +14,14 @@ import (
 )
 
 // Table is the results table in the seed's layout, as data: a closed-loop
-// section with a row per concurrency and an open-loop section with a row per
-// request rate, each with a column per server for goodput (median
+// section with a row per concurrency, a sustained closed-loop section with a
+// row per concurrency ("16 clients, sustained") and an open-loop section
+// with a row per request rate, each with a column per server for goodput (median
 // [min–max]), speed-up over the baseline (closed loop only), p95 TTFT and
 // failures. Every cell is formatted already; the renderers, Markdown for
 // README.md and Text for a terminal, only lay the cells out.
 type Table struct {
-	Closed, Open Section
+	Closed, Sustained, Open Section
 	// Baseline is the speed-up's denominator, and Speedup the servers with
 	// a speed-up column, in column order; none when the baseline has no
 	// closed-loop aggregate.
@@ -44,13 +45,16 @@ type Column struct {
 }
 
 // Empty reports whether the table has no row at all.
-func (t Table) Empty() bool { return len(t.Closed.Rows) == 0 && len(t.Open.Rows) == 0 }
+func (t Table) Empty() bool {
+	return len(t.Closed.Rows) == 0 && len(t.Sustained.Rows) == 0 && len(t.Open.Rows) == 0
+}
 
 // ResultsTable builds the results table of res from its aggregates. Servers
 // appear in the order of res.Servers (a server without an aggregate in a
 // section has no column there), loads from the lowest up.
 func ResultsTable(res *bundle.Results) Table {
 	closed := groupByLoad(res, contract.ModeClosed)
+	sustained := groupByLoad(res, contract.ModeSustained)
 	open := groupByLoad(res, contract.ModeOpen)
 	t := Table{Baseline: res.BaselineName()}
 	if _, ok := closed.by[t.Baseline]; ok {
@@ -62,6 +66,8 @@ func ResultsTable(res *bundle.Results) Table {
 	}
 	t.Closed = closed.section(Column{Head: "Clients", Short: "clients"}, t.Speedup,
 		func(a contract.Aggregate) string { return fmt.Sprint(a.Concurrency) })
+	t.Sustained = sustained.section(Column{Head: "Load", Short: "load"}, nil,
+		func(a contract.Aggregate) string { return a.LoadLabel() })
 	t.Open = open.section(Column{Head: "Rate, req/s", Short: "req/s"}, nil,
 		func(a contract.Aggregate) string { return Number(a.RequestRateRPS) })
 	return t
@@ -200,22 +206,30 @@ func (s Section) Text(w io.Writer) error {
 	return tw.Flush()
 }
 
-// Text writes the table for a terminal: the closed-loop section, then the
-// open-loop one after a blank line, or one line saying there is no table.
+// Text writes the table for a terminal: the closed-loop section, the
+// sustained one and the open-loop one, a blank line between two, or one
+// line saying there is no table.
 func (t Table) Text(w io.Writer) error {
 	if t.Empty() {
 		_, err := fmt.Fprintln(w, "No recorded waves finished: there is no results table.")
 		return err
 	}
-	if err := t.Closed.Text(w); err != nil {
-		return err
-	}
-	if len(t.Closed.Rows) > 0 && len(t.Open.Rows) > 0 {
-		if _, err := fmt.Fprintln(w); err != nil {
+	first := true
+	for _, s := range []Section{t.Closed, t.Sustained, t.Open} {
+		if len(s.Rows) == 0 {
+			continue
+		}
+		if !first {
+			if _, err := fmt.Fprintln(w); err != nil {
+				return err
+			}
+		}
+		first = false
+		if err := s.Text(w); err != nil {
 			return err
 		}
 	}
-	return t.Open.Text(w)
+	return nil
 }
 
 // SummaryTable is one server's figures at a glance, as bench prints them:
