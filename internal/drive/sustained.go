@@ -86,7 +86,7 @@ func (p *sustainedPart) records() []contract.Record {
 	return out
 }
 
-// releaseAt journals the part at its release and lets its records go.
+// releasePart journals the part at its release and lets its records go.
 func (d *Driver) releasePart(p *sustainedPart, at time.Time) {
 	p.cpu0 = cpuTime()
 	p.wave.StartedAt = anchor(at)
@@ -101,8 +101,8 @@ func (d *Driver) releasePart(p *sustainedPart, at time.Time) {
 	p.rel.publish(p.wave, at)
 }
 
-// settlePart records request i of part p (client c) once the part is
-// released.
+// settlePart records request i of the run, sent by client to part p,
+// once the part is released.
 func (d *Driver) settlePart(p *sustainedPart, i, client, prompt int, res stream.Result) {
 	<-p.rel.done
 	r := d.record(p.rel.wave, p.rel.at, client, prompt, 0, res)

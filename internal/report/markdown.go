@@ -201,7 +201,18 @@ func writeServers(b *bytes.Buffer, res *bundle.Results) {
 func writeWorkload(b *bytes.Buffer, res *bundle.Results) {
 	wl := res.Workload
 	fmt.Fprintf(b, "## Workload and metric semantics\n\n")
-	if len(wl.Concurrencies) > 0 {
+	switch s := wl.Sustained; {
+	case len(wl.Concurrencies) > 0 && s != nil:
+		line := fmt.Sprintf("- Sustained closed loop at %s clients, each sending its next request as soon as its last one ended", Ints(wl.Concurrencies))
+		if s.NumRequests > 0 {
+			line += fmt.Sprintf(", %d measured requests", s.NumRequests)
+		}
+		if s.DurationS > 0 {
+			line += fmt.Sprintf(", at most %s s of them", Number(s.DurationS))
+		}
+		fmt.Fprintf(b, "%s, after %d warm-up requests (a warm-up wave of their own, never counted); %d recorded repeats per server and concurrency; %d warm-up waves before them. Goodput and request throughput are over the measured window: from the first measured send to the last measured end.\n",
+			line, s.WarmupRequests, wl.Repeats, wl.WarmupWaves)
+	case len(wl.Concurrencies) > 0:
 		fmt.Fprintf(b, "- Closed-loop waves of %s simultaneous clients; %d recorded repeats per server and concurrency; %d warm-up waves before them.\n",
 			Ints(wl.Concurrencies), wl.Repeats, wl.WarmupWaves)
 	}

@@ -36,7 +36,11 @@ func TestResultsTableHasASustainedSection(t *testing.T) {
 	if !strings.Contains(b.String(), "16 clients, sustained") {
 		t.Errorf("summary:\n%s", b.String())
 	}
-	if md := string(Markdown(res, nil, nil)); !strings.Contains(md, "Sustained closed loop, a row per concurrency") {
-		t.Errorf("README has no sustained table")
+	res.Workload.Sustained = &bundle.Sustained{NumRequests: 64, WarmupRequests: 16}
+	md := string(Markdown(res, nil, nil))
+	for _, want := range []string{"Sustained closed loop, a row per concurrency", "64 measured requests, after 16 warm-up requests"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("README lacks %q", want)
+		}
 	}
 }
