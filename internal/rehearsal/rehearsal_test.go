@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -388,18 +389,7 @@ func TestSecondCtrlCKillsNow(t *testing.T) {
 workload: {concurrencies: [1], repeats: 3, max_tokens: 64, timeout: 20s, extra_body: {ignore_eos: true}}
 mechanism_check: ~
 `
-	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "bundle")
-	cmd := exec.Command(rehearseExe, "run", "-f", file, "-o", out)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stderr, out := startRun(t, dir, file, yaml)
 	defer cmd.Process.Kill()
 	var pid int
 	var lines []string
@@ -834,4 +824,23 @@ func TestSourceExamplesAgainstSim(t *testing.T) {
 		res.Workload.PromptMessages[0][0].Role != "system" {
 		t.Fatalf("chat: source %+v, messages %v", src, res.Workload.PromptMessages)
 	}
+}
+
+// startRun writes yaml to file and starts a real `rehearse run` of it into
+// dir/bundle, its stderr piped to the test.
+func startRun(t *testing.T, dir, file, yaml string) (*exec.Cmd, io.Reader, string) {
+	t.Helper()
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "bundle")
+	cmd := exec.Command(rehearseExe, "run", "-f", file, "-o", out)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stderr, out
 }

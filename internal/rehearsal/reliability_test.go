@@ -124,18 +124,7 @@ func reliabilityCase(t *testing.T, sig syscall.Signal) string {
     stop_grace: 3s
 ` + simServer("batching", "batching") +
 		"workload: {concurrencies: [1, 8], repeats: 1, max_tokens: 64, timeout: 20s, extra_body: {ignore_eos: true}}\n"
-	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "bundle")
-	cmd := exec.Command(rehearseExe, "run", "-f", file, "-o", out)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stderr, out := startRun(t, dir, file, yaml)
 	started := map[int]string{}
 	t.Cleanup(func() {
 		cmd.Process.Kill()
