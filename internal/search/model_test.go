@@ -66,7 +66,9 @@ type prober struct {
 	rng   *rand.Rand
 	cfg   Config
 	cap   int // max requests of a probe (RetryScale times for a retry)
-	every int // the interval is looked at every `every` requests past min
+	// every is how many requests past min_requests the interval is looked
+	// at again (0: at min_requests × 2^k only).
+	every int
 	// fixed, when set, measures exactly fixed requests and gives the point
 	// estimate's verdict with no interval (the plain search to compare).
 	fixed    int
@@ -92,8 +94,11 @@ func (p *prober) probe(pr Probe) Outcome {
 	n, good := 0, 0
 	for n < limit {
 		step := p.every
-		if n < p.cfg.MinRequests {
+		switch {
+		case n < p.cfg.MinRequests:
 			step = p.cfg.MinRequests - n
+		case p.every == 0: // looks at min_requests × 2^k
+			step = n
 		}
 		step = min(step, limit-n)
 		good += p.draw(att, step)
