@@ -62,10 +62,10 @@ func (m model) boundary(alpha float64, max int) int {
 // prober draws probe outcomes from a model with a seeded binomial: each
 // request is good with the model's attainment at the probe's load.
 type prober struct {
-	m     model
-	rng   *rand.Rand
-	cfg   Config
-	cap   int // max requests of a probe (RetryScale times for a retry)
+	m   model
+	rng *rand.Rand
+	cfg Config
+	cap int // max requests of a probe (RetryScale times for a retry)
 	// every is how many requests past min_requests the interval is looked
 	// at again (0: at min_requests × 2^k only).
 	every int
