@@ -97,7 +97,7 @@ func (p *prober) probe(pr Probe) Outcome {
 		switch {
 		case n < p.cfg.MinRequests:
 			step = p.cfg.MinRequests - n
-		case p.every == 0: // looks at min_requests × 2^k
+		case p.every == 0: // looks at min_requests × 2^k (Look)
 			step = n
 		}
 		step = min(step, limit-n)

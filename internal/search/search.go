@@ -434,3 +434,17 @@ func Replay(cfg Config, probes []Probe) (Result, error) {
 	}
 	return s.Result(), nil
 }
+
+// Look reports whether a probe that has measured n requests should look
+// at its interval now: at n = minRequests · 2^k only. Each look is one
+// more chance of a wrong verdict where the attainment is close to α, so a
+// probe looks a few times, not after every request (bench/capacity-search.md
+// measures the difference). With drive's Until, UntilEvery = minRequests
+// and a predicate that returns false unless Look(len(records), min).
+func Look(n, minRequests int) bool {
+	if minRequests < 1 || n < minRequests || n%minRequests != 0 {
+		return false
+	}
+	k := n / minRequests
+	return k&(k-1) == 0
+}

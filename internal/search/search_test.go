@@ -308,3 +308,18 @@ func TestBracketContainsTrueBoundary(t *testing.T) {
 		t.Logf("%s: the bracket contains the capacity %d in %d of 10 seeded runs", m.name, b, hits)
 	}
 }
+
+func TestLook(t *testing.T) {
+	var got []int
+	for n := 0; n <= 2000; n++ {
+		if Look(n, 200) {
+			got = append(got, n)
+		}
+	}
+	if want := []int{200, 400, 800, 1600}; !reflect.DeepEqual(got, want) {
+		t.Errorf("looks at %v, want %v", got, want)
+	}
+	if Look(5, 0) {
+		t.Error("a look with no min_requests")
+	}
+}
