@@ -196,7 +196,8 @@ func (d *Driver) finishPart(ctx context.Context, p *sustainedPart, planned int) 
 // sustained), released at the first send and journaled quietly (no
 // progress events); the measured requests are the wave of spec.Kind,
 // released at the first measured send, bounded by NumRequests and/or
-// Duration from that release. Each wave is journaled at its release and
+// Duration from that release (and ended sooner when Until says so:
+// WaveResult.UntilMet). Each wave is journaled at its release and
 // at its end, each record as its request ends. The WaveResult is the
 // measured wave, its Warmup the warm-up's (nil without one). When ctx is
 // canceled the requests in flight end as canceled, no more are sent, and
