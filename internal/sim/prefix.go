@@ -3,7 +3,6 @@ package sim
 import (
 	"container/list"
 	"encoding/binary"
-	"hash/fnv"
 	"sync/atomic"
 )
 
@@ -35,12 +34,20 @@ func blockHashes(ids []int) []uint64 {
 		for i, id := range ids[b*BlockTokens : (b+1)*BlockTokens] {
 			binary.LittleEndian.PutUint32(buf[8+4*i:], uint32(id))
 		}
-		h := fnv.New64a()
-		h.Write(buf[:])
-		parent = h.Sum64()
+		parent = fnv1a(buf[:])
 		out[b] = parent
 	}
 	return out
+}
+
+// fnv1a is the 64-bit FNV-1a hash of b (hash/fnv's, without an allocation).
+func fnv1a(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
 }
 
 // prefixCache holds the hashes of KV blocks computed recently, up to

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +23,16 @@ func seqIDs(from, n int) []int {
 		ids[i] = from + i
 	}
 	return ids
+}
+
+func TestFNV1aIsHashFNVs(t *testing.T) {
+	for _, in := range []string{"", "a", "the lighthouse keeper"} {
+		h := fnv.New64a()
+		h.Write([]byte(in))
+		if got, want := fnv1a([]byte(in)), h.Sum64(); got != want {
+			t.Errorf("fnv1a(%q) = %x, want %x", in, got, want)
+		}
+	}
 }
 
 func TestBlockHashesChainWholeBlocks(t *testing.T) {
