@@ -43,6 +43,8 @@ type Spec struct {
 	Synthetic *Synthetic
 	// Dataset are the parameters of the sharegpt and chat_jsonl sources.
 	Dataset *Dataset
+	// Prefix are the parameters of the prefix_repetition source.
+	Prefix *PrefixRepetition
 }
 
 // Name is the source Spec resolves with.
@@ -160,6 +162,8 @@ var sources = map[string]SourceFunc{
 	SourceSynthetic: resolveSynthetic,
 	SourceShareGPT:  resolveShareGPT,
 	SourceChatJSONL: resolveChatJSONL,
+
+	SourcePrefixRepetition: resolvePrefixRepetition,
 }
 
 // Sources lists the registered source names, sorted.
