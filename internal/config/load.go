@@ -572,6 +572,9 @@ func (r *Rehearsal) validate(p *Problems) {
 		if s.Model == "" {
 			p.add(at+".model", "empty, and model.id is not set either (the model name to request)")
 		}
+		if s.MaxModelLen < 0 {
+			p.add(at+".max_model_len", "%d: must be 0 (unknown) or more", s.MaxModelLen)
+		}
 	}
 	if r.Baseline != "" {
 		if _, ok := names[r.Baseline]; !ok && len(names) > 0 {
@@ -708,6 +711,8 @@ func validatePrompts(w Prompts, p *Problems) {
 	}
 	synthetic := w.InputLen != nil || w.OutputLen != nil || w.Seed != 0 || w.IgnoreEOS
 	dataset := w.UseOutputLen || w.MaxModelLen != 0
+	repetition := w.NumPrefixes != 0 || w.SuffixLen != 0
+	prefix := repetition || w.PrefixLen != 0
 	switch w.Source {
 	case "":
 		if w.File != "" {
@@ -715,7 +720,7 @@ func validatePrompts(w Prompts, p *Problems) {
 		}
 	case workload.SourceFile:
 		checkFile()
-		if synthetic || dataset || w.Count != 0 {
+		if synthetic || dataset || prefix || w.Count != 0 {
 			p.add(at, "the file source takes path alone")
 		}
 	case workload.SourceShareGPT, workload.SourceChatJSONL:
@@ -725,6 +730,9 @@ func validatePrompts(w Prompts, p *Problems) {
 		}
 		if synthetic {
 			p.add(at, "input_len, output_len, seed and ignore_eos are the synthetic source's, not the %s source's", w.Source)
+		}
+		if prefix {
+			p.add(at, "num_prefixes, prefix_len and suffix_len are the prefix_repetition source's, not the %s source's", w.Source)
 		}
 		if w.Count < 0 {
 			p.add(at+".count", "%d: must be 0 (all) or more", w.Count)
@@ -739,12 +747,29 @@ func validatePrompts(w Prompts, p *Problems) {
 		if dataset {
 			p.add(at, "use_output_len and max_model_len are the dataset sources', not the synthetic source's")
 		}
+		if repetition {
+			p.add(at, "num_prefixes and suffix_len are the prefix_repetition source's, not the synthetic source's (which takes prefix_len alone)")
+		}
 		for _, msg := range w.Synthetic().Check() {
 			field, why, _ := strings.Cut(msg, ": ")
 			p.add(at+"."+field, "%s", why)
 		}
+	case workload.SourcePrefixRepetition:
+		if w.File != "" {
+			p.add(at+".path", "the prefix_repetition source reads no file")
+		}
+		if dataset {
+			p.add(at, "use_output_len and max_model_len are the dataset sources', not the prefix_repetition source's")
+		}
+		if w.InputLen != nil {
+			p.add(at+".input_len", "the synthetic source's: prefix_repetition prompts are prefix_len + suffix_len tokens")
+		}
+		for _, msg := range w.PrefixRepetition().Check() {
+			field, why, _ := strings.Cut(msg, ": ")
+			p.add(at+"."+field, "%s", why)
+		}
 	case workload.SourceBuiltin:
-		if w.File != "" || synthetic || dataset || w.Count != 0 {
+		if w.File != "" || synthetic || dataset || prefix || w.Count != 0 {
 			p.add(at, "the builtin source takes no parameters")
 		}
 	default:
@@ -756,7 +781,7 @@ func validatePrompts(w Prompts, p *Problems) {
 // Synthetic is the synthetic source's parameters; absent lengths are the
 // zero Length, which its Check refuses.
 func (w Prompts) Synthetic() workload.Synthetic {
-	s := workload.Synthetic{Count: w.Count, Seed: w.Seed, IgnoreEOS: w.IgnoreEOS}
+	s := workload.Synthetic{Count: w.Count, Seed: w.Seed, IgnoreEOS: w.IgnoreEOS, PrefixLen: w.PrefixLen}
 	if l := w.InputLen; l != nil {
 		s.InputLen = workload.Length{Fixed: l.Fixed, Mean: l.Mean, RangeRatio: l.RangeRatio, SD: l.SD}
 	}
@@ -766,6 +791,17 @@ func (w Prompts) Synthetic() workload.Synthetic {
 	return s
 }
 
+// PrefixRepetition is the prefix_repetition source's parameters; an
+// absent output_len is the zero Length, which its Check refuses.
+func (w Prompts) PrefixRepetition() workload.PrefixRepetition {
+	p := workload.PrefixRepetition{NumPrefixes: w.NumPrefixes, PrefixLen: w.PrefixLen, SuffixLen: w.SuffixLen,
+		Count: w.Count, Seed: w.Seed, IgnoreEOS: w.IgnoreEOS}
+	if l := w.OutputLen; l != nil {
+		p.OutputLen = workload.Length{Fixed: l.Fixed, Mean: l.Mean, RangeRatio: l.RangeRatio, SD: l.SD}
+	}
+	return p
+}
+
 // Spec is the prompt source as workload.Resolve takes it.
 func (w Prompts) Spec() workload.Spec {
 	spec := workload.Spec{Source: w.Source, Inline: w.Inline, Path: w.File}
@@ -773,6 +809,9 @@ func (w Prompts) Spec() workload.Spec {
 	case workload.SourceSynthetic:
 		s := w.Synthetic()
 		spec.Synthetic = &s
+	case workload.SourcePrefixRepetition:
+		p := w.PrefixRepetition()
+		spec.Prefix = &p
 	case workload.SourceShareGPT, workload.SourceChatJSONL:
 		spec.Dataset = &workload.Dataset{UseOutputLen: w.UseOutputLen, MaxModelLen: w.MaxModelLen, Count: w.Count}
 	}
