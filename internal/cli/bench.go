@@ -21,6 +21,7 @@ import (
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/report"
 	"github.com/rehearse/rehearse/internal/tokenizer"
+	"github.com/rehearse/rehearse/internal/workload"
 )
 
 type benchOptions struct {
@@ -91,9 +92,16 @@ figures; goodput is over the measured window.
 Prompts: eight built-in ones, --prompts FILE, or --dataset-name with vLLM's
 names: random (--num-prompts prompts of --random-input-len tokens exactly, as
 --tokenizer counts them, each asking for --random-output-len; both uniform over
-±--random-range-ratio, seeded with --seed), sharegpt (--dataset-path, the
+±--random-range-ratio, seeded with --seed; --random-prefix-len puts one common
+prefix of that many tokens before each), prefix_repetition (for prefix caching:
+--prefix-repetition-num-prefixes prefixes of --prefix-repetition-prefix-len
+tokens, each followed by --num-prompts / num-prefixes suffixes of
+--prefix-repetition-suffix-len tokens, all exact, shuffled with --seed, each
+asking for --prefix-repetition-output-len), sharegpt (--dataset-path, the
 first human turn, the reply's length as max_tokens), custom (a "prompt" per
 line) or chat (JSONL with "messages"). --ignore-eos sends ignore_eos: true.
+With --max-model-len, a prompt whose input tokens + max_tokens exceed it is
+refused before any request is sent (sharegpt and chat skip it and count it).
 
 Output tokens are the returned text re-tokenized with --tokenizer: a
 tokenizer.json path, a model id looked up in the Hugging Face cache
@@ -123,10 +131,10 @@ canceled, and the bundle of what finished is written.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.closedSet = cmd.Flags().Changed("concurrency")
-			o.dataset.numPromptsSet = cmd.Flags().Changed("num-prompts")
+			o.dataset.markChanged(cmd.Flags())
 			for _, name := range []string{"arrival", "burstiness", "seed", "num-requests", "duration", "max-concurrency"} {
-				// --seed also seeds the random dataset, as in vLLM.
-				if cmd.Flags().Changed(name) && (name != "seed" || o.dataset.name != datasetRandom) {
+				// --seed also seeds the random and prefix_repetition datasets, as in vLLM.
+				if cmd.Flags().Changed(name) && (name != "seed" || (o.dataset.name != datasetRandom && o.dataset.name != datasetPrefix)) {
 					o.openSet = append(o.openSet, name)
 				}
 			}
@@ -155,7 +163,7 @@ canceled, and the bundle of what finished is written.`,
 	f.Float64SliceVar(&o.requestRates, "request-rate", nil, "open-loop request rates in requests per second, comma-separated; inf with --max-concurrency C: the sustained closed loop at C")
 	f.StringVar(&o.arrival, "arrival", config.DefaultArrival, "open-loop arrival process: fixed, poisson or gamma")
 	f.Float64Var(&o.burstiness, "burstiness", 0, "gamma shape: 1 is Poisson, below 1 burstier (gamma arrivals only)")
-	f.Int64Var(&o.seed, "seed", 0, "seed of the arrival schedule (repeat r uses seed+r-1), and of --dataset-name random")
+	f.Int64Var(&o.seed, "seed", 0, "seed of the arrival schedule (repeat r uses seed+r-1), and of --dataset-name random and prefix_repetition")
 	f.IntVar(&o.numRequests, "num-requests", 0, "requests per open-loop or sustained wave (0: bounded by --duration only)")
 	f.DurationVar(&o.duration, "duration", 0, "length of an open-loop wave's schedule, or of a sustained wave's measured part (0: bounded by --num-requests only)")
 	f.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on open-loop requests in flight (0: none), waits counted; with --request-rate inf the clients of the sustained closed loop")
@@ -335,6 +343,9 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 		if o.dataset.name != "" {
 			flag = "--dataset-name " + o.dataset.name
 		}
+		if tl := (*workload.TooLongError)(nil); errors.As(err, &tl) {
+			flag = fmt.Sprintf("--max-model-len %d", o.dataset.maxModelLen)
+		}
 		return usageError("%s: %v", flag, err)
 	}
 	dir := o.out
@@ -423,7 +434,7 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 		Model: config.Model{ID: o.model},
 		Servers: []config.Server{{
 			Name: o.name, BaseURL: strings.TrimRight(o.baseURL, "/"), Model: o.model, APIKeyEnv: o.apiKeyEnv,
-			FollowRedirects: o.followRedirs, StopGrace: config.Duration(config.DefaultStopGrace),
+			FollowRedirects: o.followRedirs, StopGrace: config.Duration(config.DefaultStopGrace), MaxModelLen: o.dataset.maxModelLen,
 			Ready:   config.Ready{Path: config.DefaultReadyPath, Timeout: config.Duration(o.readyTimeout), Mode: o.ready},
 			Metrics: config.Metrics{Path: config.DefaultMetricsPath, Metric: config.DefaultMetric},
 		}},

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"strings"
+
 	"github.com/spf13/pflag"
 
 	"github.com/rehearse/rehearse/internal/config"
@@ -14,7 +16,20 @@ const (
 	datasetShareGPT = "sharegpt" // ShareGPT JSON
 	datasetCustom   = "custom"   // JSONL with a "prompt" per line (or .txt)
 	datasetChat     = "chat"     // chat JSONL with whole messages
+	// datasetPrefix is P exact prefixes × S exact suffixes.
+	datasetPrefix = workload.SourcePrefixRepetition
 )
+
+// Defaults of --dataset-name prefix_repetition, vLLM's.
+const (
+	defaultPrefixLen   = 256
+	defaultSuffixLen   = 256
+	defaultNumPrefixes = 10
+	defaultPrefixOut   = 128
+)
+
+// prefixFlags are the flags of --dataset-name prefix_repetition.
+var prefixFlags = []string{"prefix-repetition-prefix-len", "prefix-repetition-suffix-len", "prefix-repetition-num-prefixes", "prefix-repetition-output-len"}
 
 // datasetOptions are bench's prompt-source flags, named as `vllm bench
 // serve` names them.
@@ -27,21 +42,61 @@ type datasetOptions struct {
 	rangeRatio    float64
 	ignoreEOS     bool
 	numPromptsSet bool
+	// randomPrefixLen is --random-prefix-len.
+	randomPrefixLen int
+	// The flags of --dataset-name prefix_repetition.
+	prefixLen, suffixLen, numPrefixes, prefixOutputLen int
+	// maxModelLen is --max-model-len, the server's max_model_len.
+	maxModelLen int
+	// changed are the dataset flags given on the command line.
+	changed map[string]bool
 }
 
 func datasetFlags(f *pflag.FlagSet, d *datasetOptions) {
-	f.StringVar(&d.name, "dataset-name", "", "prompt source: random (synthetic prompts of exact token lengths), sharegpt, custom (.jsonl with \"prompt\", or .txt) or chat (JSONL with \"messages\"); default: --prompts, else eight built-in prompts")
+	f.StringVar(&d.name, "dataset-name", "", "prompt source: random (synthetic prompts of exact token lengths), prefix_repetition (shared prefixes of exact lengths), sharegpt, custom (.jsonl with \"prompt\", or .txt) or chat (JSONL with \"messages\"); default: --prompts, else eight built-in prompts")
 	f.StringVar(&d.path, "dataset-path", "", "the dataset file of --dataset-name sharegpt, custom or chat")
-	f.IntVar(&d.numPrompts, "num-prompts", config.DefaultNumPrompts, "prompts built (random) or taken from the dataset (sharegpt, chat; 0: all)")
+	f.IntVar(&d.numPrompts, "num-prompts", config.DefaultNumPrompts, "prompts built (random, prefix_repetition) or taken from the dataset (sharegpt, chat; 0: all)")
 	f.IntVar(&d.inputLen, "random-input-len", config.DefaultRandomInputLen, "input tokens of each random prompt, counted exactly by --tokenizer")
 	f.IntVar(&d.outputLen, "random-output-len", config.DefaultRandomOutputLen, "max_tokens of each random prompt")
 	f.Float64Var(&d.rangeRatio, "random-range-ratio", 0, "random lengths uniform over [len·(1−r), len·(1+r)]; 0: fixed")
+	f.IntVar(&d.randomPrefixLen, "random-prefix-len", 0, "tokens of one prefix common to every random prompt, before its --random-input-len (0: none)")
+	f.IntVar(&d.prefixLen, "prefix-repetition-prefix-len", defaultPrefixLen, "tokens of each shared prefix (prefix_repetition)")
+	f.IntVar(&d.suffixLen, "prefix-repetition-suffix-len", defaultSuffixLen, "tokens of each prompt's own suffix after its prefix (prefix_repetition)")
+	f.IntVar(&d.numPrefixes, "prefix-repetition-num-prefixes", defaultNumPrefixes, "distinct prefixes, each taking --num-prompts / this many suffixes (prefix_repetition)")
+	f.IntVar(&d.prefixOutputLen, "prefix-repetition-output-len", defaultPrefixOut, "max_tokens of each prefix_repetition prompt")
+	f.IntVar(&d.maxModelLen, "max-model-len", 0, "the server's max_model_len: a prompt whose input tokens + max_tokens exceed it is refused before any request (sharegpt and chat skip it); 0: unknown")
 	f.BoolVar(&d.ignoreEOS, "ignore-eos", false, "send ignore_eos: true, so every request generates all its max_tokens")
+}
+
+// markChanged records which dataset flags the command line gave.
+func (d *datasetOptions) markChanged(f *pflag.FlagSet) {
+	d.changed = map[string]bool{}
+	f.Visit(func(fl *pflag.Flag) { d.changed[fl.Name] = true })
+	d.numPromptsSet = d.changed["num-prompts"]
+}
+
+// firstChanged is the first of names given on the command line, or "".
+func (d *datasetOptions) firstChanged(names ...string) string {
+	for _, n := range names {
+		if d.changed[n] {
+			return n
+		}
+	}
+	return ""
 }
 
 // validate checks the dataset flags against each other; errors name the
 // flag.
 func (d *datasetOptions) validate(promptsPath string) error {
+	if d.maxModelLen < 0 {
+		return usageError("--max-model-len %d: want 0 (unknown) or more", d.maxModelLen)
+	}
+	if n := d.firstChanged(prefixFlags...); n != "" && d.name != datasetPrefix {
+		return usageError("--%s applies to --dataset-name prefix_repetition", n)
+	}
+	if d.changed["random-prefix-len"] && d.name != datasetRandom {
+		return usageError("--random-prefix-len applies to --dataset-name random")
+	}
 	switch d.name {
 	case "":
 		if d.path != "" {
@@ -57,9 +112,25 @@ func (d *datasetOptions) validate(promptsPath string) error {
 		if d.outputLen < 1 {
 			return usageError("--random-output-len %d: want at least 1", d.outputLen)
 		}
+		if d.randomPrefixLen < 0 {
+			return usageError("--random-prefix-len %d: want 0 (none) or more", d.randomPrefixLen)
+		}
 		s := d.synthetic(0)
 		if probs := s.Check(); len(probs) > 0 {
-			return usageError("--dataset-name random: %s (--random-input-len, --random-output-len, --random-range-ratio, --num-prompts)", probs[0])
+			return usageError("--dataset-name random: %s (--random-input-len, --random-output-len, --random-range-ratio, --random-prefix-len, --num-prompts)", probs[0])
+		}
+	case datasetPrefix:
+		if d.path != "" {
+			return usageError("--dataset-path: the prefix_repetition dataset reads no file")
+		}
+		switch {
+		case d.prefixOutputLen < 1:
+			return usageError("--prefix-repetition-output-len %d: want at least 1", d.prefixOutputLen)
+		case d.numPrefixes >= 1 && d.numPrompts%d.numPrefixes != 0:
+			return usageError("--num-prompts %d is not a multiple of --prefix-repetition-num-prefixes %d (each prefix takes the same number of suffixes)", d.numPrompts, d.numPrefixes)
+		}
+		if probs := d.prefixRepetition(0).Check(); len(probs) > 0 {
+			return usageError("--dataset-name prefix_repetition: %s", prefixFlagNames.Replace(probs[0]))
 		}
 	case datasetShareGPT, datasetCustom, datasetChat:
 		if d.path == "" {
@@ -72,7 +143,7 @@ func (d *datasetOptions) validate(promptsPath string) error {
 			return usageError("--num-prompts applies to random, sharegpt and chat datasets")
 		}
 	default:
-		return usageError("--dataset-name %q: want random, sharegpt, custom or chat", d.name)
+		return usageError("--dataset-name %q: want random, prefix_repetition, sharegpt, custom or chat", d.name)
 	}
 	if d.name != "" && promptsPath != "" {
 		return usageError("--prompts and --dataset-name: give one")
@@ -87,8 +158,25 @@ func (d *datasetOptions) synthetic(seed int64) workload.Synthetic {
 		}
 		return workload.Length{Mean: float64(n), RangeRatio: d.rangeRatio}
 	}
-	return workload.Synthetic{InputLen: l(d.inputLen), OutputLen: l(d.outputLen), Count: d.numPrompts, Seed: seed, IgnoreEOS: d.ignoreEOS}
+	return workload.Synthetic{InputLen: l(d.inputLen), OutputLen: l(d.outputLen), Count: d.numPrompts, Seed: seed, IgnoreEOS: d.ignoreEOS, PrefixLen: d.randomPrefixLen}
 }
+
+// prefixRepetition is the prefix_repetition source of the flags: vLLM's
+// --num-prompts prompts, --num-prompts / --prefix-repetition-num-prefixes
+// per prefix.
+func (d *datasetOptions) prefixRepetition(seed int64) workload.PrefixRepetition {
+	return workload.PrefixRepetition{NumPrefixes: d.numPrefixes, PrefixLen: d.prefixLen, SuffixLen: d.suffixLen, Count: d.numPrompts,
+		OutputLen: workload.Length{Fixed: d.prefixOutputLen}, Seed: seed, IgnoreEOS: d.ignoreEOS}
+}
+
+// prefixFlagNames turns the fields of PrefixRepetition.Check's problems
+// into bench's flags.
+var prefixFlagNames = strings.NewReplacer(
+	"num_prefixes: ", "--prefix-repetition-num-prefixes ",
+	"prefix_len: ", "--prefix-repetition-prefix-len ",
+	"suffix_len: ", "--prefix-repetition-suffix-len ",
+	"count: ", "--num-prompts ",
+)
 
 // prompts is workload.prompts of bench's flags.
 func (d *datasetOptions) prompts(promptsPath string, seed int64) config.Prompts {
@@ -99,7 +187,11 @@ func (d *datasetOptions) prompts(promptsPath string, seed int64) config.Prompts 
 	case datasetRandom:
 		s := d.synthetic(seed)
 		return config.Prompts{Source: workload.SourceSynthetic, InputLen: length(s.InputLen), OutputLen: length(s.OutputLen),
-			Count: s.Count, Seed: s.Seed, IgnoreEOS: s.IgnoreEOS}
+			Count: s.Count, Seed: s.Seed, IgnoreEOS: s.IgnoreEOS, PrefixLen: s.PrefixLen}
+	case datasetPrefix:
+		p := d.prefixRepetition(seed)
+		return config.Prompts{Source: workload.SourcePrefixRepetition, NumPrefixes: p.NumPrefixes, PrefixLen: p.PrefixLen, SuffixLen: p.SuffixLen,
+			OutputLen: length(p.OutputLen), Count: p.Count, Seed: p.Seed, IgnoreEOS: p.IgnoreEOS}
 	case datasetShareGPT:
 		return config.Prompts{Source: workload.SourceShareGPT, File: d.path, UseOutputLen: true, Count: d.numPrompts}
 	case datasetChat:
