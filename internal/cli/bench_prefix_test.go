@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -131,7 +132,7 @@ func TestBenchMaxModelLenRefusesBeforeAnyRequest(t *testing.T) {
 		"--dataset-name", "random", "--num-prompts", "4", "--random-input-len", "100", "--random-output-len", "30",
 		"--max-model-len", "129", "-o", filepath.Join(t.TempDir(), "b"))
 	want := "--max-model-len 129: prompt 0: 100 input tokens + max_tokens 30 = 130, over max_model_len 129 of server server"
-	if code != 2 || strings.TrimSpace(errs) != "rehearse: "+want && !strings.Contains(errs, want) {
+	if code != 2 || !strings.Contains(errs, want) {
 		t.Errorf("exit %d, stderr %q, want 2 and %q", code, errs, want)
 	}
 	if strings.Count(strings.TrimSpace(errs), "\n") > 0 {
@@ -139,5 +140,25 @@ func TestBenchMaxModelLenRefusesBeforeAnyRequest(t *testing.T) {
 	}
 	if n := hits.Load(); n != 0 {
 		t.Errorf("the server got %d requests", n)
+	}
+}
+
+// TestRunMaxModelLen: run refuses a prompt over servers[].max_model_len in
+// one line naming the file, before any server is launched.
+func TestRunMaxModelLen(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "r.yaml")
+	yaml := "model: {id: m}\ntokenizer: {variant: qwen2.5}\nservers: [{name: v, launch: [/nonexistent/server, '{port}'], max_model_len: 60}]\n" +
+		"workload:\n  prompts: {source: prefix_repetition, num_prefixes: 1, prefix_len: 40, suffix_len: 8, count: 2, output_len: {fixed: 16}}\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runMain(context.Background(), "run", "-q", "-f", file, "-o", filepath.Join(dir, "b"))
+	want := file + ": workload.prompts: prompt 0: 48 input tokens + max_tokens 16 = 64, over max_model_len 60 of server v"
+	if code != 2 || !strings.Contains(errs, want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+		t.Errorf("exit %d, stderr %q, want 2 and one line %q", code, errs, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "b")); err == nil {
+		t.Error("a bundle folder was made")
 	}
 }
