@@ -100,8 +100,10 @@ tokens, each followed by --num-prompts / num-prefixes suffixes of
 asking for --prefix-repetition-output-len), sharegpt (--dataset-path, the
 first human turn, the reply's length as max_tokens), custom (a "prompt" per
 line) or chat (JSONL with "messages"). --ignore-eos sends ignore_eos: true.
-With --max-model-len, a prompt whose input tokens + max_tokens exceed it is
-refused before any request is sent (sharegpt and chat skip it and count it).
+With --max-model-len (without it and without --model, the max_model_len that
+vLLM reports on /v1/models), a prompt whose input tokens + max_tokens exceed
+it is refused before any request is sent (sharegpt and chat skip it and count
+it).
 
 Output tokens are the returned text re-tokenized with --tokenizer: a
 tokenizer.json path, a model id looked up in the Hugging Face cache
@@ -345,6 +347,9 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 		}
 		if tl := (*workload.TooLongError)(nil); errors.As(err, &tl) {
 			flag = fmt.Sprintf("--max-model-len %d", o.dataset.maxModelLen)
+			if !o.dataset.changed["max-model-len"] {
+				flag = "the server's /v1/models"
+			}
 		}
 		return usageError("%s: %v", flag, err)
 	}
@@ -399,11 +404,18 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 		if o.apiKeyEnv != "" {
 			apiKey = os.Getenv(o.apiKeyEnv)
 		}
-		if o.model, err = rehearsal.ServedModel(ctx, o.baseURL, apiKey); err != nil {
+		m, err := rehearsal.FirstModel(ctx, o.baseURL, apiKey)
+		if err != nil {
 			// The server failed to answer, not the user: exit 1.
 			return nil, nil, &ExitError{Code: 1, Err: fmt.Errorf("--model not given, and the server did not name one: %v", config.RedactURL(err.Error()))}
 		}
+		o.model = m.ID
 		notes = append(notes, fmt.Sprintf("model %q was taken from the server's /v1/models", o.model))
+		if o.dataset.maxModelLen == 0 && m.MaxModelLen > 0 {
+			// The same answer tells vLLM's context length: checked as --max-model-len is.
+			o.dataset.maxModelLen = m.MaxModelLen
+			notes = append(notes, fmt.Sprintf("max_model_len %d was taken from the server's /v1/models", m.MaxModelLen))
+		}
 	}
 	temperature, includeUsage := 0.0, o.includeUsage
 	w := config.Workload{

@@ -64,7 +64,7 @@ func datasetFlags(f *pflag.FlagSet, d *datasetOptions) {
 	f.IntVar(&d.suffixLen, "prefix-repetition-suffix-len", defaultSuffixLen, "tokens of each prompt's own suffix after its prefix (prefix_repetition)")
 	f.IntVar(&d.numPrefixes, "prefix-repetition-num-prefixes", defaultNumPrefixes, "distinct prefixes, each taking --num-prompts / this many suffixes (prefix_repetition)")
 	f.IntVar(&d.prefixOutputLen, "prefix-repetition-output-len", defaultPrefixOut, "max_tokens of each prefix_repetition prompt")
-	f.IntVar(&d.maxModelLen, "max-model-len", 0, "the server's max_model_len: a prompt whose input tokens + max_tokens exceed it is refused before any request (sharegpt and chat skip it); 0: unknown")
+	f.IntVar(&d.maxModelLen, "max-model-len", 0, "the server's max_model_len: a prompt whose input tokens + max_tokens exceed it is refused before any request (sharegpt and chat skip it); 0: unknown, or without --model what /v1/models reports")
 	f.BoolVar(&d.ignoreEOS, "ignore-eos", false, "send ignore_eos: true, so every request generates all its max_tokens")
 }
 

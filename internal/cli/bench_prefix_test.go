@@ -162,3 +162,29 @@ func TestRunMaxModelLen(t *testing.T) {
 		t.Error("a bundle folder was made")
 	}
 }
+
+// TestBenchMaxModelLenFromModels: without --model, the max_model_len that
+// the server reports on /v1/models (as vLLM does) is checked as
+// --max-model-len is, and no chat request is sent.
+func TestBenchMaxModelLenFromModels(t *testing.T) {
+	var chats atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			rw.Write([]byte(`{"object":"list","data":[{"id":"m","object":"model","max_model_len":120}]}`))
+			return
+		}
+		chats.Add(1)
+	}))
+	t.Cleanup(srv.Close)
+	code, _, errs := runMain(context.Background(), "bench", "--base-url", srv.URL, "--tokenizer", "qwen2.5",
+		"--dataset-name", "prefix_repetition", "--num-prompts", "2", "--prefix-repetition-num-prefixes", "1",
+		"--prefix-repetition-prefix-len", "64", "--prefix-repetition-suffix-len", "8", "--prefix-repetition-output-len", "64",
+		"-o", filepath.Join(t.TempDir(), "b"))
+	want := "the server's /v1/models: prompt 0: 72 input tokens + max_tokens 64 = 136, over max_model_len 120 of server server"
+	if code != 2 || !strings.Contains(errs, want) {
+		t.Errorf("exit %d, stderr %q, want 2 and %q", code, errs, want)
+	}
+	if n := chats.Load(); n != 0 {
+		t.Errorf("%d chat requests sent", n)
+	}
+}
