@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -177,5 +178,48 @@ func TestSyntheticPrefixLen(t *testing.T) {
 	set, _ = Resolve(Spec{Source: SourceSynthetic, Synthetic: &Synthetic{InputLen: Length{Fixed: 5}, OutputLen: Length{Fixed: 4}, Count: 2}}, Env{Tokenizer: tok})
 	if _, has := set.Record.Params["prefix_len"]; has {
 		t.Error("prefix_len 0 is recorded: the record of a synthetic source without a prefix changed")
+	}
+}
+
+// joiner is the pinned tokenizer, except that it counts one token more for
+// the first misses texts that begin with prefix and a space: a tokenizer
+// that joins across the separator, as far as afterPrefix can tell.
+type joiner struct {
+	Encoder
+	prefix string
+	misses int
+	joined int
+}
+
+func (j *joiner) Count(text string) int {
+	n := j.Encoder.Count(text)
+	if strings.HasPrefix(text, j.prefix+" ") {
+		j.joined++
+		if j.joined <= j.misses {
+			return n + 1
+		}
+	}
+	return n
+}
+
+// TestAfterPrefixMends: a prompt whose prefix and suffix count one token
+// too many together is drawn again, until exact; a tokenizer that always
+// joins them is an error, not a prompt of the wrong length.
+func TestAfterPrefixMends(t *testing.T) {
+	tok := qwen(t)
+	pool, err := wordPool(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	prefix, _ := exactText(&b, tok, pool, rand.New(rand.NewPCG(1, 2)), 10)
+	j := &joiner{Encoder: tok, prefix: prefix, misses: 3}
+	text, err := afterPrefix(&b, j, pool, rand.New(rand.NewPCG(1, 3)), prefix, 10, 6)
+	if err != nil || j.joined != 4 || tok.Count(text) != 16 || !strings.HasPrefix(text, prefix+" ") {
+		t.Fatalf("%q (%d tokens), %v, counted %d times", text, tok.Count(text), err, j.joined)
+	}
+	j = &joiner{Encoder: tok, prefix: prefix, misses: 1 << 30}
+	if _, err := afterPrefix(&b, j, pool, rand.New(rand.NewPCG(1, 3)), prefix, 10, 6); err == nil || !strings.Contains(err.Error(), "no suffix of 6 tokens keeps the prompt at exactly 16 tokens") {
+		t.Fatalf("always joined: %v", err)
 	}
 }
