@@ -223,3 +223,16 @@ func TestAfterPrefixMends(t *testing.T) {
 		t.Fatalf("always joined: %v", err)
 	}
 }
+
+// BenchmarkPrefixRepetitionPrompts builds vLLM's default prefix_repetition
+// set: 10 prefixes of 256 tokens × 100 suffixes of 256, each prompt
+// re-counted by the pinned tokenizer.
+func BenchmarkPrefixRepetitionPrompts(b *testing.B) {
+	tok := qwen(b)
+	p := PrefixRepetition{NumPrefixes: 10, PrefixLen: 256, SuffixLen: 256, Count: 1000, OutputLen: Length{Fixed: 128}, Seed: 1}
+	for b.Loop() {
+		if _, err := PrefixRepetitionPrompts(p, tok); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
