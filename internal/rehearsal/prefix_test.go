@@ -8,7 +8,7 @@ import (
 )
 
 // TestPrefixExampleAgainstSim runs examples/prefix.yaml against rehearse
-// sim: 64 prompts of exactly 512 + 64 tokens sharing 4 prefixes, each
+// sim (prefix cache off, then on): 64 prompts of exactly 512 + 64 tokens sharing 4 prefixes, each
 // record counting its prompt's 576 input tokens and asking for 128, the
 // source and its parameters recorded, and the bundle verifies.
 func TestPrefixExampleAgainstSim(t *testing.T) {
@@ -36,6 +36,9 @@ func TestPrefixExampleAgainstSim(t *testing.T) {
 	}
 	if len(prefixes) != 4 {
 		t.Fatalf("%d distinct prefixes, want 4", len(prefixes))
+	}
+	if len(res.Servers) != 2 || !strings.Contains(strings.Join(res.Servers[1].LaunchArgv, " "), "--prefix-caching on") {
+		t.Fatalf("servers %+v", res.Servers)
 	}
 	servers := map[string]bool{}
 	for i, r := range res.Records {
