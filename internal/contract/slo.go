@@ -224,7 +224,7 @@ type Verdict struct {
 
 // Judge is r's verdict against o (SPEC §3, DistServe's definition): a
 // failed request is never good; a successful one is good when each set
-// objective is met, value ≤ limit:
+// objective is met, value ≤ limit (within a nanosecond of rounding):
 //   - ttft: first_content_s − start_s; a successful request with no content
 //     has no first token and misses it;
 //   - tpot: as the TPOT population; a request of one output token (or
@@ -255,12 +255,18 @@ func Judge(r Record, o Objectives) Verdict {
 		case ObjE2EL:
 			v = r.EndS - r.StartS
 		}
-		if defined && v*1000 > limit {
+		if defined && v*1000 > limit+limitSlackMS {
 			missed = append(missed, name)
 		}
 	}
 	return Verdict{Good: len(missed) == 0, Missed: missed}
 }
+
+// limitSlackMS is how far over a limit a value may be and still meet it:
+// one nanosecond, below any clock's resolution, so a value computed at the
+// limit (a TPOT of 0.05000000000000003 s against 50 ms) is not missed by
+// floating-point rounding.
+const limitSlackMS = 1e-6
 
 // Verdicts judges each record against o, in the order given. Callers pass
 // the records of one population (a probe, a wave): every record counts,

@@ -92,6 +92,8 @@ func TestJudge(t *testing.T) {
 	}{
 		{"all met", sloRec(true, 0, 0.4, 1.0, 13, 0.4, 0.45, 0.5), true, ""},
 		{"at the limits", sloRec(true, 0, 0.5, 1.0, 11, 0.5, 0.6), true, ""},
+		{"rounding at the limit is met", sloRec(true, 0.1, 0.3, 0.3+10*0.05000000000000003, 11, 0.3, 0.35), true, ""},
+		{"a microsecond over is missed", sloRec(true, 0, 0.500001, 1.0, 11, 0.6, 0.65), false, "ttft"},
 		{"ttft missed", sloRec(true, 0, 0.6, 1.0, 11, 0.6, 0.65), false, "ttft"},
 		{"tpot missed", sloRec(true, 0, 0.1, 1.0, 11, 0.1, 0.15), false, "tpot"},
 		{"itl missed", sloRec(true, 0, 0.1, 0.5, 11, 0.1, 0.3), false, "itl"},
