@@ -23,7 +23,11 @@ func sloFlags(f *pflag.FlagSet, o *sloOptions, overrides bool) {
 		what = " (replaces the file's slo:)"
 	}
 	f.StringVar(&o.expr, "slo", "", "per-request objectives, e.g. 'ttft<=500ms,tpot<=50ms' (ttft, tpot, itl, e2el; units ms or s): adds SLO attainment and request goodput per load"+what)
-	f.Float64Var(&o.attainment, "attainment", contract.DefaultAttainment, "attainment target α of --slo, between 0 and 1 (exclusive)")
+	target := "attainment target α of --slo, between 0 and 1 (exclusive)"
+	if overrides {
+		target += ", replacing the file's slo.attainment"
+	}
+	f.Float64Var(&o.attainment, "attainment", contract.DefaultAttainment, target)
 }
 
 // noteChanged records which flags were given.
