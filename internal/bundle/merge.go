@@ -50,11 +50,11 @@ func Merge(parts []*Results, names []string, mechanismServer string) (*Results, 
 		if err := sameWorkload(first.Workload, p.Workload); err != nil {
 			return nil, fmt.Errorf("%s: workload differs from %s's: %v", names[i], names[0], err)
 		}
-		if err := distinctRehearsal(parts, ids, i, names); err != nil {
-			return nil, err
-		}
 		if !sameSLO(first.SLO, p.SLO) {
 			return nil, fmt.Errorf("%s: slo %s differs from %s's %s: the parts' attainments would not be of one objective", names[i], sloLabel(p.SLO), names[0], sloLabel(first.SLO))
+		}
+		if err := distinctRehearsal(parts, ids, i, names); err != nil {
+			return nil, err
 		}
 		if p.Baseline != nil {
 			if out.Baseline != nil && *out.Baseline != *p.Baseline {
