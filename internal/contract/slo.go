@@ -212,8 +212,8 @@ func (r Record) MaxITL() (float64, bool) {
 	return m, true
 }
 
-// Verdict is one request's standing against a set of objectives.
-type Verdict struct {
+// RequestVerdict is one request's standing against a set of objectives.
+type RequestVerdict struct {
 	// Good is true when the request succeeded and met every objective.
 	Good bool
 	// Missed names the objectives a successful request missed, in
@@ -233,9 +233,9 @@ type Verdict struct {
 //   - itl: the largest gap between consecutive chunks; fewer than two
 //     chunks have no gap and meet it vacuously;
 //   - e2el: end_s − start_s.
-func Judge(r Record, o Objectives) Verdict {
+func Judge(r Record, o Objectives) RequestVerdict {
 	if !r.OK {
-		return Verdict{}
+		return RequestVerdict{}
 	}
 	var missed []string
 	for _, name := range o.Names() {
@@ -259,7 +259,7 @@ func Judge(r Record, o Objectives) Verdict {
 			missed = append(missed, name)
 		}
 	}
-	return Verdict{Good: len(missed) == 0, Missed: missed}
+	return RequestVerdict{Good: len(missed) == 0, Missed: missed}
 }
 
 // limitSlackMS is how far over a limit a value may be and still meet it:
@@ -271,8 +271,8 @@ const limitSlackMS = 1e-6
 // Verdicts judges each record against o, in the order given. Callers pass
 // the records of one population (a probe, a wave): every record counts,
 // whatever its kind.
-func Verdicts(records []Record, o Objectives) []Verdict {
-	out := make([]Verdict, len(records))
+func Verdicts(records []Record, o Objectives) []RequestVerdict {
+	out := make([]RequestVerdict, len(records))
 	for i, r := range records {
 		out[i] = Judge(r, o)
 	}
