@@ -315,6 +315,15 @@ func Attain(records []Record, o Objectives) Attainment {
 	return a
 }
 
+// AttainmentOf is the attainment of good requests out of n attempts, for a
+// caller that counted them itself (pooling probes, a test); its Missed is
+// empty.
+func AttainmentOf(good, n int) Attainment {
+	a := Attainment{N: n, Good: good, Missed: map[string]int{}}
+	a.fill()
+	return a
+}
+
 func (a *Attainment) fill() {
 	a.CILow, a.CIHigh = Wilson(a.Good, a.N)
 	if a.N > 0 {

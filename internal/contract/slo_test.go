@@ -142,6 +142,9 @@ func TestAttainAndVerdict(t *testing.T) {
 			t.Errorf("Verdict(%v, %d) = %s, want %s", tc.alpha, tc.min, got, tc.want)
 		}
 	}
+	if b := AttainmentOf(95, 100); b.CILow != a.CILow || b.CIHigh != a.CIHigh || b.Attainment != a.Attainment {
+		t.Errorf("AttainmentOf(95, 100) = %+v, Attain gave %+v", b, a)
+	}
 	if got := Attain(nil, o); got.N != 0 || got.CILow != 0 || got.CIHigh != 1 || got.Verdict(0.5, 0) != VerdictUnresolved || got.Binding() != "" {
 		t.Errorf("Attain(nil) = %+v", got)
 	}
