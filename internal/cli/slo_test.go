@@ -81,6 +81,9 @@ func TestSLOFlagErrors(t *testing.T) {
 		{[]string{"bench", "--base-url", "http://x", "--slo", "ttft<=5ms", "--attainment", "0"}, "--attainment: attainment target 0 is not between 0 and 1"},
 		{[]string{"bench", "--base-url", "http://x", "--attainment", "0.9"}, "--attainment 0.9 needs objectives: add --slo"},
 		{[]string{"run", "-f", "/nonexistent.yaml", "--slo", "x"}, "no such rehearsal file"},
+		{[]string{"run", "-f", "../../examples/sustained.yaml", "--slo", "ttft<=5"}, `--slo "ttft<=5": "ttft<=5": limit "5" has no unit`},
+		{[]string{"run", "-f", "../../examples/sustained.yaml", "--attainment", "1.5"}, "--attainment: attainment target 1.5 is not between 0 and 1"},
+		{[]string{"run", "-f", "../../examples/simulated.yaml", "--attainment", "0.9"}, "--attainment 0.9 needs objectives"},
 	} {
 		code, _, errs := runMain(context.Background(), c.args...)
 		if code != 2 || !strings.Contains(errs, c.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
