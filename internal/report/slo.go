@@ -100,7 +100,16 @@ func writeSLO(b *bytes.Buffer, res *bundle.Results) {
 	b.WriteString("the verdict is pass when the whole interval is at or above the target, fail when it is wholly below, unresolved otherwise. ")
 	b.WriteString("Request goodput is good requests ÷ each repeat's goodput window, token goodput their output tokens ÷ the same. ")
 	b.WriteString("A TPOT objective is met by a request of one output token (it has no TPOT), an ITL objective by one of fewer than two chunks; a successful request with no content misses TTFT. ")
-	b.WriteString("Most missed is the objective the most successful requests missed, with their count.\n\n")
+	b.WriteString("Most missed is the objective the most successful requests missed, with their count.")
+	if sim := res.Provenance.Simulation; sim != nil && sim.TimeScale > 0 && sim.TimeScale != 1 {
+		scaled := contract.Objectives{}
+		for _, n := range s.Objectives.Names() {
+			v, _ := s.Objectives.Limit(n)
+			_ = scaled.Set(n, v*sim.TimeScale)
+		}
+		fmt.Fprintf(b, " The objectives are on the wall clock, as every time of this bundle: at time scale %s they are %s of simulated time.", Number(sim.TimeScale), Objectives(scaled))
+	}
+	b.WriteString("\n\n")
 	b.Write(sec.Markdown())
 	b.WriteString("\n")
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/bundle/bundletest"
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/golden"
@@ -30,6 +31,19 @@ func TestSLOGolden(t *testing.T) {
 	md := string(Markdown(res, nil, nil))
 	if !strings.Contains(md, "## SLO attainment") || strings.Index(md, "## SLO attainment") < strings.Index(md, "## Results") {
 		t.Error("README.md lacks the SLO section after the results")
+	}
+}
+
+func TestSLOOfSimulatedServersInSimulatedTime(t *testing.T) {
+	res := bundletest.SeedLike()
+	res.Provenance.Simulation = &bundle.Simulation{TimeScale: 50}
+	o, _ := contract.ParseObjectives("ttft<=10ms,tpot<=1ms")
+	res.SLO = contract.NewSLO(o, 0.9)
+	res.Recompute()
+	var b bytes.Buffer
+	writeSLO(&b, res)
+	if want := "at time scale 50 they are TTFT ≤ 500 ms, TPOT ≤ 50 ms of simulated time."; !strings.Contains(b.String(), want) {
+		t.Errorf("SLO section lacks %q:\n%s", want, b.String())
 	}
 }
 
