@@ -58,6 +58,10 @@ func TestVerifyCatchesTamperedSLO(t *testing.T) {
 		}, "recomputed"},
 		{"expr out of step", func(r *bundle.Results) { r.SLO.Expr = "ttft<=5s" }, `slo.expr: stored "ttft<=5s"`},
 		{"target outside (0, 1)", func(r *bundle.Results) { r.SLO.AttainmentTarget = 1 }, "slo.attainment_target"},
+		{"limit not positive", func(r *bundle.Results) {
+			v := -1.0
+			r.SLO.Objectives.TPOTMS = &v
+		}, "slo.objectives.tpot_ms: objective tpot: -1 ms is not a positive limit"},
 		{"slo block dropped", func(r *bundle.Results) { r.SLO = nil }, "slo: stored"},
 	} {
 		res := sloLike(t)

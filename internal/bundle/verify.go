@@ -251,6 +251,12 @@ func checkSLO(res *Results) []Problem {
 	if s.Objectives.Empty() {
 		probs = append(probs, Problem{File: ResultsFile, Field: "slo.objectives", Msg: "no objective set"})
 	}
+	for _, n := range s.Objectives.Names() {
+		v, _ := s.Objectives.Limit(n)
+		if err := (&contract.Objectives{}).Set(n, v); err != nil {
+			probs = append(probs, Problem{File: ResultsFile, Field: "slo.objectives." + n + "_ms", Msg: err.Error()})
+		}
+	}
 	if err := contract.CheckAttainmentTarget(s.AttainmentTarget); err != nil {
 		probs = append(probs, Problem{File: ResultsFile, Field: "slo.attainment_target", Msg: err.Error()})
 	}
