@@ -62,6 +62,7 @@ type benchOptions struct {
 	progress          string
 
 	dataset datasetOptions
+	slo     sloOptions
 }
 
 func newBenchCmd(st *State) *cobra.Command {
@@ -129,6 +130,7 @@ canceled, and the bundle of what finished is written.`,
   rehearse bench --base-url http://127.0.0.1:8000 --concurrency 1,8 --repeats 2 -o out
   rehearse bench --base-url http://127.0.0.1:8000 --request-rate 4 --arrival gamma --burstiness 0.5 --duration 60s
   rehearse bench --base-url http://127.0.0.1:8000 --request-rate inf --max-concurrency 64 --num-requests 2000 --warmup-requests 64
+  rehearse bench --base-url http://127.0.0.1:8000 --request-rate inf --max-concurrency 16 --slo 'ttft<=500ms,tpot<=50ms' --attainment 0.9
   rehearse bench --base-url https://api.example.com --api-key-env API_KEY --extra-body '{"ignore_eos":true}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -141,6 +143,7 @@ canceled, and the bundle of what finished is written.`,
 				}
 			}
 			o.warmupRequestsSet = cmd.Flags().Changed("warmup-requests")
+			o.slo.noteChanged(cmd.Flags())
 			return runBench(cmd.Context(), st, &o, commandLine(cmd))
 		},
 	}
@@ -171,6 +174,7 @@ canceled, and the bundle of what finished is written.`,
 	f.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on open-loop requests in flight (0: none), waits counted; with --request-rate inf the clients of the sustained closed loop")
 	f.IntVar(&o.warmupRequests, "warmup-requests", config.DefaultSustainedWarmupRequests, "requests of warm-up at the start of each sustained wave, kept out of the figures (--request-rate inf only)")
 	datasetFlags(f, &o.dataset)
+	sloFlags(f, &o.slo, false)
 	progressFlag(f, &o.progress)
 	f.StringVar(&o.ready, "ready", config.DefaultBenchReady, "readiness check: answer (any HTTP answer from /v1/models or /health), models (GET /v1/models lists the model; for hosted APIs with no /health), full (/health, /v1/models, one tiny request)")
 	f.DurationVar(&o.readyTimeout, "ready-timeout", config.DefaultReachTimeout, "how long the endpoint has to pass the readiness check")
@@ -242,6 +246,9 @@ func (o *benchOptions) validate() error {
 		return err
 	}
 	if err := o.dataset.validate(o.promptsPath); err != nil {
+		return err
+	}
+	if err := o.slo.apply(&config.Rehearsal{}); err != nil {
 		return err
 	}
 	switch o.ready {
@@ -442,7 +449,7 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 			NumRequests: o.numRequests, Duration: config.Duration(o.duration), MaxConcurrency: o.maxConcurrency,
 		}
 	}
-	return &config.Rehearsal{
+	cfg := &config.Rehearsal{
 		Model: config.Model{ID: o.model},
 		Servers: []config.Server{{
 			Name: o.name, BaseURL: strings.TrimRight(o.baseURL, "/"), Model: o.model, APIKeyEnv: o.apiKeyEnv,
@@ -453,7 +460,11 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 		Workload:        w,
 		Tokenizer:       tok,
 		OnServerFailure: config.OnFailureStop,
-	}, notes, nil
+	}
+	if err := o.slo.apply(cfg); err != nil {
+		return nil, nil, err
+	}
+	return cfg, notes, nil
 }
 
 // tokenizerConfig turns --tokenizer into the rehearsal's tokenizer choice:

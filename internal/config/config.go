@@ -29,6 +29,8 @@ type Rehearsal struct {
 	OnServerFailure string `yaml:"on_server_failure"`
 	// Notes are copied into the bundle's notes.
 	Notes []string `yaml:"notes"`
+	// SLO is nil when the rehearsal judges requests against no objective.
+	SLO *SLO `yaml:"slo"`
 
 	// Path is the file the rehearsal was read from ("" for bytes).
 	Path string `yaml:"-"`

@@ -211,6 +211,7 @@ func oneLine(err error) string {
 
 var (
 	durationType = reflect.TypeFor[Duration]()
+	sloType      = reflect.TypeFor[SLO]()
 	promptsType  = reflect.TypeFor[Prompts]()
 
 	promptsMappingType = reflect.TypeFor[promptsMapping]()
@@ -226,6 +227,15 @@ func checkShape(t reflect.Type, v any, path string, probs *Problems) bool {
 		return true
 	}
 	switch t {
+	case sloType:
+		if _, key, err := parseSLO(v); err != nil {
+			if key != "" {
+				path = join(path, key)
+			}
+			probs.add(path, "%v", err)
+			return false
+		}
+		return true
 	case durationType:
 		if _, err := parseDuration(v); err != nil {
 			probs.add(path, "%v", err)

@@ -118,6 +118,9 @@ type Aggregate struct {
 	FailedWithContent int      `json:"failed_with_content"`
 	SpeedupVsBaseline *float64 `json:"speedup_vs_baseline"`
 	Warnings          []string `json:"warnings"`
+	// SLO is the aggregate's standing against the rehearsal's objectives
+	// (ApplySLO), absent when the rehearsal has none.
+	SLO *SLOAggregate `json:"slo,omitempty"`
 }
 
 // Key returns the population key of the aggregate, as KeyOf keys its

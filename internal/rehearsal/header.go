@@ -23,6 +23,7 @@ func header(o Options, driver WaveDriver, start time.Time) *bundle.Results {
 		Provenance: o.Provenance,
 		Workload:   plan.Workload(cfg, o.Prompts),
 		Notes:      append([]string(nil), o.Notes...),
+		SLO:        cfg.SLO.Results(),
 	}
 	p := &res.Provenance
 	p.StartedAt = start.UTC().Format(time.RFC3339Nano)

@@ -47,6 +47,7 @@ func Markdown(res *bundle.Results, figs []FigureRef, digests []bundle.Digest) []
 	writeServers(&b, res)
 	writeWorkload(&b, res)
 	writeResults(&b, res)
+	writeSLO(&b, res)
 	writeFigures(&b, figs)
 	writeLatency(&b, res)
 	writeOpenLoop(&b, res)
