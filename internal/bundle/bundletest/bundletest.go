@@ -109,6 +109,8 @@ func wave(rng *rand.Rand, w contract.Wave, serial bool, timeout float64) []contr
 		}
 		r := contract.Record{Kind: w.Kind, Server: w.Server, Concurrency: w.Concurrency, Repeat: w.Repeat, Wave: w.ID,
 			Client: c, Prompt: c % 2, IntendedStartS: 0, StartS: round(start)}
+		in := []int{3, 5}[c%2] // the two prompts' client-counted tokens
+		r.InputTokens = &in
 		if end-start > timeout {
 			// Timed out: keep what arrived before the deadline.
 			deadline := start + timeout
