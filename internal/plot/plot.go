@@ -44,7 +44,7 @@ func Render(res *bundle.Results) ([]Figure, error) {
 	d := newData(res)
 	var figs []Figure
 	for _, f := range []func(*data) ([]Figure, error){
-		goodputFigures, ttftFigures, timelineFigures, mechanismFigures, cdfFigures,
+		goodputFigures, ttftFigures, timelineFigures, mechanismFigures, cdfFigures, lengthFigures,
 	} {
 		fs, err := f(d)
 		if err != nil {
