@@ -80,6 +80,15 @@ func lengthFigures(d *data) ([]Figure, error) {
 					ticks = append(ticks, v)
 				}
 				p.X.Tick.Marker = fixedTicks(ticks...)
+			} else {
+				// Round ticks inside the range, labelled as whole counts.
+				var ticks []float64
+				for _, v := range linearTicks(p.X.Max) {
+					if v >= p.X.Min {
+						ticks = append(ticks, v)
+					}
+				}
+				p.X.Tick.Marker = fixedTicks(ticks...)
 			}
 		}
 		p.Y.Min, p.Y.Max = 0, top*1.05

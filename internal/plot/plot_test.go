@@ -410,3 +410,28 @@ func TestLengthsFigureShareGPTLike(t *testing.T) {
 		t.Error("lengths.svg lacks the 1000 tick of its log axis")
 	}
 }
+
+// TestSustainedFigures checks that a bundle of sustained waves gets its own
+// goodput, TTFT, CDF and timeline figures (none of the closed loop's), and
+// that its timeline has a row per client, not per request.
+func TestSustainedFigures(t *testing.T) {
+	o := plottest.Default()
+	o.MechanismCheck = false
+	res := plottest.Results(o)
+	for i := range res.Waves {
+		res.Waves[i].Mode = contract.ModeSustained
+	}
+	res.Recompute()
+	figs := render(t, res)
+	want := "cdf-sustained.svg goodput-sustained.svg lengths.svg timeline-sustained-batching.svg timeline-sustained-naive.svg ttft-sustained.svg"
+	if got := strings.Join(names(figs), " "); got != want {
+		t.Fatalf("figures %s, want %s", got, want)
+	}
+	if c := figs["goodput-sustained.svg"].Caption; !strings.Contains(c, "measured window") {
+		t.Errorf("goodput caption %q does not name the measured window", c)
+	}
+	tl := figs["timeline-sustained-batching.svg"]
+	if !strings.Contains(tl.Caption, "One row per client") || !strings.Contains(string(tl.SVG), ">client</text>") {
+		t.Errorf("sustained timeline is not a row per client: %q", tl.Caption)
+	}
+}
