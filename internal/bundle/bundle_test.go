@@ -492,7 +492,7 @@ func TestVerifyRecomputesASustainedWave(t *testing.T) {
 // output length statistics of an aggregate (digests remade): verify
 // recomputes both from the records and names each field.
 func TestVerifyRecomputesTrafficLengths(t *testing.T) {
-	res := bundletest.SeedLike()
+	res := bundletest.WithInputTokens(bundletest.SeedLike())
 	a := &res.Aggregates[2]
 	if a.InputLength.N == 0 || a.OutputLength.Mean == nil {
 		t.Fatalf("test data has no lengths: %+v %+v", a.InputLength, a.OutputLength)
