@@ -197,8 +197,10 @@ func (d *Driver) finishPart(ctx context.Context, p *sustainedPart, planned int) 
 // progress events); the measured requests are the wave of spec.Kind,
 // released at the first measured send, bounded by NumRequests and/or
 // Duration from that release (and ended sooner when Until says so:
-// WaveResult.UntilMet). Each wave is journaled at its release and
-// at its end, each record as its request ends. The WaveResult is the
+// WaveResult.UntilMet). Each wave is journaled at its release and at its
+// end, each record as its request ends, in a goroutine of its own: a client
+// sends its next request as soon as its last one ended, never after that
+// record's re-count, journal write or progress event. The WaveResult is the
 // measured wave, its Warmup the warm-up's (nil without one). When ctx is
 // canceled the requests in flight end as canceled, no more are sent, and
 // both waves are journaled as stopped.
@@ -252,6 +254,7 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 		measuredAt time.Time
 		releasing  sync.WaitGroup
 		clients    sync.WaitGroup
+		settling   sync.WaitGroup
 		warmEnded  sync.WaitGroup
 	)
 	// take hands out the next request: its index and part, or false when
@@ -317,15 +320,24 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 				}
 				prompt := workload.PromptIndex(i, len(prepared))
 				res := d.client.Send(ctx, prepared[prompt])
-				d.settlePart(p, i, client, prompt, res)
-				if p == warm {
-					warmEnded.Done()
-				}
+				// The record is made, re-counted and journaled beside
+				// the loop, not in it: the client sends its next request
+				// at once, so a slow journal write or a wait for the
+				// measured release never leaves a slot empty.
+				settling.Add(1)
+				go func() {
+					defer settling.Done()
+					d.settlePart(p, i, client, prompt, res)
+					if p == warm {
+						warmEnded.Done()
+					}
+				}()
 			}
 		}()
 	}
 	clients.Wait()
 	releasing.Wait()
+	settling.Wait()
 	if warm != nil {
 		// Warm-up requests never sent (the run was canceled) end the
 		// warm-up too.

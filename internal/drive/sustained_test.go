@@ -261,3 +261,43 @@ func TestSustainedWaveUntil(t *testing.T) {
 		t.Errorf("until met %v, %d records: want the cap of 20", res.UntilMet, len(res.Records))
 	}
 }
+
+// TestSustainedClientsDoNotWaitForBookkeeping holds the first measured
+// request's bookkeeping (its progress event, like a slow journal write)
+// until the server has seen every request of the run arrive: a client that
+// made its record in its own loop before sending its next request would
+// leave its slot empty, and the server, which answers only with c in
+// flight, would never see the rest.
+func TestSustainedClientsDoNotWaitForBookkeeping(t *testing.T) {
+	const c, warmN, n = 4, 2, 16
+	srv, s := newInFlightServer(t, c, warmN+n)
+	arrived := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.arrivals == warmN+n
+	}
+	held := false
+	d := New(Options{Counter: words{}, Progress: func(e Event) {
+		if e.Kind != RequestEnded || held {
+			return
+		}
+		held = true
+		deadline := time.Now().Add(15 * time.Second)
+		for !arrived() && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}})
+	res, err := d.SustainedWave(context.Background(), Target{Name: "s", BaseURL: srv.URL, Model: "m"},
+		SustainedSpec{Load: testLoad(), Concurrency: c, Repeat: 1, NumRequests: n, WarmupRequests: warmN})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !arrived() {
+		t.Fatalf("server saw %d of %d requests while one record's bookkeeping was held", s.arrivals, warmN+n)
+	}
+	for k, r := range res.Records {
+		if !r.OK {
+			t.Errorf("record %d failed: %s %s", k, r.ErrorKind, r.Error)
+		}
+	}
+}
