@@ -60,7 +60,7 @@ func sessionLoad() Load {
 	return Load{
 		Prompts:   []string{"first question", "second question", "third question", "other opening"},
 		MaxTokens: 8, Timeout: 10 * time.Second,
-		Sessions:  []workload.Session{{Turns: []int{0, 1, 2}}, {Turns: []int{3}}},
+		Sessions: []workload.Session{{Turns: []int{0, 1, 2}}, {Turns: []int{3}}},
 	}
 }
 
