@@ -149,6 +149,7 @@ func Simulation(cfg *config.Rehearsal) *bundle.Simulation {
 // name the file or the flag).
 func Prompts(cfg *config.Rehearsal) (workload.Set, error) {
 	spec := cfg.Workload.Prompts.Spec()
+	spec.Sessions = cfg.Workload.SessionsSpec()
 	var env workload.Env
 	switch spec.Name() {
 	case workload.SourceSynthetic, workload.SourceShareGPT, workload.SourceChatJSONL:
