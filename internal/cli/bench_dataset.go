@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"time"
+
 	"github.com/spf13/pflag"
 
 	"github.com/rehearse/rehearse/internal/config"
@@ -27,6 +29,13 @@ type datasetOptions struct {
 	rangeRatio    float64
 	ignoreEOS     bool
 	numPromptsSet bool
+
+	// Multi-turn sessions (rehearse's own flags: vllm bench serve has none).
+	multiTurn bool
+	maxTurns  int
+	thinkTime time.Duration
+	// sessionFlags are the session flags given without --multi-turn.
+	sessionFlags []string
 }
 
 func datasetFlags(f *pflag.FlagSet, d *datasetOptions) {
@@ -37,6 +46,9 @@ func datasetFlags(f *pflag.FlagSet, d *datasetOptions) {
 	f.IntVar(&d.outputLen, "random-output-len", config.DefaultRandomOutputLen, "max_tokens of each random prompt")
 	f.Float64Var(&d.rangeRatio, "random-range-ratio", 0, "random lengths uniform over [len·(1−r), len·(1+r)]; 0: fixed")
 	f.BoolVar(&d.ignoreEOS, "ignore-eos", false, "send ignore_eos: true, so every request generates all its max_tokens")
+	f.BoolVar(&d.multiTurn, "multi-turn", false, "multi-turn sessions of --dataset-name sharegpt, chat or random: turn t+1 is sent after turn t's reply, with the whole history and the server's actual replies; each turn is a request")
+	f.IntVar(&d.maxTurns, "max-turns", 0, "with --multi-turn: the most user turns of a sharegpt or chat conversation (0: all), or every random session's turns (required)")
+	f.DurationVar(&d.thinkTime, "think-time", 0, "with --multi-turn: the pause between a reply's end and the session's next turn")
 }
 
 // validate checks the dataset flags against each other; errors name the
@@ -77,7 +89,41 @@ func (d *datasetOptions) validate(promptsPath string) error {
 	if d.name != "" && promptsPath != "" {
 		return usageError("--prompts and --dataset-name: give one")
 	}
+	return d.validateSessions()
+}
+
+// validateSessions checks --multi-turn, --max-turns and --think-time.
+func (d *datasetOptions) validateSessions() error {
+	if !d.multiTurn {
+		if len(d.sessionFlags) > 0 {
+			return usageError("--%s applies to multi-turn sessions: add --multi-turn", d.sessionFlags[0])
+		}
+		return nil
+	}
+	switch d.name {
+	case datasetRandom:
+		if d.maxTurns < 1 {
+			return usageError("--multi-turn with --dataset-name random needs --max-turns N (at least 1): every session's turns")
+		}
+	case datasetShareGPT, datasetChat:
+		if d.maxTurns < 0 {
+			return usageError("--max-turns %d: want 0 (all) or more", d.maxTurns)
+		}
+	default:
+		return usageError("--multi-turn needs --dataset-name sharegpt, chat or random: the other prompt sources have no conversations")
+	}
+	if d.thinkTime < 0 {
+		return usageError("--think-time %v: want 0 or a positive duration such as 500ms", d.thinkTime)
+	}
 	return nil
+}
+
+// sessions is workload.sessions of bench's flags (nil without --multi-turn).
+func (d *datasetOptions) sessions() *config.Sessions {
+	if !d.multiTurn {
+		return nil
+	}
+	return &config.Sessions{Turns: d.maxTurns, ThinkTime: config.ThinkTime{Mean: config.Duration(d.thinkTime)}}
 }
 
 func (d *datasetOptions) synthetic(seed int64) workload.Synthetic {
