@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -60,11 +61,16 @@ func NewTemplate(req Request) (*Template, error) {
 // AppendMessage appends m, JSON-encoded, to msgs: the encoded elements of a
 // messages array, comma-separated.
 func AppendMessage(msgs []byte, m Message) []byte {
-	data, _ := json.Marshal(m) // two strings: cannot fail
 	if len(msgs) > 0 {
 		msgs = append(msgs, ',')
 	}
-	return append(msgs, data...)
+	// An Encoder writes into msgs' own buffer: no copy of the encoding
+	// but the one into it. It encodes exactly as json.Marshal does, then
+	// a newline, cut off here.
+	buf := bytes.NewBuffer(msgs)
+	_ = json.NewEncoder(buf).Encode(m) // two strings: cannot fail
+	out := buf.Bytes()
+	return out[:len(out)-1]
 }
 
 // Prepare returns the request of one turn: msgs (built with AppendMessage)

@@ -47,43 +47,45 @@ func TestTemplateBodyMatchesPrepare(t *testing.T) {
 	}
 }
 
-// BenchmarkTemplateTurn is the cost of building one turn's body from a
-// session's encoded history of 8 messages of 2 KB each, against Prepare
-// building the same body from the messages.
-func BenchmarkTemplateTurn(b *testing.B) {
-	req := Request{BaseURL: "http://127.0.0.1:1/", Model: "m", IncludeUsage: true}
-	msgs := make([]Message, 8)
-	for i := range msgs {
-		buf := make([]byte, 2048)
-		for j := range buf {
-			buf[j] = 'a' + byte(j%26)
-		}
-		msgs[i] = Message{Role: []string{"user", "assistant"}[i%2], Content: string(buf)}
+// BenchmarkTemplateSession is the cost of building the bodies of one
+// whole session of 8 turns (user messages and replies of 2 KB each) at send
+// time: with a Template and the history kept encoded (what package drive
+// does), against Prepare marshalling the whole history at every turn.
+func BenchmarkTemplateSession(b *testing.B) {
+	req := Request{BaseURL: "http://127.0.0.1:1/", Model: "m", IncludeUsage: true, ExtraBody: map[string]any{"ignore_eos": true}}
+	const turns = 8
+	text := make([]byte, 2048)
+	for j := range text {
+		text[j] = 'a' + byte(j%26)
 	}
+	user, reply := Message{Role: "user", Content: string(text)}, Message{Role: "assistant", Content: string(text)}
 	b.Run("template", func(b *testing.B) {
 		tmpl, err := NewTemplate(req)
 		if err != nil {
 			b.Fatal(err)
 		}
-		var enc []byte
-		for _, m := range msgs[:len(msgs)-2] {
-			enc = AppendMessage(enc, m)
-		}
 		b.ReportAllocs()
 		for b.Loop() {
-			// A turn: the reply and the next user message join the
-			// history, then the body is built.
-			e := AppendMessage(AppendMessage(enc[:len(enc):len(enc)], msgs[6]), msgs[7])
-			_ = tmpl.Prepare(e, 64)
+			var enc []byte
+			for range turns {
+				enc = AppendMessage(enc, user)
+				_ = tmpl.Prepare(enc, 64)
+				enc = AppendMessage(enc, reply)
+			}
 		}
 	})
 	b.Run("prepare", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			r := req
-			r.Messages, r.MaxTokens = msgs, 64
-			if _, err := Prepare(r); err != nil {
-				b.Fatal(err)
+			var msgs []Message
+			for range turns {
+				msgs = append(msgs, user)
+				r := req
+				r.Messages, r.MaxTokens = msgs, 64
+				if _, err := Prepare(r); err != nil {
+					b.Fatal(err)
+				}
+				msgs = append(msgs, reply)
 			}
 		}
 	})
