@@ -38,7 +38,10 @@ func checkSessionFields(rec *contract.Record, wl *Workload, bad func(field, form
 // sessionRuns checks that the turns of every session run are in order in
 // time: within its wave, a client's turn t+1 of a session follows its turn
 // t of that session, which succeeded (a failed turn ends its session), and
-// starts at or after turn t's end_s. It returns the problems and, for each
+// starts at or after turn t's end_s. The measured wave of a sustained run
+// may open with later turns of sessions begun in its warm-up wave: those
+// are not checked (nor their input_tokens re-counted), the two waves'
+// times running from different releases. It returns the problems and, for each
 // record of a later turn that follows its turn before, that record's index
 // (so a turn's history can be rebuilt from the records).
 func sessionRuns(r *Results, waves map[int]contract.Wave) ([]Problem, map[int]int) {
@@ -81,6 +84,11 @@ func sessionRuns(r *Results, waves map[int]contract.Wave) ([]Problem, map[int]in
 				probs = append(probs, Problem{File: ResultsFile, Server: rec.Server, Load: recordLabel(waves, rec),
 					Field: fmt.Sprintf("records[%d].%s", i, field), Msg: fmt.Sprintf(format, args...)})
 			}
+			if j == 0 && continuesWarmup(waves, rec) {
+				// Its session began in the sustained run's warm-up wave,
+				// whose times run from another release.
+				continue
+			}
 			if j == 0 {
 				bad("turn", "turn %d of session %d, but client %d sent no turn %d of it before in wave %d", rec.Turn, *rec.Session, rec.Client, rec.Turn-1, rec.Wave)
 				continue
@@ -99,6 +107,14 @@ func sessionRuns(r *Results, waves map[int]contract.Wave) ([]Problem, map[int]in
 		}
 	}
 	return probs, prev
+}
+
+// continuesWarmup reports whether rec, a client's first record in its wave,
+// may be a later turn of a session begun before the wave: the measured
+// wave of a sustained run, whose clients go on from its warm-up wave.
+func continuesWarmup(waves map[int]contract.Wave, rec *contract.Record) bool {
+	w, ok := waves[rec.Wave]
+	return ok && w.Mode == contract.ModeSustained && w.Kind != contract.KindWarmup
 }
 
 // sessionInputBytes is the bytes of the message contents record i sent:

@@ -31,6 +31,8 @@ import (
 //     in sequence, and the session holds its max_concurrency slot while
 //     it lasts.
 //
+// A later turn's intended_start_s is the end of the turn before plus the
+// think time, so an open-loop wave's lateness stays the client's own.
 // A turn's input_tokens counts every message content it sends, the
 // history included: the prompts' counts (Load.InputTokens) plus the
 // replies' output_tokens (re-tokenized text), so it is set only where the
