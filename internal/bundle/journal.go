@@ -107,6 +107,7 @@ func (j *Journal) WriteHeader(h *Results) error {
 	j.mu.Unlock()
 	if kept {
 		c.Workload.Prompts, c.Workload.PromptMaxTokens, c.Workload.PromptMessages = nil, nil, nil
+		c.Workload.Sessions = nil
 	}
 	return j.write(Entry{Header: &c, PromptsKept: kept})
 }
@@ -238,6 +239,7 @@ func DecodeJournal(in io.Reader) (*Results, error) {
 			if e.PromptsKept && header != nil {
 				w := &e.Header.Workload
 				w.Prompts, w.PromptMaxTokens, w.PromptMessages = header.Workload.Prompts, header.Workload.PromptMaxTokens, header.Workload.PromptMessages
+				w.Sessions = header.Workload.Sessions
 			}
 			header = e.Header
 		}

@@ -288,6 +288,11 @@ func sameWorkload(a, b Workload) error {
 		return fmt.Errorf("repeats %d vs %d", b.Repeats, a.Repeats)
 	case !reflect.DeepEqual(a.ExtraBody, b.ExtraBody):
 		return fmt.Errorf("extra_body")
+	case !reflect.DeepEqual(a.Sessions, b.Sessions):
+		// A record's session indexes them, as its prompt indexes prompts.
+		return fmt.Errorf("sessions")
+	case !reflect.DeepEqual(a.ThinkTime, b.ThinkTime):
+		return fmt.Errorf("think_time")
 	}
 	return sameOpenLoop(a.Open, b.Open)
 }

@@ -188,9 +188,35 @@ type Workload struct {
 	// gives one (chat JSONL), aligned with Prompts (null: Prompts[i] as one
 	// user message); absent when no prompt has one.
 	PromptMessages [][]Message `json:"prompt_messages,omitempty"`
+	// Sessions are the workload's multi-turn sessions, each a list of its
+	// user turns in order as indices into Prompts; absent without
+	// sessions. A record of a session's turn names it (record.session,
+	// record.turn); the turn sends the first turn's messages, then for each
+	// turn before it the reply its client received (that turn's
+	// record.text) as an assistant message and the next user turn.
+	Sessions []Session `json:"sessions,omitempty"`
+	// ThinkTime is the pause before each later turn of a session; absent
+	// without one.
+	ThinkTime *ThinkTime `json:"think_time,omitempty"`
 	// PromptSource says where Prompts came from; absent in bundles
 	// written before sources were recorded.
 	PromptSource *PromptSource `json:"prompt_source,omitempty"`
+}
+
+// Session is one multi-turn session: its user turns, indices into
+// workload.prompts.
+type Session struct {
+	Turns []int `json:"turns"`
+}
+
+// ThinkTime is the pause between a reply's end and the session's next
+// turn: mean_s seconds, fixed or drawn (exponential; uniform over [0,
+// 2·mean_s]) from a generator seeded with seed, the session's run and the
+// turn.
+type ThinkTime struct {
+	MeanS        float64 `json:"mean_s"`
+	Distribution string  `json:"distribution"`
+	Seed         int64   `json:"seed,omitempty"`
 }
 
 // Message is one chat message of a prompt.

@@ -106,6 +106,14 @@ vLLM reports on /v1/models), a prompt whose input tokens + max_tokens exceed
 it is refused before any request is sent (sharegpt and chat skip it and count
 it).
 
+Multi-turn sessions (rehearse's own flags): --multi-turn makes each client go
+through conversations of --dataset-name sharegpt (every human turn), chat
+(every user message) or random (--max-turns turns of --random-input-len
+tokens each): turn t+1 is sent after turn t's reply ended and --think-time,
+carrying the history with the server's actual replies; each turn is a
+request. A closed-loop client runs one session, a sustained one sessions back
+to back, an open-loop arrival starts one. --max-turns caps a conversation.
+
 Output tokens are the returned text re-tokenized with --tokenizer: a
 tokenizer.json path, a model id looked up in the Hugging Face cache
 (ORG/NAME[@REVISION]), an embedded variant (qwen3, qwen2.5), or "usage" for
@@ -144,6 +152,11 @@ canceled, and the bundle of what finished is written.`,
 			}
 			o.warmupRequestsSet = cmd.Flags().Changed("warmup-requests")
 			o.slo.noteChanged(cmd.Flags())
+			for _, name := range []string{"max-turns", "think-time"} {
+				if cmd.Flags().Changed(name) {
+					o.dataset.sessionFlags = append(o.dataset.sessionFlags, name)
+				}
+			}
 			return runBench(cmd.Context(), st, &o, commandLine(cmd))
 		},
 	}
@@ -430,6 +443,7 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 		MaxTokens: o.maxTokens, Temperature: &temperature, Timeout: config.Duration(o.timeout),
 		WarmupWaves: o.warmupWaves, WarmupConcurrency: o.warmupClients,
 		Endpoint: o.endpoint, IncludeUsage: &includeUsage, ExtraBody: extra,
+		Sessions: o.dataset.sessions(),
 	}
 	w.Mode = config.DefaultMode
 	switch {

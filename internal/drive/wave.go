@@ -9,6 +9,7 @@ import (
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/plan"
 	"github.com/rehearse/rehearse/internal/stream"
+	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // LoadOf returns the per-request load of a workload.
@@ -20,7 +21,27 @@ func LoadOf(wl bundle.Workload) Load {
 		Timeout:         time.Duration(wl.TimeoutS * float64(time.Second)),
 		PromptMaxTokens: wl.PromptMaxTokens,
 		Messages:        loadMessages(wl.PromptMessages),
+		Sessions:        loadSessions(wl.Sessions),
+		Think:           loadThink(wl.ThinkTime),
 	}
+}
+
+func loadSessions(in []bundle.Session) []workload.Session {
+	if in == nil {
+		return nil
+	}
+	out := make([]workload.Session, len(in))
+	for i, s := range in {
+		out[i] = workload.Session{Turns: s.Turns}
+	}
+	return out
+}
+
+func loadThink(t *bundle.ThinkTime) workload.ThinkTime {
+	if t == nil {
+		return workload.ThinkTime{}
+	}
+	return workload.ThinkTime{Mean: time.Duration(t.MeanS * float64(time.Second)), Distribution: t.Distribution, Seed: t.Seed}
 }
 
 func loadMessages(in [][]bundle.Message) [][]stream.Message {

@@ -161,6 +161,20 @@ func Workload(cfg *config.Rehearsal, prompts workload.Set) bundle.Workload {
 			Seed: o.Seed, NumRequests: o.NumRequests, DurationS: o.Duration.Seconds(), MaxConcurrency: o.MaxConcurrency,
 		}
 	}
+	if len(prompts.Sessions) > 0 {
+		out.Sessions = make([]bundle.Session, len(prompts.Sessions))
+		for i, s := range prompts.Sessions {
+			out.Sessions[i] = bundle.Session{Turns: append([]int(nil), s.Turns...)}
+		}
+		if s := w.Sessions; s != nil && s.ThinkTime.Mean > 0 {
+			t := s.ThinkTime
+			dist := t.Distribution
+			if dist == "" {
+				dist = workload.ThinkFixed
+			}
+			out.ThinkTime = &bundle.ThinkTime{MeanS: t.Mean.Seconds(), Distribution: dist, Seed: t.Seed}
+		}
+	}
 	if prompts.IgnoreEOS {
 		out.ExtraBody = maps.Clone(out.ExtraBody)
 		if out.ExtraBody == nil {

@@ -45,6 +45,9 @@ type Spec struct {
 	Dataset *Dataset
 	// Prefix are the parameters of the prefix_repetition source.
 	Prefix *PrefixRepetition
+	// Sessions, when set, asks the source for multi-turn sessions (one of
+	// SessionSources).
+	Sessions *Sessions
 }
 
 // Name is the source Spec resolves with.
@@ -82,6 +85,10 @@ type Set struct {
 	// IgnoreEOS asks every request to generate all its max_tokens
 	// (ignore_eos: true in the body), as the source asked.
 	IgnoreEOS bool
+	// Sessions are the multi-turn sessions where the Spec asked for them:
+	// each a list of user turns, indices into Prompts (every prompt is one
+	// session's turn).
+	Sessions []Session
 }
 
 // SourceRecord says where a Set came from, for the bundle's workload.
@@ -183,6 +190,9 @@ func Resolve(spec Spec, env Env) (Set, error) {
 	f, ok := sources[name]
 	if !ok {
 		return Set{}, fmt.Errorf("prompt source %q: want one of %s", name, strings.Join(Sources(), ", "))
+	}
+	if spec.Sessions != nil && !slices.Contains(SessionSources, name) {
+		return Set{}, fmt.Errorf("prompt source %s has no conversations: multi-turn sessions come from %s", name, strings.Join(SessionSources, ", "))
 	}
 	set, err := f(spec, env)
 	if err != nil {
