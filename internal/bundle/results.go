@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/search"
 )
 
 // Schema is the version string of results.json this package reads and writes.
@@ -34,6 +35,9 @@ type Results struct {
 	// when set, every aggregate carries its slo field. Absent when the
 	// rehearsal has none.
 	SLO *contract.SLO `json:"slo,omitempty"`
+	// Capacity is each searched server's capacity under SLO (SPEC §8),
+	// written as the search goes; absent when no search ran.
+	Capacity []search.Capacity `json:"capacity,omitempty"`
 	// OperatorNotes is markdown written by a person about the figures
 	// (what differs from another run, what they show, limitations), set
 	// by `rehearse annotate`; it derives from nothing and verify leaves it
@@ -201,6 +205,10 @@ type Workload struct {
 	// PromptSource says where Prompts came from; absent in bundles
 	// written before sources were recorded.
 	PromptSource *PromptSource `json:"prompt_source,omitempty"`
+	// Capacity is the capacity search each server gets after its planned
+	// waves (each server's own, with its predicted bracket, is in
+	// Results.Capacity); absent when none.
+	Capacity *search.Spec `json:"capacity,omitempty"`
 }
 
 // Session is one multi-turn session: its user turns, indices into
@@ -300,6 +308,19 @@ type MechanismCheck struct {
 // each aggregate's slo field where the results have objectives.
 func (r *Results) Recompute() {
 	r.Aggregates = r.ComputeAggregates()
+	for i, c := range r.Capacity {
+		if want, err := RecomputeCapacity(r, c); err == nil {
+			r.Capacity[i] = want
+		}
+	}
+}
+
+// RecomputeCapacity is the capacity entry c of a server recomputed from the
+// waves and records of r alone (its search, objectives and target are c's;
+// that the server failed is known from c's stop reason only).
+func RecomputeCapacity(r *Results, c search.Capacity) (search.Capacity, error) {
+	slo := contract.SLO{Objectives: c.Objectives, AttainmentTarget: c.AttainmentTarget}
+	return search.Recompute(c.Server, c.Search, slo, r.Waves, r.Records, c.StopReason == search.StopServerFailed)
 }
 
 // ComputeAggregates returns the aggregates of Waves and Records by the

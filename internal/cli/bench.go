@@ -161,15 +161,31 @@ canceled, and the bundle of what finished is written.`,
 		},
 	}
 	f := cmd.Flags()
+	endpointFlags(f, &o)
+	f.IntSliceVar(&o.concurrencies, "concurrency", config.DefaultConcurrencies, "clients per closed-loop wave, comma-separated")
+	f.IntVar(&o.repeats, "repeats", config.DefaultRepeats, "recorded waves per concurrency (and per request rate)")
+	f.IntVar(&o.warmupWaves, "warmup-waves", 0, "unrecorded warm-up waves before the recorded ones")
+	f.IntVar(&o.warmupClients, "warmup-concurrency", 0, "clients per warm-up wave (default: the first --concurrency)")
+	f.Float64SliceVar(&o.requestRates, "request-rate", nil, "open-loop request rates in requests per second, comma-separated; inf with --max-concurrency C: the sustained closed loop at C")
+	f.StringVar(&o.arrival, "arrival", config.DefaultArrival, "open-loop arrival process: fixed, poisson or gamma")
+	f.Float64Var(&o.burstiness, "burstiness", 0, "gamma shape: 1 is Poisson, below 1 burstier (gamma arrivals only)")
+	f.IntVar(&o.numRequests, "num-requests", 0, "requests per open-loop or sustained wave (0: bounded by --duration only)")
+	f.DurationVar(&o.duration, "duration", 0, "length of an open-loop wave's schedule, or of a sustained wave's measured part (0: bounded by --num-requests only)")
+	f.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on open-loop requests in flight (0: none), waits counted; with --request-rate inf the clients of the sustained closed loop")
+	f.IntVar(&o.warmupRequests, "warmup-requests", config.DefaultSustainedWarmupRequests, "requests of warm-up at the start of each sustained wave, kept out of the figures (--request-rate inf only)")
+	datasetFlags(f, &o.dataset)
+	sloFlags(f, &o.slo, false)
+	return cmd
+}
+
+// endpointFlags are the flags of bench and capacity alike: the endpoint,
+// the request, the tokenizer, the bundle, the progress view and readiness.
+func endpointFlags(f *pflag.FlagSet, o *benchOptions) {
 	f.StringVar(&o.baseURL, "base-url", "", "base URL of the running server (required), e.g. http://127.0.0.1:8000")
 	f.StringVar(&o.endpoint, "endpoint", config.DefaultEndpoint, "chat-completions path")
 	f.StringVar(&o.model, "model", "", "model name to request (default: the first model of GET /v1/models)")
 	f.StringVar(&o.name, "name", config.DefaultServerName, "server label in the bundle")
 	f.StringVar(&o.apiKeyEnv, "api-key-env", "", "environment variable holding the API key (sent as a bearer token, never stored)")
-	f.IntSliceVar(&o.concurrencies, "concurrency", config.DefaultConcurrencies, "clients per closed-loop wave, comma-separated")
-	f.IntVar(&o.repeats, "repeats", config.DefaultRepeats, "recorded waves per concurrency (and per request rate)")
-	f.IntVar(&o.warmupWaves, "warmup-waves", 0, "unrecorded warm-up waves before the recorded ones")
-	f.IntVar(&o.warmupClients, "warmup-concurrency", 0, "clients per warm-up wave (default: the first --concurrency)")
 	f.StringVar(&o.promptsPath, "prompts", "", "prompts file: .jsonl with a \"prompt\" field per line, or .txt with one prompt per line (default: eight built-in prompts)")
 	f.IntVar(&o.maxTokens, "max-tokens", config.DefaultMaxTokens, "max_tokens of every request")
 	f.DurationVar(&o.timeout, "timeout", config.DefaultTimeout, "per-request timeout, from send to the end of the stream")
@@ -178,20 +194,10 @@ canceled, and the bundle of what finished is written.`,
 	f.BoolVar(&o.followRedirs, "follow-redirects", false, "follow a 3xx answer (default: a redirect is the request's outcome, http_status, never another host's stream)")
 	f.StringVar(&o.tokenizer, "tokenizer", "", "tokenizer.json path, ORG/NAME[@REV] from the Hugging Face cache, qwen3, qwen2.5, or usage")
 	f.StringVarP(&o.out, "output", "o", "", "bundle directory (default rehearse-bench-<UTC time>)")
-	f.Float64SliceVar(&o.requestRates, "request-rate", nil, "open-loop request rates in requests per second, comma-separated; inf with --max-concurrency C: the sustained closed loop at C")
-	f.StringVar(&o.arrival, "arrival", config.DefaultArrival, "open-loop arrival process: fixed, poisson or gamma")
-	f.Float64Var(&o.burstiness, "burstiness", 0, "gamma shape: 1 is Poisson, below 1 burstier (gamma arrivals only)")
 	f.Int64Var(&o.seed, "seed", 0, "seed of the arrival schedule (repeat r uses seed+r-1), and of --dataset-name random and prefix_repetition")
-	f.IntVar(&o.numRequests, "num-requests", 0, "requests per open-loop or sustained wave (0: bounded by --duration only)")
-	f.DurationVar(&o.duration, "duration", 0, "length of an open-loop wave's schedule, or of a sustained wave's measured part (0: bounded by --num-requests only)")
-	f.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on open-loop requests in flight (0: none), waits counted; with --request-rate inf the clients of the sustained closed loop")
-	f.IntVar(&o.warmupRequests, "warmup-requests", config.DefaultSustainedWarmupRequests, "requests of warm-up at the start of each sustained wave, kept out of the figures (--request-rate inf only)")
-	datasetFlags(f, &o.dataset)
-	sloFlags(f, &o.slo, false)
 	progressFlag(f, &o.progress)
 	f.StringVar(&o.ready, "ready", config.DefaultBenchReady, "readiness check: answer (any HTTP answer from /v1/models or /health), models (GET /v1/models lists the model; for hosted APIs with no /health), full (/health, /v1/models, one tiny request)")
 	f.DurationVar(&o.readyTimeout, "ready-timeout", config.DefaultReachTimeout, "how long the endpoint has to pass the readiness check")
-	return cmd
 }
 
 // commandLine is the invocation as provenance records it: the flags that

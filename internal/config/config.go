@@ -31,6 +31,9 @@ type Rehearsal struct {
 	Notes []string `yaml:"notes"`
 	// SLO is nil when the rehearsal judges requests against no objective.
 	SLO *SLO `yaml:"slo"`
+	// Capacity, when set, searches each rehearsed server's capacity under
+	// SLO after its planned waves.
+	Capacity *Capacity `yaml:"capacity"`
 
 	// Path is the file the rehearsal was read from ("" for bytes).
 	Path string `yaml:"-"`

@@ -415,6 +415,14 @@ func (r *Rehearsal) applyDefaults(raw map[string]any) {
 		r.Baseline = r.Servers[0].Name
 	}
 	w := &r.Workload
+	if r.Capacity != nil {
+		r.Capacity.ApplyDefaults()
+		if w.Concurrencies == nil {
+			// A capacity rehearsal probes loads of its own; waves at
+			// fixed concurrencies run only when asked for.
+			w.Concurrencies = []int{}
+		}
+	}
 	if w.Concurrencies == nil {
 		w.Concurrencies = append([]int(nil), DefaultConcurrencies...)
 	}
@@ -639,6 +647,7 @@ func (r *Rehearsal) validate(p *Problems) {
 	validatePrompts(w.Prompts, p)
 	validateSustained(w, p)
 	validateSessions(w, p)
+	r.validateCapacity(names, p)
 	if o := w.OpenLoop; o != nil {
 		if len(o.RequestRatesRPS) == 0 {
 			p.add("workload.open_loop.request_rates_rps", "empty")

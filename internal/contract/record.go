@@ -150,6 +150,10 @@ type Wave struct {
 	// ClientCPUS is the CPU time (user + system) the rehearse process used
 	// during the wave, so a reader can see when the load generator was busy.
 	ClientCPUS float64 `json:"client_cpu_s,omitempty"`
+	// Probe marks a capacity search's probe wave (SPEC §8) with its kind:
+	// search, retry (the re-probe of an unresolved point) or repeat (a
+	// re-run of a final point); "" for every other wave.
+	Probe string `json:"probe,omitempty"`
 }
 
 // Key identifies the population an aggregate is computed over.

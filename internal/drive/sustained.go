@@ -43,6 +43,8 @@ type SustainedSpec struct {
 	Until func(records []contract.Record) bool
 	// UntilEvery is how many measured records end between calls of Until.
 	UntilEvery int
+	// Probe is the capacity probe kind the measured wave records.
+	Probe string
 }
 
 func (s SustainedSpec) check() error {
@@ -249,7 +251,7 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 		warm.rel.load = spec.Load
 	}
 	mw := base
-	mw.ID, mw.Kind, mw.Cold = d.NextWaveID(), spec.Kind, spec.Cold
+	mw.ID, mw.Kind, mw.Cold, mw.Probe = d.NextWaveID(), spec.Kind, spec.Cold, spec.Probe
 	total := n
 	if n == 0 {
 		total = -1

@@ -41,6 +41,8 @@ type Bounds struct {
 	WarmupRequests int
 	Until          func(records []contract.Record) bool
 	UntilEvery     int
+	// Probe is the capacity probe kind the wave records (contract.Wave.Probe).
+	Probe string
 }
 
 // Schedule is the arrival schedule of one open-loop wave: requests at
@@ -186,6 +188,10 @@ func Workload(cfg *config.Rehearsal, prompts workload.Set) bundle.Workload {
 		out.PromptSource = &bundle.PromptSource{
 			Name: r.Name, Params: r.Params, SHA256: r.SHA256, Count: len(prompts.Prompts), Skipped: r.Skipped,
 		}
+	}
+	if c := cfg.Capacity; c != nil {
+		spec := c.Spec("")
+		out.Capacity = &spec
 	}
 	if m := cfg.MechanismCheck; m != nil {
 		out.MechanismCheck = &bundle.MechanismSpec{Server: m.Server, Metric: m.Metric, Concurrency: m.Concurrency, PeriodS: m.Period.Seconds()}

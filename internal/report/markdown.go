@@ -43,6 +43,7 @@ func Markdown(res *bundle.Results, figs []FigureRef, digests []bundle.Digest) []
 	}
 	w("Rehearsed with rehearse %s from %s to %s.\n\n", orDash(p.Tool.Version), orDash(p.StartedAt), orDash(p.FinishedAt))
 
+	writeCapacity(&b, res)
 	writeEnvironment(&b, res)
 	writeServers(&b, res)
 	writeWorkload(&b, res)
