@@ -606,8 +606,8 @@ func (r *Rehearsal) validate(p *Problems) {
 		}
 	}
 	w := r.Workload
-	if len(w.Concurrencies) == 0 && w.OpenLoop == nil {
-		p.add("workload.concurrencies", "empty (and no open_loop: nothing to send)")
+	if len(w.Concurrencies) == 0 && w.OpenLoop == nil && r.Capacity == nil {
+		p.add("workload.concurrencies", "empty (and no open_loop or capacity: nothing to send)")
 	}
 	for _, e := range CheckConcurrencies(w.Concurrencies) {
 		p.add(fmt.Sprintf("workload.concurrencies[%d]", e.Index), "%s", e.Msg)
