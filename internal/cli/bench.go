@@ -437,7 +437,12 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 		}
 		o.model = m.ID
 		notes = append(notes, fmt.Sprintf("model %q was taken from the server's /v1/models", o.model))
-		if o.dataset.maxModelLen == 0 && m.MaxModelLen > 0 {
+		switch {
+		case o.dataset.maxModelLen == 0 && m.MaxModelLen > 0 && o.tokenizer == rehearsal.VariantUsage:
+			// Nothing counts the prompts: the server's limit cannot be
+			// checked, and a limit the user did not give refuses nothing.
+			notes = append(notes, fmt.Sprintf("the server's max_model_len %d was not checked: --tokenizer usage counts no prompt", m.MaxModelLen))
+		case o.dataset.maxModelLen == 0 && m.MaxModelLen > 0:
 			// The same answer tells vLLM's context length: checked as --max-model-len is.
 			o.dataset.maxModelLen = m.MaxModelLen
 			notes = append(notes, fmt.Sprintf("max_model_len %d was taken from the server's /v1/models", m.MaxModelLen))

@@ -97,6 +97,15 @@ func capacityFlags(f *pflag.FlagSet, o *capacityOptions) {
 
 // capacity returns the search of the flags, checked; errors name the flag.
 func (o *capacityOptions) capacity() (*config.Capacity, error) {
+	// 0 is a default in the file, but a value given on the command line.
+	switch {
+	case o.start < 1:
+		return nil, usageError("--start %d: must be at least 1", o.start)
+	case o.minRequests < 1:
+		return nil, usageError("--min-requests %d: must be at least 1", o.minRequests)
+	case o.maxConcurrency < 1:
+		return nil, usageError("--max-concurrency %d: must be at least 1", o.maxConcurrency)
+	}
 	c := &config.Capacity{
 		Start: o.start, MaxConcurrency: o.maxConcurrency, MinRequests: o.minRequests, MaxRequests: o.maxRequests,
 		MaxDuration: config.Duration(o.maxDuration), WarmupRequests: &o.warmupRequests, Repeats: &o.repeats,

@@ -105,9 +105,10 @@ func (s *waveSource) Ended(ctx context.Context, w plan.Wave, res WaveResult, err
 	}
 	server := res.Wave.Server
 	switch {
-	case ctx.Err() != nil:
-		// An interrupted probe has no verdict: the search stands where the
-		// last finished probe left it.
+	case res.Wave.Stopped != "" || (err != nil && ctx.Err() != nil):
+		// A probe cut by the interruption has no verdict: the search
+		// stands where the last finished probe left it (and verify,
+		// replaying the waves that were not cut, agrees).
 		s.stopped = "interrupted"
 		return
 	case err != nil && res.Wave.ID == 0:

@@ -13,6 +13,15 @@ import (
 // sustains 18 concurrent clients (≈ 52.0 req/s, 6100 tok/s) with ≥ 95% of
 // requests meeting TTFT ≤ 500 ms, TPOT ≤ 50 ms; fails at 19 (binding: ttft)."
 func CapacitySentence(c search.Capacity) string {
+	s := capacitySentence(c)
+	if len(c.NonMonotonic) > 0 {
+		nm := c.NonMonotonic[0]
+		s += fmt.Sprintf(" Not monotonic: a probe passed at %d clients where one failed at %d, so the boundary is noisy there (see the probes).", nm.PassLoad, nm.FailLoad)
+	}
+	return s
+}
+
+func capacitySentence(c search.Capacity) string {
 	goal := fmt.Sprintf("≥ %s of requests meeting %s", pct(c.AttainmentTarget), Objectives(c.Objectives))
 	sustains := func() string {
 		s := fmt.Sprintf("%s sustains %s", c.Server, concurrent(*c.MaxPass))
@@ -90,7 +99,7 @@ func writeCapacity(b *bytes.Buffer, res *bundle.Results) {
 	for _, c := range res.Capacity {
 		w("**%s**\n\n", CapacitySentence(c))
 	}
-	w("Each probe is a sustained closed loop at a fixed number of clients: %s, then measured until at least %d requests and a 95%% Wilson interval of attainment wholly on one side of the target (pass or fail), or its cap of %s (unresolved, never a pass). ",
+	w("Each probe is a sustained closed loop at a fixed number of clients: %s, then measured until at least %d requests and a 95%% Wilson interval of attainment wholly on one side of the target (pass or fail); a probe that reaches its cap of %s is unresolved, never a pass. ",
 		warmupWords(res.Capacity[0].Search), res.Capacity[0].Search.MinRequests, capWords(res.Capacity[0].Search))
 	w("The search doubles from %d until a probe fails, bisects until min_fail − max_pass ≤ max(1, 5%% of max_pass), then re-runs the final points %d time(s). `rehearse verify` replays it from the probes' records.\n\n",
 		res.Capacity[0].Search.Start, res.Capacity[0].Search.Repeats)
@@ -119,5 +128,5 @@ func capWords(s search.Spec) string {
 	if s.MaxDurationS > 0 {
 		out += fmt.Sprintf(" or %s s", Number(s.MaxDurationS))
 	}
-	return out + " (twice that on the one retry of an unresolved point)"
+	return out + ", twice that on the one retry of an unresolved point"
 }
