@@ -27,9 +27,9 @@ func TestEveryExampleParsesAndValidates(t *testing.T) {
 		if len(r.Servers) != 2 || r.Baseline != r.Servers[0].Name {
 			t.Errorf("%s: want two servers with the first as baseline, got %d, baseline %q", f, len(r.Servers), r.Baseline)
 		}
-		if r.Workload.Mode == config.ModeSustained || r.Workload.Sessions != nil {
-			// The sustained and sessions examples are workloads of their
-			// own (sustained.yaml, sessions.yaml).
+		if r.Workload.Mode == config.ModeSustained || r.Workload.Sessions != nil || r.Capacity != nil {
+			// The sustained, sessions and capacity examples are workloads
+			// of their own (sustained.yaml, sessions.yaml, capacity.yaml).
 			continue
 		}
 		if !slices.Equal(r.Workload.Concurrencies, []int{1, 8, 32, 64}) || r.Workload.Repeats != 3 || r.Workload.MaxTokens != 128 {
