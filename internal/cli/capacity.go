@@ -77,7 +77,7 @@ flags.`,
 		},
 	}
 	f := cmd.Flags()
-	endpointFlags(f, &o.bench)
+	endpointFlags(f, &o.bench, "capacity")
 	datasetFlags(f, &o.bench.dataset)
 	sloFlags(f, &o.bench.slo, false)
 	capacityFlags(f, &o)
