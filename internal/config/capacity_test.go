@@ -18,7 +18,7 @@ func TestCapacityKeys(t *testing.T) {
 		c.MaxRequests != 8*DefaultCapacityMinRequests || *c.WarmupRequests != -1 || *c.Repeats != 1 || len(r.Workload.Concurrencies) != 0 {
 		t.Errorf("defaults: %+v, concurrencies %v", c, r.Workload.Concurrencies)
 	}
-	if s := c.Spec("a"); s.Warmup(7) != 7 || s.Predicted != nil {
+	if s := c.Spec("a"); s.Warmup(7) != 14 || s.Predicted != nil {
 		t.Errorf("spec %+v", s)
 	}
 	for _, tc := range []struct{ yaml, want string }{
