@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/plot"
 	"github.com/rehearse/rehearse/internal/search"
 )
 
@@ -89,8 +90,22 @@ func CapacityTable(c search.Capacity) Section {
 	return sec
 }
 
-// writeCapacity leads README.md with each search's answer, then its probes.
-func writeCapacity(b *bytes.Buffer, res *bundle.Results) {
+// splitCapacityFigures separates the capacity figures, which README.md
+// shows in its capacity section, from the others.
+func splitCapacityFigures(figs []FigureRef) (rest, capacity []FigureRef) {
+	for _, f := range figs {
+		if plot.IsCapacityFigure(f.File) {
+			capacity = append(capacity, f)
+		} else {
+			rest = append(rest, f)
+		}
+	}
+	return rest, capacity
+}
+
+// writeCapacity leads README.md with each search's answer, then its probes
+// and the capacity figures.
+func writeCapacity(b *bytes.Buffer, res *bundle.Results, figs []FigureRef) {
 	if len(res.Capacity) == 0 {
 		return
 	}
@@ -113,6 +128,12 @@ func writeCapacity(b *bytes.Buffer, res *bundle.Results) {
 			w("\n**Non-monotonic:** a probe passed at %d clients although one failed at %d.\n", nm.PassLoad, nm.FailLoad)
 		}
 		w("\n")
+	}
+	for _, f := range figs {
+		w("![%s](%s)\n\n", escapeAlt(f.Title), f.File)
+		if f.Caption != "" {
+			w("%s\n\n", f.Caption)
+		}
 	}
 }
 

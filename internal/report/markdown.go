@@ -43,7 +43,8 @@ func Markdown(res *bundle.Results, figs []FigureRef, digests []bundle.Digest) []
 	}
 	w("Rehearsed with rehearse %s from %s to %s.\n\n", orDash(p.Tool.Version), orDash(p.StartedAt), orDash(p.FinishedAt))
 
-	writeCapacity(&b, res)
+	figs, capFigs := splitCapacityFigures(figs)
+	writeCapacity(&b, res, capFigs)
 	writeEnvironment(&b, res)
 	writeServers(&b, res)
 	writeWorkload(&b, res)
