@@ -71,6 +71,9 @@ func Merge(parts []*Results, names []string, mechanismServer string) (*Results, 
 		if p.Provenance.Tokenizer.SHA256 != first.Provenance.Tokenizer.SHA256 {
 			return nil, fmt.Errorf("%s: counted with tokenizer %s, %s with %s", names[i], p.Provenance.Tokenizer.SHA256, names[0], first.Provenance.Tokenizer.SHA256)
 		}
+		if pc, fc := p.Provenance.Cost, first.Provenance.Cost; (pc == nil) != (fc == nil) || (pc != nil && *pc != *fc) {
+			return nil, fmt.Errorf("%s: priced at %s, %s at %s: one bundle's cost figures need one price", names[i], costText(pc), names[0], costText(fc))
+		}
 		if i > 0 {
 			if p.Provenance.Tool != first.Provenance.Tool {
 				out.Notes = append(out.Notes, fmt.Sprintf("[%s] This part was written by %s; the bundle's tool record is %s's: %s.",
@@ -423,4 +426,11 @@ func sloLabel(s *contract.SLO) string {
 		return "(none)"
 	}
 	return fmt.Sprintf("%q at %v", s.Objectives.String(), s.AttainmentTarget)
+}
+
+func costText(c *CostBasis) string {
+	if c == nil {
+		return "no price"
+	}
+	return fmt.Sprintf("$%v per GPU-hour × %d GPUs", c.GPUHourUSD, c.GPUs)
 }

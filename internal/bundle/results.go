@@ -38,6 +38,9 @@ type Results struct {
 	// Capacity is each searched server's capacity under SLO (SPEC §8),
 	// written as the search goes; absent when no search ran.
 	Capacity []search.Capacity `json:"capacity,omitempty"`
+	// Cost prices the capacity answers and aggregates at provenance.cost
+	// (cost per million output tokens); absent without it. Recomputed.
+	Cost *Cost `json:"cost,omitempty"`
 	// OperatorNotes is markdown written by a person about the figures
 	// (what differs from another run, what they show, limitations), set
 	// by `rehearse annotate`; it derives from nothing and verify leaves it
@@ -83,6 +86,9 @@ type Provenance struct {
 	// text re-tokenized) or "usage" (the server's own completion_tokens).
 	OutputTokensSource string      `json:"output_tokens_source"`
 	Simulation         *Simulation `json:"simulation,omitempty"`
+	// Cost is the hardware's price as given (--gpu-hour-cost, --gpus),
+	// the basis of the cost block; absent when none was given.
+	Cost *CostBasis `json:"cost,omitempty"`
 }
 
 // Tool identifies the rehearse build, from its build info.
@@ -313,6 +319,7 @@ func (r *Results) Recompute() {
 			r.Capacity[i] = want
 		}
 	}
+	r.Cost = r.ComputeCost()
 }
 
 // RecomputeCapacity is the capacity entry c of a server recomputed from the

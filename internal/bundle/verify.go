@@ -237,6 +237,7 @@ func VerifyResults(res *Results) []Problem {
 	probs = append(probs, checkSLO(res)...)
 	probs = append(probs, checkAggregates(res)...)
 	probs = append(probs, checkCapacity(res)...)
+	probs = append(probs, checkCost(res)...)
 	return probs
 }
 
