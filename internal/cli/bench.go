@@ -63,6 +63,7 @@ type benchOptions struct {
 
 	dataset datasetOptions
 	slo     sloOptions
+	cost    costOptions
 }
 
 func newBenchCmd(st *State) *cobra.Command {
@@ -152,6 +153,7 @@ canceled, and the bundle of what finished is written.`,
 			}
 			o.warmupRequestsSet = cmd.Flags().Changed("warmup-requests")
 			o.slo.noteChanged(cmd.Flags())
+			o.cost.noteChanged(cmd.Flags())
 			return runBench(cmd.Context(), st, &o, commandLine(cmd))
 		},
 	}
@@ -170,6 +172,7 @@ canceled, and the bundle of what finished is written.`,
 	f.IntVar(&o.warmupRequests, "warmup-requests", config.DefaultSustainedWarmupRequests, "requests of warm-up at the start of each sustained wave, kept out of the figures (--request-rate inf only)")
 	datasetFlags(f, &o.dataset)
 	sloFlags(f, &o.slo, false)
+	costFlags(f, &o.cost)
 	return cmd
 }
 
@@ -223,6 +226,9 @@ func (o *benchOptions) validate() error {
 	}
 	if strings.TrimSpace(o.name) == "" {
 		return usageError("--name: empty")
+	}
+	if err := o.cost.check(); err != nil {
+		return err
 	}
 	if err := o.validateSustained(); err != nil {
 		return err
@@ -380,7 +386,7 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 	}
 	pb := newWaveBar(st.Stderr, o.progress, false)
 	r, err := rehearse(ctx, rehearsalJob{
-		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: &prompts, waveEvents: pb.event,
+		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: &prompts, waveEvents: pb.event, cost: o.cost.basis(),
 		fail: func(err error) error {
 			if de := (*rehearsal.DescriptorError)(nil); errors.As(err, &de) {
 				return usageError("bench: %v", err)

@@ -70,6 +70,7 @@ flags.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.bench.dataset.markChanged(cmd.Flags())
 			o.bench.slo.noteChanged(cmd.Flags())
+			o.bench.cost.noteChanged(cmd.Flags())
 			if !cmd.Flags().Changed("warmup-requests") {
 				o.warmupRequests = -1
 			}
@@ -93,6 +94,7 @@ func capacityFlags(f *pflag.FlagSet, o *capacityOptions) {
 	f.IntVar(&o.warmupRequests, "warmup-requests", 0, "warm-up requests of each probe, kept out of its verdict (default: two per client of the probe)")
 	f.IntVar(&o.repeats, "repeats", config.DefaultCapacityRepeats, "re-runs of the final pass and fail points")
 	f.StringVar(&o.predicted, "predicted", "", "a predicted bracket MAX_PASS,MIN_FAIL to probe first")
+	costFlags(f, &o.bench.cost)
 }
 
 // capacity returns the search of the flags, checked; errors name the flag.
@@ -165,7 +167,7 @@ func runCapacity(ctx context.Context, st *State, o *capacityOptions, argv []stri
 	}
 	pb := newWaveBar(st.Stderr, b.progress, false)
 	r, err := rehearse(ctx, rehearsalJob{
-		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: &prompts, waveEvents: pb.event,
+		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: &prompts, waveEvents: pb.event, cost: b.cost.basis(),
 		fail: func(err error) error {
 			if de := (*rehearsal.DescriptorError)(nil); errors.As(err, &de) {
 				return usageError("capacity: %v", err)
@@ -192,6 +194,9 @@ func printCapacity(w io.Writer, r *rehearsed) {
 	}
 	for _, c := range r.out.Results.Capacity {
 		fmt.Fprintln(w, report.CapacitySentence(c))
+		if cs := report.CapacityCostSentence(r.out.Results, c.Server); cs != "" {
+			fmt.Fprintln(w, cs)
+		}
 		fmt.Fprintln(w)
 		_ = report.CapacityTable(c).Text(w)
 		fmt.Fprintln(w)

@@ -112,7 +112,11 @@ func writeCapacity(b *bytes.Buffer, res *bundle.Results, figs []FigureRef) {
 	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	w("## Capacity under the SLO\n\n")
 	for _, c := range res.Capacity {
-		w("**%s**\n\n", CapacitySentence(c))
+		w("**%s**", CapacitySentence(c))
+		if cs := CapacityCostSentence(res, c.Server); cs != "" {
+			w(" %s", cs)
+		}
+		w("\n\n")
 	}
 	w("Each probe is a sustained closed loop at a fixed number of clients: %s, then measured until at least %d requests and a 95%% Wilson interval of attainment wholly on one side of the target (pass or fail); a probe that reaches its cap of %s is unresolved, never a pass. ",
 		warmupWords(res.Capacity[0].Search), res.Capacity[0].Search.MinRequests, capWords(res.Capacity[0].Search))
