@@ -1,8 +1,10 @@
 // Package compare puts two results bundles side by side: per server and load
 // present in both, goodput medians with their run-to-run ranges, p95 TTFT
-// and failure rates, with B ÷ A ratios; it flags goodput changes larger than
-// the run-to-run range of either bundle, and evaluates CI gates such as
-// "goodput<-5%" on every common row.
+// and failure rates, with B ÷ A ratios, and per server searched in both,
+// its capacity under the SLO; it flags goodput changes larger than the
+// run-to-run range of either bundle, and evaluates CI gates such as
+// "goodput<-5%" on every common row and "capacity<-10%" on every common
+// capacity search.
 package compare
 
 import (
@@ -113,6 +115,9 @@ type Report struct {
 	// Notes say where the two rehearsals differ in what they asked.
 	Notes []string
 	Gates []GateResult
+	// Capacity pairs the capacity searches of the servers searched in
+	// both bundles (OnlyA and OnlyB name the others).
+	Capacity []CapacityRow
 }
 
 // Compare compares b against a, per server and load present in both, in
@@ -146,7 +151,15 @@ func Compare(a, b *bundle.Results, gates []Gate) Report {
 		}
 	}
 	r.Notes = differences(a, b)
+	capRows, onlyA, onlyB, capNotes := capacityRows(a, b)
+	r.Capacity = capRows
+	r.OnlyA, r.OnlyB = append(r.OnlyA, onlyA...), append(r.OnlyB, onlyB...)
+	r.Notes = append(r.Notes, capNotes...)
 	for _, g := range gates {
+		if g.Metric == CapacityMetric {
+			r.Gates = append(r.Gates, evaluateCapacity(g, r.Capacity))
+			continue
+		}
 		r.Gates = append(r.Gates, evaluate(g, r.Rows))
 	}
 	return r
@@ -285,6 +298,7 @@ func (r Report) Text(w io.Writer) error {
 	}
 	writeAligned(&b, rows)
 	fmt.Fprintf(&b, "\n%s\n", Rule)
+	writeCapacity(&b, r, false)
 	writeTail(&b, r, false)
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -301,6 +315,7 @@ func (r Report) Markdown(w io.Writer) error {
 		b.WriteString("| " + strings.Join(cs, " | ") + " |\n")
 	}
 	fmt.Fprintf(&b, "\n%s\n", strings.Replace(Rule, "(!)", "(**!**)", 1))
+	writeCapacity(&b, r, true)
 	writeTail(&b, r, true)
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -339,7 +354,7 @@ func writeTail(b *strings.Builder, r Report, md bool) {
 			fmt.Fprintf(b, "\n%s:\n", title)
 		}
 	}
-	if len(r.Rows) == 0 {
+	if len(r.Rows) == 0 && len(r.Capacity) == 0 {
 		section("Nothing to compare")
 		fmt.Fprintf(b, "%sno server and load is present in both bundles\n", item)
 	}
@@ -386,8 +401,11 @@ func writeTail(b *strings.Builder, r Report, md bool) {
 }
 
 // writeAligned writes rows as columns padded to their widest cell (by
-// rune count, so "–" and "×" align).
-func writeAligned(b *strings.Builder, rows [][]string) {
+// rune count, so "–" and "×" align), the first two to the left.
+func writeAligned(b *strings.Builder, rows [][]string) { writeAlignedLeft(b, rows, 2) }
+
+// writeAlignedLeft is writeAligned with the first left columns to the left.
+func writeAlignedLeft(b *strings.Builder, rows [][]string, left int) {
 	widths := map[int]int{}
 	for _, row := range rows {
 		for i, c := range row {
@@ -399,7 +417,7 @@ func writeAligned(b *strings.Builder, rows [][]string) {
 	for _, row := range rows {
 		for i, c := range row {
 			pad := widths[i] - len([]rune(c))
-			if i < 2 {
+			if i < left {
 				b.WriteString(c + strings.Repeat(" ", pad))
 			} else {
 				b.WriteString(strings.Repeat(" ", pad) + c)
