@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/config"
 )
 
 // costOptions are --gpu-hour-cost and --gpus: the price the bundle's cost
@@ -41,10 +42,18 @@ func (o *costOptions) check() error {
 	return nil
 }
 
-// basis is the cost basis of the flags; nil without --gpu-hour-cost.
-func (o *costOptions) basis() *bundle.CostBasis {
+// config is the rehearsal's cost: of the flags; nil without --gpu-hour-cost.
+func (o *costOptions) config() *config.Cost {
 	if !(o.gpuHourUSD > 0) {
 		return nil
 	}
-	return &bundle.CostBasis{GPUHourUSD: o.gpuHourUSD, GPUs: o.gpus}
+	return &config.Cost{GPUHourUSD: o.gpuHourUSD, GPUs: o.gpus}
+}
+
+// costBasis is provenance.cost of a rehearsal's cost: (nil: none).
+func costBasis(c *config.Cost) *bundle.CostBasis {
+	if c == nil {
+		return nil
+	}
+	return &bundle.CostBasis{GPUHourUSD: c.GPUHourUSD, GPUs: c.GPUs}
 }

@@ -119,8 +119,6 @@ type rehearsalJob struct {
 	// progress receives the runner's steps; waveEvents each wave's.
 	progress   func(rehearsal.Event)
 	waveEvents func(rehearsal.WaveEvent)
-	// cost is --gpu-hour-cost and --gpus (bench, capacity): provenance.cost.
-	cost *bundle.CostBasis
 }
 
 // rehearsed is a finished rehearsal: its outcome, the bundle's verify
@@ -158,7 +156,7 @@ func rehearse(ctx context.Context, job rehearsalJob) (*rehearsed, error) {
 	if job.simulation != nil {
 		prov.Simulation = job.simulation
 	}
-	prov.Cost = job.cost
+	prov.Cost = costBasis(cfg.Cost)
 	notes = append(append([]string(nil), job.notes...), notes...)
 	if tokNote != "" {
 		notes = append(notes, tokNote)

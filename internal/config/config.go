@@ -34,6 +34,8 @@ type Rehearsal struct {
 	// Capacity, when set, searches each rehearsed server's capacity under
 	// SLO after its planned waves.
 	Capacity *Capacity `yaml:"capacity"`
+	// Cost, when set, prices the results per million output tokens.
+	Cost *Cost `yaml:"cost"`
 
 	// Path is the file the rehearsal was read from ("" for bytes).
 	Path string `yaml:"-"`

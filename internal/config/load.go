@@ -422,6 +422,9 @@ func (r *Rehearsal) applyDefaults(raw map[string]any) {
 	if r.Baseline == "" && len(r.Servers) >= 2 {
 		r.Baseline = r.Servers[0].Name
 	}
+	if r.Cost != nil {
+		r.Cost.applyDefaults()
+	}
 	w := &r.Workload
 	if r.Capacity != nil {
 		r.Capacity.ApplyDefaults()
@@ -656,6 +659,7 @@ func (r *Rehearsal) validate(p *Problems) {
 	validateSustained(w, p)
 	validateSessions(w, p)
 	r.validateCapacity(names, p)
+	r.validateCost(p)
 	if o := w.OpenLoop; o != nil {
 		if len(o.RequestRatesRPS) == 0 {
 			p.add("workload.open_loop.request_rates_rps", "empty")
