@@ -180,6 +180,9 @@ func attainmentFigure(d *data, cs []search.Capacity) (Figure, error) {
 			entries++
 		case c.MaxPass != nil || c.MinFail != nil:
 			v, what := c.MaxPass, "largest pass"
+			if c.StopReason == search.StopMaxConcurrency {
+				what = "passes up to the search's maximum"
+			}
 			if v == nil {
 				v, what = c.MinFail, "smallest load that did not pass"
 			}
@@ -234,7 +237,7 @@ func attainmentFigure(d *data, cs []search.Capacity) (Figure, error) {
 		headroom(&p.Y, entries)
 		panels = append(panels, p)
 	}
-	caption := "Every probe of the search, in its verdict's marker: its attainment (requests that succeeded and met every objective ÷ requests measured) with the 95% Wilson interval as a whisker. A probe passes when the whole interval lies above the dashed target α, fails when it lies wholly below, and is unresolved otherwise (or below min_requests). The shaded band is the final bracket between the largest load that passed and the smallest that did not. X axis: clients on a log₂ scale; re-runs at one load are drawn side by side."
+	caption := "Every probe of the search, in its verdict's marker: its attainment (requests that succeeded and met every objective ÷ requests measured) with the 95% Wilson interval as a whisker. A probe passes when the whole interval lies above the dashed target α, fails when it lies wholly below, and is unresolved otherwise (or below min_requests). The shaded band is the final bracket between the largest load that passed and the smallest that did not; where the search has only one of them, an orange line marks it. X axis: clients on a log₂ scale; re-runs at one load are drawn side by side."
 	doc, err := svg(title, panels...)
 	if err != nil {
 		return Figure{}, fmt.Errorf("%s: %w", name, err)

@@ -46,7 +46,17 @@ func CapacityCostSentence(res *bundle.Results, server string) string {
 	if e.USDPerMillionOutputTokens == nil || e.GoodputTokS == nil {
 		return fmt.Sprintf("At %s, no cost per token: no load passed with good tokens.", basis)
 	}
-	return fmt.Sprintf("At %s, that is %s per million output tokens (of good requests, at %.0f good tok/s).", basis, USD(e.USDPerMillionOutputTokens), *e.GoodputTokS)
+	return fmt.Sprintf("At %s, that is %s per million output tokens (of good requests, at %.0f good tok/s%s).", basis, USD(e.USDPerMillionOutputTokens), *e.GoodputTokS, simulatedRates(res))
+}
+
+// simulatedRates warns that a simulation's rates are wall-clock rates of
+// compressed time, so its cost per token is too: "" for real servers.
+func simulatedRates(res *bundle.Results) string {
+	sim := res.Provenance.Simulation
+	if sim == nil || sim.TimeScale == 0 || sim.TimeScale == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" on the wall clock of a simulation %s× faster than simulated time: multiply the cost by %s for simulated time", Number(sim.TimeScale), Number(sim.TimeScale))
 }
 
 // CostTable prices every aggregate's median goodput: server, load, goodput,
@@ -77,7 +87,11 @@ func writeCost(b *bytes.Buffer, res *bundle.Results) {
 	}
 	b.WriteString("## Cost\n\n")
 	fmt.Fprintf(b, "Priced at %s, as given on the command line (`provenance.cost`): cost per million output tokens = price per GPU-hour × GPUs ÷ (output tokens per second × 3600) × 10⁶. ", CostBasisText(*res.Provenance.Cost))
-	b.WriteString("A capacity answer is priced at its good-token rate (output tokens of requests that met every objective); a load below at its median goodput (output tokens of successful requests). `rehearse verify` recomputes every figure.\n\n")
+	b.WriteString("A capacity answer is priced at its good-token rate (output tokens of requests that met every objective); a load below at its median goodput (output tokens of successful requests). `rehearse verify` recomputes every figure.")
+	if s := simulatedRates(res); s != "" {
+		fmt.Fprintf(b, " The rates are%s.", s)
+	}
+	b.WriteString("\n\n")
 	if sec := CostTable(res); len(sec.Rows) > 0 {
 		b.Write(sec.Markdown())
 		b.WriteString("\n")

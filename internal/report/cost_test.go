@@ -69,3 +69,17 @@ func TestCapacityReportWithCost(t *testing.T) {
 		t.Error("report.html does not inline the capacity figure once")
 	}
 }
+
+// A simulation's rates are of compressed time: the cost says so.
+func TestCostOfASimulationSaysItsTimeScale(t *testing.T) {
+	res := plottest.CapacityResults(plottest.DefaultCapacity())
+	res.Provenance.Cost = &bundle.CostBasis{GPUHourUSD: 1, GPUs: 1}
+	res.Provenance.Simulation.TimeScale = 10
+	res.Recompute()
+	if s := CapacityCostSentence(res, "batching"); !strings.Contains(s, "multiply the cost by 10 for simulated time") {
+		t.Errorf("sentence %q", s)
+	}
+	if md := string(Markdown(res, nil, nil)); !strings.Contains(md, "The rates are on the wall clock of a simulation 10× faster") {
+		t.Error("cost section does not name the time scale")
+	}
+}
