@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/bundle/bundletest"
 	"github.com/rehearse/rehearse/internal/plot/plottest"
 )
 
@@ -76,5 +77,31 @@ func TestUSDPerMillionTokens(t *testing.T) {
 	}
 	if (bundle.CostBasis{GPUHourUSD: -1, GPUs: 1}).Check() == nil || (bundle.CostBasis{GPUHourUSD: math.Inf(1), GPUs: 1}).Check() == nil {
 		t.Error("a negative or infinite price passes Check")
+	}
+}
+
+// Parts priced alike merge into one priced bundle; parts priced
+// differently, or one priced and one not, are refused: one bundle's cost
+// figures rest on one price.
+func TestMergeKeepsOnePrice(t *testing.T) {
+	part := func(started string, c *bundle.CostBasis) *bundle.Results {
+		r := bundletest.SeedLike()
+		r.Records, r.MechanismCheck, r.Workload.MechanismCheck = nil, nil, nil
+		r.Provenance.StartedAt, r.Provenance.Cost = started, c
+		return r
+	}
+	p := &bundle.CostBasis{GPUHourUSD: 2, GPUs: 1}
+	out, err := bundle.Merge([]*bundle.Results{part("2026-11-30T12:00:00Z", p), part("2026-11-30T13:00:00Z", &bundle.CostBasis{GPUHourUSD: 2, GPUs: 1})}, []string{"a", "b"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Cost == nil || out.Provenance.Cost == nil || *out.Provenance.Cost != *p {
+		t.Errorf("merged cost %+v, provenance %+v", out.Cost, out.Provenance.Cost)
+	}
+	for _, other := range []*bundle.CostBasis{{GPUHourUSD: 3, GPUs: 1}, nil} {
+		_, err := bundle.Merge([]*bundle.Results{part("2026-11-30T12:00:00Z", p), part("2026-11-30T13:00:00Z", other)}, []string{"a", "b"}, "")
+		if err == nil || !strings.Contains(err.Error(), "b: priced at ") || !strings.Contains(err.Error(), "one bundle's cost figures need one price") {
+			t.Errorf("parts priced at %+v and %+v: %v", p, other, err)
+		}
 	}
 }
