@@ -196,6 +196,26 @@ func attainmentFigure(d *data, cs []search.Capacity) (Figure, error) {
 			p.Legend.Add(fmt.Sprintf("%s: %d", what, *v), edge)
 			entries++
 		}
+		if pr := c.Predicted; pr != nil {
+			legend := false
+			for _, v := range []int{pr.MaxPass, pr.MinFail} {
+				if v < 1 {
+					continue
+				}
+				x := math.Log2(float64(v))
+				edge, err := plotter.NewLine(plotter.XYs{{X: x, Y: 0}, {X: x, Y: 1}})
+				if err != nil {
+					return Figure{}, fmt.Errorf("%s: server %s: %w", name, c.Server, err)
+				}
+				edge.LineStyle = draw.LineStyle{Color: grey, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(2), vg.Points(2)}}
+				p.Add(edge)
+				if !legend {
+					legend = true
+					p.Legend.Add(fmt.Sprintf("predicted bracket: passes at %d, fails at %d", pr.MaxPass, pr.MinFail), edge)
+					entries++
+				}
+			}
+		}
 		alpha, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: c.AttainmentTarget}, {X: p.X.Max, Y: c.AttainmentTarget}})
 		if err != nil {
 			return Figure{}, fmt.Errorf("%s: server %s: %w", name, c.Server, err)
@@ -238,6 +258,12 @@ func attainmentFigure(d *data, cs []search.Capacity) (Figure, error) {
 		panels = append(panels, p)
 	}
 	caption := "Every probe of the search, in its verdict's marker: its attainment (requests that succeeded and met every objective ÷ requests measured) with the 95% Wilson interval as a whisker. A probe passes when the whole interval lies above the dashed target α, fails when it lies wholly below, and is unresolved otherwise (or below min_requests). The shaded band is the final bracket between the largest load that passed and the smallest that did not; where the search has only one of them, an orange line marks it. X axis: clients on a log₂ scale; re-runs at one load are drawn side by side."
+	for _, c := range cs {
+		if c.Predicted != nil {
+			caption += " Dotted grey lines are the bracket predicted for the server (from a fitted profile, say), probed first."
+			break
+		}
+	}
 	doc, err := svg(title, panels...)
 	if err != nil {
 		return Figure{}, fmt.Errorf("%s: %w", name, err)

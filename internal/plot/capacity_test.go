@@ -8,6 +8,7 @@ import (
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/golden"
 	"github.com/rehearse/rehearse/internal/plot/plottest"
+	"github.com/rehearse/rehearse/internal/search"
 )
 
 func TestCapacityFiguresGolden(t *testing.T) {
@@ -103,5 +104,24 @@ func TestNoCapacityNoCapacityFigures(t *testing.T) {
 		if IsCapacityFigure(n) {
 			t.Errorf("%s drawn without a capacity search", n)
 		}
+	}
+}
+
+// A predicted bracket, probed first, is drawn beside the measured one.
+func TestCapacityPredictedBracket(t *testing.T) {
+	o := plottest.DefaultCapacity()
+	o.Servers = o.Servers[1:]
+	o.Spec.Predicted = &search.Bracket{MaxPass: 128, MinFail: 192}
+	res := plottest.CapacityResults(o)
+	if p := res.Capacity[0].Predicted; p == nil || p.MaxPass != 128 {
+		t.Fatalf("fixture: predicted %+v", p)
+	}
+	doc := string(render(t, res)[CapacityFigure].SVG)
+	if !strings.Contains(doc, ">predicted bracket: passes at 128, fails at 192</text>") {
+		t.Error("no predicted bracket in the legend")
+	}
+	o.Spec.Predicted = nil
+	if doc := string(render(t, plottest.CapacityResults(o))[CapacityFigure].SVG); strings.Contains(doc, "predicted") {
+		t.Error("a predicted bracket drawn without a prediction")
 	}
 }
