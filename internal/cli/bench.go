@@ -527,6 +527,10 @@ func printBenchSummary(w io.Writer, res *bundle.Results) {
 		return
 	}
 	report.SummaryTable(res).Text(w)
+	if res.Cost != nil && res.Provenance.Cost != nil {
+		fmt.Fprintf(w, "\nCost per million output tokens at %s (median goodput):\n", report.CostBasisText(*res.Provenance.Cost))
+		report.CostTable(res).Text(w)
+	}
 	for _, l := range report.Warnings(res) {
 		fmt.Fprintf(w, "note: %s\n", l)
 	}

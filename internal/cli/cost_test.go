@@ -83,6 +83,9 @@ func TestBenchCost(t *testing.T) {
 			t.Errorf("%s: $%v, want %v", e.Load, *e.USDPerMillionOutputTokens, want)
 		}
 	}
+	if !strings.Contains(out, "Cost per million output tokens at $2.00 per GPU-hour × 1 GPU (median goodput):") || !strings.Contains(out, "$/M tok") {
+		t.Errorf("summary lacks the cost table:\n%s", out)
+	}
 	readme, _ := os.ReadFile(filepath.Join(dir, bundle.ReadmeFile))
 	if !strings.Contains(string(readme), "Priced at $2.00 per GPU-hour × 1 GPU") {
 		t.Errorf("README.md lacks the cost section")
