@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Prompt is what one request sends: one user message and, where the source
@@ -43,6 +44,8 @@ type Spec struct {
 	Synthetic *Synthetic
 	// Dataset are the parameters of the sharegpt and chat_jsonl sources.
 	Dataset *Dataset
+	// Trace are the parameters of the trace source.
+	Trace *Trace
 }
 
 // Name is the source Spec resolves with.
@@ -80,6 +83,10 @@ type Set struct {
 	// IgnoreEOS asks every request to generate all its max_tokens
 	// (ignore_eos: true in the body), as the source asked.
 	IgnoreEOS bool
+	// Arrivals, where the source times its requests (a trace), is when
+	// request i is sent, as an offset from the wave's release, aligned
+	// with Prompts and never decreasing; nil otherwise.
+	Arrivals []time.Duration
 }
 
 // SourceRecord says where a Set came from, for the bundle's workload.
@@ -160,6 +167,7 @@ var sources = map[string]SourceFunc{
 	SourceSynthetic: resolveSynthetic,
 	SourceShareGPT:  resolveShareGPT,
 	SourceChatJSONL: resolveChatJSONL,
+	SourceTrace:     resolveTrace,
 }
 
 // Sources lists the registered source names, sorted.
