@@ -184,6 +184,10 @@ type Workload struct {
 	// gives one (chat JSONL), aligned with Prompts (null: Prompts[i] as one
 	// user message); absent when no prompt has one.
 	PromptMessages [][]Message `json:"prompt_messages,omitempty"`
+	// ArrivalsS is when each prompt is sent, in seconds from its wave's
+	// release, where the source is a trace replayed by open-loop waves of
+	// arrival "trace" (aligned with Prompts); absent otherwise.
+	ArrivalsS []float64 `json:"arrivals_s,omitempty"`
 	// PromptSource says where Prompts came from; absent in bundles
 	// written before sources were recorded.
 	PromptSource *PromptSource `json:"prompt_source,omitempty"`
@@ -224,6 +228,10 @@ type OpenLoop struct {
 	NumRequests     int       `json:"num_requests,omitempty"`
 	DurationS       float64   `json:"duration_s,omitempty"`
 	MaxConcurrency  int       `json:"max_concurrency,omitempty"`
+	// Ramp, when set, makes each repeat one ramp-up wave (rate from
+	// start_rps to end_rps) instead of a wave per rate; RequestRatesRPS is
+	// then empty.
+	Ramp *contract.Ramp `json:"ramp,omitempty"`
 }
 
 // MechanismSpec is the configured mechanism check.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/rehearse/rehearse/internal/contract"
 )
 
 // Arrival processes of open-loop waves.
@@ -15,6 +17,9 @@ const (
 	ArrivalFixed   = "fixed"
 	ArrivalPoisson = "poisson"
 	ArrivalGamma   = "gamma"
+	// ArrivalTrace sends request i at the i-th arrival of the prompt
+	// source's trace (Set.Arrivals); it has no rate and no Schedule.
+	ArrivalTrace = contract.ArrivalTrace
 )
 
 // Arrivals lists the arrival processes NewSchedule accepts.
@@ -129,8 +134,8 @@ func gammaVariate(r *rand.Rand, k float64) float64 {
 // Ramp-up strategies of an open-loop wave whose rate moves from a start to
 // an end rate (vllm bench serve's --ramp-up-strategy).
 const (
-	RampLinear      = "linear"
-	RampExponential = "exponential"
+	RampLinear      = contract.RampLinear
+	RampExponential = contract.RampExponential
 )
 
 // RampStrategies lists the ramp-up strategies NewRampSchedule accepts.
