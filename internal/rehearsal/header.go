@@ -151,7 +151,7 @@ func Prompts(cfg *config.Rehearsal) (workload.Set, error) {
 	spec := cfg.Workload.Prompts.Spec()
 	var env workload.Env
 	switch spec.Name() {
-	case workload.SourceSynthetic, workload.SourceShareGPT, workload.SourceChatJSONL:
+	case workload.SourceSynthetic, workload.SourceShareGPT, workload.SourceChatJSONL, workload.SourceTrace:
 		tok, _, _, err := OpenTokenizer(cfg)
 		if err != nil {
 			return workload.Set{}, err
