@@ -351,6 +351,8 @@ func Aggregates(waves []Wave, records []Record, servers []string, baseline strin
 			return modeRank[a.Mode] < modeRank[b.Mode]
 		case a.Concurrency != b.Concurrency:
 			return a.Concurrency < b.Concurrency
+		case (a.Shape == "") != (b.Shape == ""):
+			return a.Shape == "" // constant rates first, then ramps and replays
 		case a.RequestRateRPS != b.RequestRateRPS:
 			return a.RequestRateRPS < b.RequestRateRPS
 		default:

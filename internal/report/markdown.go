@@ -224,9 +224,9 @@ func writeWorkload(b *bytes.Buffer, res *bundle.Results) {
 		var line string
 		switch {
 		case o.Arrival == contract.ArrivalTrace:
-			line = fmt.Sprintf("- Open-loop trace replay: request i sends prompt i at its traced arrival (%d requests over %s s of trace", len(wl.ArrivalsS), Number(lastArrival(wl.ArrivalsS)))
+			line = fmt.Sprintf("- Open-loop trace replay: request i sends prompt i at its traced arrival (%d requests over %s s, time scale applied", len(wl.ArrivalsS), Number(lastArrival(wl.ArrivalsS)))
 			if s := wl.PromptSource; s != nil {
-				line += fmt.Sprintf(", %v format, time scale %v, hash blocks of %v tokens", s.Params["format"], s.Params["time_scale"], s.Params["block_size"])
+				line += fmt.Sprintf("; %v format, time scale %v, hash blocks of %v tokens", s.Params["format"], s.Params["time_scale"], s.Params["block_size"])
 			}
 			line += ")"
 		case o.Ramp != nil:
@@ -252,8 +252,12 @@ func writeWorkload(b *bytes.Buffer, res *bundle.Results) {
 		}
 		fmt.Fprintf(b, "%s.\n", line)
 	}
-	fmt.Fprintf(b, "- %d fixed prompts assigned to clients round-robin; `max_tokens` %d; temperature %s; client timeout %s s per request",
-		len(wl.Prompts), wl.MaxTokens, Number(wl.Temperature), Number(wl.TimeoutS))
+	assigned := "assigned to clients round-robin"
+	if len(wl.ArrivalsS) > 0 && len(wl.Concurrencies) == 0 {
+		assigned = "each sent once by each replay, in order"
+	}
+	fmt.Fprintf(b, "- %d fixed prompts %s; `max_tokens` %d; temperature %s; client timeout %s s per request",
+		len(wl.Prompts), assigned, wl.MaxTokens, Number(wl.Temperature), Number(wl.TimeoutS))
 	if wl.Endpoint != "" {
 		fmt.Fprintf(b, "; endpoint `%s`", wl.Endpoint)
 	}
