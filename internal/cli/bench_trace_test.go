@@ -2,9 +2,12 @@ package cli
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,6 +126,64 @@ func TestBenchRampAndTraceFlagErrors(t *testing.T) {
 		code, _, errs := runMain(context.Background(), append([]string{"bench", "--base-url", "http://127.0.0.1:9"}, c.args...)...)
 		if code != 2 || !strings.Contains(errs, c.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
 			t.Errorf("%v: exit %d, stderr %q, want 2 and one line with %q", c.args, code, errs, c.want)
+		}
+	}
+}
+
+// TestRunRefusesABadTraceBeforeAnyRequest: `rehearse run` of a trace
+// whose timestamps go backwards, or whose header lacks a column, exits 2
+// with one line naming file:line, and the server hears nothing.
+func TestRunRefusesABadTraceBeforeAnyRequest(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	for name, c := range map[string]struct{ content, want string }{
+		"t.jsonl": {"{\"timestamp\": 5, \"input_length\": 3, \"output_length\": 1}\n{\"timestamp\": 2, \"input_length\": 3, \"output_length\": 1}\n",
+			"t.jsonl:2: timestamp 2 is before 5 of line 1"},
+		"a.csv": {"TIMESTAMP,Context,GeneratedTokens\n2023-11-16 18:15:46.6805900,3,4\n", "a.csv:1: the header lacks the ContextTokens column"},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(c.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(dir, "r.yaml")
+		yaml := "model: {id: m}\nservers: [{name: s, base_url: \"" + srv.URL + "\"}]\ntokenizer: {variant: qwen2.5}\n" +
+			"workload: {concurrencies: [], prompts: {source: trace, path: " + name + "}, open_loop: {arrival: trace}}\n"
+		if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errs := runMain(context.Background(), "run", "-f", file, "-o", filepath.Join(dir, "out-"+name))
+		if code != 2 || !strings.Contains(errs, c.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and one line with %q", name, code, errs, c.want)
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the server got %d requests", n)
+	}
+}
+
+// TestBenchAzureTrace replays the Azure CSV sample, 100 times faster.
+func TestBenchAzureTrace(t *testing.T) {
+	srv, _ := benchServer(t, 1, time.Millisecond)
+	dir := filepath.Join(t.TempDir(), "b")
+	code, out, errs := runMain(context.Background(), "bench", "--base-url", srv.URL, "--repeats", "1", "--tokenizer", "qwen2.5",
+		"--dataset-name", "azure_trace", "--dataset-path", filepath.Join("..", "workload", "testdata", "azure-sample.csv"),
+		"--trace-time-scale", "0.01", "--num-prompts", "0", "-o", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	res, err := bundle.ReadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2023-11-16 18:15:46.6805900 is the first; 18:15:50.9951690 is 4.314579 s later.
+	want := []float64{0, 0.04314579, 0.04541877, 0.04541877}
+	if len(res.Records) != 4 || res.Workload.PromptSource.Params["format"] != "azure" {
+		t.Fatalf("%d records, source %+v", len(res.Records), res.Workload.PromptSource)
+	}
+	for _, r := range res.Records {
+		if d := r.IntendedStartS - want[r.Prompt]; d > 1e-9 || d < -1e-9 || *r.InputTokens != []int{374, 396, 879, 12}[r.Prompt] {
+			t.Errorf("record of prompt %d: intended %v (want %v), input tokens %d", r.Prompt, r.IntendedStartS, want[r.Prompt], *r.InputTokens)
 		}
 	}
 }

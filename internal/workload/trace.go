@@ -98,6 +98,7 @@ func TraceFormat(format, path string) (string, error) {
 type traceLine struct {
 	line          int     // 1-based line of the file
 	atMS          float64 // timestamp in milliseconds, on the trace's own clock
+	raw           string  // the timestamp as written, where it is not atMS
 	input, output int
 	hashIDs       []int
 }
@@ -144,7 +145,7 @@ func resolveTrace(spec Spec, env Env) (Set, error) {
 	)
 	each := func(l traceLine) error {
 		if n > 0 && l.atMS < last.atMS {
-			return fmt.Errorf("%s:%d: timestamp %v is before %v of line %d: a trace's timestamps must not go backwards", spec.Path, l.line, l.atMS, last.atMS, last.line)
+			return fmt.Errorf("%s:%d: timestamp %s is before %s of line %d: a trace's timestamps must not go backwards", spec.Path, l.line, l.stamp(), last.stamp(), last.line)
 		}
 		if n == 0 {
 			first = l.atMS
@@ -191,6 +192,14 @@ func resolveTrace(spec Spec, env Env) (Set, error) {
 	set.Record = SourceRecord{Params: params, SHA256: digest.sum()}
 	set.IgnoreEOS = tr.IgnoreEOS
 	return set, nil
+}
+
+// stamp is the line's timestamp as the trace writes it.
+func (l traceLine) stamp() string {
+	if l.raw != "" {
+		return strconv.Quote(l.raw)
+	}
+	return strconv.FormatFloat(l.atMS, 'g', -1, 64)
 }
 
 // readMooncake streams a Mooncake JSONL trace, a line at a time.
@@ -270,6 +279,7 @@ func readAzure(r io.Reader, path string, each func(traceLine) error) error {
 		}
 	}
 	width := len(head)
+	var t0 time.Time // the first line's time: offsets from it are exact
 	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
@@ -285,13 +295,16 @@ func readAzure(r io.Reader, path string, each func(traceLine) error) error {
 		if len(rec) != width {
 			return fmt.Errorf("%s:%d: %d fields, want the header's %d", path, no, len(rec), width)
 		}
-		l := traceLine{line: no}
 		ts := strings.TrimSpace(rec[col[azureTime]])
+		l := traceLine{line: no, raw: ts}
 		at, ok := parseAzureTime(ts)
 		if !ok {
 			return fmt.Errorf("%s:%d: %s: %q is not a datetime such as 2023-11-16 18:15:46.6805900", path, no, azureTime, ts)
 		}
-		l.atMS = at
+		if t0.IsZero() {
+			t0 = at
+		}
+		l.atMS = float64(at.Sub(t0).Nanoseconds()) / 1e6
 		for _, c := range []struct {
 			name string
 			to   *int
@@ -312,14 +325,14 @@ func readAzure(r io.Reader, path string, each func(traceLine) error) error {
 	}
 }
 
-// parseAzureTime is a TIMESTAMP in milliseconds since the Unix epoch.
-func parseAzureTime(s string) (float64, bool) {
+// parseAzureTime parses a TIMESTAMP.
+func parseAzureTime(s string) (time.Time, bool) {
 	for _, layout := range azureLayouts {
 		if t, err := time.Parse(layout, s); err == nil {
-			return float64(t.UnixNano()) / 1e6, true
+			return t, true
 		}
 	}
-	return 0, false
+	return time.Time{}, false
 }
 
 // checkLine refuses a line's impossible values, naming the field.

@@ -142,7 +142,7 @@ func TestTraceRefusals(t *testing.T) {
 		{"t.csv", "", "t.csv: an empty trace"},
 		{"t.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n", "t.csv: an empty trace"},
 		{"t.csv", "TIMESTAMP,Context,GeneratedTokens\n2023-11-16 18:15:46.6805900,1,1\n", "t.csv:1: the header lacks the ContextTokens column"},
-		{"t.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,1,1\n2023-11-16 18:15:45,1,1\n", "t.csv:3: timestamp"},
+		{"t.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,1,1\n2023-11-16 18:15:45,1,1\n", `t.csv:3: timestamp "2023-11-16 18:15:45" is before "2023-11-16 18:15:46" of line 2`},
 		{"t.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\nyesterday,1,1\n", `t.csv:2: TIMESTAMP: "yesterday" is not a datetime`},
 		{"t.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,x,1\n", `t.csv:2: ContextTokens: "x" is not a whole number`},
 		{"t.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,5,-2\n", "t.csv:2: GeneratedTokens: -2: want 0 or more"},
