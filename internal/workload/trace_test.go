@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -164,5 +166,29 @@ func TestTraceRefusals(t *testing.T) {
 	}
 	if probs := (Trace{Format: "csv", TimeScale: -1, BlockSize: -2, Count: -1}).Check(); len(probs) != 4 {
 		t.Errorf("Check: %q", probs)
+	}
+}
+
+// BenchmarkTraceMooncake resolves a Mooncake-like trace of 100 lines of
+// 8,000 input tokens each (16 hash blocks of 512, the first 8 shared by
+// every line, the rest their own): the cost of building exact prompts.
+func BenchmarkTraceMooncake(b *testing.B) {
+	var sb strings.Builder
+	next := 8
+	for i := range 100 {
+		ids := []string{"0", "1", "2", "3", "4", "5", "6", "7"}
+		for range 8 {
+			ids = append(ids, strconv.Itoa(next))
+			next++
+		}
+		fmt.Fprintf(&sb, "{\"timestamp\": %d, \"input_length\": 8000, \"output_length\": 100, \"hash_ids\": [%s]}\n", i*100, strings.Join(ids, ", "))
+	}
+	path := writeFile(b, "bench.jsonl", sb.String())
+	tok := qwen(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Resolve(Spec{Source: SourceTrace, Path: path}, Env{Tokenizer: tok}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
