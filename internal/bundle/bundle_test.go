@@ -487,3 +487,31 @@ func TestVerifyRecomputesASustainedWave(t *testing.T) {
 		t.Fatalf("want the goodput named, got %v", probs)
 	}
 }
+
+// TestVerifyRecomputesTrafficLengths tampers with the stored input and
+// output length statistics of an aggregate (digests remade): verify
+// recomputes both from the records and names each field.
+func TestVerifyRecomputesTrafficLengths(t *testing.T) {
+	res := bundletest.WithInputTokens(bundletest.SeedLike())
+	a := &res.Aggregates[2]
+	if a.InputLength.N == 0 || a.OutputLength.Mean == nil {
+		t.Fatalf("test data has no lengths: %+v %+v", a.InputLength, a.OutputLength)
+	}
+	p90 := *a.InputLength.P90 + 1
+	mean := *a.OutputLength.Mean * 0.9
+	a.InputLength.P90, a.OutputLength.Mean = &p90, &mean
+	dir := writeBundle(t, res)
+	var msgs []string
+	for _, p := range bundle.Verify(dir) {
+		msgs = append(msgs, p.String())
+	}
+	joined := strings.Join(msgs, "\n")
+	if len(msgs) != 2 {
+		t.Errorf("want 2 problems, got %q", joined)
+	}
+	for _, want := range []string{"server naive, 32 clients: input_length_tok.p90: stored", "server naive, 32 clients: output_length_tok.mean: stored"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("problems %q do not contain %q", joined, want)
+		}
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/rehearse/rehearse/internal/contract"
 )
 
 // Merge combines the results of several parts of one rehearsal (say one
@@ -39,6 +41,7 @@ func Merge(parts []*Results, names []string, mechanismServer string) (*Results, 
 		Provenance: first.Provenance,
 		Workload:   first.Workload,
 		Baseline:   first.Baseline,
+		SLO:        first.SLO,
 	}
 	serverIdx := map[string]int{}
 	concs := map[int]bool{}
@@ -46,6 +49,9 @@ func Merge(parts []*Results, names []string, mechanismServer string) (*Results, 
 	for i, p := range parts {
 		if err := sameWorkload(first.Workload, p.Workload); err != nil {
 			return nil, fmt.Errorf("%s: workload differs from %s's: %v", names[i], names[0], err)
+		}
+		if !sameSLO(first.SLO, p.SLO) {
+			return nil, fmt.Errorf("%s: slo %s differs from %s's %s: the parts' attainments would not be of one objective", names[i], sloLabel(p.SLO), names[0], sloLabel(first.SLO))
 		}
 		if err := distinctRehearsal(parts, ids, i, names); err != nil {
 			return nil, err
@@ -382,4 +388,20 @@ func toolName(t Tool) string {
 		return s + " (commit unknown)"
 	}
 	return s + " (commit " + t.Commit + ")"
+}
+
+// sameSLO reports whether two parts judged requests by the same objectives
+// and target.
+func sameSLO(a, b *contract.SLO) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Objectives.String() == b.Objectives.String() && a.AttainmentTarget == b.AttainmentTarget
+}
+
+func sloLabel(s *contract.SLO) string {
+	if s == nil {
+		return "(none)"
+	}
+	return fmt.Sprintf("%q at %v", s.Objectives.String(), s.AttainmentTarget)
 }

@@ -30,6 +30,10 @@ type Results struct {
 	Aggregates     []contract.Aggregate `json:"aggregates"`
 	MechanismCheck *MechanismCheck      `json:"mechanism_check"`
 	Notes          []string             `json:"notes"`
+	// SLO is the rehearsal's objectives and attainment target (SPEC §3);
+	// when set, every aggregate carries its slo field. Absent when the
+	// rehearsal has none.
+	SLO *contract.SLO `json:"slo,omitempty"`
 	// OperatorNotes is markdown written by a person about the figures
 	// (what differs from another run, what they show, limitations), set
 	// by `rehearse annotate`; it derives from nothing and verify leaves it
@@ -274,9 +278,18 @@ type MechanismCheck struct {
 	NonFinite int `json:"scrape_non_finite,omitempty"`
 }
 
-// Recompute sets Aggregates from Waves and Records by the contract.
+// Recompute sets Aggregates from Waves and Records by the contract, with
+// each aggregate's slo field where the results have objectives.
 func (r *Results) Recompute() {
-	r.Aggregates = contract.Aggregates(r.Waves, r.Records, r.ServerNames(), r.BaselineName())
+	r.Aggregates = r.ComputeAggregates()
+}
+
+// ComputeAggregates returns the aggregates of Waves and Records by the
+// contract, with their slo fields against SLO when it is set.
+func (r *Results) ComputeAggregates() []contract.Aggregate {
+	aggs := contract.Aggregates(r.Waves, r.Records, r.ServerNames(), r.BaselineName())
+	contract.ApplySLO(aggs, r.Waves, r.Records, r.SLO)
+	return aggs
 }
 
 // ServerNames lists the servers in the order the rehearsal named them.

@@ -234,7 +234,35 @@ func VerifyResults(res *Results) []Problem {
 	probs = append(probs, checkHeader(res)...)
 	probs = append(probs, checkWaveTimes(res)...)
 	probs = append(probs, checkMechanism(res)...)
+	probs = append(probs, checkSLO(res)...)
 	probs = append(probs, checkAggregates(res)...)
+	return probs
+}
+
+// checkSLO checks the slo block: an attainment target inside (0, 1), and an
+// expr that is its objectives written out (the objectives are what every
+// verdict is recomputed against).
+func checkSLO(res *Results) []Problem {
+	s := res.SLO
+	if s == nil {
+		return nil
+	}
+	var probs []Problem
+	if s.Objectives.Empty() {
+		probs = append(probs, Problem{File: ResultsFile, Field: "slo.objectives", Msg: "no objective set"})
+	}
+	for _, n := range s.Objectives.Names() {
+		v, _ := s.Objectives.Limit(n)
+		if err := (&contract.Objectives{}).Set(n, v); err != nil {
+			probs = append(probs, Problem{File: ResultsFile, Field: "slo.objectives." + n + "_ms", Msg: err.Error()})
+		}
+	}
+	if err := contract.CheckAttainmentTarget(s.AttainmentTarget); err != nil {
+		probs = append(probs, Problem{File: ResultsFile, Field: "slo.attainment_target", Msg: err.Error()})
+	}
+	if want := s.Objectives.String(); s.Expr != want {
+		probs = append(probs, Problem{File: ResultsFile, Field: "slo.expr", Msg: fmt.Sprintf("stored %q, its objectives are %q", s.Expr, want)})
+	}
 	return probs
 }
 
@@ -313,7 +341,7 @@ var aggregateFields = map[string]bool{
 // it with the stored one, field by field.
 func checkAggregates(res *Results) []Problem {
 	var probs []Problem
-	want := contract.Aggregates(res.Waves, res.Records, res.ServerNames(), res.BaselineName())
+	want := res.ComputeAggregates()
 	got := map[contract.Key]int{}
 	for i, a := range res.Aggregates {
 		k := a.Key()

@@ -68,6 +68,7 @@ type benchOptions struct {
 	progress          string
 
 	dataset datasetOptions
+	slo     sloOptions
 }
 
 func newBenchCmd(st *State) *cobra.Command {
@@ -110,9 +111,18 @@ figures; goodput is over the measured window.
 Prompts: eight built-in ones, --prompts FILE, or --dataset-name with vLLM's
 names: random (--num-prompts prompts of --random-input-len tokens exactly, as
 --tokenizer counts them, each asking for --random-output-len; both uniform over
-±--random-range-ratio, seeded with --seed), sharegpt (--dataset-path, the
+±--random-range-ratio, seeded with --seed; --random-prefix-len puts one common
+prefix of that many tokens before each), prefix_repetition (for prefix caching:
+--prefix-repetition-num-prefixes prefixes of --prefix-repetition-prefix-len
+tokens, each followed by --num-prompts / num-prefixes suffixes of
+--prefix-repetition-suffix-len tokens, all exact, shuffled with --seed, each
+asking for --prefix-repetition-output-len), sharegpt (--dataset-path, the
 first human turn, the reply's length as max_tokens), custom (a "prompt" per
 line) or chat (JSONL with "messages"). --ignore-eos sends ignore_eos: true.
+With --max-model-len (without it and without --model, the max_model_len that
+vLLM reports on /v1/models), a prompt whose input tokens + max_tokens exceed
+it is refused before any request is sent (sharegpt and chat skip it and count
+it).
 
 Output tokens are the returned text re-tokenized with --tokenizer: a
 tokenizer.json path, a model id looked up in the Hugging Face cache
@@ -140,15 +150,16 @@ canceled, and the bundle of what finished is written.`,
   rehearse bench --base-url http://127.0.0.1:8000 --ramp-up-strategy linear --ramp-up-start-rps 1 --ramp-up-end-rps 20 --duration 60s
   rehearse bench --base-url http://127.0.0.1:8000 --dataset-name mooncake --dataset-path mooncake_trace.jsonl --num-prompts 0 --trace-time-scale 0.5
   rehearse bench --base-url http://127.0.0.1:8000 --request-rate inf --max-concurrency 64 --num-requests 2000 --warmup-requests 64
+  rehearse bench --base-url http://127.0.0.1:8000 --request-rate inf --max-concurrency 16 --slo 'ttft<=500ms,tpot<=50ms' --attainment 0.9
   rehearse bench --base-url https://api.example.com --api-key-env API_KEY --extra-body '{"ignore_eos":true}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.closedSet = cmd.Flags().Changed("concurrency")
-			o.dataset.numPromptsSet = cmd.Flags().Changed("num-prompts")
+			o.dataset.markChanged(cmd.Flags())
 			for _, name := range []string{"arrival", "burstiness", "seed", "num-requests", "duration", "max-concurrency"} {
-				// --seed also seeds the random dataset, as in vLLM, and
-				// a trace's texts.
-				if cmd.Flags().Changed(name) && (name != "seed" || (o.dataset.name != datasetRandom && !o.dataset.trace())) {
+				// --seed also seeds the random and prefix_repetition datasets, as in vLLM,
+				// and a trace's texts.
+				if cmd.Flags().Changed(name) && (name != "seed" || (o.dataset.name != datasetRandom && o.dataset.name != datasetPrefix && !o.dataset.trace())) {
 					o.openSet = append(o.openSet, name)
 				}
 			}
@@ -157,12 +168,8 @@ canceled, and the bundle of what finished is written.`,
 					o.rampSet = append(o.rampSet, name)
 				}
 			}
-			for _, name := range []string{"trace-time-scale", "trace-block-size"} {
-				if cmd.Flags().Changed(name) {
-					o.dataset.traceSet = append(o.dataset.traceSet, name)
-				}
-			}
 			o.warmupRequestsSet = cmd.Flags().Changed("warmup-requests")
+			o.slo.noteChanged(cmd.Flags())
 			return runBench(cmd.Context(), st, &o, commandLine(cmd))
 		},
 	}
@@ -187,7 +194,7 @@ canceled, and the bundle of what finished is written.`,
 	f.Float64SliceVar(&o.requestRates, "request-rate", nil, "open-loop request rates in requests per second, comma-separated; inf with --max-concurrency C: the sustained closed loop at C")
 	f.StringVar(&o.arrival, "arrival", config.DefaultArrival, "open-loop arrival process: fixed, poisson or gamma")
 	f.Float64Var(&o.burstiness, "burstiness", 0, "gamma shape: 1 is Poisson, below 1 burstier (gamma arrivals only)")
-	f.Int64Var(&o.seed, "seed", 0, "seed of the arrival schedule (repeat r uses seed+r-1), and of --dataset-name random")
+	f.Int64Var(&o.seed, "seed", 0, "seed of the arrival schedule (repeat r uses seed+r-1), and of --dataset-name random and prefix_repetition")
 	f.IntVar(&o.numRequests, "num-requests", 0, "requests per open-loop or sustained wave (0: bounded by --duration only)")
 	f.DurationVar(&o.duration, "duration", 0, "length of an open-loop wave's schedule, or of a sustained wave's measured part (0: bounded by --num-requests only)")
 	f.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on open-loop requests in flight (0: none), waits counted; with --request-rate inf the clients of the sustained closed loop")
@@ -196,6 +203,7 @@ canceled, and the bundle of what finished is written.`,
 	f.Float64Var(&o.rampEndRPS, "ramp-up-end-rps", 0, "request rate at the end of a ramp-up wave (--duration, or the time --num-requests are expected to take)")
 	f.IntVar(&o.warmupRequests, "warmup-requests", config.DefaultSustainedWarmupRequests, "requests of warm-up at the start of each sustained wave, kept out of the figures (--request-rate inf only)")
 	datasetFlags(f, &o.dataset)
+	sloFlags(f, &o.slo, false)
 	progressFlag(f, &o.progress)
 	f.StringVar(&o.ready, "ready", config.DefaultBenchReady, "readiness check: answer (any HTTP answer from /v1/models or /health), models (GET /v1/models lists the model; for hosted APIs with no /health), full (/health, /v1/models, one tiny request)")
 	f.DurationVar(&o.readyTimeout, "ready-timeout", config.DefaultReachTimeout, "how long the endpoint has to pass the readiness check")
@@ -270,6 +278,9 @@ func (o *benchOptions) validate() error {
 		return err
 	}
 	if err := o.dataset.validate(o.promptsPath); err != nil {
+		return err
+	}
+	if err := o.slo.apply(&config.Rehearsal{}); err != nil {
 		return err
 	}
 	switch o.ready {
@@ -417,6 +428,12 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 		if o.dataset.name != "" {
 			flag = "--dataset-name " + o.dataset.name
 		}
+		if tl := (*workload.TooLongError)(nil); errors.As(err, &tl) {
+			flag = fmt.Sprintf("--max-model-len %d", o.dataset.maxModelLen)
+			if !o.dataset.changed["max-model-len"] {
+				flag = "the server's /v1/models"
+			}
+		}
 		return usageError("%s: %v", flag, err)
 	}
 	dir := o.out
@@ -470,11 +487,18 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 		if o.apiKeyEnv != "" {
 			apiKey = os.Getenv(o.apiKeyEnv)
 		}
-		if o.model, err = rehearsal.ServedModel(ctx, o.baseURL, apiKey); err != nil {
+		m, err := rehearsal.FirstModel(ctx, o.baseURL, apiKey)
+		if err != nil {
 			// The server failed to answer, not the user: exit 1.
 			return nil, nil, &ExitError{Code: 1, Err: fmt.Errorf("--model not given, and the server did not name one: %v", config.RedactURL(err.Error()))}
 		}
+		o.model = m.ID
 		notes = append(notes, fmt.Sprintf("model %q was taken from the server's /v1/models", o.model))
+		if o.dataset.maxModelLen == 0 && m.MaxModelLen > 0 {
+			// The same answer tells vLLM's context length: checked as --max-model-len is.
+			o.dataset.maxModelLen = m.MaxModelLen
+			notes = append(notes, fmt.Sprintf("max_model_len %d was taken from the server's /v1/models", m.MaxModelLen))
+		}
 	}
 	temperature, includeUsage := 0.0, o.includeUsage
 	w := config.Workload{
@@ -507,18 +531,22 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 			w.OpenLoop.Arrival, w.OpenLoop.Seed = workload.ArrivalTrace, 0
 		}
 	}
-	return &config.Rehearsal{
+	cfg := &config.Rehearsal{
 		Model: config.Model{ID: o.model},
 		Servers: []config.Server{{
 			Name: o.name, BaseURL: strings.TrimRight(o.baseURL, "/"), Model: o.model, APIKeyEnv: o.apiKeyEnv,
-			FollowRedirects: o.followRedirs, StopGrace: config.Duration(config.DefaultStopGrace),
+			FollowRedirects: o.followRedirs, StopGrace: config.Duration(config.DefaultStopGrace), MaxModelLen: o.dataset.maxModelLen,
 			Ready:   config.Ready{Path: config.DefaultReadyPath, Timeout: config.Duration(o.readyTimeout), Mode: o.ready},
 			Metrics: config.Metrics{Path: config.DefaultMetricsPath, Metric: config.DefaultMetric},
 		}},
 		Workload:        w,
 		Tokenizer:       tok,
 		OnServerFailure: config.OnFailureStop,
-	}, notes, nil
+	}
+	if err := o.slo.apply(cfg); err != nil {
+		return nil, nil, err
+	}
+	return cfg, notes, nil
 }
 
 // tokenizerConfig turns --tokenizer into the rehearsal's tokenizer choice:

@@ -20,10 +20,23 @@ const (
 	// sent at its traced time with its traced lengths.
 	datasetMooncake = "mooncake"    // Mooncake JSONL
 	datasetAzure    = "azure_trace" // Azure LLM inference trace CSV
+	// datasetPrefix is P exact prefixes × S exact suffixes.
+	datasetPrefix = workload.SourcePrefixRepetition
 )
 
 // traceFormats are the trace format of each trace dataset.
 var traceFormats = map[string]string{datasetMooncake: workload.TraceMooncake, datasetAzure: workload.TraceAzure}
+
+// Defaults of --dataset-name prefix_repetition, vLLM's.
+const (
+	defaultPrefixLen   = 256
+	defaultSuffixLen   = 256
+	defaultNumPrefixes = 10
+	defaultPrefixOut   = 128
+)
+
+// prefixFlags are the flags of --dataset-name prefix_repetition.
+var prefixFlags = []string{"prefix-repetition-prefix-len", "prefix-repetition-suffix-len", "prefix-repetition-num-prefixes", "prefix-repetition-output-len"}
 
 // datasetOptions are bench's prompt-source flags, named as `vllm bench
 // serve` names them.
@@ -39,28 +52,66 @@ type datasetOptions struct {
 
 	traceTimeScale float64
 	traceBlockSize int
-	// traceSet are the --trace-* flags that were given.
-	traceSet []string
+	// randomPrefixLen is --random-prefix-len.
+	randomPrefixLen int
+	// The flags of --dataset-name prefix_repetition.
+	prefixLen, suffixLen, numPrefixes, prefixOutputLen int
+	// maxModelLen is --max-model-len, the server's max_model_len.
+	maxModelLen int
+	// changed are the dataset flags given on the command line.
+	changed map[string]bool
 }
 
 // trace reports whether the dataset is a trace replay.
 func (d *datasetOptions) trace() bool { return traceFormats[d.name] != "" }
 
 func datasetFlags(f *pflag.FlagSet, d *datasetOptions) {
-	f.StringVar(&d.name, "dataset-name", "", "prompt source: random (synthetic prompts of exact token lengths), sharegpt, custom (.jsonl with \"prompt\", or .txt), chat (JSONL with \"messages\"), or a trace replayed at its own times: mooncake (JSONL) or azure_trace (CSV); default: --prompts, else eight built-in prompts")
+	f.StringVar(&d.name, "dataset-name", "", "prompt source: random (synthetic prompts of exact token lengths), prefix_repetition (shared prefixes of exact lengths), sharegpt, custom (.jsonl with \"prompt\", or .txt), chat (JSONL with \"messages\"), or a trace replayed at its own times: mooncake (JSONL) or azure_trace (CSV); default: --prompts, else eight built-in prompts")
 	f.StringVar(&d.path, "dataset-path", "", "the dataset file of --dataset-name sharegpt, custom, chat, mooncake or azure_trace")
-	f.IntVar(&d.numPrompts, "num-prompts", config.DefaultNumPrompts, "prompts built (random) or taken from the dataset (sharegpt, chat, and the first lines of a trace; 0: all)")
+	f.IntVar(&d.numPrompts, "num-prompts", config.DefaultNumPrompts, "prompts built (random, prefix_repetition) or taken from the dataset (sharegpt, chat, and the first lines of a trace; 0: all)")
 	f.IntVar(&d.inputLen, "random-input-len", config.DefaultRandomInputLen, "input tokens of each random prompt, counted exactly by --tokenizer")
 	f.IntVar(&d.outputLen, "random-output-len", config.DefaultRandomOutputLen, "max_tokens of each random prompt")
 	f.Float64Var(&d.rangeRatio, "random-range-ratio", 0, "random lengths uniform over [len·(1−r), len·(1+r)]; 0: fixed")
+	f.IntVar(&d.randomPrefixLen, "random-prefix-len", 0, "tokens of one prefix common to every random prompt, before its --random-input-len (0: none)")
+	f.IntVar(&d.prefixLen, "prefix-repetition-prefix-len", defaultPrefixLen, "tokens of each shared prefix (prefix_repetition)")
+	f.IntVar(&d.suffixLen, "prefix-repetition-suffix-len", defaultSuffixLen, "tokens of each prompt's own suffix after its prefix (prefix_repetition)")
+	f.IntVar(&d.numPrefixes, "prefix-repetition-num-prefixes", defaultNumPrefixes, "distinct prefixes, each taking --num-prompts / this many suffixes (prefix_repetition)")
+	f.IntVar(&d.prefixOutputLen, "prefix-repetition-output-len", defaultPrefixOut, "max_tokens of each prefix_repetition prompt")
+	f.IntVar(&d.maxModelLen, "max-model-len", 0, "the server's max_model_len: a prompt whose input tokens + max_tokens exceed it is refused before any request (sharegpt and chat skip it); 0: unknown, or without --model what /v1/models reports")
 	f.BoolVar(&d.ignoreEOS, "ignore-eos", false, "send ignore_eos: true, so every request generates all its max_tokens")
 	f.Float64Var(&d.traceTimeScale, "trace-time-scale", 1, "multiply the trace's arrival offsets (0.5 replays it twice as fast; mooncake and azure_trace)")
 	f.IntVar(&d.traceBlockSize, "trace-block-size", workload.DefaultTraceBlockSize, "tokens of one Mooncake hash block: prompts sharing hash_ids share that prefix text")
 }
 
+// markChanged records which dataset flags the command line gave.
+func (d *datasetOptions) markChanged(f *pflag.FlagSet) {
+	d.changed = map[string]bool{}
+	f.Visit(func(fl *pflag.Flag) { d.changed[fl.Name] = true })
+	d.numPromptsSet = d.changed["num-prompts"]
+}
+
+// firstChanged is the first of names given on the command line, or "".
+func (d *datasetOptions) firstChanged(names ...string) string {
+	for _, n := range names {
+		if d.changed[n] {
+			return n
+		}
+	}
+	return ""
+}
+
 // validate checks the dataset flags against each other; errors name the
 // flag.
 func (d *datasetOptions) validate(promptsPath string) error {
+	if d.maxModelLen < 0 {
+		return usageError("--max-model-len %d: want 0 (unknown) or more", d.maxModelLen)
+	}
+	if n := d.firstChanged(prefixFlags...); n != "" && d.name != datasetPrefix {
+		return usageError("--%s applies to --dataset-name prefix_repetition", n)
+	}
+	if d.changed["random-prefix-len"] && d.name != datasetRandom {
+		return usageError("--random-prefix-len applies to --dataset-name random")
+	}
 	switch d.name {
 	case "":
 		if d.path != "" {
@@ -76,9 +127,25 @@ func (d *datasetOptions) validate(promptsPath string) error {
 		if d.outputLen < 1 {
 			return usageError("--random-output-len %d: want at least 1", d.outputLen)
 		}
+		if d.randomPrefixLen < 0 {
+			return usageError("--random-prefix-len %d: want 0 (none) or more", d.randomPrefixLen)
+		}
 		s := d.synthetic(0)
 		if probs := s.Check(); len(probs) > 0 {
-			return usageError("--dataset-name random: %s (--random-input-len, --random-output-len, --random-range-ratio, --num-prompts)", probs[0])
+			return usageError("--dataset-name random: %s (--random-input-len, --random-output-len, --random-range-ratio, --random-prefix-len, --num-prompts)", probs[0])
+		}
+	case datasetPrefix:
+		if d.path != "" {
+			return usageError("--dataset-path: the prefix_repetition dataset reads no file")
+		}
+		switch {
+		case d.prefixOutputLen < 1:
+			return usageError("--prefix-repetition-output-len %d: want at least 1", d.prefixOutputLen)
+		case d.numPrefixes >= 1 && d.numPrompts%d.numPrefixes != 0:
+			return usageError("--num-prompts %d is not a multiple of --prefix-repetition-num-prefixes %d (each prefix takes the same number of suffixes)", d.numPrompts, d.numPrefixes)
+		}
+		if probs := d.prefixRepetition(0).Check(); len(probs) > 0 {
+			return usageError("--dataset-name prefix_repetition: %s", prefixFlagNames.Replace(probs[0]))
 		}
 	case datasetShareGPT, datasetCustom, datasetChat:
 		if d.path == "" {
@@ -107,10 +174,10 @@ func (d *datasetOptions) validate(promptsPath string) error {
 			return usageError("--trace-block-size 0: want a positive number of tokens")
 		}
 	default:
-		return usageError("--dataset-name %q: want random, sharegpt, custom, chat, mooncake or azure_trace", d.name)
+		return usageError("--dataset-name %q: want random, prefix_repetition, sharegpt, custom, chat, mooncake or azure_trace", d.name)
 	}
-	if len(d.traceSet) > 0 && !d.trace() {
-		return usageError("--%s applies to --dataset-name mooncake or azure_trace", d.traceSet[0])
+	if f := d.firstChanged("trace-time-scale", "trace-block-size"); f != "" && !d.trace() {
+		return usageError("--%s applies to --dataset-name mooncake or azure_trace", f)
 	}
 	if d.name != "" && promptsPath != "" {
 		return usageError("--prompts and --dataset-name: give one")
@@ -125,13 +192,30 @@ func (d *datasetOptions) synthetic(seed int64) workload.Synthetic {
 		}
 		return workload.Length{Mean: float64(n), RangeRatio: d.rangeRatio}
 	}
-	return workload.Synthetic{InputLen: l(d.inputLen), OutputLen: l(d.outputLen), Count: d.numPrompts, Seed: seed, IgnoreEOS: d.ignoreEOS}
+	return workload.Synthetic{InputLen: l(d.inputLen), OutputLen: l(d.outputLen), Count: d.numPrompts, Seed: seed, IgnoreEOS: d.ignoreEOS, PrefixLen: d.randomPrefixLen}
 }
 
 func (d *datasetOptions) traceParams(seed int64) workload.Trace {
 	return workload.Trace{Format: traceFormats[d.name], TimeScale: d.traceTimeScale, BlockSize: d.traceBlockSize,
 		Count: d.numPrompts, Seed: seed, IgnoreEOS: d.ignoreEOS}
 }
+
+// prefixRepetition is the prefix_repetition source of the flags: vLLM's
+// --num-prompts prompts, --num-prompts / --prefix-repetition-num-prefixes
+// per prefix.
+func (d *datasetOptions) prefixRepetition(seed int64) workload.PrefixRepetition {
+	return workload.PrefixRepetition{NumPrefixes: d.numPrefixes, PrefixLen: d.prefixLen, SuffixLen: d.suffixLen, Count: d.numPrompts,
+		OutputLen: workload.Length{Fixed: d.prefixOutputLen}, Seed: seed, IgnoreEOS: d.ignoreEOS}
+}
+
+// prefixFlagNames turns the fields of PrefixRepetition.Check's problems
+// into bench's flags.
+var prefixFlagNames = strings.NewReplacer(
+	"num_prefixes: ", "--prefix-repetition-num-prefixes ",
+	"prefix_len: ", "--prefix-repetition-prefix-len ",
+	"suffix_len: ", "--prefix-repetition-suffix-len ",
+	"count: ", "--num-prompts ",
+)
 
 // prompts is workload.prompts of bench's flags.
 func (d *datasetOptions) prompts(promptsPath string, seed int64) config.Prompts {
@@ -142,7 +226,11 @@ func (d *datasetOptions) prompts(promptsPath string, seed int64) config.Prompts 
 	case datasetRandom:
 		s := d.synthetic(seed)
 		return config.Prompts{Source: workload.SourceSynthetic, InputLen: length(s.InputLen), OutputLen: length(s.OutputLen),
-			Count: s.Count, Seed: s.Seed, IgnoreEOS: s.IgnoreEOS}
+			Count: s.Count, Seed: s.Seed, IgnoreEOS: s.IgnoreEOS, PrefixLen: s.PrefixLen}
+	case datasetPrefix:
+		p := d.prefixRepetition(seed)
+		return config.Prompts{Source: workload.SourcePrefixRepetition, NumPrefixes: p.NumPrefixes, PrefixLen: p.PrefixLen, SuffixLen: p.SuffixLen,
+			OutputLen: length(p.OutputLen), Count: p.Count, Seed: p.Seed, IgnoreEOS: p.IgnoreEOS}
 	case datasetShareGPT:
 		return config.Prompts{Source: workload.SourceShareGPT, File: d.path, UseOutputLen: true, Count: d.numPrompts}
 	case datasetChat:

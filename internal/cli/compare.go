@@ -25,6 +25,8 @@ Examples:
   --fail-if 'ttft_p95>+10%'        p95 TTFT grew by more than 10%
   --fail-if 'failure_rate>+0.05'   failure rate rose by more than 5 points
   --fail-if 'vllm:e2e_p95>+500ms'  only server vllm, absolute change
+  --fail-if 'attainment<-2pp'      SLO attainment fell by more than 2 points
+                                   (bundles written with --slo or slo:)
 
 Both bundles must verify (digests and every aggregate, as rehearse verify
 checks them): one that does not is refused with its problems listed.

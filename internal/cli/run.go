@@ -28,6 +28,7 @@ type runOptions struct {
 	outDir   string
 	quiet    bool
 	progress string
+	slo      sloOptions
 }
 
 func newRunCmd(st *State) *cobra.Command {
@@ -66,9 +67,13 @@ rehearsal file (every problem is listed with its field path).`,
 			if err := checkProgress(o.progress); err != nil {
 				return err
 			}
+			o.slo.noteChanged(cmd.Flags())
 			cfg, err := config.Load(o.file)
 			if err != nil {
 				return &ExitError{Code: 2, Err: err}
+			}
+			if err := o.slo.apply(cfg); err != nil {
+				return err
 			}
 			dir := o.outDir
 			if dir == "" {
@@ -80,7 +85,7 @@ rehearsal file (every problem is listed with its field path).`,
 			}
 			return runRehearsal(cmd.Context(), st, rehearsalJob{
 				cfg: cfg, dir: dir, quiet: o.quiet, progressMode: o.progress,
-				command:    []string{"rehearse", "run", "-f", o.file, "-o", dir},
+				command:    append([]string{"rehearse", "run", "-f", o.file, "-o", dir}, o.slo.args()...),
 				simulation: rehearsal.Simulation(cfg),
 			})
 		},
@@ -89,6 +94,7 @@ rehearsal file (every problem is listed with its field path).`,
 	f.StringVarP(&o.file, "file", "f", "", "the rehearsal file (YAML)")
 	f.StringVarP(&o.outDir, "output", "o", "", "bundle folder (default: output.dir of the file, else rehearse-NAME-TIME)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr (failures are still printed)")
+	sloFlags(f, &o.slo, true)
 	progressFlag(f, &o.progress)
 	return cmd
 }

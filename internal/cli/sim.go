@@ -42,6 +42,7 @@ type simOptions struct {
 	faults        []string
 	maxNumSeqs    int
 	kvTokenBudget int
+	prefixCaching string
 	tokenizerPath string
 	quiet         bool
 	idleTimeout   time.Duration
@@ -58,7 +59,10 @@ It serves POST /v1/chat/completions (streaming and not), GET /v1/models,
 GET /health and GET /metrics (Prometheus text, vLLM's metric names), and models
 either a lock-serialized engine (serial) or an iteration-level continuous-
 batching engine (batching) from a step-latency profile: prefill cost per
-prompt token and decode step latency by batch size. Output text re-tokenizes
+prompt token and decode step latency by batch size. Each request gets its own
+output length: max_tokens with ignore_eos, else where the modelled model stops
+on its own (a seeded function of the prompt), within min_tokens and
+max_tokens. Output text re-tokenizes
 with the pinned tokenizer to exactly the tokens the engine emitted, and usage
 agrees with it. Simulated time runs --time-scale times faster than the wall
 clock.
@@ -71,6 +75,15 @@ Faults (--fault KIND:RATE, repeatable; RATE is a probability per request, drawn
 from --seed): error_event, truncate, http500, http429, stall, malformed, crash
 (the process exits with status 3 mid-stream).
 
+--prefix-caching on reuses the KV blocks of prompt prefixes seen recently, as
+vLLM's automatic prefix caching does: the leading whole 16-token blocks of a
+prompt that match a cached hash chain cost no prefill; the cache holds up to
+--kv-token-budget tokens of blocks, least recently used evicted first, and
+/metrics counts vllm:prefix_cache_queries_total and
+vllm:prefix_cache_hits_total in tokens. The default is the profile's
+prefix_caching: off in every built-in profile, whose prefill costs were
+calibrated with every prompt token charged.
+
 --idle-timeout D closes a connection that carries no request for D, new or
 kept alive, as uvicorn (5 s by default) and many proxies (10 s) do, so that a
 client's handling of connections closed while idle can be rehearsed.`,
@@ -78,6 +91,7 @@ client's handling of connections closed while idle can be rehearsed.`,
   rehearse sim --engine serial --port 0 --time-scale 10 --port-file /tmp/port
   rehearse sim --fault http500:0.05 --fault stall:0.01 --seed 7
   rehearse sim --idle-timeout 5s
+  rehearse sim --prefix-caching on --kv-token-budget 100000
   rehearse sim --list-profiles`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -109,7 +123,8 @@ client's handling of connections closed while idle can be rehearsed.`,
 	f.Int64Var(&o.seed, "seed", 0, "seed for output lengths, output text and fault draws")
 	f.StringArrayVar(&o.faults, "fault", nil, "inject a fault KIND:RATE (repeatable): error_event, truncate, http500, http429, stall, malformed, crash")
 	f.IntVar(&o.maxNumSeqs, "max-num-seqs", 0, "cap on running sequences (default: the profile's; serial is always 1)")
-	f.IntVar(&o.kvTokenBudget, "kv-token-budget", 0, "KV-cache budget in tokens (default: the profile's)")
+	f.IntVar(&o.kvTokenBudget, "kv-token-budget", 0, "KV-cache budget in tokens, which also bounds the prefix cache (default: the profile's)")
+	f.StringVar(&o.prefixCaching, "prefix-caching", "", "reuse the KV blocks of recently seen prompt prefixes: on or off (default: the profile's prefix_caching, off in the built-in ones)")
 	f.StringVar(&o.tokenizerPath, "tokenizer", "", "tokenizer.json to count tokens with (default: the pinned Qwen tokenizer)")
 	f.BoolVar(&o.quiet, "quiet", false, "no per-request log lines")
 	f.DurationVar(&o.idleTimeout, "idle-timeout", 0, "close a connection idle this long, new or kept alive, as uvicorn does after 5s (0: only a new one silent for 10s)")
@@ -142,12 +157,16 @@ func (o simOptions) options() (sim.Options, error) {
 	if o.maxNumSeqs < 0 || o.kvTokenBudget < 0 {
 		return sim.Options{}, usageError("--max-num-seqs %d and --kv-token-budget %d must not be negative", o.maxNumSeqs, o.kvTokenBudget)
 	}
+	if o.prefixCaching != "" && o.prefixCaching != sim.PrefixCachingOn && o.prefixCaching != sim.PrefixCachingOff {
+		return sim.Options{}, usageError("--prefix-caching %q: want on or off", o.prefixCaching)
+	}
 	if o.idleTimeout < 0 {
 		return sim.Options{}, usageError("--idle-timeout %v: want 0 (none) or a positive duration such as 5s", o.idleTimeout)
 	}
 	opts := sim.Options{
 		Engine: o.engine, Model: o.model, TimeScale: o.timeScale, Seed: o.seed,
 		MaxNumSeqs: o.maxNumSeqs, KVTokenBudget: o.kvTokenBudget, IdleTimeout: o.idleTimeout,
+		PrefixCaching: o.prefixCaching,
 	}
 	name := o.profile
 	if name == "" {
@@ -211,8 +230,12 @@ func runSim(ctx context.Context, st *State, o simOptions, opts sim.Options) erro
 		faults = strings.Join(fs, ",")
 	}
 	p := srv.Profile()
-	logger.Printf("rehearse sim: engine %s, profile %s (%s), model %s, time scale %g, seed %d, faults %s",
-		srv.Engine(), p.Name, p.Source, srv.Model(), opts.TimeScale, opts.Seed, faults)
+	caching := sim.PrefixCachingOff
+	if srv.PrefixCaching() {
+		caching = sim.PrefixCachingOn
+	}
+	logger.Printf("rehearse sim: engine %s, profile %s (%s), model %s, time scale %g, seed %d, prefix caching %s, faults %s",
+		srv.Engine(), p.Name, p.Source, srv.Model(), opts.TimeScale, opts.Seed, caching, faults)
 	bound := ln.Addr().String()
 	if o.portFile != "" {
 		_, port, _ := net.SplitHostPort(bound)

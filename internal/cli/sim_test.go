@@ -125,6 +125,50 @@ func TestSimCommandServesAndStops(t *testing.T) {
 	}
 }
 
+// TestSimCommandPrefixCaching: --prefix-caching on makes a repeated prompt
+// hit the cache, counted on /metrics; the default for the built-in profile
+// is off.
+func TestSimCommandPrefixCaching(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		caching string
+		hits    bool
+	}{
+		{[]string{"--prefix-caching", "on"}, "on", true},
+		{nil, "off", false},
+	} {
+		url, stderr, stop := startSim(t, append([]string{"--time-scale", "1000", "--quiet"}, tc.args...)...)
+		body := `{"messages":[{"role":"user","content":"` + strings.Repeat("a shared document of some length ", 20) + `"}],"max_tokens":2,"ignore_eos":true}`
+		for range 2 {
+			resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		resp, err := http.Get(url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		hits := regexp.MustCompile(`(?m)^vllm:prefix_cache_hits_total\{[^}]*\} (\d+)$`).FindStringSubmatch(string(b))
+		if hits == nil {
+			t.Fatalf("%v: /metrics has no vllm:prefix_cache_hits_total: %s", tc.args, b)
+		}
+		if got := hits[1] != "0"; got != tc.hits {
+			t.Errorf("%v: prefix cache hits %s after a repeated prompt", tc.args, hits[1])
+		}
+		if code := stop(); code != 0 {
+			t.Errorf("exit code %d, want 0", code)
+		}
+		if want := "prefix caching " + tc.caching; !strings.Contains(stderr.String(), want) {
+			t.Errorf("%v: stderr lacks %q:\n%s", tc.args, want, stderr)
+		}
+	}
+}
+
 func TestSimCommandEngineFollowsProfile(t *testing.T) {
 	_, stderr, _ := startSim(t, "--profile", "t4-qwen2.5-1.5b-serial", "--time-scale", "1000")
 	if !strings.Contains(stderr.String(), "engine serial, profile t4-qwen2.5-1.5b-serial") {
@@ -193,6 +237,7 @@ func TestSimCommandBadFlags(t *testing.T) {
 		{[]string{"--engine", "serial", "--profile", "t4-qwen2.5-1.5b-batching"}, "fitted for the batching engine"},
 		{[]string{"--engine", "serial", "--max-num-seqs", "4"}, "max_num_seqs 4 is not 1"},
 		{[]string{"--idle-timeout", "-1s"}, "--idle-timeout -1s"},
+		{[]string{"--prefix-caching", "yes"}, `--prefix-caching "yes": want on or off`},
 		{[]string{"stray"}, "unknown command"},
 	} {
 		code, _, stderr := run(t, append([]string{"sim"}, tc.args...)...)

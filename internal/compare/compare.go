@@ -191,7 +191,7 @@ func evaluate(g Gate, rows []Row) GateResult {
 			} else if vb == nil {
 				side = "A and B"
 			}
-			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: %s has no %s (no successful request)", where, side, g.Metric))
+			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: %s has no %s (%s)", where, side, g.Metric, met.AbsentReason()))
 			continue
 		}
 		change := *vb - *va
@@ -256,6 +256,9 @@ func differences(a, b *bundle.Results) []string {
 		notes = append(notes, fmt.Sprintf("prompts differ (A %d, B %d)", len(wa.Prompts), len(wb.Prompts)))
 	}
 	diff("output token sources", a.Provenance.OutputTokensSource, b.Provenance.OutputTokensSource)
+	if sa, sb := sloText(a.SLO), sloText(b.SLO); sa != sb {
+		notes = append(notes, fmt.Sprintf("SLO objectives differ: A %s, B %s", sa, sb))
+	}
 	if (a.Provenance.Simulation == nil) != (b.Provenance.Simulation == nil) {
 		notes = append(notes, "one bundle is simulated and the other is not")
 	}
@@ -407,4 +410,11 @@ func writeAligned(b *strings.Builder, rows [][]string) {
 		}
 		b.WriteString("\n")
 	}
+}
+
+func sloText(s *contract.SLO) string {
+	if s == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%s at %v", s.Objectives.String(), s.AttainmentTarget)
 }

@@ -28,12 +28,13 @@ type Gate struct {
 }
 
 // GateForm is the form ParseGate accepts.
-const GateForm = "[SERVER:]METRIC<CHANGE or [SERVER:]METRIC>CHANGE, CHANGE a number with its sign and an optional unit: % (relative to A), s or ms (latency), pp (failure_rate)"
+const GateForm = "[SERVER:]METRIC<CHANGE or [SERVER:]METRIC>CHANGE, CHANGE a number with its sign and an optional unit: % (relative to A), s or ms (latency), pp (failure_rate, attainment)"
 
 var gatePattern = regexp.MustCompile(`^(?:([^:<>\s]+):)?([a-z0-9_]+)\s*([<>])\s*([+-]?(?:\d+\.?\d*|\.\d+))\s*(%|pp|ms|s)?$`)
 
 // ParseGate parses a gate such as "goodput<-5%", "ttft_p95>+10%",
-// "failure_rate>+0.05", "naive:e2e_p95>+500ms". Its errors show the form.
+// "failure_rate>+0.05", "naive:e2e_p95>+500ms", "attainment<-2%" or
+// "attainment<-2pp". Its errors show the form.
 func ParseGate(s string) (Gate, error) {
 	text := strings.TrimSpace(s)
 	m := gatePattern.FindStringSubmatch(text)
@@ -54,13 +55,13 @@ func ParseGate(s string) (Gate, error) {
 	}
 	switch unit := m[5]; unit {
 	case "%":
-		if met.Unit == contract.Fraction {
-			return Gate{}, fmt.Errorf("gate %q: failure_rate takes an absolute change (+0.05 or +5pp); a relative change of a rate that may be 0 means nothing", s)
+		if met.AbsoluteOnly {
+			return Gate{}, fmt.Errorf("gate %q: %s takes an absolute change (+0.05 or +5pp); a relative change of a rate that may be 0 means nothing", s, g.Metric)
 		}
 		g.Threshold, g.Relative = v/100, true
 	case "pp":
 		if met.Unit != contract.Fraction {
-			return Gate{}, fmt.Errorf("gate %q: pp (percentage points) is for failure_rate; use %% for a relative change of %s", s, g.Metric)
+			return Gate{}, fmt.Errorf("gate %q: pp (percentage points) is for fractions (failure_rate, attainment); use %% for a relative change of %s", s, g.Metric)
 		}
 		g.Threshold = v / 100
 	case "s", "ms":

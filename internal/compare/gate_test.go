@@ -19,6 +19,9 @@ func TestParseGate(t *testing.T) {
 		{"vllm:e2e_p95>+500ms", Gate{Text: "vllm:e2e_p95>+500ms", Server: "vllm", Metric: "e2e_p95", Op: '>', Threshold: 0.5}},
 		{" tpot_p95 > +0.002s ", Gate{Text: "tpot_p95 > +0.002s", Metric: "tpot_p95", Op: '>', Threshold: 0.002}},
 		{"goodput<-50", Gate{Text: "goodput<-50", Metric: "goodput", Op: '<', Threshold: -50}},
+		{"attainment<-2%", Gate{Text: "attainment<-2%", Metric: "attainment", Op: '<', Threshold: -0.02, Relative: true}},
+		{"attainment<-2pp", Gate{Text: "attainment<-2pp", Metric: "attainment", Op: '<', Threshold: -0.02}},
+		{"slo_goodput<-10%", Gate{Text: "slo_goodput<-10%", Metric: "slo_goodput", Op: '<', Threshold: -0.1, Relative: true}},
 		{"goodput<-.5%", Gate{Text: "goodput<-.5%", Metric: "goodput", Op: '<', Threshold: -0.005, Relative: true}},
 	} {
 		got, err := ParseGate(c.in)
@@ -43,7 +46,7 @@ func TestParseGateErrors(t *testing.T) {
 		{"goodput<five", "(i.e. goodput<-5%, ttft_p95>+10%, failure_rate>+0.05)"},
 		{"goodputs<-5%", `unknown metric "goodputs" (one of goodput, ttft_p50`},
 		{"failure_rate>+5%", "failure_rate takes an absolute change (+0.05 or +5pp)"},
-		{"goodput<-5pp", "pp (percentage points) is for failure_rate"},
+		{"goodput<-5pp", "pp (percentage points) is for fractions (failure_rate, attainment)"},
 		{"goodput<-5ms", "ms is a unit of time, and goodput is not a latency (use % or a number in tok/s)"},
 		{"failure_rate>+1s", "use % or a number in a fraction"},
 		{"goodput<5", `a threshold is a change from A to B and needs its sign, e.g. goodput<-5 or goodput<+5`},

@@ -29,6 +29,8 @@ type Rehearsal struct {
 	OnServerFailure string `yaml:"on_server_failure"`
 	// Notes are copied into the bundle's notes.
 	Notes []string `yaml:"notes"`
+	// SLO is nil when the rehearsal judges requests against no objective.
+	SLO *SLO `yaml:"slo"`
 
 	// Path is the file the rehearsal was read from ("" for bytes).
 	Path string `yaml:"-"`
@@ -72,6 +74,11 @@ type Server struct {
 	// 3xx is the request's outcome, so a redirect to another host is never
 	// credited to this server.
 	FollowRedirects bool `yaml:"follow_redirects"`
+	// MaxModelLen is the server's context length (vLLM's --max-model-len);
+	// when set, a prompt whose input tokens plus max_tokens exceed it is
+	// refused before any request is sent (the dataset sources skip it and
+	// count it instead). 0 is unknown.
+	MaxModelLen int `yaml:"max_model_len"`
 }
 
 // Launched reports whether rehearse starts this server itself.
@@ -216,6 +223,12 @@ type Prompts struct {
 	Format    string
 	TimeScale float64
 	BlockSize int
+	// PrefixLen is the prefix_repetition source's prefix length, and the
+	// synthetic source's common prefix (0: none).
+	PrefixLen int
+	// The prefix_repetition source's other parameters (with OutputLen,
+	// Count, Seed and IgnoreEOS).
+	NumPrefixes, SuffixLen int
 }
 
 // Length is a token-length distribution of the synthetic source: fixed;
@@ -241,9 +254,12 @@ type promptsMapping struct {
 	UseOutputLen bool `yaml:"use_output_len"`
 	MaxModelLen  int  `yaml:"max_model_len"`
 
-	Format    string  `yaml:"format"`
-	TimeScale float64 `yaml:"time_scale"`
-	BlockSize int     `yaml:"block_size"`
+	Format      string  `yaml:"format"`
+	TimeScale   float64 `yaml:"time_scale"`
+	BlockSize   int     `yaml:"block_size"`
+	NumPrefixes int     `yaml:"num_prefixes"`
+	PrefixLen   int     `yaml:"prefix_len"`
+	SuffixLen   int     `yaml:"suffix_len"`
 }
 
 // UnmarshalYAML accepts a string (a file), a list of strings, or a
@@ -275,7 +291,8 @@ func (p *Prompts) UnmarshalYAML(b []byte) error {
 		}
 		*p = Prompts{Source: m.Source, File: m.Path, InputLen: m.InputLen, OutputLen: m.OutputLen,
 			Count: m.Count, Seed: m.Seed, IgnoreEOS: m.IgnoreEOS, UseOutputLen: m.UseOutputLen, MaxModelLen: m.MaxModelLen,
-			Format: m.Format, TimeScale: m.TimeScale, BlockSize: m.BlockSize}
+			Format: m.Format, TimeScale: m.TimeScale, BlockSize: m.BlockSize,
+			NumPrefixes: m.NumPrefixes, PrefixLen: m.PrefixLen, SuffixLen: m.SuffixLen}
 	default:
 		return fmt.Errorf("prompts: want a file name, a list of strings or a mapping with source:")
 	}

@@ -211,6 +211,7 @@ func oneLine(err error) string {
 
 var (
 	durationType = reflect.TypeFor[Duration]()
+	sloType      = reflect.TypeFor[SLO]()
 	promptsType  = reflect.TypeFor[Prompts]()
 
 	promptsMappingType = reflect.TypeFor[promptsMapping]()
@@ -226,6 +227,15 @@ func checkShape(t reflect.Type, v any, path string, probs *Problems) bool {
 		return true
 	}
 	switch t {
+	case sloType:
+		if _, key, err := parseSLO(v); err != nil {
+			if key != "" {
+				path = join(path, key)
+			}
+			probs.add(path, "%v", err)
+			return false
+		}
+		return true
 	case durationType:
 		if _, err := parseDuration(v); err != nil {
 			probs.add(path, "%v", err)
@@ -572,6 +582,9 @@ func (r *Rehearsal) validate(p *Problems) {
 		if s.Model == "" {
 			p.add(at+".model", "empty, and model.id is not set either (the model name to request)")
 		}
+		if s.MaxModelLen < 0 {
+			p.add(at+".max_model_len", "%d: must be 0 (unknown) or more", s.MaxModelLen)
+		}
 	}
 	if r.Baseline != "" {
 		if _, ok := names[r.Baseline]; !ok && len(names) > 0 {
@@ -681,6 +694,8 @@ func validatePrompts(w Prompts, p *Problems) {
 	if trace && w.Source != workload.SourceTrace {
 		p.add(at, "format, time_scale and block_size are the trace source's, not the %s source's", w.Name())
 	}
+	repetition := w.NumPrefixes != 0 || w.SuffixLen != 0
+	prefix := repetition || w.PrefixLen != 0
 	switch w.Source {
 	case "":
 		if w.File != "" {
@@ -688,7 +703,7 @@ func validatePrompts(w Prompts, p *Problems) {
 		}
 	case workload.SourceFile:
 		checkFile()
-		if synthetic || dataset || w.Count != 0 {
+		if synthetic || dataset || prefix || w.Count != 0 {
 			p.add(at, "the file source takes path alone")
 		}
 	case workload.SourceShareGPT, workload.SourceChatJSONL:
@@ -698,6 +713,9 @@ func validatePrompts(w Prompts, p *Problems) {
 		}
 		if synthetic {
 			p.add(at, "input_len, output_len, seed and ignore_eos are the synthetic source's, not the %s source's", w.Source)
+		}
+		if prefix {
+			p.add(at, "num_prefixes, prefix_len and suffix_len are the prefix_repetition source's, not the %s source's", w.Source)
 		}
 		if w.Count < 0 {
 			p.add(at+".count", "%d: must be 0 (all) or more", w.Count)
@@ -712,14 +730,17 @@ func validatePrompts(w Prompts, p *Problems) {
 		if dataset {
 			p.add(at, "use_output_len and max_model_len are the dataset sources', not the synthetic source's")
 		}
+		if repetition {
+			p.add(at, "num_prefixes and suffix_len are the prefix_repetition source's, not the synthetic source's (which takes prefix_len alone)")
+		}
 		for _, msg := range w.Synthetic().Check() {
 			field, why, _ := strings.Cut(msg, ": ")
 			p.add(at+"."+field, "%s", why)
 		}
 	case workload.SourceTrace:
 		checkFile()
-		if w.InputLen != nil || w.OutputLen != nil || dataset {
-			p.add(at, "input_len, output_len, use_output_len and max_model_len are not the trace source's (a trace gives each request's lengths)")
+		if w.InputLen != nil || w.OutputLen != nil || dataset || prefix {
+			p.add(at, "input_len, output_len, use_output_len, max_model_len and the prefix keys are not the trace source's (a trace gives each request's lengths)")
 		}
 		for _, msg := range w.Trace().Check() {
 			field, why, _ := strings.Cut(msg, ": ")
@@ -730,8 +751,22 @@ func validatePrompts(w Prompts, p *Problems) {
 				p.add(at+".format", "empty, and the path's extension names no trace format (mooncake for .jsonl, azure for .csv)")
 			}
 		}
+	case workload.SourcePrefixRepetition:
+		if w.File != "" {
+			p.add(at+".path", "the prefix_repetition source reads no file")
+		}
+		if dataset {
+			p.add(at, "use_output_len and max_model_len are the dataset sources', not the prefix_repetition source's")
+		}
+		if w.InputLen != nil {
+			p.add(at+".input_len", "the synthetic source's: prefix_repetition prompts are prefix_len + suffix_len tokens")
+		}
+		for _, msg := range w.PrefixRepetition().Check() {
+			field, why, _ := strings.Cut(msg, ": ")
+			p.add(at+"."+field, "%s", why)
+		}
 	case workload.SourceBuiltin:
-		if w.File != "" || synthetic || dataset || w.Count != 0 {
+		if w.File != "" || synthetic || dataset || prefix || w.Count != 0 {
 			p.add(at, "the builtin source takes no parameters")
 		}
 	default:
@@ -743,7 +778,7 @@ func validatePrompts(w Prompts, p *Problems) {
 // Synthetic is the synthetic source's parameters; absent lengths are the
 // zero Length, which its Check refuses.
 func (w Prompts) Synthetic() workload.Synthetic {
-	s := workload.Synthetic{Count: w.Count, Seed: w.Seed, IgnoreEOS: w.IgnoreEOS}
+	s := workload.Synthetic{Count: w.Count, Seed: w.Seed, IgnoreEOS: w.IgnoreEOS, PrefixLen: w.PrefixLen}
 	if l := w.InputLen; l != nil {
 		s.InputLen = workload.Length{Fixed: l.Fixed, Mean: l.Mean, RangeRatio: l.RangeRatio, SD: l.SD}
 	}
@@ -763,6 +798,17 @@ func (w Prompts) Name() string {
 	return workload.Spec{Source: w.Source, Inline: w.Inline, Path: w.File}.Name()
 }
 
+// PrefixRepetition is the prefix_repetition source's parameters; an
+// absent output_len is the zero Length, which its Check refuses.
+func (w Prompts) PrefixRepetition() workload.PrefixRepetition {
+	p := workload.PrefixRepetition{NumPrefixes: w.NumPrefixes, PrefixLen: w.PrefixLen, SuffixLen: w.SuffixLen,
+		Count: w.Count, Seed: w.Seed, IgnoreEOS: w.IgnoreEOS}
+	if l := w.OutputLen; l != nil {
+		p.OutputLen = workload.Length{Fixed: l.Fixed, Mean: l.Mean, RangeRatio: l.RangeRatio, SD: l.SD}
+	}
+	return p
+}
+
 // Spec is the prompt source as workload.Resolve takes it.
 func (w Prompts) Spec() workload.Spec {
 	spec := workload.Spec{Source: w.Source, Inline: w.Inline, Path: w.File}
@@ -770,6 +816,9 @@ func (w Prompts) Spec() workload.Spec {
 	case workload.SourceSynthetic:
 		s := w.Synthetic()
 		spec.Synthetic = &s
+	case workload.SourcePrefixRepetition:
+		p := w.PrefixRepetition()
+		spec.Prefix = &p
 	case workload.SourceShareGPT, workload.SourceChatJSONL:
 		spec.Dataset = &workload.Dataset{UseOutputLen: w.UseOutputLen, MaxModelLen: w.MaxModelLen, Count: w.Count}
 	case workload.SourceTrace:

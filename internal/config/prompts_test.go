@@ -52,7 +52,7 @@ func TestPromptSourceMappings(t *testing.T) {
 
 func TestPromptSourceProblems(t *testing.T) {
 	cases := []struct{ yaml, want string }{
-		{"{source: nope}", `workload.prompts.source: "nope": want one of builtin, chat_jsonl, file, sharegpt, synthetic`},
+		{"{source: nope}", `workload.prompts.source: "nope": want one of builtin, chat_jsonl, file, prefix_repetition, sharegpt, synthetic`},
 		{"{source: chat_jsonl, path: x, use_output_len: true}", "workload.prompts.use_output_len: the chat_jsonl source always takes"},
 		{"{source: chat_jsonl}", "workload.prompts.path: empty (the chat_jsonl source reads a file)"},
 		{"{source: sharegpt}", "workload.prompts.path: empty (the sharegpt source reads a file)"},

@@ -116,11 +116,20 @@ type Aggregate struct {
 	// Lateness is start_s − intended_start_s over every sent request of
 	// open-loop waves: the load generator's own delay.
 	Lateness *Percentiles `json:"lateness_s,omitempty"`
+	// InputLength is the client-counted input_tokens of every recorded
+	// attempt that carries one; OutputLength the output_tokens of the
+	// successful ones (TrafficLengths): the traffic's shape beside its
+	// latencies.
+	InputLength  Lengths `json:"input_length_tok"`
+	OutputLength Lengths `json:"output_length_tok"`
 
 	Failures          Failures `json:"failures"`
 	FailedWithContent int      `json:"failed_with_content"`
 	SpeedupVsBaseline *float64 `json:"speedup_vs_baseline"`
 	Warnings          []string `json:"warnings"`
+	// SLO is the aggregate's standing against the rehearsal's objectives
+	// (ApplySLO), absent when the rehearsal has none.
+	SLO *SLOAggregate `json:"slo,omitempty"`
 }
 
 // Key returns the population key of the aggregate, as KeyOf keys its
@@ -309,7 +318,9 @@ func PooledLatencies(waves []Wave, records []Record, k Key) Latencies {
 // sustained wave the measured window, from its first measured send to its
 // last measured end (its warm-up requests are a wave of kind warmup, never
 // counted). Request throughput is the ok records ÷ the same window.
-// Latencies are pooled over the ok records of all repeats in every mode. baseline names the
+// Latencies are pooled over the ok records of all repeats in every mode;
+// so are output lengths, and input lengths over every attempt with a
+// client count (TrafficLengths). baseline names the
 // speed-up denominator ("" for none).
 func Aggregates(waves []Wave, records []Record, servers []string, baseline string) []Aggregate {
 	byWave := map[int][]Record{}
@@ -381,6 +392,7 @@ func aggregate(k Key, waves []Wave, byWave map[int][]Record) Aggregate {
 	}
 	var goodput, reqRate, late, usageTok, outTok []float64
 	var lat Latencies
+	var lengths TrafficLengths
 	successes := 0
 	for _, w := range waves {
 		recs := byWave[w.ID]
@@ -388,6 +400,7 @@ func aggregate(k Key, waves []Wave, byWave map[int][]Record) Aggregate {
 		tokens, oks := 0, 0
 		for _, r := range recs {
 			a.Failures.Total++
+			lengths.Add(r)
 			if k.Mode == ModeOpen {
 				late = append(late, r.StartS-r.IntendedStartS)
 			}
@@ -438,6 +451,7 @@ func aggregate(k Key, waves []Wave, byWave map[int][]Record) Aggregate {
 	a.Goodput = SpreadOf(goodput)
 	a.RequestThroughput = SpreadOf(reqRate)
 	a.TTFT, a.TPOT, a.ITL, a.E2E = Summarize(lat.TTFT), Summarize(lat.TPOT), Summarize(lat.ITL), Summarize(lat.E2E)
+	a.InputLength, a.OutputLength = SummarizeLengths(lengths.Input), SummarizeLengths(lengths.Output)
 	if k.Mode == ModeOpen {
 		l := Summarize(late)
 		a.Lateness = &l

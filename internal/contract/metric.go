@@ -7,8 +7,9 @@ type Unit string
 
 // The units of the metric table.
 const (
-	TokensPerSecond Unit = "tok/s"
-	Seconds         Unit = "s"
+	TokensPerSecond   Unit = "tok/s"
+	RequestsPerSecond Unit = "req/s"
+	Seconds           Unit = "s"
 	// Fraction is a share of requests, 0 to 1.
 	Fraction Unit = ""
 )
@@ -24,6 +25,12 @@ type Metric struct {
 	// Value reads the figure; nil where the aggregate has none (no
 	// successful request, or no request at all).
 	Value func(Aggregate) *float64
+	// AbsoluteOnly is true for a fraction that is often 0 (the failure
+	// rate), whose relative change means nothing: gates test it in
+	// absolute terms only.
+	AbsoluteOnly bool
+	// Absent says why an aggregate may have no value.
+	Absent string
 }
 
 // Latency reports whether the metric is a time, which thresholds in s or ms
@@ -39,17 +46,40 @@ var metrics = []Metric{
 	{Name: "tpot_p95", Unit: Seconds, Value: func(a Aggregate) *float64 { return a.TPOT.P95 }},
 	{Name: "itl_p99", Unit: Seconds, Value: func(a Aggregate) *float64 { return a.ITL.P99 }},
 	{Name: "e2e_p95", Unit: Seconds, Value: func(a Aggregate) *float64 { return a.E2E.P95 }},
-	{Name: "failure_rate", Unit: Fraction, Value: func(a Aggregate) *float64 {
+	{Name: "failure_rate", Unit: Fraction, AbsoluteOnly: true, Value: func(a Aggregate) *float64 {
 		if a.Failures.Total == 0 {
 			return nil
 		}
 		r := a.Failures.Rate
 		return &r
 	}},
+	// attainment and slo_goodput are the SLO figures (ApplySLO): absent
+	// from aggregates of a rehearsal without objectives.
+	{Name: "attainment", Unit: Fraction, HigherIsBetter: true, Absent: "no objectives, or no request", Value: func(a Aggregate) *float64 {
+		if a.SLO == nil {
+			return nil
+		}
+		return a.SLO.Attainment
+	}},
+	{Name: "slo_goodput", Unit: RequestsPerSecond, HigherIsBetter: true, Absent: "no objectives, or no request", Value: func(a Aggregate) *float64 {
+		if a.SLO == nil {
+			return nil
+		}
+		return a.SLO.RequestGoodput.Median
+	}},
 }
 
 // Metrics is the metric table, in the order it is listed to people.
 func Metrics() []Metric { return slices.Clone(metrics) }
+
+// AbsentReason says why an aggregate may have no value of the metric: "no
+// successful request" unless the metric says otherwise.
+func (m Metric) AbsentReason() string {
+	if m.Absent != "" {
+		return m.Absent
+	}
+	return "no successful request"
+}
 
 // MetricNamed finds a metric of the table by name.
 func MetricNamed(name string) (Metric, bool) {

@@ -10,6 +10,7 @@ func TestMetricTable(t *testing.T) {
 		Goodput: Spread{Median: &v}, TTFT: Percentiles{P50: &v, P95: &v, P99: &v},
 		TPOT: Percentiles{P50: &v, P95: &v}, ITL: Percentiles{P99: &v}, E2E: Percentiles{P95: &v},
 		Failures: Failures{Count: 1, Total: 4, Rate: 0.25},
+		SLO:      &SLOAggregate{Attainment: &v, RequestGoodput: Spread{Median: &v}},
 	}
 	for _, m := range Metrics() {
 		got := m.Value(a)
@@ -23,7 +24,7 @@ func TestMetricTable(t *testing.T) {
 		if n, ok := MetricNamed(m.Name); !ok || n.Name != m.Name {
 			t.Errorf("MetricNamed(%q) = %v, %v", m.Name, n.Name, ok)
 		}
-		if m.HigherIsBetter != (m.Name == "goodput") {
+		if m.HigherIsBetter != (m.Name == "goodput" || m.Name == "attainment" || m.Name == "slo_goodput") {
 			t.Errorf("%s: higher is better %v", m.Name, m.HigherIsBetter)
 		}
 	}
@@ -32,5 +33,10 @@ func TestMetricTable(t *testing.T) {
 	}
 	if fr, _ := MetricNamed("failure_rate"); fr.Value(Aggregate{}) != nil {
 		t.Error("a failure rate of no request is not 0")
+	}
+	for _, name := range []string{"attainment", "slo_goodput"} {
+		if m, _ := MetricNamed(name); m.Value(Aggregate{}) != nil || m.AbsentReason() == "no successful request" {
+			t.Errorf("%s of an aggregate without objectives: %v, absent %q", name, m.Value(Aggregate{}), m.AbsentReason())
+		}
 	}
 }

@@ -259,6 +259,9 @@ type WaveResult struct {
 	// Warmup is the warm-up wave of a sustained wave's first requests (nil
 	// for other waves and for a sustained wave without warm-up requests).
 	Warmup *WaveResult
+	// UntilMet says a sustained wave's Until predicate ended it before its
+	// bounds did.
+	UntilMet bool
 }
 
 // prepare builds one request per prompt of l that a wave of the given

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
@@ -32,6 +33,16 @@ type SustainedSpec struct {
 	// WarmupRequests are sent first by the same clients and recorded as a
 	// wave of kind warmup of their own.
 	WarmupRequests int
+	// Until, when set, may end the measured part before its bounds: it is
+	// called with the measured records ended so far, in the order they
+	// ended, each time UntilEvery more of them have ended (0: each time one
+	// has), never two calls at once; once it returns true no more measured
+	// requests are sent and those in flight finish. NumRequests and
+	// Duration stay the part's cap. It must not keep or change the slice.
+	// A capacity probe's "min_requests and a resolved interval" is one.
+	Until func(records []contract.Record) bool
+	// UntilEvery is how many measured records end between calls of Until.
+	UntilEvery int
 }
 
 func (s SustainedSpec) check() error {
@@ -41,8 +52,8 @@ func (s SustainedSpec) check() error {
 	switch {
 	case s.Concurrency <= 0:
 		return fmt.Errorf("concurrency %d: want at least 1", s.Concurrency)
-	case s.NumRequests < 0 || s.Duration < 0 || s.WarmupRequests < 0:
-		return fmt.Errorf("num_requests %d, duration %v, warmup_requests %d: want non-negative bounds", s.NumRequests, s.Duration, s.WarmupRequests)
+	case s.NumRequests < 0 || s.Duration < 0 || s.WarmupRequests < 0 || s.UntilEvery < 0:
+		return fmt.Errorf("num_requests %d, duration %v, warmup_requests %d, until every %d: want non-negative bounds", s.NumRequests, s.Duration, s.WarmupRequests, s.UntilEvery)
 	case s.NumRequests == 0 && s.Duration == 0:
 		return fmt.Errorf("sustained wave of %d clients is unbounded: set num_requests, duration, or both", s.Concurrency)
 	}
@@ -67,6 +78,15 @@ type sustainedPart struct {
 	sent    int
 	indexed []indexedRecord
 	tl      tally
+
+	// until ends the part early (SustainedSpec.Until); ended holds the
+	// records in end order for it, untilMu keeps its calls one at a time,
+	// and met is set once it returned true.
+	until   func([]contract.Record) bool
+	every   int
+	ended   []contract.Record
+	untilMu sync.Mutex
+	met     atomic.Bool
 }
 
 type indexedRecord struct {
@@ -109,7 +129,23 @@ func (d *Driver) settlePart(p *sustainedPart, i, client, prompt int, res stream.
 	p.rel.load.stamp(&r)
 	p.mu.Lock()
 	p.indexed = append(p.indexed, indexedRecord{i, r})
+	var ended []contract.Record
+	if p.until != nil && !p.met.Load() {
+		p.ended = append(p.ended, r)
+		if len(p.ended)%p.every == 0 {
+			// Records below len(p.ended) are never written again, so the
+			// predicate reads them outside the lock.
+			ended = p.ended[:len(p.ended):len(p.ended)]
+		}
+	}
 	p.mu.Unlock()
+	if ended != nil {
+		p.untilMu.Lock()
+		if !p.met.Load() && p.until(ended) {
+			p.met.Store(true)
+		}
+		p.untilMu.Unlock()
+	}
 	if !p.quiet {
 		d.ended(p.rel.wave, p.rel.at, p.total, &p.tl, r)
 		return
@@ -147,7 +183,7 @@ func (d *Driver) finishPart(ctx context.Context, p *sustainedPart, planned int) 
 	if !p.quiet {
 		d.progress(Event{Kind: WaveEnded, Wave: w, Done: done, Failed: failed, Total: p.total, Elapsed: time.Since(p.rel.at)})
 	}
-	return WaveResult{Wave: w, Release: p.rel.at, Records: recs}, waveError(ctx, w, journalErr)
+	return WaveResult{Wave: w, Release: p.rel.at, Records: recs, UntilMet: p.met.Load()}, waveError(ctx, w, journalErr)
 }
 
 // SustainedWave runs one sustained closed-loop wave: Concurrency clients on
@@ -160,8 +196,11 @@ func (d *Driver) finishPart(ctx context.Context, p *sustainedPart, planned int) 
 // sustained), released at the first send and journaled quietly (no
 // progress events); the measured requests are the wave of spec.Kind,
 // released at the first measured send, bounded by NumRequests and/or
-// Duration from that release. Each wave is journaled at its release and
-// at its end, each record as its request ends. The WaveResult is the
+// Duration from that release (and ended sooner when Until says so:
+// WaveResult.UntilMet). Each wave is journaled at its release and at its
+// end, each record as its request ends, in a goroutine of its own: a client
+// sends its next request as soon as its last one ended, never after that
+// record's re-count, journal write or progress event. The WaveResult is the
 // measured wave, its Warmup the warm-up's (nil without one). When ctx is
 // canceled the requests in flight end as canceled, no more are sent, and
 // both waves are journaled as stopped.
@@ -206,7 +245,7 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 	if n == 0 {
 		total = -1
 	}
-	meas := &sustainedPart{wave: mw, rel: newRelease(), total: total}
+	meas := &sustainedPart{wave: mw, rel: newRelease(), total: total, until: spec.Until, every: max(1, spec.UntilEvery)}
 	meas.rel.load = spec.Load
 
 	var (
@@ -215,6 +254,7 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 		measuredAt time.Time
 		releasing  sync.WaitGroup
 		clients    sync.WaitGroup
+		settling   sync.WaitGroup
 		warmEnded  sync.WaitGroup
 	)
 	// take hands out the next request: its index and part, or false when
@@ -242,6 +282,8 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 				d.releasePart(meas, at)
 			}(measuredAt)
 		case spec.Duration > 0 && time.Since(measuredAt) >= spec.Duration:
+			return 0, nil, false
+		case meas.met.Load():
 			return 0, nil, false
 		}
 		next++
@@ -278,15 +320,24 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 				}
 				prompt := workload.PromptIndex(i, len(prepared))
 				res := d.client.Send(ctx, prepared[prompt])
-				d.settlePart(p, i, client, prompt, res)
-				if p == warm {
-					warmEnded.Done()
-				}
+				// The record is made, re-counted and journaled beside
+				// the loop, not in it: the client sends its next request
+				// at once, so a slow journal write or a wait for the
+				// measured release never leaves a slot empty.
+				settling.Add(1)
+				go func() {
+					defer settling.Done()
+					d.settlePart(p, i, client, prompt, res)
+					if p == warm {
+						warmEnded.Done()
+					}
+				}()
 			}
 		}()
 	}
 	clients.Wait()
 	releasing.Wait()
+	settling.Wait()
 	if warm != nil {
 		// Warm-up requests never sent (the run was canceled) end the
 		// warm-up too.

@@ -202,3 +202,102 @@ func TestSustainedWaveCanceled(t *testing.T) {
 		}
 	}
 }
+
+func TestSustainedWaveUntil(t *testing.T) {
+	srv, hits := fakeServer(t, 1, time.Millisecond)
+	d := New(Options{Counter: words{}})
+	const c, warmN, n, every = 3, 2, 1000, 5
+	var (
+		mu      sync.Mutex
+		calls   []int
+		overlap bool
+		busy    bool
+		foreign bool
+	)
+	res, err := d.SustainedWave(context.Background(), Target{Name: "s", BaseURL: srv.URL, Model: "m"},
+		SustainedSpec{Load: testLoad(), Concurrency: c, Repeat: 1, NumRequests: n, WarmupRequests: warmN,
+			UntilEvery: every, Until: func(recs []contract.Record) bool {
+				mu.Lock()
+				overlap = overlap || busy
+				busy = true
+				calls = append(calls, len(recs))
+				mu.Unlock()
+				for _, r := range recs {
+					if r.Kind != contract.KindRecorded {
+						foreign = true
+					}
+				}
+				mu.Lock()
+				busy = false
+				mu.Unlock()
+				return len(recs) >= 10
+			}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if overlap || foreign {
+		t.Errorf("Until was called concurrently (%v) or saw warm-up records (%v)", overlap, foreign)
+	}
+	if len(calls) != 2 || calls[0] != every || calls[1] != 2*every {
+		t.Errorf("Until was called with %v records: want %d then %d", calls, every, 2*every)
+	}
+	if !res.UntilMet || len(res.Records) < 10 || len(res.Records) >= n || res.Wave.NotSent != 0 || res.Wave.Stopped != "" {
+		t.Errorf("until met %v, %d records, not sent %d, stopped %q: want the wave ended by Until after 10 records",
+			res.UntilMet, len(res.Records), res.Wave.NotSent, res.Wave.Stopped)
+	}
+	if got := hits.Load(); got != int64(warmN+len(res.Records)) {
+		t.Errorf("server saw %d requests, want %d", got, warmN+len(res.Records))
+	}
+
+	// Never satisfied, the predicate (here through the plan's bounds)
+	// leaves the wave to its bounds: its cap.
+	res, err = d.Wave(context.Background(), Target{Name: "s", BaseURL: srv.URL, Model: "m"}, testLoad(),
+		plan.Wave{Kind: contract.KindRecorded, Mode: contract.ModeSustained, Concurrency: c, Repeat: 1,
+			Sustained: &plan.Bounds{NumRequests: 20, UntilEvery: 4, Until: func([]contract.Record) bool { return false }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.UntilMet || len(res.Records) != 20 {
+		t.Errorf("until met %v, %d records: want the cap of 20", res.UntilMet, len(res.Records))
+	}
+}
+
+// TestSustainedClientsDoNotWaitForBookkeeping holds the first measured
+// request's bookkeeping (its progress event, like a slow journal write)
+// until the server has seen every request of the run arrive: a client that
+// made its record in its own loop before sending its next request would
+// leave its slot empty, and the server, which answers only with c in
+// flight, would never see the rest.
+func TestSustainedClientsDoNotWaitForBookkeeping(t *testing.T) {
+	const c, warmN, n = 4, 2, 16
+	srv, s := newInFlightServer(t, c, warmN+n)
+	arrived := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.arrivals == warmN+n
+	}
+	held := false
+	d := New(Options{Counter: words{}, Progress: func(e Event) {
+		if e.Kind != RequestEnded || held {
+			return
+		}
+		held = true
+		deadline := time.Now().Add(15 * time.Second)
+		for !arrived() && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}})
+	res, err := d.SustainedWave(context.Background(), Target{Name: "s", BaseURL: srv.URL, Model: "m"},
+		SustainedSpec{Load: testLoad(), Concurrency: c, Repeat: 1, NumRequests: n, WarmupRequests: warmN})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !arrived() {
+		t.Fatalf("server saw %d of %d requests while one record's bookkeeping was held", s.arrivals, warmN+n)
+	}
+	for k, r := range res.Records {
+		if !r.OK {
+			t.Errorf("record %d failed: %s %s", k, r.ErrorKind, r.Error)
+		}
+	}
+}

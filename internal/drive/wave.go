@@ -78,6 +78,7 @@ func (d *Driver) Wave(ctx context.Context, t Target, load Load, w plan.Wave) (Wa
 		return d.SustainedWave(ctx, t, SustainedSpec{
 			Load: load, Kind: w.Kind, Concurrency: w.Concurrency, Repeat: w.Repeat, Cold: w.Cold,
 			NumRequests: s.NumRequests, Duration: s.Duration, WarmupRequests: s.WarmupRequests,
+			Until: s.Until, UntilEvery: s.UntilEvery,
 		})
 	}
 	return WaveResult{}, fmt.Errorf("%s: wave mode %q: want closed, sustained or open", t.Name, w.Mode)

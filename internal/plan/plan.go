@@ -30,11 +30,17 @@ type Wave struct {
 
 // Bounds are the bounds of one sustained closed-loop wave: NumRequests
 // measured requests, Duration of the measured part, or both (whichever ends
-// first), after WarmupRequests requests of warm-up.
+// first), after WarmupRequests requests of warm-up. Until, when set, may end
+// the measured part sooner: it is asked, every UntilEvery measured records
+// (0: every one), whether the records so far suffice (a capacity probe's
+// "at least min_requests and a resolved interval"); the other bounds are
+// then its cap. Nil keeps the wave to its bounds.
 type Bounds struct {
 	NumRequests    int
 	Duration       time.Duration
 	WarmupRequests int
+	Until          func(records []contract.Record) bool
+	UntilEvery     int
 }
 
 // Schedule is the arrival schedule of one open-loop wave: requests at

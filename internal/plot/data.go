@@ -48,17 +48,18 @@ func newData(res *bundle.Results) *data {
 	return d
 }
 
-// mode describes the x axis of a load mode: clients for closed-loop waves,
-// request rate for open-loop arrivals.
+// mode describes the x axis of a load mode: clients for closed-loop waves
+// and the sustained closed loop, request rate for open-loop arrivals.
 type mode struct {
-	name   string // contract.ModeClosed or contract.ModeOpen
-	suffix string // file-name suffix: "" or "-open"
+	name   string // contract.ModeClosed, ModeSustained or ModeOpen
+	suffix string // file-name suffix: "", "-sustained" or "-open"
 	xLabel string
 	x      func(contract.Aggregate) float64
 }
 
 var modes = []mode{
 	{contract.ModeClosed, "", "clients (closed-loop wave)", func(a contract.Aggregate) float64 { return float64(a.Concurrency) }},
+	{contract.ModeSustained, "-sustained", "clients (sustained closed loop)", func(a contract.Aggregate) float64 { return float64(a.Concurrency) }},
 	{contract.ModeOpen, "-open", "request rate (req/s, open loop)", func(a contract.Aggregate) float64 { return a.RequestRateRPS }},
 }
 

@@ -22,7 +22,8 @@ func (r rangePoints) YError(i int) (float64, float64) { return r.lo[i], r.hi[i] 
 // spreadPoint is one server's goodput at one load, in data units.
 type spreadPoint struct{ x, median, min, max float64 }
 
-// goodputFigures draws goodput against clients (and against request rate for
+// goodputFigures draws goodput against clients (a figure for closed-loop
+// waves, one for the sustained closed loop, and one against request rate for
 // open-loop aggregates): one line per server, median of the repeats with the
 // min–max range as error bars.
 func goodputFigures(d *data) ([]Figure, error) {
@@ -49,8 +50,13 @@ func goodputFigures(d *data) ([]Figure, error) {
 			continue
 		}
 		title := "Goodput against clients"
-		if m.name == contract.ModeOpen {
+		window := "the wave's wall time"
+		switch m.name {
+		case contract.ModeOpen:
 			title = "Goodput against request rate"
+		case contract.ModeSustained:
+			title = "Goodput against clients, sustained closed loop"
+			window = "the measured window (first measured send to last measured end; warm-up requests excluded)"
 		}
 		p := newPlot(title, m.xLabel, "goodput (tok/s)")
 		sx, sy := xScale(xs), scale{log: logWorthy(all, 30)}
@@ -93,7 +99,7 @@ func goodputFigures(d *data) ([]Figure, error) {
 			p.Y.Tick.Marker = fixedTicks(linearTicks(p.Y.Max)...)
 		}
 		headroom(&p.Y, len(series))
-		caption := fmt.Sprintf("Goodput: output tokens of successful requests ÷ the wave's wall time. Each point is the median of the recorded repeats; the bar spans their minimum to maximum. Y axis: %s.", axis)
+		caption := fmt.Sprintf("Goodput: output tokens of successful requests ÷ %s. Each point is the median of the recorded repeats; the bar spans their minimum to maximum. Y axis: %s.", window, axis)
 		doc, err := svg(title, p)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -115,8 +121,11 @@ func ttftFigures(d *data) ([]Figure, error) {
 		}
 		name := "ttft" + m.suffix + ".svg"
 		what := "clients"
-		if m.name == contract.ModeOpen {
+		switch m.name {
+		case contract.ModeOpen:
 			what = "request rate"
+		case contract.ModeSustained:
+			what = "clients, sustained closed loop"
 		}
 		tp, fp := map[string]plotter.XYs{}, map[string]plotter.XYs{}
 		var ttfts []float64

@@ -1,7 +1,9 @@
 // Package plot draws the figures of a results bundle as SVG with gonum/plot:
 // goodput against clients, p95 TTFT with the failure rate, a per-request
-// timeline of one wave per server, the mechanism-check series, and TTFT and
-// TPOT distributions. Every figure is computed from bundle.Results alone and
+// timeline of one wave per server, TTFT and TPOT distributions (each for the
+// closed loop and the sustained closed loop; goodput and TTFT against
+// request rate for open-loop arrivals), the mechanism-check series, and the
+// input and output length histograms. Every figure is computed from bundle.Results alone and
 // the output is deterministic for the same input. Text uses the Liberation
 // Sans metrics embedded in gonum/plot; no font is fetched or embedded.
 package plot
@@ -44,7 +46,7 @@ func Render(res *bundle.Results) ([]Figure, error) {
 	d := newData(res)
 	var figs []Figure
 	for _, f := range []func(*data) ([]Figure, error){
-		goodputFigures, ttftFigures, timelineFigures, mechanismFigures, cdfFigures,
+		goodputFigures, ttftFigures, timelineFigures, mechanismFigures, cdfFigures, lengthFigures,
 	} {
 		fs, err := f(d)
 		if err != nil {

@@ -129,7 +129,7 @@ func names(figs map[string]Figure) []string {
 
 func TestRenderGolden(t *testing.T) {
 	figs := render(t, plottest.Results(plottest.Default()))
-	want := []string{"cdf.svg", "goodput.svg", "mechanism.svg", "timeline-batching.svg", "timeline-naive.svg", "ttft.svg"}
+	want := []string{"cdf.svg", "goodput.svg", "lengths.svg", "mechanism.svg", "timeline-batching.svg", "timeline-naive.svg", "ttft.svg"}
 	if got := names(figs); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("figures %v, want %v", got, want)
 	}
@@ -309,7 +309,7 @@ func TestSingleServerSingleConcurrency(t *testing.T) {
 	o.Repeats = 1
 	o.MechanismCheck = false
 	figs := render(t, plottest.Results(o))
-	want := "cdf.svg goodput.svg timeline-batching.svg ttft.svg"
+	want := "cdf.svg goodput.svg lengths.svg timeline-batching.svg ttft.svg"
 	if got := strings.Join(names(figs), " "); got != want {
 		t.Errorf("figures %s, want %s", got, want)
 	}
@@ -365,5 +365,73 @@ func BenchmarkRender(b *testing.B) {
 		if _, err := Render(res); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestLengthBins checks the bin choice of the length histogram: a bin per
+// count for a few short prompts, log bins for a ShareGPT-like spread,
+// round linear bins between.
+func TestLengthBins(t *testing.T) {
+	short := lengthBins([]float64{12, 15, 9, 30, 22})
+	if short.width != 1 || short.sx.log || short.edges[0] != 8.5 || short.edges[len(short.edges)-1] != 30.5 {
+		t.Errorf("short prompts: %+v, want a bin per count from 8.5 to 30.5", short)
+	}
+	wide := lengthBins([]float64{4, 60, 800, 3900})
+	if !wide.sx.log || wide.edges[0] > 4 || wide.edges[len(wide.edges)-1] < 3900 || len(wide.edges) > 40 {
+		t.Errorf("ShareGPT-like: %+v, want log bins covering 4 to 3900", wide)
+	}
+	mid := lengthBins([]float64{900, 1000, 1100, 1500})
+	if mid.sx.log || mid.width != 20 || mid.edges[0] != 900 || mid.edges[len(mid.edges)-1] < 1500 {
+		t.Errorf("900–1500: %+v, want bins of 20 tokens from 900", mid)
+	}
+	sh := wide.shares([]float64{0, 4, 3900, 3900})
+	sum := 0.0
+	for _, v := range sh {
+		sum += v
+	}
+	if math.Abs(sum-100) > 1e-9 || sh[0] != 50 || sh[len(sh)-1] != 50 {
+		t.Errorf("shares %v: want 50%% in the first bin (0 and 4), 50%% in the last, 100%% in all", sh)
+	}
+}
+
+// TestLengthsFigureShareGPTLike draws a long-tailed spread of lengths on a
+// log axis, every request in a bin.
+func TestLengthsFigureShareGPTLike(t *testing.T) {
+	res := plottest.Results(plottest.Default())
+	for i := range res.Records {
+		n := int(math.Exp(1.5 + 0.02*float64(i%300))) // 4 to ≈ 1,600 tokens
+		res.Records[i].InputTokens = &n
+	}
+	f := render(t, res)["lengths.svg"]
+	if !strings.Contains(f.Caption, "ten log-spaced bins a decade") {
+		t.Errorf("caption %q: want log bins for the input", f.Caption)
+	}
+	if !strings.Contains(string(f.SVG), ">1000</text>") {
+		t.Error("lengths.svg lacks the 1000 tick of its log axis")
+	}
+}
+
+// TestSustainedFigures checks that a bundle of sustained waves gets its own
+// goodput, TTFT, CDF and timeline figures (none of the closed loop's), and
+// that its timeline has a row per client, not per request.
+func TestSustainedFigures(t *testing.T) {
+	o := plottest.Default()
+	o.MechanismCheck = false
+	res := plottest.Results(o)
+	for i := range res.Waves {
+		res.Waves[i].Mode = contract.ModeSustained
+	}
+	res.Recompute()
+	figs := render(t, res)
+	want := "cdf-sustained.svg goodput-sustained.svg lengths.svg timeline-sustained-batching.svg timeline-sustained-naive.svg ttft-sustained.svg"
+	if got := strings.Join(names(figs), " "); got != want {
+		t.Fatalf("figures %s, want %s", got, want)
+	}
+	if c := figs["goodput-sustained.svg"].Caption; !strings.Contains(c, "measured window") {
+		t.Errorf("goodput caption %q does not name the measured window", c)
+	}
+	tl := figs["timeline-sustained-batching.svg"]
+	if !strings.Contains(tl.Caption, "One row per client") || !strings.Contains(string(tl.SVG), ">client</text>") {
+		t.Errorf("sustained timeline is not a row per client: %q", tl.Caption)
 	}
 }

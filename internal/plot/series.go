@@ -99,12 +99,29 @@ func (xys xyValues) ys() []float64 {
 }
 
 // cdfFigures draws the TTFT and TPOT distributions (empirical CDFs) per
-// server at the highest concurrency of the closed-loop waves, pooled over the
-// successful requests of its recorded repeats, as the contract pools them.
+// server at the highest concurrency of the closed-loop waves (cdf.svg) and
+// of the sustained ones (cdf-sustained.svg), pooled over the successful
+// requests of its recorded repeats, as the contract pools them.
 func cdfFigures(d *data) ([]Figure, error) {
+	var figs []Figure
+	for _, m := range []string{contract.ModeClosed, contract.ModeSustained} {
+		fs, err := cdfFigure(d, m)
+		if err != nil {
+			return nil, err
+		}
+		figs = append(figs, fs...)
+	}
+	return figs, nil
+}
+
+func cdfFigure(d *data, mode string) ([]Figure, error) {
 	top := 0
 	for _, w := range d.res.Waves {
-		if w.Kind == contract.KindRecorded && (w.Mode == "" || w.Mode == contract.ModeClosed) && w.Concurrency > top {
+		wm := w.Mode
+		if wm == "" {
+			wm = contract.ModeClosed
+		}
+		if w.Kind == contract.KindRecorded && wm == mode && w.Concurrency > top {
 			top = w.Concurrency
 		}
 	}
@@ -114,10 +131,14 @@ func cdfFigures(d *data) ([]Figure, error) {
 	ttft := map[string][]float64{}
 	tpot := map[string][]float64{}
 	for _, s := range d.servers {
-		l := contract.PooledLatencies(d.res.Waves, d.res.Records, contract.Key{Server: s, Mode: contract.ModeClosed, Concurrency: top})
+		l := contract.PooledLatencies(d.res.Waves, d.res.Records, contract.Key{Server: s, Mode: mode, Concurrency: top})
 		ttft[s], tpot[s] = l.TTFT, l.TPOT
 	}
-	title := fmt.Sprintf("TTFT and TPOT distributions at %d clients", top)
+	file, load := "cdf.svg", fmt.Sprintf("%d clients", top)
+	if mode == contract.ModeSustained {
+		file, load = "cdf-sustained.svg", fmt.Sprintf("%d clients, sustained", top)
+	}
+	title := fmt.Sprintf("TTFT and TPOT distributions at %s", load)
 	var panels []*gplot.Plot
 	var absent []string
 	for _, pan := range []struct {
@@ -127,7 +148,7 @@ func cdfFigures(d *data) ([]Figure, error) {
 		{"Time to first token", "TTFT (s)", ttft},
 		{"Time per output token", "TPOT (s per token after the first)", tpot},
 	} {
-		p := newPlot(fmt.Sprintf("%s, %d clients", pan.name, top), pan.label, "fraction of successful requests ≤ x")
+		p := newPlot(fmt.Sprintf("%s, %s", pan.name, load), pan.label, "fraction of successful requests ≤ x")
 		var all []float64
 		for _, s := range d.servers {
 			all = append(all, pan.pop[s]...)
@@ -148,7 +169,7 @@ func cdfFigures(d *data) ([]Figure, error) {
 			}
 			l, err := plotter.NewLine(xys)
 			if err != nil {
-				return nil, fmt.Errorf("cdf.svg: server %s: %w", s, err)
+				return nil, fmt.Errorf("%s: server %s: %w", file, s, err)
 			}
 			l.LineStyle = lineStyle(d.index[s])
 			l.StepStyle = plotter.PostStep
@@ -175,18 +196,21 @@ func cdfFigures(d *data) ([]Figure, error) {
 			missing = append(missing, s)
 		}
 	}
-	caption := fmt.Sprintf("Empirical CDFs over the successful requests of every recorded repeat at %d clients, the highest concurrency; a step per request. TTFT = first content − send; TPOT = (end − first content) ÷ (output tokens − 1). A log x axis is used where the servers differ by more than 30×.", top)
+	caption := fmt.Sprintf("Empirical CDFs over the successful requests of every recorded repeat at %s, the highest concurrency; a step per request. TTFT = first content − send; TPOT = (end − first content) ÷ (output tokens − 1). A log x axis is used where the servers differ by more than 30×.", load)
+	if mode == contract.ModeSustained {
+		caption += " Measured requests only; the warm-up is not in them."
+	}
 	for _, a := range absent {
 		caption += fmt.Sprintf(" %s: no request qualifies.", a)
 	}
 	if len(missing) > 0 {
-		caption += fmt.Sprintf(" No successful request at %d clients for: %v.", top, missing)
+		caption += fmt.Sprintf(" No successful request at %s for: %v.", load, missing)
 	}
 	doc, err := svg(title, panels...)
 	if err != nil {
-		return nil, fmt.Errorf("cdf.svg: %w", err)
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	return []Figure{{Name: "cdf.svg", Title: title, Caption: caption, SVG: doc}}, nil
+	return []Figure{{Name: file, Title: title, Caption: caption, SVG: doc}}, nil
 }
 
 // ecdf returns the steps of the empirical CDF of xs, starting from 0.

@@ -19,86 +19,134 @@ import (
 const timelineTarget = 8
 
 // timelineFigures draws, per server, one recorded closed-loop wave at the
-// concurrency closest to 8: one bar per request from send to end of stream.
+// concurrency closest to 8: one bar per request from send to end of stream;
+// and, per server with sustained waves, one sustained wave the same way with
+// a row per client, its requests one after another along the row.
 func timelineFigures(d *data) ([]Figure, error) {
 	var figs []Figure
 	taken := map[string]bool{}
-	for _, s := range d.servers {
-		w, ok := d.timelineWave(s)
-		if !ok {
-			continue
-		}
-		recs := append([]contract.Record(nil), d.byWave[w.ID]...)
-		if len(recs) == 0 {
-			continue
-		}
-		sort.SliceStable(recs, func(i, j int) bool {
-			if recs[i].StartS != recs[j].StartS {
-				return recs[i].StartS < recs[j].StartS
+	for _, sustained := range []bool{false, true} {
+		for _, s := range d.servers {
+			f, ok, err := d.timelineFigure(s, sustained, taken)
+			if err != nil {
+				return nil, err
 			}
-			return recs[i].Client < recs[j].Client
-		})
-		tl := &timeline{color: palette[d.index[s]%len(palette)]}
-		fails := 0
-		for i, r := range recs {
-			tl.rows = append(tl.rows, timelineRow{y: float64(len(recs) - 1 - i), rec: r})
-			if !r.OK {
-				fails++
+			if ok {
+				figs = append(figs, f)
 			}
 		}
-		title := fmt.Sprintf("%s: every request of the %d-client wave", s, w.Concurrency)
-		p := newPlot(fmt.Sprintf("%s — %d-client wave, repeat %d", s, w.Concurrency, w.Repeat), "time since the wave's release (s)", "request, in order of sending")
-		p.Add(tl)
-		p.Legend.Add("waiting", thumb(func(c *draw.Canvas) {
-			y := (c.Min.Y + c.Max.Y) / 2
-			c.StrokeLine2(waitStyle, c.Min.X, y, c.Max.X, y)
-		}))
-		p.Legend.Add("streaming", thumb(func(c *draw.Canvas) {
-			y := (c.Min.Y + c.Max.Y) / 2
-			fillRect(c, tl.color, c.Min.X, y-vg.Points(3.5), c.Max.X, y+vg.Points(3.5))
-		}))
-		p.Legend.Add("first content", thumb(func(c *draw.Canvas) {
-			x, y := (c.Min.X+c.Max.X)/2, (c.Min.Y+c.Max.Y)/2
-			c.StrokeLine2(firstStyle, x, y-vg.Points(5), x, y+vg.Points(5))
-		}))
-		if fails > 0 {
-			p.Legend.Add("failed", thumb(func(c *draw.Canvas) {
-				y := (c.Min.Y + c.Max.Y) / 2
-				fillRect(c, failed, c.Min.X, y-vg.Points(3.5), c.Max.X, y+vg.Points(3.5))
-			}))
-		}
-		// The legend sits top right, in room kept free beyond the last end.
-		p.Legend.Top, p.Legend.Left = true, false
-		_, xmax, _, _ := tl.DataRange()
-		p.X.Min, p.X.Max = 0, xmax*1.6
-		p.X.Tick.Marker = fixedTicks(linearTicks(xmax)...)
-		p.Y.Min, p.Y.Max = -0.6, float64(len(recs))-0.4
-		p.Y.Tick.Marker = rowTicks(len(recs))
-		caption := fmt.Sprintf("One bar per request of %s's %d-client wave (repeat %d), from its send to the end of its stream: the thin grey part is waiting for the first content (black tick), the coloured part streaming. Overlapping bars mean requests were served together (batching); a staircase means one at a time (serialization).", s, w.Concurrency, w.Repeat)
-		if fails > 0 {
-			caption += fmt.Sprintf(" %d of %d requests failed (red, ending where the client gave up).", fails, len(recs))
-		}
-		if w.Concurrency != timelineTarget {
-			caption += fmt.Sprintf(" No %d-client wave was recorded; %d clients is the closest.", timelineTarget, w.Concurrency)
-		}
-		doc, err := svg(title, p)
-		if err != nil {
-			return nil, fmt.Errorf("timeline of %s: %w", s, err)
-		}
-		// Two server names may reduce to one file name ("a b", "a_b").
-		name := "timeline-" + fileName(s)
-		for i := 2; taken[name]; i++ {
-			name = fmt.Sprintf("timeline-%s-%d", fileName(s), i)
-		}
-		taken[name] = true
-		figs = append(figs, Figure{Name: name + ".svg", Title: title, Caption: caption, SVG: doc})
 	}
 	return figs, nil
 }
 
-// timelineWave picks server's recorded closed-loop wave at the concurrency
-// closest to 8 (the larger on a tie), preferring the first warm repeat.
-func (d *data) timelineWave(server string) (contract.Wave, bool) {
+func (d *data) timelineFigure(s string, sustained bool, taken map[string]bool) (Figure, bool, error) {
+	modeName := contract.ModeClosed
+	if sustained {
+		modeName = contract.ModeSustained
+	}
+	w, ok := d.timelineWave(s, modeName)
+	if !ok {
+		return Figure{}, false, nil
+	}
+	recs := append([]contract.Record(nil), d.byWave[w.ID]...)
+	if len(recs) == 0 {
+		return Figure{}, false, nil
+	}
+	sort.SliceStable(recs, func(i, j int) bool {
+		if recs[i].StartS != recs[j].StartS {
+			return recs[i].StartS < recs[j].StartS
+		}
+		return recs[i].Client < recs[j].Client
+	})
+	tl := &timeline{color: palette[d.index[s]%len(palette)]}
+	fails := 0
+	if sustained {
+		// A row per client, numbered as the records number them.
+		tl.n = w.Concurrency
+		for _, r := range recs {
+			tl.n = max(tl.n, r.Client+1)
+		}
+		for _, r := range recs {
+			tl.rows = append(tl.rows, timelineRow{y: float64(tl.n - 1 - r.Client), rec: r})
+		}
+	} else {
+		tl.n = len(recs)
+		for i, r := range recs {
+			tl.rows = append(tl.rows, timelineRow{y: float64(len(recs) - 1 - i), rec: r})
+		}
+	}
+	for _, r := range recs {
+		if !r.OK {
+			fails++
+		}
+	}
+	title := fmt.Sprintf("%s: every request of the %d-client wave", s, w.Concurrency)
+	p := newPlot(fmt.Sprintf("%s — %d-client wave, repeat %d", s, w.Concurrency, w.Repeat), "time since the wave's release (s)", "request, in order of sending")
+	if sustained {
+		title = fmt.Sprintf("%s: every measured request of the %d-client sustained wave", s, w.Concurrency)
+		p = newPlot(fmt.Sprintf("%s — %d clients, sustained, repeat %d", s, w.Concurrency, w.Repeat), "time since the first measured send (s)", "client")
+	}
+	p.Add(tl)
+	p.Legend.Add("waiting", thumb(func(c *draw.Canvas) {
+		y := (c.Min.Y + c.Max.Y) / 2
+		c.StrokeLine2(waitStyle, c.Min.X, y, c.Max.X, y)
+	}))
+	p.Legend.Add("streaming", thumb(func(c *draw.Canvas) {
+		y := (c.Min.Y + c.Max.Y) / 2
+		fillRect(c, tl.color, c.Min.X, y-vg.Points(3.5), c.Max.X, y+vg.Points(3.5))
+	}))
+	p.Legend.Add("first content", thumb(func(c *draw.Canvas) {
+		x, y := (c.Min.X+c.Max.X)/2, (c.Min.Y+c.Max.Y)/2
+		c.StrokeLine2(firstStyle, x, y-vg.Points(5), x, y+vg.Points(5))
+	}))
+	if fails > 0 {
+		p.Legend.Add("failed", thumb(func(c *draw.Canvas) {
+			y := (c.Min.Y + c.Max.Y) / 2
+			fillRect(c, failed, c.Min.X, y-vg.Points(3.5), c.Max.X, y+vg.Points(3.5))
+		}))
+	}
+	// The legend sits top right, in room kept free beyond the last end.
+	p.Legend.Top, p.Legend.Left = true, false
+	xmin, xmax, _, _ := tl.DataRange()
+	p.X.Min, p.X.Max = xmin, xmin+(xmax-xmin)*1.6
+	p.X.Tick.Marker = fixedTicks(linearTicks(xmax)...)
+	p.Y.Min, p.Y.Max = -0.6, float64(tl.n)-0.4
+	p.Y.Tick.Marker = rowTicks(tl.n)
+	caption := fmt.Sprintf("One bar per request of %s's %d-client wave (repeat %d), from its send to the end of its stream: the thin grey part is waiting for the first content (black tick), the coloured part streaming. Overlapping bars mean requests were served together (batching); a staircase means one at a time (serialization).", s, w.Concurrency, w.Repeat)
+	if sustained {
+		caption = fmt.Sprintf("One row per client of %s's %d-client sustained wave (repeat %d, its %d measured requests; the warm-up is not drawn), one bar per request from its send to the end of its stream: the thin grey part is waiting for the first content (black tick), the coloured part streaming. A client sends its next request as its last one ends, so rows without gaps mean %d requests were in flight throughout.", s, w.Concurrency, w.Repeat, len(recs), w.Concurrency)
+	}
+	if fails > 0 {
+		caption += fmt.Sprintf(" %d of %d requests failed (red, ending where the client gave up).", fails, len(recs))
+	}
+	if w.Concurrency != timelineTarget {
+		kind := "client wave was"
+		if sustained {
+			kind = "client sustained wave was"
+		}
+		caption += fmt.Sprintf(" No %d-%s recorded; %d clients is the closest.", timelineTarget, kind, w.Concurrency)
+	}
+	doc, err := svg(title, p)
+	if err != nil {
+		return Figure{}, false, fmt.Errorf("timeline of %s: %w", s, err)
+	}
+	// Two server names may reduce to one file name ("a b", "a_b").
+	base := "timeline-" + fileName(s)
+	if sustained {
+		base = "timeline-sustained-" + fileName(s)
+	}
+	name := base
+	for i := 2; taken[name]; i++ {
+		name = fmt.Sprintf("%s-%d", base, i)
+	}
+	taken[name] = true
+	return Figure{Name: name + ".svg", Title: title, Caption: caption, SVG: doc}, true, nil
+}
+
+// timelineWave picks server's recorded wave of mode (closed or sustained)
+// at the concurrency closest to 8 (the larger on a tie), preferring the
+// first warm repeat.
+func (d *data) timelineWave(server, mode string) (contract.Wave, bool) {
 	var best contract.Wave
 	found := false
 	better := func(w contract.Wave) bool {
@@ -118,7 +166,11 @@ func (d *data) timelineWave(server string) (contract.Wave, bool) {
 		}
 	}
 	for _, w := range d.res.Waves {
-		if w.Server != server || w.Kind != contract.KindRecorded || (w.Mode != "" && w.Mode != contract.ModeClosed) {
+		wm := w.Mode
+		if wm == "" {
+			wm = contract.ModeClosed
+		}
+		if w.Server != server || w.Kind != contract.KindRecorded || wm != mode {
 			continue
 		}
 		if len(d.byWave[w.ID]) == 0 {
@@ -166,9 +218,12 @@ type timelineRow struct {
 	rec contract.Record
 }
 
-// timeline is a gonum/plot plotter drawing one horizontal bar per request.
+// timeline is a gonum/plot plotter drawing one horizontal bar per request,
+// on n rows (a row per request of a closed wave, per client of a sustained
+// one).
 type timeline struct {
 	rows  []timelineRow
+	n     int
 	color color.Color
 }
 
@@ -218,7 +273,7 @@ func (t *timeline) DataRange() (xmin, xmax, ymin, ymax float64) {
 	if xmax == 0 {
 		xmax = 1
 	}
-	return 0, xmax, -0.5, float64(len(t.rows)) - 0.5
+	return 0, xmax, -0.5, float64(t.n) - 0.5
 }
 
 func fillRect(c *draw.Canvas, clr color.Color, x0, y0, x1, y1 vg.Length) {

@@ -23,6 +23,7 @@ func header(o Options, driver WaveDriver, start time.Time) *bundle.Results {
 		Provenance: o.Provenance,
 		Workload:   plan.Workload(cfg, o.Prompts),
 		Notes:      append([]string(nil), o.Notes...),
+		SLO:        cfg.SLO.Results(),
 	}
 	p := &res.Provenance
 	p.StartedAt = start.UTC().Format(time.RFC3339Nano)
@@ -145,13 +146,27 @@ func Simulation(cfg *config.Rehearsal) *bundle.Simulation {
 // Prompts resolves the workload's prompt source once (workload.Resolve):
 // its prompts file, its inline list, the eight built-in prompts, or a named
 // source; synthetic prompts are built, and the datasets' lengths counted,
-// with the rehearsal's tokenizer (OpenTokenizer). The error is the source's, without a field path (callers
-// name the file or the flag).
+// with the rehearsal's tokenizer (OpenTokenizer). Where servers give
+// max_model_len, the smallest is checked before any request is sent: the
+// dataset sources skip and count the entries over it (as with their own
+// max_model_len), and a prompt of any source still over it is refused
+// (*workload.TooLongError). The error is the source's, without a field path
+// (callers name the file or the flag).
 func Prompts(cfg *config.Rehearsal) (workload.Set, error) {
 	spec := cfg.Workload.Prompts.Spec()
+	limit, server := ModelLen(cfg)
+	if d := spec.Dataset; d != nil && limit > 0 && (d.MaxModelLen == 0 || d.MaxModelLen > limit) {
+		d := *d
+		d.MaxModelLen = limit
+		spec.Dataset = &d
+	}
 	var env workload.Env
+	counts := limit > 0
 	switch spec.Name() {
-	case workload.SourceSynthetic, workload.SourceShareGPT, workload.SourceChatJSONL, workload.SourceTrace:
+	case workload.SourceSynthetic, workload.SourcePrefixRepetition, workload.SourceShareGPT, workload.SourceChatJSONL, workload.SourceTrace:
+		counts = true
+	}
+	if counts {
 		tok, _, _, err := OpenTokenizer(cfg)
 		if err != nil {
 			return workload.Set{}, err
@@ -160,5 +175,27 @@ func Prompts(cfg *config.Rehearsal) (workload.Set, error) {
 			env.Tokenizer = tok
 		}
 	}
-	return workload.Resolve(spec, env)
+	set, err := workload.Resolve(spec, env)
+	if err != nil || limit == 0 {
+		return set, err
+	}
+	if env.Tokenizer == nil {
+		return workload.Set{}, fmt.Errorf("max_model_len %d of server %s: checking prompts against it needs the pinned tokenizer to count their tokens (tokenizer variant %q counts none)", limit, server, VariantUsage)
+	}
+	if e := workload.CheckModelLen(set.Prompts, cfg.Workload.MaxTokens, limit, server, env.Tokenizer); e != nil {
+		return workload.Set{}, e
+	}
+	return set, nil
+}
+
+// ModelLen is the smallest max_model_len the servers give and the server
+// giving it; 0 when none gives one.
+func ModelLen(cfg *config.Rehearsal) (int, string) {
+	limit, server := 0, ""
+	for _, s := range cfg.Servers {
+		if s.MaxModelLen > 0 && (limit == 0 || s.MaxModelLen < limit) {
+			limit, server = s.MaxModelLen, s.Name
+		}
+	}
+	return limit, server
 }

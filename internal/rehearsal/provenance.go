@@ -43,9 +43,17 @@ func Provenance(ctx context.Context, cfg *config.Rehearsal, command []string, to
 // ServedModel is the first model the server at baseURL lists on
 // /v1/models, for a rehearsal that names none.
 func ServedModel(ctx context.Context, baseURL, apiKey string) (string, error) {
+	m, err := FirstModel(ctx, baseURL, apiKey)
+	return m.ID, err
+}
+
+// FirstModel is the first model the server at baseURL lists on GET
+// /v1/models, with the max_model_len it reports there (vLLM does; 0 when
+// the server reports none).
+func FirstModel(ctx context.Context, baseURL, apiKey string) (stream.Model, error) {
 	c := stream.NewClient(nil)
 	defer c.Close()
-	return c.ServedModel(ctx, baseURL, apiKey)
+	return c.FirstModel(ctx, baseURL, apiKey)
 }
 
 func isLoopback(base string) bool {

@@ -14,7 +14,7 @@ import (
 // `rehearse sim` servers, one repeat at time scale 200 (its client timeout
 // and duration bound scaled with it): every sustained wave's warm-up is a
 // wave of its own, the bundle verifies (run.do), and each server has a
-// sustained aggregate per concurrency.
+// sustained aggregate per concurrency judged against the file's slo:.
 func TestSustainedExampleRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("launches two simulators")
@@ -64,6 +64,15 @@ func TestSustainedExampleRuns(t *testing.T) {
 	want := []string{"serial at 4 clients, sustained", "serial at 16 clients, sustained", "batching at 4 clients, sustained", "batching at 16 clients, sustained"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("aggregates %q, want %q", keys, want)
+	}
+	// The example's slo: reaches results.json and every aggregate.
+	if res.SLO == nil || res.SLO.Expr != "ttft<=10ms,tpot<=1ms" || res.SLO.AttainmentTarget != 0.9 {
+		t.Errorf("slo block %+v", res.SLO)
+	}
+	for _, a := range res.Aggregates {
+		if a.SLO == nil || a.SLO.N != a.Failures.Total || a.SLO.N == 0 {
+			t.Errorf("%s at %s: slo %+v", a.Server, a.LoadLabel(), a.SLO)
+		}
 	}
 	// run.do has verified the bundle.
 }

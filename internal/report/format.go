@@ -145,3 +145,20 @@ func cell(s string) string {
 	s = strings.ReplaceAll(s, "|", `\|`)
 	return strings.ReplaceAll(s, "\n", " ")
 }
+
+// Tokens formats a token count figure (a mean or a percentile of lengths)
+// to one decimal, trailing zeros dropped: 96, 112.5; nil is a dash.
+func Tokens(v *float64) string {
+	if v == nil {
+		return dash
+	}
+	return Number(math.Round(*v*10) / 10)
+}
+
+// LengthSpread formats a length population's p50 / p90 / p99 in tokens.
+func LengthSpread(l contract.Lengths) string {
+	if l.N == 0 {
+		return dash
+	}
+	return Tokens(l.P50) + " / " + Tokens(l.P90) + " / " + Tokens(l.P99)
+}

@@ -47,8 +47,10 @@ func Markdown(res *bundle.Results, figs []FigureRef, digests []bundle.Digest) []
 	writeServers(&b, res)
 	writeWorkload(&b, res)
 	writeResults(&b, res)
+	writeSLO(&b, res)
 	writeFigures(&b, figs)
 	writeLatency(&b, res)
+	writeTraffic(&b, res)
 	writeOpenLoop(&b, res)
 	writeLoadGenerator(&b, res)
 	writeMechanism(&b, res)
@@ -588,4 +590,30 @@ func lastArrival(a []float64) float64 {
 		return 0
 	}
 	return a[len(a)-1]
+}
+
+// writeTraffic shows the traffic's shape beside its latencies: the input
+// and output token lengths of each load (contract.Lengths). A bundle whose
+// aggregates carry no lengths (written before they were) shows none.
+func writeTraffic(b *bytes.Buffer, res *bundle.Results) {
+	some := false
+	for _, a := range res.Aggregates {
+		if a.InputLength.N > 0 || a.OutputLength.N > 0 {
+			some = true
+			break
+		}
+	}
+	if !some {
+		return
+	}
+	b.WriteString("## Traffic shape\n\n")
+	b.WriteString("Tokens per request, pooled over repeats: input is the prompt's message content as the client counted it with the pinned tokenizer, over every attempt that has a count (the server's chat template adds its own); output is `output_tokens` of the successful requests. n is the number of requests behind each.\n\n")
+	writeRow(b, []string{"Server", "Load", "Input n", "Input mean", "Input p50 / p90 / p99", "Output n", "Output mean", "Output p50 / p90 / p99"})
+	writeRow(b, []string{"---", "---", "---:", "---:", "---:", "---:", "---:", "---:"})
+	for _, a := range res.Aggregates {
+		writeRow(b, []string{a.Server, a.LoadLabel(),
+			fmt.Sprint(a.InputLength.N), Tokens(a.InputLength.Mean), LengthSpread(a.InputLength),
+			fmt.Sprint(a.OutputLength.N), Tokens(a.OutputLength.Mean), LengthSpread(a.OutputLength)})
+	}
+	b.WriteString("\n")
 }

@@ -15,7 +15,7 @@ import (
 )
 
 func TestMarkdownGolden(t *testing.T) {
-	res := bundletest.SeedLike()
+	res := bundletest.WithInputTokens(bundletest.SeedLike())
 	digests := []bundle.Digest{
 		{File: "batching.log", SHA256: strings.Repeat("b", 64)},
 		{File: "naive.log", SHA256: strings.Repeat("a", 64)},

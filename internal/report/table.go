@@ -258,7 +258,9 @@ func (t Table) Text(w io.Writer) error {
 
 // SummaryTable is one server's figures at a glance, as bench prints them:
 // a row per aggregate (server, load, goodput median [min–max], p50 and p95
-// TTFT, p95 TPOT, open-loop p99 lateness, failures with their kinds),
+// TTFT, p95 TPOT, open-loop p99 lateness, failures with their kinds, and
+// where the results have objectives SLO attainment with its interval and
+// the median request goodput),
 // rendered by the same Section.Text as the results table.
 func SummaryTable(res *bundle.Results) Section {
 	sec := Section{Columns: []Column{
@@ -273,8 +275,17 @@ func SummaryTable(res *bundle.Results) Section {
 		if a.Mode == contract.ModeOpen && a.Lateness != nil {
 			late = Seconds(a.Lateness.P99)
 		}
-		sec.Rows = append(sec.Rows, []string{a.Server, a.LoadLabel(), Goodput(a.Goodput),
-			Seconds(a.TTFT.P50), Seconds(a.TTFT.P95), Seconds(a.TPOT.P95), late, FailuresByKind(a.Failures)})
+		row := []string{a.Server, a.LoadLabel(), Goodput(a.Goodput),
+			Seconds(a.TTFT.P50), Seconds(a.TTFT.P95), Seconds(a.TPOT.P95), late, FailuresByKind(a.Failures)}
+		if res.SLO != nil {
+			row = append(row, Attainment(a.SLO), sloGoodput(a.SLO))
+		}
+		sec.Rows = append(sec.Rows, row)
+	}
+	if res.SLO != nil {
+		sec.Columns = append(sec.Columns,
+			Column{Head: "SLO attainment [95% CI]", Short: "attainment [95% CI]"},
+			Column{Head: "Request goodput, median req/s", Short: "good req/s"})
 	}
 	return sec
 }
@@ -305,4 +316,12 @@ func Warnings(res *bundle.Results) []string {
 		}
 	}
 	return lines
+}
+
+// sloGoodput is the median request goodput of an aggregate's SLO figures.
+func sloGoodput(s *contract.SLOAggregate) string {
+	if s == nil || s.RequestGoodput.Median == nil {
+		return dash
+	}
+	return fmt.Sprintf("%.2f", *s.RequestGoodput.Median)
 }

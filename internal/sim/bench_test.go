@@ -94,3 +94,27 @@ func countContentChunks(r io.Reader) int {
 	}
 	return n
 }
+
+// BenchmarkPrefixCache measures the prefix cache's work per request of a
+// 4,096-token prompt that shares its first 3,072 tokens with the cache's
+// contents: hashing the prompt's 256 blocks, matching and inserting them in
+// a cache of 18,125 blocks (the t4 batching profile's 290,000-token KV
+// budget), full and evicting.
+func BenchmarkPrefixCache(b *testing.B) {
+	c := newPrefixCache(290000)
+	for i := range c.capBlocks / 256 {
+		c.insert(blockHashes(seqIDs(1_000_000*(i+1), 4096)))
+	}
+	shared := seqIDs(0, 3072)
+	c.insert(blockHashes(shared))
+	i := 0
+	for b.Loop() {
+		ids := append(shared[:3072:3072], seqIDs(5_000_000+1024*i, 1024)...)
+		i++
+		blocks := blockHashes(ids)
+		if hit := c.match(blocks, len(ids)); hit != 3072 {
+			b.Fatalf("hit %d tokens, want 3072", hit)
+		}
+		c.insert(blocks)
+	}
+}

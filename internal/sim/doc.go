@@ -1,7 +1,11 @@
 // Package sim is a simulated OpenAI-compatible LLM server: a lock-serialized
 // engine or an iteration-level continuous-batching engine whose step
 // latencies come from a calibrated profile, run on a clock that can go K
-// times faster than the wall clock. It serves /v1/chat/completions
+// times faster than the wall clock. Each request's prefill costs its prompt
+// tokens less those found in an optional vLLM-style prefix cache (hash
+// chains of 16-token blocks, least recently used evicted within the KV
+// budget), and its output runs to max_tokens under ignore_eos, else to a
+// seeded natural length of its prompt within min_tokens and max_tokens. It serves /v1/chat/completions
 // (streaming and not), /v1/models, /health and vLLM-named Prometheus
 // /metrics; its output text re-tokenizes with the pinned tokenizer to
 // exactly the tokens the engine emitted; and it injects seeded faults for

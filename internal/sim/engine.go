@@ -43,9 +43,13 @@ type sequence struct {
 	promptTokens int
 	outputTokens int
 	arrivalS     float64
+	// blocks is the hash chain of the prompt's full blocks, for the prefix
+	// cache; nil when the engine has none.
+	blocks []uint64
 
 	// Engine goroutine only.
 	prefillLeft int
+	looked      bool // the prefix cache has counted this sequence
 	// tokenTimesS, when set, collects the simulated time of every token
 	// (the prediction's records); the served engine leaves it nil.
 	tokenTimesS *[]float64
@@ -74,6 +78,7 @@ type engine struct {
 	maxSeqs     int
 	batchTokens int // 0: unlimited
 	kvBudget    int
+	cache       *prefixCache // nil: no prefix caching
 
 	mu       sync.Mutex
 	incoming []*sequence
@@ -100,7 +105,8 @@ type engine struct {
 	done   chan struct{}
 }
 
-func newEngine(prof *Profile, clk *simClock, maxSeqs, batchTokens, kvBudget int) *engine {
+// newEngine starts an engine; cache is its prefix cache, nil for none.
+func newEngine(prof *Profile, clk *simClock, maxSeqs, batchTokens, kvBudget int, cache *prefixCache) *engine {
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &engine{
 		prof:        prof,
@@ -108,6 +114,7 @@ func newEngine(prof *Profile, clk *simClock, maxSeqs, batchTokens, kvBudget int)
 		maxSeqs:     maxSeqs,
 		batchTokens: batchTokens,
 		kvBudget:    kvBudget,
+		cache:       cache,
 		wake:        make(chan struct{}, 1),
 		ttft:        newHistogram(ttftBuckets),
 		ctx:         ctx,
@@ -254,6 +261,9 @@ func (e *engine) applyStep(target float64) {
 		} else if e.chunks[i] > 0 {
 			s.prefillLeft -= e.chunks[i]
 			produce = s.prefillLeft == 0
+			if produce && e.cache != nil {
+				e.cache.insert(s.blocks) // its prompt's blocks are computed
+			}
 		}
 		if produce {
 			n := s.produced.Load() + 1
@@ -346,6 +356,7 @@ func (e *engine) admit() {
 			break
 		}
 		held += kvHeld(s)
+		e.lookUp(s)
 		s.state.Store(seqRunning)
 		e.running = append(e.running, s)
 		n++
@@ -353,6 +364,21 @@ func (e *engine) admit() {
 	if n > 0 {
 		clear(e.waiting[:n])
 		e.waiting = e.waiting[n:]
+	}
+}
+
+// lookUp skips the prefill of a sequence's cached prompt prefix, as it
+// joins the batch; the first time, it counts the query and the hit.
+func (e *engine) lookUp(s *sequence) {
+	if e.cache == nil {
+		return
+	}
+	hit := e.cache.match(s.blocks, s.promptTokens)
+	s.prefillLeft -= hit
+	if !s.looked {
+		s.looked = true
+		e.cache.queries.Add(int64(s.promptTokens))
+		e.cache.hits.Add(int64(hit))
 	}
 }
 

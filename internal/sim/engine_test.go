@@ -63,7 +63,7 @@ func TestSerialTokenTimesFollowProfile(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := testProfile(t, EngineSerial)
 		clk := newSimClock(1)
-		e := newEngine(p, clk, 1, 0, p.KVTokenBudget)
+		e := newEngine(p, clk, 1, 0, p.KVTokenBudget, nil)
 		defer e.close()
 		const prompt, n = 60, 128
 		s := &sequence{promptTokens: prompt, outputTokens: n, arrivalS: clk.now()}
@@ -95,7 +95,7 @@ func TestSerialServesOneAtATimeInArrivalOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := testProfile(t, EngineSerial)
 		clk := newSimClock(1)
-		e := newEngine(p, clk, 1, 0, p.KVTokenBudget)
+		e := newEngine(p, clk, 1, 0, p.KVTokenBudget, nil)
 		defer e.close()
 		done := submitAll(t, e, clk, 3, 40, 10)
 		synctest.Wait()
@@ -116,7 +116,7 @@ func TestSerialRateWith64Queued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := testProfile(t, EngineSerial)
 		clk := newSimClock(1)
-		e := newEngine(p, clk, 1, 0, p.KVTokenBudget)
+		e := newEngine(p, clk, 1, 0, p.KVTokenBudget, nil)
 		defer e.close()
 		const n, out = 64, 32
 		done := submitAll(t, e, clk, n, 50, out)
@@ -142,7 +142,7 @@ func TestBatchingRateAtBatch1And64(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			p := testProfile(t, EngineBatching)
 			clk := newSimClock(1)
-			e := newEngine(p, clk, p.MaxNumSeqs, p.MaxNumBatchedTokens, p.KVTokenBudget)
+			e := newEngine(p, clk, p.MaxNumSeqs, p.MaxNumBatchedTokens, p.KVTokenBudget, nil)
 			defer e.close()
 			const n = 128
 			done := submitAll(t, e, clk, batch, 50, n)
@@ -175,7 +175,7 @@ func TestBatchingChunkedPrefillSpreadsFirstTokens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := testProfile(t, EngineBatching)
 		clk := newSimClock(1)
-		e := newEngine(p, clk, p.MaxNumSeqs, 2048, p.KVTokenBudget)
+		e := newEngine(p, clk, p.MaxNumSeqs, 2048, p.KVTokenBudget, nil)
 		defer e.close()
 		done := submitAll(t, e, clk, 64, 70, 4)
 		firsts := map[float64]int{}
@@ -194,7 +194,7 @@ func TestMaxNumSeqsAndKVBudgetQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := testProfile(t, EngineBatching)
 		clk := newSimClock(1)
-		e := newEngine(p, clk, 4, 0, 1000)
+		e := newEngine(p, clk, 4, 0, 1000, nil)
 		defer e.close()
 		done := submitAll(t, e, clk, 10, 100, 20)
 		time.Sleep(time.Millisecond)
@@ -210,7 +210,7 @@ func TestMaxNumSeqsAndKVBudgetQueue(t *testing.T) {
 
 		// A KV budget of 250 tokens holds two 100-token prompts, and the
 		// growing outputs force the newer one out (recompute preemption).
-		e2 := newEngine(p, clk, 8, 0, 250)
+		e2 := newEngine(p, clk, 8, 0, 250, nil)
 		defer e2.close()
 		done = submitAll(t, e2, clk, 3, 100, 40)
 		time.Sleep(time.Millisecond)
@@ -233,7 +233,7 @@ func TestAbandonFreesSlotAtNextStep(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := testProfile(t, EngineSerial)
 		clk := newSimClock(1)
-		e := newEngine(p, clk, 1, 0, p.KVTokenBudget)
+		e := newEngine(p, clk, 1, 0, p.KVTokenBudget, nil)
 		defer e.close()
 		a := &sequence{promptTokens: 40, outputTokens: 1000, arrivalS: clk.now()}
 		b := &sequence{promptTokens: 40, outputTokens: 5, arrivalS: clk.now()}
@@ -262,7 +262,7 @@ func TestTimeScaleCompressesWallTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := testProfile(t, EngineSerial)
 		clk := newSimClock(20)
-		e := newEngine(p, clk, 1, 0, p.KVTokenBudget)
+		e := newEngine(p, clk, 1, 0, p.KVTokenBudget, nil)
 		defer e.close()
 		start := time.Now()
 		s := &sequence{promptTokens: 40, outputTokens: 50, arrivalS: clk.now()}
@@ -279,7 +279,7 @@ func TestCloseAbortsEverything(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := testProfile(t, EngineBatching)
 		clk := newSimClock(1)
-		e := newEngine(p, clk, 2, 0, p.KVTokenBudget)
+		e := newEngine(p, clk, 2, 0, p.KVTokenBudget, nil)
 		done := submitAll(t, e, clk, 4, 40, 500)
 		time.Sleep(100 * time.Millisecond)
 		e.close()

@@ -90,7 +90,9 @@ type fitPoint struct {
 //     the highest fitted concurrency, read as a queue every request passes
 //     one after another: f = 2·(median TTFT(N) − median TTFT(L)) ÷ (N − L);
 //   - prefill: 0 (the lowest waves send one prompt length, so a prefill cost
-//     cannot be told from the overhead);
+//     cannot be told from the overhead; a closed-loop wave's client 0 always
+//     sends prompt 0, so at one client the prompt never varies);
+//   - prefix caching: off (not fitted, for the same reason);
 //   - output lengths: max_tokens when the workload sets ignore_eos, else the
 //     median generated length of each prompt's requests that stopped.
 //
@@ -246,6 +248,8 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 			unexplained("%s", d)
 		}
 	}
+
+	note("prefix caching: off (not fitted: the lowest waves repeat one prompt, so a cache's saving cannot be told from a cheap prefill; rehearse sim --prefix-caching on turns it on)")
 
 	// Prompt rendering: keep Qwen's default system prompt when the server's
 	// reported prompt tokens show it was rendered.

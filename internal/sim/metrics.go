@@ -62,11 +62,17 @@ func (s *Server) writeMetrics(w io.Writer) error {
 	hist := &dto.Histogram{SampleCount: ptr(e.ttft.n), SampleSum: ptr(e.ttft.sum), Bucket: buckets}
 	e.histMu.Unlock()
 
+	var queries, hits int64
+	if e.cache != nil {
+		queries, hits = e.cache.queries.Load(), e.cache.hits.Load()
+	}
 	families := []*dto.MetricFamily{
 		gauge("vllm:num_requests_running", "Number of requests in model execution batches.", float64(e.nRunning.Load())),
 		gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", float64(e.nWaiting.Load())),
 		counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", float64(e.promptTokens.Load())),
 		counter("vllm:generation_tokens_total", "Number of generation tokens processed.", float64(e.genTokens.Load())),
+		counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.", float64(queries)),
+		counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", float64(hits)),
 		counter("vllm:num_preemptions_total", "Cumulative number of preemptions from the engine.", float64(e.preemptions.Load())),
 		{
 			Name: ptr("vllm:time_to_first_token_seconds"), Help: ptr("Histogram of time to first token in seconds (simulated)."),

@@ -152,11 +152,32 @@ func Predict(p *Profile, w ClosedWorkload, o PredictOptions) (*Prediction, error
 	}
 	// What each prompt costs and yields, decided as the server's request
 	// parsing decides it.
-	type plan struct{ promptTokens, outputTokens int }
+	type plan struct {
+		promptTokens, outputTokens int
+		blocks                     []uint64
+	}
+	// One prefix cache for the whole run, as one served simulator keeps it
+	// from wave to wave.
+	var cache *prefixCache
+	var enc Encoder
+	if p.PrefixCaching {
+		var ok bool
+		if enc, ok = counter.(Encoder); !ok {
+			return nil, fmt.Errorf("sim: profile %s caches prefixes, and the tokenizer only counts tokens", p.Name)
+		}
+		cache = newPrefixCache(p.KVTokenBudget)
+	}
 	plans := make([]plan, len(w.Prompts))
 	for i, text := range w.Prompts {
 		msgs := []chatMessage{{Role: "user", Content: text}}
-		pt := counter.Count(renderChat(p, msgs))
+		var blocks []uint64
+		var pt int
+		if enc != nil {
+			ids := enc.Encode(renderChat(p, msgs))
+			pt, blocks = len(ids), blockHashes(ids)
+		} else {
+			pt = counter.Count(renderChat(p, msgs))
+		}
 		if pt+w.MaxTokens > p.MaxModelLen {
 			return nil, fmt.Errorf("sim: prompt %d: %d prompt tokens + max_tokens %d exceed the profile's max_model_len %d", i, pt, w.MaxTokens, p.MaxModelLen)
 		}
@@ -167,7 +188,7 @@ func Predict(p *Profile, w ClosedWorkload, o PredictOptions) (*Prediction, error
 		if w.IgnoreEOS {
 			n = w.MaxTokens
 		}
-		plans[i] = plan{pt, min(n, w.MaxTokens)}
+		plans[i] = plan{pt, min(n, w.MaxTokens), blocks}
 	}
 
 	pr := &Prediction{}
@@ -180,9 +201,9 @@ func Predict(p *Profile, w ClosedWorkload, o PredictOptions) (*Prediction, error
 			for c := range n {
 				prompt := workload.PromptIndex(c, len(w.Prompts))
 				pl := plans[prompt]
-				reqs[c] = &virtualRequest{client: c, prompt: prompt, promptTokens: pl.promptTokens, outputTokens: pl.outputTokens}
+				reqs[c] = &virtualRequest{client: c, prompt: prompt, promptTokens: pl.promptTokens, outputTokens: pl.outputTokens, blocks: pl.blocks}
 			}
-			if err := runVirtualWave(p, reqs, w.TimeoutS); err != nil {
+			if err := runVirtualWave(p, reqs, w.TimeoutS, cache); err != nil {
 				return nil, err
 			}
 			wave := contract.Wave{ID: len(pr.Waves), Server: o.Server, Concurrency: n, Repeat: rep, Kind: contract.KindRecorded, Mode: contract.ModeClosed}
@@ -203,6 +224,7 @@ func Predict(p *Profile, w ClosedWorkload, o PredictOptions) (*Prediction, error
 type virtualRequest struct {
 	client, prompt             int
 	promptTokens, outputTokens int
+	blocks                     []uint64
 
 	seq       *sequence
 	tokensS   []float64 // simulated time of every token the engine produced
@@ -215,12 +237,14 @@ type virtualRequest struct {
 // served simulator's handlers and engine goroutine do it on a clock: the
 // parallel request overhead, the serial frontend in client order, then the
 // engine loop (drop canceled, preempt, admit, plan, step, apply).
-func runVirtualWave(p *Profile, reqs []*virtualRequest, timeoutS float64) error {
+//
+// cache is the engine's prefix cache, nil for none; it outlives the wave.
+func runVirtualWave(p *Profile, reqs []*virtualRequest, timeoutS float64, cache *prefixCache) error {
 	maxSeqs, batchTokens := p.MaxNumSeqs, p.MaxNumBatchedTokens
 	if p.Engine == EngineSerial {
 		maxSeqs, batchTokens = 1, 0
 	}
-	e := &engine{prof: p, maxSeqs: maxSeqs, batchTokens: batchTokens, kvBudget: p.KVTokenBudget, ttft: newHistogram(ttftBuckets)}
+	e := &engine{prof: p, maxSeqs: maxSeqs, batchTokens: batchTokens, kvBudget: p.KVTokenBudget, cache: cache, ttft: newHistogram(ttftBuckets)}
 	frontendFree := 0.0
 	for _, r := range reqs {
 		at := p.RequestOverheadS
@@ -229,7 +253,7 @@ func runVirtualWave(p *Profile, reqs []*virtualRequest, timeoutS float64) error 
 			frontendFree = at
 		}
 		r.engineAtS, r.deadlineS = at, timeoutS
-		r.seq = &sequence{promptTokens: r.promptTokens, outputTokens: r.outputTokens, notify: make(chan struct{}, 1), prefillLeft: r.promptTokens, tokenTimesS: &r.tokensS}
+		r.seq = &sequence{promptTokens: r.promptTokens, blocks: r.blocks, outputTokens: r.outputTokens, notify: make(chan struct{}, 1), prefillLeft: r.promptTokens, tokenTimesS: &r.tokensS}
 	}
 	next, vnow := 0, 0.0
 	for steps := 0; ; steps++ {

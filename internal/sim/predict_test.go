@@ -66,19 +66,29 @@ func TestPredictMatchesServedSimulator(t *testing.T) {
 		profile  string
 		workload ClosedWorkload
 		inOrder  bool // clients reach the engine one after another, in client order
+		caching  bool // the profile caches prefixes
 	}{
 		// Frontend queue, chunked prefill, prompt-dependent natural lengths.
-		{"t4-qwen2.5-1.5b-batching", ClosedWorkload{Concurrencies: []int{8, 64}, Repeats: 1, Prompts: fitPrompts, MaxTokens: 128, TimeoutS: 60}, true},
+		{"t4-qwen2.5-1.5b-batching", ClosedWorkload{Concurrencies: []int{8, 64}, Repeats: 1, Prompts: fitPrompts, MaxTokens: 128, TimeoutS: 60}, true, false},
+		// Prefix caching: shared-prefix prompts hit blocks cached by the
+		// wave before and by earlier requests of the same wave; the cache
+		// outlives each wave.
+		{"t4-qwen2.5-1.5b-batching", ClosedWorkload{Concurrencies: []int{8, 64}, Repeats: 2, Prompts: sharedPrefixPrompts(8), MaxTokens: 32, TimeoutS: 60}, true, true},
 		// One lock, timeouts in the queue and mid-stream; one prompt, since
 		// requests arriving at one instant reach a lock in any order.
-		{"t4-qwen2.5-1.5b-serial", ClosedWorkload{Concurrencies: []int{32}, Repeats: 1, Prompts: fitPrompts[:1], MaxTokens: 128, TimeoutS: 60, IgnoreEOS: true}, false},
+		{"t4-qwen2.5-1.5b-serial", ClosedWorkload{Concurrencies: []int{32}, Repeats: 1, Prompts: fitPrompts[:1], MaxTokens: 128, TimeoutS: 60, IgnoreEOS: true}, false, false},
 	}
 	for _, tc := range cases {
-		t.Run(tc.profile, func(t *testing.T) {
+		name := tc.profile
+		if tc.caching {
+			name += "-prefix-caching"
+		}
+		t.Run(name, func(t *testing.T) {
 			p, err := BuiltinProfile(tc.profile)
 			if err != nil {
 				t.Fatal(err)
 			}
+			p.PrefixCaching = tc.caching
 			pr, err := Predict(p, tc.workload, PredictOptions{Server: "sim"})
 			if err != nil {
 				t.Fatal(err)
@@ -90,39 +100,41 @@ func TestPredictMatchesServedSimulator(t *testing.T) {
 				}
 				defer s.Close()
 				for _, n := range tc.workload.Concurrencies {
-					served := serveOrderedWave(t, s, tc.workload, n)
-					time.Sleep(time.Second)
-					var predicted []contract.Record
-					fails := 0
-					for _, r := range pr.Records {
-						if r.Concurrency == n {
-							predicted = append(predicted, r)
-							if !r.OK {
-								fails++
+					for rep := 1; rep <= tc.workload.Repeats; rep++ {
+						served := serveOrderedWave(t, s, tc.workload, n)
+						time.Sleep(time.Second)
+						var predicted []contract.Record
+						fails := 0
+						for _, r := range pr.Records {
+							if r.Concurrency == n && r.Repeat == rep {
+								predicted = append(predicted, r)
+								if !r.OK {
+									fails++
+								}
 							}
 						}
-					}
-					if !tc.inOrder {
-						// Which client takes the lock first is the
-						// scheduler's choice: compare the timelines.
-						sortOutcomes(served)
-						slices.SortStableFunc(predicted, func(a, b contract.Record) int {
-							return cmpOutcome(a.OK, a.FirstContentS, a.EndS, b.OK, b.FirstContentS, b.EndS)
-						})
-					}
-					for i, r := range predicted {
-						got := served[i]
-						if got.ok != r.OK || math.Abs(got.endS-r.EndS) > 1e-6 || (got.firstS == nil) != (r.FirstContentS == nil) ||
-							(got.firstS != nil && math.Abs(*got.firstS-*r.FirstContentS) > 1e-6) {
-							t.Errorf("%d clients, request %d: served ok=%v first=%v end=%.6f; predicted ok=%v first=%v end=%.6f",
-								n, i, got.ok, deref(got.firstS), got.endS, r.OK, deref(r.FirstContentS), r.EndS)
+						if !tc.inOrder {
+							// Which client takes the lock first is the
+							// scheduler's choice: compare the timelines.
+							sortOutcomes(served)
+							slices.SortStableFunc(predicted, func(a, b contract.Record) int {
+								return cmpOutcome(a.OK, a.FirstContentS, a.EndS, b.OK, b.FirstContentS, b.EndS)
+							})
 						}
-						if r.OK && got.contents != len(r.ChunkTimesS) {
-							t.Errorf("%d clients, request %d: served %d content chunks, predicted %d", n, i, got.contents, len(r.ChunkTimesS))
+						for i, r := range predicted {
+							got := served[i]
+							if got.ok != r.OK || math.Abs(got.endS-r.EndS) > 1e-6 || (got.firstS == nil) != (r.FirstContentS == nil) ||
+								(got.firstS != nil && math.Abs(*got.firstS-*r.FirstContentS) > 1e-6) {
+								t.Errorf("%d clients, repeat %d, request %d: served ok=%v first=%v end=%.6f; predicted ok=%v first=%v end=%.6f",
+									n, rep, i, got.ok, deref(got.firstS), got.endS, r.OK, deref(r.FirstContentS), r.EndS)
+							}
+							if r.OK && got.contents != len(r.ChunkTimesS) {
+								t.Errorf("%d clients, request %d: served %d content chunks, predicted %d", n, i, got.contents, len(r.ChunkTimesS))
+							}
 						}
-					}
-					if tc.profile == "t4-qwen2.5-1.5b-serial" && fails == 0 {
-						t.Errorf("%d clients: no predicted timeout; the case is meant to exercise them", n)
+						if tc.profile == "t4-qwen2.5-1.5b-serial" && fails == 0 {
+							t.Errorf("%d clients: no predicted timeout; the case is meant to exercise them", n)
+						}
 					}
 				}
 			})

@@ -64,6 +64,12 @@ type Profile struct {
 	// KVTokenBudget caps prompt plus generated tokens held by running
 	// sequences; requests beyond it wait in the queue.
 	KVTokenBudget int `json:"kv_token_budget"`
+	// PrefixCaching says whether the engine reuses the KV blocks of prompt
+	// prefixes it computed recently (vLLM's automatic prefix caching, on by
+	// default in vLLM V1): a prompt's leading whole blocks of 16 tokens that
+	// match a cached hash chain cost no prefill. The cache holds up to
+	// kv_token_budget tokens of blocks, least recently used evicted first.
+	PrefixCaching bool `json:"prefix_caching,omitempty"`
 
 	// OutputTokensByPrompt fixes the natural output length (where the model
 	// would emit its end-of-sequence token) of known prompts, keyed by the

@@ -34,6 +34,10 @@ type Options struct {
 	// MaxNumSeqs and KVTokenBudget override the profile's when > 0. A serial
 	// engine always runs one sequence at a time.
 	MaxNumSeqs, KVTokenBudget int
+	// PrefixCaching is "on" or "off" to override the profile's
+	// prefix_caching; empty means the profile's. The cache holds up to the
+	// KV budget's tokens of blocks.
+	PrefixCaching string
 	// Tokenizer counts prompt and output tokens; nil means the pinned
 	// default tokenizer (tokenizer.Default).
 	Tokenizer Counter
@@ -61,6 +65,7 @@ type Server struct {
 	clk     *simClock
 	engine  *engine
 	counter Counter
+	encoder Encoder // set when the engine caches prefixes
 	mux     *http.ServeMux
 	created int64
 
@@ -144,14 +149,34 @@ func New(opts Options) (*Server, error) {
 	if err := checkOutputWords(opts.Tokenizer); err != nil {
 		return nil, err
 	}
+	var cache *prefixCache
+	switch opts.PrefixCaching {
+	case "":
+		if prof.PrefixCaching {
+			cache = newPrefixCache(kv)
+		}
+	case PrefixCachingOn:
+		cache = newPrefixCache(kv)
+	case PrefixCachingOff:
+	default:
+		return nil, fmt.Errorf("sim: prefix caching %q: want %q or %q", opts.PrefixCaching, PrefixCachingOn, PrefixCachingOff)
+	}
+	var enc Encoder
+	if cache != nil {
+		var ok bool
+		if enc, ok = opts.Tokenizer.(Encoder); !ok {
+			return nil, errors.New("sim: prefix caching needs a tokenizer that encodes token ids; this one only counts")
+		}
+	}
 	clk := newSimClock(opts.TimeScale)
 	s := &Server{
 		opts:    opts,
 		prof:    prof,
 		model:   opts.Model,
 		clk:     clk,
-		engine:  newEngine(prof, clk, maxSeqs, batchTokens, kv),
+		engine:  newEngine(prof, clk, maxSeqs, batchTokens, kv, cache),
 		counter: opts.Tokenizer,
+		encoder: enc,
 		mux:     http.NewServeMux(),
 		created: time.Now().Unix(),
 		closing: make(chan struct{}),
@@ -180,6 +205,15 @@ func (s *Server) HTTPServer(errorLog *log.Logger) *http.Server {
 	}
 	return hs
 }
+
+// Values of Options.PrefixCaching.
+const (
+	PrefixCachingOn  = "on"
+	PrefixCachingOff = "off"
+)
+
+// PrefixCaching reports whether the engine caches prompt prefixes.
+func (s *Server) PrefixCaching() bool { return s.engine.cache != nil }
 
 // Engine is the engine kind in use.
 func (s *Server) Engine() string { return s.opts.Engine }
@@ -246,6 +280,7 @@ type job struct {
 	stream       bool
 	includeUsage bool
 	promptTokens int
+	blocks       []uint64 // the prompt's block hash chain, with a prefix cache
 	outputTokens int
 	finish       string
 	text         textSource
@@ -295,8 +330,13 @@ func (s *Server) parseChat(r *http.Request) (*job, int, error) {
 		id:           fmt.Sprintf("chatcmpl-sim-%d", reqN),
 		stream:       req.Stream,
 		includeUsage: req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
-		promptTokens: s.counter.Count(prompt),
 		text:         newTextSource(s.opts.Seed, prompt),
+	}
+	if s.encoder != nil {
+		ids := s.encoder.Encode(prompt)
+		j.promptTokens, j.blocks = len(ids), blockHashes(ids)
+	} else {
+		j.promptTokens = s.counter.Count(prompt)
 	}
 	maxLen := s.prof.MaxModelLen
 	if j.promptTokens >= maxLen {
@@ -412,7 +452,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		out.note = "client went away before the engine saw the request"
 		return
 	}
-	seq := &sequence{promptTokens: j.promptTokens, outputTokens: j.outputTokens, arrivalS: arrivalS}
+	seq := &sequence{promptTokens: j.promptTokens, blocks: j.blocks, outputTokens: j.outputTokens, arrivalS: arrivalS}
 	if err := s.engine.submit(seq); err != nil {
 		out.status, out.note = http.StatusServiceUnavailable, err.Error()
 		writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", err.Error())

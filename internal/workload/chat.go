@@ -125,7 +125,7 @@ func chatPrompt(line []byte) (Prompt, error) {
 
 // inputTokens counts a prompt's message contents (its text where it has no
 // messages).
-func inputTokens(p Prompt, enc Encoder) int {
+func inputTokens(p Prompt, enc Counter) int {
 	if p.Messages == nil {
 		return enc.Count(p.Text)
 	}

@@ -46,6 +46,8 @@ type Spec struct {
 	Dataset *Dataset
 	// Trace are the parameters of the trace source.
 	Trace *Trace
+	// Prefix are the parameters of the prefix_repetition source.
+	Prefix *PrefixRepetition
 }
 
 // Name is the source Spec resolves with.
@@ -167,7 +169,9 @@ var sources = map[string]SourceFunc{
 	SourceSynthetic: resolveSynthetic,
 	SourceShareGPT:  resolveShareGPT,
 	SourceChatJSONL: resolveChatJSONL,
-	SourceTrace:     resolveTrace,
+
+	SourcePrefixRepetition: resolvePrefixRepetition,
+	SourceTrace:            resolveTrace,
 }
 
 // Sources lists the registered source names, sorted.

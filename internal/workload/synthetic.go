@@ -80,11 +80,17 @@ func (l Length) params() map[string]any {
 // message content the pinned tokenizer counts at exactly a drawn input
 // length, each asking for a drawn output length as its max_tokens; prompt i
 // is drawn from (Seed, i) alone, so any prompt is reproducible by itself.
+// With PrefixLen, every prompt starts with one common prefix of exactly
+// PrefixLen tokens (vLLM's --random-prefix-len) and its input length is
+// PrefixLen plus the drawn one.
 type Synthetic struct {
 	InputLen  Length
 	OutputLen Length
 	Count     int
 	Seed      int64
+	// PrefixLen is the tokens of the prefix common to every prompt; 0 is
+	// none.
+	PrefixLen int
 	// IgnoreEOS asks the server to generate all max_tokens (ignore_eos:
 	// true in the request body).
 	IgnoreEOS bool
@@ -102,6 +108,12 @@ func (s Synthetic) Check() []string {
 	}
 	if s.Count < 1 {
 		out = append(out, fmt.Sprintf("count: %d: must be at least 1", s.Count))
+	}
+	switch {
+	case s.PrefixLen < 0:
+		out = append(out, fmt.Sprintf("prefix_len: %d: must be 0 (none) or more", s.PrefixLen))
+	case s.PrefixLen > MaxSourceTokens:
+		out = append(out, fmt.Sprintf("prefix_len: %d: must be at most %d", s.PrefixLen, MaxSourceTokens))
 	}
 	return out
 }
@@ -128,6 +140,9 @@ func resolveSynthetic(spec Spec, env Env) (Set, error) {
 		"input_len": s.InputLen.params(), "output_len": s.OutputLen.params(),
 		"count": s.Count, "seed": s.Seed, "ignore_eos": s.IgnoreEOS,
 	}
+	if s.PrefixLen > 0 {
+		params["prefix_len"] = s.PrefixLen
+	}
 	return Set{Prompts: ps, Record: SourceRecord{Params: params}, IgnoreEOS: s.IgnoreEOS}, nil
 }
 
@@ -136,6 +151,9 @@ func resolveSynthetic(spec Spec, env Env) (Set, error) {
 // of the tokenizer's one-token word pool (words w where both "w" and " w"
 // are one token), joined by spaces, re-encoded and adjusted until the
 // tokenizer counts exactly n. Its max_tokens is drawn from s.OutputLen.
+// With s.PrefixLen, the common prefix is drawn the same way from a
+// generator seeded with (s.Seed, 2^62), and each prompt is the prefix, a
+// space and its own n words, counted at exactly s.PrefixLen+n.
 func SyntheticPrompts(s Synthetic, enc Encoder) ([]Prompt, error) {
 	pool, err := wordPool(enc)
 	if err != nil {
@@ -143,10 +161,22 @@ func SyntheticPrompts(s Synthetic, enc Encoder) ([]Prompt, error) {
 	}
 	out := make([]Prompt, s.Count)
 	var b strings.Builder
+	var prefix string
+	if s.PrefixLen > 0 {
+		if prefix, err = exactText(&b, enc, pool, rand.New(rand.NewPCG(uint64(s.Seed), streamPrefix)), s.PrefixLen); err != nil {
+			return nil, fmt.Errorf("synthetic prefix: %w", err)
+		}
+	}
 	for i := range out {
 		rng := rand.New(rand.NewPCG(uint64(s.Seed), uint64(i)))
 		n := s.InputLen.Draw(rng)
-		text, err := exactText(&b, enc, pool, rng, n)
+		var text string
+		var err error
+		if s.PrefixLen > 0 {
+			text, err = afterPrefix(&b, enc, pool, rng, prefix, s.PrefixLen, n)
+		} else {
+			text, err = exactText(&b, enc, pool, rng, n)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("synthetic prompt %d: %w", i, err)
 		}

@@ -405,7 +405,7 @@ func (t *traceBuilder) prompt(l traceLine) (string, error) {
 			return "", err
 		}
 		if need := l.input - covered; need < t.blockSize {
-			s = firstWords(s, need)
+			s = leadingWords(s, need)
 			covered += need
 		} else {
 			covered += t.blockSize
@@ -444,8 +444,8 @@ func (t *traceBuilder) prompt(l traceLine) (string, error) {
 	return "", fmt.Errorf("no text of exactly %d tokens found", l.input)
 }
 
-// firstWords is the first n space-separated words of s.
-func firstWords(s string, n int) string {
+// leadingWords is the first n space-separated words of s.
+func leadingWords(s string, n int) string {
 	i := 0
 	for ; n > 0 && i < len(s); n-- {
 		j := strings.IndexByte(s[i:], ' ')

@@ -75,7 +75,7 @@ func TestTraceSharedBlocks(t *testing.T) {
 	tok := qwen(t)
 	set := resolveTraceFile(t, writeFile(t, "trace.jsonl", mooncakeSample), Trace{})
 	a, b, c := set.Prompts[0].Text, set.Prompts[1].Text, set.Prompts[2].Text
-	block0 := firstWords(a, 512)
+	block0 := leadingWords(a, 512)
 	if tok.Count(block0) != 512 {
 		t.Fatalf("block 0: %d tokens", tok.Count(block0))
 	}
@@ -83,11 +83,11 @@ func TestTraceSharedBlocks(t *testing.T) {
 		t.Error("prompts 1 and 2 do not start with prompt 0's block 0")
 	}
 	// Prompt 2 is blocks 0 and 1 exactly: prompt 0's first 1024 tokens.
-	if c != firstWords(a, 1024) {
+	if c != leadingWords(a, 1024) {
 		t.Error("prompt 2 (hash ids 0, 1) is not prompt 0's first two blocks")
 	}
 	// Prompt 1's second block (id 3) differs from prompt 0's (id 1).
-	if firstWords(b, 600) == firstWords(a, 600) {
+	if leadingWords(b, 600) == leadingWords(a, 600) {
 		t.Error("different hash ids gave the same block")
 	}
 	// Same seed, same texts; another seed, other texts.
@@ -98,7 +98,7 @@ func TestTraceSharedBlocks(t *testing.T) {
 	}
 	// A smaller block size shares smaller blocks.
 	small := resolveTraceFile(t, writeFile(t, "trace.jsonl", mooncakeSample), Trace{BlockSize: 100})
-	if p := small.Prompts; firstWords(p[0].Text, 100) != firstWords(p[1].Text, 100) || firstWords(p[0].Text, 101) == firstWords(p[1].Text, 101) {
+	if p := small.Prompts; leadingWords(p[0].Text, 100) != leadingWords(p[1].Text, 100) || leadingWords(p[0].Text, 101) == leadingWords(p[1].Text, 101) {
 		t.Error("block size 100: prompts 0 and 1 should share exactly their first 100 words")
 	}
 }

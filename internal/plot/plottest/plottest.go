@@ -215,6 +215,8 @@ func wave(rng *rand.Rand, o Options, s Server, w contract.Wave, cold bool) []con
 			Client: q.client, Prompt: q.client % 2,
 			IntendedStartS: 0, StartS: round(q.start),
 		}
+		in := []int{4, 7}[q.client%2] // the two prompts' client-counted tokens
+		rec.InputTokens = &in
 		deadline := q.start + o.TimeoutS
 		var chunks []float64
 		for k := range o.MaxTokens {

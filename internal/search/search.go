@@ -1,0 +1,450 @@
+package search
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Verdicts of a probe (SPEC §8), as package contract names them.
+const (
+	VerdictPass       = "pass"
+	VerdictFail       = "fail"
+	VerdictUnresolved = "unresolved"
+)
+
+// Stop reasons of a search.
+const (
+	// StopConverged: min_fail − max_pass ≤ max(1, 5 % of max_pass) with a
+	// pass below and a resolved fail above.
+	StopConverged = "converged"
+	// StopUnmetAtMinimum: one client already fails the objectives.
+	StopUnmetAtMinimum = "unmet_at_minimum"
+	// StopCapReached: the bracket converged, but its min_fail is a point
+	// whose interval stayed unresolved at its cap, after its retry too.
+	StopCapReached = "cap_reached"
+	// StopMaxConcurrency: Config.Max passes; the capacity is at least that.
+	StopMaxConcurrency = "max_concurrency_reached"
+	// StopServerFailed: a probe's outcome says the server failed (it exited
+	// or stopped answering), so no later probe would mean anything.
+	StopServerFailed = "server_failed"
+	// StopInterrupted: the search has not finished (Result before Next
+	// said it was over: a search cut midway, or a Replay of its probes).
+	StopInterrupted = "interrupted"
+)
+
+// RetryScale is how many times its usual cap (max requests and duration)
+// a retry of an unresolved probe measures for.
+const RetryScale = 2
+
+// Bracket is a capacity bracket: the largest load that passed and the
+// smallest that failed (0: none).
+type Bracket struct {
+	MaxPass, MinFail int
+}
+
+// Config is one search. Alpha and MinRequests are the contract's; the
+// search uses them only to refuse an Outcome whose verdict contradicts
+// them (a pass below min_requests or with ci_low below α).
+type Config struct {
+	// Start is the first concurrency of the doubling (≥ 1).
+	Start int
+	// Max is the largest concurrency the search may probe (≥ Start).
+	Max int
+	// Alpha is the attainment target, in (0, 1).
+	Alpha float64
+	// MinRequests is the fewest measured requests of a resolved probe.
+	MinRequests int
+	// Repeats is how many times the final pass and fail points are re-run
+	// after the bracket has converged (0: none).
+	Repeats int
+	// Predicted is a bracket predicted for the server (from its fitted
+	// simulator profile): its ends are probed first. Nil: double from Start.
+	Predicted *Bracket
+}
+
+// Check reports the first thing wrong with c, naming the field.
+func (c Config) Check() error {
+	switch {
+	case c.Start < 1:
+		return fmt.Errorf("start %d: want at least 1", c.Start)
+	case c.Max < c.Start:
+		return fmt.Errorf("max concurrency %d is below the start %d", c.Max, c.Start)
+	case !(c.Alpha > 0 && c.Alpha < 1):
+		return fmt.Errorf("attainment target %v: want a number in (0, 1)", c.Alpha)
+	case c.MinRequests < 1:
+		return fmt.Errorf("min_requests %d: want at least 1", c.MinRequests)
+	case c.Repeats < 0:
+		return fmt.Errorf("repeats %d: want 0 or more", c.Repeats)
+	}
+	if p := c.Predicted; p != nil && (p.MaxPass < 0 || p.MinFail < 0 || (p.MinFail > 0 && p.MinFail <= p.MaxPass)) {
+		return fmt.Errorf("predicted bracket [%d, %d]: want 0 ≤ max_pass < min_fail", p.MaxPass, p.MinFail)
+	}
+	return nil
+}
+
+// Outcome is what one probe measured, filled by the runner from package
+// contract's attainment of the probe's recorded wave(s). The search reads
+// Verdict (and ServerFailed); the rest it carries into Result for the
+// report and results.json.
+type Outcome struct {
+	// WaveIDs are the recorded waves the probe ran (the runner's).
+	WaveIDs []int
+	// N is the requests attempted, Good those that met every objective.
+	N, Good int
+	// Attainment is Good ÷ N with its 95 % Wilson interval.
+	Attainment, CILow, CIHigh float64
+	// Verdict is VerdictPass, VerdictFail or VerdictUnresolved.
+	Verdict string
+	// TTFTP95S and TPOTP95S are the probe's p95s in seconds (nil: none).
+	TTFTP95S, TPOTP95S *float64
+	// Failures is how many of the N requests failed.
+	Failures int
+	// AchievedRPS is requests per second over the measured window;
+	// GoodputTokS the output tokens of good requests per second.
+	AchievedRPS, GoodputTokS float64
+	// Binding is the objective the most requests missed ("" when none did).
+	Binding string
+	// ServerFailed says the server failed during the probe: the search
+	// stops with StopServerFailed.
+	ServerFailed bool
+}
+
+// Probe is one probe the search asks for, and once observed, its outcome.
+type Probe struct {
+	// Load is the concurrency C to probe.
+	Load int
+	// Repeat is 0 for a probe of the search, k ≥ 1 for the k-th re-run of
+	// a final point.
+	Repeat int
+	// Retry marks the re-probe of a point whose first probe was
+	// unresolved: it measures for RetryScale times the usual cap.
+	Retry bool
+	// Outcome is the probe's outcome (zero until observed).
+	Outcome Outcome
+}
+
+func (p Probe) same(q Probe) bool {
+	return p.Load == q.Load && p.Repeat == q.Repeat && p.Retry == q.Retry
+}
+
+func (p Probe) String() string {
+	s := fmt.Sprintf("%d clients", p.Load)
+	if p.Load == 1 {
+		s = "1 client"
+	}
+	switch {
+	case p.Retry:
+		s += " (retry)"
+	case p.Repeat > 0:
+		s += fmt.Sprintf(" (repeat %d)", p.Repeat)
+	}
+	return s
+}
+
+// NonMonotonic is one non-monotonic answer: a probe passed at PassLoad
+// although one failed at FailLoad ≤ PassLoad (equal loads: a re-run
+// disagreeing with the first verdict at that point).
+type NonMonotonic struct {
+	PassLoad, FailLoad int
+}
+
+// Result is where a search stands, or its answer once it is over.
+type Result struct {
+	// MaxPass is the largest load that passed, MinFail the smallest that
+	// failed or stayed unresolved (0: none).
+	MaxPass, MinFail int
+	// MinFailUnresolved says MinFail is an unresolved point, not a fail.
+	MinFailUnresolved bool
+	// StopReason is one of the Stop* constants.
+	StopReason string
+	// AchievedRPS and GoodputTokS are those of the probe that passed at
+	// MaxPass (0 without one).
+	AchievedRPS, GoodputTokS float64
+	// BindingObjective is the Binding of the probe that decided MinFail.
+	BindingObjective string
+	// Predicted is Config.Predicted, kept beside the measured bracket.
+	Predicted *Bracket
+	// NonMonotonic lists every pass at or above a fail, by load.
+	NonMonotonic []NonMonotonic
+	// Probes are every observed probe, in the order they ran.
+	Probes []Probe
+}
+
+// Search is one capacity search in progress. Its zero value is not
+// usable: call New.
+type Search struct {
+	cfg    Config
+	probes []Probe
+
+	next  Probe // the probe Next hands out
+	done  bool
+	stop  string // the reason, once the bracket is final or the server failed
+	queue []Probe
+
+	lo, hi      int  // max pass, min fail (0: none)
+	hiUnres     bool // hi is an unresolved point
+	passAt      int  // index in probes of the search probe that passed at lo
+	failAt      int  // index in probes of the search probe that decided hi
+	predictions []int
+}
+
+// New starts a search; its first probe is Next's.
+func New(cfg Config) (*Search, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, fmt.Errorf("capacity search: %w", err)
+	}
+	s := &Search{cfg: cfg, passAt: -1, failAt: -1}
+	if p := cfg.Predicted; p != nil {
+		for _, c := range []int{p.MaxPass, p.MinFail} {
+			c = min(c, cfg.Max)
+			if c >= 1 && !containsInt(s.predictions, c) {
+				s.predictions = append(s.predictions, c)
+			}
+		}
+	}
+	s.advance()
+	return s, nil
+}
+
+// Next returns the probe to run next, or false when the search is over.
+// It returns the same probe until that probe is observed.
+func (s *Search) Next() (Probe, bool) {
+	if s.done {
+		return Probe{}, false
+	}
+	return s.next, true
+}
+
+// Observe records the outcome of p, which must be the probe Next returned.
+func (s *Search) Observe(p Probe, o Outcome) error {
+	if s.done {
+		return fmt.Errorf("capacity search: %v observed after the search stopped", p)
+	}
+	if !p.same(s.next) {
+		return fmt.Errorf("capacity search: %v observed, but the search asked for %v", p, s.next)
+	}
+	if err := s.checkOutcome(p, o); err != nil {
+		return err
+	}
+	p.Outcome = o
+	s.probes = append(s.probes, p)
+	if o.ServerFailed {
+		s.stop, s.done = StopServerFailed, true
+		return nil
+	}
+	if p.Repeat == 0 {
+		if o.Verdict == VerdictUnresolved && !p.Retry {
+			s.next = Probe{Load: p.Load, Retry: true}
+			return nil
+		}
+		s.bracket(p.Load, o.Verdict)
+	}
+	s.advance()
+	return nil
+}
+
+func (s *Search) checkOutcome(p Probe, o Outcome) error {
+	switch o.Verdict {
+	case VerdictPass:
+		if o.N < s.cfg.MinRequests || o.CILow < s.cfg.Alpha {
+			return fmt.Errorf("capacity search: %v: a pass over %d requests with ci_low %v, against min_requests %d and α %v",
+				p, o.N, o.CILow, s.cfg.MinRequests, s.cfg.Alpha)
+		}
+	case VerdictFail:
+		if o.CIHigh > s.cfg.Alpha {
+			return fmt.Errorf("capacity search: %v: a fail with ci_high %v above α %v", p, o.CIHigh, s.cfg.Alpha)
+		}
+	case VerdictUnresolved:
+	default:
+		return fmt.Errorf("capacity search: %v: verdict %q: want pass, fail or unresolved", p, o.Verdict)
+	}
+	return nil
+}
+
+// bracket moves the bracket by the final verdict of a search point.
+func (s *Search) bracket(load int, verdict string) {
+	last := len(s.probes) - 1
+	if verdict == VerdictPass {
+		if load > s.lo {
+			s.lo, s.passAt = load, last
+		}
+		return
+	}
+	if s.hi == 0 || load < s.hi {
+		s.hi, s.failAt, s.hiUnres = load, last, verdict == VerdictUnresolved
+	}
+}
+
+// advance sets the next probe, or ends the search.
+func (s *Search) advance() {
+	if s.stop != "" {
+		s.nextRepeat()
+		return
+	}
+	for len(s.predictions) > 0 {
+		c := s.predictions[0]
+		s.predictions = s.predictions[1:]
+		if c > s.lo && (s.hi == 0 || c < s.hi) {
+			s.next = Probe{Load: c}
+			return
+		}
+	}
+	switch {
+	case s.hi == 0 && s.lo >= s.cfg.Max:
+		s.finish(StopMaxConcurrency)
+	case s.hi == 0 && s.lo == 0:
+		s.next = Probe{Load: s.cfg.Start}
+	case s.hi == 0:
+		s.next = Probe{Load: min(2*s.lo, s.cfg.Max)}
+	case Converged(s.lo, s.hi):
+		switch {
+		case s.hiUnres:
+			s.finish(StopCapReached)
+		case s.lo == 0:
+			s.finish(StopUnmetAtMinimum)
+		default:
+			s.finish(StopConverged)
+		}
+	default:
+		s.next = Probe{Load: (s.lo + s.hi) / 2}
+	}
+}
+
+// Converged reports whether the bracket (maxPass, minFail) is narrow
+// enough to stop: minFail − maxPass ≤ max(1, 5 % of maxPass).
+func Converged(maxPass, minFail int) bool {
+	return float64(minFail-maxPass) <= math.Max(1, 0.05*float64(maxPass))
+}
+
+// finish fixes the bracket's stop reason and queues the re-runs of its
+// final points: per repeat, the pass point, then the fail point.
+func (s *Search) finish(reason string) {
+	s.stop = reason
+	for r := 1; r <= s.cfg.Repeats; r++ {
+		if s.lo > 0 {
+			s.queue = append(s.queue, Probe{Load: s.lo, Repeat: r})
+		}
+		if s.hi > 0 {
+			s.queue = append(s.queue, Probe{Load: s.hi, Repeat: r})
+		}
+	}
+	s.nextRepeat()
+}
+
+func (s *Search) nextRepeat() {
+	if len(s.queue) == 0 {
+		s.done = true
+		return
+	}
+	s.next, s.queue = s.queue[0], s.queue[1:]
+}
+
+// Done reports whether the search is over.
+func (s *Search) Done() bool { return s.done }
+
+// Result returns where the search stands: its answer once Done, else the
+// bracket so far with StopInterrupted.
+func (s *Search) Result() Result {
+	r := Result{
+		MaxPass: s.lo, MinFail: s.hi, MinFailUnresolved: s.hiUnres,
+		StopReason: s.stop, Probes: append([]Probe(nil), s.probes...),
+		NonMonotonic: nonMonotonic(s.probes),
+	}
+	if !s.done {
+		r.StopReason = StopInterrupted
+	}
+	if p := s.cfg.Predicted; p != nil {
+		r.Predicted = &Bracket{MaxPass: p.MaxPass, MinFail: p.MinFail}
+	}
+	if s.passAt >= 0 {
+		o := s.probes[s.passAt].Outcome
+		r.AchievedRPS, r.GoodputTokS = o.AchievedRPS, o.GoodputTokS
+	}
+	if s.failAt >= 0 {
+		r.BindingObjective = s.probes[s.failAt].Outcome.Binding
+	}
+	return r
+}
+
+// nonMonotonic returns every (pass, fail) pair of loads with a probe that
+// passed at or above a load where one failed, sorted.
+func nonMonotonic(probes []Probe) []NonMonotonic {
+	var passes, fails []int
+	for _, p := range probes {
+		switch p.Outcome.Verdict {
+		case VerdictPass:
+			if !containsInt(passes, p.Load) {
+				passes = append(passes, p.Load)
+			}
+		case VerdictFail:
+			if !containsInt(fails, p.Load) {
+				fails = append(fails, p.Load)
+			}
+		}
+	}
+	var out []NonMonotonic
+	for _, pl := range passes {
+		for _, fl := range fails {
+			if pl >= fl {
+				out = append(out, NonMonotonic{PassLoad: pl, FailLoad: fl})
+			}
+		}
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].FailLoad != out[b].FailLoad {
+			return out[a].FailLoad < out[b].FailLoad
+		}
+		return out[a].PassLoad < out[b].PassLoad
+	})
+	return out
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Replay runs the search of cfg over recorded probes, feeding each its
+// recorded outcome, and returns the Result the search reached: the same as
+// the live search's when the probes are its probes. It fails when a
+// recorded probe is not the one the search asks for (a load, repeat or
+// retry that differs, or a probe after the search stopped); a prefix of
+// the probes (a search cut midway) gives StopInterrupted.
+func Replay(cfg Config, probes []Probe) (Result, error) {
+	s, err := New(cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	for i, p := range probes {
+		want, ok := s.Next()
+		if !ok {
+			return Result{}, fmt.Errorf("capacity search: probe %d (%v) was run after the search stopped (%s)", i+1, p, s.stop)
+		}
+		if !p.same(want) {
+			return Result{}, fmt.Errorf("capacity search: probe %d is %v, but the search asks for %v", i+1, p, want)
+		}
+		if err := s.Observe(want, p.Outcome); err != nil {
+			return Result{}, fmt.Errorf("probe %d: %w", i+1, err)
+		}
+	}
+	return s.Result(), nil
+}
+
+// Look reports whether a probe that has measured n requests should look
+// at its interval now: at n = minRequests · 2^k only. Each look is one
+// more chance of a wrong verdict where the attainment is close to α, so a
+// probe looks a few times, not after every request (bench/capacity-search.md
+// measures the difference). With drive's Until, UntilEvery = minRequests
+// and a predicate that returns false unless Look(len(records), min).
+func Look(n, minRequests int) bool {
+	if minRequests < 1 || n < minRequests || n%minRequests != 0 {
+		return false
+	}
+	k := n / minRequests
+	return k&(k-1) == 0
+}
