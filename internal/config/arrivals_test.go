@@ -38,7 +38,8 @@ func TestRampAndTraceKeys(t *testing.T) {
 		{"prompts: {source: trace, path: t.jsonl, format: parquet}, open_loop: {arrival: trace}", `workload.prompts.format: "parquet": want one of mooncake, azure`},
 		{"prompts: {source: trace, path: t.log}, open_loop: {arrival: trace}", "workload.prompts.format: empty, and the path's extension names no trace format"},
 		{"prompts: {source: trace, path: missing.csv}, open_loop: {arrival: trace}", "workload.prompts.path:"},
-		{"prompts: {source: trace, path: t.jsonl, input_len: {fixed: 3}}, open_loop: {arrival: trace}", "workload.prompts: input_len, output_len, use_output_len and max_model_len are not the trace source's"},
+		{"prompts: {source: trace, path: t.jsonl, input_len: {fixed: 3}}, open_loop: {arrival: trace}", "workload.prompts: input_len, output_len, use_output_len, max_model_len and the prefix keys are not the trace source's"},
+		{"prompts: {source: trace, path: t.jsonl, prefix_len: 64}, open_loop: {arrival: trace}", "the prefix keys are not the trace source's"},
 		{"prompts: {source: synthetic, input_len: {fixed: 3}, output_len: {fixed: 3}, count: 2, time_scale: 2}, open_loop: {arrival: fixed, request_rates_rps: [1], num_requests: 2}", "workload.prompts: format, time_scale and block_size are the trace source's, not the synthetic source's"},
 	} {
 		r, err := Parse([]byte(base+c.wl+"}\n"), "x.yaml", dir)
