@@ -9,3 +9,9 @@ import _ "embed"
 //
 //go:embed simulated.yaml
 var Simulated []byte
+
+// Capacity is examples/capacity.yaml: a capacity search of the two
+// simulated servers at time scale 50, which `rehearse demo --capacity` runs.
+//
+//go:embed capacity.yaml
+var Capacity []byte

@@ -83,6 +83,7 @@ func recordsEqual(a, b *contract.Record) bool {
 		!equalPtr(a.UsageCompletionTokens, b.UsageCompletionTokens) || !equalPtr(a.UsagePromptTokens, b.UsagePromptTokens) ||
 		a.FinishReason != b.FinishReason || a.Retried != b.Retried ||
 		!equalPtr(a.InputTokens, b.InputTokens) || a.MaxTokens != b.MaxTokens ||
+		!equalPtr(a.Session, b.Session) || a.Turn != b.Turn ||
 		len(a.ChunkTimesS) != len(b.ChunkTimesS) {
 		return false
 	}

@@ -107,6 +107,8 @@ func (j *Journal) WriteHeader(h *Results) error {
 	j.mu.Unlock()
 	if kept {
 		c.Workload.Prompts, c.Workload.PromptMaxTokens, c.Workload.PromptMessages, c.Workload.ArrivalsS = nil, nil, nil, nil
+		c.Workload.Prompts, c.Workload.PromptMaxTokens, c.Workload.PromptMessages = nil, nil, nil
+		c.Workload.Sessions = nil
 	}
 	return j.write(Entry{Header: &c, PromptsKept: kept})
 }
@@ -239,6 +241,7 @@ func DecodeJournal(in io.Reader) (*Results, error) {
 				w := &e.Header.Workload
 				w.Prompts, w.PromptMaxTokens, w.PromptMessages = header.Workload.Prompts, header.Workload.PromptMaxTokens, header.Workload.PromptMessages
 				w.ArrivalsS = header.Workload.ArrivalsS
+				w.Sessions = header.Workload.Sessions
 			}
 			header = e.Header
 		}

@@ -290,6 +290,11 @@ func sameWorkload(a, b Workload) error {
 		return fmt.Errorf("extra_body")
 	case !slices.Equal(a.ArrivalsS, b.ArrivalsS):
 		return fmt.Errorf("arrivals_s")
+	case !reflect.DeepEqual(a.Sessions, b.Sessions):
+		// A record's session indexes them, as its prompt indexes prompts.
+		return fmt.Errorf("sessions")
+	case !reflect.DeepEqual(a.ThinkTime, b.ThinkTime):
+		return fmt.Errorf("think_time")
 	}
 	return sameOpenLoop(a.Open, b.Open)
 }

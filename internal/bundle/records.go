@@ -56,7 +56,44 @@ func checkRecords(r *Results) []Problem {
 	for i := range r.Records {
 		probs = append(probs, checkRecord(i, &r.Records[i], c)...)
 	}
+	return append(probs, checkSessionInputs(r, waves)...)
+}
+
+// checkSessionInputs checks the order of every session's turns
+// (sessionRuns) and that each turn's input_tokens is no larger than the
+// bytes of what it sent, its history included (a token is at least one
+// byte).
+func checkSessionInputs(r *Results, waves map[int]contract.Wave) []Problem {
+	probs, prev := sessionRuns(r, waves)
+	wl := &r.Workload
+	for i := range r.Records {
+		rec := &r.Records[i]
+		if rec.Turn < 1 || rec.Session == nil || rec.InputTokens == nil || *rec.InputTokens < 0 || *rec.InputTokens > maxCount {
+			continue
+		}
+		b, ok := sessionInputBytes(r, prev, i, func(p int) int { return promptBytes(wl, p) })
+		if ok && *rec.InputTokens > b {
+			probs = append(probs, Problem{File: ResultsFile, Server: rec.Server, Load: recordLabel(waves, rec),
+				Field: fmt.Sprintf("records[%d].input_tokens", i),
+				Msg:   fmt.Sprintf("%d for turn %d of session %d, which sent %d bytes with its history (a token is at least one byte)", *rec.InputTokens, rec.Turn, *rec.Session, b)})
+		}
+	}
 	return probs
+}
+
+// promptBytes is the bytes of prompt p's message contents (0 for no prompt).
+func promptBytes(wl *Workload, p int) int {
+	if p < 0 || p >= len(wl.Prompts) {
+		return 0
+	}
+	if p < len(wl.PromptMessages) && wl.PromptMessages[p] != nil {
+		b := 0
+		for _, m := range wl.PromptMessages[p] {
+			b += len(m.Content)
+		}
+		return b
+	}
+	return len(wl.Prompts[p])
 }
 
 // checkWaves checks each wave's id, kind, mode and anchor, and returns the
@@ -209,6 +246,7 @@ func checkRecord(i int, rec *contract.Record, c recordContext) []Problem {
 		checkCount("usage_prompt_tokens", *u)
 	}
 	checkPromptFields(rec, c, bad, checkCount)
+	checkSessionFields(rec, c.workload, bad)
 	if !tokensOK {
 		return probs
 	}
@@ -235,15 +273,9 @@ func checkRecord(i int, rec *contract.Record, c recordContext) []Problem {
 func checkPromptFields(rec *contract.Record, c recordContext, bad func(field, format string, args ...any), checkCount func(string, int) bool) {
 	wl := c.workload
 	known := wl != nil && rec.Prompt >= 0 && rec.Prompt < len(wl.Prompts)
-	if n := rec.InputTokens; n != nil && checkCount("input_tokens", *n) && known {
-		b := len(wl.Prompts[rec.Prompt])
-		if rec.Prompt < len(wl.PromptMessages) && wl.PromptMessages[rec.Prompt] != nil {
-			b = 0
-			for _, m := range wl.PromptMessages[rec.Prompt] {
-				b += len(m.Content)
-			}
-		}
-		if *n > b {
+	// A session's turn sends its history too: checkSessionInputs bounds it.
+	if n := rec.InputTokens; n != nil && checkCount("input_tokens", *n) && known && rec.Turn == 0 {
+		if b := promptBytes(wl, rec.Prompt); *n > b {
 			bad("input_tokens", "%d for a prompt of %d bytes (a token is at least one byte)", *n, b)
 		}
 	}

@@ -57,6 +57,52 @@ func firstRecord(t *testing.T, res *bundle.Results, keep func(contract.Record) b
 	return -1
 }
 
+// asSession makes two OK records of one recorded wave the two turns of a
+// session of the workload (prompts 0 then 1) sent by one client, the
+// second after the first ended, and returns their indices.
+func asSession(t *testing.T, r *bundle.Results) (int, int) {
+	t.Helper()
+	first, second := -1, -1
+	for i, a := range r.Records {
+		for j, b := range r.Records {
+			if second < 0 && i != j && a.Kind == contract.KindRecorded && a.Wave == b.Wave && isOK(a) && b.OK {
+				first, second = i, j
+			}
+		}
+	}
+	if second < 0 {
+		t.Fatal("no wave of two OK records in bundletest.SeedLike")
+	}
+	r.Workload.Sessions = []bundle.Session{{Turns: []int{0, 1}}}
+	s := 0
+	a, b := &r.Records[first], &r.Records[second]
+	a.Session, a.Turn, a.Prompt = &s, 1, 0
+	b.Session, b.Turn, b.Prompt, b.Client = &s, 2, 1, a.Client
+	shift(b, a.EndS-b.StartS+0.01)
+	return first, second
+}
+
+// shift moves every time of rec by d seconds.
+func shift(rec *contract.Record, d float64) {
+	rec.StartS += d
+	rec.EndS += d
+	if rec.FirstContentS != nil {
+		v := *rec.FirstContentS + d
+		rec.FirstContentS = &v
+	}
+	for j := range rec.ChunkTimesS {
+		rec.ChunkTimesS[j] += d
+	}
+}
+
+// TestReliabilitySessionVerifies: the session asSession makes is valid.
+func TestReliabilitySessionVerifies(t *testing.T) {
+	dir := writeRow(t, func(t *testing.T, r *bundle.Results) { asSession(t, r) }, nil, false)
+	if probs := verifyAll(t, dir); len(probs) != 0 {
+		t.Fatalf("a valid session must verify, got %q", probs)
+	}
+}
+
 func isOK(r contract.Record) bool { return r.OK && len(r.ChunkTimesS) > 2 }
 func isFailedWithContent(r contract.Record) bool {
 	return !r.OK && r.FirstContentS != nil && len(r.ChunkTimesS) > 2
@@ -186,6 +232,31 @@ var reliabilityRows = []struct {
 		v := rec.OutputTokens + 7
 		rec.UsageCompletionTokens = &v
 	}, want: "usage_completion_tokens"},
+	{name: "session turn sent before the turn before it ended", edit: func(t *testing.T, r *bundle.Results) {
+		first, second := asSession(t, r)
+		shift(&r.Records[second], r.Records[first].EndS-r.Records[second].StartS-0.001)
+	}, want: "is before end_s"},
+	{name: "session turn after a failed turn", edit: func(t *testing.T, r *bundle.Results) {
+		first, _ := asSession(t, r)
+		rec := &r.Records[first]
+		rec.OK, rec.ErrorKind = false, contract.ErrTimeout
+	}, want: "failed, which ends a session"},
+	{name: "session turn without the turn before it", edit: func(t *testing.T, r *bundle.Results) {
+		first, _ := asSession(t, r)
+		r.Records[first].Client = 99
+	}, want: "sent no turn 1 of it before"},
+	{name: "turn without a session", edit: func(t *testing.T, r *bundle.Results) {
+		r.Records[0].Turn = 2
+	}, want: ".turn: 2 without a session"},
+	{name: "session past workload.sessions", edit: func(t *testing.T, r *bundle.Results) {
+		_, second := asSession(t, r)
+		s := 3
+		r.Records[second].Session = &s
+	}, want: "is not an index into workload.sessions"},
+	{name: "session turn's prompt not the session's", edit: func(t *testing.T, r *bundle.Results) {
+		_, second := asSession(t, r)
+		r.Records[second].Prompt = 0
+	}, want: "but turn 2 of session 0 is prompt 1"},
 	{name: "journal with a record fewer", journal: func(t *testing.T, r *bundle.Results) {
 		r.Records = r.Records[:len(r.Records)-1]
 	}, want: "journal.jsonl: 277 records, results.json 278"},

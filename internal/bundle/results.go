@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/search"
 )
 
 // Schema is the version string of results.json this package reads and writes.
@@ -34,6 +35,9 @@ type Results struct {
 	// when set, every aggregate carries its slo field. Absent when the
 	// rehearsal has none.
 	SLO *contract.SLO `json:"slo,omitempty"`
+	// Capacity is each searched server's capacity under SLO (SPEC §8),
+	// written as the search goes; absent when no search ran.
+	Capacity []search.Capacity `json:"capacity,omitempty"`
 	// OperatorNotes is markdown written by a person about the figures
 	// (what differs from another run, what they show, limitations), set
 	// by `rehearse annotate`; it derives from nothing and verify leaves it
@@ -192,9 +196,39 @@ type Workload struct {
 	// release, where the source is a trace replayed by open-loop waves of
 	// arrival "trace" (aligned with Prompts); absent otherwise.
 	ArrivalsS []float64 `json:"arrivals_s,omitempty"`
+	// Sessions are the workload's multi-turn sessions, each a list of its
+	// user turns in order as indices into Prompts; absent without
+	// sessions. A record of a session's turn names it (record.session,
+	// record.turn); the turn sends the first turn's messages, then for each
+	// turn before it the reply its client received (that turn's
+	// record.text) as an assistant message and the next user turn.
+	Sessions []Session `json:"sessions,omitempty"`
+	// ThinkTime is the pause before each later turn of a session; absent
+	// without one.
+	ThinkTime *ThinkTime `json:"think_time,omitempty"`
 	// PromptSource says where Prompts came from; absent in bundles
 	// written before sources were recorded.
 	PromptSource *PromptSource `json:"prompt_source,omitempty"`
+	// Capacity is the capacity search each server gets after its planned
+	// waves (each server's own, with its predicted bracket, is in
+	// Results.Capacity); absent when none.
+	Capacity *search.Spec `json:"capacity,omitempty"`
+}
+
+// Session is one multi-turn session: its user turns, indices into
+// workload.prompts.
+type Session struct {
+	Turns []int `json:"turns"`
+}
+
+// ThinkTime is the pause between a reply's end and the session's next
+// turn: mean_s seconds, fixed or drawn (exponential; uniform over [0,
+// 2·mean_s]) from a generator seeded with seed, the session's run and the
+// turn.
+type ThinkTime struct {
+	MeanS        float64 `json:"mean_s"`
+	Distribution string  `json:"distribution"`
+	Seed         int64   `json:"seed,omitempty"`
 }
 
 // Message is one chat message of a prompt.
@@ -282,6 +316,19 @@ type MechanismCheck struct {
 // each aggregate's slo field where the results have objectives.
 func (r *Results) Recompute() {
 	r.Aggregates = r.ComputeAggregates()
+	for i, c := range r.Capacity {
+		if want, err := RecomputeCapacity(r, c); err == nil {
+			r.Capacity[i] = want
+		}
+	}
+}
+
+// RecomputeCapacity is the capacity entry c of a server recomputed from the
+// waves and records of r alone (its search, objectives and target are c's;
+// that the server failed is known from c's stop reason only).
+func RecomputeCapacity(r *Results, c search.Capacity) (search.Capacity, error) {
+	slo := contract.SLO{Objectives: c.Objectives, AttainmentTarget: c.AttainmentTarget}
+	return search.Recompute(c.Server, c.Search, slo, r.Waves, r.Records, c.StopReason == search.StopServerFailed)
 }
 
 // ComputeAggregates returns the aggregates of Waves and Records by the

@@ -59,6 +59,21 @@ func recountTokens(res *Results, o Options) ([]Problem, string) {
 func recountInputs(res *Results, c Counter, waves map[int]contract.Wave) ([]Problem, int) {
 	wl := &res.Workload
 	counted := map[int]int{}
+	count := func(p int) int {
+		want, ok := counted[p]
+		if !ok {
+			if p < len(wl.PromptMessages) && wl.PromptMessages[p] != nil {
+				for _, m := range wl.PromptMessages[p] {
+					want += c.Count(m.Content)
+				}
+			} else {
+				want = c.Count(wl.Prompts[p])
+			}
+			counted[p] = want
+		}
+		return want
+	}
+	var prev map[int]int // a session turn's turn before, where there are sessions
 	var probs []Problem
 	n := 0
 	for i := range res.Records {
@@ -66,25 +81,55 @@ func recountInputs(res *Results, c Counter, waves map[int]contract.Wave) ([]Prob
 		if rec.InputTokens == nil || rec.Prompt < 0 || rec.Prompt >= len(wl.Prompts) {
 			continue
 		}
-		want, ok := counted[rec.Prompt]
-		if !ok {
-			if rec.Prompt < len(wl.PromptMessages) && wl.PromptMessages[rec.Prompt] != nil {
-				for _, m := range wl.PromptMessages[rec.Prompt] {
-					want += c.Count(m.Content)
-				}
-			} else {
-				want = c.Count(wl.Prompts[rec.Prompt])
+		var want int
+		if rec.Turn > 0 && rec.Session != nil {
+			// A turn sent its session's history: the prompts of its
+			// turns so far and the replies before it.
+			if prev == nil {
+				_, prev = sessionRuns(res, waves)
 			}
-			counted[rec.Prompt] = want
+			ok := true
+			for j := i; ; {
+				r := &res.Records[j]
+				if r.Prompt < 0 || r.Prompt >= len(wl.Prompts) {
+					ok = false
+					break
+				}
+				want += count(r.Prompt)
+				if r.Turn <= 1 {
+					break
+				}
+				k, found := prev[j]
+				if !found {
+					ok = false // checkRecords reports the broken session
+					break
+				}
+				want += c.Count(res.Records[k].Text)
+				j = k
+			}
+			if !ok {
+				continue
+			}
+		} else {
+			want = count(rec.Prompt)
 		}
 		n++
 		if *rec.InputTokens != want {
 			probs = append(probs, Problem{File: ResultsFile, Server: rec.Server, Load: recordLabel(waves, rec),
 				Field: fmt.Sprintf("records[%d].input_tokens", i),
-				Msg:   fmt.Sprintf("stored %d, prompt %d re-counted with the tokenizer is %d", *rec.InputTokens, rec.Prompt, want)})
+				Msg:   fmt.Sprintf("stored %d, prompt %d%s re-counted with the tokenizer is %d", *rec.InputTokens, rec.Prompt, historyNote(rec), want)})
 		}
 	}
 	return probs, n
+}
+
+// historyNote says, for a session's later turn, that its count includes
+// its history.
+func historyNote(rec *contract.Record) string {
+	if rec.Turn > 1 {
+		return fmt.Sprintf(" with the history of its turn %d", rec.Turn)
+	}
+	return ""
 }
 
 func orNone(s string) string {

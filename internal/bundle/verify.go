@@ -236,6 +236,36 @@ func VerifyResults(res *Results) []Problem {
 	probs = append(probs, checkMechanism(res)...)
 	probs = append(probs, checkSLO(res)...)
 	probs = append(probs, checkAggregates(res)...)
+	probs = append(probs, checkCapacity(res)...)
+	return probs
+}
+
+// checkCapacity replays every capacity search from its probe waves' records
+// and compares its probes, verdicts and bracket with the stored ones.
+func checkCapacity(res *Results) []Problem {
+	var probs []Problem
+	seen := map[string]bool{}
+	for i, c := range res.Capacity {
+		at := fmt.Sprintf("capacity[%d]", i)
+		if seen[c.Server] {
+			probs = append(probs, Problem{File: ResultsFile, Server: c.Server, Field: at, Msg: "a second capacity entry for this server"})
+			continue
+		}
+		seen[c.Server] = true
+		if err := contract.CheckAttainmentTarget(c.AttainmentTarget); err != nil {
+			probs = append(probs, Problem{File: ResultsFile, Server: c.Server, Field: at + ".attainment_target", Msg: err.Error()})
+			continue
+		}
+		want, err := RecomputeCapacity(res, c)
+		if err != nil {
+			probs = append(probs, Problem{File: ResultsFile, Server: c.Server, Field: at, Msg: "the search does not replay from the records: " + err.Error()})
+			continue
+		}
+		for _, d := range diffJSON(c, want) {
+			probs = append(probs, Problem{File: ResultsFile, Server: c.Server, Field: at + "." + d.path,
+				Msg: fmt.Sprintf("stored %s, recomputed %s", d.a, d.b)})
+		}
+	}
 	return probs
 }
 

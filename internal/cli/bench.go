@@ -124,6 +124,14 @@ vLLM reports on /v1/models), a prompt whose input tokens + max_tokens exceed
 it is refused before any request is sent (sharegpt and chat skip it and count
 it).
 
+Multi-turn sessions (rehearse's own flags): --multi-turn makes each client go
+through conversations of --dataset-name sharegpt (every human turn), chat
+(every user message) or random (--max-turns turns of --random-input-len
+tokens each): turn t+1 is sent after turn t's reply ended and --think-time,
+carrying the history with the server's actual replies; each turn is a
+request. A closed-loop client runs one session, a sustained one sessions back
+to back, an open-loop arrival starts one. --max-turns caps a conversation.
+
 Output tokens are the returned text re-tokenized with --tokenizer: a
 tokenizer.json path, a model id looked up in the Hugging Face cache
 (ORG/NAME[@REVISION]), an embedded variant (qwen3, qwen2.5), or "usage" for
@@ -170,31 +178,23 @@ canceled, and the bundle of what finished is written.`,
 			}
 			o.warmupRequestsSet = cmd.Flags().Changed("warmup-requests")
 			o.slo.noteChanged(cmd.Flags())
+			for _, name := range []string{"max-turns", "think-time"} {
+				if cmd.Flags().Changed(name) {
+					o.dataset.sessionFlags = append(o.dataset.sessionFlags, name)
+				}
+			}
 			return runBench(cmd.Context(), st, &o, commandLine(cmd))
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.baseURL, "base-url", "", "base URL of the running server (required), e.g. http://127.0.0.1:8000")
-	f.StringVar(&o.endpoint, "endpoint", config.DefaultEndpoint, "chat-completions path")
-	f.StringVar(&o.model, "model", "", "model name to request (default: the first model of GET /v1/models)")
-	f.StringVar(&o.name, "name", config.DefaultServerName, "server label in the bundle")
-	f.StringVar(&o.apiKeyEnv, "api-key-env", "", "environment variable holding the API key (sent as a bearer token, never stored)")
+	endpointFlags(f, &o)
 	f.IntSliceVar(&o.concurrencies, "concurrency", config.DefaultConcurrencies, "clients per closed-loop wave, comma-separated")
 	f.IntVar(&o.repeats, "repeats", config.DefaultRepeats, "recorded waves per concurrency (and per request rate)")
 	f.IntVar(&o.warmupWaves, "warmup-waves", 0, "unrecorded warm-up waves before the recorded ones")
 	f.IntVar(&o.warmupClients, "warmup-concurrency", 0, "clients per warm-up wave (default: the first --concurrency)")
-	f.StringVar(&o.promptsPath, "prompts", "", "prompts file: .jsonl with a \"prompt\" field per line, or .txt with one prompt per line (default: eight built-in prompts)")
-	f.IntVar(&o.maxTokens, "max-tokens", config.DefaultMaxTokens, "max_tokens of every request")
-	f.DurationVar(&o.timeout, "timeout", config.DefaultTimeout, "per-request timeout, from send to the end of the stream")
-	f.StringVar(&o.extraBody, "extra-body", "", "JSON object merged into every request body, e.g. '{\"ignore_eos\":true}'")
-	f.BoolVar(&o.includeUsage, "include-usage", true, "send stream_options.include_usage (--include-usage=false for servers that reject it)")
-	f.BoolVar(&o.followRedirs, "follow-redirects", false, "follow a 3xx answer (default: a redirect is the request's outcome, http_status, never another host's stream)")
-	f.StringVar(&o.tokenizer, "tokenizer", "", "tokenizer.json path, ORG/NAME[@REV] from the Hugging Face cache, qwen3, qwen2.5, or usage")
-	f.StringVarP(&o.out, "output", "o", "", "bundle directory (default rehearse-bench-<UTC time>)")
 	f.Float64SliceVar(&o.requestRates, "request-rate", nil, "open-loop request rates in requests per second, comma-separated; inf with --max-concurrency C: the sustained closed loop at C")
 	f.StringVar(&o.arrival, "arrival", config.DefaultArrival, "open-loop arrival process: fixed, poisson or gamma")
 	f.Float64Var(&o.burstiness, "burstiness", 0, "gamma shape: 1 is Poisson, below 1 burstier (gamma arrivals only)")
-	f.Int64Var(&o.seed, "seed", 0, "seed of the arrival schedule (repeat r uses seed+r-1), and of --dataset-name random and prefix_repetition")
 	f.IntVar(&o.numRequests, "num-requests", 0, "requests per open-loop or sustained wave (0: bounded by --duration only)")
 	f.DurationVar(&o.duration, "duration", 0, "length of an open-loop wave's schedule, or of a sustained wave's measured part (0: bounded by --num-requests only)")
 	f.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on open-loop requests in flight (0: none), waits counted; with --request-rate inf the clients of the sustained closed loop")
@@ -204,10 +204,29 @@ canceled, and the bundle of what finished is written.`,
 	f.IntVar(&o.warmupRequests, "warmup-requests", config.DefaultSustainedWarmupRequests, "requests of warm-up at the start of each sustained wave, kept out of the figures (--request-rate inf only)")
 	datasetFlags(f, &o.dataset)
 	sloFlags(f, &o.slo, false)
+	return cmd
+}
+
+// endpointFlags are the flags of bench and capacity alike: the endpoint,
+// the request, the tokenizer, the bundle, the progress view and readiness.
+func endpointFlags(f *pflag.FlagSet, o *benchOptions) {
+	f.StringVar(&o.baseURL, "base-url", "", "base URL of the running server (required), e.g. http://127.0.0.1:8000")
+	f.StringVar(&o.endpoint, "endpoint", config.DefaultEndpoint, "chat-completions path")
+	f.StringVar(&o.model, "model", "", "model name to request (default: the first model of GET /v1/models)")
+	f.StringVar(&o.name, "name", config.DefaultServerName, "server label in the bundle")
+	f.StringVar(&o.apiKeyEnv, "api-key-env", "", "environment variable holding the API key (sent as a bearer token, never stored)")
+	f.StringVar(&o.promptsPath, "prompts", "", "prompts file: .jsonl with a \"prompt\" field per line, or .txt with one prompt per line (default: eight built-in prompts)")
+	f.IntVar(&o.maxTokens, "max-tokens", config.DefaultMaxTokens, "max_tokens of every request")
+	f.DurationVar(&o.timeout, "timeout", config.DefaultTimeout, "per-request timeout, from send to the end of the stream")
+	f.StringVar(&o.extraBody, "extra-body", "", "JSON object merged into every request body, e.g. '{\"ignore_eos\":true}'")
+	f.BoolVar(&o.includeUsage, "include-usage", true, "send stream_options.include_usage (--include-usage=false for servers that reject it)")
+	f.BoolVar(&o.followRedirs, "follow-redirects", false, "follow a 3xx answer (default: a redirect is the request's outcome, http_status, never another host's stream)")
+	f.StringVar(&o.tokenizer, "tokenizer", "", "tokenizer.json path, ORG/NAME[@REV] from the Hugging Face cache, qwen3, qwen2.5, or usage")
+	f.StringVarP(&o.out, "output", "o", "", "bundle directory (default rehearse-bench-<UTC time>)")
+	f.Int64Var(&o.seed, "seed", 0, "seed of the arrival schedule (repeat r uses seed+r-1), and of --dataset-name random and prefix_repetition")
 	progressFlag(f, &o.progress)
 	f.StringVar(&o.ready, "ready", config.DefaultBenchReady, "readiness check: answer (any HTTP answer from /v1/models or /health), models (GET /v1/models lists the model; for hosted APIs with no /health), full (/health, /v1/models, one tiny request)")
 	f.DurationVar(&o.readyTimeout, "ready-timeout", config.DefaultReachTimeout, "how long the endpoint has to pass the readiness check")
-	return cmd
 }
 
 // commandLine is the invocation as provenance records it: the flags that
@@ -494,7 +513,12 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 		}
 		o.model = m.ID
 		notes = append(notes, fmt.Sprintf("model %q was taken from the server's /v1/models", o.model))
-		if o.dataset.maxModelLen == 0 && m.MaxModelLen > 0 {
+		switch {
+		case o.dataset.maxModelLen == 0 && m.MaxModelLen > 0 && o.tokenizer == rehearsal.VariantUsage:
+			// Nothing counts the prompts: the server's limit cannot be
+			// checked, and a limit the user did not give refuses nothing.
+			notes = append(notes, fmt.Sprintf("the server's max_model_len %d was not checked: --tokenizer usage counts no prompt", m.MaxModelLen))
+		case o.dataset.maxModelLen == 0 && m.MaxModelLen > 0:
 			// The same answer tells vLLM's context length: checked as --max-model-len is.
 			o.dataset.maxModelLen = m.MaxModelLen
 			notes = append(notes, fmt.Sprintf("max_model_len %d was taken from the server's /v1/models", m.MaxModelLen))
@@ -506,6 +530,7 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 		MaxTokens: o.maxTokens, Temperature: &temperature, Timeout: config.Duration(o.timeout),
 		WarmupWaves: o.warmupWaves, WarmupConcurrency: o.warmupClients,
 		Endpoint: o.endpoint, IncludeUsage: &includeUsage, ExtraBody: extra,
+		Sessions: o.dataset.sessions(),
 	}
 	w.Mode = config.DefaultMode
 	switch {

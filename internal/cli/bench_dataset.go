@@ -2,6 +2,7 @@ package cli
 
 import (
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -60,6 +61,13 @@ type datasetOptions struct {
 	maxModelLen int
 	// changed are the dataset flags given on the command line.
 	changed map[string]bool
+
+	// Multi-turn sessions (rehearse's own flags: vllm bench serve has none).
+	multiTurn bool
+	maxTurns  int
+	thinkTime time.Duration
+	// sessionFlags are the session flags given without --multi-turn.
+	sessionFlags []string
 }
 
 // trace reports whether the dataset is a trace replay.
@@ -81,6 +89,9 @@ func datasetFlags(f *pflag.FlagSet, d *datasetOptions) {
 	f.BoolVar(&d.ignoreEOS, "ignore-eos", false, "send ignore_eos: true, so every request generates all its max_tokens")
 	f.Float64Var(&d.traceTimeScale, "trace-time-scale", 1, "multiply the trace's arrival offsets (0.5 replays it twice as fast; mooncake and azure_trace)")
 	f.IntVar(&d.traceBlockSize, "trace-block-size", workload.DefaultTraceBlockSize, "tokens of one Mooncake hash block: prompts sharing hash_ids share that prefix text")
+	f.BoolVar(&d.multiTurn, "multi-turn", false, "multi-turn sessions of --dataset-name sharegpt, chat or random: turn t+1 is sent after turn t's reply, with the whole history and the server's actual replies; each turn is a request")
+	f.IntVar(&d.maxTurns, "max-turns", 0, "with --multi-turn: the most user turns of a sharegpt or chat conversation (0: all), or every random session's turns (required)")
+	f.DurationVar(&d.thinkTime, "think-time", 0, "with --multi-turn: the pause between a reply's end and the session's next turn")
 }
 
 // markChanged records which dataset flags the command line gave.
@@ -182,7 +193,41 @@ func (d *datasetOptions) validate(promptsPath string) error {
 	if d.name != "" && promptsPath != "" {
 		return usageError("--prompts and --dataset-name: give one")
 	}
+	return d.validateSessions()
+}
+
+// validateSessions checks --multi-turn, --max-turns and --think-time.
+func (d *datasetOptions) validateSessions() error {
+	if !d.multiTurn {
+		if len(d.sessionFlags) > 0 {
+			return usageError("--%s applies to multi-turn sessions: add --multi-turn", d.sessionFlags[0])
+		}
+		return nil
+	}
+	switch d.name {
+	case datasetRandom:
+		if d.maxTurns < 1 {
+			return usageError("--multi-turn with --dataset-name random needs --max-turns N (at least 1): every session's turns")
+		}
+	case datasetShareGPT, datasetChat:
+		if d.maxTurns < 0 {
+			return usageError("--max-turns %d: want 0 (all) or more", d.maxTurns)
+		}
+	default:
+		return usageError("--multi-turn needs --dataset-name sharegpt, chat or random: the other prompt sources have no conversations")
+	}
+	if d.thinkTime < 0 {
+		return usageError("--think-time %v: want 0 or a positive duration such as 500ms", d.thinkTime)
+	}
 	return nil
+}
+
+// sessions is workload.sessions of bench's flags (nil without --multi-turn).
+func (d *datasetOptions) sessions() *config.Sessions {
+	if !d.multiTurn {
+		return nil
+	}
+	return &config.Sessions{Turns: d.maxTurns, ThinkTime: config.ThinkTime{Mean: config.Duration(d.thinkTime)}}
 }
 
 func (d *datasetOptions) synthetic(seed int64) workload.Synthetic {

@@ -72,3 +72,53 @@ func TestBenchDatasetFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchMultiTurn runs bench --multi-turn with the random dataset:
+// each of the two clients goes through one session of --max-turns turns,
+// each turn a record of its session, every turn's input_tokens its whole
+// history; the bundle verifies (bench verifies what it wrote).
+func TestBenchMultiTurn(t *testing.T) {
+	srv, _ := benchServer(t, 3, time.Millisecond)
+	dir := filepath.Join(t.TempDir(), "b")
+	code, out, errs := runMain(context.Background(), "bench", "--base-url", srv.URL, "--concurrency", "2", "--repeats", "1",
+		"--tokenizer", "qwen2.5", "--dataset-name", "random", "--num-prompts", "2", "--random-input-len", "16",
+		"--random-output-len", "4", "--multi-turn", "--max-turns", "3", "--think-time", "1ms", "-o", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	res, err := bundle.ReadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Workload.Sessions) != 2 || len(res.Records) != 6 || res.Workload.ThinkTime == nil || res.Workload.ThinkTime.MeanS != 0.001 {
+		t.Fatalf("%d sessions, %d records, think time %+v; want 2, 6 and 1 ms", len(res.Workload.Sessions), len(res.Records), res.Workload.ThinkTime)
+	}
+	if p := bundle.Verify(dir); len(p) > 0 {
+		t.Fatalf("verify: %v", p)
+	}
+	for _, r := range res.Records {
+		if r.Session == nil || r.Turn < 1 || r.InputTokens == nil || *r.InputTokens < 16*r.Turn {
+			t.Fatalf("record %+v: want a session's turn of at least 16 input tokens a turn", r)
+		}
+	}
+}
+
+func TestBenchMultiTurnFlagErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-turns", "3"}, "--max-turns applies to multi-turn sessions: add --multi-turn"},
+		{[]string{"--think-time", "1s"}, "--think-time applies to multi-turn sessions: add --multi-turn"},
+		{[]string{"--multi-turn"}, "--multi-turn needs --dataset-name sharegpt, chat or random"},
+		{[]string{"--multi-turn", "--dataset-name", "random"}, "--multi-turn with --dataset-name random needs --max-turns N"},
+		{[]string{"--multi-turn", "--dataset-name", "chat", "--dataset-path", "x", "--max-turns", "-1"}, "--max-turns -1: want 0 (all) or more"},
+		{[]string{"--multi-turn", "--dataset-name", "random", "--max-turns", "2", "--think-time", "-1s"}, "--think-time -1s: want 0 or a positive duration"},
+	}
+	for _, c := range cases {
+		code, _, errs := runMain(context.Background(), append([]string{"bench", "--base-url", "http://127.0.0.1:9"}, c.args...)...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want 2 and %q", c.args, code, errs, c.want)
+		}
+	}
+}

@@ -21,6 +21,7 @@ const defaultDemoTimeScale = 10
 type demoOptions struct {
 	outDir    string
 	timeScale float64
+	capacity  bool
 	quiet     bool
 	progress  string
 }
@@ -41,9 +42,14 @@ writes and verifies the bundle and prints the results table.
 Simulated time runs K times faster than the wall clock (--time-scale); the
 client timeout and the metric's polling period are scaled with it. Every
 figure is measured on the wall clock at that scale, and the bundle says
-plainly that the servers were simulated: no figure is a GPU measurement.`,
+plainly that the servers were simulated: no figure is a GPU measurement.
+
+With --capacity it runs examples/capacity.yaml (embedded) instead: a
+capacity search of both simulated servers under an SLO (SPEC §8), at time
+scale 50 by default, in about half a minute.`,
 		Example: `  rehearse demo
-  rehearse demo -o /tmp/demo --time-scale 20`,
+  rehearse demo -o /tmp/demo --time-scale 20
+  rehearse demo --capacity`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.timeScale <= 0 || math.IsInf(o.timeScale, 0) || math.IsNaN(o.timeScale) {
@@ -56,7 +62,14 @@ plainly that the servers were simulated: no figure is a GPU measurement.`,
 			if err != nil {
 				return err
 			}
-			cfg, err := config.Parse(examples.Simulated, "examples/simulated.yaml (embedded)", cwd)
+			file, name := examples.Simulated, "examples/simulated.yaml (embedded)"
+			if o.capacity {
+				file, name = examples.Capacity, "examples/capacity.yaml (embedded)"
+				if !cmd.Flags().Changed("time-scale") {
+					o.timeScale = defaultCapacityDemoTimeScale
+				}
+			}
+			cfg, err := config.Parse(file, name, cwd)
 			if err != nil {
 				return err
 			}
@@ -70,7 +83,7 @@ plainly that the servers were simulated: no figure is a GPU measurement.`,
 			start := time.Now()
 			err = runRehearsal(cmd.Context(), st, rehearsalJob{
 				cfg: cfg, dir: dir, quiet: o.quiet, progressMode: o.progress,
-				command:    []string{"rehearse", "demo", "-o", dir, "--time-scale", strconv.FormatFloat(o.timeScale, 'g', -1, 64)},
+				command:    demoCommand(dir, o),
 				simulation: rehearsal.Simulation(cfg),
 			})
 			fmt.Fprintf(st.Stdout, "The demo took %.0f s of wall time at time scale %g.\n", time.Since(start).Seconds(), o.timeScale)
@@ -81,14 +94,26 @@ plainly that the servers were simulated: no figure is a GPU measurement.`,
 	f.StringVarP(&o.outDir, "output", "o", "", "bundle folder (default rehearse-demo-TIME in the current folder)")
 	f.Float64Var(&o.timeScale, "time-scale", defaultDemoTimeScale, "simulated time runs K times faster than the wall clock")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr")
+	f.BoolVar(&o.capacity, "capacity", false, "search both servers' capacity under an SLO instead (examples/capacity.yaml; default --time-scale 50)")
 	progressFlag(f, &o.progress)
 	return cmd
+}
+
+// defaultCapacityDemoTimeScale is examples/capacity.yaml's own scale.
+const defaultCapacityDemoTimeScale = 50
+
+func demoCommand(dir string, o demoOptions) []string {
+	argv := []string{"rehearse", "demo", "-o", dir, "--time-scale", strconv.FormatFloat(o.timeScale, 'g', -1, 64)}
+	if o.capacity {
+		argv = append(argv, "--capacity")
+	}
+	return argv
 }
 
 // scaleSimulated rewrites a simulated rehearsal for time scale k: every
 // server's --time-scale argument, and the client timeout and polling period,
 // which the file states at its own scale, are converted through simulated
-// time.
+// time; so are the SLO's objectives and a capacity probe's time cap.
 func scaleSimulated(cfg *config.Rehearsal, k float64) error {
 	fileScale := 0.0
 	for i := range cfg.Servers {
@@ -110,6 +135,12 @@ func scaleSimulated(cfg *config.Rehearsal, k float64) error {
 	cfg.Workload.Timeout = config.Duration(float64(cfg.Workload.Timeout) * ratio)
 	if m := cfg.MechanismCheck; m != nil {
 		m.Period = config.Duration(max(float64(m.Period)*ratio, float64(time.Millisecond)))
+	}
+	if s := cfg.SLO; s != nil {
+		s.Objectives = s.Objectives.Scaled(ratio)
+	}
+	if c := cfg.Capacity; c != nil {
+		c.MaxDuration = config.Duration(float64(c.MaxDuration) * ratio)
 	}
 	return nil
 }

@@ -67,6 +67,7 @@ func newRootCmd(st *State) *cobra.Command {
 		newDemoCmd(st),
 		newRunCmd(st),
 		newBenchCmd(st),
+		newCapacityCmd(st),
 		newSimCmd(st),
 		newReportCmd(st),
 		newVerifyCmd(st),

@@ -248,6 +248,9 @@ func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
 		return err
 	}
 	report.ResultsTable(r.out.Results).Text(st.Stdout)
+	for _, c := range r.out.Results.Capacity {
+		fmt.Fprintf(st.Stdout, "\n%s\n", report.CapacitySentence(c))
+	}
 	if m := r.out.Results.MechanismCheck; m != nil {
 		max := "no sample"
 		if m.Max != nil {

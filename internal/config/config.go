@@ -31,6 +31,9 @@ type Rehearsal struct {
 	Notes []string `yaml:"notes"`
 	// SLO is nil when the rehearsal judges requests against no objective.
 	SLO *SLO `yaml:"slo"`
+	// Capacity, when set, searches each rehearsed server's capacity under
+	// SLO after its planned waves.
+	Capacity *Capacity `yaml:"capacity"`
 
 	// Path is the file the rehearsal was read from ("" for bytes).
 	Path string `yaml:"-"`
@@ -134,6 +137,76 @@ type Workload struct {
 	// bounded by Sustained).
 	Mode      string     `yaml:"mode"`
 	Sustained *Sustained `yaml:"sustained"`
+	// Sessions, when set, makes every client go through multi-turn
+	// sessions of the prompt source (sharegpt, chat_jsonl or synthetic)
+	// instead of single prompts.
+	Sessions *Sessions `yaml:"sessions"`
+}
+
+// Sessions are multi-turn sessions: conversations whose turn t+1 is sent
+// after turn t's reply ended (and the think time), carrying the whole
+// history with the server's actual replies.
+type Sessions struct {
+	// Turns is, for the synthetic source, every session's exact number of
+	// user turns (required); for sharegpt and chat_jsonl, the most user
+	// turns a conversation keeps (0: all).
+	Turns int `yaml:"turns"`
+	// ThinkTime is the pause before each later turn: a duration (fixed)
+	// or {mean, distribution, seed}.
+	ThinkTime ThinkTime `yaml:"think_time"`
+}
+
+// ThinkTime is a pause between a reply's end and the next turn: Mean,
+// fixed or drawn from Distribution (workload.ThinkDistributions) by a
+// generator seeded with Seed.
+type ThinkTime struct {
+	Mean         Duration
+	Distribution string
+	Seed         int64
+}
+
+// thinkTimeMapping is the mapping form of think_time.
+type thinkTimeMapping struct {
+	Mean         Duration `yaml:"mean"`
+	Distribution string   `yaml:"distribution"`
+	Seed         int64    `yaml:"seed"`
+}
+
+// UnmarshalYAML reads a duration ("500ms", 0.5) or {mean, distribution,
+// seed}.
+func (t *ThinkTime) UnmarshalYAML(b []byte) error {
+	var v any
+	if err := yaml.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if _, ok := v.(map[string]any); ok {
+		var m thinkTimeMapping
+		if err := yaml.UnmarshalWithOptions(b, &m, yaml.DisallowUnknownField()); err != nil {
+			return err
+		}
+		*t = ThinkTime(m)
+		return nil
+	}
+	d, err := parseDuration(v)
+	if err != nil {
+		return err
+	}
+	*t = ThinkTime{Mean: d}
+	return nil
+}
+
+// Think is the think time as package workload draws it.
+func (t ThinkTime) Think() workload.ThinkTime {
+	return workload.ThinkTime{Mean: t.Mean.D(), Distribution: t.Distribution, Seed: t.Seed}
+}
+
+// SessionsSpec is the sessions part of the prompt source's spec (nil
+// without sessions).
+func (w Workload) SessionsSpec() *workload.Sessions {
+	if w.Sessions == nil {
+		return nil
+	}
+	return &workload.Sessions{Turns: w.Sessions.Turns, Think: w.Sessions.ThinkTime.Think()}
 }
 
 // Workload modes (Workload.Mode).

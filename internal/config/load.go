@@ -213,6 +213,7 @@ var (
 	durationType = reflect.TypeFor[Duration]()
 	sloType      = reflect.TypeFor[SLO]()
 	promptsType  = reflect.TypeFor[Prompts]()
+	thinkType    = reflect.TypeFor[ThinkTime]()
 
 	promptsMappingType = reflect.TypeFor[promptsMapping]()
 )
@@ -242,6 +243,11 @@ func checkShape(t reflect.Type, v any, path string, probs *Problems) bool {
 			return false
 		}
 		return true
+	case thinkType:
+		if m, ok := v.(map[string]any); ok {
+			return checkShape(reflect.TypeFor[thinkTimeMapping](), m, path, probs)
+		}
+		return checkShape(durationType, v, path, probs)
 	case promptsType:
 		switch x := v.(type) {
 		case string:
@@ -409,6 +415,14 @@ func (r *Rehearsal) applyDefaults(raw map[string]any) {
 		r.Baseline = r.Servers[0].Name
 	}
 	w := &r.Workload
+	if r.Capacity != nil {
+		r.Capacity.ApplyDefaults()
+		if w.Concurrencies == nil {
+			// A capacity rehearsal probes loads of its own; waves at
+			// fixed concurrencies run only when asked for.
+			w.Concurrencies = []int{}
+		}
+	}
 	if w.Concurrencies == nil {
 		w.Concurrencies = append([]int(nil), DefaultConcurrencies...)
 	}
@@ -592,8 +606,8 @@ func (r *Rehearsal) validate(p *Problems) {
 		}
 	}
 	w := r.Workload
-	if len(w.Concurrencies) == 0 && w.OpenLoop == nil {
-		p.add("workload.concurrencies", "empty (and no open_loop: nothing to send)")
+	if len(w.Concurrencies) == 0 && w.OpenLoop == nil && r.Capacity == nil {
+		p.add("workload.concurrencies", "empty (and no open_loop or capacity: nothing to send)")
 	}
 	for _, e := range CheckConcurrencies(w.Concurrencies) {
 		p.add(fmt.Sprintf("workload.concurrencies[%d]", e.Index), "%s", e.Msg)
@@ -632,6 +646,8 @@ func (r *Rehearsal) validate(p *Problems) {
 	}
 	validatePrompts(w.Prompts, p)
 	validateSustained(w, p)
+	validateSessions(w, p)
+	r.validateCapacity(names, p)
 	validateOpenLoop(w, p)
 	if m := r.MechanismCheck; m != nil {
 		if _, ok := names[m.Server]; !ok && len(names) > 0 {
@@ -826,6 +842,32 @@ func (w Prompts) Spec() workload.Spec {
 		spec.Trace = &tr
 	}
 	return spec
+}
+
+// validateSessions checks workload.sessions against the prompt source.
+func validateSessions(w Workload, p *Problems) {
+	s := w.Sessions
+	if s == nil {
+		return
+	}
+	const at = "workload.sessions"
+	src := w.Prompts.Spec().Name()
+	switch {
+	case !slices.Contains(workload.SessionSources, src):
+		p.add(at, "the %s prompt source has no conversations: multi-turn sessions come from workload.prompts of source %s", src, strings.Join(workload.SessionSources, ", "))
+	case src == workload.SourceSynthetic && s.Turns < 1:
+		p.add(at+".turns", "%d: the synthetic source needs the number of turns of every session (at least 1)", s.Turns)
+	case s.Turns < 0:
+		p.add(at+".turns", "%d: must be 0 (every turn) or more", s.Turns)
+	}
+	if err := s.ThinkTime.Think().Check(); err != nil {
+		field := at + ".think_time"
+		if s.ThinkTime.Distribution != "" && !slices.Contains(workload.ThinkDistributions, s.ThinkTime.Distribution) {
+			field += ".distribution"
+			err = fmt.Errorf("%q: want one of %s", s.ThinkTime.Distribution, strings.Join(workload.ThinkDistributions, ", "))
+		}
+		p.add(field, "%v", err)
+	}
 }
 
 // validateSustained checks workload.mode and workload.sustained.

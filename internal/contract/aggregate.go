@@ -238,13 +238,20 @@ func GoodputWindowS(mode string, records []Record) float64 {
 }
 
 // WaveReleaseSpreadS is a closed wave's release spread by the contract: the
-// last start_s of its records minus the first, 0 for a wave with none.
+// last start_s of its records minus the first (of a session's records, its
+// first turn's only), 0 for a wave with none.
 func WaveReleaseSpreadS(records []Record) float64 {
-	if len(records) == 0 {
-		return 0
-	}
-	lo, hi := records[0].StartS, records[0].StartS
-	for _, r := range records[1:] {
+	first := true
+	var lo, hi float64
+	for _, r := range records {
+		if r.Turn > 1 {
+			// A session's later turns are sent when its last reply ended,
+			// not at the release.
+			continue
+		}
+		if first {
+			lo, hi, first = r.StartS, r.StartS, false
+		}
 		lo, hi = min(lo, r.StartS), max(hi, r.StartS)
 	}
 	return hi - lo

@@ -98,6 +98,14 @@ type Record struct {
 	InputTokens *int `json:"input_tokens,omitempty"`
 	// MaxTokens is the output limit this request asked for.
 	MaxTokens int `json:"max_tokens,omitempty"`
+	// Session is the index into workload.sessions of the conversation this
+	// request is a turn of; nil for a request that is no session's turn.
+	Session *int `json:"session,omitempty"`
+	// Turn is which turn of its session the request is, 1 for the first;
+	// 0 (absent) for a request that is no session's turn. Turn t+1 is sent
+	// after turn t ended, by the same client, carrying the user turns so
+	// far and the replies (text) of the turns before it.
+	Turn int `json:"turn,omitempty"`
 }
 
 // RequiredRecordFields are the JSON keys every record must carry; a decoder
@@ -145,6 +153,10 @@ type Wave struct {
 	// ClientCPUS is the CPU time (user + system) the rehearse process used
 	// during the wave, so a reader can see when the load generator was busy.
 	ClientCPUS float64 `json:"client_cpu_s,omitempty"`
+	// Probe marks a capacity search's probe wave (SPEC §8) with its kind:
+	// search, retry (the re-probe of an unresolved point) or repeat (a
+	// re-run of a final point); "" for every other wave.
+	Probe string `json:"probe,omitempty"`
 }
 
 // Ramp-up strategies of Ramp.

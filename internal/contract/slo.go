@@ -44,6 +44,18 @@ type Objectives struct {
 	E2ELMS *float64 `json:"e2el_ms,omitempty"`
 }
 
+// Scaled returns o with every limit multiplied by k (a simulated
+// rehearsal's objectives, stated at one time scale, run at another).
+func (o Objectives) Scaled(k float64) Objectives {
+	var out Objectives
+	for _, name := range o.Names() {
+		v, _ := o.Limit(name)
+		scaled := v * k
+		*out.limit(name) = &scaled
+	}
+	return out
+}
+
 // limit returns the objective's field.
 func (o *Objectives) limit(name string) **float64 {
 	switch name {

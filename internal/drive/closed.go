@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/stream"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
@@ -41,8 +42,15 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 		return WaveResult{}, fmt.Errorf("%s: closed wave: kind %q: want recorded, warmup or mechanism_check", t.Name, spec.Kind)
 	}
 	n := spec.Concurrency
-	prepared, err := prepare(t, spec.Load, n)
+	ss, err := d.newSessionRunner(t, spec.Load)
 	if err != nil {
+		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
+	}
+	var prepared []*stream.Prepared
+	total := n // requests the wave sends: with sessions, the turns of its clients'
+	if ss != nil {
+		total = ss.turns(n)
+	} else if prepared, err = prepare(t, spec.Load, n); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -74,6 +82,22 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 	for i := range n {
 		go func() {
 			defer ended.Done()
+			if ss != nil {
+				// Client i runs one whole session, its first turn
+				// buffered now and let go with the others at the release.
+				armedOnce := sync.OnceFunc(armed.Done)
+				defer armedOnce()
+				ss.run(ctx, i, func(tag turnTag, prompt int, p *stream.Prepared, intended time.Duration) (contract.Record, bool) {
+					var res stream.Result
+					if tag.turn == 1 {
+						res = d.client.SendAt(ctx, p, gate, armedOnce)
+					} else {
+						res = d.client.Send(ctx, p)
+					}
+					return ss.settle(rel, i, prompt, intended, res, total, &tl, tag), true
+				})
+				return
+			}
 			// The request takes its connection and is buffered now; its
 			// bytes leave when the gate opens.
 			prompt := workload.PromptIndex(i, len(prepared))
@@ -91,10 +115,14 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 		tl.journalErr = err
 		tl.mu.Unlock()
 	}
-	d.progress(Event{Kind: WaveReleased, Wave: w, Total: n})
+	d.progress(Event{Kind: WaveReleased, Wave: w, Total: total})
 	// Requests are recorded from here on, after the wave's own line.
 	rel.publish(w, release)
 	ended.Wait()
+	if ss != nil {
+		records = ss.records()
+		w.NotSent = total - len(records)
+	}
 
 	w.ClientCPUS = (cpuTime() - cpu0).Seconds()
 	w.WallS = contract.WaveWallS(records)
@@ -104,6 +132,6 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 	if err := d.journalWave(w); err != nil && tl.journalErr == nil {
 		tl.journalErr = err
 	}
-	d.progress(Event{Kind: WaveEnded, Wave: w, Done: tl.done, Failed: tl.failed, Total: n, Elapsed: time.Since(release)})
+	d.progress(Event{Kind: WaveEnded, Wave: w, Done: tl.done, Failed: tl.failed, Total: total, Elapsed: time.Since(release)})
 	return WaveResult{Wave: w, Release: release, Records: records}, waveError(ctx, w, tl.journalErr)
 }

@@ -47,6 +47,9 @@ func ConnectionsNeeded(wl bundle.Workload) Need {
 	if wl.WarmupWaves > 0 && wl.WarmupConcurrency > 0 {
 		take(wl.WarmupConcurrency, "warm-up concurrency "+strconv.Itoa(wl.WarmupConcurrency))
 	}
+	if c := wl.Capacity; c != nil {
+		take(c.Max, "capacity max_concurrency "+strconv.Itoa(c.Max))
+	}
 	if m := wl.MechanismCheck; m != nil {
 		take(m.Concurrency, "mechanism-check concurrency "+strconv.Itoa(m.Concurrency))
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/stream"
+	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // Target is the server a wave drives.
@@ -177,6 +178,11 @@ type Load struct {
 	// an open-loop wave of arrival trace is sent (prompt i, once each),
 	// from the wave's release; aligned with Prompts.
 	Arrivals []time.Duration
+	// Sessions, when set, make each client go through multi-turn sessions
+	// of these prompts instead of single prompts (see sessionRunner).
+	Sessions []workload.Session
+	// Think is the pause before each later turn of a session.
+	Think workload.ThinkTime
 }
 
 // maxTokens is the max_tokens of prompt i.
@@ -246,7 +252,7 @@ func (l Load) validate() error {
 	if l.Timeout < 0 {
 		return fmt.Errorf("timeout %v: want a positive duration", l.Timeout)
 	}
-	return nil
+	return l.validateSessions()
 }
 
 // WaveResult is a finished wave: its journaled state, the monotonic

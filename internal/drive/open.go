@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/stream"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
@@ -137,8 +138,15 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 		return WaveResult{}, fmt.Errorf("%s: open wave: %w", t.Name, err)
 	}
 	n := len(offsets)
-	prepared, err := prepare(t, spec.Load, n)
+	ss, err := d.newSessionRunner(t, spec.Load)
 	if err != nil {
+		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
+	}
+	var prepared []*stream.Prepared
+	total := n // requests the wave sends: with sessions, the turns of its arrivals'
+	if ss != nil {
+		total = ss.turns(n)
+	} else if prepared, err = prepare(t, spec.Load, n); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -179,7 +187,7 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 	if err := d.journalWave(w); err != nil {
 		tl.journalErr = err
 	}
-	d.progress(Event{Kind: WaveReleased, Wave: w, Total: n})
+	d.progress(Event{Kind: WaveReleased, Wave: w, Total: total})
 	// The requests see the wave as released; the dispatcher goes on
 	// counting in w.
 	rel := newRelease()
@@ -225,6 +233,23 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 		gate := make(chan struct{})
 		go func() {
 			defer ended.Done()
+			if ss != nil {
+				// Arrival i starts a session; its first turn goes at the
+				// arrival, the others each after the reply before it.
+				ss.run(ctx, i, func(tag turnTag, prompt int, p *stream.Prepared, intended time.Duration) (contract.Record, bool) {
+					var res stream.Result
+					if tag.turn == 1 {
+						res, intended = d.client.SendAt(ctx, p, gate, nil), off
+					} else {
+						res = d.client.Send(ctx, p)
+					}
+					return ss.settle(rel, i, prompt, intended, res, total, &tl, tag), true
+				})
+				if slots != nil {
+					<-slots
+				}
+				return
+			}
 			prompt := workload.PromptIndex(i, len(prepared))
 			res := d.client.SendAt(ctx, prepared[prompt], gate, nil)
 			if slots != nil {
@@ -240,6 +265,10 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 	records = records[:sent]
 
 	w.NotSent = n - sent
+	if ss != nil {
+		records = ss.records()
+		w.NotSent = total - len(records)
+	}
 	w.ClientCPUS = (cpuTime() - cpu0).Seconds()
 	w.WallS = contract.WaveWallS(records)
 	w.Stopped = stopped(ctx)
@@ -250,6 +279,6 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 	if err := d.journalWave(w); err != nil && journalErr == nil {
 		journalErr = err
 	}
-	d.progress(Event{Kind: WaveEnded, Wave: w, Done: tl.done, Failed: tl.failed, Total: n, Elapsed: time.Since(release)})
+	d.progress(Event{Kind: WaveEnded, Wave: w, Done: tl.done, Failed: tl.failed, Total: total, Elapsed: time.Since(release)})
 	return WaveResult{Wave: w, Release: release, Records: records}, waveError(ctx, w, journalErr)
 }

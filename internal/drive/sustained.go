@@ -43,6 +43,8 @@ type SustainedSpec struct {
 	Until func(records []contract.Record) bool
 	// UntilEvery is how many measured records end between calls of Until.
 	UntilEvery int
+	// Probe is the capacity probe kind the measured wave records.
+	Probe string
 }
 
 func (s SustainedSpec) check() error {
@@ -122,11 +124,13 @@ func (d *Driver) releasePart(p *sustainedPart, at time.Time) {
 }
 
 // settlePart records request i of the run, sent by client to part p,
-// once the part is released.
-func (d *Driver) settlePart(p *sustainedPart, i, client, prompt int, res stream.Result) {
+// once the part is released, and returns its record (tag: the session's
+// turn it is, if any).
+func (d *Driver) settlePart(p *sustainedPart, i, client, prompt int, res stream.Result, tag turnTag) contract.Record {
 	<-p.rel.done
 	r := d.record(p.rel.wave, p.rel.at, client, prompt, 0, res)
 	p.rel.load.stamp(&r)
+	tag.apply(&r)
 	p.mu.Lock()
 	p.indexed = append(p.indexed, indexedRecord{i, r})
 	var ended []contract.Record
@@ -148,7 +152,7 @@ func (d *Driver) settlePart(p *sustainedPart, i, client, prompt int, res stream.
 	}
 	if !p.quiet {
 		d.ended(p.rel.wave, p.rel.at, p.total, &p.tl, r)
-		return
+		return r
 	}
 	err := d.journalRecord(r)
 	p.tl.mu.Lock()
@@ -160,6 +164,7 @@ func (d *Driver) settlePart(p *sustainedPart, i, client, prompt int, res stream.
 		p.tl.journalErr = err
 	}
 	p.tl.mu.Unlock()
+	return r
 }
 
 // finishPart journals the part at its end and returns its result.
@@ -215,9 +220,15 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 	if spec.NumRequests > 0 {
 		requests = spec.WarmupRequests + spec.NumRequests
 	}
-	prepared, err := prepare(t, spec.Load, requests)
+	ss, err := d.newSessionRunner(t, spec.Load)
 	if err != nil {
 		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
+	}
+	var prepared []*stream.Prepared
+	if ss == nil {
+		if prepared, err = prepare(t, spec.Load, requests); err != nil {
+			return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: sustained wave not released: %w", t.Name, context.Cause(ctx))
@@ -240,7 +251,7 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 		warm.rel.load = spec.Load
 	}
 	mw := base
-	mw.ID, mw.Kind, mw.Cold = d.NextWaveID(), spec.Kind, spec.Cold
+	mw.ID, mw.Kind, mw.Cold, mw.Probe = d.NextWaveID(), spec.Kind, spec.Cold, spec.Probe
 	total := n
 	if n == 0 {
 		total = -1
@@ -313,6 +324,24 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 	for client := range c {
 		go func() {
 			defer clients.Done()
+			if ss != nil {
+				// The client runs sessions back to back, each turn
+				// taking the run's next request.
+				turn := func(tag turnTag, prompt int, pr *stream.Prepared, _ time.Duration) (contract.Record, bool) {
+					i, p, ok := take()
+					if !ok {
+						return contract.Record{}, false
+					}
+					r := d.settlePart(p, i, client, prompt, d.client.Send(ctx, pr), tag)
+					if p == warm {
+						warmEnded.Done()
+					}
+					return r, true
+				}
+				for ctx.Err() == nil && ss.run(ctx, int(ss.runs.Add(1)-1), turn) {
+				}
+				return
+			}
 			for {
 				i, p, ok := take()
 				if !ok {
@@ -327,7 +356,7 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 				settling.Add(1)
 				go func() {
 					defer settling.Done()
-					d.settlePart(p, i, client, prompt, res)
+					d.settlePart(p, i, client, prompt, res, turnTag{})
 					if p == warm {
 						warmEnded.Done()
 					}

@@ -10,6 +10,7 @@ import (
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/plan"
 	"github.com/rehearse/rehearse/internal/stream"
+	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // LoadOf returns the per-request load of a workload.
@@ -22,6 +23,8 @@ func LoadOf(wl bundle.Workload) Load {
 		PromptMaxTokens: wl.PromptMaxTokens,
 		Messages:        loadMessages(wl.PromptMessages),
 		Arrivals:        loadArrivals(wl.ArrivalsS),
+		Sessions:        loadSessions(wl.Sessions),
+		Think:           loadThink(wl.ThinkTime),
 	}
 }
 
@@ -34,6 +37,24 @@ func loadArrivals(in []float64) []time.Duration {
 		out[i] = time.Duration(math.Round(s * float64(time.Second)))
 	}
 	return out
+}
+
+func loadSessions(in []bundle.Session) []workload.Session {
+	if in == nil {
+		return nil
+	}
+	out := make([]workload.Session, len(in))
+	for i, s := range in {
+		out[i] = workload.Session{Turns: s.Turns}
+	}
+	return out
+}
+
+func loadThink(t *bundle.ThinkTime) workload.ThinkTime {
+	if t == nil {
+		return workload.ThinkTime{}
+	}
+	return workload.ThinkTime{Mean: time.Duration(t.MeanS * float64(time.Second)), Distribution: t.Distribution, Seed: t.Seed}
 }
 
 func loadMessages(in [][]bundle.Message) [][]stream.Message {
@@ -78,7 +99,7 @@ func (d *Driver) Wave(ctx context.Context, t Target, load Load, w plan.Wave) (Wa
 		return d.SustainedWave(ctx, t, SustainedSpec{
 			Load: load, Kind: w.Kind, Concurrency: w.Concurrency, Repeat: w.Repeat, Cold: w.Cold,
 			NumRequests: s.NumRequests, Duration: s.Duration, WarmupRequests: s.WarmupRequests,
-			Until: s.Until, UntilEvery: s.UntilEvery,
+			Until: s.Until, UntilEvery: s.UntilEvery, Probe: s.Probe,
 		})
 	}
 	return WaveResult{}, fmt.Errorf("%s: wave mode %q: want closed, sustained or open", t.Name, w.Mode)

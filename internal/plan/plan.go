@@ -41,6 +41,8 @@ type Bounds struct {
 	WarmupRequests int
 	Until          func(records []contract.Record) bool
 	UntilEvery     int
+	// Probe is the capacity probe kind the wave records (contract.Wave.Probe).
+	Probe string
 }
 
 // Schedule is the arrival schedule of one open-loop wave: requests at
@@ -188,6 +190,20 @@ func Workload(cfg *config.Rehearsal, prompts workload.Set) bundle.Workload {
 			}
 		}
 	}
+	if len(prompts.Sessions) > 0 {
+		out.Sessions = make([]bundle.Session, len(prompts.Sessions))
+		for i, s := range prompts.Sessions {
+			out.Sessions[i] = bundle.Session{Turns: append([]int(nil), s.Turns...)}
+		}
+		if s := w.Sessions; s != nil && s.ThinkTime.Mean > 0 {
+			t := s.ThinkTime
+			dist := t.Distribution
+			if dist == "" {
+				dist = workload.ThinkFixed
+			}
+			out.ThinkTime = &bundle.ThinkTime{MeanS: t.Mean.Seconds(), Distribution: dist, Seed: t.Seed}
+		}
+	}
 	if prompts.IgnoreEOS {
 		out.ExtraBody = maps.Clone(out.ExtraBody)
 		if out.ExtraBody == nil {
@@ -199,6 +215,10 @@ func Workload(cfg *config.Rehearsal, prompts workload.Set) bundle.Workload {
 		out.PromptSource = &bundle.PromptSource{
 			Name: r.Name, Params: r.Params, SHA256: r.SHA256, Count: len(prompts.Prompts), Skipped: r.Skipped,
 		}
+	}
+	if c := cfg.Capacity; c != nil {
+		spec := c.Spec("")
+		out.Capacity = &spec
 	}
 	if m := cfg.MechanismCheck; m != nil {
 		out.MechanismCheck = &bundle.MechanismSpec{Server: m.Server, Metric: m.Metric, Concurrency: m.Concurrency, PeriodS: m.Period.Seconds()}

@@ -160,6 +160,7 @@ func Prompts(cfg *config.Rehearsal) (workload.Set, error) {
 		d.MaxModelLen = limit
 		spec.Dataset = &d
 	}
+	spec.Sessions = cfg.Workload.SessionsSpec()
 	var env workload.Env
 	counts := limit > 0
 	switch spec.Name() {

@@ -390,11 +390,23 @@ func (r *runner) died(i int, proc *supervise.Process, during string, records []c
 	return true
 }
 
-// waves runs the server's planned waves in order (the mechanism check
-// while polling its metric); false when the server died.
+// waves runs the server's waves in order, as its wave source hands them
+// out: the planned ones (the mechanism check while polling its metric),
+// then the probes of its capacity search; false when the server died.
 func (r *runner) waves(ctx context.Context, i int, t Target, proc *supervise.Process, apiKey string) bool {
-	for _, w := range plan.Server(r.res.Workload, t.Name) {
-		if ctx.Err() != nil {
+	src, err := r.waveSource(t.Name)
+	if err != nil {
+		r.note("server %s: the capacity search did not start: %v", t.Name, err)
+		return true
+	}
+	defer func() {
+		if src.stopped != "" && src.stopped != "interrupted" {
+			r.note("server %s: the capacity search stopped early: %s", t.Name, src.stopped)
+		}
+	}()
+	for {
+		w, ok := src.Next()
+		if !ok || ctx.Err() != nil {
 			return true
 		}
 		if r.died(i, proc, fmt.Sprintf("between waves, before the %s wave at %s (repeat %d)", w.Kind, w.Label(), w.Repeat), nil) {
@@ -418,11 +430,12 @@ func (r *runner) waves(ctx context.Context, i int, t Target, proc *supervise.Pro
 		if res.Warmup != nil {
 			records = append(append([]contract.Record(nil), res.Warmup.Records...), records...)
 		}
-		if r.died(i, proc, fmt.Sprintf("during the %s wave at %s (repeat %d)", w.Kind, w.Label(), w.Repeat), records) {
+		died := r.died(i, proc, fmt.Sprintf("during the %s wave at %s (repeat %d)", w.Kind, w.Label(), w.Repeat), records)
+		src.Ended(ctx, w, res, err, died)
+		if died {
 			return false
 		}
 	}
-	return true
 }
 
 func (r *runner) waveProgress(server string, spec plan.Wave, res WaveResult) {

@@ -43,6 +43,7 @@ func Markdown(res *bundle.Results, figs []FigureRef, digests []bundle.Digest) []
 	}
 	w("Rehearsed with rehearse %s from %s to %s.\n\n", orDash(p.Tool.Version), orDash(p.StartedAt), orDash(p.FinishedAt))
 
+	writeCapacity(&b, res)
 	writeEnvironment(&b, res)
 	writeServers(&b, res)
 	writeWorkload(&b, res)
@@ -254,12 +255,16 @@ func writeWorkload(b *bytes.Buffer, res *bundle.Results) {
 		}
 		fmt.Fprintf(b, "%s.\n", line)
 	}
-	assigned := "assigned to clients round-robin"
-	if len(wl.ArrivalsS) > 0 && len(wl.Concurrencies) == 0 {
-		assigned = "each sent once by each replay, in order"
+	switch {
+	case len(wl.Sessions) > 0:
+		writeSessions(b, wl)
+	case len(wl.ArrivalsS) > 0 && len(wl.Concurrencies) == 0:
+		fmt.Fprintf(b, "- %d fixed prompts, each sent once by each replay, in order", len(wl.Prompts))
+	default:
+		fmt.Fprintf(b, "- %d fixed prompts assigned to clients round-robin", len(wl.Prompts))
 	}
-	fmt.Fprintf(b, "- %d fixed prompts %s; `max_tokens` %d; temperature %s; client timeout %s s per request",
-		len(wl.Prompts), assigned, wl.MaxTokens, Number(wl.Temperature), Number(wl.TimeoutS))
+	fmt.Fprintf(b, "; `max_tokens` %d; temperature %s; client timeout %s s per request",
+		wl.MaxTokens, Number(wl.Temperature), Number(wl.TimeoutS))
 	if wl.Endpoint != "" {
 		fmt.Fprintf(b, "; endpoint `%s`", wl.Endpoint)
 	}
@@ -275,6 +280,21 @@ func writeWorkload(b *bytes.Buffer, res *bundle.Results) {
 		method = contract.PercentileMethod
 	}
 	fmt.Fprintf(b, "- Percentiles: %s; an empty population is shown as %s.\n\n", method, dash)
+}
+
+// writeSessions says what the multi-turn sessions were, without the line's
+// end: how many, their turns, the think time, and how they were driven.
+func writeSessions(b *bytes.Buffer, wl bundle.Workload) {
+	most, turns := 0, 0
+	for _, s := range wl.Sessions {
+		most = max(most, len(s.Turns))
+		turns += len(s.Turns)
+	}
+	fmt.Fprintf(b, "- %d multi-turn sessions of up to %d turns (%d user turns in all), assigned to clients round-robin: a closed-loop client runs one whole session, a sustained one sessions back to back, an open-loop arrival starts one. Each turn is a request (a row of every table counts turns) sent after the reply to the turn before it ended", len(wl.Sessions), most, turns)
+	if t := wl.ThinkTime; t != nil {
+		fmt.Fprintf(b, " and a think time (%s, mean %s s)", t.Distribution, Number(t.MeanS))
+	}
+	b.WriteString(", carrying the whole history with the server's actual replies; its input tokens count that history; a failed turn ends its session")
 }
 
 // closedTable returns the servers with closed-loop aggregates, in order,

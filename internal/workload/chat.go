@@ -42,12 +42,21 @@ func resolveChatJSONL(spec Spec, env Env) (Set, error) {
 	for sc.Scan() {
 		n++
 		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 || (ds.Count > 0 && len(set.Prompts) >= ds.Count) {
+		if len(line) == 0 || (ds.Count > 0 && set.kept(spec) >= ds.Count) {
 			continue
 		}
 		p, err := chatPrompt(line)
 		if err != nil {
 			return Set{}, fmt.Errorf("%s:%d: %v", spec.Path, n, err)
+		}
+		if spec.Sessions != nil {
+			turns, reason := chatSession(p, ds, env.Tokenizer, spec.Sessions.Turns)
+			if reason != "" {
+				skipped[reason]++
+				continue
+			}
+			set.addSession(turns)
+			continue
 		}
 		if ds.MaxModelLen > 0 && inputTokens(p, env.Tokenizer)+p.MaxTokens > ds.MaxModelLen {
 			skipped[SkipTooLong]++
@@ -64,7 +73,7 @@ func resolveChatJSONL(spec Spec, env Env) (Set, error) {
 	if len(set.Prompts) == 0 {
 		return Set{}, fmt.Errorf("%s: no usable lines (skipped: %s)", spec.Path, skipSummary(skipped))
 	}
-	set.Record = SourceRecord{SHA256: digest.sum(), Params: datasetParams(spec.Path, ds)}
+	set.Record = SourceRecord{SHA256: digest.sum(), Params: sessionParams(datasetParams(spec.Path, ds), spec)}
 	delete(set.Record.Params, "use_output_len")
 	if len(skipped) > 0 {
 		set.Record.Skipped = skipped

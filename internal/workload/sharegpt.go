@@ -69,7 +69,16 @@ func resolveShareGPT(spec Spec, env Env) (Set, error) {
 		if err := dec.Decode(&e); err != nil {
 			return Set{}, fmt.Errorf("%s: entry %d (byte %d): %v", spec.Path, i, dec.InputOffset(), err)
 		}
-		if ds.Count > 0 && len(set.Prompts) >= ds.Count {
+		if ds.Count > 0 && set.kept(spec) >= ds.Count {
+			continue
+		}
+		if spec.Sessions != nil {
+			turns, reason := shareGPTSession(e, ds, env.Tokenizer, spec.Sessions.Turns)
+			if reason != "" {
+				skipped[reason]++
+				continue
+			}
+			set.addSession(turns)
 			continue
 		}
 		p, reason := shareGPTPrompt(e, ds, env.Tokenizer)
@@ -88,7 +97,7 @@ func resolveShareGPT(spec Spec, env Env) (Set, error) {
 	if len(set.Prompts) == 0 {
 		return Set{}, fmt.Errorf("%s: no usable entries (skipped: %s)", spec.Path, skipSummary(skipped))
 	}
-	set.Record = SourceRecord{SHA256: digest.sum(), Params: datasetParams(spec.Path, ds)}
+	set.Record = SourceRecord{SHA256: digest.sum(), Params: sessionParams(datasetParams(spec.Path, ds), spec)}
 	if len(skipped) > 0 {
 		set.Record.Skipped = skipped
 	}

@@ -48,6 +48,9 @@ type Spec struct {
 	Trace *Trace
 	// Prefix are the parameters of the prefix_repetition source.
 	Prefix *PrefixRepetition
+	// Sessions, when set, asks the source for multi-turn sessions (one of
+	// SessionSources).
+	Sessions *Sessions
 }
 
 // Name is the source Spec resolves with.
@@ -89,6 +92,10 @@ type Set struct {
 	// request i is sent, as an offset from the wave's release, aligned
 	// with Prompts and never decreasing; nil otherwise.
 	Arrivals []time.Duration
+	// Sessions are the multi-turn sessions where the Spec asked for them:
+	// each a list of user turns, indices into Prompts (every prompt is one
+	// session's turn).
+	Sessions []Session
 }
 
 // SourceRecord says where a Set came from, for the bundle's workload.
@@ -191,6 +198,9 @@ func Resolve(spec Spec, env Env) (Set, error) {
 	f, ok := sources[name]
 	if !ok {
 		return Set{}, fmt.Errorf("prompt source %q: want one of %s", name, strings.Join(Sources(), ", "))
+	}
+	if spec.Sessions != nil && !slices.Contains(SessionSources, name) {
+		return Set{}, fmt.Errorf("prompt source %s has no conversations: multi-turn sessions come from %s", name, strings.Join(SessionSources, ", "))
 	}
 	set, err := f(spec, env)
 	if err != nil {

@@ -132,16 +132,33 @@ func resolveSynthetic(spec Spec, env Env) (Set, error) {
 	if env.Tokenizer == nil {
 		return Set{}, ErrNoTokenizer
 	}
-	ps, err := SyntheticPrompts(*s, env.Tokenizer)
-	if err != nil {
-		return Set{}, err
-	}
 	params := map[string]any{
 		"input_len": s.InputLen.params(), "output_len": s.OutputLen.params(),
 		"count": s.Count, "seed": s.Seed, "ignore_eos": s.IgnoreEOS,
 	}
 	if s.PrefixLen > 0 {
 		params["prefix_len"] = s.PrefixLen
+	}
+	if ss := spec.Sessions; ss != nil {
+		if ss.Turns < 1 {
+			return Set{}, fmt.Errorf("synthetic sessions: turns %d: must be at least 1", ss.Turns)
+		}
+		if s.PrefixLen > 0 {
+			return Set{}, fmt.Errorf("synthetic sessions: prefix_len %d: a session's history is its shared prefix; prefix_len applies to single-turn prompts only", s.PrefixLen)
+		}
+		sessions, err := SyntheticSessions(*s, ss.Turns, env.Tokenizer)
+		if err != nil {
+			return Set{}, err
+		}
+		set := Set{Record: SourceRecord{Params: sessionParams(params, spec)}, IgnoreEOS: s.IgnoreEOS}
+		for _, turns := range sessions {
+			set.addSession(turns)
+		}
+		return set, nil
+	}
+	ps, err := SyntheticPrompts(*s, env.Tokenizer)
+	if err != nil {
+		return Set{}, err
 	}
 	return Set{Prompts: ps, Record: SourceRecord{Params: params}, IgnoreEOS: s.IgnoreEOS}, nil
 }

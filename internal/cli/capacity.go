@@ -1,0 +1,199 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/rehearsal"
+	"github.com/rehearse/rehearse/internal/report"
+)
+
+type capacityOptions struct {
+	bench benchOptions
+
+	start          int
+	maxConcurrency int
+	minRequests    int
+	maxRequests    int
+	maxDuration    time.Duration
+	warmupRequests int
+	repeats        int
+	predicted      string
+}
+
+// capacityFlagKeys maps a capacity: key to the flag that sets it.
+var capacityFlagKeys = map[string]string{
+	"start": "--start", "max_concurrency": "--max-concurrency", "min_requests": "--min-requests",
+	"max_requests": "--max-requests", "max_duration": "--max-duration", "warmup_requests": "--warmup-requests",
+	"repeats": "--repeats",
+}
+
+func newCapacityCmd(st *State) *cobra.Command {
+	var o capacityOptions
+	cmd := &cobra.Command{
+		Use:   "capacity --base-url URL --slo OBJECTIVES [flags]",
+		Short: "Search how much load an endpoint carries under an SLO and write a bundle",
+		Long: `Search the capacity of one OpenAI-compatible endpoint that is already
+running: the largest number C of clients of the sustained closed loop (each
+sending its next request as its last one ends) at which at least
+--attainment of requests meet every --slo objective (SPEC §8).
+
+Each probe at C sends --warmup-requests requests (default C, one per client)
+kept out of the figures, then measures until it has --min-requests requests
+and its 95 % Wilson interval of attainment lies wholly on one side of the
+target (pass or fail), looking at min-requests·2^k requests; at --max-requests
+(or --max-duration) it is unresolved, probed once more for twice as long,
+and never counts as a pass. The search doubles C from --start until a
+probe fails, then bisects until min_fail − max_pass ≤ max(1, 5 % of
+max_pass), then re-runs the final pass and fail points --repeats times and
+flags a non-monotonic answer. --predicted MAX_PASS,MIN_FAIL probes a
+predicted bracket first (from a fitted simulator profile, say).
+
+Every probe is an ordinary sustained wave of ordinary records in the
+journal, so a search stopped midway is bundled with every finished probe,
+and "rehearse verify" replays the search from the records: each verdict,
+interval and the bracket. Prompts, the request and readiness take bench's
+flags.`,
+		Example: `  rehearse capacity --base-url http://127.0.0.1:8000 --slo 'ttft<=500ms,tpot<=50ms'
+  rehearse capacity --base-url http://127.0.0.1:8000 --slo 'ttft<=2s' --attainment 0.9 --min-requests 200 --max-concurrency 256 -o cap
+  rehearse capacity --base-url http://127.0.0.1:8000 --slo 'e2el<=10s' --dataset-name random --random-input-len 1024 --random-output-len 128`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.bench.dataset.numPromptsSet = cmd.Flags().Changed("num-prompts")
+			o.bench.slo.noteChanged(cmd.Flags())
+			if !cmd.Flags().Changed("warmup-requests") {
+				o.warmupRequests = -1
+			}
+			return runCapacity(cmd.Context(), st, &o, commandLine(cmd))
+		},
+	}
+	f := cmd.Flags()
+	endpointFlags(f, &o.bench)
+	datasetFlags(f, &o.bench.dataset)
+	sloFlags(f, &o.bench.slo, false)
+	capacityFlags(f, &o)
+	return cmd
+}
+
+func capacityFlags(f *pflag.FlagSet, o *capacityOptions) {
+	f.IntVar(&o.start, "start", config.DefaultCapacityStart, "first concurrency of the doubling")
+	f.IntVar(&o.maxConcurrency, "max-concurrency", config.DefaultCapacityMax, "largest concurrency the search may probe")
+	f.IntVar(&o.minRequests, "min-requests", config.DefaultCapacityMinRequests, "fewest measured requests of a resolved probe")
+	f.IntVar(&o.maxRequests, "max-requests", 0, "cap on one probe's measured requests (default 8 × --min-requests)")
+	f.DurationVar(&o.maxDuration, "max-duration", 0, "cap on one probe's measured time (0: none)")
+	f.IntVar(&o.warmupRequests, "warmup-requests", 0, "warm-up requests of each probe, kept out of its verdict (default: the probe's concurrency)")
+	f.IntVar(&o.repeats, "repeats", config.DefaultCapacityRepeats, "re-runs of the final pass and fail points")
+	f.StringVar(&o.predicted, "predicted", "", "a predicted bracket MAX_PASS,MIN_FAIL to probe first")
+}
+
+// capacity returns the search of the flags, checked; errors name the flag.
+func (o *capacityOptions) capacity() (*config.Capacity, error) {
+	// 0 is a default in the file, but a value given on the command line.
+	switch {
+	case o.start < 1:
+		return nil, usageError("--start %d: must be at least 1", o.start)
+	case o.minRequests < 1:
+		return nil, usageError("--min-requests %d: must be at least 1", o.minRequests)
+	case o.maxConcurrency < 1:
+		return nil, usageError("--max-concurrency %d: must be at least 1", o.maxConcurrency)
+	}
+	c := &config.Capacity{
+		Start: o.start, MaxConcurrency: o.maxConcurrency, MinRequests: o.minRequests, MaxRequests: o.maxRequests,
+		MaxDuration: config.Duration(o.maxDuration), WarmupRequests: &o.warmupRequests, Repeats: &o.repeats,
+	}
+	if o.predicted != "" {
+		lo, hi, ok := strings.Cut(o.predicted, ",")
+		a, errA := strconv.Atoi(strings.TrimSpace(lo))
+		b, errB := strconv.Atoi(strings.TrimSpace(hi))
+		if !ok || errA != nil || errB != nil {
+			return nil, usageError("--predicted %q: want MAX_PASS,MIN_FAIL such as 8,12", o.predicted)
+		}
+		c.Predicted = map[string]config.Bracket{o.bench.name: {MaxPass: a, MinFail: b}}
+	}
+	c.ApplyDefaults()
+	if probs := c.Check(); len(probs) > 0 {
+		p := probs[0]
+		flag, ok := capacityFlagKeys[p.Key]
+		if !ok {
+			flag = "--predicted"
+		}
+		return nil, usageError("%s %s", flag, p.Msg)
+	}
+	return c, nil
+}
+
+func runCapacity(ctx context.Context, st *State, o *capacityOptions, argv []string) error {
+	b := &o.bench
+	if b.slo.expr == "" {
+		return usageError("--slo is required: the objectives a probe is judged against, e.g. 'ttft<=500ms,tpot<=50ms'")
+	}
+	c, err := o.capacity()
+	if err != nil {
+		return err
+	}
+	// bench's checks of the common flags; its load flags are not capacity's.
+	b.repeats, b.concurrencies, b.closedSet = 1, []int{1}, false
+	if err := b.validate(); err != nil {
+		return err
+	}
+	cfg, notes, err := b.rehearsal(ctx)
+	if err != nil {
+		return err
+	}
+	cfg.Workload.Concurrencies = []int{}
+	cfg.Capacity = c
+	prompts, err := rehearsal.Prompts(cfg)
+	if err != nil {
+		flag := "--prompts"
+		if b.dataset.name != "" {
+			flag = "--dataset-name " + b.dataset.name
+		}
+		return usageError("%s: %v", flag, err)
+	}
+	dir := b.out
+	if dir == "" {
+		dir = "rehearse-capacity-" + time.Now().UTC().Format("20060102T150405Z")
+	}
+	pb := newWaveBar(st.Stderr, b.progress, false)
+	r, err := rehearse(ctx, rehearsalJob{
+		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: &prompts, waveEvents: pb.event,
+		fail: func(err error) error {
+			if de := (*rehearsal.DescriptorError)(nil); errors.As(err, &de) {
+				return usageError("capacity: %v", err)
+			}
+			return usageError("--tokenizer: %v", err)
+		},
+	})
+	pb.close()
+	if err != nil {
+		return err
+	}
+	printCapacity(st.Stdout, r)
+	for _, p := range r.problems {
+		fmt.Fprintf(st.Stderr, "verify: %s\n", p)
+	}
+	fmt.Fprintf(st.Stdout, "\nbundle: %s (check it with: rehearse verify %s)\n", dir, dir)
+	return r.exitError(dir)
+}
+
+// printCapacity prints each search's answer and its probes.
+func printCapacity(w io.Writer, r *rehearsed) {
+	if r.out.Results == nil {
+		return
+	}
+	for _, c := range r.out.Results.Capacity {
+		fmt.Fprintln(w, report.CapacitySentence(c))
+		fmt.Fprintln(w)
+		_ = report.CapacityTable(c).Text(w)
+		fmt.Fprintln(w)
+	}
+}

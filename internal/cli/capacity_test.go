@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/search"
+)
+
+// TestCapacityFlagErrors: every bad flag of rehearse capacity is one line
+// naming it, exit 2, before any request (http://x is never reached).
+func TestCapacityFlagErrors(t *testing.T) {
+	base := []string{"--base-url", "http://x", "--model", "m"}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{base, "--slo is required"},
+		{append(base, "--slo", "ttft<=500"), `--slo "ttft<=500": `},
+		{append(base, "--slo", "latency<=5ms"), `--slo "latency<=5ms"`},
+		{append(base, "--slo", "ttft<=500ms", "--attainment", "1"), "--attainment"},
+		{append(base, "--slo", "ttft<=500ms", "--attainment", "0"), "--attainment"},
+		{append(base, "--slo", "ttft<=500ms", "--start", "0"), "--start 0: must be at least 1"},
+		{append(base, "--slo", "ttft<=500ms", "--start", "64", "--max-concurrency", "32"), "--max-concurrency 32 is below the start 64"},
+		{append(base, "--slo", "ttft<=500ms", "--min-requests", "0"), "--min-requests 0"},
+		{append(base, "--slo", "ttft<=500ms", "--min-requests", "100", "--max-requests", "50"), "--max-requests 50 is below min_requests 100"},
+		{append(base, "--slo", "ttft<=500ms", "--warmup-requests", "-3"), "--warmup-requests -3"},
+		{append(base, "--slo", "ttft<=500ms", "--repeats", "-1"), "--repeats -1"},
+		{append(base, "--slo", "ttft<=500ms", "--predicted", "8"), `--predicted "8": want MAX_PASS,MIN_FAIL`},
+		{append(base, "--slo", "ttft<=500ms", "--predicted", "8,4"), "--predicted [8, 4]: want 0 ≤ max_pass < min_fail"},
+		{append(base, "--slo", "ttft<=500ms", "--max-tokens", "0"), "--max-tokens 0"},
+		{append(base, "--slo", "ttft<=500ms", "--concurrency", "4"), "unknown flag: --concurrency"},
+	}
+	for _, c := range cases {
+		args := append([]string{"capacity"}, c.args...)
+		code, _, errs := runMain(context.Background(), args...)
+		if code != 2 || !strings.Contains(errs, c.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+			t.Errorf("capacity %q: exit %d, stderr %q; want 2 and one line containing %q", c.args, code, errs, c.want)
+		}
+	}
+}
+
+// TestCapacityAgainstTheSimulator runs rehearse capacity end to end with
+// objectives no machine speed decides: one every request meets (the search
+// doubles to --max-concurrency and stops there) and one none meets (one
+// client already fails). The bundle verifies, and the answer leads the
+// output and README.md.
+func TestCapacityAgainstTheSimulator(t *testing.T) {
+	url, _, _ := startSim(t, "--engine", "batching", "--time-scale", "1000", "--seed", "5")
+	for _, tc := range []struct {
+		slo, stop, sentence string
+		loads               []int
+	}{
+		{"e2el<=60s", search.StopMaxConcurrency, "server sustains 8 concurrent clients", []int{1, 2, 4, 8, 8}},
+		{"ttft<=0.001ms", search.StopUnmetAtMinimum, "server does not meet", []int{1, 1}},
+	} {
+		dir := filepath.Join(t.TempDir(), "b")
+		code, out, errs := runMain(context.Background(), "capacity", "--base-url", url, "--tokenizer", "usage", "--max-tokens", "8",
+			"--slo", tc.slo, "--attainment", "0.5", "--min-requests", "20", "--max-concurrency", "8", "--progress", "never", "-o", dir)
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s\n%s", tc.slo, code, out, errs)
+		}
+		res, err := bundle.ReadResults(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Capacity) != 1 {
+			t.Fatalf("%s: capacity %+v", tc.slo, res.Capacity)
+		}
+		c := res.Capacity[0]
+		var loads []int
+		for _, p := range c.Probes {
+			loads = append(loads, p.Load)
+		}
+		if c.StopReason != tc.stop || !slices.Equal(loads, tc.loads) {
+			t.Errorf("%s: stopped %s after probes at %v, want %s after %v", tc.slo, c.StopReason, loads, tc.stop, tc.loads)
+		}
+		readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(out, tc.sentence) || !strings.Contains(string(readme), "## Capacity under the SLO\n\n**"+tc.sentence) {
+			t.Errorf("%s: the answer does not lead:\n%s", tc.slo, out)
+		}
+	}
+}

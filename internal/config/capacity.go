@@ -1,0 +1,146 @@
+package config
+
+import (
+	"fmt"
+
+	"github.com/rehearse/rehearse/internal/search"
+)
+
+// Capacity is a capacity search of every rehearsed server (SPEC §8): the
+// sustained closed loop's concurrency C is probed, each probe warmed up
+// then measured until it has min_requests and a resolved Wilson interval
+// against the slo: target (or its cap), doubling from Start and then
+// bisecting. It needs slo:.
+type Capacity struct {
+	Start          int `yaml:"start"`
+	MaxConcurrency int `yaml:"max_concurrency"`
+	MinRequests    int `yaml:"min_requests"`
+	// MaxRequests and MaxDuration cap one probe's measured part.
+	MaxRequests int      `yaml:"max_requests"`
+	MaxDuration Duration `yaml:"max_duration"`
+	// WarmupRequests is nil until defaults are applied (then -1: one per
+	// client of the probe).
+	WarmupRequests *int `yaml:"warmup_requests"`
+	// Repeats is how many times the final pass and fail points are re-run
+	// (nil until defaults are applied).
+	Repeats *int `yaml:"repeats"`
+	// Predicted is a bracket to probe first, per server name.
+	Predicted map[string]Bracket `yaml:"predicted"`
+}
+
+// Bracket is a predicted capacity bracket.
+type Bracket struct {
+	MaxPass int `yaml:"max_pass"`
+	MinFail int `yaml:"min_fail"`
+}
+
+// Defaults of a capacity search.
+const (
+	DefaultCapacityStart       = 1
+	DefaultCapacityMax         = 1024
+	DefaultCapacityMinRequests = 100
+	// DefaultCapacityMaxRequests is min_requests · 8: a probe looks at its
+	// interval at min_requests · 2^k (search.Look), four times at most.
+	DefaultCapacityMaxRequestsFactor = 8
+	DefaultCapacityRepeats           = 1
+)
+
+// ApplyDefaults fills what c leaves unset.
+func (c *Capacity) ApplyDefaults() {
+	if c.Start == 0 {
+		c.Start = DefaultCapacityStart
+	}
+	if c.MaxConcurrency == 0 {
+		c.MaxConcurrency = max(DefaultCapacityMax, c.Start)
+	}
+	if c.MinRequests == 0 {
+		c.MinRequests = DefaultCapacityMinRequests
+	}
+	if c.MaxRequests == 0 {
+		c.MaxRequests = DefaultCapacityMaxRequestsFactor * c.MinRequests
+	}
+	if c.WarmupRequests == nil {
+		v := -1
+		c.WarmupRequests = &v
+	}
+	if c.Repeats == nil {
+		v := DefaultCapacityRepeats
+		c.Repeats = &v
+	}
+}
+
+// Spec is the search as results.json records it, for server.
+func (c *Capacity) Spec(server string) search.Spec {
+	s := search.Spec{
+		Start: c.Start, Max: c.MaxConcurrency, MinRequests: c.MinRequests, MaxRequests: c.MaxRequests,
+		MaxDurationS: c.MaxDuration.D().Seconds(), WarmupRequests: *c.WarmupRequests, Repeats: *c.Repeats,
+	}
+	if b, ok := c.Predicted[server]; ok {
+		s.Predicted = &search.Bracket{MaxPass: b.MaxPass, MinFail: b.MinFail}
+	}
+	return s
+}
+
+// CapacityProblem is one thing wrong with a capacity search: the key
+// under capacity: and why (bench-like commands name the flag instead).
+type CapacityProblem struct{ Key, Msg string }
+
+// Check lists what is wrong with c after defaults, for capacity: and
+// rehearse capacity's flags alike.
+func (c *Capacity) Check() []CapacityProblem {
+	var out []CapacityProblem
+	add := func(key, format string, a ...any) { out = append(out, CapacityProblem{key, fmt.Sprintf(format, a...)}) }
+	switch {
+	case c.Start < 1:
+		add("start", "%d: must be at least 1", c.Start)
+	case c.MaxConcurrency < c.Start:
+		add("max_concurrency", "%d is below the start %d", c.MaxConcurrency, c.Start)
+	}
+	if c.MinRequests < 1 {
+		add("min_requests", "%d: must be at least 1", c.MinRequests)
+	}
+	if c.MaxRequests < c.MinRequests {
+		add("max_requests", "%d is below min_requests %d (a probe could never resolve)", c.MaxRequests, c.MinRequests)
+	}
+	if c.MaxDuration < 0 {
+		add("max_duration", "%v: negative", c.MaxDuration)
+	}
+	if c.WarmupRequests != nil && *c.WarmupRequests < -1 {
+		add("warmup_requests", "%d: must be 0 or more (absent: one per client)", *c.WarmupRequests)
+	}
+	if c.Repeats != nil && *c.Repeats < 0 {
+		add("repeats", "%d: must be 0 or more", *c.Repeats)
+	}
+	for _, name := range sortedKeys(mapKeys(c.Predicted)) {
+		if b := c.Predicted[name]; b.MaxPass < 0 || b.MinFail < 0 || (b.MinFail > 0 && b.MinFail <= b.MaxPass) {
+			add("predicted."+name, "[%d, %d]: want 0 ≤ max_pass < min_fail", b.MaxPass, b.MinFail)
+		}
+	}
+	return out
+}
+
+func (r *Rehearsal) validateCapacity(names map[string]int, p *Problems) {
+	c := r.Capacity
+	if c == nil {
+		return
+	}
+	if r.SLO == nil {
+		p.add("capacity", "needs slo: (the objectives and attainment target a probe is judged against)")
+	}
+	for _, e := range c.Check() {
+		p.add("capacity."+e.Key, "%s", e.Msg)
+	}
+	for _, name := range sortedKeys(mapKeys(c.Predicted)) {
+		if _, ok := names[name]; !ok && len(names) > 0 {
+			p.add("capacity.predicted."+name, "names no server")
+		}
+	}
+}
+
+func mapKeys[V any](m map[string]V) map[string]int {
+	out := make(map[string]int, len(m))
+	for k := range m {
+		out[k] = 0
+	}
+	return out
+}

@@ -1,0 +1,141 @@
+package rehearsal
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/plan"
+	"github.com/rehearse/rehearse/internal/search"
+)
+
+// waveSource hands the runner one server's waves, one at a time: its
+// planned waves, then, when the rehearsal searches capacity, each probe
+// the search asks for once it has the verdict of the one before (DESIGN:
+// a search is a source of waves for the one runner, not a second loop).
+type waveSource struct {
+	planned []plan.Wave
+	next    int
+
+	search *search.Search // nil: no capacity search
+	spec   search.Spec
+	slo    contract.SLO
+	probe  search.Probe // the probe of the wave handed out last
+	// repeats counts the recorded sustained waves run so far per load, so
+	// a probe's wave carries the next repeat number of its aggregate.
+	repeats map[int]int
+	// publish receives the search's standing after each probe.
+	publish func(search.Capacity)
+	// stopped is why the search stopped early, for a note ("" while it
+	// runs or once it ended by itself).
+	stopped string
+}
+
+// waveSource returns server's source of waves, and publishes its search's
+// starting point (so a search killed before its first probe is bundled
+// as begun).
+func (r *runner) waveSource(server string) (*waveSource, error) {
+	src := &waveSource{planned: plan.Server(r.res.Workload, server), repeats: map[int]int{}}
+	for _, w := range src.planned {
+		if w.Kind == contract.KindRecorded && w.Mode == contract.ModeSustained {
+			src.repeats[w.Concurrency] = max(src.repeats[w.Concurrency], w.Repeat)
+		}
+	}
+	c := r.cfg.Capacity
+	if c == nil || r.res.SLO == nil {
+		return src, nil
+	}
+	src.spec, src.slo = c.Spec(server), *r.res.SLO
+	s, err := search.New(src.spec.Config(src.slo.AttainmentTarget))
+	if err != nil {
+		return nil, err
+	}
+	src.search = s
+	src.publish = func(c search.Capacity) { r.setCapacity(c) }
+	src.publish(search.NewCapacity(server, src.spec, src.slo, s.Result()))
+	return src, nil
+}
+
+// Next returns the next wave to run, false when there is none.
+func (s *waveSource) Next() (plan.Wave, bool) {
+	if s.next < len(s.planned) {
+		s.next++
+		return s.planned[s.next-1], true
+	}
+	if s.search == nil || s.stopped != "" {
+		return plan.Wave{}, false
+	}
+	p, ok := s.search.Next()
+	if !ok {
+		return plan.Wave{}, false
+	}
+	s.probe = p
+	s.repeats[p.Load]++
+	scale := 1
+	if p.Retry {
+		scale = search.RetryScale
+	}
+	minN, objectives, alpha := s.spec.MinRequests, s.slo.Objectives, s.slo.AttainmentTarget
+	return plan.Wave{
+		Kind: contract.KindRecorded, Mode: contract.ModeSustained, Concurrency: p.Load, Repeat: s.repeats[p.Load],
+		Sustained: &plan.Bounds{
+			NumRequests:    scale * s.spec.MaxRequests,
+			Duration:       time.Duration(float64(scale) * s.spec.MaxDurationS * float64(time.Second)),
+			WarmupRequests: s.spec.Warmup(p.Load),
+			// The probe looks at its interval at min_requests · 2^k and
+			// ends once it is resolved; the verdict is then taken again
+			// over every record of the wave (those in flight included).
+			Until: func(records []contract.Record) bool {
+				return search.Look(len(records), minN) &&
+					contract.Attain(records, objectives).Verdict(alpha, minN) != search.VerdictUnresolved
+			},
+			UntilEvery: minN,
+			Probe:      p.Kind(),
+		},
+	}, true
+}
+
+// Ended takes the result of w, the wave Next returned last: a probe's
+// outcome goes to the search, and its standing is published. died says the
+// server died during the wave.
+func (s *waveSource) Ended(ctx context.Context, w plan.Wave, res WaveResult, err error, died bool) {
+	if w.Sustained == nil || w.Sustained.Probe == "" || s.search == nil {
+		return
+	}
+	server := res.Wave.Server
+	switch {
+	case res.Wave.Stopped != "" || (err != nil && ctx.Err() != nil):
+		// A probe cut by the interruption has no verdict: the search
+		// stands where the last finished probe left it (and verify,
+		// replaying the waves that were not cut, agrees).
+		s.stopped = "interrupted"
+		return
+	case err != nil && res.Wave.ID == 0:
+		s.stopped = fmt.Sprintf("the probe at %s did not run: %v", contract.ClientsLabel(w.Concurrency), err)
+		return
+	}
+	o := search.Measure(res.Wave.ID, res.Records, s.slo, s.spec.MinRequests)
+	o.ServerFailed = died
+	if err := s.search.Observe(s.probe, o); err != nil {
+		s.stopped = err.Error()
+		return
+	}
+	s.publish(search.NewCapacity(server, s.spec, s.slo, s.search.Result()))
+}
+
+// setCapacity puts server c.Server's capacity entry into the header.
+func (r *runner) setCapacity(c search.Capacity) {
+	r.mu.Lock()
+	found := false
+	for i := range r.res.Capacity {
+		if r.res.Capacity[i].Server == c.Server {
+			r.res.Capacity[i], found = c, true
+		}
+	}
+	if !found {
+		r.res.Capacity = append(r.res.Capacity, c)
+	}
+	r.mu.Unlock()
+	r.writeHeader()
+}

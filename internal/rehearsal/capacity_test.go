@@ -1,0 +1,132 @@
+package rehearsal_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/rehearsal"
+	"github.com/rehearse/rehearse/internal/search"
+)
+
+func loadCapacityExample(t *testing.T) *config.Rehearsal {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("launches two simulators")
+	}
+	cfg, err := config.Load(filepath.Join("..", "..", "examples", "capacity.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestCapacityExampleRuns searches both simulated servers of
+// examples/capacity.yaml. Their capacities are what their engines imply,
+// with margins no machine speed crosses: the serial engine serves one
+// request at a time, so a second client waits a whole generation (≈ 6 s of
+// simulated time against a 1 s TTFT objective) and the answer is exactly 1;
+// the batching engine runs 32 sequences at once, so every probe up to 32
+// passes and one at 128 (96 requests queued for whole generations) fails.
+// Every probe is an ordinary recorded sustained wave, the bundle verifies
+// (run.do), and verify catches a probe's verdict or the bracket changed.
+func TestCapacityExampleRuns(t *testing.T) {
+	r := &run{cfg: loadCapacityExample(t), dir: filepath.Join(t.TempDir(), "bundle")}
+	out := r.do(t, context.Background())
+	if len(out.Failed) > 0 {
+		t.Fatalf("failed: %v", out.Failed)
+	}
+	res := out.Results
+	if len(res.Capacity) != 2 {
+		t.Fatalf("%d capacity entries, want 2", len(res.Capacity))
+	}
+	serial, batching := res.Capacity[0], res.Capacity[1]
+	if serial.Server != "serial" || serial.StopReason != search.StopConverged || ptr(serial.MaxPass) != 1 || ptr(serial.MinFail) != 2 {
+		t.Errorf("serial: %s, bracket [%d, %d], want converged [1, 2]", serial.StopReason, ptr(serial.MaxPass), ptr(serial.MinFail))
+	}
+	if bp, bf := ptr(batching.MaxPass), ptr(batching.MinFail); batching.Server != "batching" || bp < 32 || bf <= bp || bf > 128 {
+		t.Errorf("batching: %s, bracket [%d, %d], want max_pass ≥ 32 and min_fail ≤ 128", batching.StopReason, bp, bf)
+	}
+	probeWaves := map[int]contract.Wave{}
+	for _, w := range res.Waves {
+		if w.Probe != "" {
+			probeWaves[w.ID] = w
+		}
+	}
+	for _, c := range res.Capacity {
+		for i, p := range c.Probes {
+			if len(p.WaveIDs) != 1 {
+				t.Fatalf("%s probe %d: wave ids %v", c.Server, i, p.WaveIDs)
+			}
+			w, ok := probeWaves[p.WaveIDs[0]]
+			if !ok || w.Kind != contract.KindRecorded || w.Mode != contract.ModeSustained || w.Concurrency != p.Load || w.Probe != p.Kind {
+				t.Errorf("%s probe %d (%d clients, %s): its wave is %+v", c.Server, i, p.Load, p.Kind, w)
+			}
+			if p.Verdict == search.VerdictPass && p.N < c.Search.MinRequests {
+				t.Errorf("%s probe %d passed over %d requests, below min_requests %d", c.Server, i, p.N, c.Search.MinRequests)
+			}
+		}
+	}
+
+	// A changed verdict and a changed bracket are both caught.
+	data, err := os.ReadFile(filepath.Join(r.dir, bundle.ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tampered bundle.Results
+	if err := json.Unmarshal(data, &tampered); err != nil {
+		t.Fatal(err)
+	}
+	tampered.Capacity[0].Probes[1].Verdict = search.VerdictPass
+	two := 2
+	tampered.Capacity[0].MaxPass = &two
+	var msgs []string
+	for _, p := range bundle.VerifyResults(&tampered) {
+		msgs = append(msgs, p.String())
+	}
+	all := strings.Join(msgs, "\n")
+	for _, want := range []string{"capacity[0].probes[1].verdict", "capacity[0].max_pass"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("verify of a tampered capacity does not name %s:\n%s", want, all)
+		}
+	}
+}
+
+// TestCapacitySearchInterrupted stops the search after its third probe: the
+// bundle keeps every finished probe, says the search was interrupted, and
+// verifies (verify replays the probes it has).
+func TestCapacitySearchInterrupted(t *testing.T) {
+	cfg := loadCapacityExample(t)
+	cfg.Servers = cfg.Servers[1:] // batching: many probes
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := &run{cfg: cfg, dir: filepath.Join(t.TempDir(), "bundle")}
+	var waves atomic.Int32
+	r.onWave = func(ev rehearsal.Event) {
+		if ev.Wave != nil && ev.Wave.Kind == contract.KindRecorded && waves.Add(1) == 3 {
+			cancel()
+		}
+	}
+	out := r.do(t, ctx)
+	if !out.Interrupted {
+		t.Fatal("not interrupted")
+	}
+	c := out.Results.Capacity
+	if len(c) != 1 || c[0].StopReason != search.StopInterrupted || len(c[0].Probes) != 3 {
+		t.Fatalf("capacity %+v: want one interrupted search with its 3 finished probes", c)
+	}
+}
+
+func ptr(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}

@@ -1,0 +1,207 @@
+package search
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+// Probe kinds, as a probe's wave records them (contract.Wave.Probe).
+const (
+	ProbeSearch = "search"
+	ProbeRetry  = "retry"
+	ProbeRepeat = "repeat"
+)
+
+// Spec is a capacity search as results.json keeps it beside its answer:
+// everything Replay needs besides the records.
+type Spec struct {
+	Start       int `json:"start"`
+	Max         int `json:"max_concurrency"`
+	MinRequests int `json:"min_requests"`
+	// MaxRequests and MaxDurationS cap one probe's measured part (a retry
+	// measures for RetryScale times them); 0: no cap of that kind.
+	MaxRequests  int     `json:"max_requests"`
+	MaxDurationS float64 `json:"max_duration_s,omitempty"`
+	// WarmupRequests are sent before each probe's measured part; -1 (or
+	// absent in the file): the probe's concurrency, one per client.
+	WarmupRequests int `json:"warmup_requests"`
+	Repeats        int `json:"repeats"`
+	// Predicted is the bracket the server's fitted profile predicts, when
+	// one was given; its ends are probed first.
+	Predicted *Bracket `json:"predicted,omitempty"`
+}
+
+// Config is the search config of s under target alpha.
+func (s Spec) Config(alpha float64) Config {
+	return Config{Start: s.Start, Max: s.Max, Alpha: alpha, MinRequests: s.MinRequests, Repeats: s.Repeats, Predicted: s.Predicted}
+}
+
+// Warmup is the warm-up requests of a probe at load c.
+func (s Spec) Warmup(c int) int {
+	if s.WarmupRequests < 0 {
+		return c
+	}
+	return s.WarmupRequests
+}
+
+// Kind is the probe kind a wave of p records.
+func (p Probe) Kind() string {
+	switch {
+	case p.Retry:
+		return ProbeRetry
+	case p.Repeat > 0:
+		return ProbeRepeat
+	}
+	return ProbeSearch
+}
+
+// Measure is the outcome of one probe's measured records (the records of
+// its recorded wave): their attainment against slo's objectives, its
+// verdict at slo's target with minRequests, the p95 TTFT and TPOT of the
+// successful ones, and the request rate and good-token rate over the
+// wave's measured window.
+func Measure(waveID int, records []contract.Record, slo contract.SLO, minRequests int) Outcome {
+	a := contract.Attain(records, slo.Objectives)
+	o := Outcome{
+		WaveIDs: []int{waveID}, N: a.N, Good: a.Good, Attainment: a.Attainment, CILow: a.CILow, CIHigh: a.CIHigh,
+		Verdict: a.Verdict(slo.AttainmentTarget, minRequests), Failures: a.Failed, Binding: a.Binding(),
+	}
+	var l contract.Latencies
+	goodTokens := 0
+	for _, r := range records {
+		l.Add(r)
+		if contract.Judge(r, slo.Objectives).Good {
+			goodTokens += r.OutputTokens
+		}
+	}
+	o.TTFTP95S = contract.Percentile(sorted(l.TTFT), 95)
+	o.TPOTP95S = contract.Percentile(sorted(l.TPOT), 95)
+	if w := contract.WaveWindowS(records); w > 0 {
+		o.AchievedRPS = float64(a.N) / w
+		o.GoodputTokS = float64(goodTokens) / w
+	}
+	return o
+}
+
+func sorted(xs []float64) []float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s
+}
+
+// Capacity is one server's capacity search in results.json (SPEC §8).
+type Capacity struct {
+	Server           string              `json:"server"`
+	Objectives       contract.Objectives `json:"objectives"`
+	AttainmentTarget float64             `json:"attainment_target"`
+	Control          string              `json:"control"`
+	Search           Spec                `json:"search"`
+	// MaxPass and MinFail are null when no probe passed or none failed.
+	MaxPass           *int     `json:"max_pass"`
+	MinFail           *int     `json:"min_fail"`
+	MinFailUnresolved bool     `json:"min_fail_unresolved,omitempty"`
+	AchievedRPS       *float64 `json:"achieved_rps"`
+	GoodputTokS       *float64 `json:"goodput_tok_s"`
+	BindingObjective  *string  `json:"binding_objective"`
+	StopReason        string   `json:"stop_reason"`
+	// Predicted is the predicted bracket kept beside the measured one.
+	Predicted    *Bracket       `json:"predicted"`
+	NonMonotonic []NonMonotonic `json:"non_monotonic,omitempty"`
+	Probes       []ProbeRecord  `json:"probes"`
+}
+
+// ProbeRecord is one probe of a Capacity.
+type ProbeRecord struct {
+	Load       int      `json:"load"`
+	Kind       string   `json:"kind"`
+	Repeat     int      `json:"repeat"`
+	WaveIDs    []int    `json:"wave_ids"`
+	N          int      `json:"n"`
+	Good       int      `json:"good"`
+	Attainment float64  `json:"attainment"`
+	CILow      float64  `json:"ci_low"`
+	CIHigh     float64  `json:"ci_high"`
+	Verdict    string   `json:"verdict"`
+	TTFTP95S   *float64 `json:"ttft_p95"`
+	TPOTP95S   *float64 `json:"tpot_p95"`
+	Failures   int      `json:"failures"`
+	// AchievedRPS and GoodputTokS are over the probe's measured window.
+	AchievedRPS float64 `json:"achieved_rps"`
+	GoodputTokS float64 `json:"goodput_tok_s"`
+	Binding     string  `json:"binding_objective,omitempty"`
+}
+
+// Control is the control variable of every search here.
+const ControlConcurrency = "concurrency"
+
+// NewCapacity is results.json's entry for server's search of spec under
+// slo, standing at r.
+func NewCapacity(server string, spec Spec, slo contract.SLO, r Result) Capacity {
+	c := Capacity{
+		Server: server, Objectives: slo.Objectives, AttainmentTarget: slo.AttainmentTarget,
+		Control: ControlConcurrency, Search: spec, MinFailUnresolved: r.MinFailUnresolved,
+		StopReason: r.StopReason, Predicted: r.Predicted, NonMonotonic: r.NonMonotonic, Probes: []ProbeRecord{},
+	}
+	if r.MaxPass > 0 {
+		v, rps, tok := r.MaxPass, r.AchievedRPS, r.GoodputTokS
+		c.MaxPass, c.AchievedRPS, c.GoodputTokS = &v, &rps, &tok
+	}
+	if r.MinFail > 0 {
+		v := r.MinFail
+		c.MinFail = &v
+	}
+	if r.BindingObjective != "" {
+		b := r.BindingObjective
+		c.BindingObjective = &b
+	}
+	for _, p := range r.Probes {
+		o := p.Outcome
+		c.Probes = append(c.Probes, ProbeRecord{
+			Load: p.Load, Kind: p.Kind(), Repeat: p.Repeat, WaveIDs: o.WaveIDs, N: o.N, Good: o.Good,
+			Attainment: o.Attainment, CILow: o.CILow, CIHigh: o.CIHigh, Verdict: o.Verdict,
+			TTFTP95S: o.TTFTP95S, TPOTP95S: o.TPOTP95S, Failures: o.Failures,
+			AchievedRPS: o.AchievedRPS, GoodputTokS: o.GoodputTokS, Binding: o.Binding,
+		})
+	}
+	return c
+}
+
+// Recompute is server's capacity entry recomputed from the recorded waves
+// and records alone: its probe waves (Probe set, not cut), in the order they
+// ran, measured again and replayed through the search of spec. A server
+// that failed during its last probe is known only from the stored entry:
+// failedLast carries it.
+func Recompute(server string, spec Spec, slo contract.SLO, waves []contract.Wave, records []contract.Record, failedLast bool) (Capacity, error) {
+	byWave := map[int][]contract.Record{}
+	for _, r := range records {
+		if r.Kind == contract.KindRecorded {
+			byWave[r.Wave] = append(byWave[r.Wave], r)
+		}
+	}
+	var probes []Probe
+	repeats := map[int]int{} // repeat probes so far per load
+	for _, w := range waves {
+		if w.Server != server || w.Probe == "" || w.Kind != contract.KindRecorded || w.Stopped != "" {
+			continue
+		}
+		p := Probe{Load: w.Concurrency, Retry: w.Probe == ProbeRetry}
+		if w.Probe == ProbeRepeat {
+			// The search re-runs its final points in rounds: the k-th
+			// repeat probe at a load is its repeat k.
+			repeats[w.Concurrency]++
+			p.Repeat = repeats[w.Concurrency]
+		}
+		p.Outcome = Measure(w.ID, byWave[w.ID], slo, spec.MinRequests)
+		probes = append(probes, p)
+	}
+	if failedLast && len(probes) > 0 {
+		probes[len(probes)-1].Outcome.ServerFailed = true
+	}
+	r, err := Replay(spec.Config(slo.AttainmentTarget), probes)
+	if err != nil {
+		return Capacity{}, fmt.Errorf("capacity of %s: %w", server, err)
+	}
+	return NewCapacity(server, spec, slo, r), nil
+}
