@@ -138,6 +138,24 @@ func Merge(parts []*Results, names []string, mechanismServer string) (*Results, 
 					names[i], m.Server, m.Concurrency, m.Wave, m.Metric, max, len(m.Series)))
 			}
 		}
+		for _, c := range p.Capacity {
+			// A server's search is one sequence of probes: two parts'
+			// searches of it would not replay as one.
+			for _, prev := range out.Capacity {
+				if prev.Server == c.Server {
+					return nil, fmt.Errorf("%s: a second capacity search of %s (an earlier part holds one): a search is not split across parts", names[i], c.Server)
+				}
+			}
+			c.Probes = slices.Clone(c.Probes)
+			for k := range c.Probes {
+				pr := &c.Probes[k]
+				pr.WaveIDs = slices.Clone(pr.WaveIDs)
+				for j, id := range pr.WaveIDs {
+					pr.WaveIDs[j] = ids[id]
+				}
+			}
+			out.Capacity = append(out.Capacity, c)
+		}
 		for _, n := range p.Notes {
 			out.Notes = append(out.Notes, fmt.Sprintf("[%s] %s", names[i], n))
 		}

@@ -178,16 +178,11 @@ canceled, and the bundle of what finished is written.`,
 			}
 			o.warmupRequestsSet = cmd.Flags().Changed("warmup-requests")
 			o.slo.noteChanged(cmd.Flags())
-			for _, name := range []string{"max-turns", "think-time"} {
-				if cmd.Flags().Changed(name) {
-					o.dataset.sessionFlags = append(o.dataset.sessionFlags, name)
-				}
-			}
 			return runBench(cmd.Context(), st, &o, commandLine(cmd))
 		},
 	}
 	f := cmd.Flags()
-	endpointFlags(f, &o)
+	endpointFlags(f, &o, "bench")
 	f.IntSliceVar(&o.concurrencies, "concurrency", config.DefaultConcurrencies, "clients per closed-loop wave, comma-separated")
 	f.IntVar(&o.repeats, "repeats", config.DefaultRepeats, "recorded waves per concurrency (and per request rate)")
 	f.IntVar(&o.warmupWaves, "warmup-waves", 0, "unrecorded warm-up waves before the recorded ones")
@@ -209,7 +204,7 @@ canceled, and the bundle of what finished is written.`,
 
 // endpointFlags are the flags of bench and capacity alike: the endpoint,
 // the request, the tokenizer, the bundle, the progress view and readiness.
-func endpointFlags(f *pflag.FlagSet, o *benchOptions) {
+func endpointFlags(f *pflag.FlagSet, o *benchOptions, command string) {
 	f.StringVar(&o.baseURL, "base-url", "", "base URL of the running server (required), e.g. http://127.0.0.1:8000")
 	f.StringVar(&o.endpoint, "endpoint", config.DefaultEndpoint, "chat-completions path")
 	f.StringVar(&o.model, "model", "", "model name to request (default: the first model of GET /v1/models)")
@@ -222,7 +217,7 @@ func endpointFlags(f *pflag.FlagSet, o *benchOptions) {
 	f.BoolVar(&o.includeUsage, "include-usage", true, "send stream_options.include_usage (--include-usage=false for servers that reject it)")
 	f.BoolVar(&o.followRedirs, "follow-redirects", false, "follow a 3xx answer (default: a redirect is the request's outcome, http_status, never another host's stream)")
 	f.StringVar(&o.tokenizer, "tokenizer", "", "tokenizer.json path, ORG/NAME[@REV] from the Hugging Face cache, qwen3, qwen2.5, or usage")
-	f.StringVarP(&o.out, "output", "o", "", "bundle directory (default rehearse-bench-<UTC time>)")
+	f.StringVarP(&o.out, "output", "o", "", "bundle directory (default rehearse-"+command+"-<UTC time>)")
 	f.Int64Var(&o.seed, "seed", 0, "seed of the arrival schedule (repeat r uses seed+r-1), and of --dataset-name random and prefix_repetition")
 	progressFlag(f, &o.progress)
 	f.StringVar(&o.ready, "ready", config.DefaultBenchReady, "readiness check: answer (any HTTP answer from /v1/models or /health), models (GET /v1/models lists the model; for hosted APIs with no /health), full (/health, /v1/models, one tiny request)")

@@ -99,6 +99,12 @@ func (d *datasetOptions) markChanged(f *pflag.FlagSet) {
 	d.changed = map[string]bool{}
 	f.Visit(func(fl *pflag.Flag) { d.changed[fl.Name] = true })
 	d.numPromptsSet = d.changed["num-prompts"]
+	d.sessionFlags = nil
+	for _, name := range []string{"max-turns", "think-time"} {
+		if d.changed[name] {
+			d.sessionFlags = append(d.sessionFlags, name)
+		}
+	}
 }
 
 // firstChanged is the first of names given on the command line, or "".

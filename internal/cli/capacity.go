@@ -68,7 +68,7 @@ flags.`,
   rehearse capacity --base-url http://127.0.0.1:8000 --slo 'e2el<=10s' --dataset-name random --random-input-len 1024 --random-output-len 128`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.bench.dataset.numPromptsSet = cmd.Flags().Changed("num-prompts")
+			o.bench.dataset.markChanged(cmd.Flags())
 			o.bench.slo.noteChanged(cmd.Flags())
 			if !cmd.Flags().Changed("warmup-requests") {
 				o.warmupRequests = -1
@@ -77,7 +77,7 @@ flags.`,
 		},
 	}
 	f := cmd.Flags()
-	endpointFlags(f, &o.bench)
+	endpointFlags(f, &o.bench, "capacity")
 	datasetFlags(f, &o.bench.dataset)
 	sloFlags(f, &o.bench.slo, false)
 	capacityFlags(f, &o)

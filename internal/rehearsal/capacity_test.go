@@ -75,6 +75,49 @@ func TestCapacityExampleRuns(t *testing.T) {
 		}
 	}
 
+	// Split by server and merged again, the searches still replay: merge
+	// renumbers the waves and the probes' wave ids with them.
+	var parts []*bundle.Results
+	for _, name := range []string{"serial", "batching"} {
+		part := *res
+		part.Servers, part.Waves, part.Records, part.Capacity = nil, nil, nil, nil
+		for _, s := range res.Servers {
+			if s.Name == name {
+				part.Servers = append(part.Servers, s)
+			}
+		}
+		for _, w := range res.Waves {
+			if w.Server == name {
+				part.Waves = append(part.Waves, w)
+			}
+		}
+		for _, r := range res.Records {
+			if r.Server == name {
+				part.Records = append(part.Records, r)
+			}
+		}
+		for _, c := range res.Capacity {
+			if c.Server == name {
+				part.Capacity = append(part.Capacity, c)
+			}
+		}
+		part.Baseline = nil
+		parts = append([]*bundle.Results{&part}, parts...) // batching first: its wave ids move
+	}
+	merged, err := bundle.Merge(parts, []string{"batching", "serial"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range bundle.VerifyResults(merged) {
+		t.Errorf("merged: %s", p)
+	}
+	if len(merged.Capacity) != 2 || merged.Capacity[1].Server != "serial" || ptr(merged.Capacity[1].MinFail) != 2 {
+		t.Errorf("merged capacity %+v", merged.Capacity)
+	}
+	if _, err := bundle.Merge([]*bundle.Results{parts[0], parts[0]}, []string{"a", "b"}, ""); err == nil {
+		t.Error("merge took the same part twice")
+	}
+
 	// A changed verdict and a changed bracket are both caught.
 	data, err := os.ReadFile(filepath.Join(r.dir, bundle.ResultsFile))
 	if err != nil {
