@@ -47,7 +47,7 @@ running: the largest number C of clients of the sustained closed loop (each
 sending its next request as its last one ends) at which at least
 --attainment of requests meet every --slo objective (SPEC §8).
 
-Each probe at C sends --warmup-requests requests (default C, one per client)
+Each probe at C sends --warmup-requests requests (default 2·C, two per client)
 kept out of the figures, then measures until it has --min-requests requests
 and its 95 % Wilson interval of attainment lies wholly on one side of the
 target (pass or fail), looking at min-requests·2^k requests; at --max-requests
@@ -90,7 +90,7 @@ func capacityFlags(f *pflag.FlagSet, o *capacityOptions) {
 	f.IntVar(&o.minRequests, "min-requests", config.DefaultCapacityMinRequests, "fewest measured requests of a resolved probe")
 	f.IntVar(&o.maxRequests, "max-requests", 0, "cap on one probe's measured requests (default 8 × --min-requests)")
 	f.DurationVar(&o.maxDuration, "max-duration", 0, "cap on one probe's measured time (0: none)")
-	f.IntVar(&o.warmupRequests, "warmup-requests", 0, "warm-up requests of each probe, kept out of its verdict (default: the probe's concurrency)")
+	f.IntVar(&o.warmupRequests, "warmup-requests", 0, "warm-up requests of each probe, kept out of its verdict (default: two per client of the probe)")
 	f.IntVar(&o.repeats, "repeats", config.DefaultCapacityRepeats, "re-runs of the final pass and fail points")
 	f.StringVar(&o.predicted, "predicted", "", "a predicted bracket MAX_PASS,MIN_FAIL to probe first")
 }

@@ -18,7 +18,7 @@ type Capacity struct {
 	// MaxRequests and MaxDuration cap one probe's measured part.
 	MaxRequests int      `yaml:"max_requests"`
 	MaxDuration Duration `yaml:"max_duration"`
-	// WarmupRequests is nil until defaults are applied (then -1: one per
+	// WarmupRequests is nil until defaults are applied (then -1: two per
 	// client of the probe).
 	WarmupRequests *int `yaml:"warmup_requests"`
 	// Repeats is how many times the final pass and fail points are re-run
@@ -106,7 +106,7 @@ func (c *Capacity) Check() []CapacityProblem {
 		add("max_duration", "%v: negative", c.MaxDuration)
 	}
 	if c.WarmupRequests != nil && *c.WarmupRequests < -1 {
-		add("warmup_requests", "%d: must be 0 or more (absent: one per client)", *c.WarmupRequests)
+		add("warmup_requests", "%d: must be 0 or more (absent: two per client)", *c.WarmupRequests)
 	}
 	if c.Repeats != nil && *c.Repeats < 0 {
 		add("repeats", "%d: must be 0 or more", *c.Repeats)

@@ -320,6 +320,14 @@ func checkShape(t reflect.Type, v any, path string, probs *Problems) bool {
 		if t.Elem().Kind() == reflect.Interface {
 			return true
 		}
+		if t.Elem().Kind() == reflect.Struct {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				if !checkShape(t.Elem(), m[k], join(path, k), probs) {
+					delete(m, k)
+				}
+			}
+			return true
+		}
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			switch m[k].(type) {
 			case map[string]any, []any:

@@ -118,7 +118,7 @@ func writeCapacity(b *bytes.Buffer, res *bundle.Results) {
 
 func warmupWords(s search.Spec) string {
 	if s.WarmupRequests < 0 {
-		return "warmed up with one request per client"
+		return "warmed up with two requests per client (their phases spread out before the measured part)"
 	}
 	return fmt.Sprintf("warmed up with %d requests", s.WarmupRequests)
 }

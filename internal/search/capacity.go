@@ -25,7 +25,7 @@ type Spec struct {
 	MaxRequests  int     `json:"max_requests"`
 	MaxDurationS float64 `json:"max_duration_s,omitempty"`
 	// WarmupRequests are sent before each probe's measured part; -1 (or
-	// absent in the file): the probe's concurrency, one per client.
+	// absent in the file): WarmupRounds per client of the probe.
 	WarmupRequests int `json:"warmup_requests"`
 	Repeats        int `json:"repeats"`
 	// Predicted is the bracket the server's fitted profile predicts, when
@@ -38,10 +38,16 @@ func (s Spec) Config(alpha float64) Config {
 	return Config{Start: s.Start, Max: s.Max, Alpha: alpha, MinRequests: s.MinRequests, Repeats: s.Repeats, Predicted: s.Predicted}
 }
 
+// WarmupRounds is the default warm-up of a probe at C clients, in
+// requests per client: the clients start together, so their first requests
+// end together too, and a second round lets their phases spread out before
+// the measured part begins.
+const WarmupRounds = 2
+
 // Warmup is the warm-up requests of a probe at load c.
 func (s Spec) Warmup(c int) int {
 	if s.WarmupRequests < 0 {
-		return c
+		return WarmupRounds * c
 	}
 	return s.WarmupRequests
 }
