@@ -301,19 +301,25 @@ func (l *Latencies) Add(r Record) {
 // PooledLatencies returns the populations behind the aggregate of key k:
 // the successful records of its recorded waves, pooled over repeats.
 func PooledLatencies(waves []Wave, records []Record, k Key) Latencies {
+	var l Latencies
+	EachPooled(waves, records, k, l.Add)
+	return l
+}
+
+// EachPooled calls add with every recorded record behind the aggregate of
+// key k: the records of its recorded waves, over every repeat.
+func EachPooled(waves []Wave, records []Record, k Key, add func(Record)) {
 	ids := map[int]bool{}
 	for _, w := range waves {
 		if w.Kind == KindRecorded && KeyOf(w) == k {
 			ids[w.ID] = true
 		}
 	}
-	var l Latencies
 	for _, r := range records {
 		if r.Kind == KindRecorded && ids[r.Wave] {
-			l.Add(r)
+			add(r)
 		}
 	}
-	return l
 }
 
 // Aggregates computes every aggregate of the recorded waves. Aggregates come

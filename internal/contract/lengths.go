@@ -49,17 +49,7 @@ func (t *TrafficLengths) Add(r Record) {
 // PooledTrafficLengths returns the length populations behind the aggregate
 // of key k, pooled over the recorded repeats.
 func PooledTrafficLengths(waves []Wave, records []Record, k Key) TrafficLengths {
-	ids := map[int]bool{}
-	for _, w := range waves {
-		if w.Kind == KindRecorded && KeyOf(w) == k {
-			ids[w.ID] = true
-		}
-	}
 	var t TrafficLengths
-	for _, r := range records {
-		if r.Kind == KindRecorded && ids[r.Wave] {
-			t.Add(r)
-		}
-	}
+	EachPooled(waves, records, k, t.Add)
 	return t
 }

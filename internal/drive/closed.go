@@ -42,15 +42,8 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 		return WaveResult{}, fmt.Errorf("%s: closed wave: kind %q: want recorded, warmup or mechanism_check", t.Name, spec.Kind)
 	}
 	n := spec.Concurrency
-	ss, err := d.newSessionRunner(t, spec.Load)
+	ss, prepared, total, err := d.sendables(t, spec.Load, n)
 	if err != nil {
-		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
-	}
-	var prepared []*stream.Prepared
-	total := n // requests the wave sends: with sessions, the turns of its clients'
-	if ss != nil {
-		total = ss.turns(n)
-	} else if prepared, err = prepare(t, spec.Load, n); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
 	if err := ctx.Err(); err != nil {

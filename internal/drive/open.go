@@ -138,15 +138,8 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 		return WaveResult{}, fmt.Errorf("%s: open wave: %w", t.Name, err)
 	}
 	n := len(offsets)
-	ss, err := d.newSessionRunner(t, spec.Load)
+	ss, prepared, total, err := d.sendables(t, spec.Load, n)
 	if err != nil {
-		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
-	}
-	var prepared []*stream.Prepared
-	total := n // requests the wave sends: with sessions, the turns of its arrivals'
-	if ss != nil {
-		total = ss.turns(n)
-	} else if prepared, err = prepare(t, spec.Load, n); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
 	if err := ctx.Err(); err != nil {

@@ -214,3 +214,18 @@ func (l Load) validateSessions() error {
 	}
 	return nil
 }
+
+// sendables is what a closed or open wave of n clients (or arrivals) sends:
+// with sessions, their runner and the turns of its n sessions; without,
+// the prepared requests of its prompts and n.
+func (d *Driver) sendables(t Target, l Load, n int) (*sessionRunner, []*stream.Prepared, int, error) {
+	ss, err := d.newSessionRunner(t, l)
+	switch {
+	case err != nil:
+		return nil, nil, 0, err
+	case ss != nil:
+		return ss, nil, ss.turns(n), nil
+	}
+	prepared, err := prepare(t, l, n)
+	return nil, prepared, n, err
+}

@@ -96,16 +96,8 @@ func Prepare(req Request) (*Prepared, error) {
 	if !strings.HasPrefix(endpoint, "/") {
 		return nil, fmt.Errorf("endpoint %q: want a path starting with /", endpoint)
 	}
-	body := map[string]any{
-		"model":       req.Model,
-		"messages":    messages(req),
-		"max_tokens":  req.MaxTokens,
-		"temperature": req.Temperature,
-		"stream":      true,
-	}
-	if req.IncludeUsage {
-		body["stream_options"] = map[string]any{"include_usage": true}
-	}
+	body := bodyFields(req)
+	body["messages"], body["max_tokens"] = messages(req), req.MaxTokens
 	for k, v := range req.ExtraBody {
 		body[k] = v
 	}
@@ -120,6 +112,20 @@ func Prepare(req Request) (*Prepared, error) {
 		timeout: req.Timeout,
 		follow:  req.FollowRedirects,
 	}, nil
+}
+
+// bodyFields are the body's fields that every request of req carries,
+// before its messages, max_tokens and ExtraBody.
+func bodyFields(req Request) map[string]any {
+	body := map[string]any{
+		"model":       req.Model,
+		"temperature": req.Temperature,
+		"stream":      true,
+	}
+	if req.IncludeUsage {
+		body["stream_options"] = map[string]any{"include_usage": true}
+	}
+	return body
 }
 
 // Message is one chat message of a request.

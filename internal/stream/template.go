@@ -31,14 +31,7 @@ func NewTemplate(req Request) (*Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	body := map[string]any{
-		"model":       req.Model,
-		"temperature": req.Temperature,
-		"stream":      true,
-	}
-	if req.IncludeUsage {
-		body["stream_options"] = map[string]any{"include_usage": true}
-	}
+	body := bodyFields(req)
 	for k, v := range req.ExtraBody {
 		body[k] = v
 	}
