@@ -309,6 +309,8 @@ func sameWorkload(a, b Workload) error {
 		return fmt.Errorf("repeats %d vs %d", b.Repeats, a.Repeats)
 	case !reflect.DeepEqual(a.ExtraBody, b.ExtraBody):
 		return fmt.Errorf("extra_body")
+	case !slices.Equal(a.ArrivalsS, b.ArrivalsS):
+		return fmt.Errorf("arrivals_s")
 	case !reflect.DeepEqual(a.Sessions, b.Sessions):
 		// A record's session indexes them, as its prompt indexes prompts.
 		return fmt.Errorf("sessions")
@@ -343,6 +345,8 @@ func sameOpenLoop(a, b *OpenLoop) error {
 		return fmt.Errorf("open_loop.duration_s %v vs %v", b.DurationS, a.DurationS)
 	case a.MaxConcurrency != b.MaxConcurrency:
 		return fmt.Errorf("open_loop.max_concurrency %d vs %d", b.MaxConcurrency, a.MaxConcurrency)
+	case !reflect.DeepEqual(a.Ramp, b.Ramp):
+		return fmt.Errorf("open_loop.ramp %v vs %v", b.Ramp, a.Ramp)
 	}
 	return nil
 }

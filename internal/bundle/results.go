@@ -198,6 +198,10 @@ type Workload struct {
 	// gives one (chat JSONL), aligned with Prompts (null: Prompts[i] as one
 	// user message); absent when no prompt has one.
 	PromptMessages [][]Message `json:"prompt_messages,omitempty"`
+	// ArrivalsS is when each prompt is sent, in seconds from its wave's
+	// release, where the source is a trace replayed by open-loop waves of
+	// arrival "trace" (aligned with Prompts); absent otherwise.
+	ArrivalsS []float64 `json:"arrivals_s,omitempty"`
 	// Sessions are the workload's multi-turn sessions, each a list of its
 	// user turns in order as indices into Prompts; absent without
 	// sessions. A record of a session's turn names it (record.session,
@@ -268,6 +272,10 @@ type OpenLoop struct {
 	NumRequests     int       `json:"num_requests,omitempty"`
 	DurationS       float64   `json:"duration_s,omitempty"`
 	MaxConcurrency  int       `json:"max_concurrency,omitempty"`
+	// Ramp, when set, makes each repeat one ramp-up wave (rate from
+	// start_rps to end_rps) instead of a wave per rate; RequestRatesRPS is
+	// then empty.
+	Ramp *contract.Ramp `json:"ramp,omitempty"`
 }
 
 // MechanismSpec is the configured mechanism check.
