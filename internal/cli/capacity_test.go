@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rehearse/rehearse/internal/bundle"
@@ -88,4 +90,42 @@ func TestCapacityAgainstTheSimulator(t *testing.T) {
 			t.Errorf("%s: the answer does not lead:\n%s", tc.slo, out)
 		}
 	}
+}
+
+// TestCapacityServerGoneIsNotAFail: an endpoint that stops accepting
+// connections after the first probe has gone away; its refused probe is
+// no verdict on its capacity, and the search stops with server_failed
+// instead of bisecting towards a capacity of 1.
+func TestCapacityServerGoneIsNotAFail(t *testing.T) {
+	srv, _ := benchServer(t, 2, 0)
+	var n atomic.Int32
+	inner := srv.Config.Handler
+	srv.Config.Handler = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		inner.ServeHTTP(rw, r)
+		if r.URL.Path != "/v1/models" && n.Add(1) == 30 { // the first probe: 10 warm-up, 20 measured
+			srv.Listener.Close()
+		}
+	})
+	dir := filepath.Join(t.TempDir(), "b")
+	code, out, errs := runMain(context.Background(), "capacity", "--base-url", srv.URL, "--model", "m", "--tokenizer", "usage",
+		"--slo", "e2el<=60s", "--attainment", "0.5", "--min-requests", "20", "--warmup-requests", "10", "--progress", "never", "-o", dir)
+	res, err := bundle.ReadResults(dir)
+	if err != nil {
+		t.Fatalf("exit %d, no bundle: %v\n%s\n%s", code, err, out, errs)
+	}
+	c := res.Capacity[0]
+	if c.StopReason != search.StopServerFailed || len(c.Probes) != 2 || ptr(c.MaxPass) != 1 || c.MinFail != nil {
+		t.Errorf("stop %s, %d probes, bracket [%d, %v]: want server_failed after the refused second probe, max_pass 1, no min_fail",
+			c.StopReason, len(c.Probes), ptr(c.MaxPass), c.MinFail)
+	}
+	if !strings.Contains(out, "server_failed") && !strings.Contains(out, "server failed") {
+		t.Errorf("the answer does not say the server failed:\n%s", out)
+	}
+}
+
+func ptr(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
