@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/plot"
 	"github.com/rehearse/rehearse/internal/search"
 )
@@ -17,7 +18,7 @@ func CapacitySentence(c search.Capacity) string {
 	s := capacitySentence(c)
 	if len(c.NonMonotonic) > 0 {
 		nm := c.NonMonotonic[0]
-		s += fmt.Sprintf(" Not monotonic: a probe passed at %d clients where one failed at %d, so the boundary is noisy there (see the probes).", nm.PassLoad, nm.FailLoad)
+		s += fmt.Sprintf(" Not monotonic: a probe passed at %s where one failed at %d, so the boundary is noisy there (see the probes).", contract.ClientsLabel(nm.PassLoad), nm.FailLoad)
 	}
 	return s
 }
@@ -129,7 +130,7 @@ func writeCapacity(b *bytes.Buffer, res *bundle.Results, figs []FigureRef) {
 		}
 		b.Write(CapacityTable(c).Markdown())
 		for _, nm := range c.NonMonotonic {
-			w("\n**Non-monotonic:** a probe passed at %d clients although one failed at %d.\n", nm.PassLoad, nm.FailLoad)
+			w("\n**Non-monotonic:** a probe passed at %s although one failed at %d.\n", contract.ClientsLabel(nm.PassLoad), nm.FailLoad)
 		}
 		w("\n")
 	}
