@@ -39,32 +39,58 @@ func WorkloadOf(res *bundle.Results) (ClosedWorkload, []string, error) {
 		MaxTokens:     wl.MaxTokens,
 		TimeoutS:      wl.TimeoutS,
 	}
-	var notes []string
-	keys := make([]string, 0, len(wl.ExtraBody))
-	for k := range wl.ExtraBody {
+	ignoreEOS, minTokens, notes, err := requestFields(wl.ExtraBody)
+	if err != nil {
+		return ClosedWorkload{}, nil, err
+	}
+	w.IgnoreEOS, w.MinTokens = ignoreEOS, minTokens
+	return w, notes, w.validate()
+}
+
+// requestFields reads the request fields of a workload's extra_body that
+// the simulated engine models, ignore_eos and min_tokens; the others come
+// back as notes.
+func requestFields(extra map[string]any) (ignoreEOS bool, minTokens int, notes []string, err error) {
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		v := wl.ExtraBody[k]
+		v := extra[k]
 		switch k {
 		case "ignore_eos":
 			b, ok := v.(bool)
 			if !ok {
-				return ClosedWorkload{}, nil, fmt.Errorf("sim: bundle workload.extra_body.ignore_eos = %v: want true or false", v)
+				return false, 0, nil, fmt.Errorf("sim: bundle workload.extra_body.ignore_eos = %v: want true or false", v)
 			}
-			w.IgnoreEOS = b
+			ignoreEOS = b
 		case "min_tokens":
-			f, ok := v.(float64)
+			f, ok := number(v)
 			if !ok || f < 0 || f != math.Trunc(f) {
-				return ClosedWorkload{}, nil, fmt.Errorf("sim: bundle workload.extra_body.min_tokens = %v: want a whole number >= 0", v)
+				return false, 0, nil, fmt.Errorf("sim: bundle workload.extra_body.min_tokens = %v: want a whole number >= 0", v)
 			}
-			w.MinTokens = int(f)
+			minTokens = int(f)
 		default:
 			notes = append(notes, fmt.Sprintf("workload.extra_body.%s is sent by the rehearsal but not modelled by the simulator", k))
 		}
 	}
-	return w, notes, w.validate()
+	return ignoreEOS, minTokens, notes, nil
+}
+
+// number is v as a float64: a JSON number, or an integer a YAML file gave.
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	}
+	return 0, false
 }
 
 func (w ClosedWorkload) validate() error {
