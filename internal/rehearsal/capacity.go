@@ -47,6 +47,9 @@ func (r *runner) waveSource(server string) (*waveSource, error) {
 		return src, nil
 	}
 	src.spec, src.slo = c.Spec(server), *r.res.SLO
+	if p, ok := r.predicted[server]; ok {
+		src.spec.Predicted = &p.Bracket
+	}
 	s, err := search.New(src.spec.Config(src.slo.AttainmentTarget))
 	if err != nil {
 		return nil, err
