@@ -24,7 +24,8 @@ type SustainedWorkload struct {
 	// Requests is the measured requests (≥ 1).
 	Requests int
 	// WarmupRequests are sent first and kept out of the measured wave; a
-	// negative number means one per client.
+	// negative number means a capacity probe's default
+	// (search.Spec.Warmup: search.WarmupRounds per client).
 	WarmupRequests int
 }
 
@@ -66,10 +67,7 @@ func (w SustainedWorkload) validate() error {
 }
 
 func (w SustainedWorkload) warmup(clients int) int {
-	if w.WarmupRequests < 0 {
-		return clients
-	}
-	return w.WarmupRequests
+	return search.Spec{WarmupRequests: w.WarmupRequests}.Warmup(clients)
 }
 
 // PredictSustained runs the sustained closed loop of w at the given number

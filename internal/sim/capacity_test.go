@@ -124,14 +124,14 @@ func TestPredictSustainedWarmup(t *testing.T) {
 			meas = append(meas, r)
 		}
 	}
-	if len(warm) != 5 || len(meas) != 20 {
-		t.Fatalf("%d warm-up and %d measured records, want 5 and 20", len(warm), len(meas))
+	if len(warm) != search.WarmupRounds*5 || len(meas) != 20 {
+		t.Fatalf("%d warm-up and %d measured records, want %d and 20", len(warm), len(meas), search.WarmupRounds*5)
 	}
 	if meas[0].StartS != 0 || warm[0].StartS != 0 {
 		t.Fatalf("first sends at %v and %v, want each wave timed from its first", warm[0].StartS, meas[0].StartS)
 	}
-	if meas[0].Prompt != 5%len(fitPrompts) {
-		t.Fatalf("first measured request sent prompt %d, want %d (request 5 of the run)", meas[0].Prompt, 5%len(fitPrompts))
+	if first := search.WarmupRounds * 5; meas[0].Prompt != first%len(fitPrompts) {
+		t.Fatalf("first measured request sent prompt %d, want %d (request %d of the run)", meas[0].Prompt, first%len(fitPrompts), first)
 	}
 }
 
