@@ -66,6 +66,10 @@ func (w SustainedWorkload) validate() error {
 	return nil
 }
 
+func (w SustainedWorkload) requests() ([]string, int, int, bool) {
+	return w.Prompts, w.MaxTokens, w.MinTokens, w.IgnoreEOS
+}
+
 func (w SustainedWorkload) warmup(clients int) int {
 	return search.Spec{WarmupRequests: w.WarmupRequests}.Warmup(clients)
 }
@@ -81,20 +85,10 @@ func (w SustainedWorkload) warmup(clients int) int {
 // its release (its first request's send), as package drive records them.
 // It is deterministic.
 func PredictSustained(p *Profile, w SustainedWorkload, clients int, o PredictOptions) (*Prediction, error) {
-	if err := checkPredictable(p); err != nil {
-		return nil, err
-	}
-	if err := w.validate(); err != nil {
-		return nil, err
-	}
 	if clients < 1 || clients > 1<<16 {
 		return nil, fmt.Errorf("sim: sustained workload clients %d: want 1 to 65536", clients)
 	}
-	o, ratio, err := o.resolve(p)
-	if err != nil {
-		return nil, err
-	}
-	plans, cache, err := planPrompts(p, w.Prompts, w.MaxTokens, w.MinTokens, w.IgnoreEOS, o)
+	o, ratio, plans, cache, err := prepare(p, w, o)
 	if err != nil {
 		return nil, err
 	}

@@ -149,17 +149,7 @@ type Prediction struct {
 // served simulator follows on a fake clock, and a test holds them equal. It
 // is deterministic: the same profile and workload give the same records.
 func Predict(p *Profile, w ClosedWorkload, o PredictOptions) (*Prediction, error) {
-	if err := checkPredictable(p); err != nil {
-		return nil, err
-	}
-	if err := w.validate(); err != nil {
-		return nil, err
-	}
-	o, ratio, err := o.resolve(p)
-	if err != nil {
-		return nil, err
-	}
-	plans, cache, err := planPrompts(p, w.Prompts, w.MaxTokens, w.MinTokens, w.IgnoreEOS, o)
+	o, ratio, plans, cache, err := prepare(p, w, o)
 	if err != nil {
 		return nil, err
 	}
@@ -190,6 +180,35 @@ func Predict(p *Profile, w ClosedWorkload, o PredictOptions) (*Prediction, error
 	}
 	pr.Aggregates = contract.Aggregates(pr.Waves, pr.Records, []string{o.Server}, "")
 	return pr, nil
+}
+
+// promptWorkload is a workload whose requests a prediction plans.
+type promptWorkload interface {
+	validate() error
+	requests() (prompts []string, maxTokens, minTokens int, ignoreEOS bool)
+}
+
+func (w ClosedWorkload) requests() ([]string, int, int, bool) {
+	return w.Prompts, w.MaxTokens, w.MinTokens, w.IgnoreEOS
+}
+
+// prepare is what every prediction starts from: the profile and workload
+// checked, o's defaults filled, the counted tokens per generated token,
+// every prompt planned and the run's prefix cache.
+func prepare(p *Profile, w promptWorkload, o PredictOptions) (PredictOptions, float64, []promptPlan, *prefixCache, error) {
+	if err := checkPredictable(p); err != nil {
+		return o, 0, nil, nil, err
+	}
+	if err := w.validate(); err != nil {
+		return o, 0, nil, nil, err
+	}
+	o, ratio, err := o.resolve(p)
+	if err != nil {
+		return o, 0, nil, nil, err
+	}
+	prompts, maxTokens, minTokens, ignoreEOS := w.requests()
+	plans, cache, err := planPrompts(p, prompts, maxTokens, minTokens, ignoreEOS, o)
+	return o, ratio, plans, cache, err
 }
 
 // checkPredictable refuses a profile the virtual engine cannot run.
