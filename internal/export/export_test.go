@@ -56,7 +56,9 @@ func withOpenLoop(res *bundle.Results) *bundle.Results {
 	return res
 }
 
-func fixture() *bundle.Results { return withOpenLoop(bundletest.WithInputTokens(bundletest.SeedLike())) }
+func fixture() *bundle.Results {
+	return withOpenLoop(bundletest.WithInputTokens(bundletest.SeedLike()))
+}
 
 func decodeLines(t *testing.T, data []byte) []map[string]any {
 	t.Helper()
