@@ -63,6 +63,7 @@ type benchOptions struct {
 
 	dataset datasetOptions
 	slo     sloOptions
+	save    saveResultOptions // --save-result and its flags (bench_export.go)
 }
 
 func newBenchCmd(st *State) *cobra.Command {
@@ -152,6 +153,9 @@ canceled, and the bundle of what finished is written.`,
 			}
 			o.warmupRequestsSet = cmd.Flags().Changed("warmup-requests")
 			o.slo.noteChanged(cmd.Flags())
+			if err := o.save.validate(cmd.Flags().Changed); err != nil {
+				return err
+			}
 			return runBench(cmd.Context(), st, &o, commandLine(cmd))
 		},
 	}
@@ -170,6 +174,7 @@ canceled, and the bundle of what finished is written.`,
 	f.IntVar(&o.warmupRequests, "warmup-requests", config.DefaultSustainedWarmupRequests, "requests of warm-up at the start of each sustained wave, kept out of the figures (--request-rate inf only)")
 	datasetFlags(f, &o.dataset)
 	sloFlags(f, &o.slo, false)
+	saveResultFlags(f, &o.save)
 	return cmd
 }
 
@@ -397,6 +402,11 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 		fmt.Fprintf(st.Stderr, "verify: %s\n", p)
 	}
 	fmt.Fprintf(st.Stdout, "\nbundle: %s (check it with: rehearse verify %s)\n", dir, dir)
+	if len(r.problems) == 0 {
+		if err := o.save.write(st, r.out.Results, dir); err != nil {
+			return err
+		}
+	}
 	return r.exitError(dir)
 }
 

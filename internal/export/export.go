@@ -59,8 +59,8 @@ type Format struct {
 
 // formats is the registry: a format is a file here and a line in it.
 var formats = map[string]Format{
-	"vllm":    {Name: "vllm", Ext: "json", Summary: "vLLM's `vllm bench serve --save-result` JSON, one object per load (one per line when there are several)", Export: VLLM},
-	"llmd-br": {Name: "llmd-br", Ext: "json", Summary: "the llm-d benchmark report v0.2, one report per load (one per line when there are several)", Export: LLMD},
+	"vllm":    {Name: "vllm", Ext: "json", Summary: "vLLM's `vllm bench serve --save-result` JSON, one object per load and line (as vLLM's --append-result writes several)", Export: VLLM},
+	"llmd-br": {Name: "llmd-br", Ext: "json", Summary: "the llm-d benchmark report v0.2, one report per load and line", Export: LLMD},
 	"jsonl":   {Name: "jsonl", Ext: "jsonl", Summary: "one JSON object per request record, every record field", Export: JSONL},
 	"csv":     {Name: "csv", Ext: "csv", Summary: "one CSV row per request record, every record field as a column (arrays as JSON)", Export: CSV},
 }

@@ -26,8 +26,8 @@ import (
 // LLMDVersion is the schema version of the reports written.
 const LLMDVersion = "0.2"
 
-// llmdLeftEmpty says what the reports do not carry, and why.
-var llmdLeftEmpty = []string{
+// LLMDLeftEmpty says what the reports do not carry, and why.
+var LLMDLeftEmpty = []string{
 	"run.cid, run.pid and run.user: rehearse runs on no cluster and records no user",
 	"scenario.stack: each server is a generic component (kind generic; its engine, launch argv, model and the load generator host's GPUs beside it), since rehearse does not know the engine's parallelism or role that an inference_engine component requires",
 	"results.request_performance.time_series, results.profiling, results.component_health and results.session_performance are left out",
@@ -47,7 +47,7 @@ func LLMD(r *bundle.Results, _ Options) (Output, error) {
 		return Output{}, err
 	}
 	notes := []string{fmt.Sprintf("llmd-br: %d benchmark report(s) v%s, one per load (stage is the load's index); left empty:", len(reports), LLMDVersion)}
-	notes = append(notes, llmdLeftEmpty...)
+	notes = append(notes, LLMDLeftEmpty...)
 	return Output{Data: data, Notes: notes}, nil
 }
 

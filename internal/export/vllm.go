@@ -2,6 +2,7 @@ package export
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -35,10 +36,10 @@ type VLLMResult struct {
 	Object json.Marshaler
 }
 
-// vllmDefinitions says which definition each figure follows, where
+// VLLMDefinitions says which definition each figure follows, where
 // vLLM's and rehearse's differ; written into every object as the
-// metadata key "notes" and returned as the export's notes.
-var vllmDefinitions = []string{
+// metadata key "notes".
+var VLLMDefinitions = []string{
 	"date: the end of the load's last recorded wave, UTC (vLLM: local time when its run ended)",
 	"backend and endpoint_type: openai-chat for a chat-completions endpoint, openai for completions",
 	"label: null, as vLLM writes it without --label; server and load are metadata keys (as --metadata KEY=VALUE writes them)",
@@ -105,8 +106,7 @@ func VLLM(r *bundle.Results, o Options) (Output, error) {
 	if err != nil {
 		return Output{}, err
 	}
-	notes := []string{"vllm: one object per load (server and load are its metadata keys); figures follow these definitions:"}
-	notes = append(notes, vllmDefinitions...)
+	notes := []string{fmt.Sprintf("vllm: %d object(s), one per load and line (server and load are metadata keys); where vLLM's definitions differ from rehearse's, its \"notes\" key says which each figure follows", len(res))}
 	return Output{Data: data, Notes: notes}, nil
 }
 
@@ -286,7 +286,7 @@ func vllmObject(r *bundle.Results, l load, o Options, metrics []string, pcts []f
 		{"num_prompts", len(l.records)},
 		{"server", l.key.Server},
 		{"load", l.key.LoadLabel()},
-		{"notes", strings.Join(vllmDefinitions, "; ")},
+		{"notes", strings.Join(VLLMDefinitions, "; ")},
 		{"request_rate", vllmRate(l)},
 		{"burstiness", vllmBurstiness(l)},
 		{"max_concurrency", maxConc},
