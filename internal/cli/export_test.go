@@ -124,3 +124,44 @@ func TestBenchSaveResult(t *testing.T) {
 		t.Fatalf("--result-dir alone: exit %d %s", code, errs)
 	}
 }
+
+// TestBenchSaveResultAgainstTheSimulator: an open-loop bench against the
+// simulator, as vLLM's docs run vllm bench serve (a request rate, a
+// dataset, --save-result --save-detailed), writes vLLM's file under
+// vLLM's name with its per-request arrays, and export gives the same
+// object from the bundle afterwards.
+func TestBenchSaveResultAgainstTheSimulator(t *testing.T) {
+	url, _, _ := startSim(t, "--engine", "batching", "--time-scale", "1000", "--seed", "5")
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "b")
+	code, out, errs := runMain(context.Background(), "bench", "--base-url", url, "--tokenizer", "usage",
+		"--request-rate", "20", "--arrival", "poisson", "--seed", "1", "--num-requests", "10", "--repeats", "1",
+		"--max-tokens", "8", "--progress", "never", "--save-result", "--save-detailed", "-o", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	matches, _ := filepath.Glob(filepath.Join(parent, "openai-chat-20.0qps-*.json"))
+	if len(matches) != 1 {
+		t.Fatalf("result files %v; output:\n%s", matches, out)
+	}
+	saved, _ := os.ReadFile(matches[0])
+	var obj map[string]any
+	if err := json.Unmarshal(saved, &obj); err != nil {
+		t.Fatal(err)
+	}
+	if obj["request_rate"] != 20.0 || obj["completed"].(float64)+obj["failed"].(float64) != 10 || obj["max_concurrency"] != nil {
+		t.Fatalf("request_rate %v, completed %v, failed %v, max_concurrency %v", obj["request_rate"], obj["completed"], obj["failed"], obj["max_concurrency"])
+	}
+	for _, k := range []string{"input_lens", "output_lens", "ttfts", "itls", "start_times", "generated_texts", "errors", "p99_ttft_ms", "mean_itl_ms", "median_e2el_ms", "std_tpot_ms", "max_output_tokens_per_s"} {
+		if _, ok := obj[k]; !ok {
+			t.Errorf("saved result lacks %s", k)
+		}
+	}
+	if n := len(obj["ttfts"].([]any)); n != 10 {
+		t.Errorf("%d ttfts for 10 requests", n)
+	}
+	code, exported, errs := run(t, "export", dir, "--format", "vllm", "--save-detailed")
+	if code != 0 || exported != string(saved) {
+		t.Fatalf("export after the run: exit %d %s\nexported %s\nsaved    %s", code, errs, exported, saved)
+	}
+}
