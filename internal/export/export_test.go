@@ -169,7 +169,7 @@ func TestVLLMFiguresMatchRecords(t *testing.T) {
 				}
 				completed++
 				outTok += r.OutputTokens
-				inTok += *r.InputTokens
+				inTok += *r.UsagePromptTokens // vLLM's prompt_len: usage first
 				ttfts = append(ttfts, *r.FirstContentS-r.StartS)
 			}
 			dur += wall

@@ -49,10 +49,10 @@ var VLLMDefinitions = []string{
 	"burstiness: the gamma shape of gamma arrivals, 1.0 for Poisson and for closed loops (where vLLM ignores it), null for fixed arrivals (no gamma shape)",
 	"duration: the repeats' goodput windows summed (wall time from release for closed and open waves, first send to last end for sustained), so every throughput is pooled over the repeats (rehearse's own goodput is the median of the repeats')",
 	"completed, failed: successful and failed requests, rehearse's failure classes (timeouts, truncated streams and server errors are failures)",
-	"total_input_tokens: each successful request's input_tokens as the client counted them (else the server's usage.prompt_tokens); vLLM: the dataset's prompt_len",
+	"total_input_tokens and input_lens: the server's usage.prompt_tokens where it sent one (chat template included), else input_tokens as the client counted the prompt, as vLLM's prompt_len",
 	"total_output_tokens and output_lens: output_tokens, the text re-tokenized with the pinned tokenizer or the server's usage, as provenance.output_tokens_source says; vLLM: usage.completion_tokens",
-	"ttft: first_content_s − start_s, the first chunk with non-empty content (vLLM's chat backend stamps its first chunk with choices; on a reasoning model the two differ)",
-	"tpot: (end_s − first_content_s) ÷ (output_tokens − 1), requests of more than one token, as vLLM's; itl: gaps between consecutive content chunks, as vLLM's; e2el: end_s − start_s",
+	"ttft: first_content_s − start_s, to the first chunk with non-empty content (vLLM: to the first chunk with choices, often a role-only chunk; on a reasoning model the two differ by the thinking phase)",
+	"itl: gaps between consecutive content chunks (vLLM: between chunks with choices, empty ones too); e2el and latencies: end_s − start_s, to the end of the stream (vLLM: to its last chunk with choices); tpot: (end_s − first_content_s) ÷ (output_tokens − 1) over requests of more than one token, vLLM's formula on these times",
 	"std: the population standard deviation (NumPy's np.std); p{P}: linear interpolation (NumPy's default, rehearse's type 7); an empty population gives 0, as vLLM's",
 	"request_goodput: requests meeting every objective of the bundle's SLO (ttft, tpot, itl, e2el, as rehearse judges them) per second; null without an SLO, as vLLM writes it without --goodput",
 	"max_output_tokens_per_s: content chunks per one-second bucket from the first send, largest over the repeats (vLLM counts its chunks the same way); max_concurrent_requests: the largest number of successful requests in flight at once, over the repeats",
@@ -218,12 +218,14 @@ func vllmObject(r *bundle.Results, l load, o Options, metrics []string, pcts []f
 		good                             int
 	)
 	for _, rec := range l.records {
+		// vLLM's prompt_len: the server's usage.prompt_tokens where it
+		// sent one, else the prompt's own count.
 		in := 0
 		switch {
-		case rec.InputTokens != nil:
-			in = *rec.InputTokens
 		case rec.UsagePromptTokens != nil:
 			in = *rec.UsagePromptTokens
+		case rec.InputTokens != nil:
+			in = *rec.InputTokens
 		}
 		inputLens = append(inputLens, in)
 		starts = append(starts, rec.StartS)
