@@ -135,14 +135,26 @@ func vllmAggregate(o map[string]any) (contract.Aggregate, error) {
 		ag.Server = b
 	}
 	mc, hasMC := num("max_concurrency")
-	switch rate := o["request_rate"].(type) {
-	case float64:
-		ag.Mode, ag.RequestRateRPS = contract.ModeOpen, rate
-	case string:
-		if f, err := strconv.ParseFloat(rate, 64); err == nil && !math.IsInf(f, 0) {
-			ag.Mode, ag.RequestRateRPS = contract.ModeOpen, f
-			break
+	hasMC = hasMC && mc >= 1
+	rate, isNum := o["request_rate"].(float64)
+	text, isText := o["request_rate"].(string)
+	if isText {
+		f, err := strconv.ParseFloat(text, 64)
+		switch {
+		case err == nil && math.IsInf(f, 1):
+		case err == nil:
+			rate, isNum, isText = f, true, false
+		default:
+			isText = false
 		}
+	}
+	switch {
+	case isNum:
+		if !(rate > 0) || math.IsInf(rate, 0) {
+			return contract.Aggregate{}, fmt.Errorf("request_rate %v: not a positive rate", o["request_rate"])
+		}
+		ag.Mode, ag.RequestRateRPS = contract.ModeOpen, rate
+	case isText:
 		switch {
 		case hasMC && prompts > mc:
 			ag.Mode, ag.Concurrency = contract.ModeSustained, int(mc)

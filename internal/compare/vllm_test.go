@@ -121,10 +121,28 @@ func TestCompareTwoVLLMRunsAndBadFiles(t *testing.T) {
 		{`{"completed": 3}`, "no completed or duration"},
 		{`{"completed": 3, "duration": 1, "request_rate": true}`, "request_rate true"},
 		{`[1, 2]`, "not a JSON array of vLLM results"},
+		{`{"completed": 3, "duration": 1, "request_rate": "nan"}`, "request_rate nan: not a positive rate"},
 	} {
 		_, err := Run(context.Background(), Options{A: writeFile(t, "x.json", []byte(tc.data)), B: b}, &out)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.data, err, tc.want)
 		}
 	}
+}
+
+// FuzzVLLMResult: whatever a file holds, reading it as a vLLM result
+// either fails with an error or gives aggregates, never a panic.
+func FuzzVLLMResult(f *testing.F) {
+	f.Add([]byte(vllmRun))
+	f.Add([]byte(`[{"completed": 1, "duration": 1, "request_rate": 2.5, "load": "3 clients, sustained"}]`))
+	f.Add([]byte(`{"completed": 1e300, "duration": -1, "request_rate": "nan", "max_concurrency": -5}` + "\n" + `{"completed": 0}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		objs, err := vllmObjects(data)
+		if err != nil {
+			return
+		}
+		for _, o := range objs {
+			vllmAggregate(o)
+		}
+	})
 }
