@@ -70,6 +70,7 @@ type benchOptions struct {
 	dataset datasetOptions
 	slo     sloOptions
 	cost    costOptions
+	save    saveResultOptions // --save-result and its flags (bench_export.go)
 }
 
 func newBenchCmd(st *State) *cobra.Command {
@@ -180,6 +181,9 @@ canceled, and the bundle of what finished is written.`,
 			o.warmupRequestsSet = cmd.Flags().Changed("warmup-requests")
 			o.slo.noteChanged(cmd.Flags())
 			o.cost.noteChanged(cmd.Flags())
+			if err := o.save.validate(cmd.Flags().Changed); err != nil {
+				return err
+			}
 			return runBench(cmd.Context(), st, &o, commandLine(cmd))
 		},
 	}
@@ -202,6 +206,7 @@ canceled, and the bundle of what finished is written.`,
 	datasetFlags(f, &o.dataset)
 	sloFlags(f, &o.slo, false)
 	costFlags(f, &o.cost)
+	saveResultFlags(f, &o.save)
 	return cmd
 }
 
@@ -479,6 +484,11 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 		fmt.Fprintf(st.Stderr, "verify: %s\n", p)
 	}
 	fmt.Fprintf(st.Stdout, "\nbundle: %s (check it with: rehearse verify %s)\n", dir, dir)
+	if len(r.problems) == 0 {
+		if err := o.save.write(st, r.out.Results, dir); err != nil {
+			return err
+		}
+	}
 	return r.exitError(dir)
 }
 

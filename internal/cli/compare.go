@@ -32,6 +32,16 @@ Examples:
 Both bundles must verify (digests and every aggregate, as rehearse verify
 checks them): one that does not is refused with its problems listed.
 
+Either side may be a vLLM result JSON instead of a bundle (a file, not a
+folder: vllm bench serve --save-result's, several one per line, or rehearse
+export --format vllm's). Its loads are keyed as rehearse's (a finite
+--request-rate is the open loop at that rate; inf with --max-concurrency C
+is a closed wave of C clients when it sent at most C prompts, the sustained
+loop at C otherwise); it names no server, so each load stands against every
+server of the other side. What it lacks (a repeat range, a percentile its
+--metric-percentiles did not ask for, SLO figures) shows as —, and a gate on
+it is not evaluated there.
+
 Exit status: 0 when every gate passed, 1 when one tripped (or tested
 nothing) or a bundle does not verify, 2 for bad usage or a bundle that
 cannot be read.`,

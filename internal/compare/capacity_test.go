@@ -105,7 +105,7 @@ func TestCapacityGateWithoutCapacity(t *testing.T) {
 	}
 }
 
-func side(maxPass int, stop string) search.Capacity {
+func capEntry(maxPass int, stop string) search.Capacity {
 	c := search.Capacity{Server: "s", StopReason: stop}
 	if maxPass > 0 {
 		c.MaxPass = &maxPass
@@ -124,16 +124,16 @@ func TestCapacityGateBounds(t *testing.T) {
 		tripped    bool
 		skipReason string
 	}{
-		{"capacity<-10%", side(64, search.StopMaxConcurrency), side(40, search.StopConverged), true, true, ""},
-		{"capacity<-10%", side(40, search.StopConverged), side(32, search.StopMaxConcurrency), false, false, "only a lower bound"},
-		{"capacity<-10%", side(40, search.StopConverged), side(64, search.StopMaxConcurrency), true, false, ""},
-		{"capacity<-10%", side(64, search.StopMaxConcurrency), side(64, search.StopConverged), false, false, "only a lower bound"},
-		{"capacity<-10%", side(8, search.StopConverged), side(0, search.StopUnmetAtMinimum), true, true, ""},
-		{"capacity<-10%", side(0, search.StopUnmetAtMinimum), side(8, search.StopConverged), false, false, "A's capacity is 0"},
-		{"capacity<-2", side(0, search.StopUnmetAtMinimum), side(8, search.StopConverged), true, false, ""},
-		{"capacity<-10%", side(8, search.StopConverged), side(0, search.StopServerFailed), false, false, "B has no capacity answer (the search stopped: server_failed)"},
-		{"capacity>+10%", side(40, search.StopConverged), side(64, search.StopMaxConcurrency), true, true, ""},
-		{"capacity>+10%", side(64, search.StopMaxConcurrency), side(80, search.StopConverged), false, false, "only a lower bound"},
+		{"capacity<-10%", capEntry(64, search.StopMaxConcurrency), capEntry(40, search.StopConverged), true, true, ""},
+		{"capacity<-10%", capEntry(40, search.StopConverged), capEntry(32, search.StopMaxConcurrency), false, false, "only a lower bound"},
+		{"capacity<-10%", capEntry(40, search.StopConverged), capEntry(64, search.StopMaxConcurrency), true, false, ""},
+		{"capacity<-10%", capEntry(64, search.StopMaxConcurrency), capEntry(64, search.StopConverged), false, false, "only a lower bound"},
+		{"capacity<-10%", capEntry(8, search.StopConverged), capEntry(0, search.StopUnmetAtMinimum), true, true, ""},
+		{"capacity<-10%", capEntry(0, search.StopUnmetAtMinimum), capEntry(8, search.StopConverged), false, false, "A's capacity is 0"},
+		{"capacity<-2", capEntry(0, search.StopUnmetAtMinimum), capEntry(8, search.StopConverged), true, false, ""},
+		{"capacity<-10%", capEntry(8, search.StopConverged), capEntry(0, search.StopServerFailed), false, false, "B has no capacity answer (the search stopped: server_failed)"},
+		{"capacity>+10%", capEntry(40, search.StopConverged), capEntry(64, search.StopMaxConcurrency), true, true, ""},
+		{"capacity>+10%", capEntry(64, search.StopMaxConcurrency), capEntry(80, search.StopConverged), false, false, "only a lower bound"},
 	} {
 		rows := []CapacityRow{{Server: "s", A: capacitySide(c.a), B: capacitySide(c.b)}}
 		g := mustGates(t, c.gate)[0]

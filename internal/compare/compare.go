@@ -53,15 +53,15 @@ func Run(ctx context.Context, o Options, w io.Writer) (Report, error) {
 	if err := o.Validate(); err != nil {
 		return Report{}, err
 	}
-	a, err := load(ctx, o.A)
+	a, aVLLM, err := load(ctx, o.A)
 	if err != nil {
 		return Report{}, fmt.Errorf("bundle A: %w", err)
 	}
-	b, err := load(ctx, o.B)
+	b, bVLLM, err := load(ctx, o.B)
 	if err != nil {
 		return Report{}, fmt.Errorf("bundle B: %w", err)
 	}
-	r := Compare(a, b, o.Gates)
+	r := compareSides(side{a, aVLLM}, side{b, bVLLM}, o.Gates)
 	r.LabelA, r.LabelB = o.A, o.B
 	if o.Markdown {
 		err = r.Markdown(w)
@@ -74,9 +74,22 @@ func Run(ctx context.Context, o Options, w io.Writer) (Report, error) {
 // load reads a bundle that verifies (a *bundle.UnverifiedError lists the
 // problems of one that does not): a comparison or a CI gate cannot rest on
 // figures verify would reject, nor on a bundle whose logs or records were
-// changed after its digests were made.
-func load(ctx context.Context, dir string) (*bundle.Results, error) {
-	return bundle.ReadVerified(ctx, dir)
+// changed after its digests were made. A path that is a file, not a
+// folder, is read as a vLLM result JSON (ReadVLLM), and vllm says so.
+func load(ctx context.Context, path string) (res *bundle.Results, vllm bool, err error) {
+	if isFile(path) {
+		res, err = ReadVLLM(ctx, path)
+		return res, true, err
+	}
+	res, err = bundle.ReadVerified(ctx, path)
+	return res, false, err
+}
+
+// side is one side of a comparison: a bundle's results, or a vLLM result
+// JSON's (aggregates only).
+type side struct {
+	res  *bundle.Results
+	vllm bool
 }
 
 // Row is one server at one load present in both bundles.
@@ -123,6 +136,22 @@ type Report struct {
 // Compare compares b against a, per server and load present in both, in
 // a's order, and evaluates gates on every such row.
 func Compare(a, b *bundle.Results, gates []Gate) Report {
+	return compareSides(side{res: a}, side{res: b}, gates)
+}
+
+// compareSides is Compare of two sides, either of which may be a vLLM
+// result JSON: its loads are held against the other side's servers, and
+// only what both sides record is said to differ.
+func compareSides(sa, sb side, gates []Gate) Report {
+	a, b := sa.res, sb.res
+	switch {
+	case sa.vllm && !sb.vllm:
+		a = cloneAggregates(a)
+		alignServers(a, b)
+	case sb.vllm && !sa.vllm:
+		b = cloneAggregates(b)
+		alignServers(b, a)
+	}
 	r := Report{LabelA: "A", LabelB: "B"}
 	inB := map[contract.Key]contract.Aggregate{}
 	for _, ag := range b.Aggregates {
@@ -150,7 +179,11 @@ func Compare(a, b *bundle.Results, gates []Gate) Report {
 			r.OnlyB = append(r.OnlyB, k.Server+" at "+k.LoadLabel())
 		}
 	}
-	r.Notes = differences(a, b)
+	if sa.vllm || sb.vllm {
+		r.Notes = vllmDifferences(sa, sb)
+	} else {
+		r.Notes = differences(a, b)
+	}
 	capRows, onlyA, onlyB, capNotes := capacityRows(a, b)
 	r.Capacity = capRows
 	r.OnlyA, r.OnlyB = append(r.OnlyA, onlyA...), append(r.OnlyB, onlyB...)
@@ -247,6 +280,34 @@ func (r Report) Tripped() []string {
 		}
 	}
 	return out
+}
+
+// cloneAggregates copies r with its own aggregate and server slices.
+func cloneAggregates(r *bundle.Results) *bundle.Results {
+	c := *r
+	c.Aggregates = append([]contract.Aggregate(nil), r.Aggregates...)
+	c.Servers = append([]bundle.Server(nil), r.Servers...)
+	return &c
+}
+
+// vllmDifferences are the notes of a comparison with a vLLM result JSON:
+// what that side is, and the models where both name one (nothing else of
+// the workload is in such a file).
+func vllmDifferences(sa, sb side) []string {
+	var notes []string
+	for _, s := range []struct {
+		name string
+		side
+	}{{"A", sa}, {"B", sb}} {
+		if s.vllm {
+			notes = append(notes, s.name+" "+VLLMNote)
+		}
+	}
+	ma, mb := sa.res.Provenance.Model.ID, sb.res.Provenance.Model.ID
+	if ma != "" && mb != "" && ma != mb {
+		notes = append(notes, fmt.Sprintf("models differ: A %v, B %v", ma, mb))
+	}
+	return notes
 }
 
 // differences notes where the two rehearsals asked different things, so a
