@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -49,6 +50,9 @@ type datasetOptions struct {
 	prefixLen, suffixLen, numPrefixes, prefixOutputLen int
 	// maxModelLen is --max-model-len, the server's max_model_len.
 	maxModelLen int
+	// fixedOutputLen sends --max-tokens as every sharegpt prompt's
+	// max_tokens, not its reply's length (vLLM's --sharegpt-output-len).
+	fixedOutputLen bool
 	// changed are the dataset flags given on the command line.
 	changed map[string]bool
 
@@ -160,6 +164,9 @@ func (d *datasetOptions) validate(promptsPath string) error {
 			return usageError("--num-prompts applies to random, sharegpt and chat datasets")
 		}
 	default:
+		if slices.Contains(vllmDatasets, d.name) {
+			return usageError("--dataset-name %s: vllm bench serve's dataset that rehearse does not read: use random, prefix_repetition, sharegpt, custom (a \"prompt\" per line) or chat", d.name)
+		}
 		return usageError("--dataset-name %q: want random, prefix_repetition, sharegpt, custom or chat", d.name)
 	}
 	if d.name != "" && promptsPath != "" {
@@ -244,7 +251,7 @@ func (d *datasetOptions) prompts(promptsPath string, seed int64) config.Prompts 
 		return config.Prompts{Source: workload.SourcePrefixRepetition, NumPrefixes: p.NumPrefixes, PrefixLen: p.PrefixLen, SuffixLen: p.SuffixLen,
 			OutputLen: length(p.OutputLen), Count: p.Count, Seed: p.Seed, IgnoreEOS: p.IgnoreEOS}
 	case datasetShareGPT:
-		return config.Prompts{Source: workload.SourceShareGPT, File: d.path, UseOutputLen: true, Count: d.numPrompts}
+		return config.Prompts{Source: workload.SourceShareGPT, File: d.path, UseOutputLen: !d.fixedOutputLen, Count: d.numPrompts}
 	case datasetChat:
 		return config.Prompts{Source: workload.SourceChatJSONL, File: d.path, Count: d.numPrompts}
 	case datasetCustom:
