@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -534,7 +535,7 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 }
 
 // tokenizerConfig turns --tokenizer into the rehearsal's tokenizer choice:
-// a tokenizer.json path, ORG/NAME[@REV] from the Hugging Face cache, an
+// a tokenizer.json path (or a folder holding one), ORG/NAME[@REV] from the Hugging Face cache, an
 // embedded variant, or usage; empty leaves the choice to the one resolver
 // (the model's own file in the cache, else the bundled Qwen tokenizer).
 func (o *benchOptions) tokenizerConfig() (config.Tokenizer, error) {
@@ -546,6 +547,9 @@ func (o *benchOptions) tokenizerConfig() (config.Tokenizer, error) {
 		return config.Tokenizer{Variant: spec}, nil
 	case fileExists(spec):
 		return config.Tokenizer{Path: spec}, nil
+	case fileExists(filepath.Join(spec, "tokenizer.json")):
+		// A model's folder, as vllm bench serve's --tokenizer takes it.
+		return config.Tokenizer{Path: filepath.Join(spec, "tokenizer.json")}, nil
 	case strings.Contains(spec, "/") && !strings.HasSuffix(spec, ".json"):
 		id, rev, _ := strings.Cut(spec, "@")
 		return config.Tokenizer{Model: id, Revision: rev}, nil
