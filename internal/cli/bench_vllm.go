@@ -444,6 +444,11 @@ func (o *benchOptions) applyLoad() error {
 		o.numRequests = bound
 		v.bounded = true
 	}
+	if v.bounded && o.dataset.name == datasetCustom {
+		// Here --num-prompts is the run's bound, as in vLLM, not a count
+		// of the file's prompts.
+		o.dataset.numPromptsSet = false
+	}
 	if v.bounded && !v.changed["repeats"] {
 		// vLLM's run is --num-prompts requests in all: one wave of them.
 		o.repeats = 1

@@ -317,3 +317,27 @@ func TestVLLMDocsCommandRunsUnchanged(t *testing.T) {
 		t.Fatalf("aggregate %+v, slo %+v", a, res.SLO)
 	}
 }
+
+// --ready full sends the tiny request of the workload's API, and a server
+// without it at that path fails readiness with a message naming the
+// mismatch (exit 1: the server, not the command line).
+func TestVLLMReadyNamesTheAPIMismatch(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/health", "/v1/models":
+			io.WriteString(w, `{"data":[{"id":"m"}]}`)
+		case "/v1/chat/completions":
+			io.WriteString(w, `{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"x"},"finish_reason":"length"}]}`)
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	dir := filepath.Join(t.TempDir(), "b")
+	code, out, errs := runMain(context.Background(), "bench", "--base-url", srv.URL, "--model", "m", "--backend", "openai",
+		"--ready-check-timeout-sec", "5", "--tokenizer", "usage", "--concurrency", "1", "--repeats", "1", "-o", dir)
+	if code != 1 || !strings.Contains(errs, "POST /v1/completions (one tiny request): HTTP 404") || !strings.Contains(errs, "sends the completions API") || !strings.Contains(errs, "--backend openai-chat") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	t.Log(errs)
+}

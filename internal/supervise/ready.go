@@ -300,7 +300,10 @@ func tinyRequest(ctx context.Context, client *http.Client, pr Probe) error {
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		err := fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(msg)))
+		err := fmt.Errorf("HTTP %d", resp.StatusCode)
+		if m := strings.TrimSpace(string(msg)); m != "" {
+			err = fmt.Errorf("HTTP %d: %s", resp.StatusCode, m)
+		}
 		if resp.StatusCode == http.StatusNotFound || (resp.StatusCode == http.StatusBadRequest && mentionsOtherAPI(msg, completions)) {
 			err = fmt.Errorf("%w; %s", err, apiMismatch(pr.Endpoint, completions))
 		}
