@@ -425,8 +425,14 @@ func (o *benchOptions) applyLengths() error {
 func (o *benchOptions) applyLoad() error {
 	v := &o.vllm
 	if v.changed["max-concurrency"] && len(o.requestRates) == 0 && !o.closedSet {
+		if o.maxConcurrency < 1 {
+			return usageError("--max-concurrency %d: want at least 1, the clients of the sustained closed loop", o.maxConcurrency)
+		}
 		// vLLM's --request-rate is inf by default.
 		o.requestRates = []float64{math.Inf(1)}
+	}
+	if v.changed["burstiness"] && !(o.burstiness > 0) {
+		return usageError("--burstiness %v: want a positive gamma shape (1: Poisson, below 1 burstier)", o.burstiness)
 	}
 	bound := o.numRequests
 	if bound == 0 && o.duration == 0 && o.dataset.numPrompts > 0 {

@@ -156,6 +156,9 @@ func TestVLLMFlagErrors(t *testing.T) {
 		{[]string{"--endpoint", "/v1/completions", "--dataset-name", "chat", "--dataset-path", "c.jsonl"}, "--dataset-name chat sends chat messages"},
 		{[]string{"--served-model-name", "x", "--model", ""}, "--served-model-name needs --model"},
 		{[]string{"--temperature", "-1"}, "--temperature -1"},
+		{[]string{"--max-concurrency", "0"}, "--max-concurrency 0: want at least 1"},
+		{[]string{"--request-rate", "4", "--burstiness", "0"}, "--burstiness 0: want a positive gamma shape"},
+		{[]string{"--dataset-name", "random", "--random-range-ratio", "1"}, "range_ratio 1: want 0 ≤ r < 1"},
 	} {
 		code, _, errs := runMain(context.Background(), append(slices.Clone(base), c.args...)...)
 		if code != 2 || !strings.Contains(errs, c.want) {
