@@ -443,6 +443,9 @@ func (o *benchOptions) applyLoad() error {
 		if o.duration > 0 {
 			return usageError("--request-rate inf without --max-concurrency sends every request at once: --duration does not apply (bound it with --num-prompts)")
 		}
+		if bound < 1 {
+			return usageError("--request-rate inf without --max-concurrency sends --num-prompts requests at once: give --num-prompts N (at least 1)")
+		}
 		o.requestRates, o.concurrencies, o.closedSet = nil, []int{bound}, true
 		v.consumed["num-requests"], v.bounded = true, true
 	}
