@@ -143,9 +143,6 @@ var vllmRefused = []refusedFlag{
 	{"request-id-prefix", false, notYet + ": requests carry no request id"},
 	{"lora-modules", false, notYet + ": every request asks for --model (name an adapter with --model)"},
 	{"lora-assignment", false, notYet + ": every request asks for --model"},
-	{"ramp-up-strategy", false, notYet + ": use several --request-rate values, one wave each"},
-	{"ramp-up-start-rps", false, notYet + ": use several --request-rate values, one wave each"},
-	{"ramp-up-end-rps", false, notYet + ": use several --request-rate values, one wave each"},
 	{"chat-template-kwargs", false, "rehearse renders no chat template client-side; for the server's template use --extra-body '{\"chat_template_kwargs\":{...}}'"},
 	{"insecure", true, notYet + ": TLS certificates are always verified"},
 	{"plot-timeline", true, "the bundle's report has the plots (rehearse report DIR)"},
@@ -276,6 +273,10 @@ func (o *benchOptions) applyVLLM(f *pflag.FlagSet) error {
 	}
 	if err := v.parsePercentiles(); err != nil {
 		return err
+	}
+	if v.showPercentiles() {
+		// --save-result's file holds the same percentiles, as vLLM's does.
+		o.save.metrics, o.save.percentiles = v.metrics, v.percentiles
 	}
 	if v.disableTqdm {
 		if ch["progress"] && o.progress != config.ProgressNever {
@@ -417,14 +418,15 @@ func (o *benchOptions) applyLengths() error {
 	return nil
 }
 
-// applyLoad maps vLLM's load flags: --max-concurrency alone is the
-// sustained closed loop, --request-rate inf alone releases every request at
-// once, --num-prompts bounds an open-loop or sustained run given no other
-// bound, --burstiness means gamma arrivals, --num-warmups is the sustained
+// applyLoad maps vLLM's load flags: --max-concurrency alone (no rate, ramp
+// or trace) is the sustained closed loop, --request-rate inf alone releases every request at
+// once, --num-prompts bounds an open-loop (or ramp-up) or sustained run
+// given no other bound, --burstiness means gamma arrivals, --num-warmups is the sustained
 // loop's warm-up.
 func (o *benchOptions) applyLoad() error {
 	v := &o.vllm
-	if v.changed["max-concurrency"] && len(o.requestRates) == 0 && !o.closedSet {
+	shaped := o.ramp() || o.dataset.trace() // open-loop waves without --request-rate
+	if v.changed["max-concurrency"] && len(o.requestRates) == 0 && !o.closedSet && !shaped {
 		if o.maxConcurrency < 1 {
 			return usageError("--max-concurrency %d: want at least 1, the clients of the sustained closed loop", o.maxConcurrency)
 		}
@@ -449,7 +451,7 @@ func (o *benchOptions) applyLoad() error {
 		o.requestRates, o.concurrencies, o.closedSet = nil, []int{bound}, true
 		v.consumed["num-requests"], v.bounded = true, true
 	}
-	if len(o.requestRates) > 0 && o.numRequests == 0 && o.duration == 0 {
+	if (len(o.requestRates) > 0 || o.ramp()) && o.numRequests == 0 && o.duration == 0 {
 		o.numRequests = bound
 		v.bounded = true
 	}

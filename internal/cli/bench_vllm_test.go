@@ -79,10 +79,6 @@ func TestVLLMFlagTable(t *testing.T) {
 	for _, r := range rows {
 		inTable[r.flag] = true
 		switch {
-		case r.rehearse == "exports":
-			// --save-result and its kin come with the exports (another
-			// branch): not this table's to check here.
-			continue
 		case r.rehearse == "refused":
 			fl := flags.Lookup(r.flag)
 			if fl == nil || !refused[r.flag] {
@@ -268,8 +264,8 @@ func TestVLLMMeanings(t *testing.T) {
 }
 
 // Done when: a vllm bench serve command line as vLLM's docs write it
-// (random dataset, request rate, max concurrency; --save-result is the
-// exports' flag) runs unchanged as rehearse bench against the simulator.
+// (random dataset, request rate, max concurrency, save result) runs
+// unchanged as rehearse bench against the simulator.
 func TestVLLMDocsCommandRunsUnchanged(t *testing.T) {
 	const model = "meta-llama/Llama-3.1-8B-Instruct"
 	url, _, _ := startSim(t, "--model", model, "--engine", "batching", "--time-scale", "1000", "--seed", "1")
@@ -278,7 +274,7 @@ func TestVLLMDocsCommandRunsUnchanged(t *testing.T) {
 	line := "bench --backend vllm --model " + model + " --endpoint /v1/completions --host 127.0.0.1 --port " + port +
 		" --dataset-name random --random-input-len 64 --random-output-len 16 --num-prompts 24 --request-rate 40 --max-concurrency 4" +
 		" --seed 12345 --ignore-eos --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 90,99" +
-		" --goodput ttft:500 tpot:50 --trust-remote-code --disable-tqdm --label sim"
+		" --goodput ttft:500 tpot:50 --trust-remote-code --disable-tqdm --label sim --save-result"
 	code, out, errs := runMain(context.Background(), strings.Fields(line)...)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
@@ -318,6 +314,29 @@ func TestVLLMDocsCommandRunsUnchanged(t *testing.T) {
 	var o contract.Objectives
 	if res.SLO != nil {
 		o = res.SLO.Objectives
+	}
+	// --save-result's file, beside the bundle under vLLM's name, holds the
+	// percentiles the command asked for.
+	files, _ := filepath.Glob("openai-40.0qps-concurrency4-Llama-3.1-8B-Instruct-*.json")
+	if len(files) != 1 {
+		entries, _ := os.ReadDir(".")
+		t.Fatalf("--save-result files %q in %v", files, entries)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved map[string]any
+	if err := json.Unmarshal(data, &saved); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"p90_ttft_ms", "p99_ttft_ms", "p90_e2el_ms", "request_goodput", "completed"} {
+		if _, ok := saved[k]; !ok {
+			t.Errorf("the saved result lacks %q", k)
+		}
+	}
+	if saved["completed"] != 24.0 || saved["backend"] != "openai" {
+		t.Errorf("completed %v, backend %v", saved["completed"], saved["backend"])
 	}
 	if a.RequestRateRPS != 40 || a.SLO == nil || res.SLO == nil || o.TTFTMS == nil || *o.TTFTMS != 500 || o.TPOTMS == nil || *o.TPOTMS != 50 || o.E2ELMS != nil {
 		t.Fatalf("aggregate %+v, slo %+v", a, res.SLO)
