@@ -10,6 +10,8 @@ import (
 	"math"
 	"net/url"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/report"
+	"github.com/rehearse/rehearse/internal/stream"
 	"github.com/rehearse/rehearse/internal/tokenizer"
 	"github.com/rehearse/rehearse/internal/workload"
 )
@@ -71,6 +74,8 @@ type benchOptions struct {
 	slo     sloOptions
 	cost    costOptions
 	save    saveResultOptions // --save-result and its flags (bench_export.go)
+	// vllm are vllm bench serve's flags that map onto the others.
+	vllm vllmOptions
 }
 
 func newBenchCmd(st *State) *cobra.Command {
@@ -106,9 +111,21 @@ Mooncake hash_ids share the same prefix text, in blocks of
 Sustained closed loop (vllm bench serve's --request-rate inf with
 --max-concurrency C): --request-rate inf --max-concurrency C runs, per
 repeat, C clients each sending its next request as soon as its last one
-ended, bounded by --num-requests and/or --duration (neither: 1000 requests),
-after --warmup-requests W requests that are sent but kept out of the
-figures; goodput is over the measured window.
+ended, bounded by --num-requests and/or --duration, after --warmup-requests
+W requests that are sent but kept out of the figures; goodput is over the
+measured window.
+
+vllm bench serve's flags mean what they mean there (the README's table
+lists every one; those with no equivalent are refused by name): given no
+--num-requests or --duration, --num-prompts (1000) bounds an open-loop or
+sustained run in one repeat (unless --repeats); --max-concurrency C alone is
+the sustained loop (vLLM's rate is inf by default), and --request-rate inf
+alone one closed wave of --num-prompts clients; --burstiness K means gamma
+arrivals; --backend openai (or vllm) sends the completions API (prompt,
+choices[0].text; --endpoint /v1/completions), openai-chat chat completions;
+--host/--port stand for --base-url; --goodput ttft:500 tpot:50 is --slo
+'ttft<=500ms,tpot<=50ms'; --percentile-metrics and --metric-percentiles
+add vLLM's latency block to the summary.
 
 Prompts: eight built-in ones, --prompts FILE, or --dataset-name with vLLM's
 names: random (--num-prompts prompts of --random-input-len tokens exactly, as
@@ -164,15 +181,11 @@ canceled, and the bundle of what finished is written.`,
   rehearse bench --base-url https://api.example.com --api-key-env API_KEY --extra-body '{"ignore_eos":true}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkRefused(cmd.Flags()); err != nil {
+				return err
+			}
 			o.closedSet = cmd.Flags().Changed("concurrency")
 			o.dataset.markChanged(cmd.Flags())
-			for _, name := range []string{"arrival", "burstiness", "seed", "num-requests", "duration", "max-concurrency"} {
-				// --seed also seeds the random and prefix_repetition datasets, as in vLLM,
-				// and a trace's texts.
-				if cmd.Flags().Changed(name) && (name != "seed" || (o.dataset.name != datasetRandom && o.dataset.name != datasetPrefix && !o.dataset.trace())) {
-					o.openSet = append(o.openSet, name)
-				}
-			}
 			for _, name := range []string{"ramp-up-strategy", "ramp-up-start-rps", "ramp-up-end-rps"} {
 				if cmd.Flags().Changed(name) {
 					o.rampSet = append(o.rampSet, name)
@@ -183,6 +196,16 @@ canceled, and the bundle of what finished is written.`,
 			o.cost.noteChanged(cmd.Flags())
 			if err := o.save.validate(cmd.Flags().Changed); err != nil {
 				return err
+			}
+			if err := o.applyVLLM(cmd.Flags()); err != nil {
+				return err
+			}
+			for _, name := range []string{"arrival", "burstiness", "seed", "num-requests", "duration", "max-concurrency"} {
+				// --seed also seeds the random and prefix_repetition datasets, as in vLLM,
+				// and a trace's texts.
+				if cmd.Flags().Changed(name) && !o.vllm.consumed[name] && (name != "seed" || (o.dataset.name != datasetRandom && o.dataset.name != datasetPrefix && !o.dataset.trace())) {
+					o.openSet = append(o.openSet, name)
+				}
 			}
 			return runBench(cmd.Context(), st, &o, commandLine(cmd))
 		},
@@ -196,7 +219,7 @@ canceled, and the bundle of what finished is written.`,
 	f.Float64SliceVar(&o.requestRates, "request-rate", nil, "open-loop request rates in requests per second, comma-separated; inf with --max-concurrency C: the sustained closed loop at C")
 	f.StringVar(&o.arrival, "arrival", config.DefaultArrival, "open-loop arrival process: fixed, poisson or gamma")
 	f.Float64Var(&o.burstiness, "burstiness", 0, "gamma shape: 1 is Poisson, below 1 burstier (gamma arrivals only)")
-	f.IntVar(&o.numRequests, "num-requests", 0, "requests per open-loop or sustained wave (0: bounded by --duration only)")
+	f.IntVar(&o.numRequests, "num-requests", 0, "requests per open-loop or sustained wave (0: bounded by --duration; neither: by --num-prompts)")
 	f.DurationVar(&o.duration, "duration", 0, "length of an open-loop wave's schedule, or of a sustained wave's measured part (0: bounded by --num-requests only)")
 	f.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on open-loop requests in flight (0: none), waits counted; with --request-rate inf the clients of the sustained closed loop")
 	f.StringVar(&o.rampStrategy, "ramp-up-strategy", "", "open-loop ramp-up instead of --request-rate: linear or exponential, from --ramp-up-start-rps to --ramp-up-end-rps over each wave")
@@ -205,6 +228,7 @@ canceled, and the bundle of what finished is written.`,
 	f.IntVar(&o.warmupRequests, "warmup-requests", config.DefaultSustainedWarmupRequests, "requests of warm-up at the start of each sustained wave, kept out of the figures (--request-rate inf only)")
 	datasetFlags(f, &o.dataset)
 	sloFlags(f, &o.slo, false)
+	vllmFlags(f, &o.vllm)
 	costFlags(f, &o.cost)
 	saveResultFlags(f, &o.save)
 	return cmd
@@ -214,7 +238,7 @@ canceled, and the bundle of what finished is written.`,
 // the request, the tokenizer, the bundle, the progress view and readiness.
 func endpointFlags(f *pflag.FlagSet, o *benchOptions, command string) {
 	f.StringVar(&o.baseURL, "base-url", "", "base URL of the running server (required), e.g. http://127.0.0.1:8000")
-	f.StringVar(&o.endpoint, "endpoint", config.DefaultEndpoint, "chat-completions path")
+	f.StringVar(&o.endpoint, "endpoint", config.DefaultEndpoint, "API path: chat completions, or the completions API when it ends in /completions but not /chat/completions (e.g. /v1/completions)")
 	f.StringVar(&o.model, "model", "", "model name to request (default: the first model of GET /v1/models)")
 	f.StringVar(&o.name, "name", config.DefaultServerName, "server label in the bundle")
 	f.StringVar(&o.apiKeyEnv, "api-key-env", "", "environment variable holding the API key (sent as a bearer token, never stored)")
@@ -238,7 +262,7 @@ func commandLine(cmd *cobra.Command) []string {
 	out := []string{"rehearse", cmd.Name()}
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		v := f.Value.String()
-		if strings.HasSuffix(f.Value.Type(), "Slice") {
+		if t := f.Value.Type(); strings.HasSuffix(t, "Slice") || strings.HasSuffix(t, "Array") {
 			v = strings.TrimSuffix(strings.TrimPrefix(v, "["), "]")
 		}
 		out = append(out, "--"+f.Name+"="+config.RedactURL(v))
@@ -249,7 +273,7 @@ func commandLine(cmd *cobra.Command) []string {
 // validate checks every flag before any work; errors name the flag.
 func (o *benchOptions) validate() error {
 	if o.baseURL == "" {
-		return usageError("--base-url is required")
+		return usageError("--base-url is required (or vllm bench serve's --host and --port)")
 	}
 	u, err := url.Parse(o.baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -304,6 +328,15 @@ func (o *benchOptions) validate() error {
 	}
 	if err := o.dataset.validate(o.promptsPath); err != nil {
 		return err
+	}
+	if stream.IsCompletions(o.endpoint) {
+		// The completions API takes one prompt: no history, no messages.
+		switch {
+		case o.dataset.multiTurn:
+			return usageError("--multi-turn needs the chat API, and --endpoint %s is the completions API: use --backend openai-chat (or --endpoint %s)", o.endpoint, stream.DefaultEndpoint)
+		case o.dataset.name == datasetChat:
+			return usageError("--dataset-name chat sends chat messages, and --endpoint %s is the completions API: use --backend openai-chat (or --endpoint %s)", o.endpoint, stream.DefaultEndpoint)
+		}
 	}
 	if err := o.slo.apply(&config.Rehearsal{}); err != nil {
 		return err
@@ -480,6 +513,9 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 		return err
 	}
 	printBenchSummary(st.Stdout, r.out.Results)
+	if o.vllm.showPercentiles() {
+		printPercentiles(st.Stdout, r.out.Results, o.vllm.metrics, o.vllm.percentiles)
+	}
 	for _, p := range r.problems {
 		fmt.Fprintf(st.Stderr, "verify: %s\n", p)
 	}
@@ -507,11 +543,12 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 		}
 		extra["ignore_eos"] = true
 	}
+	extra = o.vllm.sampling(extra, stream.IsCompletions(o.endpoint))
 	tok, err := o.tokenizerConfig()
 	if err != nil {
 		return nil, nil, err
 	}
-	var notes []string
+	notes := slices.Clone(o.vllm.notes)
 	if o.model == "" {
 		apiKey := ""
 		if o.apiKeyEnv != "" {
@@ -536,6 +573,12 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 		}
 	}
 	temperature, includeUsage := 0.0, o.includeUsage
+	if o.vllm.changed["temperature"] {
+		if o.vllm.temperature < 0 || math.IsNaN(o.vllm.temperature) || math.IsInf(o.vllm.temperature, 0) {
+			return nil, nil, usageError("--temperature %v: want 0 or more", o.vllm.temperature)
+		}
+		temperature = o.vllm.temperature
+	}
 	w := config.Workload{
 		Concurrencies: o.concurrencies, Repeats: o.repeats, Prompts: o.dataset.prompts(o.promptsPath, o.seed),
 		MaxTokens: o.maxTokens, Temperature: &temperature, Timeout: config.Duration(o.timeout),
@@ -567,8 +610,12 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 			w.OpenLoop.Arrival, w.OpenLoop.Seed = workload.ArrivalTrace, 0
 		}
 	}
+	modelID := o.model
+	if o.vllm.modelID != "" {
+		modelID = o.vllm.modelID // --served-model-name is what the requests ask for
+	}
 	cfg := &config.Rehearsal{
-		Model: config.Model{ID: o.model},
+		Model: config.Model{ID: modelID},
 		Servers: []config.Server{{
 			Name: o.name, BaseURL: strings.TrimRight(o.baseURL, "/"), Model: o.model, APIKeyEnv: o.apiKeyEnv,
 			FollowRedirects: o.followRedirs, StopGrace: config.Duration(config.DefaultStopGrace), MaxModelLen: o.dataset.maxModelLen,
@@ -587,7 +634,7 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 }
 
 // tokenizerConfig turns --tokenizer into the rehearsal's tokenizer choice:
-// a tokenizer.json path, ORG/NAME[@REV] from the Hugging Face cache, an
+// a tokenizer.json path (or a folder holding one), ORG/NAME[@REV] from the Hugging Face cache, an
 // embedded variant, or usage; empty leaves the choice to the one resolver
 // (the model's own file in the cache, else the bundled Qwen tokenizer).
 func (o *benchOptions) tokenizerConfig() (config.Tokenizer, error) {
@@ -599,6 +646,9 @@ func (o *benchOptions) tokenizerConfig() (config.Tokenizer, error) {
 		return config.Tokenizer{Variant: spec}, nil
 	case fileExists(spec):
 		return config.Tokenizer{Path: spec}, nil
+	case fileExists(filepath.Join(spec, "tokenizer.json")):
+		// A model's folder, as vllm bench serve's --tokenizer takes it.
+		return config.Tokenizer{Path: filepath.Join(spec, "tokenizer.json")}, nil
 	case strings.Contains(spec, "/") && !strings.HasSuffix(spec, ".json"):
 		id, rev, _ := strings.Cut(spec, "@")
 		return config.Tokenizer{Model: id, Revision: rev}, nil

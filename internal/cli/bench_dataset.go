@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -59,6 +60,9 @@ type datasetOptions struct {
 	prefixLen, suffixLen, numPrefixes, prefixOutputLen int
 	// maxModelLen is --max-model-len, the server's max_model_len.
 	maxModelLen int
+	// fixedOutputLen sends --max-tokens as every sharegpt prompt's
+	// max_tokens, not its reply's length (vLLM's --sharegpt-output-len).
+	fixedOutputLen bool
 	// changed are the dataset flags given on the command line.
 	changed map[string]bool
 
@@ -191,6 +195,9 @@ func (d *datasetOptions) validate(promptsPath string) error {
 			return usageError("--trace-block-size 0: want a positive number of tokens")
 		}
 	default:
+		if slices.Contains(vllmDatasets, d.name) {
+			return usageError("--dataset-name %s: vllm bench serve's dataset that rehearse does not read: use random, prefix_repetition, sharegpt, custom (a \"prompt\" per line), chat, mooncake or azure_trace", d.name)
+		}
 		return usageError("--dataset-name %q: want random, prefix_repetition, sharegpt, custom, chat, mooncake or azure_trace", d.name)
 	}
 	if f := d.firstChanged("trace-time-scale", "trace-block-size"); f != "" && !d.trace() {
@@ -283,7 +290,7 @@ func (d *datasetOptions) prompts(promptsPath string, seed int64) config.Prompts 
 		return config.Prompts{Source: workload.SourcePrefixRepetition, NumPrefixes: p.NumPrefixes, PrefixLen: p.PrefixLen, SuffixLen: p.SuffixLen,
 			OutputLen: length(p.OutputLen), Count: p.Count, Seed: p.Seed, IgnoreEOS: p.IgnoreEOS}
 	case datasetShareGPT:
-		return config.Prompts{Source: workload.SourceShareGPT, File: d.path, UseOutputLen: true, Count: d.numPrompts}
+		return config.Prompts{Source: workload.SourceShareGPT, File: d.path, UseOutputLen: !d.fixedOutputLen, Count: d.numPrompts}
 	case datasetChat:
 		return config.Prompts{Source: workload.SourceChatJSONL, File: d.path, Count: d.numPrompts}
 	case datasetCustom:

@@ -22,6 +22,10 @@ type saveResultOptions struct {
 	dir      string // --result-dir
 	filename string // --result-filename
 	detailed bool   // --save-detailed
+	// metrics and percentiles are --percentile-metrics and
+	// --metric-percentiles when given (nil: vLLM's defaults).
+	metrics     []string
+	percentiles []float64
 }
 
 func saveResultFlags(f *pflag.FlagSet, o *saveResultOptions) {
@@ -57,7 +61,7 @@ func (o saveResultOptions) write(st *State, res *bundle.Results, bundleDir strin
 	if inside(bundleDir, filepath.Join(dir, "x")) {
 		return usageError("--result-dir %s: inside the bundle %s, where SHA256SUMS would not list the file", dir, bundleDir)
 	}
-	results := export.VLLMResults(res, export.Options{Detailed: o.detailed})
+	results := export.VLLMResults(res, export.Options{Detailed: o.detailed, Metrics: o.metrics, Percentiles: o.percentiles})
 	if len(results) == 0 {
 		fmt.Fprintf(st.Stderr, "rehearse: --save-result: the bundle has no recorded load; no result file written\n")
 		return nil

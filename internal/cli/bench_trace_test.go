@@ -110,7 +110,7 @@ func TestBenchRampAndTraceFlagErrors(t *testing.T) {
 	}{
 		{[]string{"--ramp-up-start-rps", "1"}, "--ramp-up-start-rps needs --ramp-up-strategy"},
 		{[]string{"--ramp-up-strategy", "step", "--ramp-up-end-rps", "2", "--duration", "1s"}, `ramp strategy "step"`},
-		{[]string{"--ramp-up-strategy", "linear", "--ramp-up-end-rps", "2"}, "--ramp-up-strategy needs a bound"},
+		{[]string{"--ramp-up-strategy", "linear", "--ramp-up-end-rps", "2", "--num-prompts", "0"}, "--ramp-up-strategy needs a bound"},
 		{[]string{"--ramp-up-strategy", "linear", "--ramp-up-end-rps", "2", "--request-rate", "3", "--duration", "1s"}, "--ramp-up-strategy replaces --request-rate"},
 		{[]string{"--ramp-up-strategy", "exponential", "--ramp-up-end-rps", "2", "--duration", "1s"}, "an exponential ramp needs a positive start rate"},
 		{[]string{"--dataset-name", "mooncake"}, "--dataset-name mooncake needs --dataset-path"},

@@ -36,7 +36,7 @@ func (e *ExitError) Unwrap() error { return e.Err }
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	st := &State{Stdin: stdin, Stdout: stdout, Stderr: stderr}
 	root := newRootCmd(st)
-	root.SetArgs(args)
+	root.SetArgs(benchArgs(args))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

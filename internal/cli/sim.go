@@ -55,8 +55,9 @@ func newSimCmd(st *State) *cobra.Command {
 		Short: "Run a simulated OpenAI-compatible LLM server (serial or continuous-batching engine)",
 		Long: `Run a simulated OpenAI-compatible LLM server on a loopback port.
 
-It serves POST /v1/chat/completions (streaming and not), GET /v1/models,
-GET /health and GET /metrics (Prometheus text, vLLM's metric names), and models
+It serves POST /v1/chat/completions and POST /v1/completions (the prompt as
+sent, choices[0].text; streaming and not), GET /v1/models, GET /health and
+GET /metrics (Prometheus text, vLLM's metric names), and models
 either a lock-serialized engine (serial) or an iteration-level continuous-
 batching engine (batching) from a step-latency profile: prefill cost per
 prompt token and decode step latency by batch size. Each request gets its own

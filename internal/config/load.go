@@ -16,6 +16,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/rehearse/rehearse/internal/stream"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
@@ -643,6 +644,15 @@ func (r *Rehearsal) validate(p *Problems) {
 	}
 	if !strings.HasPrefix(w.Endpoint, "/") {
 		p.add("workload.endpoint", "%q must start with /", w.Endpoint)
+	}
+	if stream.IsCompletions(w.Endpoint) {
+		// The completions API takes one prompt: no history, no messages.
+		if w.Sessions != nil {
+			p.add("workload.sessions", "multi-turn sessions need the chat API, and workload.endpoint %q is the completions API (use %s)", w.Endpoint, DefaultEndpoint)
+		}
+		if w.Prompts.Source == workload.SourceChatJSONL {
+			p.add("workload.prompts.source", "%s prompts are chat messages, and workload.endpoint %q is the completions API (use %s)", w.Prompts.Source, w.Endpoint, DefaultEndpoint)
+		}
 	}
 	for _, e := range CheckExtraBody(w.ExtraBody) {
 		p.add("workload.extra_body."+e.Key, "%s", e.Error())

@@ -184,14 +184,16 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	s.mux.HandleFunc("GET /v1/models", s.handleModels)
 	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
-	s.mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
+	s.mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.handle(w, r, false) })
+	s.mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.handle(w, r, true) })
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})
 	return s, nil
 }
 
-// Handler serves /v1/chat/completions, /v1/models, /health and /metrics.
+// Handler serves /v1/chat/completions, /v1/completions, /v1/models, /health
+// and /metrics.
 func (s *Server) Handler() http.Handler { return s.mux }
 
 // HTTPServer returns an http.Server for Handler that closes idle
@@ -261,7 +263,10 @@ type chatRequest struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
-	Stream        bool `json:"stream"`
+	// Prompt is the completions API's prompt: a string, or an array of
+	// one string.
+	Prompt        json.RawMessage `json:"prompt"`
+	Stream        bool            `json:"stream"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
@@ -276,7 +281,10 @@ type chatRequest struct {
 // job is one accepted chat request, fully decided before it reaches the
 // engine.
 type job struct {
-	id           string
+	id string
+	// completions says the request came to /v1/completions: its answer is
+	// choices[].text, not a chat message.
+	completions  bool
 	stream       bool
 	includeUsage bool
 	promptTokens int
@@ -289,7 +297,9 @@ type job struct {
 
 const maxRequestBytes = 8 << 20
 
-func (s *Server) parseChat(r *http.Request) (*job, int, error) {
+// parseChat reads a chat completions request, or with completions a
+// completions request (a prompt, sent as it is: no chat template).
+func (s *Server) parseChat(r *http.Request, completions bool) (*job, int, error) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
 	if err != nil {
 		return nil, http.StatusBadRequest, fmt.Errorf("reading the request body: %v", err)
@@ -298,8 +308,12 @@ func (s *Server) parseChat(r *http.Request) (*job, int, error) {
 		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes", maxRequestBytes)
 	}
 	var req chatRequest
+	api := "chat completions"
+	if completions {
+		api = "completions"
+	}
 	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, http.StatusBadRequest, fmt.Errorf("request body is not a chat completions request: %v", err)
+		return nil, http.StatusBadRequest, fmt.Errorf("request body is not a %s request: %v", api, err)
 	}
 	if req.Model != "" && req.Model != s.model {
 		return nil, http.StatusNotFound, fmt.Errorf("the model `%s` does not exist (this server serves `%s`)", req.Model, s.model)
@@ -310,24 +324,18 @@ func (s *Server) parseChat(r *http.Request) (*job, int, error) {
 	if req.Temperature != nil && (*req.Temperature < 0 || !finite(*req.Temperature)) {
 		return nil, http.StatusBadRequest, fmt.Errorf("temperature = %g: want >= 0", *req.Temperature)
 	}
-	if len(req.Messages) == 0 {
-		return nil, http.StatusBadRequest, errors.New("messages is empty")
+	prompt, userText, err := s.promptOf(&req, completions)
+	if err != nil {
+		return nil, http.StatusBadRequest, err
 	}
-	msgs := make([]chatMessage, len(req.Messages))
-	for i, m := range req.Messages {
-		if m.Role == "" {
-			return nil, http.StatusBadRequest, fmt.Errorf("messages[%d].role is empty", i)
-		}
-		text, err := messageText(m.Content)
-		if err != nil {
-			return nil, http.StatusBadRequest, fmt.Errorf("messages[%d].content: %v", i, err)
-		}
-		msgs[i] = chatMessage{Role: m.Role, Content: text}
-	}
-	prompt := renderChat(s.prof, msgs)
 	reqN := s.reqCount.Add(1)
+	id := fmt.Sprintf("chatcmpl-sim-%d", reqN)
+	if completions {
+		id = fmt.Sprintf("cmpl-sim-%d", reqN)
+	}
 	j := &job{
-		id:           fmt.Sprintf("chatcmpl-sim-%d", reqN),
+		id:           id,
+		completions:  completions,
 		stream:       req.Stream,
 		includeUsage: req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
 		text:         newTextSource(s.opts.Seed, prompt),
@@ -361,7 +369,7 @@ func (s *Server) parseChat(r *http.Request) (*job, int, error) {
 	if req.MinTokens < 0 || req.MinTokens > maxTokens {
 		return nil, http.StatusBadRequest, fmt.Errorf("min_tokens = %d: want between 0 and max_tokens (%d)", req.MinTokens, maxTokens)
 	}
-	natural := s.prof.NaturalOutputTokens(s.opts.Seed, lastUserText(msgs))
+	natural := s.prof.NaturalOutputTokens(s.opts.Seed, userText)
 	n := max(natural, req.MinTokens)
 	if req.IgnoreEOS {
 		n = maxTokens
@@ -373,6 +381,58 @@ func (s *Server) parseChat(r *http.Request) (*job, int, error) {
 	j.outputTokens = n
 	j.fault = planFault(s.opts.Faults, s.opts.Seed, reqN, n)
 	return j, 0, nil
+}
+
+// promptOf is the text the engine sees of req and the user's own text:
+// with completions its prompt as sent (what a chat request carries as
+// messages is refused, and so is no prompt), else its messages through the
+// profile's chat template.
+func (s *Server) promptOf(req *chatRequest, completions bool) (prompt, user string, err error) {
+	if completions {
+		if len(req.Messages) > 0 {
+			return "", "", errors.New("messages: the completions API takes a prompt (send messages to /v1/chat/completions)")
+		}
+		p, err := promptText(req.Prompt)
+		if err != nil {
+			return "", "", err
+		}
+		return p, p, nil
+	}
+	if len(req.Messages) == 0 {
+		if len(req.Prompt) > 0 {
+			return "", "", errors.New("messages is empty: the chat API takes messages (send a prompt to /v1/completions)")
+		}
+		return "", "", errors.New("messages is empty")
+	}
+	msgs := make([]chatMessage, len(req.Messages))
+	for i, m := range req.Messages {
+		if m.Role == "" {
+			return "", "", fmt.Errorf("messages[%d].role is empty", i)
+		}
+		text, err := messageText(m.Content)
+		if err != nil {
+			return "", "", fmt.Errorf("messages[%d].content: %v", i, err)
+		}
+		msgs[i] = chatMessage{Role: m.Role, Content: text}
+	}
+	return renderChat(s.prof, msgs), lastUserText(msgs), nil
+}
+
+// promptText reads a completions prompt: a string or an array of one
+// string (the simulator returns one choice).
+func promptText(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", errors.New("prompt is missing")
+	}
+	var p string
+	if err := json.Unmarshal(raw, &p); err == nil {
+		return p, nil
+	}
+	var ps []string
+	if err := json.Unmarshal(raw, &ps); err == nil && len(ps) == 1 {
+		return ps[0], nil
+	}
+	return "", errors.New("prompt: want a string or an array of one string (the simulator reads no token ids)")
 }
 
 // lastUserText is the text of the last user message, the prompt a rehearsal
@@ -424,13 +484,15 @@ type outcome struct {
 	streaming bool
 }
 
-func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+// handle serves one chat completions request, or with completions one
+// completions request.
+func (s *Server) handle(w http.ResponseWriter, r *http.Request, completions bool) {
 	arrivalS := s.clk.now()
 	out := outcome{status: http.StatusOK, firstS: -1, arrivalS: arrivalS}
 	var j *job
 	defer func() { s.logRequest(r, j, &out) }()
 
-	j, status, err := s.parseChat(r)
+	j, status, err := s.parseChat(r, completions)
 	if err != nil {
 		out.status, out.note = status, err.Error()
 		writeError(w, status, errorType(status), err.Error())
@@ -490,9 +552,18 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 	w.WriteHeader(http.StatusOK)
 
 	model, _ := json.Marshal(s.model)
-	head := fmt.Appendf(nil, `data: {"id":%q,"object":"chat.completion.chunk","created":%d,"model":%s,"choices":[`, j.id, time.Now().Unix(), model)
-	buf := append([]byte(nil), head...)
-	buf = append(buf, `{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+	object, piece, pieceEnd, finish := "chat.completion.chunk", `{"index":0,"delta":{"content":`, `},"logprobs":null,"finish_reason":null}]}`, `{"index":0,"delta":{},"logprobs":null,"finish_reason":%q}]}`
+	if j.completions {
+		object, piece, pieceEnd, finish = "text_completion", `{"index":0,"text":`, `,"logprobs":null,"finish_reason":null}]}`, `{"index":0,"text":"","logprobs":null,"finish_reason":%q}]}`
+	}
+	head := fmt.Appendf(nil, `data: {"id":%q,"object":%q,"created":%d,"model":%s,"choices":[`, j.id, object, time.Now().Unix(), model)
+	var buf []byte
+	if !j.completions {
+		// A chat stream opens with the assistant's role; a completions
+		// stream has none.
+		buf = append(buf, head...)
+		buf = append(buf, `{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+	}
 	if _, err := w.Write(buf); err != nil {
 		s.engine.abandon(seq)
 		out.note = "client went away"
@@ -521,7 +592,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 				if j.fault.kind == FaultMalformed {
 					// One chunk of invalid JSON; the stream carries on.
 					buf = append(buf, head...)
-					buf = append(buf, `{"index":0,"delta":{"content":" the`+"\n\n"...)
+					buf = append(buf, piece+`" the`+"\n\n"...)
 					out.note = "fault malformed"
 					j.fault.kind = ""
 					continue
@@ -533,14 +604,14 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 				return
 			}
 			buf = append(buf, head...)
-			buf = append(buf, `{"index":0,"delta":{"content":`...)
+			buf = append(buf, piece...)
 			buf = j.text.appendPieceJSON(buf, sent)
-			buf = append(buf, `},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+			buf = append(buf, pieceEnd+"\n\n"...)
 			sent++
 		}
 		if sent == j.outputTokens {
 			buf = append(buf, head...)
-			buf = fmt.Appendf(buf, `{"index":0,"delta":{},"logprobs":null,"finish_reason":%q}]}`+"\n\n", j.finish)
+			buf = fmt.Appendf(buf, finish+"\n\n", j.finish)
 			if j.includeUsage {
 				buf = append(buf, head[:len(head)-len(`"choices":[`)]...)
 				buf = fmt.Appendf(buf, `"choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`+"\n\n",
@@ -643,6 +714,15 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, j *job, seq *s
 }
 
 func (s *Server) completion(j *job) map[string]any {
+	if j.completions {
+		return map[string]any{
+			"id": j.id, "object": "text_completion", "created": time.Now().Unix(), "model": s.model,
+			"choices": []map[string]any{{
+				"index": 0, "text": j.text.text(j.outputTokens), "logprobs": nil, "finish_reason": j.finish,
+			}},
+			"usage": map[string]int{"prompt_tokens": j.promptTokens, "completion_tokens": j.outputTokens, "total_tokens": j.promptTokens + j.outputTokens},
+		}
+	}
 	return map[string]any{
 		"id": j.id, "object": "chat.completion", "created": time.Now().Unix(), "model": s.model,
 		"choices": []map[string]any{{

@@ -24,10 +24,32 @@ import (
 // DefaultEndpoint is the chat-completions path appended to a base URL.
 const DefaultEndpoint = "/v1/chat/completions"
 
+// CompletionsEndpoint is the path of the (legacy) completions API, which
+// takes a prompt and streams choices[0].text.
+const CompletionsEndpoint = "/v1/completions"
+
+// IsCompletions reports whether endpoint is the completions API rather than
+// chat completions: a path ending in /completions that is not
+// /chat/completions (vLLM's own rule for its openai and openai-chat
+// backends). Every other path is sent chat bodies.
+func IsCompletions(endpoint string) bool {
+	p := strings.TrimRight(endpoint, "/")
+	return strings.HasSuffix(p, "/completions") && !strings.HasSuffix(p, "/chat/completions")
+}
+
+// API names the request body an endpoint is sent: "completions" or "chat".
+func API(endpoint string) string {
+	if IsCompletions(endpoint) {
+		return "completions"
+	}
+	return "chat"
+}
+
 // Request is one streaming chat completion: the prompt is sent as one user
 // message with temperature and max_tokens, stream on, and ExtraBody merged
 // into the top level of the JSON body last (so it may set ignore_eos,
-// min_tokens, …).
+// min_tokens, …). To a completions endpoint (IsCompletions) the prompt is
+// sent as the body's "prompt" instead, and Messages are refused.
 type Request struct {
 	BaseURL, Endpoint, Model, APIKey, Prompt string
 	MaxTokens                                int
@@ -97,7 +119,15 @@ func Prepare(req Request) (*Prepared, error) {
 		return nil, fmt.Errorf("endpoint %q: want a path starting with /", endpoint)
 	}
 	body := bodyFields(req)
-	body["messages"], body["max_tokens"] = messages(req), req.MaxTokens
+	if IsCompletions(endpoint) {
+		if req.Messages != nil {
+			return nil, fmt.Errorf("endpoint %s is the completions API, which takes one prompt: chat messages need a chat endpoint such as %s", endpoint, DefaultEndpoint)
+		}
+		body["prompt"] = req.Prompt
+	} else {
+		body["messages"] = messages(req)
+	}
+	body["max_tokens"] = req.MaxTokens
 	for k, v := range req.ExtraBody {
 		body[k] = v
 	}

@@ -16,6 +16,7 @@ var chunkSamples = []string{
 	`{"choices":[{"delta":{"content":"line\nbreak \"quoted\" \u00e9\ud83d\ude00"}}]}`,
 	`{"choices":[{"delta":{"content":"héllo 世界"}}]}`,
 	`{"choices":[{"text":"legacy","finish_reason":null}]}`,
+	completionsChunk,
 	`{"error":{"message":"engine died","type":"internal","code":500}}`,
 	`{"object":"error","message":"x","error":null}`,
 	` { "choices" : [ { "delta" : { "content" : "a" } } , { "delta" : null } ] } `,
@@ -33,6 +34,10 @@ var chunkSamples = []string{
 	`{"choices":[{"delta":{"content":"a"}},]}`,
 }
 
+// completionsChunk is a /v1/completions stream's content chunk, as vLLM
+// (and the simulator) write it.
+const completionsChunk = `{"id":"cmpl-1","object":"text_completion","created":1700000000,"model":"Qwen/Qwen2.5-1.5B-Instruct","choices":[{"index":0,"text":" token","logprobs":null,"finish_reason":null,"stop_reason":null}]}`
+
 func TestParseChunkFastAgrees(t *testing.T) {
 	fast := 0
 	for _, s := range chunkSamples {
@@ -46,6 +51,9 @@ func TestParseChunkFastAgrees(t *testing.T) {
 	var c chunk
 	if !parseChunkFast([]byte(chunkSamples[0]), &c) || *c.Choices[0].Delta.Content != " token" {
 		t.Fatal("the fast path refused the commonest chunk")
+	}
+	if !parseChunkFast([]byte(completionsChunk), &c) || *c.Choices[0].Text != " token" {
+		t.Fatal("the fast path refused a completions chunk")
 	}
 }
 
@@ -104,6 +112,16 @@ func BenchmarkChunkDecode(b *testing.B) {
 			if len(res.ChunkTimes) > 4096 {
 				res.ChunkTimes = res.ChunkTimes[:0]
 				text.Reset()
+			}
+		}
+	})
+	b.Run("fast-completions", func(b *testing.B) {
+		// The completions API's content chunk takes the same path.
+		data := []byte(completionsChunk)
+		for b.Loop() {
+			var c chunk
+			if !parseChunkFast(data, &c) {
+				b.Fatal("refused")
 			}
 		}
 	})

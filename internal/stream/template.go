@@ -25,6 +25,9 @@ type Template struct {
 // NewTemplate validates req as Prepare does and keeps all of it but its
 // prompt, messages and max_tokens.
 func NewTemplate(req Request) (*Template, error) {
+	if IsCompletions(req.Endpoint) {
+		return nil, fmt.Errorf("endpoint %s is the completions API: multi-turn sessions need a chat endpoint such as %s", req.Endpoint, DefaultEndpoint)
+	}
 	probe := req
 	probe.Messages, probe.Prompt, probe.MaxTokens = nil, "", 0
 	p, err := Prepare(probe)

@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/rehearse/rehearse/internal/stream"
 )
 
 // Probe is the readiness sequence of one server: its health path answers
@@ -270,12 +272,17 @@ func checkModels(ctx context.Context, client *http.Client, pr Probe) error {
 	return &fatalProbe{fmt.Errorf("model %q is not served (served: %s)", pr.Model, strings.Join(ids, ", "))}
 }
 
+// tinyRequest sends one request of the API the workload sends
+// (stream.API of the endpoint) and checks that the answer is of that API:
+// a 404, a 400 about the body's fields, or an answer of the other shape is
+// an endpoint/API mismatch, said as such.
 func tinyRequest(ctx context.Context, client *http.Client, pr Probe) error {
 	body := map[string]any{"model": pr.Model, "max_tokens": 1, "temperature": 0, "stream": false}
-	if strings.Contains(pr.Endpoint, "chat") {
-		body["messages"] = []map[string]string{{"role": "user", "content": "Hi"}}
-	} else {
+	completions := stream.IsCompletions(pr.Endpoint)
+	if completions {
 		body["prompt"] = "Hi"
+	} else {
+		body["messages"] = []map[string]string{{"role": "user", "content": "Hi"}}
 	}
 	data, _ := json.Marshal(body)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, pr.BaseURL+pr.Endpoint, bytes.NewReader(data))
@@ -293,13 +300,65 @@ func tinyRequest(ctx context.Context, client *http.Client, pr Probe) error {
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		err := fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(msg)))
+		err := fmt.Errorf("HTTP %d", resp.StatusCode)
+		if m := strings.TrimSpace(string(msg)); m != "" {
+			err = fmt.Errorf("HTTP %d: %s", resp.StatusCode, m)
+		}
+		if resp.StatusCode == http.StatusNotFound || (resp.StatusCode == http.StatusBadRequest && mentionsOtherAPI(msg, completions)) {
+			err = fmt.Errorf("%w; %s", err, apiMismatch(pr.Endpoint, completions))
+		}
 		if resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests {
 			return &fatalProbe{err}
 		}
 		return err
 	}
+	if shape := answerShape(msg); shape != "" && shape != stream.API(pr.Endpoint) {
+		return &fatalProbe{fmt.Errorf("the answer is a %s response, not a %s one; %s", shape, stream.API(pr.Endpoint), apiMismatch(pr.Endpoint, completions))}
+	}
 	return nil
+}
+
+// apiMismatch says which API the workload sends to endpoint and what to
+// use for the other one.
+func apiMismatch(endpoint string, completions bool) string {
+	if completions {
+		return fmt.Sprintf("the workload sends the completions API (prompt) to %s (--backend openai or an endpoint ending in /completions): does the server serve it there? For chat use --backend openai-chat / endpoint %s", endpoint, stream.DefaultEndpoint)
+	}
+	return fmt.Sprintf("the workload sends the chat API (messages) to %s (--backend openai-chat or any endpoint not ending in /completions): does the server serve it there? For a completions server use --backend openai / endpoint %s", endpoint, stream.CompletionsEndpoint)
+}
+
+// mentionsOtherAPI reports whether a 400's body complains about the field
+// the other API has or this one lacks (prompt for chat, messages for
+// completions).
+func mentionsOtherAPI(msg []byte, completions bool) bool {
+	m := strings.ToLower(string(msg))
+	if completions {
+		return strings.Contains(m, "messages")
+	}
+	return strings.Contains(m, "prompt") && !strings.Contains(m, "prompt_tokens")
+}
+
+// answerShape is the API a non-streaming answer is of: "chat" (choices
+// with a message), "completions" (choices with text), or "" when it
+// cannot tell.
+func answerShape(body []byte) string {
+	var a struct {
+		Object  string `json:"object"`
+		Choices []struct {
+			Message json.RawMessage `json:"message"`
+			Text    *string         `json:"text"`
+		} `json:"choices"`
+	}
+	if json.Unmarshal(body, &a) != nil || len(a.Choices) == 0 {
+		return ""
+	}
+	switch c := a.Choices[0]; {
+	case c.Message != nil && c.Text == nil:
+		return "chat"
+	case c.Text != nil && c.Message == nil:
+		return "completions"
+	}
+	return ""
 }
 
 func shortNetErr(err error) error {
