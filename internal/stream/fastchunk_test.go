@@ -31,6 +31,16 @@ var chunkSamples = []string{
 	`[1,2]`,
 	`null`,
 	`{"choices":[{"delta":{"content":"a"}},]}`,
+	`{"choices":[{"index":0,"delta":{"reasoning":" think"},"logprobs":null,"finish_reason":null}]}`,
+	`{"choices":[{"index":0,"delta":{"reasoning_content":" think","reasoning":" think"}}]}`,
+	`{"choices":[{"delta":{"content":"a","tool_calls":[],"reasoning":null}}]}`,
+	`{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"x\":"}}]}}]}`,
+	`{"choices":[{"delta":{"Reasoning":"folded"}}]}`,
+	`{"choices":[{"delta":{"reasoning":" a","reasoning":" b"}}]}`,
+	`{"choices":[{"delta":{"reasoning":7}}]}`,
+	`{"choices":[{"delta":{"tool_calls":{"function":{}}}}]}`,
+	`{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":{"x":1}}}]}}]}`,
+	`{"choices":[{"delta":{"tool_calls":[null,{"function":null},{"function":{"arguments":null}}]}}]}`,
 }
 
 func TestParseChunkFastAgrees(t *testing.T) {
