@@ -51,7 +51,23 @@ type Options struct {
 	// default) and proxies do; 0 closes only a new connection that sends
 	// no request within DefaultHeaderTimeout. See HTTPServer.
 	IdleTimeout time.Duration
+	// ReasoningTokens, when > 0, makes every response think first: the
+	// first ReasoningTokens generated tokens (fewer when max_tokens cuts
+	// them) stream on the reasoning channel, then the content follows, as
+	// a vLLM server with a reasoning parser does. max_tokens, min_tokens
+	// and usage.completion_tokens count both, as vLLM's do.
+	ReasoningTokens int
+	// ReasoningField is the delta field the reasoning streams in:
+	// ReasoningFieldReasoning (vLLM since v0.11.1, the default when empty)
+	// or ReasoningFieldContent (vLLM before it, and DeepSeek's API).
+	ReasoningField string
 }
+
+// Values of Options.ReasoningField.
+const (
+	ReasoningFieldReasoning = "reasoning"
+	ReasoningFieldContent   = "reasoning_content"
+)
 
 // DefaultHeaderTimeout is how long HTTPServer gives a connection to send a
 // request's headers when Options.IdleTimeout is 0.
@@ -138,6 +154,16 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.IdleTimeout < 0 {
 		return nil, fmt.Errorf("sim: idle timeout %v: want 0 (none) or a positive duration", opts.IdleTimeout)
+	}
+	if opts.ReasoningTokens < 0 {
+		return nil, fmt.Errorf("sim: reasoning tokens %d: want 0 (none) or more", opts.ReasoningTokens)
+	}
+	switch opts.ReasoningField {
+	case "":
+		opts.ReasoningField = ReasoningFieldReasoning
+	case ReasoningFieldReasoning, ReasoningFieldContent:
+	default:
+		return nil, fmt.Errorf("sim: reasoning field %q: want %q or %q", opts.ReasoningField, ReasoningFieldReasoning, ReasoningFieldContent)
 	}
 	if opts.Tokenizer == nil {
 		tk, err := defaultCounter()
@@ -282,9 +308,12 @@ type job struct {
 	promptTokens int
 	blocks       []uint64 // the prompt's block hash chain, with a prefix cache
 	outputTokens int
-	finish       string
-	text         textSource
-	fault        faultPlan
+	// reasoningTokens is how many of the outputTokens come first, on the
+	// reasoning channel.
+	reasoningTokens int
+	finish          string
+	text            textSource
+	fault           faultPlan
 }
 
 const maxRequestBytes = 8 << 20
@@ -362,7 +391,7 @@ func (s *Server) parseChat(r *http.Request) (*job, int, error) {
 		return nil, http.StatusBadRequest, fmt.Errorf("min_tokens = %d: want between 0 and max_tokens (%d)", req.MinTokens, maxTokens)
 	}
 	natural := s.prof.NaturalOutputTokens(s.opts.Seed, lastUserText(msgs))
-	n := max(natural, req.MinTokens)
+	n := max(s.opts.ReasoningTokens+natural, req.MinTokens)
 	if req.IgnoreEOS {
 		n = maxTokens
 	}
@@ -371,6 +400,7 @@ func (s *Server) parseChat(r *http.Request) (*job, int, error) {
 		n, j.finish = maxTokens, "length"
 	}
 	j.outputTokens = n
+	j.reasoningTokens = min(s.opts.ReasoningTokens, n)
 	j.fault = planFault(s.opts.Faults, s.opts.Seed, reqN, n)
 	return j, 0, nil
 }
@@ -493,6 +523,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 	head := fmt.Appendf(nil, `data: {"id":%q,"object":"chat.completion.chunk","created":%d,"model":%s,"choices":[`, j.id, time.Now().Unix(), model)
 	buf := append([]byte(nil), head...)
 	buf = append(buf, `{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+	reasoningDelta := `{"index":0,"delta":{"` + s.opts.ReasoningField + `":`
 	if _, err := w.Write(buf); err != nil {
 		s.engine.abandon(seq)
 		out.note = "client went away"
@@ -533,7 +564,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 				return
 			}
 			buf = append(buf, head...)
-			buf = append(buf, `{"index":0,"delta":{"content":`...)
+			if sent < j.reasoningTokens {
+				buf = append(buf, reasoningDelta...)
+			} else {
+				buf = append(buf, `{"index":0,"delta":{"content":`...)
+			}
 			buf = j.text.appendPieceJSON(buf, sent)
 			buf = append(buf, `},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
 			sent++
@@ -643,11 +678,15 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, j *job, seq *s
 }
 
 func (s *Server) completion(j *job) map[string]any {
+	msg := map[string]any{"role": "assistant", "content": j.text.textRange(j.reasoningTokens, j.outputTokens)}
+	if j.reasoningTokens > 0 {
+		msg[s.opts.ReasoningField] = j.text.textRange(0, j.reasoningTokens)
+	}
 	return map[string]any{
 		"id": j.id, "object": "chat.completion", "created": time.Now().Unix(), "model": s.model,
 		"choices": []map[string]any{{
 			"index":         0,
-			"message":       map[string]any{"role": "assistant", "content": j.text.text(j.outputTokens)},
+			"message":       msg,
 			"logprobs":      nil,
 			"finish_reason": j.finish,
 		}},
@@ -693,6 +732,9 @@ func (s *Server) logRequest(r *http.Request, j *job, out *outcome) {
 			mode = "stream"
 		}
 		line += fmt.Sprintf(" id=%s %s prompt_tokens=%d completion_tokens=%d", j.id, mode, j.promptTokens, out.tokens)
+		if j.reasoningTokens > 0 {
+			line += fmt.Sprintf(" reasoning_tokens=%d", min(j.reasoningTokens, out.tokens))
+		}
 		if out.finish != "" {
 			line += " finish=" + out.finish
 		}
