@@ -49,6 +49,7 @@ func Markdown(res *bundle.Results, figs []FigureRef, digests []bundle.Digest) []
 	writeWorkload(&b, res)
 	writeResults(&b, res)
 	writeSLO(&b, res)
+	writeReasoning(&b, res)
 	writeFigures(&b, figs)
 	writeLatency(&b, res)
 	writeTraffic(&b, res)
