@@ -117,6 +117,25 @@ func BenchmarkChunkDecode(b *testing.B) {
 			}
 		}
 	})
+	// A reasoning model's commonest chunk, read as a stream reads it.
+	reasoning := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"Qwen/Qwen3-8B","choices":[{"index":0,"delta":{"reasoning":" token"},"logprobs":null,"finish_reason":null}]}`)
+	b.Run("stream-reasoning", func(b *testing.B) {
+		var (
+			st   state
+			res  Result
+			text strings.Builder
+		)
+		ev, now := Event{Data: reasoning}, time.Now()
+		for b.Loop() {
+			st.handle(ev, now, &res, &text)
+			if st.reasoning.Len() > 64<<10 {
+				st.reasoning.Reset()
+			}
+		}
+		if st.fail != "" || !parseChunkFast(reasoning, &chunk{}) {
+			b.Fatal("the reasoning chunk left the fast path")
+		}
+	})
 	b.Run("encoding-json", func(b *testing.B) {
 		for b.Loop() {
 			var c chunk
