@@ -28,6 +28,9 @@ func TestBenchReasoningAgainstTheSimulator(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 			}
+			if !strings.Contains(out, "Reasoning (goodput and TTFT are content only") || !strings.Contains(out, "ttft any p50/p95") {
+				t.Errorf("the summary does not show the reasoning figures:\n%s", out)
+			}
 			res, err := bundle.ReadResults(dir)
 			if err != nil {
 				t.Fatal(err)

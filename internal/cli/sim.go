@@ -253,8 +253,12 @@ func runSim(ctx context.Context, st *State, o simOptions, opts sim.Options) erro
 	if srv.PrefixCaching() {
 		caching = sim.PrefixCachingOn
 	}
-	logger.Printf("rehearse sim: engine %s, profile %s (%s), model %s, time scale %g, seed %d, prefix caching %s, faults %s",
-		srv.Engine(), p.Name, p.Source, srv.Model(), opts.TimeScale, opts.Seed, caching, faults)
+	reasoning := ""
+	if opts.ReasoningTokens > 0 {
+		reasoning = fmt.Sprintf(", reasoning %d tokens as delta.%s", opts.ReasoningTokens, opts.ReasoningField)
+	}
+	logger.Printf("rehearse sim: engine %s, profile %s (%s), model %s, time scale %g, seed %d, prefix caching %s, faults %s%s",
+		srv.Engine(), p.Name, p.Source, srv.Model(), opts.TimeScale, opts.Seed, caching, faults, reasoning)
 	bound := ln.Addr().String()
 	if o.portFile != "" {
 		_, port, _ := net.SplitHostPort(bound)
