@@ -105,3 +105,45 @@ func TestBenchReasoningAgainstTheSimulator(t *testing.T) {
 		})
 	}
 }
+
+// bench against a simulator whose every answer is a tool call: the
+// arguments are kept in tool_call_text, not counted as content; the
+// requests succeed without content, so TTFT has no sample and TTFT any
+// has every one; the bundle verifies, with no usage disagreement warned.
+func TestBenchToolCallsAgainstTheSimulator(t *testing.T) {
+	url, _, _ := startSim(t, "--engine", "batching", "--time-scale", "100", "--seed", "4",
+		"--reasoning-tokens", "8", "--tool-calls")
+	dir := filepath.Join(t.TempDir(), "b")
+	code, out, errs := runMain(context.Background(), "bench", "--base-url", url,
+		"--request-rate", "inf", "--max-concurrency", "2", "--num-requests", "4", "--repeats", "1", "--max-tokens", "32", "-o", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	res, err := bundle.ReadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res.Records {
+		if !r.OK || r.Text != "" || r.OutputTokens != 0 || r.FirstContentS != nil || r.FirstTokenS == nil {
+			t.Fatalf("records[%d]: ok %v text %q output %d first content %v first token %v", i, r.OK, r.Text, r.OutputTokens, r.FirstContentS, r.FirstTokenS)
+		}
+		if r.ToolCallText == "" || r.ReasoningTokens == nil || *r.ReasoningTokens != 8 {
+			t.Fatalf("records[%d]: tool_call_text %q reasoning_tokens %v", i, r.ToolCallText, r.ReasoningTokens)
+		}
+		if r.FinishReason != "tool_calls" && r.FinishReason != "length" {
+			t.Fatalf("records[%d]: finish_reason %q", i, r.FinishReason)
+		}
+	}
+	a := res.Aggregates[0]
+	if a.TTFT.N != 0 || a.TTFTAny.N != len(res.Records) {
+		t.Fatalf("ttft n %d, ttft_any n %d, want 0 and %d", a.TTFT.N, a.TTFTAny.N, len(res.Records))
+	}
+	for _, w := range a.Warnings {
+		if strings.Contains(w, "usage") {
+			t.Errorf("tool-call records entered the usage comparison: %s", w)
+		}
+	}
+	if code, out, errs := runMain(context.Background(), "verify", dir); code != 0 {
+		t.Fatalf("verify: exit %d\n%s%s", code, out, errs)
+	}
+}

@@ -48,6 +48,7 @@ type simOptions struct {
 	idleTimeout   time.Duration
 	reasoning     int
 	reasonField   string
+	toolCalls     bool
 }
 
 func newSimCmd(st *State) *cobra.Command {
@@ -95,7 +96,10 @@ behind vLLM's --reasoning-parser does: its first N generated tokens (fewer when
 max_tokens cuts them) stream as delta.reasoning, then the content follows;
 max_tokens, min_tokens and usage.completion_tokens count both, as vLLM's do.
 --reasoning-field reasoning_content streams them under the older name (vLLM
-before v0.11.1, DeepSeek's API).`,
+before v0.11.1, DeepSeek's API). --tool-calls makes every response call a tool
+instead: the tokens after any reasoning stream as the arguments of one
+delta.tool_calls entry (function "lookup"), and a response that ends on its own
+has finish_reason tool_calls.`,
 		Example: `  rehearse sim --engine batching --port 8000
   rehearse sim --engine serial --port 0 --time-scale 10 --port-file /tmp/port
   rehearse sim --fault http500:0.05 --fault stall:0.01 --seed 7
@@ -140,6 +144,7 @@ before v0.11.1, DeepSeek's API).`,
 	f.DurationVar(&o.idleTimeout, "idle-timeout", 0, "close a connection idle this long, new or kept alive, as uvicorn does after 5s (0: only a new one silent for 10s)")
 	f.IntVar(&o.reasoning, "reasoning-tokens", 0, "stream this many reasoning tokens before each response's content (0: none)")
 	f.StringVar(&o.reasonField, "reasoning-field", sim.ReasoningFieldReasoning, "the delta field reasoning streams in: reasoning (vLLM since v0.11.1) or reasoning_content (older vLLM, DeepSeek)")
+	f.BoolVar(&o.toolCalls, "tool-calls", false, "answer every request with a tool call: the content streams as delta.tool_calls arguments")
 	cmd.AddCommand(newSimFitCmd(st))
 	return cmd
 }
@@ -182,7 +187,7 @@ func (o simOptions) options() (sim.Options, error) {
 		return sim.Options{}, usageError("--reasoning-field %q: want %s or %s", o.reasonField, sim.ReasoningFieldReasoning, sim.ReasoningFieldContent)
 	}
 	opts := sim.Options{
-		ReasoningTokens: o.reasoning, ReasoningField: o.reasonField,
+		ReasoningTokens: o.reasoning, ReasoningField: o.reasonField, ToolCalls: o.toolCalls,
 		Engine: o.engine, Model: o.model, TimeScale: o.timeScale, Seed: o.seed,
 		MaxNumSeqs: o.maxNumSeqs, KVTokenBudget: o.kvTokenBudget, IdleTimeout: o.idleTimeout,
 		PrefixCaching: o.prefixCaching,
@@ -256,6 +261,9 @@ func runSim(ctx context.Context, st *State, o simOptions, opts sim.Options) erro
 	reasoning := ""
 	if opts.ReasoningTokens > 0 {
 		reasoning = fmt.Sprintf(", reasoning %d tokens as delta.%s", opts.ReasoningTokens, opts.ReasoningField)
+	}
+	if opts.ToolCalls {
+		reasoning += ", content as tool calls"
 	}
 	logger.Printf("rehearse sim: engine %s, profile %s (%s), model %s, time scale %g, seed %d, prefix caching %s, faults %s%s",
 		srv.Engine(), p.Name, p.Source, srv.Model(), opts.TimeScale, opts.Seed, caching, faults, reasoning)

@@ -98,3 +98,39 @@ func TestReasoningOptionsChecked(t *testing.T) {
 		t.Errorf("unknown field: %v", err)
 	}
 }
+
+// With ToolCalls the non-streaming answer is a tool call with the text as
+// its arguments, no content, and finish_reason tool_calls.
+func TestCompletionToolCall(t *testing.T) {
+	s, ts := newTestServer(t, Options{Engine: EngineBatching, ToolCalls: true})
+	body := strings.Replace(chatBody("Hi", 300, ``), `"stream":true`, `"stream":false`, 1)
+	resp, err := http.Post(ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Choices []struct {
+			Message struct {
+				Content   *string `json:"content"`
+				ToolCalls []struct {
+					Function struct{ Name, Arguments string } `json:"function"`
+				} `json:"tool_calls"`
+			} `json:"message"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+		Usage struct {
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || len(out.Choices) != 1 {
+		t.Fatal(err)
+	}
+	c := out.Choices[0]
+	if c.Message.Content != nil || len(c.Message.ToolCalls) != 1 || c.Message.ToolCalls[0].Function.Name != ToolCallName || c.FinishReason != "tool_calls" {
+		t.Fatalf("choice %+v", c)
+	}
+	if n := s.counter.Count(c.Message.ToolCalls[0].Function.Arguments); n != out.Usage.CompletionTokens || n == 0 {
+		t.Fatalf("arguments of %d tokens, usage %d", n, out.Usage.CompletionTokens)
+	}
+}

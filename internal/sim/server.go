@@ -61,7 +61,16 @@ type Options struct {
 	// ReasoningFieldReasoning (vLLM since v0.11.1, the default when empty)
 	// or ReasoningFieldContent (vLLM before it, and DeepSeek's API).
 	ReasoningField string
+	// ToolCalls makes every response call a tool instead of answering: the
+	// tokens after the reasoning stream as the arguments of one
+	// delta.tool_calls entry (function ToolCallName), and a response that
+	// ends on its own ends with finish_reason tool_calls, as vLLM's tool
+	// parsers stream it. usage counts the arguments' tokens.
+	ToolCalls bool
 }
+
+// ToolCallName is the function a response calls with Options.ToolCalls.
+const ToolCallName = "lookup"
 
 // Values of Options.ReasoningField.
 const (
@@ -401,6 +410,9 @@ func (s *Server) parseChat(r *http.Request) (*job, int, error) {
 	}
 	j.outputTokens = n
 	j.reasoningTokens = min(s.opts.ReasoningTokens, n)
+	if s.opts.ToolCalls && j.finish == "stop" {
+		j.finish = "tool_calls"
+	}
 	j.fault = planFault(s.opts.Faults, s.opts.Seed, reqN, n)
 	return j, 0, nil
 }
@@ -564,13 +576,21 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 				return
 			}
 			buf = append(buf, head...)
-			if sent < j.reasoningTokens {
+			closing := `},"logprobs":null,"finish_reason":null}]}` + "\n\n"
+			switch {
+			case sent < j.reasoningTokens:
 				buf = append(buf, reasoningDelta...)
-			} else {
+			case s.opts.ToolCalls && sent == j.reasoningTokens:
+				buf = fmt.Appendf(buf, `{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_%s","type":"function","function":{"name":%q,"arguments":`, j.id, ToolCallName)
+				closing = `}}]` + closing
+			case s.opts.ToolCalls:
+				buf = append(buf, `{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":`...)
+				closing = `}}]` + closing
+			default:
 				buf = append(buf, `{"index":0,"delta":{"content":`...)
 			}
 			buf = j.text.appendPieceJSON(buf, sent)
-			buf = append(buf, `},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+			buf = append(buf, closing...)
 			sent++
 		}
 		if sent == j.outputTokens {
@@ -679,6 +699,11 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, j *job, seq *s
 
 func (s *Server) completion(j *job) map[string]any {
 	msg := map[string]any{"role": "assistant", "content": j.text.textRange(j.reasoningTokens, j.outputTokens)}
+	if s.opts.ToolCalls {
+		msg["content"] = nil
+		msg["tool_calls"] = []map[string]any{{"id": "call_" + j.id, "type": "function",
+			"function": map[string]any{"name": ToolCallName, "arguments": j.text.textRange(j.reasoningTokens, j.outputTokens)}}}
+	}
 	if j.reasoningTokens > 0 {
 		msg[s.opts.ReasoningField] = j.text.textRange(0, j.reasoningTokens)
 	}
