@@ -106,6 +106,7 @@ func (j *Journal) WriteHeader(h *Results) error {
 	j.prompts = c.Workload.Prompts
 	j.mu.Unlock()
 	if kept {
+		c.Workload.Prompts, c.Workload.PromptMaxTokens, c.Workload.PromptMessages, c.Workload.ArrivalsS = nil, nil, nil, nil
 		c.Workload.Prompts, c.Workload.PromptMaxTokens, c.Workload.PromptMessages = nil, nil, nil
 		c.Workload.Sessions = nil
 	}
@@ -239,6 +240,7 @@ func DecodeJournal(in io.Reader) (*Results, error) {
 			if e.PromptsKept && header != nil {
 				w := &e.Header.Workload
 				w.Prompts, w.PromptMaxTokens, w.PromptMessages = header.Workload.Prompts, header.Workload.PromptMaxTokens, header.Workload.PromptMessages
+				w.ArrivalsS = header.Workload.ArrivalsS
 				w.Sessions = header.Workload.Sessions
 			}
 			header = e.Header

@@ -71,6 +71,9 @@ func Merge(parts []*Results, names []string, mechanismServer string) (*Results, 
 		if p.Provenance.Tokenizer.SHA256 != first.Provenance.Tokenizer.SHA256 {
 			return nil, fmt.Errorf("%s: counted with tokenizer %s, %s with %s", names[i], p.Provenance.Tokenizer.SHA256, names[0], first.Provenance.Tokenizer.SHA256)
 		}
+		if pc, fc := p.Provenance.Cost, first.Provenance.Cost; (pc == nil) != (fc == nil) || (pc != nil && *pc != *fc) {
+			return nil, fmt.Errorf("%s: priced at %s, %s at %s: one bundle's cost figures need one price", names[i], costText(pc), names[0], costText(fc))
+		}
 		if i > 0 {
 			if p.Provenance.Tool != first.Provenance.Tool {
 				out.Notes = append(out.Notes, fmt.Sprintf("[%s] This part was written by %s; the bundle's tool record is %s's: %s.",
@@ -306,6 +309,8 @@ func sameWorkload(a, b Workload) error {
 		return fmt.Errorf("repeats %d vs %d", b.Repeats, a.Repeats)
 	case !reflect.DeepEqual(a.ExtraBody, b.ExtraBody):
 		return fmt.Errorf("extra_body")
+	case !slices.Equal(a.ArrivalsS, b.ArrivalsS):
+		return fmt.Errorf("arrivals_s")
 	case !reflect.DeepEqual(a.Sessions, b.Sessions):
 		// A record's session indexes them, as its prompt indexes prompts.
 		return fmt.Errorf("sessions")
@@ -340,6 +345,8 @@ func sameOpenLoop(a, b *OpenLoop) error {
 		return fmt.Errorf("open_loop.duration_s %v vs %v", b.DurationS, a.DurationS)
 	case a.MaxConcurrency != b.MaxConcurrency:
 		return fmt.Errorf("open_loop.max_concurrency %d vs %d", b.MaxConcurrency, a.MaxConcurrency)
+	case !reflect.DeepEqual(a.Ramp, b.Ramp):
+		return fmt.Errorf("open_loop.ramp %v vs %v", b.Ramp, a.Ramp)
 	}
 	return nil
 }
@@ -423,4 +430,11 @@ func sloLabel(s *contract.SLO) string {
 		return "(none)"
 	}
 	return fmt.Sprintf("%q at %v", s.Objectives.String(), s.AttainmentTarget)
+}
+
+func costText(c *CostBasis) string {
+	if c == nil {
+		return "no price"
+	}
+	return fmt.Sprintf("$%v per GPU-hour × %d GPUs", c.GPUHourUSD, c.GPUs)
 }

@@ -191,6 +191,17 @@ func checkRecord(i int, rec *contract.Record, c recordContext) []Problem {
 		if rec.Repeat != w.Repeat {
 			bad("repeat", "%d, its wave %d says %d", rec.Repeat, w.ID, w.Repeat)
 		}
+		if wl := c.workload; w.Mode == contract.ModeOpen && w.Arrival == contract.ArrivalTrace && wl != nil {
+			// A trace replay sends request i, prompt i, at arrivals_s[i].
+			switch {
+			case rec.Prompt != rec.Client:
+				bad("prompt", "%d, but a trace replay's request %d sends prompt %d", rec.Prompt, rec.Client, rec.Client)
+			case rec.Prompt < 0 || rec.Prompt >= len(wl.ArrivalsS):
+				bad("prompt", "%d, but workload.arrivals_s has %d arrivals", rec.Prompt, len(wl.ArrivalsS))
+			case math.Abs(rec.IntendedStartS-wl.ArrivalsS[rec.Prompt]) > 1e-9:
+				bad("intended_start_s", "%v, but workload.arrivals_s[%d] is %v", rec.IntendedStartS, rec.Prompt, wl.ArrivalsS[rec.Prompt])
+			}
+		}
 	}
 
 	switch {

@@ -38,6 +38,9 @@ type Results struct {
 	// Capacity is each searched server's capacity under SLO (SPEC §8),
 	// written as the search goes; absent when no search ran.
 	Capacity []search.Capacity `json:"capacity,omitempty"`
+	// Cost prices the capacity answers and aggregates at provenance.cost
+	// (cost per million output tokens); absent without it. Recomputed.
+	Cost *Cost `json:"cost,omitempty"`
 	// OperatorNotes is markdown written by a person about the figures
 	// (what differs from another run, what they show, limitations), set
 	// by `rehearse annotate`; it derives from nothing and verify leaves it
@@ -83,6 +86,9 @@ type Provenance struct {
 	// text re-tokenized) or "usage" (the server's own completion_tokens).
 	OutputTokensSource string      `json:"output_tokens_source"`
 	Simulation         *Simulation `json:"simulation,omitempty"`
+	// Cost is the hardware's price as given (--gpu-hour-cost, --gpus),
+	// the basis of the cost block; absent when none was given.
+	Cost *CostBasis `json:"cost,omitempty"`
 }
 
 // Tool identifies the rehearse build, from its build info.
@@ -192,6 +198,10 @@ type Workload struct {
 	// gives one (chat JSONL), aligned with Prompts (null: Prompts[i] as one
 	// user message); absent when no prompt has one.
 	PromptMessages [][]Message `json:"prompt_messages,omitempty"`
+	// ArrivalsS is when each prompt is sent, in seconds from its wave's
+	// release, where the source is a trace replayed by open-loop waves of
+	// arrival "trace" (aligned with Prompts); absent otherwise.
+	ArrivalsS []float64 `json:"arrivals_s,omitempty"`
 	// Sessions are the workload's multi-turn sessions, each a list of its
 	// user turns in order as indices into Prompts; absent without
 	// sessions. A record of a session's turn names it (record.session,
@@ -262,6 +272,10 @@ type OpenLoop struct {
 	NumRequests     int       `json:"num_requests,omitempty"`
 	DurationS       float64   `json:"duration_s,omitempty"`
 	MaxConcurrency  int       `json:"max_concurrency,omitempty"`
+	// Ramp, when set, makes each repeat one ramp-up wave (rate from
+	// start_rps to end_rps) instead of a wave per rate; RequestRatesRPS is
+	// then empty.
+	Ramp *contract.Ramp `json:"ramp,omitempty"`
 }
 
 // MechanismSpec is the configured mechanism check.
@@ -313,6 +327,7 @@ func (r *Results) Recompute() {
 			r.Capacity[i] = want
 		}
 	}
+	r.Cost = r.ComputeCost()
 }
 
 // RecomputeCapacity is the capacity entry c of a server recomputed from the

@@ -237,6 +237,7 @@ func VerifyResults(res *Results) []Problem {
 	probs = append(probs, checkSLO(res)...)
 	probs = append(probs, checkAggregates(res)...)
 	probs = append(probs, checkCapacity(res)...)
+	probs = append(probs, checkCost(res)...)
 	return probs
 }
 
@@ -297,13 +298,26 @@ func checkSLO(res *Results) []Problem {
 }
 
 // checkHeader checks the workload and provenance fields the figures depend
-// on: the percentile method they were computed with and what output_tokens
-// counts.
+// on: the percentile method they were computed with, what output_tokens
+// counts, and a trace's arrivals (one per prompt, never decreasing).
 func checkHeader(res *Results) []Problem {
 	var probs []Problem
 	if m := res.Workload.PercentileMethod; m != "" && !contract.IsPercentileMethod(m) {
 		probs = append(probs, Problem{File: ResultsFile, Field: "workload.percentile_method",
 			Msg: fmt.Sprintf("%q is not linear interpolation between closest ranks (type 7), the method every figure is recomputed with", m)})
+	}
+	if a := res.Workload.ArrivalsS; a != nil {
+		if len(a) != len(res.Workload.Prompts) {
+			probs = append(probs, Problem{File: ResultsFile, Field: "workload.arrivals_s",
+				Msg: fmt.Sprintf("%d arrivals for %d prompts", len(a), len(res.Workload.Prompts))})
+		}
+		for i, x := range a {
+			if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 || (i > 0 && x < a[i-1]) {
+				probs = append(probs, Problem{File: ResultsFile, Field: fmt.Sprintf("workload.arrivals_s[%d]", i),
+					Msg: fmt.Sprintf("%v: arrivals are finite, non-negative seconds that never decrease", x)})
+				break
+			}
+		}
 	}
 	switch s := res.Provenance.OutputTokensSource; s {
 	case "", SourceTokenizer, SourceUsage:

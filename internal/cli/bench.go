@@ -52,6 +52,12 @@ type benchOptions struct {
 	maxConcurrency int
 	warmupRequests int
 
+	rampStrategy string
+	rampStartRPS float64
+	rampEndRPS   float64
+	// rampSet are the --ramp-up-* flags that were given.
+	rampSet []string
+
 	ready        string
 	readyTimeout time.Duration
 
@@ -63,6 +69,8 @@ type benchOptions struct {
 
 	dataset datasetOptions
 	slo     sloOptions
+	cost    costOptions
+	save    saveResultOptions // --save-result and its flags (bench_export.go)
 }
 
 func newBenchCmd(st *State) *cobra.Command {
@@ -81,7 +89,19 @@ Open loop: --request-rate R sends requests on a --arrival schedule (fixed,
 poisson, or gamma with --burstiness K), reproducible with --seed, bounded by
 --num-requests and/or --duration; --max-concurrency caps requests in flight
 and counts those that had to wait. With --request-rate and no --concurrency,
-only the open-loop waves run.
+only the open-loop waves run. --ramp-up-strategy linear|exponential, instead
+of --request-rate, moves each wave's rate from --ramp-up-start-rps to
+--ramp-up-end-rps over --duration (or over the time --num-requests are
+expected to take), on the same --arrival schedule.
+
+Trace replay: --dataset-name mooncake (JSONL of timestamp, input_length,
+output_length, hash_ids) or azure_trace (CSV of TIMESTAMP, ContextTokens,
+GeneratedTokens) with --dataset-path sends request i at the trace's i-th
+time less the first (times --trace-time-scale), with a prompt of exactly its
+traced input tokens and its output length as max_tokens; prompts that share
+Mooncake hash_ids share the same prefix text, in blocks of
+--trace-block-size tokens. --num-prompts keeps the first lines (0: all);
+--num-requests and --duration bound each replay.
 
 Sustained closed loop (vllm bench serve's --request-rate inf with
 --max-concurrency C): --request-rate inf --max-concurrency C runs, per
@@ -137,6 +157,8 @@ canceled, and the bundle of what finished is written.`,
 		Example: `  rehearse bench --base-url http://127.0.0.1:8000 --model Qwen/Qwen2.5-1.5B-Instruct
   rehearse bench --base-url http://127.0.0.1:8000 --concurrency 1,8 --repeats 2 -o out
   rehearse bench --base-url http://127.0.0.1:8000 --request-rate 4 --arrival gamma --burstiness 0.5 --duration 60s
+  rehearse bench --base-url http://127.0.0.1:8000 --ramp-up-strategy linear --ramp-up-start-rps 1 --ramp-up-end-rps 20 --duration 60s
+  rehearse bench --base-url http://127.0.0.1:8000 --dataset-name mooncake --dataset-path mooncake_trace.jsonl --num-prompts 0 --trace-time-scale 0.5
   rehearse bench --base-url http://127.0.0.1:8000 --request-rate inf --max-concurrency 64 --num-requests 2000 --warmup-requests 64
   rehearse bench --base-url http://127.0.0.1:8000 --request-rate inf --max-concurrency 16 --slo 'ttft<=500ms,tpot<=50ms' --attainment 0.9
   rehearse bench --base-url https://api.example.com --api-key-env API_KEY --extra-body '{"ignore_eos":true}'`,
@@ -145,13 +167,23 @@ canceled, and the bundle of what finished is written.`,
 			o.closedSet = cmd.Flags().Changed("concurrency")
 			o.dataset.markChanged(cmd.Flags())
 			for _, name := range []string{"arrival", "burstiness", "seed", "num-requests", "duration", "max-concurrency"} {
-				// --seed also seeds the random and prefix_repetition datasets, as in vLLM.
-				if cmd.Flags().Changed(name) && (name != "seed" || (o.dataset.name != datasetRandom && o.dataset.name != datasetPrefix)) {
+				// --seed also seeds the random and prefix_repetition datasets, as in vLLM,
+				// and a trace's texts.
+				if cmd.Flags().Changed(name) && (name != "seed" || (o.dataset.name != datasetRandom && o.dataset.name != datasetPrefix && !o.dataset.trace())) {
 					o.openSet = append(o.openSet, name)
+				}
+			}
+			for _, name := range []string{"ramp-up-strategy", "ramp-up-start-rps", "ramp-up-end-rps"} {
+				if cmd.Flags().Changed(name) {
+					o.rampSet = append(o.rampSet, name)
 				}
 			}
 			o.warmupRequestsSet = cmd.Flags().Changed("warmup-requests")
 			o.slo.noteChanged(cmd.Flags())
+			o.cost.noteChanged(cmd.Flags())
+			if err := o.save.validate(cmd.Flags().Changed); err != nil {
+				return err
+			}
 			return runBench(cmd.Context(), st, &o, commandLine(cmd))
 		},
 	}
@@ -167,9 +199,14 @@ canceled, and the bundle of what finished is written.`,
 	f.IntVar(&o.numRequests, "num-requests", 0, "requests per open-loop or sustained wave (0: bounded by --duration only)")
 	f.DurationVar(&o.duration, "duration", 0, "length of an open-loop wave's schedule, or of a sustained wave's measured part (0: bounded by --num-requests only)")
 	f.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on open-loop requests in flight (0: none), waits counted; with --request-rate inf the clients of the sustained closed loop")
+	f.StringVar(&o.rampStrategy, "ramp-up-strategy", "", "open-loop ramp-up instead of --request-rate: linear or exponential, from --ramp-up-start-rps to --ramp-up-end-rps over each wave")
+	f.Float64Var(&o.rampStartRPS, "ramp-up-start-rps", 0, "request rate at the start of a ramp-up wave")
+	f.Float64Var(&o.rampEndRPS, "ramp-up-end-rps", 0, "request rate at the end of a ramp-up wave (--duration, or the time --num-requests are expected to take)")
 	f.IntVar(&o.warmupRequests, "warmup-requests", config.DefaultSustainedWarmupRequests, "requests of warm-up at the start of each sustained wave, kept out of the figures (--request-rate inf only)")
 	datasetFlags(f, &o.dataset)
 	sloFlags(f, &o.slo, false)
+	costFlags(f, &o.cost)
+	saveResultFlags(f, &o.save)
 	return cmd
 }
 
@@ -224,10 +261,16 @@ func (o *benchOptions) validate() error {
 	if strings.TrimSpace(o.name) == "" {
 		return usageError("--name: empty")
 	}
+	if err := o.cost.check(); err != nil {
+		return err
+	}
 	if err := o.validateSustained(); err != nil {
 		return err
 	}
-	open := len(o.requestRates) > 0 && !o.sustained()
+	if err := o.validateShaped(); err != nil {
+		return err
+	}
+	open := (len(o.requestRates) > 0 && !o.sustained()) || o.ramp() || o.dataset.trace()
 	if (!open && !o.sustained()) || o.closedSet {
 		if len(o.concurrencies) == 0 {
 			return usageError("--concurrency: empty")
@@ -273,7 +316,14 @@ func (o *benchOptions) validate() error {
 	if o.readyTimeout <= 0 {
 		return usageError("--ready-timeout %v: want a positive duration such as 5s", o.readyTimeout)
 	}
-	if open {
+	if open && o.dataset.trace() {
+		if o.numRequests < 0 || o.duration < 0 {
+			return usageError("--num-requests %d, --duration %v: want non-negative bounds", o.numRequests, o.duration)
+		}
+		if o.maxConcurrency < 0 {
+			return usageError("--max-concurrency %d: want 0 (no cap) or more", o.maxConcurrency)
+		}
+	} else if open {
 		if err := config.CheckArrival(o.arrival, o.burstiness); err != nil {
 			return usageError("--arrival/--burstiness: %v", err)
 		}
@@ -286,13 +336,50 @@ func (o *benchOptions) validate() error {
 			return usageError("--num-requests %d, --duration %v: want non-negative bounds", o.numRequests, o.duration)
 		}
 		if o.numRequests == 0 && o.duration == 0 {
-			return usageError("--request-rate needs a bound: --num-requests, --duration, or both")
+			flag := "--request-rate"
+			if o.ramp() {
+				flag = "--ramp-up-strategy"
+			}
+			return usageError("%s needs a bound: --num-requests, --duration, or both", flag)
 		}
 		if o.maxConcurrency < 0 {
 			return usageError("--max-concurrency %d: want 0 (no cap) or more", o.maxConcurrency)
 		}
 	} else if len(o.openSet) > 0 && !o.sustained() {
 		return usageError("--%s applies to open-loop waves: add --request-rate", o.openSet[0])
+	}
+	return nil
+}
+
+// ramp reports whether the flags ask for ramp-up waves.
+func (o *benchOptions) ramp() bool { return len(o.rampSet) > 0 }
+
+// validateShaped checks the flags of ramp-up waves and of trace replays
+// against the others: a ramp replaces --request-rate, and a trace gives
+// its own times.
+func (o *benchOptions) validateShaped() error {
+	if o.ramp() {
+		switch {
+		case o.rampStrategy == "":
+			return usageError("--%s needs --ramp-up-strategy (linear or exponential)", o.rampSet[0])
+		case len(o.requestRates) > 0:
+			return usageError("--ramp-up-strategy replaces --request-rate: the rate goes from --ramp-up-start-rps to --ramp-up-end-rps (give one of them)")
+		case o.dataset.trace():
+			return usageError("--ramp-up-strategy: --dataset-name %s replays the trace's own arrival times", o.dataset.name)
+		}
+		if err := workload.CheckRamp(o.rampStrategy, o.rampStartRPS, o.rampEndRPS); err != nil {
+			return usageError("--ramp-up-strategy/--ramp-up-start-rps/--ramp-up-end-rps: %v", err)
+		}
+	}
+	if o.dataset.trace() {
+		if len(o.requestRates) > 0 {
+			return usageError("--request-rate: --dataset-name %s replays the trace's own arrival times (scale them with --trace-time-scale)", o.dataset.name)
+		}
+		for _, name := range o.openSet {
+			if name == "arrival" || name == "burstiness" {
+				return usageError("--%s: --dataset-name %s replays the trace's own arrival times", name, o.dataset.name)
+			}
+		}
 	}
 	return nil
 }
@@ -397,6 +484,11 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 		fmt.Fprintf(st.Stderr, "verify: %s\n", p)
 	}
 	fmt.Fprintf(st.Stdout, "\nbundle: %s (check it with: rehearse verify %s)\n", dir, dir)
+	if len(r.problems) == 0 {
+		if err := o.save.write(st, r.out.Results, dir); err != nil {
+			return err
+		}
+	}
 	return r.exitError(dir)
 }
 
@@ -460,13 +552,19 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 		}
 		w.Concurrencies, w.Mode = []int{o.maxConcurrency}, config.ModeSustained
 		w.Sustained = &config.Sustained{NumRequests: n, Duration: config.Duration(o.duration), WarmupRequests: o.warmupRequests}
-	case len(o.requestRates) > 0:
+	case len(o.requestRates) > 0 || o.ramp() || o.dataset.trace():
 		if !o.closedSet {
 			w.Concurrencies = []int{}
 		}
 		w.OpenLoop = &config.OpenLoop{
 			RequestRatesRPS: o.requestRates, Arrival: o.arrival, Burstiness: o.burstiness, Seed: o.seed,
 			NumRequests: o.numRequests, Duration: config.Duration(o.duration), MaxConcurrency: o.maxConcurrency,
+		}
+		switch {
+		case o.ramp():
+			w.OpenLoop.Ramp = &config.Ramp{Strategy: o.rampStrategy, StartRPS: o.rampStartRPS, EndRPS: o.rampEndRPS}
+		case o.dataset.trace():
+			w.OpenLoop.Arrival, w.OpenLoop.Seed = workload.ArrivalTrace, 0
 		}
 	}
 	cfg := &config.Rehearsal{
@@ -484,6 +582,7 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 	if err := o.slo.apply(cfg); err != nil {
 		return nil, nil, err
 	}
+	cfg.Cost = o.cost.config()
 	return cfg, notes, nil
 }
 
@@ -529,6 +628,10 @@ func printBenchSummary(w io.Writer, res *bundle.Results) {
 		return
 	}
 	report.SummaryTable(res).Text(w)
+	if res.Cost != nil && res.Provenance.Cost != nil {
+		fmt.Fprintf(w, "\nCost per million output tokens at %s (median goodput):\n", report.CostBasisText(*res.Provenance.Cost))
+		report.CostTable(res).Text(w)
+	}
 	printReasoning(w, res)
 	for _, l := range report.Warnings(res) {
 		fmt.Fprintf(w, "note: %s\n", l)

@@ -17,9 +17,16 @@ const (
 	datasetShareGPT = "sharegpt" // ShareGPT JSON
 	datasetCustom   = "custom"   // JSONL with a "prompt" per line (or .txt)
 	datasetChat     = "chat"     // chat JSONL with whole messages
+	// Trace replays (our names: vLLM has none): each line one request,
+	// sent at its traced time with its traced lengths.
+	datasetMooncake = "mooncake"    // Mooncake JSONL
+	datasetAzure    = "azure_trace" // Azure LLM inference trace CSV
 	// datasetPrefix is P exact prefixes × S exact suffixes.
 	datasetPrefix = workload.SourcePrefixRepetition
 )
+
+// traceFormats are the trace format of each trace dataset.
+var traceFormats = map[string]string{datasetMooncake: workload.TraceMooncake, datasetAzure: workload.TraceAzure}
 
 // Defaults of --dataset-name prefix_repetition, vLLM's.
 const (
@@ -43,6 +50,9 @@ type datasetOptions struct {
 	rangeRatio    float64
 	ignoreEOS     bool
 	numPromptsSet bool
+
+	traceTimeScale float64
+	traceBlockSize int
 	// randomPrefixLen is --random-prefix-len.
 	randomPrefixLen int
 	// The flags of --dataset-name prefix_repetition.
@@ -60,10 +70,13 @@ type datasetOptions struct {
 	sessionFlags []string
 }
 
+// trace reports whether the dataset is a trace replay.
+func (d *datasetOptions) trace() bool { return traceFormats[d.name] != "" }
+
 func datasetFlags(f *pflag.FlagSet, d *datasetOptions) {
-	f.StringVar(&d.name, "dataset-name", "", "prompt source: random (synthetic prompts of exact token lengths), prefix_repetition (shared prefixes of exact lengths), sharegpt, custom (.jsonl with \"prompt\", or .txt) or chat (JSONL with \"messages\"); default: --prompts, else eight built-in prompts")
-	f.StringVar(&d.path, "dataset-path", "", "the dataset file of --dataset-name sharegpt, custom or chat")
-	f.IntVar(&d.numPrompts, "num-prompts", config.DefaultNumPrompts, "prompts built (random, prefix_repetition) or taken from the dataset (sharegpt, chat; 0: all)")
+	f.StringVar(&d.name, "dataset-name", "", "prompt source: random (synthetic prompts of exact token lengths), prefix_repetition (shared prefixes of exact lengths), sharegpt, custom (.jsonl with \"prompt\", or .txt), chat (JSONL with \"messages\"), or a trace replayed at its own times: mooncake (JSONL) or azure_trace (CSV); default: --prompts, else eight built-in prompts")
+	f.StringVar(&d.path, "dataset-path", "", "the dataset file of --dataset-name sharegpt, custom, chat, mooncake or azure_trace")
+	f.IntVar(&d.numPrompts, "num-prompts", config.DefaultNumPrompts, "prompts built (random, prefix_repetition) or taken from the dataset (sharegpt, chat, and the first lines of a trace; 0: all)")
 	f.IntVar(&d.inputLen, "random-input-len", config.DefaultRandomInputLen, "input tokens of each random prompt, counted exactly by --tokenizer")
 	f.IntVar(&d.outputLen, "random-output-len", config.DefaultRandomOutputLen, "max_tokens of each random prompt")
 	f.Float64Var(&d.rangeRatio, "random-range-ratio", 0, "random lengths uniform over [len·(1−r), len·(1+r)]; 0: fixed")
@@ -74,6 +87,8 @@ func datasetFlags(f *pflag.FlagSet, d *datasetOptions) {
 	f.IntVar(&d.prefixOutputLen, "prefix-repetition-output-len", defaultPrefixOut, "max_tokens of each prefix_repetition prompt")
 	f.IntVar(&d.maxModelLen, "max-model-len", 0, "the server's max_model_len: a prompt whose input tokens + max_tokens exceed it is refused before any request (sharegpt and chat skip it); 0: unknown, or without --model what /v1/models reports")
 	f.BoolVar(&d.ignoreEOS, "ignore-eos", false, "send ignore_eos: true, so every request generates all its max_tokens")
+	f.Float64Var(&d.traceTimeScale, "trace-time-scale", 1, "multiply the trace's arrival offsets (0.5 replays it twice as fast; mooncake and azure_trace)")
+	f.IntVar(&d.traceBlockSize, "trace-block-size", workload.DefaultTraceBlockSize, "tokens of one Mooncake hash block: prompts sharing hash_ids share that prefix text")
 	f.BoolVar(&d.multiTurn, "multi-turn", false, "multi-turn sessions of --dataset-name sharegpt, chat or random: turn t+1 is sent after turn t's reply, with the whole history and the server's actual replies; each turn is a request")
 	f.IntVar(&d.maxTurns, "max-turns", 0, "with --multi-turn: the most user turns of a sharegpt or chat conversation (0: all), or every random session's turns (required)")
 	f.DurationVar(&d.thinkTime, "think-time", 0, "with --multi-turn: the pause between a reply's end and the session's next turn")
@@ -117,7 +132,7 @@ func (d *datasetOptions) validate(promptsPath string) error {
 	switch d.name {
 	case "":
 		if d.path != "" {
-			return usageError("--dataset-path needs --dataset-name (sharegpt, custom or chat)")
+			return usageError("--dataset-path needs --dataset-name (sharegpt, custom, chat, mooncake or azure_trace)")
 		}
 	case datasetRandom:
 		if d.path != "" {
@@ -159,8 +174,27 @@ func (d *datasetOptions) validate(promptsPath string) error {
 		if d.name == datasetCustom && d.numPromptsSet {
 			return usageError("--num-prompts applies to random, sharegpt and chat datasets")
 		}
+	case datasetMooncake, datasetAzure:
+		if d.path == "" {
+			return usageError("--dataset-name %s needs --dataset-path", d.name)
+		}
+		tr := d.traceParams(0)
+		if probs := tr.Check(); len(probs) > 0 {
+			field, why, _ := strings.Cut(probs[0], ": ")
+			flag := map[string]string{"time_scale": "--trace-time-scale", "block_size": "--trace-block-size", "count": "--num-prompts"}[field]
+			return usageError("%s %s", flag, why)
+		}
+		if d.traceTimeScale == 0 {
+			return usageError("--trace-time-scale 0: want a positive number")
+		}
+		if d.traceBlockSize == 0 {
+			return usageError("--trace-block-size 0: want a positive number of tokens")
+		}
 	default:
-		return usageError("--dataset-name %q: want random, prefix_repetition, sharegpt, custom or chat", d.name)
+		return usageError("--dataset-name %q: want random, prefix_repetition, sharegpt, custom, chat, mooncake or azure_trace", d.name)
+	}
+	if f := d.firstChanged("trace-time-scale", "trace-block-size"); f != "" && !d.trace() {
+		return usageError("--%s applies to --dataset-name mooncake or azure_trace", f)
 	}
 	if d.name != "" && promptsPath != "" {
 		return usageError("--prompts and --dataset-name: give one")
@@ -212,6 +246,11 @@ func (d *datasetOptions) synthetic(seed int64) workload.Synthetic {
 	return workload.Synthetic{InputLen: l(d.inputLen), OutputLen: l(d.outputLen), Count: d.numPrompts, Seed: seed, IgnoreEOS: d.ignoreEOS, PrefixLen: d.randomPrefixLen}
 }
 
+func (d *datasetOptions) traceParams(seed int64) workload.Trace {
+	return workload.Trace{Format: traceFormats[d.name], TimeScale: d.traceTimeScale, BlockSize: d.traceBlockSize,
+		Count: d.numPrompts, Seed: seed, IgnoreEOS: d.ignoreEOS}
+}
+
 // prefixRepetition is the prefix_repetition source of the flags: vLLM's
 // --num-prompts prompts, --num-prompts / --prefix-repetition-num-prefixes
 // per prefix.
@@ -249,6 +288,10 @@ func (d *datasetOptions) prompts(promptsPath string, seed int64) config.Prompts 
 		return config.Prompts{Source: workload.SourceChatJSONL, File: d.path, Count: d.numPrompts}
 	case datasetCustom:
 		return config.Prompts{Source: workload.SourceFile, File: d.path}
+	case datasetMooncake, datasetAzure:
+		tr := d.traceParams(seed)
+		return config.Prompts{Source: workload.SourceTrace, File: d.path, Format: tr.Format, TimeScale: tr.TimeScale,
+			BlockSize: tr.BlockSize, Count: tr.Count, Seed: tr.Seed, IgnoreEOS: tr.IgnoreEOS}
 	}
 	return config.Prompts{File: promptsPath}
 }

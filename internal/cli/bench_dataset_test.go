@@ -53,7 +53,7 @@ func TestBenchDatasetFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--dataset-name", "sonnet"}, `--dataset-name "sonnet": want random, prefix_repetition, sharegpt, custom or chat`},
+		{[]string{"--dataset-name", "sonnet"}, `--dataset-name "sonnet": want random, prefix_repetition, sharegpt, custom, chat, mooncake or azure_trace`},
 		{[]string{"--dataset-name", "sharegpt"}, "--dataset-name sharegpt needs --dataset-path"},
 		{[]string{"--dataset-path", "x.json"}, "--dataset-path needs --dataset-name"},
 		{[]string{"--dataset-name", "random", "--dataset-path", "x"}, "--dataset-path: the random dataset reads no file"},

@@ -28,6 +28,7 @@ type capacityOptions struct {
 	warmupRequests int
 	repeats        int
 	predicted      string
+	predictFrom    string
 }
 
 // capacityFlagKeys maps a capacity: key to the flag that sets it.
@@ -56,7 +57,11 @@ and never counts as a pass. The search doubles C from --start until a
 probe fails, then bisects until min_fail − max_pass ≤ max(1, 5 % of
 max_pass), then re-runs the final pass and fail points --repeats times and
 flags a non-monotonic answer. --predicted MAX_PASS,MIN_FAIL probes a
-predicted bracket first (from a fitted simulator profile, say).
+predicted bracket first; --predict-from PROFILE predicts that bracket from
+a simulator profile (a built-in name, or a JSON file "rehearse sim fit"
+wrote from a bundle of this server) before any request: the same search
+over the profile's engine on a virtual clock, each probe's predicted
+attainment taken as a point estimate.
 
 Every probe is an ordinary sustained wave of ordinary records in the
 journal, so a search stopped midway is bundled with every finished probe,
@@ -70,6 +75,7 @@ flags.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.bench.dataset.markChanged(cmd.Flags())
 			o.bench.slo.noteChanged(cmd.Flags())
+			o.bench.cost.noteChanged(cmd.Flags())
 			if !cmd.Flags().Changed("warmup-requests") {
 				o.warmupRequests = -1
 			}
@@ -93,6 +99,8 @@ func capacityFlags(f *pflag.FlagSet, o *capacityOptions) {
 	f.IntVar(&o.warmupRequests, "warmup-requests", 0, "warm-up requests of each probe, kept out of its verdict (default: two per client of the probe)")
 	f.IntVar(&o.repeats, "repeats", config.DefaultCapacityRepeats, "re-runs of the final pass and fail points")
 	f.StringVar(&o.predicted, "predicted", "", "a predicted bracket MAX_PASS,MIN_FAIL to probe first")
+	f.StringVar(&o.predictFrom, "predict-from", "", "predict the bracket to probe first from a simulator profile (a built-in name or a profile JSON file, e.g. from sim fit)")
+	costFlags(f, &o.bench.cost)
 }
 
 // capacity returns the search of the flags, checked; errors name the flag.
@@ -119,11 +127,21 @@ func (o *capacityOptions) capacity() (*config.Capacity, error) {
 		}
 		c.Predicted = map[string]config.Bracket{o.bench.name: {MaxPass: a, MinFail: b}}
 	}
+	if o.predictFrom != "" {
+		if o.predicted != "" {
+			return nil, usageError("--predict-from and --predicted both give a bracket to probe first: keep one")
+		}
+		c.PredictFrom = map[string]config.PredictFrom{o.bench.name: {Profile: o.predictFrom}}
+	}
 	c.ApplyDefaults()
 	if probs := c.Check(); len(probs) > 0 {
 		p := probs[0]
 		flag, ok := capacityFlagKeys[p.Key]
-		if !ok {
+		switch {
+		case ok:
+		case strings.HasPrefix(p.Key, "predict_from"):
+			flag = "--predict-from"
+		default:
 			flag = "--predicted"
 		}
 		return nil, usageError("%s %s", flag, p.Msg)
@@ -170,6 +188,9 @@ func runCapacity(ctx context.Context, st *State, o *capacityOptions, argv []stri
 			if de := (*rehearsal.DescriptorError)(nil); errors.As(err, &de) {
 				return usageError("capacity: %v", err)
 			}
+			if pe := (*rehearsal.PredictError)(nil); errors.As(err, &pe) {
+				return usageError("--predict-from %s: %v", pe.Profile, pe.Err)
+			}
 			return usageError("--tokenizer: %v", err)
 		},
 	})
@@ -192,6 +213,9 @@ func printCapacity(w io.Writer, r *rehearsed) {
 	}
 	for _, c := range r.out.Results.Capacity {
 		fmt.Fprintln(w, report.CapacitySentence(c))
+		if cs := report.CapacityCostSentence(r.out.Results, c.Server); cs != "" {
+			fmt.Fprintln(w, cs)
+		}
 		fmt.Fprintln(w)
 		_ = report.CapacityTable(c).Text(w)
 		fmt.Fprintln(w)

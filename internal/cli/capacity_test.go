@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rehearse/rehearse/internal/bundle"
@@ -34,6 +36,8 @@ func TestCapacityFlagErrors(t *testing.T) {
 		{append(base, "--slo", "ttft<=500ms", "--predicted", "8"), `--predicted "8": want MAX_PASS,MIN_FAIL`},
 		{append(base, "--slo", "ttft<=500ms", "--predicted", "8,4"), "--predicted [8, 4]: want 0 ≤ max_pass < min_fail"},
 		{append(base, "--slo", "ttft<=500ms", "--max-tokens", "0"), "--max-tokens 0"},
+		{append(base, "--slo", "ttft<=500ms", "--predict-from", "no-such-profile"), `--predict-from no-such-profile: sim: profile "no-such-profile" is neither a built-in profile`},
+		{append(base, "--slo", "ttft<=500ms", "--predict-from", "t4-qwen2.5-1.5b-serial", "--predicted", "1,2"), "--predict-from and --predicted both"},
 		{append(base, "--slo", "ttft<=500ms", "--concurrency", "4"), "unknown flag: --concurrency"},
 	}
 	for _, c := range cases {
@@ -55,13 +59,20 @@ func TestCapacityAgainstTheSimulator(t *testing.T) {
 	for _, tc := range []struct {
 		slo, stop, sentence string
 		loads               []int
+		extra               []string
+		predicted           *search.Bracket
 	}{
-		{"e2el<=60s", search.StopMaxConcurrency, "server sustains 8 concurrent clients", []int{1, 2, 4, 8, 8}},
-		{"ttft<=0.001ms", search.StopUnmetAtMinimum, "server does not meet", []int{1, 1}},
+		{"e2el<=60s", search.StopMaxConcurrency, "server sustains 8 concurrent clients", []int{1, 2, 4, 8, 8}, nil, nil},
+		{"ttft<=0.001ms", search.StopUnmetAtMinimum, "server does not meet", []int{1, 1}, nil, nil},
+		// The profile predicts that every load up to 8 passes: the search
+		// probes 8 first and stops there.
+		{"e2el<=60s", search.StopMaxConcurrency, "server sustains 8 concurrent clients", []int{8, 8},
+			[]string{"--predict-from", "t4-qwen2.5-1.5b-batching"}, &search.Bracket{MaxPass: 8}},
 	} {
 		dir := filepath.Join(t.TempDir(), "b")
-		code, out, errs := runMain(context.Background(), "capacity", "--base-url", url, "--tokenizer", "usage", "--max-tokens", "8",
-			"--slo", tc.slo, "--attainment", "0.5", "--min-requests", "20", "--max-concurrency", "8", "--progress", "never", "-o", dir)
+		args := append([]string{"capacity", "--base-url", url, "--tokenizer", "usage", "--max-tokens", "8",
+			"--slo", tc.slo, "--attainment", "0.5", "--min-requests", "20", "--max-concurrency", "8", "--progress", "never", "-o", dir}, tc.extra...)
+		code, out, errs := runMain(context.Background(), args...)
 		if code != 0 {
 			t.Fatalf("%s: exit %d\n%s\n%s", tc.slo, code, out, errs)
 		}
@@ -80,6 +91,9 @@ func TestCapacityAgainstTheSimulator(t *testing.T) {
 		if c.StopReason != tc.stop || !slices.Equal(loads, tc.loads) {
 			t.Errorf("%s: stopped %s after probes at %v, want %s after %v", tc.slo, c.StopReason, loads, tc.stop, tc.loads)
 		}
+		if (c.Predicted == nil) != (tc.predicted == nil) || (c.Predicted != nil && *c.Predicted != *tc.predicted) {
+			t.Errorf("%s %v: predicted %v, want %v", tc.slo, tc.extra, c.Predicted, tc.predicted)
+		}
 		readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
 		if err != nil {
 			t.Fatal(err)
@@ -88,4 +102,42 @@ func TestCapacityAgainstTheSimulator(t *testing.T) {
 			t.Errorf("%s: the answer does not lead:\n%s", tc.slo, out)
 		}
 	}
+}
+
+// TestCapacityServerGoneIsNotAFail: an endpoint that stops accepting
+// connections after the first probe has gone away; its refused probe is
+// no verdict on its capacity, and the search stops with server_failed
+// instead of bisecting towards a capacity of 1.
+func TestCapacityServerGoneIsNotAFail(t *testing.T) {
+	srv, _ := benchServer(t, 2, 0)
+	var n atomic.Int32
+	inner := srv.Config.Handler
+	srv.Config.Handler = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		inner.ServeHTTP(rw, r)
+		if r.URL.Path != "/v1/models" && n.Add(1) == 30 { // the first probe: 10 warm-up, 20 measured
+			srv.Listener.Close()
+		}
+	})
+	dir := filepath.Join(t.TempDir(), "b")
+	code, out, errs := runMain(context.Background(), "capacity", "--base-url", srv.URL, "--model", "m", "--tokenizer", "usage",
+		"--slo", "e2el<=60s", "--attainment", "0.5", "--min-requests", "20", "--warmup-requests", "10", "--progress", "never", "-o", dir)
+	res, err := bundle.ReadResults(dir)
+	if err != nil {
+		t.Fatalf("exit %d, no bundle: %v\n%s\n%s", code, err, out, errs)
+	}
+	c := res.Capacity[0]
+	if c.StopReason != search.StopServerFailed || len(c.Probes) != 2 || ptr(c.MaxPass) != 1 || c.MinFail != nil {
+		t.Errorf("stop %s, %d probes, bracket [%d, %v]: want server_failed after the refused second probe, max_pass 1, no min_fail",
+			c.StopReason, len(c.Probes), ptr(c.MaxPass), c.MinFail)
+	}
+	if !strings.Contains(out, "server_failed") && !strings.Contains(out, "server failed") {
+		t.Errorf("the answer does not say the server failed:\n%s", out)
+	}
+}
+
+func ptr(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rehearse/rehearse/internal/compare"
-	"github.com/rehearse/rehearse/internal/contract"
 )
 
 func newCompareCmd(st *State) *cobra.Command {
@@ -17,9 +16,9 @@ func newCompareCmd(st *State) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compare A B [--fail-if GATE]... [--markdown]",
 		Short: "Put two bundles side by side, with gates for CI",
-		Long: wrapHelp(`Compare bundle B against bundle A: for every server and load present in both, goodput medians with their [min–max] ranges, p95 TTFT and failure rates side by side, with B ÷ A ratios. `+compare.Rule) + `
+		Long: wrapHelp(`Compare bundle B against bundle A: for every server and load present in both, goodput medians with their [min–max] ranges, p95 TTFT and failure rates side by side, with B ÷ A ratios, and for every server whose capacity was searched in both (rehearse capacity, or capacity: in a rehearsal file), its capacity under the SLO side by side with B ÷ A. `+compare.Rule) + `
 
-` + wrapHelp(`--fail-if GATE trips when the change from A to B of a metric lies beyond a threshold, on any server and load present in both bundles; the command then exits 1. A gate is `+compare.GateForm+`. Metrics: `+strings.Join(contract.MetricNames(), ", ")+`.`) + `
+` + wrapHelp(`--fail-if GATE trips when the change from A to B of a metric lies beyond a threshold, on any server and load present in both bundles; the command then exits 1. A gate is `+compare.GateForm+`. Metrics: `+strings.Join(compare.GateMetricNames(), ", ")+`.`) + `
 Examples:
   --fail-if 'goodput<-5%'          median goodput fell by more than 5%
   --fail-if 'ttft_p95>+10%'        p95 TTFT grew by more than 10%
@@ -27,9 +26,21 @@ Examples:
   --fail-if 'vllm:e2e_p95>+500ms'  only server vllm, absolute change
   --fail-if 'attainment<-2pp'      SLO attainment fell by more than 2 points
                                    (bundles written with --slo or slo:)
+  --fail-if 'capacity<-10%'        a server's capacity under the SLO (max_pass)
+                                   fell by more than 10% (capacity bundles)
 
 Both bundles must verify (digests and every aggregate, as rehearse verify
 checks them): one that does not is refused with its problems listed.
+
+Either side may be a vLLM result JSON instead of a bundle (a file, not a
+folder: vllm bench serve --save-result's, several one per line, or rehearse
+export --format vllm's). Its loads are keyed as rehearse's (a finite
+--request-rate is the open loop at that rate; inf with --max-concurrency C
+is a closed wave of C clients when it sent at most C prompts, the sustained
+loop at C otherwise); it names no server, so each load stands against every
+server of the other side. What it lacks (a repeat range, a percentile its
+--metric-percentiles did not ask for, SLO figures) shows as —, and a gate on
+it is not evaluated there.
 
 Exit status: 0 when every gate passed, 1 when one tripped (or tested
 nothing) or a bundle does not verify, 2 for bad usage or a bundle that

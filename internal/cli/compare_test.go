@@ -101,3 +101,36 @@ func TestCompareCommandUsageErrors(t *testing.T) {
 		t.Errorf("truncated results.json: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// compare --fail-if capacity<-10% exits 1 when B's batching server carries
+// fewer clients under the SLO, and 0 on the unchanged serial one.
+func TestCompareCapacityGate(t *testing.T) {
+	oa, ob := plottest.DefaultCapacity(), plottest.DefaultCapacity()
+	ob.Seed = oa.Seed + 1
+	ob.Servers[1].TPOTS *= 4.0 / 3
+	a, b := filepath.Join(t.TempDir(), "before"), filepath.Join(t.TempDir(), "after")
+	for dir, o := range map[string]plottest.CapacityOptions{a: oa, b: ob} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := bundle.WriteResults(dir, plottest.CapacityResults(o)); err != nil {
+			t.Fatal(err)
+		}
+		if err := bundle.WriteSums(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := compareMain(a, b, "--fail-if", "capacity<-10%")
+	if code != 1 || !strings.Contains(errOut, "capacity<-10%: capacity of batching: ") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+	if !strings.Contains(out, "Capacity under the SLO:") {
+		t.Errorf("no capacity section:\n%s", out)
+	}
+	if code, _, errOut := compareMain(a, b, "--fail-if", "naive:capacity<-10%"); code != 0 {
+		t.Errorf("naive: exit %d (%s), want 0", code, errOut)
+	}
+	if code, _, errOut := compareMain(a, b, "--fail-if", "capacity<-1s"); code != 2 || !strings.Contains(errOut, "capacity is a number of clients") {
+		t.Errorf("capacity<-1s: exit %d (%s), want 2", code, errOut)
+	}
+}

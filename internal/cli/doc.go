@@ -19,6 +19,8 @@ under a precise metric contract, and writes a self-verifying results bundle.
   rehearse verify DIR              check digests, schema and records, recompute every aggregate,
                                    re-count output tokens
   rehearse compare A B             put two bundles side by side, with gates
+  rehearse export DIR --format F   write a bundle as vLLM's result JSON, an llm-d report,
+                                   JSONL or CSV
   rehearse merge -o DIR A B ...    merge bundles of one rehearsal into one
   rehearse annotate DIR -f NOTES   add an operator's notes to a bundle's report
   rehearse tokens                  count tokens of text with a tokenizer

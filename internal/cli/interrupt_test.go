@@ -20,6 +20,8 @@ func TestBundleCommandsStopWhenInterrupted(t *testing.T) {
 	b := seedBundle(t, bundletest.SeedLike())
 	notes := filepath.Join(t.TempDir(), "notes.md")
 	os.WriteFile(notes, []byte("notes\n"), 0o644)
+	vllmFile := filepath.Join(t.TempDir(), "vllm.json")
+	os.WriteFile(vllmFile, []byte(`{"completed": 1, "duration": 1, "request_rate": "inf"}`), 0o644)
 	before, _ := os.ReadFile(filepath.Join(a, bundle.SumsFile))
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(errors.New("interrupt signal received"))
@@ -29,6 +31,9 @@ func TestBundleCommandsStopWhenInterrupted(t *testing.T) {
 		{"compare", a, b},
 		{"merge", "-o", filepath.Join(t.TempDir(), "m"), a, b},
 		{"annotate", a, "-f", notes},
+		{"compare", vllmFile, b},
+		{"export", a, "--format", "csv"},
+		{"export", a, "--format", "vllm", "-o", filepath.Join(t.TempDir(), "v.json")},
 	} {
 		var out, errb bytes.Buffer
 		code := Main(ctx, args, strings.NewReader(""), &out, &errb)

@@ -59,7 +59,7 @@ func (p *waveBar) event(ev rehearsal.WaveEvent) {
 	w := ev.Wave
 	label := fmt.Sprintf("%s %s c=%d r=%d", w.Server, w.Kind, w.Concurrency, w.Repeat)
 	if w.Mode == contract.ModeOpen {
-		label = fmt.Sprintf("%s %s %g req/s r=%d", w.Server, w.Kind, w.RequestRateRPS, w.Repeat)
+		label = fmt.Sprintf("%s %s %s r=%d", w.Server, w.Kind, contract.KeyOf(w).LoadLabel(), w.Repeat)
 	}
 	switch ev.Kind {
 	case rehearsal.WaveReleased:

@@ -72,6 +72,7 @@ func newRootCmd(st *State) *cobra.Command {
 		newReportCmd(st),
 		newVerifyCmd(st),
 		newCompareCmd(st),
+		newExportCmd(st),
 		newMergeCmd(st),
 		newAnnotateCmd(st),
 		newTokensCmd(st),

@@ -114,7 +114,8 @@ type rehearsalJob struct {
 	// prompts are the resolved prompts (nil: resolve them from cfg).
 	prompts *workload.Set
 	// fail turns a refusal before any work (prompts, tokenizer, a plan
-	// beyond the open-file limit) into the command's error.
+	// beyond the open-file limit, a capacity prediction's profile) into the
+	// command's error.
 	fail func(error) error
 	// progress receives the runner's steps; waveEvents each wave's.
 	progress   func(rehearsal.Event)
@@ -156,6 +157,7 @@ func rehearse(ctx context.Context, job rehearsalJob) (*rehearsed, error) {
 	if job.simulation != nil {
 		prov.Simulation = job.simulation
 	}
+	prov.Cost = costBasis(cfg.Cost)
 	notes = append(append([]string(nil), job.notes...), notes...)
 	if tokNote != "" {
 		notes = append(notes, tokNote)
@@ -171,7 +173,8 @@ func rehearse(ctx context.Context, job rehearsalJob) (*rehearsed, error) {
 		Provenance: prov, Notes: notes, Progress: job.progress, WaveEvents: job.waveEvents,
 	})
 	if err != nil {
-		if de := (*rehearsal.DescriptorError)(nil); errors.As(err, &de) {
+		de, pe := (*rehearsal.DescriptorError)(nil), (*rehearsal.PredictError)(nil)
+		if errors.As(err, &de) || errors.As(err, &pe) {
 			return nil, job.fail(err)
 		}
 		return nil, err

@@ -1,8 +1,10 @@
 // Package compare puts two results bundles side by side: per server and load
 // present in both, goodput medians with their run-to-run ranges, p95 TTFT
-// and failure rates, with B ÷ A ratios; it flags goodput changes larger than
-// the run-to-run range of either bundle, and evaluates CI gates such as
-// "goodput<-5%" on every common row.
+// and failure rates, with B ÷ A ratios, and per server searched in both,
+// its capacity under the SLO; it flags goodput changes larger than the
+// run-to-run range of either bundle, and evaluates CI gates such as
+// "goodput<-5%" on every common row and "capacity<-10%" on every common
+// capacity search.
 package compare
 
 import (
@@ -51,15 +53,15 @@ func Run(ctx context.Context, o Options, w io.Writer) (Report, error) {
 	if err := o.Validate(); err != nil {
 		return Report{}, err
 	}
-	a, err := load(ctx, o.A)
+	a, aVLLM, err := load(ctx, o.A)
 	if err != nil {
 		return Report{}, fmt.Errorf("bundle A: %w", err)
 	}
-	b, err := load(ctx, o.B)
+	b, bVLLM, err := load(ctx, o.B)
 	if err != nil {
 		return Report{}, fmt.Errorf("bundle B: %w", err)
 	}
-	r := Compare(a, b, o.Gates)
+	r := compareSides(side{a, aVLLM}, side{b, bVLLM}, o.Gates)
 	r.LabelA, r.LabelB = o.A, o.B
 	if o.Markdown {
 		err = r.Markdown(w)
@@ -72,9 +74,22 @@ func Run(ctx context.Context, o Options, w io.Writer) (Report, error) {
 // load reads a bundle that verifies (a *bundle.UnverifiedError lists the
 // problems of one that does not): a comparison or a CI gate cannot rest on
 // figures verify would reject, nor on a bundle whose logs or records were
-// changed after its digests were made.
-func load(ctx context.Context, dir string) (*bundle.Results, error) {
-	return bundle.ReadVerified(ctx, dir)
+// changed after its digests were made. A path that is a file, not a
+// folder, is read as a vLLM result JSON (ReadVLLM), and vllm says so.
+func load(ctx context.Context, path string) (res *bundle.Results, vllm bool, err error) {
+	if isFile(path) {
+		res, err = ReadVLLM(ctx, path)
+		return res, true, err
+	}
+	res, err = bundle.ReadVerified(ctx, path)
+	return res, false, err
+}
+
+// side is one side of a comparison: a bundle's results, or a vLLM result
+// JSON's (aggregates only).
+type side struct {
+	res  *bundle.Results
+	vllm bool
 }
 
 // Row is one server at one load present in both bundles.
@@ -113,11 +128,30 @@ type Report struct {
 	// Notes say where the two rehearsals differ in what they asked.
 	Notes []string
 	Gates []GateResult
+	// Capacity pairs the capacity searches of the servers searched in
+	// both bundles (OnlyA and OnlyB name the others).
+	Capacity []CapacityRow
 }
 
 // Compare compares b against a, per server and load present in both, in
 // a's order, and evaluates gates on every such row.
 func Compare(a, b *bundle.Results, gates []Gate) Report {
+	return compareSides(side{res: a}, side{res: b}, gates)
+}
+
+// compareSides is Compare of two sides, either of which may be a vLLM
+// result JSON: its loads are held against the other side's servers, and
+// only what both sides record is said to differ.
+func compareSides(sa, sb side, gates []Gate) Report {
+	a, b := sa.res, sb.res
+	switch {
+	case sa.vllm && !sb.vllm:
+		a = cloneAggregates(a)
+		alignServers(a, b)
+	case sb.vllm && !sa.vllm:
+		b = cloneAggregates(b)
+		alignServers(b, a)
+	}
 	r := Report{LabelA: "A", LabelB: "B"}
 	inB := map[contract.Key]contract.Aggregate{}
 	for _, ag := range b.Aggregates {
@@ -145,8 +179,20 @@ func Compare(a, b *bundle.Results, gates []Gate) Report {
 			r.OnlyB = append(r.OnlyB, k.Server+" at "+k.LoadLabel())
 		}
 	}
-	r.Notes = differences(a, b)
+	if sa.vllm || sb.vllm {
+		r.Notes = vllmDifferences(sa, sb)
+	} else {
+		r.Notes = differences(a, b)
+	}
+	capRows, onlyA, onlyB, capNotes := capacityRows(a, b)
+	r.Capacity = capRows
+	r.OnlyA, r.OnlyB = append(r.OnlyA, onlyA...), append(r.OnlyB, onlyB...)
+	r.Notes = append(r.Notes, capNotes...)
 	for _, g := range gates {
+		if g.Metric == CapacityMetric {
+			r.Gates = append(r.Gates, evaluateCapacity(g, r.Capacity))
+			continue
+		}
 		r.Gates = append(r.Gates, evaluate(g, r.Rows))
 	}
 	return r
@@ -236,6 +282,34 @@ func (r Report) Tripped() []string {
 	return out
 }
 
+// cloneAggregates copies r with its own aggregate and server slices.
+func cloneAggregates(r *bundle.Results) *bundle.Results {
+	c := *r
+	c.Aggregates = append([]contract.Aggregate(nil), r.Aggregates...)
+	c.Servers = append([]bundle.Server(nil), r.Servers...)
+	return &c
+}
+
+// vllmDifferences are the notes of a comparison with a vLLM result JSON:
+// what that side is, and the models where both name one (nothing else of
+// the workload is in such a file).
+func vllmDifferences(sa, sb side) []string {
+	var notes []string
+	for _, s := range []struct {
+		name string
+		side
+	}{{"A", sa}, {"B", sb}} {
+		if s.vllm {
+			notes = append(notes, s.name+" "+VLLMNote)
+		}
+	}
+	ma, mb := sa.res.Provenance.Model.ID, sb.res.Provenance.Model.ID
+	if ma != "" && mb != "" && ma != mb {
+		notes = append(notes, fmt.Sprintf("models differ: A %v, B %v", ma, mb))
+	}
+	return notes
+}
+
 // differences notes where the two rehearsals asked different things, so a
 // reader knows when a ratio compares unlike workloads.
 func differences(a, b *bundle.Results) []string {
@@ -285,6 +359,7 @@ func (r Report) Text(w io.Writer) error {
 	}
 	writeAligned(&b, rows)
 	fmt.Fprintf(&b, "\n%s\n", Rule)
+	writeCapacity(&b, r, false)
 	writeTail(&b, r, false)
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -301,6 +376,7 @@ func (r Report) Markdown(w io.Writer) error {
 		b.WriteString("| " + strings.Join(cs, " | ") + " |\n")
 	}
 	fmt.Fprintf(&b, "\n%s\n", strings.Replace(Rule, "(!)", "(**!**)", 1))
+	writeCapacity(&b, r, true)
 	writeTail(&b, r, true)
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -339,7 +415,7 @@ func writeTail(b *strings.Builder, r Report, md bool) {
 			fmt.Fprintf(b, "\n%s:\n", title)
 		}
 	}
-	if len(r.Rows) == 0 {
+	if len(r.Rows) == 0 && len(r.Capacity) == 0 {
 		section("Nothing to compare")
 		fmt.Fprintf(b, "%sno server and load is present in both bundles\n", item)
 	}
@@ -386,8 +462,11 @@ func writeTail(b *strings.Builder, r Report, md bool) {
 }
 
 // writeAligned writes rows as columns padded to their widest cell (by
-// rune count, so "–" and "×" align).
-func writeAligned(b *strings.Builder, rows [][]string) {
+// rune count, so "–" and "×" align), the first two to the left.
+func writeAligned(b *strings.Builder, rows [][]string) { writeAlignedLeft(b, rows, 2) }
+
+// writeAlignedLeft is writeAligned with the first left columns to the left.
+func writeAlignedLeft(b *strings.Builder, rows [][]string, left int) {
 	widths := map[int]int{}
 	for _, row := range rows {
 		for i, c := range row {
@@ -399,7 +478,7 @@ func writeAligned(b *strings.Builder, rows [][]string) {
 	for _, row := range rows {
 		for i, c := range row {
 			pad := widths[i] - len([]rune(c))
-			if i < 2 {
+			if i < left {
 				b.WriteString(c + strings.Repeat(" ", pad))
 			} else {
 				b.WriteString(strings.Repeat(" ", pad) + c)

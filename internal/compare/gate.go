@@ -10,8 +10,10 @@ import (
 )
 
 // Gate is a CI check on the change from bundle A to bundle B: it trips when
-// the change of Metric (a name of contract's metric table), for some server and load present in both, lies
-// beyond Threshold in the direction of Op.
+// the change of Metric (a name of contract's metric table), for some server
+// and load present in both, lies beyond Threshold in the direction of Op.
+// Metric "capacity" tests each server's capacity answer (max_pass) instead,
+// for every server searched in both bundles.
 type Gate struct {
 	// Text is the gate as written, e.g. "goodput<-5%".
 	Text string
@@ -21,20 +23,20 @@ type Gate struct {
 	// Op is '<' (trips when the change is below Threshold) or '>' (above).
 	Op byte
 	// Threshold is a fraction of A's value when Relative (−5% is −0.05),
-	// otherwise a difference in the metric's unit (seconds, tok/s, or a
-	// fraction for failure_rate).
+	// otherwise a difference in the metric's unit (seconds, tok/s, a
+	// fraction for failure_rate, clients for capacity).
 	Threshold float64
 	Relative  bool
 }
 
 // GateForm is the form ParseGate accepts.
-const GateForm = "[SERVER:]METRIC<CHANGE or [SERVER:]METRIC>CHANGE, CHANGE a number with its sign and an optional unit: % (relative to A), s or ms (latency), pp (failure_rate, attainment)"
+const GateForm = "[SERVER:]METRIC<CHANGE or [SERVER:]METRIC>CHANGE, CHANGE a number with its sign and an optional unit: % (relative to A), s or ms (latency), pp (failure_rate, attainment); METRIC capacity tests each server's capacity answer (capacity<-10%)"
 
 var gatePattern = regexp.MustCompile(`^(?:([^:<>\s]+):)?([a-z0-9_]+)\s*([<>])\s*([+-]?(?:\d+\.?\d*|\.\d+))\s*(%|pp|ms|s)?$`)
 
 // ParseGate parses a gate such as "goodput<-5%", "ttft_p95>+10%",
 // "failure_rate>+0.05", "naive:e2e_p95>+500ms", "attainment<-2%" or
-// "attainment<-2pp". Its errors show the form.
+// "attainment<-2pp", "capacity<-10%". Its errors show the form.
 func ParseGate(s string) (Gate, error) {
 	text := strings.TrimSpace(s)
 	m := gatePattern.FindStringSubmatch(text)
@@ -45,13 +47,24 @@ func ParseGate(s string) (Gate, error) {
 		return Gate{}, fmt.Errorf("gate %q: a threshold is a change from A to B and needs its sign, e.g. %s%s-%s%s or %s%s+%s%s", s, m[2], m[3], m[4], m[5], m[2], m[3], m[4], m[5])
 	}
 	g := Gate{Text: text, Server: m[1], Metric: m[2], Op: m[3][0]}
-	met, ok := contract.MetricNamed(g.Metric)
-	if !ok {
-		return Gate{}, fmt.Errorf("gate %q: unknown metric %q (one of %s)", s, g.Metric, strings.Join(contract.MetricNames(), ", "))
-	}
 	v, err := strconv.ParseFloat(m[4], 64)
 	if err != nil {
 		return Gate{}, fmt.Errorf("gate %q: threshold %q is not a number", s, m[4])
+	}
+	if g.Metric == CapacityMetric {
+		switch m[5] {
+		case "%":
+			g.Threshold, g.Relative = v/100, true
+		case "":
+			g.Threshold = v
+		default:
+			return Gate{}, fmt.Errorf("gate %q: capacity is a number of clients: use %% (capacity<-10%%) or a number of clients (capacity<-4)", s)
+		}
+		return g, nil
+	}
+	met, ok := contract.MetricNamed(g.Metric)
+	if !ok {
+		return Gate{}, fmt.Errorf("gate %q: unknown metric %q (one of %s)", s, g.Metric, strings.Join(GateMetricNames(), ", "))
 	}
 	switch unit := m[5]; unit {
 	case "%":
@@ -77,6 +90,15 @@ func ParseGate(s string) (Gate, error) {
 	}
 	return g, nil
 }
+
+// CapacityMetric is the gate metric of a capacity search: the max_pass of
+// each server searched in both bundles (not an aggregate's figure, so not
+// in contract's metric table).
+const CapacityMetric = "capacity"
+
+// GateMetricNames lists every metric a gate may test: contract's metric
+// table, then capacity.
+func GateMetricNames() []string { return append(contract.MetricNames(), CapacityMetric) }
 
 func unitName(m contract.Metric) string {
 	if m.Unit == contract.Fraction {

@@ -23,6 +23,8 @@ func TestParseGate(t *testing.T) {
 		{"attainment<-2pp", Gate{Text: "attainment<-2pp", Metric: "attainment", Op: '<', Threshold: -0.02}},
 		{"slo_goodput<-10%", Gate{Text: "slo_goodput<-10%", Metric: "slo_goodput", Op: '<', Threshold: -0.1, Relative: true}},
 		{"goodput<-.5%", Gate{Text: "goodput<-.5%", Metric: "goodput", Op: '<', Threshold: -0.005, Relative: true}},
+		{"capacity<-10%", Gate{Text: "capacity<-10%", Metric: "capacity", Op: '<', Threshold: -0.1, Relative: true}},
+		{"vllm:capacity<-4", Gate{Text: "vllm:capacity<-4", Server: "vllm", Metric: "capacity", Op: '<', Threshold: -4}},
 	} {
 		got, err := ParseGate(c.in)
 		if err != nil {
@@ -52,6 +54,10 @@ func TestParseGateErrors(t *testing.T) {
 		{"goodput<5", `a threshold is a change from A to B and needs its sign, e.g. goodput<-5 or goodput<+5`},
 		{"ttft_p95>10%", "e.g. ttft_p95>-10% or ttft_p95>+10%"},
 		{"", "doesn't match"},
+		{"capacity<-5ms", "capacity is a number of clients: use % (capacity<-10%) or a number of clients (capacity<-4)"},
+		{"capacity<-5pp", "capacity is a number of clients"},
+		{"capacity<5%", "e.g. capacity<-5% or capacity<+5%"},
+		{"capacities<-5%", "slo_goodput, capacity)"},
 	} {
 		_, err := ParseGate(c.in)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -79,7 +85,7 @@ func TestGateListFlag(t *testing.T) {
 }
 
 func FuzzParseGate(f *testing.F) {
-	for _, s := range []string{"goodput<-5%", "a:ttft_p95>+10ms", "failure_rate>+5pp", "x<<1", ":goodput<1"} {
+	for _, s := range []string{"goodput<-5%", "a:ttft_p95>+10ms", "failure_rate>+5pp", "x<<1", ":goodput<1", "capacity<-10%", "b:capacity>+2"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -87,7 +93,7 @@ func FuzzParseGate(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if _, ok := contract.MetricNamed(g.Metric); !ok || (g.Op != '<' && g.Op != '>') {
+		if _, ok := contract.MetricNamed(g.Metric); !(ok || g.Metric == CapacityMetric) || (g.Op != '<' && g.Op != '>') {
 			t.Fatalf("ParseGate(%q) accepted %+v", s, g)
 		}
 		again, err := ParseGate(g.Text)

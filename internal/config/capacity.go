@@ -26,6 +26,20 @@ type Capacity struct {
 	Repeats *int `yaml:"repeats"`
 	// Predicted is a bracket to probe first, per server name.
 	Predicted map[string]Bracket `yaml:"predicted"`
+	// PredictFrom predicts the bracket to probe first from a simulator
+	// profile, per server name (the runner computes it before any request:
+	// sim.PredictCapacity).
+	PredictFrom map[string]PredictFrom `yaml:"predict_from"`
+}
+
+// PredictFrom is the simulator profile a server's bracket is predicted
+// from: a built-in profile's name or a profile JSON file (relative to the
+// rehearsal file), with the engine limits the server runs with where they
+// differ from the profile's (vLLM's --max-num-seqs; the KV cache's tokens).
+type PredictFrom struct {
+	Profile       string `yaml:"profile"`
+	MaxNumSeqs    int    `yaml:"max_num_seqs"`
+	KVTokenBudget int    `yaml:"kv_token_budget"`
 }
 
 // Bracket is a predicted capacity bracket.
@@ -116,6 +130,20 @@ func (c *Capacity) Check() []CapacityProblem {
 			add("predicted."+name, "[%d, %d]: want 0 ≤ max_pass < min_fail", b.MaxPass, b.MinFail)
 		}
 	}
+	for _, name := range sortedKeys(mapKeys(c.PredictFrom)) {
+		f, key := c.PredictFrom[name], "predict_from."+name
+		switch {
+		case f.Profile == "":
+			add(key+".profile", "empty: want a built-in profile's name or a profile JSON file")
+		case f.MaxNumSeqs < 0:
+			add(key+".max_num_seqs", "%d: must be 0 (the profile's) or more", f.MaxNumSeqs)
+		case f.KVTokenBudget < 0:
+			add(key+".kv_token_budget", "%d: must be 0 (the profile's) or more", f.KVTokenBudget)
+		}
+		if _, ok := c.Predicted[name]; ok {
+			add(key, "and predicted.%s both give %s a bracket: keep one", name, name)
+		}
+	}
 	return out
 }
 
@@ -133,6 +161,11 @@ func (r *Rehearsal) validateCapacity(names map[string]int, p *Problems) {
 	for _, name := range sortedKeys(mapKeys(c.Predicted)) {
 		if _, ok := names[name]; !ok && len(names) > 0 {
 			p.add("capacity.predicted."+name, "names no server")
+		}
+	}
+	for _, name := range sortedKeys(mapKeys(c.PredictFrom)) {
+		if _, ok := names[name]; !ok && len(names) > 0 {
+			p.add("capacity.predict_from."+name, "names no server")
 		}
 	}
 }

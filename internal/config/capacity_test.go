@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/rehearse/rehearse/internal/search"
 )
 
 // TestCapacityKeys: capacity: takes its defaults, and every bad value is
@@ -37,6 +39,38 @@ func TestCapacityKeys(t *testing.T) {
 		_, err := Parse([]byte(head+tc.yaml), "c.yaml", t.TempDir())
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+}
+
+const capacityBase = "servers: [{name: a, base_url: 'http://127.0.0.1:1'}, {name: b, base_url: 'http://127.0.0.1:2'}]\nmodel: {id: m}\nslo: {ttft: 1s}\n"
+
+// TestCapacityPredictions: capacity.predicted and capacity.predict_from
+// are mappings of server names to mappings, each key of which is checked.
+func TestCapacityPredictions(t *testing.T) {
+	r, err := Parse([]byte(capacityBase+"capacity:\n  predicted: {a: {max_pass: 1, min_fail: 2}}\n  predict_from: {b: {profile: t4-qwen2.5-1.5b-batching, max_num_seqs: 32}}\n"), "x.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := r.Capacity
+	if c.Predicted["a"] != (Bracket{MaxPass: 1, MinFail: 2}) || c.PredictFrom["b"] != (PredictFrom{Profile: "t4-qwen2.5-1.5b-batching", MaxNumSeqs: 32}) {
+		t.Fatalf("predicted %+v, predict_from %+v", c.Predicted, c.PredictFrom)
+	}
+	if s := c.Spec("a"); s.Predicted == nil || *s.Predicted != (search.Bracket{MaxPass: 1, MinFail: 2}) {
+		t.Errorf("spec of a: predicted %v", s.Predicted)
+	}
+	for _, tc := range []struct{ capacity, want string }{
+		{"predict_from: {a: {profile: p, seqs: 3}}", "capacity.predict_from.a.seqs: unknown key"},
+		{"predict_from: {a: p}", "capacity.predict_from.a: want a mapping"},
+		{"predict_from: {a: {max_num_seqs: 3}}", "capacity.predict_from.a.profile: empty"},
+		{"predict_from: {a: {profile: p, max_num_seqs: -1}}", "capacity.predict_from.a.max_num_seqs: -1"},
+		{"predict_from: {a: {profile: p, kv_token_budget: -1}}", "capacity.predict_from.a.kv_token_budget: -1"},
+		{"predict_from: {c: {profile: p}}", "capacity.predict_from.c: names no server"},
+		{"predict_from: {a: {profile: p}}\n  predicted: {a: {max_pass: 1, min_fail: 2}}", "capacity.predict_from.a: and predicted.a both give a a bracket"},
+	} {
+		_, err := Parse([]byte(capacityBase+"capacity:\n  "+tc.capacity+"\n"), "x.yaml", t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.capacity, err, tc.want)
 		}
 	}
 }

@@ -34,6 +34,8 @@ type Rehearsal struct {
 	// Capacity, when set, searches each rehearsed server's capacity under
 	// SLO after its planned waves.
 	Capacity *Capacity `yaml:"capacity"`
+	// Cost, when set, prices the results per million output tokens.
+	Cost *Cost `yaml:"cost"`
 
 	// Path is the file the rehearsal was read from ("" for bytes).
 	Path string `yaml:"-"`
@@ -234,6 +236,18 @@ type OpenLoop struct {
 	NumRequests     int       `yaml:"num_requests"`
 	Duration        Duration  `yaml:"duration"`
 	MaxConcurrency  int       `yaml:"max_concurrency"`
+	// Ramp, instead of RequestRatesRPS, makes each repeat one wave whose
+	// rate moves from StartRPS to EndRPS over the wave.
+	Ramp *Ramp `yaml:"ramp"`
+}
+
+// Ramp is an open-loop ramp-up: the rate moves from StartRPS to EndRPS,
+// linearly or exponentially, over the wave's duration (bounded by
+// num_requests alone, over the time they are expected to take).
+type Ramp struct {
+	Strategy string  `yaml:"strategy"`
+	StartRPS float64 `yaml:"start_rps"`
+	EndRPS   float64 `yaml:"end_rps"`
 }
 
 // MechanismCheck is the separate, unrecorded wave during which a server's
@@ -280,6 +294,10 @@ type Prompts struct {
 	// Dataset sources' parameters (sharegpt, chat_jsonl).
 	UseOutputLen bool
 	MaxModelLen  int
+	// The trace source's parameters (count, seed and ignore_eos too).
+	Format    string
+	TimeScale float64
+	BlockSize int
 	// PrefixLen is the prefix_repetition source's prefix length, and the
 	// synthetic source's common prefix (0: none).
 	PrefixLen int
@@ -311,9 +329,12 @@ type promptsMapping struct {
 	UseOutputLen bool `yaml:"use_output_len"`
 	MaxModelLen  int  `yaml:"max_model_len"`
 
-	NumPrefixes int `yaml:"num_prefixes"`
-	PrefixLen   int `yaml:"prefix_len"`
-	SuffixLen   int `yaml:"suffix_len"`
+	Format      string  `yaml:"format"`
+	TimeScale   float64 `yaml:"time_scale"`
+	BlockSize   int     `yaml:"block_size"`
+	NumPrefixes int     `yaml:"num_prefixes"`
+	PrefixLen   int     `yaml:"prefix_len"`
+	SuffixLen   int     `yaml:"suffix_len"`
 }
 
 // UnmarshalYAML accepts a string (a file), a list of strings, or a
@@ -345,6 +366,7 @@ func (p *Prompts) UnmarshalYAML(b []byte) error {
 		}
 		*p = Prompts{Source: m.Source, File: m.Path, InputLen: m.InputLen, OutputLen: m.OutputLen,
 			Count: m.Count, Seed: m.Seed, IgnoreEOS: m.IgnoreEOS, UseOutputLen: m.UseOutputLen, MaxModelLen: m.MaxModelLen,
+			Format: m.Format, TimeScale: m.TimeScale, BlockSize: m.BlockSize,
 			NumPrefixes: m.NumPrefixes, PrefixLen: m.PrefixLen, SuffixLen: m.SuffixLen}
 	default:
 		return fmt.Errorf("prompts: want a file name, a list of strings or a mapping with source:")

@@ -422,6 +422,9 @@ func (r *Rehearsal) applyDefaults(raw map[string]any) {
 	if r.Baseline == "" && len(r.Servers) >= 2 {
 		r.Baseline = r.Servers[0].Name
 	}
+	if r.Cost != nil {
+		r.Cost.applyDefaults()
+	}
 	w := &r.Workload
 	if r.Capacity != nil {
 		r.Capacity.ApplyDefaults()
@@ -656,38 +659,8 @@ func (r *Rehearsal) validate(p *Problems) {
 	validateSustained(w, p)
 	validateSessions(w, p)
 	r.validateCapacity(names, p)
-	if o := w.OpenLoop; o != nil {
-		if len(o.RequestRatesRPS) == 0 {
-			p.add("workload.open_loop.request_rates_rps", "empty")
-		}
-		for i, rate := range o.RequestRatesRPS {
-			if rate <= 0 || math.IsInf(rate, 0) || math.IsNaN(rate) {
-				p.add(fmt.Sprintf("workload.open_loop.request_rates_rps[%d]", i), "%v: must be positive", rate)
-			}
-		}
-		switch {
-		case o.Arrival == "":
-			p.add("workload.open_loop.arrival", "empty (%s)", strings.Join(workload.Arrivals, ", "))
-		case !slices.Contains(workload.Arrivals, o.Arrival):
-			p.add("workload.open_loop.arrival", "%q: want one of %s", o.Arrival, strings.Join(workload.Arrivals, ", "))
-		default:
-			if err := CheckArrival(o.Arrival, o.Burstiness); err != nil {
-				p.add("workload.open_loop.burstiness", "%v", err)
-			}
-		}
-		if o.NumRequests < 0 {
-			p.add("workload.open_loop.num_requests", "%d: must be 0 or more", o.NumRequests)
-		}
-		if o.Duration < 0 {
-			p.add("workload.open_loop.duration", "%v: negative", o.Duration)
-		}
-		if o.NumRequests == 0 && o.Duration == 0 {
-			p.add("workload.open_loop", "needs num_requests or duration (an open-loop wave must be bounded)")
-		}
-		if o.MaxConcurrency < 0 {
-			p.add("workload.open_loop.max_concurrency", "%d: must be 0 (no cap) or more", o.MaxConcurrency)
-		}
-	}
+	r.validateCost(p)
+	validateOpenLoop(w, p)
 	if m := r.MechanismCheck; m != nil {
 		if _, ok := names[m.Server]; !ok && len(names) > 0 {
 			p.add("mechanism_check.server", "%q names no server (servers: %s)", m.Server, strings.Join(sortedKeys(names), ", "))
@@ -745,6 +718,10 @@ func validatePrompts(w Prompts, p *Problems) {
 	}
 	synthetic := w.InputLen != nil || w.OutputLen != nil || w.Seed != 0 || w.IgnoreEOS
 	dataset := w.UseOutputLen || w.MaxModelLen != 0
+	trace := w.Format != "" || w.TimeScale != 0 || w.BlockSize != 0
+	if trace && w.Source != workload.SourceTrace {
+		p.add(at, "format, time_scale and block_size are the trace source's, not the %s source's", w.Name())
+	}
 	repetition := w.NumPrefixes != 0 || w.SuffixLen != 0
 	prefix := repetition || w.PrefixLen != 0
 	switch w.Source {
@@ -788,6 +765,20 @@ func validatePrompts(w Prompts, p *Problems) {
 			field, why, _ := strings.Cut(msg, ": ")
 			p.add(at+"."+field, "%s", why)
 		}
+	case workload.SourceTrace:
+		checkFile()
+		if w.InputLen != nil || w.OutputLen != nil || dataset || prefix {
+			p.add(at, "input_len, output_len, use_output_len, max_model_len and the prefix keys are not the trace source's (a trace gives each request's lengths)")
+		}
+		for _, msg := range w.Trace().Check() {
+			field, why, _ := strings.Cut(msg, ": ")
+			p.add(at+"."+field, "%s", why)
+		}
+		if w.File != "" {
+			if _, err := workload.TraceFormat(w.Format, w.File); err != nil {
+				p.add(at+".format", "empty, and the path's extension names no trace format (mooncake for .jsonl, azure for .csv)")
+			}
+		}
 	case workload.SourcePrefixRepetition:
 		if w.File != "" {
 			p.add(at+".path", "the prefix_repetition source reads no file")
@@ -825,6 +816,16 @@ func (w Prompts) Synthetic() workload.Synthetic {
 	return s
 }
 
+// Trace is the trace source's parameters.
+func (w Prompts) Trace() workload.Trace {
+	return workload.Trace{Format: w.Format, TimeScale: w.TimeScale, BlockSize: w.BlockSize, Count: w.Count, Seed: w.Seed, IgnoreEOS: w.IgnoreEOS}
+}
+
+// Name is the source the prompts resolve with (workload.Spec.Name).
+func (w Prompts) Name() string {
+	return workload.Spec{Source: w.Source, Inline: w.Inline, Path: w.File}.Name()
+}
+
 // PrefixRepetition is the prefix_repetition source's parameters; an
 // absent output_len is the zero Length, which its Check refuses.
 func (w Prompts) PrefixRepetition() workload.PrefixRepetition {
@@ -848,6 +849,9 @@ func (w Prompts) Spec() workload.Spec {
 		spec.Prefix = &p
 	case workload.SourceShareGPT, workload.SourceChatJSONL:
 		spec.Dataset = &workload.Dataset{UseOutputLen: w.UseOutputLen, MaxModelLen: w.MaxModelLen, Count: w.Count}
+	case workload.SourceTrace:
+		tr := w.Trace()
+		spec.Trace = &tr
 	}
 	return spec
 }
@@ -922,4 +926,67 @@ func (r *Rehearsal) Server(name string) (Server, bool) {
 		}
 	}
 	return Server{}, false
+}
+
+// validateOpenLoop checks workload.open_loop: request rates, or a ramp, or
+// trace arrivals (whose times come from workload.prompts' trace); an
+// arrival process and its burstiness; bounds.
+func validateOpenLoop(w Workload, p *Problems) {
+	const at = "workload.open_loop"
+	o := w.OpenLoop
+	if o == nil {
+		return
+	}
+	if o.Arrival == workload.ArrivalTrace {
+		if w.Prompts.Source != workload.SourceTrace {
+			p.add(at+".arrival", "trace: the arrival times come from a trace; set workload.prompts to {source: trace, path: ...}")
+		}
+		if len(o.RequestRatesRPS) > 0 {
+			p.add(at+".request_rates_rps", "trace arrivals take their times from the trace, not from a rate (remove request_rates_rps, or scale the trace with workload.prompts.time_scale)")
+		}
+		if o.Ramp != nil {
+			p.add(at+".ramp", "trace arrivals take their times from the trace, not from a ramp")
+		}
+		if o.Burstiness != 0 || o.Seed != 0 {
+			p.add(at, "burstiness and seed apply to drawn arrivals, not to trace arrivals")
+		}
+	} else {
+		switch {
+		case o.Ramp != nil && len(o.RequestRatesRPS) > 0:
+			p.add(at+".request_rates_rps", "given with ramp: a ramp's rates are its start_rps and end_rps (give one of them)")
+		case o.Ramp != nil:
+			if err := workload.CheckRamp(o.Ramp.Strategy, o.Ramp.StartRPS, o.Ramp.EndRPS); err != nil {
+				p.add(at+".ramp", "%v", err)
+			}
+		case len(o.RequestRatesRPS) == 0:
+			p.add(at+".request_rates_rps", "empty (or give ramp, or arrival: trace)")
+		}
+		for i, rate := range o.RequestRatesRPS {
+			if rate <= 0 || math.IsInf(rate, 0) || math.IsNaN(rate) {
+				p.add(fmt.Sprintf("%s.request_rates_rps[%d]", at, i), "%v: must be positive", rate)
+			}
+		}
+		switch {
+		case o.Arrival == "":
+			p.add(at+".arrival", "empty (%s, or trace)", strings.Join(workload.Arrivals, ", "))
+		case !slices.Contains(workload.Arrivals, o.Arrival):
+			p.add(at+".arrival", "%q: want one of %s, or trace", o.Arrival, strings.Join(workload.Arrivals, ", "))
+		default:
+			if err := CheckArrival(o.Arrival, o.Burstiness); err != nil {
+				p.add(at+".burstiness", "%v", err)
+			}
+		}
+		if o.NumRequests == 0 && o.Duration == 0 {
+			p.add(at, "needs num_requests or duration (an open-loop wave must be bounded)")
+		}
+	}
+	if o.NumRequests < 0 {
+		p.add(at+".num_requests", "%d: must be 0 or more", o.NumRequests)
+	}
+	if o.Duration < 0 {
+		p.add(at+".duration", "%v: negative", o.Duration)
+	}
+	if o.MaxConcurrency < 0 {
+		p.add(at+".max_concurrency", "%d: must be 0 (no cap) or more", o.MaxConcurrency)
+	}
 }

@@ -100,7 +100,10 @@ type Aggregate struct {
 	Mode           string  `json:"mode"`
 	Concurrency    int     `json:"concurrency"`
 	RequestRateRPS float64 `json:"request_rate_rps,omitempty"`
-	Repeats        int     `json:"repeats"`
+	// LoadShape names an open-loop load no single rate names (Key.Shape):
+	// "ramp 1→20 req/s", "trace replay".
+	LoadShape string `json:"load_shape,omitempty"`
+	Repeats   int    `json:"repeats"`
 
 	Goodput           Spread `json:"goodput_tok_s"`
 	RequestThroughput Spread `json:"request_throughput_rps"`
@@ -144,7 +147,7 @@ type Aggregate struct {
 // Key returns the population key of the aggregate, as KeyOf keys its
 // waves: closed loop (the default) by concurrency, open loop by rate.
 func (a Aggregate) Key() Key {
-	return makeKey(a.Server, a.Mode, a.Concurrency, a.RequestRateRPS)
+	return makeKey(a.Server, a.Mode, a.Concurrency, a.RequestRateRPS, a.LoadShape)
 }
 
 // LoadLabel names the aggregate's load: "64 clients" or "2.5 req/s".
@@ -400,8 +403,12 @@ func Aggregates(waves []Wave, records []Record, servers []string, baseline strin
 			return modeRank[a.Mode] < modeRank[b.Mode]
 		case a.Concurrency != b.Concurrency:
 			return a.Concurrency < b.Concurrency
-		default:
+		case (a.Shape == "") != (b.Shape == ""):
+			return a.Shape == "" // constant rates first, then ramps and replays
+		case a.RequestRateRPS != b.RequestRateRPS:
 			return a.RequestRateRPS < b.RequestRateRPS
+		default:
+			return a.Shape < b.Shape
 		}
 	})
 
@@ -419,7 +426,7 @@ var modeRank = map[string]int{ModeClosed: 0, ModeSustained: 1, ModeOpen: 2}
 func aggregate(k Key, waves []Wave, byWave map[int][]Record) Aggregate {
 	sort.SliceStable(waves, func(i, j int) bool { return waves[i].Repeat < waves[j].Repeat })
 	a := Aggregate{
-		Server: k.Server, Mode: k.Mode, Concurrency: k.Concurrency, RequestRateRPS: k.RequestRateRPS,
+		Server: k.Server, Mode: k.Mode, Concurrency: k.Concurrency, RequestRateRPS: k.RequestRateRPS, LoadShape: k.Shape,
 		Repeats:  len(waves),
 		Failures: Failures{ByKind: map[string]int{}},
 		Warnings: []string{},

@@ -161,6 +161,9 @@ type Wave struct {
 	Burstiness     float64 `json:"burstiness,omitempty"`
 	Seed           int64   `json:"seed,omitempty"`
 	MaxConcurrency int     `json:"max_concurrency,omitempty"`
+	// Ramp, when set, is the ramp-up of an open-loop wave whose rate moved
+	// from a start to an end rate (RequestRateRPS is then 0).
+	Ramp *Ramp `json:"ramp,omitempty"`
 	// Waited counts requests that found the max_concurrency cap full and
 	// had to wait for a slot; NotSent counts scheduled requests never sent
 	// (the run was bounded or canceled first).
@@ -177,42 +180,96 @@ type Wave struct {
 	Probe string `json:"probe,omitempty"`
 }
 
+// Ramp-up strategies of Ramp.
+const (
+	RampLinear      = "linear"
+	RampExponential = "exponential"
+)
+
+// ArrivalTrace is the arrival of an open-loop wave that replays a trace:
+// request i is sent at the trace's i-th offset (workload.arrivals_s).
+const ArrivalTrace = "trace"
+
+// Ramp is the ramp-up of an open-loop wave: its rate moved from StartRPS
+// to EndRPS, linearly or exponentially, over the wave's duration (or,
+// bounded by its count alone, over the time its count of requests is
+// expected to take).
+type Ramp struct {
+	Strategy string  `json:"strategy"`
+	StartRPS float64 `json:"start_rps"`
+	EndRPS   float64 `json:"end_rps"`
+}
+
+// Label names the ramp's load: "ramp 1→20 req/s", with ", exponential"
+// for an exponential ramp.
+func (r Ramp) Label() string {
+	l := "ramp " + formatRate(r.StartRPS) + "→" + formatRate(r.EndRPS) + " req/s"
+	if r.Strategy == RampExponential {
+		l += ", exponential"
+	}
+	return l
+}
+
+// TraceLabel names the load of a trace replay.
+const TraceLabel = "trace replay"
+
 // Key identifies the population an aggregate is computed over.
 type Key struct {
 	Server         string
 	Mode           string
 	Concurrency    int
 	RequestRateRPS float64
+	// Shape names an open-loop load that no single rate names: a ramp's
+	// label or TraceLabel; "" for the others.
+	Shape string
 }
 
 // KeyOf returns the aggregate key of a wave.
 func KeyOf(w Wave) Key {
-	return makeKey(w.Server, w.Mode, w.Concurrency, w.RequestRateRPS)
+	return makeKey(w.Server, w.Mode, w.Concurrency, w.RequestRateRPS, OpenShape(w.Ramp, w.Arrival))
+}
+
+// OpenShape is the Key.Shape of an open-loop wave with this ramp and
+// arrival: the ramp's label, TraceLabel, or "" for a constant rate.
+func OpenShape(ramp *Ramp, arrival string) string {
+	switch {
+	case ramp != nil:
+		return ramp.Label()
+	case arrival == ArrivalTrace:
+		return TraceLabel
+	}
+	return ""
 }
 
 // makeKey keys a population: closed loop (the default mode) and the
-// sustained closed loop by concurrency, open loop by request rate.
-func makeKey(server, mode string, concurrency int, rateRPS float64) Key {
+// sustained closed loop by concurrency, open loop by request rate (and
+// shape).
+func makeKey(server, mode string, concurrency int, rateRPS float64, shape string) Key {
 	if mode == "" {
 		mode = ModeClosed
 	}
 	k := Key{Server: server, Mode: mode}
 	if mode == ModeOpen {
-		k.RequestRateRPS = rateRPS
+		k.RequestRateRPS, k.Shape = rateRPS, shape
 	} else {
 		k.Concurrency = concurrency
 	}
 	return k
 }
 
+func formatRate(r float64) string { return strconv.FormatFloat(r, 'g', 6, 64) }
+
 // LoadLabel names the load of the population: "64 clients" (closed loop),
-// "16 clients, sustained" (the sustained closed loop) or "2.5 req/s" (open
-// loop). Every output that names a load uses it.
+// "16 clients, sustained" (the sustained closed loop), "2.5 req/s" (open
+// loop), "ramp 1→20 req/s" (a ramp) or "trace replay". Every output that
+// names a load uses it.
 func (k Key) LoadLabel() string {
-	switch k.Mode {
-	case ModeOpen:
-		return strconv.FormatFloat(k.RequestRateRPS, 'g', 6, 64) + " req/s"
-	case ModeSustained:
+	switch {
+	case k.Mode == ModeOpen && k.Shape != "":
+		return k.Shape
+	case k.Mode == ModeOpen:
+		return formatRate(k.RequestRateRPS) + " req/s"
+	case k.Mode == ModeSustained:
 		return SustainedLabel(k.Concurrency)
 	}
 	return ClientsLabel(k.Concurrency)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/contract"
 )
 
 // ReservedDescriptors are the open files a rehearsal holds besides its
@@ -57,8 +58,47 @@ func ConnectionsNeeded(wl bundle.Workload) Need {
 			n, because := openNeed(o, rate, wl.TimeoutS)
 			take(n, because)
 		}
+		if r := o.Ramp; r != nil {
+			n, because := openNeed(o, max(r.StartRPS, r.EndRPS), wl.TimeoutS)
+			take(n, because)
+		}
+		if o.Arrival == contract.ArrivalTrace {
+			take(traceNeed(o, wl.ArrivalsS, wl.TimeoutS))
+		}
 	}
 	return need
+}
+
+// traceNeed is a trace replay's open connections: max_concurrency when
+// capped, else the most traced arrivals within one timeout of each other
+// plus the connections warmed ahead, never more than the requests sent.
+func traceNeed(o *bundle.OpenLoop, arrivalsS []float64, timeoutS float64) (int, string) {
+	if o.MaxConcurrency > 0 {
+		return o.MaxConcurrency, "max concurrency " + strconv.Itoa(o.MaxConcurrency)
+	}
+	a := arrivalsS
+	if o.NumRequests > 0 && o.NumRequests < len(a) {
+		a = a[:o.NumRequests]
+	}
+	if o.DurationS > 0 {
+		n := 0
+		for n < len(a) && a[n] < o.DurationS {
+			n++
+		}
+		a = a[:n]
+	}
+	peak := len(a)
+	if timeoutS > 0 {
+		peak = 0
+		for lo, hi := 0, 0; hi < len(a); hi++ {
+			for a[hi]-a[lo] >= timeoutS {
+				lo++
+			}
+			peak = max(peak, hi-lo+1)
+		}
+	}
+	n := min(len(a), peak+min(len(a), openWarm))
+	return n, fmt.Sprintf("trace replay with %d arrivals within a %g s timeout", peak, timeoutS)
 }
 
 func openNeed(o *bundle.OpenLoop, rate, timeoutS float64) (int, string) {

@@ -174,6 +174,10 @@ type Load struct {
 	// Messages is each prompt's whole conversation, aligned with Prompts
 	// (nil or absent: Prompts[i] as one user message).
 	Messages [][]stream.Message
+	// Arrivals, where the prompts come from a trace, is when request i of
+	// an open-loop wave of arrival trace is sent (prompt i, once each),
+	// from the wave's release; aligned with Prompts.
+	Arrivals []time.Duration
 	// Sessions, when set, make each client go through multi-turn sessions
 	// of these prompts instead of single prompts (see sessionRunner).
 	Sessions []workload.Session
@@ -238,6 +242,9 @@ func (l Load) validate() error {
 	}
 	if n := len(l.Messages); n != 0 && n != len(l.Prompts) {
 		return fmt.Errorf("%d prompt conversations for %d prompts", n, len(l.Prompts))
+	}
+	if n := len(l.Arrivals); n != 0 && n != len(l.Prompts) {
+		return fmt.Errorf("%d traced arrivals for %d prompts", n, len(l.Prompts))
 	}
 	if n := len(l.InputTokens); n != 0 && n != len(l.Prompts) {
 		return fmt.Errorf("%d prompt input token counts for %d prompts", n, len(l.Prompts))

@@ -3,6 +3,7 @@ package drive
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/rehearse/rehearse/internal/bundle"
@@ -21,9 +22,21 @@ func LoadOf(wl bundle.Workload) Load {
 		Timeout:         time.Duration(wl.TimeoutS * float64(time.Second)),
 		PromptMaxTokens: wl.PromptMaxTokens,
 		Messages:        loadMessages(wl.PromptMessages),
+		Arrivals:        loadArrivals(wl.ArrivalsS),
 		Sessions:        loadSessions(wl.Sessions),
 		Think:           loadThink(wl.ThinkTime),
 	}
+}
+
+func loadArrivals(in []float64) []time.Duration {
+	if in == nil {
+		return nil
+	}
+	out := make([]time.Duration, len(in))
+	for i, s := range in {
+		out[i] = time.Duration(math.Round(s * float64(time.Second)))
+	}
+	return out
 }
 
 func loadSessions(in []bundle.Session) []workload.Session {
@@ -76,7 +89,7 @@ func (d *Driver) Wave(ctx context.Context, t Target, load Load, w plan.Wave) (Wa
 		return d.OpenWave(ctx, t, OpenSpec{
 			Load: load, Kind: w.Kind, Repeat: w.Repeat, RequestRateRPS: s.RequestRateRPS,
 			Arrival: s.Arrival, Burstiness: s.Burstiness, Seed: s.Seed,
-			NumRequests: s.NumRequests, Duration: s.Duration, MaxConcurrency: s.MaxConcurrency,
+			NumRequests: s.NumRequests, Duration: s.Duration, MaxConcurrency: s.MaxConcurrency, Ramp: s.Ramp,
 		})
 	case contract.ModeSustained:
 		if w.Sustained == nil {

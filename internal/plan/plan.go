@@ -46,8 +46,9 @@ type Bounds struct {
 }
 
 // Schedule is the arrival schedule of one open-loop wave: requests at
-// RequestRateRPS on the Arrival process, drawn with Seed, bounded by
-// NumRequests, Duration, or both.
+// RequestRateRPS (or on Ramp) on the Arrival process, drawn with Seed, or,
+// Arrival trace, at the workload's traced arrivals; bounded by NumRequests,
+// Duration, or both.
 type Schedule struct {
 	RequestRateRPS float64
 	Arrival        string
@@ -57,6 +58,9 @@ type Schedule struct {
 	Duration       time.Duration
 	// MaxConcurrency caps the requests in flight (0: none).
 	MaxConcurrency int
+	// Ramp, when set, moves the rate from its start to its end rate over
+	// the wave (RequestRateRPS is then 0).
+	Ramp *contract.Ramp
 }
 
 // Label names the wave's load as contract does everywhere: "1 client",
@@ -65,6 +69,7 @@ func (w Wave) Label() string {
 	k := contract.Key{Mode: w.Mode, Concurrency: w.Concurrency}
 	if w.Open != nil {
 		k.RequestRateRPS = w.Open.RequestRateRPS
+		k.Shape = contract.OpenShape(w.Open.Ramp, w.Open.Arrival)
 	}
 	return k.LoadLabel()
 }
@@ -88,7 +93,8 @@ func WarmupConcurrency(wl bundle.Workload) int {
 // closed-loop waves with its bounds (the first cold when there are neither
 // warm-up waves nor warm-up requests), then wl.Repeats open-loop waves at each request rate
 // (repeat r drawn with seed open_loop.seed + r − 1, so repeats are
-// independent draws and each is reproducible), then the mechanism check
+// independent draws and each is reproducible) — or wl.Repeats waves of its
+// ramp, or wl.Repeats replays of its trace — then the mechanism check
 // when it is this server's.
 func Server(wl bundle.Workload, server string) []Wave {
 	var out []Wave
@@ -110,12 +116,24 @@ func Server(wl bundle.Workload, server string) []Wave {
 		}
 	}
 	if o := wl.Open; o != nil {
+		open := func(rate float64, r int) Wave {
+			seed := o.Seed + int64(r-1)
+			if o.Arrival == contract.ArrivalTrace {
+				seed = 0 // a replay draws nothing
+			}
+			return Wave{Kind: contract.KindRecorded, Mode: contract.ModeOpen, Repeat: r, Open: &Schedule{
+				RequestRateRPS: rate, Arrival: o.Arrival, Burstiness: o.Burstiness, Seed: seed,
+				NumRequests: o.NumRequests, Duration: seconds(o.DurationS), MaxConcurrency: o.MaxConcurrency, Ramp: o.Ramp,
+			}}
+		}
 		for _, rate := range o.RequestRatesRPS {
 			for r := 1; r <= wl.Repeats; r++ {
-				out = append(out, Wave{Kind: contract.KindRecorded, Mode: contract.ModeOpen, Repeat: r, Open: &Schedule{
-					RequestRateRPS: rate, Arrival: o.Arrival, Burstiness: o.Burstiness, Seed: o.Seed + int64(r-1),
-					NumRequests: o.NumRequests, Duration: seconds(o.DurationS), MaxConcurrency: o.MaxConcurrency,
-				}})
+				out = append(out, open(rate, r))
+			}
+		}
+		if o.Ramp != nil || o.Arrival == contract.ArrivalTrace {
+			for r := 1; r <= wl.Repeats; r++ {
+				out = append(out, open(0, r))
 			}
 		}
 	}
@@ -161,6 +179,15 @@ func Workload(cfg *config.Rehearsal, prompts workload.Set) bundle.Workload {
 		out.Open = &bundle.OpenLoop{
 			RequestRatesRPS: append([]float64(nil), o.RequestRatesRPS...), Arrival: o.Arrival, Burstiness: o.Burstiness,
 			Seed: o.Seed, NumRequests: o.NumRequests, DurationS: o.Duration.Seconds(), MaxConcurrency: o.MaxConcurrency,
+		}
+		if r := o.Ramp; r != nil {
+			out.Open.Ramp = &contract.Ramp{Strategy: r.Strategy, StartRPS: r.StartRPS, EndRPS: r.EndRPS}
+		}
+		if o.Arrival == workload.ArrivalTrace && prompts.Arrivals != nil {
+			out.ArrivalsS = make([]float64, len(prompts.Arrivals))
+			for i, a := range prompts.Arrivals {
+				out.ArrivalsS[i] = a.Seconds()
+			}
 		}
 	}
 	if len(prompts.Sessions) > 0 {

@@ -63,7 +63,9 @@ var modes = []mode{
 	{contract.ModeOpen, "-open", "request rate (req/s, open loop)", func(a contract.Aggregate) float64 { return a.RequestRateRPS }},
 }
 
-// aggregates returns server's aggregates of mode m, in x order.
+// aggregates returns server's aggregates of mode m, in x order. A ramp or
+// a trace replay has no one rate to stand at on the x axis: it is left
+// out of the figures (the tables show it).
 func (d *data) aggregates(server string, m mode) []contract.Aggregate {
 	var out []contract.Aggregate
 	for _, a := range d.res.Aggregates {
@@ -71,7 +73,7 @@ func (d *data) aggregates(server string, m mode) []contract.Aggregate {
 		if am == "" {
 			am = contract.ModeClosed
 		}
-		if a.Server == server && am == m.name {
+		if a.Server == server && am == m.name && a.LoadShape == "" {
 			out = append(out, a)
 		}
 	}

@@ -47,6 +47,9 @@ func (r *runner) waveSource(server string) (*waveSource, error) {
 		return src, nil
 	}
 	src.spec, src.slo = c.Spec(server), *r.res.SLO
+	if p, ok := r.predicted[server]; ok {
+		src.spec.Predicted = &p.Bracket
+	}
 	s, err := search.New(src.spec.Config(src.slo.AttainmentTarget))
 	if err != nil {
 		return nil, err
@@ -116,12 +119,25 @@ func (s *waveSource) Ended(ctx context.Context, w plan.Wave, res WaveResult, err
 		return
 	}
 	o := search.Measure(res.Wave.ID, res.Records, s.slo, s.spec.MinRequests)
-	o.ServerFailed = died
+	// A server that died, or one reached over the network that refused
+	// every connection of the probe, has gone away: that is no verdict on
+	// its capacity, and no later probe would be one either.
+	o.ServerFailed = died || refusedAll(res.Records)
 	if err := s.search.Observe(s.probe, o); err != nil {
 		s.stopped = err.Error()
 		return
 	}
 	s.publish(search.NewCapacity(server, s.spec, s.slo, s.search.Result()))
+}
+
+// refusedAll reports whether every request of records failed to connect.
+func refusedAll(records []contract.Record) bool {
+	for _, r := range records {
+		if r.ErrorKind != contract.ErrConnect {
+			return false
+		}
+	}
+	return len(records) > 0
 }
 
 // setCapacity puts server c.Server's capacity entry into the header.

@@ -3,6 +3,7 @@ package rehearsal_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,6 +55,31 @@ func TestCapacityExampleRuns(t *testing.T) {
 	if bp, bf := ptr(batching.MaxPass), ptr(batching.MinFail); batching.Server != "batching" || bp < 32 || bf <= bp || bf > 128 {
 		t.Errorf("batching: %s, bracket [%d, %d], want max_pass ≥ 32 and min_fail ≤ 128", batching.StopReason, bp, bf)
 	}
+	// Both brackets were predicted from the servers' profiles before any
+	// request (capacity.predict_from), kept beside the measured ones, and
+	// the note says which profile predicted each.
+	for _, c := range res.Capacity {
+		if c.Predicted == nil || c.Search.Predicted == nil || *c.Predicted != *c.Search.Predicted {
+			t.Errorf("%s: predicted %v, search.predicted %v: want the predicted bracket in both", c.Server, c.Predicted, c.Search.Predicted)
+			continue
+		}
+		if len(c.Probes) == 0 || (c.Probes[0].Load != c.Predicted.MaxPass && c.Probes[0].Load != c.Predicted.MinFail) {
+			t.Errorf("%s: first probe %+v, want an end of the predicted bracket %+v", c.Server, c.Probes, *c.Predicted)
+		}
+	}
+	if p := serial.Predicted; p != nil && *p != (search.Bracket{MaxPass: 1, MinFail: 2}) {
+		t.Errorf("serial: predicted %+v, want [1, 2]", *p)
+	}
+	if p := batching.Predicted; p != nil && (p.MaxPass < 32 || p.MinFail > 64) {
+		t.Errorf("batching: predicted %+v, want within [32, 64] (32 sequences run at once; at 64 half the clients wait whole generations)", *p)
+	}
+	notes := strings.Join(res.Notes, "\n")
+	for _, want := range []string{"predicted bracket [1, 2] from simulator profile t4-qwen2.5-1.5b-serial", "from simulator profile t4-qwen2.5-1.5b-batching with max_num_seqs 32"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes do not say %q:\n%s", want, notes)
+		}
+	}
+
 	probeWaves := map[int]contract.Wave{}
 	for _, w := range res.Waves {
 		if w.Probe != "" {
@@ -172,4 +198,42 @@ func ptr(p *int) int {
 		return 0
 	}
 	return *p
+}
+
+// TestCapacityPredictFromRefused: a profile that cannot be loaded, or that
+// cannot run the server's engine as configured, refuses the rehearsal
+// before any work: a *PredictError naming the key and the profile, in one
+// line, and no bundle folder.
+func TestCapacityPredictFromRefused(t *testing.T) {
+	for _, tc := range []struct {
+		from config.PredictFrom
+		want string
+	}{
+		{config.PredictFrom{Profile: "no-such-profile"}, `no-such-profile" is neither a built-in profile`},
+		{config.PredictFrom{Profile: "t4-qwen2.5-1.5b-serial", MaxNumSeqs: 32}, "capacity.predict_from.serial: profile t4-qwen2.5-1.5b-serial: sim: profile t4-qwen2.5-1.5b-serial: the serial engine runs one sequence at a time; max_num_seqs 32 is not 1"},
+		{config.PredictFrom{Profile: "bad-profile.json"}, "bad-profile.json"},
+	} {
+		cfg, err := config.Load(filepath.Join("..", "..", "examples", "capacity.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Dir = t.TempDir()
+		if err := os.WriteFile(filepath.Join(cfg.Dir, "bad-profile.json"), []byte(`{"name": "x", "engine": "warp"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg.Capacity.PredictFrom["serial"] = tc.from
+		prompts, err := rehearsal.Prompts(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join(t.TempDir(), "bundle")
+		_, err = rehearsal.Run(context.Background(), rehearsal.Options{Rehearsal: cfg, Dir: dir, Prompts: prompts})
+		var pe *rehearsal.PredictError
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%+v: error %v, want one line, a *PredictError containing %q", tc.from, err, tc.want)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%+v: the bundle folder was made (%v)", tc.from, err)
+		}
+	}
 }

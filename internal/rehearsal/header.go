@@ -164,7 +164,7 @@ func Prompts(cfg *config.Rehearsal) (workload.Set, error) {
 	var env workload.Env
 	counts := limit > 0
 	switch spec.Name() {
-	case workload.SourceSynthetic, workload.SourcePrefixRepetition, workload.SourceShareGPT, workload.SourceChatJSONL:
+	case workload.SourceSynthetic, workload.SourcePrefixRepetition, workload.SourceShareGPT, workload.SourceChatJSONL, workload.SourceTrace:
 		counts = true
 	}
 	if counts {

@@ -100,6 +100,12 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err := drive.CheckDescriptors(drive.ConnectionsNeeded(plan.Workload(cfg, o.Prompts))); err != nil {
 		return nil, err
 	}
+	// A predicted bracket is computed before any request; a profile that
+	// cannot predict refuses the rehearsal (a *PredictError).
+	predicted, err := PredictCapacities(cfg, plan.Workload(cfg, o.Prompts))
+	if err != nil {
+		return nil, err
+	}
 	if err := prepareDir(o.Dir); err != nil {
 		return nil, err
 	}
@@ -111,8 +117,13 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if driver == nil {
 		driver = newDriveDriver(journal, o.Counter, plan.Workload(cfg, o.Prompts), o.WaveEvents)
 	}
-	r := &runner{o: o, cfg: cfg, journal: journal, driver: driver, out: &Outcome{Dir: o.Dir}}
+	r := &runner{o: o, cfg: cfg, journal: journal, driver: driver, out: &Outcome{Dir: o.Dir}, predicted: predicted}
 	r.res = header(o, driver, time.Now())
+	for _, s := range cfg.Servers {
+		if p, ok := predicted[s.Name]; ok {
+			r.res.Notes = append(r.res.Notes, p.Note)
+		}
+	}
 	r.writeHeader()
 
 	for i := range cfg.Servers {
@@ -182,6 +193,8 @@ type runner struct {
 	journal *bundle.Journal
 	driver  WaveDriver
 	out     *Outcome
+	// predicted are the capacity brackets predicted per server.
+	predicted map[string]Predicted
 
 	mu  sync.Mutex
 	res *bundle.Results

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/plot"
 	"github.com/rehearse/rehearse/internal/search"
 )
 
@@ -16,7 +18,7 @@ func CapacitySentence(c search.Capacity) string {
 	s := capacitySentence(c)
 	if len(c.NonMonotonic) > 0 {
 		nm := c.NonMonotonic[0]
-		s += fmt.Sprintf(" Not monotonic: a probe passed at %d clients where one failed at %d, so the boundary is noisy there (see the probes).", nm.PassLoad, nm.FailLoad)
+		s += fmt.Sprintf(" Not monotonic: a probe passed at %s where one failed at %d, so the boundary is noisy there (see the probes).", contract.ClientsLabel(nm.PassLoad), nm.FailLoad)
 	}
 	return s
 }
@@ -89,15 +91,33 @@ func CapacityTable(c search.Capacity) Section {
 	return sec
 }
 
-// writeCapacity leads README.md with each search's answer, then its probes.
-func writeCapacity(b *bytes.Buffer, res *bundle.Results) {
+// splitCapacityFigures separates the capacity figures, which README.md
+// shows in its capacity section, from the others.
+func splitCapacityFigures(figs []FigureRef) (rest, capacity []FigureRef) {
+	for _, f := range figs {
+		if plot.IsCapacityFigure(f.File) {
+			capacity = append(capacity, f)
+		} else {
+			rest = append(rest, f)
+		}
+	}
+	return rest, capacity
+}
+
+// writeCapacity leads README.md with each search's answer, then its probes
+// and the capacity figures.
+func writeCapacity(b *bytes.Buffer, res *bundle.Results, figs []FigureRef) {
 	if len(res.Capacity) == 0 {
 		return
 	}
 	w := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	w("## Capacity under the SLO\n\n")
 	for _, c := range res.Capacity {
-		w("**%s**\n\n", CapacitySentence(c))
+		w("**%s**", CapacitySentence(c))
+		if cs := CapacityCostSentence(res, c.Server); cs != "" {
+			w(" %s", cs)
+		}
+		w("\n\n")
 	}
 	w("Each probe is a sustained closed loop at a fixed number of clients: %s, then measured until at least %d requests and a 95%% Wilson interval of attainment wholly on one side of the target (pass or fail); a probe that reaches its cap of %s is unresolved, never a pass. ",
 		warmupWords(res.Capacity[0].Search), res.Capacity[0].Search.MinRequests, capWords(res.Capacity[0].Search))
@@ -110,9 +130,15 @@ func writeCapacity(b *bytes.Buffer, res *bundle.Results) {
 		}
 		b.Write(CapacityTable(c).Markdown())
 		for _, nm := range c.NonMonotonic {
-			w("\n**Non-monotonic:** a probe passed at %d clients although one failed at %d.\n", nm.PassLoad, nm.FailLoad)
+			w("\n**Non-monotonic:** a probe passed at %s although one failed at %d.\n", contract.ClientsLabel(nm.PassLoad), nm.FailLoad)
 		}
 		w("\n")
+	}
+	for _, f := range figs {
+		w("![%s](%s)\n\n", escapeAlt(f.Title), f.File)
+		if f.Caption != "" {
+			w("%s\n\n", f.Caption)
+		}
 	}
 }
 

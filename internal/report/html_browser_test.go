@@ -17,6 +17,7 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/plot"
+	"github.com/rehearse/rehearse/internal/plot/plottest"
 )
 
 // findChromium returns the headless browser to drive: $REHEARSE_CHROMIUM,
@@ -112,14 +113,23 @@ const layoutJS = `(() => {
 // results.json and README.md make the page instead of the synthetic one.
 func TestHTMLInBrowser(t *testing.T) {
 	browser := findChromium(t)
+	type fixture struct {
+		name string
+		page []byte
+		figs []plot.Figure
+	}
 	page, _, figs := htmlFixture(t)
+	capPage, capFigs := capacityHTMLFixture(t)
+	fixtures := []fixture{{"rehearsal", page, figs}, {"capacity", capPage, capFigs}}
 	if b := os.Getenv("REHEARSE_BROWSER_BUNDLE"); b != "" {
 		page, figs = bundlePage(t, b)
+		fixtures = []fixture{{"bundle", page, figs}}
 	}
 	dir := t.TempDir()
-	file := filepath.Join(dir, HTMLFile)
-	if err := os.WriteFile(file, page, 0o644); err != nil {
-		t.Fatal(err)
+	for _, fx := range fixtures {
+		if err := os.WriteFile(filepath.Join(dir, fx.name+".html"), fx.page, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -139,7 +149,7 @@ func TestHTMLInBrowser(t *testing.T) {
 	defer cancelAlloc()
 	bctx, cancelBrowser := chromedp.NewContext(actx)
 	defer cancelBrowser()
-	u := (&url.URL{Scheme: "file", Path: file}).String()
+	var u string
 
 	// Every request the page makes, and every console error (a Content
 	// Security Policy violation is one): a self-contained page makes no
@@ -151,7 +161,7 @@ func TestHTMLInBrowser(t *testing.T) {
 		defer mu.Unlock()
 		switch e := ev.(type) {
 		case *network.EventRequestWillBeSent:
-			if e.Request.URL != u {
+			if e.Request.URL != u { // the page being checked: set under mu
 				requests = append(requests, e.Request.URL)
 			}
 		case *cdplog.EventEntryAdded:
@@ -165,6 +175,18 @@ func TestHTMLInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	for _, fx := range fixtures {
+		page, figs := fx.page, fx.figs
+		mu.Lock()
+		u = (&url.URL{Scheme: "file", Path: filepath.Join(dir, fx.name+".html")}).String()
+		mu.Unlock()
+		testViewports(t, bctx, fx.name, u, page, figs, &mu, &requests, &consoleErrors)
+	}
+}
+
+// testViewports loads the page at u at a phone's and a laptop's width and
+// checks its layout (TestHTMLInBrowser).
+func testViewports(t *testing.T, bctx context.Context, name, u string, page []byte, figs []plot.Figure, mu *sync.Mutex, requests, consoleErrors *[]string) {
 	for _, vp := range []struct {
 		name          string
 		width, height int64
@@ -173,7 +195,7 @@ func TestHTMLInBrowser(t *testing.T) {
 		{"phone", 390, 844, []chromedp.EmulateViewportOption{chromedp.EmulateMobile, chromedp.EmulatePortrait}},
 		{"laptop", 1366, 900, nil},
 	} {
-		t.Run(vp.name, func(t *testing.T) {
+		t.Run(name+"/"+vp.name, func(t *testing.T) {
 			if err := chromedp.Do(bctx,
 				chromedp.EmulateViewport(vp.width, vp.height, vp.opts...),
 				chromedp.Navigate(u),
@@ -193,7 +215,8 @@ func TestHTMLInBrowser(t *testing.T) {
 			}
 			results := 0
 			for _, tb := range lay.Tables {
-				if tb.Head == "Clients" && tb.Rows > 1 {
+				// A rehearsal's results table, or a capacity search's probes.
+				if (tb.Head == "Clients" || tb.Head == "Probe") && tb.Rows > 1 {
 					results++
 					if tb.W <= 0 || tb.H <= 0 {
 						t.Errorf("results table rendered %v×%v px", tb.W, tb.H)
@@ -201,7 +224,7 @@ func TestHTMLInBrowser(t *testing.T) {
 				}
 			}
 			if results == 0 {
-				t.Errorf("no results table (a table headed Clients) rendered; tables: %+v", lay.Tables)
+				t.Errorf("no results table (a table headed Clients, or Probe for a capacity search) rendered; tables: %+v", lay.Tables)
 			}
 			if len(lay.Figures) != len(figs) {
 				t.Errorf("%d figures rendered, want %d", len(lay.Figures), len(figs))
@@ -218,23 +241,44 @@ func TestHTMLInBrowser(t *testing.T) {
 				}
 			}
 			mu.Lock()
-			if len(requests) > 0 || len(consoleErrors) > 0 {
-				t.Errorf("the page requested %q and logged errors %q; it must load nothing", requests, consoleErrors)
+			if len(*requests) > 0 || len(*consoleErrors) > 0 {
+				t.Errorf("the page requested %q and logged errors %q; it must load nothing", *requests, *consoleErrors)
 			}
-			requests, consoleErrors = nil, nil
+			*requests, *consoleErrors = nil, nil
 			mu.Unlock()
 			if out := os.Getenv("REHEARSE_SCREENSHOT_DIR"); out != "" {
 				png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(filepath.Join(out, "report-"+vp.name+".png"), png, 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(out, "report-"+name+"-"+vp.name+".png"), png, 0o644); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(filepath.Join(out, HTMLFile), page, 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(out, name+"-"+HTMLFile), page, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
 		})
 	}
+}
+
+// capacityHTMLFixture is report.html of a synthetic capacity search.
+func capacityHTMLFixture(t testing.TB) ([]byte, []plot.Figure) {
+	t.Helper()
+	res := plottest.CapacityResults(plottest.DefaultCapacity())
+	res.Provenance.Cost = &bundle.CostBasis{GPUHourUSD: 3.5, GPUs: 1}
+	res.Recompute()
+	figs, err := plot.Render(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := make([]FigureRef, 0, len(figs))
+	for _, f := range figs {
+		refs = append(refs, FigureRef{File: f.Name, Title: f.Title, Caption: f.Caption})
+	}
+	page, err := HTML(res, Markdown(res, refs, nil), figs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page, figs
 }

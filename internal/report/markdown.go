@@ -43,13 +43,15 @@ func Markdown(res *bundle.Results, figs []FigureRef, digests []bundle.Digest) []
 	}
 	w("Rehearsed with rehearse %s from %s to %s.\n\n", orDash(p.Tool.Version), orDash(p.StartedAt), orDash(p.FinishedAt))
 
-	writeCapacity(&b, res)
+	figs, capFigs := splitCapacityFigures(figs)
+	writeCapacity(&b, res, capFigs)
 	writeEnvironment(&b, res)
 	writeServers(&b, res)
 	writeWorkload(&b, res)
 	writeResults(&b, res)
 	writeSLO(&b, res)
 	writeReasoning(&b, res)
+	writeCost(&b, res)
 	writeFigures(&b, figs)
 	writeLatency(&b, res)
 	writeTraffic(&b, res)
@@ -225,11 +227,26 @@ func writeWorkload(b *bytes.Buffer, res *bundle.Results) {
 		for i, r := range o.RequestRatesRPS {
 			rates[i] = Number(r)
 		}
-		line := fmt.Sprintf("- Open-loop arrivals at %s requests/s, %s schedule", strings.Join(rates, ", "), o.Arrival)
+		var line string
+		switch {
+		case o.Arrival == contract.ArrivalTrace:
+			line = fmt.Sprintf("- Open-loop trace replay: request i sends prompt i at its traced arrival (%d requests over %s s, time scale applied", len(wl.ArrivalsS), Number(lastArrival(wl.ArrivalsS)))
+			if s := wl.PromptSource; s != nil {
+				line += fmt.Sprintf("; %v format, time scale %v, hash blocks of %v tokens", s.Params["format"], s.Params["time_scale"], s.Params["block_size"])
+			}
+			line += ")"
+		case o.Ramp != nil:
+			line = fmt.Sprintf("- Open-loop arrivals whose rate ramps %s from %s to %s requests/s over the wave, %s schedule", o.Ramp.Strategy,
+				Number(o.Ramp.StartRPS), Number(o.Ramp.EndRPS), o.Arrival)
+		default:
+			line = fmt.Sprintf("- Open-loop arrivals at %s requests/s, %s schedule", strings.Join(rates, ", "), o.Arrival)
+		}
 		if o.Arrival == "gamma" {
 			line += fmt.Sprintf(" (burstiness %s)", Number(o.Burstiness))
 		}
-		line += fmt.Sprintf(", seed %d", o.Seed)
+		if o.Arrival != contract.ArrivalTrace {
+			line += fmt.Sprintf(", seed %d", o.Seed)
+		}
 		if o.NumRequests > 0 {
 			line += fmt.Sprintf(", %d requests", o.NumRequests)
 		}
@@ -241,9 +258,12 @@ func writeWorkload(b *bytes.Buffer, res *bundle.Results) {
 		}
 		fmt.Fprintf(b, "%s.\n", line)
 	}
-	if len(wl.Sessions) > 0 {
+	switch {
+	case len(wl.Sessions) > 0:
 		writeSessions(b, wl)
-	} else {
+	case len(wl.ArrivalsS) > 0 && len(wl.Concurrencies) == 0:
+		fmt.Fprintf(b, "- %d fixed prompts, each sent once by each replay, in order", len(wl.Prompts))
+	default:
 		fmt.Fprintf(b, "- %d fixed prompts assigned to clients round-robin", len(wl.Prompts))
 	}
 	fmt.Fprintf(b, "; `max_tokens` %d; temperature %s; client timeout %s s per request",
@@ -449,7 +469,7 @@ func writeOpenLoop(b *bytes.Buffer, res *bundle.Results) {
 		if a.Lateness != nil {
 			l50, l99 = a.Lateness.P50, a.Lateness.P99
 		}
-		writeRow(b, []string{a.Server, Number(a.RequestRateRPS), Goodput(a.Goodput), rps, Seconds(a.TTFT.P95), Seconds(a.TTFT.P99), Seconds(a.E2E.P95), Millis(l50), Millis(l99), FailureCount(a.Failures)})
+		writeRow(b, []string{a.Server, openLoad(a), Goodput(a.Goodput), rps, Seconds(a.TTFT.P95), Seconds(a.TTFT.P99), Seconds(a.E2E.P95), Millis(l50), Millis(l99), FailureCount(a.Failures)})
 	}
 	b.WriteString("\nLateness is each request's actual send time minus its intended time on the schedule: the load generator's own delay, visible instead of hidden (coordinated omission).\n\n")
 }
@@ -585,6 +605,14 @@ func writeLoadGenerator(b *bytes.Buffer, res *bundle.Results) {
 		writeRow(b, []string{srv, fmt.Sprint(a.waves), spread, cpu, fmt.Sprintf("%d / %d", a.waits, a.notSent)})
 	}
 	b.WriteString("\n")
+}
+
+// lastArrival is the last traced arrival, in seconds (0 for none).
+func lastArrival(a []float64) float64 {
+	if len(a) == 0 {
+		return 0
+	}
+	return a[len(a)-1]
 }
 
 // writeTraffic shows the traffic's shape beside its latencies: the input

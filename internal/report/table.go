@@ -68,39 +68,63 @@ func ResultsTable(res *bundle.Results) Table {
 		func(a contract.Aggregate) string { return fmt.Sprint(a.Concurrency) })
 	t.Sustained = sustained.section(Column{Head: "Load", Short: "load"}, nil,
 		func(a contract.Aggregate) string { return a.LoadLabel() })
-	t.Open = open.section(Column{Head: "Rate, req/s", Short: "req/s"}, nil,
-		func(a contract.Aggregate) string { return Number(a.RequestRateRPS) })
+	t.Open = open.section(Column{Head: "Rate, req/s", Short: "req/s"}, nil, openLoad)
 	return t
+}
+
+// openLoad is an open-loop row's load: its rate, or the ramp or trace
+// replay that no single rate names.
+func openLoad(a contract.Aggregate) string {
+	if a.LoadShape != "" {
+		return a.LoadShape
+	}
+	return Number(a.RequestRateRPS)
+}
+
+// load is one row of a section: a concurrency or a rate, and for open
+// loads the shape no single rate names (rows of constant rates first).
+type load struct {
+	value float64
+	shape string
 }
 
 // loadGroups are the aggregates of one mode by server and load.
 type loadGroups struct {
 	servers []string
-	loads   []float64
-	by      map[string]map[float64]contract.Aggregate
+	loads   []load
+	by      map[string]map[load]contract.Aggregate
 }
 
 func groupByLoad(res *bundle.Results, mode string) loadGroups {
-	g := loadGroups{by: map[string]map[float64]contract.Aggregate{}}
-	seen := map[float64]bool{}
+	g := loadGroups{by: map[string]map[load]contract.Aggregate{}}
+	seen := map[load]bool{}
 	for _, a := range res.Aggregates {
 		if a.Mode != mode {
 			continue
 		}
-		load := float64(a.Concurrency)
+		l := load{value: float64(a.Concurrency)}
 		if mode == contract.ModeOpen {
-			load = a.RequestRateRPS
+			l = load{value: a.RequestRateRPS, shape: a.LoadShape}
 		}
 		if g.by[a.Server] == nil {
-			g.by[a.Server] = map[float64]contract.Aggregate{}
+			g.by[a.Server] = map[load]contract.Aggregate{}
 		}
-		g.by[a.Server][load] = a
-		if !seen[load] {
-			seen[load] = true
-			g.loads = append(g.loads, load)
+		g.by[a.Server][l] = a
+		if !seen[l] {
+			seen[l] = true
+			g.loads = append(g.loads, l)
 		}
 	}
-	sort.Float64s(g.loads)
+	sort.SliceStable(g.loads, func(i, j int) bool {
+		a, b := g.loads[i], g.loads[j]
+		if (a.shape == "") != (b.shape == "") {
+			return a.shape == ""
+		}
+		if a.value != b.value {
+			return a.value < b.value
+		}
+		return a.shape < b.shape
+	})
 	// Servers in the bundle's order, then any only the aggregates name.
 	for _, s := range res.ServerNames() {
 		if _, ok := g.by[s]; ok && !slices.Contains(g.servers, s) {

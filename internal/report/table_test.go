@@ -110,3 +110,33 @@ func TestMarkdownResultsHaveOpenLoopRows(t *testing.T) {
 		t.Errorf("Results of open-loop waves:\n%s", results)
 	}
 }
+
+// A ramp and a trace replay are rows of their own, after the constant
+// rates, named by their labels, never merged with a rate of 0.
+func TestResultsTableRampAndTraceRows(t *testing.T) {
+	res := bundletest.SeedLike()
+	shapes := []string{"", contract.Ramp{Strategy: "linear", StartRPS: 1, EndRPS: 20}.Label(), contract.TraceLabel, ""}
+	var kept []contract.Aggregate
+	for i, a := range res.Aggregates {
+		a.Mode, a.Concurrency, a.LoadShape = contract.ModeOpen, 0, shapes[i%len(shapes)]
+		if a.LoadShape == "" {
+			a.RequestRateRPS = float64(1 + i%len(shapes))
+		} else {
+			a.RequestRateRPS = 0
+		}
+		kept = append(kept, a)
+	}
+	res.Aggregates = kept
+	tab := ResultsTable(res)
+	var loads []string
+	for _, r := range tab.Open.Rows {
+		loads = append(loads, r[0])
+	}
+	if want := "1 4 ramp 1→20 req/s trace replay"; strings.Join(loads, " ") != want {
+		t.Errorf("open rows %q, want %q", loads, want)
+	}
+	md := string(Markdown(res, nil, nil))
+	if !strings.Contains(md, "| ramp 1→20 req/s |") || !strings.Contains(md, "| trace replay |") {
+		t.Errorf("README lacks the ramp and trace rows:\n%s", md)
+	}
+}

@@ -40,7 +40,8 @@ const RetryScale = 2
 // Bracket is a capacity bracket: the largest load that passed and the
 // smallest that failed (0: none).
 type Bracket struct {
-	MaxPass, MinFail int
+	MaxPass int `json:"max_pass"`
+	MinFail int `json:"min_fail"`
 }
 
 // Config is one search. Alpha and MinRequests are the contract's; the

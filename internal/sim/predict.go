@@ -39,32 +39,58 @@ func WorkloadOf(res *bundle.Results) (ClosedWorkload, []string, error) {
 		MaxTokens:     wl.MaxTokens,
 		TimeoutS:      wl.TimeoutS,
 	}
-	var notes []string
-	keys := make([]string, 0, len(wl.ExtraBody))
-	for k := range wl.ExtraBody {
+	ignoreEOS, minTokens, notes, err := requestFields(wl.ExtraBody)
+	if err != nil {
+		return ClosedWorkload{}, nil, err
+	}
+	w.IgnoreEOS, w.MinTokens = ignoreEOS, minTokens
+	return w, notes, w.validate()
+}
+
+// requestFields reads the request fields of a workload's extra_body that
+// the simulated engine models, ignore_eos and min_tokens; the others come
+// back as notes.
+func requestFields(extra map[string]any) (ignoreEOS bool, minTokens int, notes []string, err error) {
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		v := wl.ExtraBody[k]
+		v := extra[k]
 		switch k {
 		case "ignore_eos":
 			b, ok := v.(bool)
 			if !ok {
-				return ClosedWorkload{}, nil, fmt.Errorf("sim: bundle workload.extra_body.ignore_eos = %v: want true or false", v)
+				return false, 0, nil, fmt.Errorf("sim: bundle workload.extra_body.ignore_eos = %v: want true or false", v)
 			}
-			w.IgnoreEOS = b
+			ignoreEOS = b
 		case "min_tokens":
-			f, ok := v.(float64)
+			f, ok := number(v)
 			if !ok || f < 0 || f != math.Trunc(f) {
-				return ClosedWorkload{}, nil, fmt.Errorf("sim: bundle workload.extra_body.min_tokens = %v: want a whole number >= 0", v)
+				return false, 0, nil, fmt.Errorf("sim: bundle workload.extra_body.min_tokens = %v: want a whole number >= 0", v)
 			}
-			w.MinTokens = int(f)
+			minTokens = int(f)
 		default:
 			notes = append(notes, fmt.Sprintf("workload.extra_body.%s is sent by the rehearsal but not modelled by the simulator", k))
 		}
 	}
-	return w, notes, w.validate()
+	return ignoreEOS, minTokens, notes, nil
+}
+
+// number is v as a float64: a JSON number, or an integer a YAML file gave.
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	}
+	return 0, false
 }
 
 func (w ClosedWorkload) validate() error {
@@ -123,72 +149,9 @@ type Prediction struct {
 // served simulator follows on a fake clock, and a test holds them equal. It
 // is deterministic: the same profile and workload give the same records.
 func Predict(p *Profile, w ClosedWorkload, o PredictOptions) (*Prediction, error) {
-	if err := p.Validate(); err != nil {
-		return nil, fmt.Errorf("sim: profile %s: %w", p.Name, err)
-	}
-	if p.Engine == EngineSerial && p.MaxNumSeqs != 1 {
-		return nil, fmt.Errorf("sim: profile %s: the serial engine runs one sequence at a time; max_num_seqs %d is not 1", p.Name, p.MaxNumSeqs)
-	}
-	if err := w.validate(); err != nil {
+	o, ratio, plans, cache, err := prepare(p, w, o)
+	if err != nil {
 		return nil, err
-	}
-	ratio := o.CountedPerGeneratedToken
-	if ratio == 0 {
-		ratio = 1
-	}
-	if !(ratio > 0) || !finite(ratio) {
-		return nil, fmt.Errorf("sim: counted tokens per generated token = %g, want > 0", ratio)
-	}
-	if o.Server == "" {
-		o.Server = p.Name
-	}
-	counter := o.Tokenizer
-	if counter == nil {
-		c, err := defaultCounter()
-		if err != nil {
-			return nil, fmt.Errorf("sim: tokenizer: %w", err)
-		}
-		counter = c
-	}
-	// What each prompt costs and yields, decided as the server's request
-	// parsing decides it.
-	type plan struct {
-		promptTokens, outputTokens int
-		blocks                     []uint64
-	}
-	// One prefix cache for the whole run, as one served simulator keeps it
-	// from wave to wave.
-	var cache *prefixCache
-	var enc Encoder
-	if p.PrefixCaching {
-		var ok bool
-		if enc, ok = counter.(Encoder); !ok {
-			return nil, fmt.Errorf("sim: profile %s caches prefixes, and the tokenizer only counts tokens", p.Name)
-		}
-		cache = newPrefixCache(p.KVTokenBudget)
-	}
-	plans := make([]plan, len(w.Prompts))
-	for i, text := range w.Prompts {
-		msgs := []chatMessage{{Role: "user", Content: text}}
-		var blocks []uint64
-		var pt int
-		if enc != nil {
-			ids := enc.Encode(renderChat(p, msgs))
-			pt, blocks = len(ids), blockHashes(ids)
-		} else {
-			pt = counter.Count(renderChat(p, msgs))
-		}
-		if pt+w.MaxTokens > p.MaxModelLen {
-			return nil, fmt.Errorf("sim: prompt %d: %d prompt tokens + max_tokens %d exceed the profile's max_model_len %d", i, pt, w.MaxTokens, p.MaxModelLen)
-		}
-		if pt+w.MaxTokens > p.KVTokenBudget {
-			return nil, fmt.Errorf("sim: prompt %d: %d prompt tokens + max_tokens %d exceed the profile's kv_token_budget %d", i, pt, w.MaxTokens, p.KVTokenBudget)
-		}
-		n := max(p.NaturalOutputTokens(o.Seed, text), w.MinTokens)
-		if w.IgnoreEOS {
-			n = w.MaxTokens
-		}
-		plans[i] = plan{pt, min(n, w.MaxTokens), blocks}
 	}
 
 	pr := &Prediction{}
@@ -200,16 +163,15 @@ func Predict(p *Profile, w ClosedWorkload, o PredictOptions) (*Prediction, error
 			reqs := make([]*virtualRequest, n)
 			for c := range n {
 				prompt := workload.PromptIndex(c, len(w.Prompts))
-				pl := plans[prompt]
-				reqs[c] = &virtualRequest{client: c, prompt: prompt, promptTokens: pl.promptTokens, outputTokens: pl.outputTokens, blocks: pl.blocks}
+				reqs[c] = plans[prompt].request(c, prompt)
 			}
-			if err := runVirtualWave(p, reqs, w.TimeoutS, cache); err != nil {
+			if err := runVirtual(p, reqs, w.TimeoutS, cache, nil); err != nil {
 				return nil, err
 			}
 			wave := contract.Wave{ID: len(pr.Waves), Server: o.Server, Concurrency: n, Repeat: rep, Kind: contract.KindRecorded, Mode: contract.ModeClosed}
 			recs := make([]contract.Record, 0, n)
 			for _, r := range reqs {
-				recs = append(recs, r.record(wave, w, ratio))
+				recs = append(recs, r.record(wave, 0, w.MaxTokens, ratio))
 			}
 			wave.WallS = contract.WaveWallS(recs)
 			pr.Waves = append(pr.Waves, wave)
@@ -220,7 +182,123 @@ func Predict(p *Profile, w ClosedWorkload, o PredictOptions) (*Prediction, error
 	return pr, nil
 }
 
-// virtualRequest is one client's request in a virtual wave.
+// promptWorkload is a workload whose requests a prediction plans.
+type promptWorkload interface {
+	validate() error
+	requests() (prompts []string, maxTokens, minTokens int, ignoreEOS bool)
+}
+
+func (w ClosedWorkload) requests() ([]string, int, int, bool) {
+	return w.Prompts, w.MaxTokens, w.MinTokens, w.IgnoreEOS
+}
+
+// prepare is what every prediction starts from: the profile and workload
+// checked, o's defaults filled, the counted tokens per generated token,
+// every prompt planned and the run's prefix cache.
+func prepare(p *Profile, w promptWorkload, o PredictOptions) (PredictOptions, float64, []promptPlan, *prefixCache, error) {
+	if err := checkPredictable(p); err != nil {
+		return o, 0, nil, nil, err
+	}
+	if err := w.validate(); err != nil {
+		return o, 0, nil, nil, err
+	}
+	o, ratio, err := o.resolve(p)
+	if err != nil {
+		return o, 0, nil, nil, err
+	}
+	prompts, maxTokens, minTokens, ignoreEOS := w.requests()
+	plans, cache, err := planPrompts(p, prompts, maxTokens, minTokens, ignoreEOS, o)
+	return o, ratio, plans, cache, err
+}
+
+// checkPredictable refuses a profile the virtual engine cannot run.
+func checkPredictable(p *Profile) error {
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("sim: profile %s: %w", p.Name, err)
+	}
+	if p.Engine == EngineSerial && p.MaxNumSeqs != 1 {
+		return fmt.Errorf("sim: profile %s: the serial engine runs one sequence at a time; max_num_seqs %d is not 1", p.Name, p.MaxNumSeqs)
+	}
+	return nil
+}
+
+// resolve fills o's defaults for p and returns the counted tokens per
+// generated token.
+func (o PredictOptions) resolve(p *Profile) (PredictOptions, float64, error) {
+	ratio := o.CountedPerGeneratedToken
+	if ratio == 0 {
+		ratio = 1
+	}
+	if !(ratio > 0) || !finite(ratio) {
+		return o, 0, fmt.Errorf("sim: counted tokens per generated token = %g, want > 0", ratio)
+	}
+	if o.Server == "" {
+		o.Server = p.Name
+	}
+	return o, ratio, nil
+}
+
+// promptPlan is what one prompt costs and yields, decided as the server's
+// request parsing decides it.
+type promptPlan struct {
+	promptTokens, outputTokens int
+	blocks                     []uint64
+}
+
+// request is a virtual request of client sending the prompt of index
+// prompt, planned as pl.
+func (pl promptPlan) request(client, prompt int) *virtualRequest {
+	return &virtualRequest{client: client, prompt: prompt, promptTokens: pl.promptTokens, outputTokens: pl.outputTokens, blocks: pl.blocks}
+}
+
+// planPrompts plans every prompt of a workload through the profile's chat
+// template and output lengths, and returns the prefix cache of the whole
+// run (nil for none): one served simulator keeps it from wave to wave.
+func planPrompts(p *Profile, prompts []string, maxTokens, minTokens int, ignoreEOS bool, o PredictOptions) ([]promptPlan, *prefixCache, error) {
+	counter := o.Tokenizer
+	if counter == nil {
+		c, err := defaultCounter()
+		if err != nil {
+			return nil, nil, fmt.Errorf("sim: tokenizer: %w", err)
+		}
+		counter = c
+	}
+	var cache *prefixCache
+	var enc Encoder
+	if p.PrefixCaching {
+		var ok bool
+		if enc, ok = counter.(Encoder); !ok {
+			return nil, nil, fmt.Errorf("sim: profile %s caches prefixes, and the tokenizer only counts tokens", p.Name)
+		}
+		cache = newPrefixCache(p.KVTokenBudget)
+	}
+	plans := make([]promptPlan, len(prompts))
+	for i, text := range prompts {
+		msgs := []chatMessage{{Role: "user", Content: text}}
+		var blocks []uint64
+		var pt int
+		if enc != nil {
+			ids := enc.Encode(renderChat(p, msgs))
+			pt, blocks = len(ids), blockHashes(ids)
+		} else {
+			pt = counter.Count(renderChat(p, msgs))
+		}
+		if pt+maxTokens > p.MaxModelLen {
+			return nil, nil, fmt.Errorf("sim: prompt %d: %d prompt tokens + max_tokens %d exceed the profile's max_model_len %d", i, pt, maxTokens, p.MaxModelLen)
+		}
+		if pt+maxTokens > p.KVTokenBudget {
+			return nil, nil, fmt.Errorf("sim: prompt %d: %d prompt tokens + max_tokens %d exceed the profile's kv_token_budget %d", i, pt, maxTokens, p.KVTokenBudget)
+		}
+		n := max(p.NaturalOutputTokens(o.Seed, text), minTokens)
+		if ignoreEOS {
+			n = maxTokens
+		}
+		plans[i] = promptPlan{pt, min(n, maxTokens), blocks}
+	}
+	return plans, cache, nil
+}
+
+// virtualRequest is one client's request in a virtual run.
 type virtualRequest struct {
 	client, prompt             int
 	promptTokens, outputTokens int
@@ -228,56 +306,94 @@ type virtualRequest struct {
 
 	seq       *sequence
 	tokensS   []float64 // simulated time of every token the engine produced
+	sentS     float64   // when its client sends it
 	engineAtS float64   // when the request reaches the engine's queue
 	deadlineS float64   // when its client gives up
 }
 
-// runVirtualWave releases every request at time 0 and steps the engine
-// until each has finished or its client has given up, exactly as the
+// nextRequest is a virtual run's clients' behaviour: once request r has
+// ended for its client at endS (its last token, or the client gave up),
+// it returns the request that client sends next, at endS, or nil when the
+// client sends no more. Nil: every client sends one request.
+type nextRequest func(r *virtualRequest, endS float64) *virtualRequest
+
+// runVirtual sends the first requests at time 0, in order, and steps the
+// engine until each request (and each one next hands out as an earlier
+// one ends) has finished or its client has given up, exactly as the
 // served simulator's handlers and engine goroutine do it on a clock: the
-// parallel request overhead, the serial frontend in client order, then the
-// engine loop (drop canceled, preempt, admit, plan, step, apply).
+// parallel request overhead, the serial frontend in the order requests
+// reach it, then the engine loop (drop canceled, preempt, admit, plan,
+// step, apply). A closed wave is next == nil; a sustained closed loop
+// hands each client its next request as its last one ends.
 //
-// cache is the engine's prefix cache, nil for none; it outlives the wave.
-func runVirtualWave(p *Profile, reqs []*virtualRequest, timeoutS float64, cache *prefixCache) error {
+// cache is the engine's prefix cache, nil for none; it outlives the run.
+func runVirtual(p *Profile, first []*virtualRequest, timeoutS float64, cache *prefixCache, next nextRequest) error {
 	maxSeqs, batchTokens := p.MaxNumSeqs, p.MaxNumBatchedTokens
 	if p.Engine == EngineSerial {
 		maxSeqs, batchTokens = 1, 0
 	}
 	e := &engine{prof: p, maxSeqs: maxSeqs, batchTokens: batchTokens, kvBudget: p.KVTokenBudget, cache: cache, ttft: newHistogram(ttftBuckets)}
 	frontendFree := 0.0
-	for _, r := range reqs {
-		at := p.RequestOverheadS
+	// pending are the requests sent and not yet at the engine, by
+	// engineAtS (in the order they reached the frontend among equals);
+	// inFlight those at the engine whose clients still wait.
+	var pending, inFlight []*virtualRequest
+	sent := 0
+	send := func(r *virtualRequest, atS float64) {
+		sent++
+		at := atS + p.RequestOverheadS
 		if p.FrontendSPerRequest > 0 {
 			at = max(at, frontendFree) + p.FrontendSPerRequest
 			frontendFree = at
 		}
-		r.engineAtS, r.deadlineS = at, timeoutS
+		r.sentS, r.engineAtS, r.deadlineS = atS, at, atS+timeoutS
 		r.seq = &sequence{promptTokens: r.promptTokens, blocks: r.blocks, outputTokens: r.outputTokens, notify: make(chan struct{}, 1), prefillLeft: r.promptTokens, tokenTimesS: &r.tokensS}
+		i := sort.Search(len(pending), func(i int) bool { return pending[i].engineAtS > at })
+		pending = slices.Insert(pending, i, r)
 	}
-	next, vnow := 0, 0.0
+	ended := func(r *virtualRequest, atS float64) {
+		if next == nil {
+			return
+		}
+		if n := next(r, atS); n != nil {
+			send(n, atS)
+		}
+	}
+	for _, r := range first {
+		send(r, 0)
+	}
+	vnow := 0.0
 	for steps := 0; ; steps++ {
 		if steps > 1e8 {
-			return fmt.Errorf("sim: virtual wave of %d requests did not finish in 1e8 steps", len(reqs))
+			return fmt.Errorf("sim: virtual run of %d requests did not finish in 1e8 steps", sent)
 		}
-		for _, r := range reqs[:next] {
+		kept := inFlight[:0]
+		for _, r := range inFlight {
 			if r.deadlineS <= vnow {
 				r.seq.canceled.Store(true)
+				ended(r, r.deadlineS)
+				continue
 			}
+			kept = append(kept, r)
 		}
-		for next < len(reqs) && reqs[next].engineAtS <= vnow {
-			r := reqs[next]
-			next++
-			if r.engineAtS < r.deadlineS { // else the client left while in the frontend
+		clear(inFlight[len(kept):])
+		inFlight = kept
+		for len(pending) > 0 && pending[0].engineAtS <= vnow {
+			r := pending[0]
+			pending = pending[1:]
+			if r.engineAtS < r.deadlineS {
 				e.waiting = append(e.waiting, r.seq)
+				inFlight = append(inFlight, r)
+			} else { // the client left while in the frontend
+				ended(r, r.deadlineS)
 			}
 		}
 		e.dropCanceled()
 		if len(e.running) == 0 && len(e.waiting) == 0 {
-			if next == len(reqs) {
+			if len(pending) == 0 {
 				return nil
 			}
-			vnow = max(vnow, reqs[next].engineAtS)
+			vnow = max(vnow, pending[0].engineAtS)
 			continue
 		}
 		e.preempt()
@@ -289,20 +405,34 @@ func runVirtualWave(p *Profile, reqs []*virtualRequest, timeoutS float64, cache 
 		target := vnow + p.StepS(inStep, prefillTokens)
 		e.applyStep(target)
 		vnow = target
+		kept = inFlight[:0]
+		for _, r := range inFlight {
+			// A request whose last token came after its deadline ends
+			// when its client gives up, at the loop's head.
+			if got := len(r.tokensS); got == r.outputTokens && r.tokensS[got-1] <= r.deadlineS {
+				ended(r, r.tokensS[got-1])
+				continue
+			}
+			kept = append(kept, r)
+		}
+		clear(inFlight[len(kept):])
+		inFlight = kept
 	}
 }
 
-// record is the contract's record of the request as its client saw it.
-func (r *virtualRequest) record(w contract.Wave, wl ClosedWorkload, ratio float64) contract.Record {
+// record is the contract's record of the request as its client saw it,
+// its times from releaseS, the release of its wave.
+func (r *virtualRequest) record(w contract.Wave, releaseS float64, maxTokens int, ratio float64) contract.Record {
 	rec := contract.Record{
 		Kind: w.Kind, Server: w.Server, Concurrency: w.Concurrency, Repeat: w.Repeat, Wave: w.ID,
 		Client: r.client, Prompt: r.prompt, ChunkTimesS: []float64{},
+		StartS: r.sentS - releaseS,
 	}
 	for _, t := range r.tokensS {
 		if t > r.deadlineS {
 			break
 		}
-		rec.ChunkTimesS = append(rec.ChunkTimesS, t)
+		rec.ChunkTimesS = append(rec.ChunkTimesS, t-releaseS)
 	}
 	got := len(rec.ChunkTimesS)
 	if got > 0 {
@@ -317,7 +447,7 @@ func (r *virtualRequest) record(w contract.Wave, wl ClosedWorkload, ratio float6
 		usage, prompt := got, r.promptTokens
 		rec.UsageCompletionTokens, rec.UsagePromptTokens = &usage, &prompt
 		rec.FinishReason = "stop"
-		if got == wl.MaxTokens {
+		if got == maxTokens {
 			rec.FinishReason = "length"
 		}
 		return rec
@@ -325,13 +455,14 @@ func (r *virtualRequest) record(w contract.Wave, wl ClosedWorkload, ratio float6
 	if r.engineAtS < r.deadlineS {
 		rec.HTTPStatus = 200 // the simulator answers once the engine has the request
 	}
-	rec.EndS = r.deadlineS
+	rec.EndS = r.deadlineS - releaseS
 	rec.OutputTokens = counted
 	rec.ErrorKind = contract.ErrTimeout
+	timeoutS := r.deadlineS - r.sentS
 	if got == 0 {
-		rec.Error = fmt.Sprintf("predicted: client timeout after %g s before the first token", r.deadlineS)
+		rec.Error = fmt.Sprintf("predicted: client timeout after %g s before the first token", timeoutS)
 	} else {
-		rec.Error = fmt.Sprintf("predicted: client timeout after %g s with %d of %d tokens", r.deadlineS, got, r.outputTokens)
+		rec.Error = fmt.Sprintf("predicted: client timeout after %g s with %d of %d tokens", timeoutS, got, r.outputTokens)
 	}
 	return rec
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Prompt is what one request sends: one user message and, where the source
@@ -43,6 +44,8 @@ type Spec struct {
 	Synthetic *Synthetic
 	// Dataset are the parameters of the sharegpt and chat_jsonl sources.
 	Dataset *Dataset
+	// Trace are the parameters of the trace source.
+	Trace *Trace
 	// Prefix are the parameters of the prefix_repetition source.
 	Prefix *PrefixRepetition
 	// Sessions, when set, asks the source for multi-turn sessions (one of
@@ -85,6 +88,10 @@ type Set struct {
 	// IgnoreEOS asks every request to generate all its max_tokens
 	// (ignore_eos: true in the body), as the source asked.
 	IgnoreEOS bool
+	// Arrivals, where the source times its requests (a trace), is when
+	// request i is sent, as an offset from the wave's release, aligned
+	// with Prompts and never decreasing; nil otherwise.
+	Arrivals []time.Duration
 	// Sessions are the multi-turn sessions where the Spec asked for them:
 	// each a list of user turns, indices into Prompts (every prompt is one
 	// session's turn).
@@ -171,6 +178,7 @@ var sources = map[string]SourceFunc{
 	SourceChatJSONL: resolveChatJSONL,
 
 	SourcePrefixRepetition: resolvePrefixRepetition,
+	SourceTrace:            resolveTrace,
 }
 
 // Sources lists the registered source names, sorted.

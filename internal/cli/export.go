@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/export"
+)
+
+// exportOptions is what `rehearse export` was asked to do.
+type exportOptions struct {
+	dir, format, out  string
+	detailed          bool
+	metricPercentiles string // --metric-percentiles, vLLM's name
+	percentileMetrics string // --percentile-metrics, vLLM's name
+}
+
+func newExportCmd(st *State) *cobra.Command {
+	var o exportOptions
+	var formats []string
+	for _, n := range export.Names() {
+		f, _ := export.Lookup(n)
+		formats = append(formats, n+": "+f.Summary)
+	}
+	cmd := &cobra.Command{
+		Use:   "export DIR --format " + strings.Join(export.Names(), "|") + " [-o FILE]",
+		Short: "Write a bundle out as vLLM's result JSON, an llm-d benchmark report, JSONL or CSV",
+		Long: `Write a verified bundle's results.json out as what other tools read, each
+a pure function of results.json (the same bundle gives the same bytes):
+` + bullets(formats) + `
+
+vllm: the keys vllm bench serve --save-result writes (vLLM's
+vllm/benchmarks/serve.py), per load; closed and sustained loops are its
+--request-rate inf with --max-concurrency the clients; --save-detailed adds
+the per-request arrays, --metric-percentiles and --percentile-metrics (ttft,
+tpot, itl, e2el; default all four) choose the p{P} keys as vLLM's do. Where
+vLLM's definitions differ from rehearse's, each object's "notes" key says
+which one each figure follows:
+` + bullets(export.VLLMDefinitions) + `
+
+llmd-br: the llm-d benchmark report v` + export.LLMDVersion + ` (run, scenario with the stack
+and load, results with request performance and observability). Left empty:
+` + bullets(export.LLMDLeftEmpty) + `
+
+jsonl and csv: one row per record of every kind, every field of the record
+contract in a stable order (` + strconv.Itoa(len(export.Columns())) + ` columns), absent fields null (JSONL) or
+empty (CSV), chunk_times_s as a JSON array in its CSV cell.
+
+The bundle must verify (as rehearse verify checks it): one that does not is
+refused. Without -o the export goes to standard output; -o FILE writes it
+atomically (never inside the bundle, whose SHA256SUMS would not list it).
+
+Exit status: 0 when written, 1 when the bundle does not verify, 2 for bad
+usage or a bundle that cannot be read.`,
+		Example: `  rehearse export out --format vllm -o result.json
+  rehearse export out --format csv > requests.csv
+  rehearse export out --format llmd-br -o report.json`,
+		Args: exactArgs(1, "DIR"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.dir = args[0]
+			return interruption(cmd.Context(), "export "+o.dir, runExport(cmd.Context(), st, o))
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.format, "format", "", "what to write: "+strings.Join(export.Names(), ", ")+" (required)")
+	f.StringVarP(&o.out, "output", "o", "", "file to write (default: standard output)")
+	f.BoolVar(&o.detailed, "save-detailed", false, "vllm: add the per-request arrays (input_lens, output_lens, ttfts, itls, start_times, generated_texts, errors)")
+	f.StringVar(&o.metricPercentiles, "metric-percentiles", "99", "vllm: comma-separated percentiles of each metric, e.g. 50,90,99")
+	f.StringVar(&o.percentileMetrics, "percentile-metrics", strings.Join(export.DefaultVLLMMetrics, ","), "vllm: comma-separated metrics given mean, median, std and percentiles: "+strings.Join(export.VLLMMetrics, ", "))
+	return cmd
+}
+
+// options turns the flags into export options, refusing bad values by name.
+func (o exportOptions) options() (export.Options, error) {
+	var eo export.Options
+	eo.Detailed = o.detailed
+	for _, s := range strings.Split(o.metricPercentiles, ",") {
+		p, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || p < 0 || p > 100 {
+			return eo, usageError("--metric-percentiles: %q is not a percentile between 0 and 100", s)
+		}
+		eo.Percentiles = append(eo.Percentiles, p)
+	}
+	eo.Metrics = []string{}
+	for _, s := range strings.Split(o.percentileMetrics, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			eo.Metrics = append(eo.Metrics, s)
+		}
+	}
+	if err := eo.Validate(); err != nil {
+		return eo, usageError("--percentile-metrics: %v", err)
+	}
+	return eo, nil
+}
+
+func runExport(ctx context.Context, st *State, o exportOptions) error {
+	if o.format == "" {
+		return usageError("export: --format is required (%s)", strings.Join(export.Names(), ", "))
+	}
+	if _, ok := export.Lookup(o.format); !ok {
+		return usageError("--format: %q is not a format (%s)", o.format, strings.Join(export.Names(), ", "))
+	}
+	eo, err := o.options()
+	if err != nil {
+		return err
+	}
+	if o.out != "" {
+		if inside(o.dir, o.out) {
+			return usageError("-o %s: inside the bundle %s, where SHA256SUMS would not list it and verify would fail; write it elsewhere", o.out, o.dir)
+		}
+	}
+	res, err := bundle.ReadVerified(ctx, o.dir)
+	if err != nil {
+		var ue *bundle.UnverifiedError
+		if errors.As(err, &ue) {
+			return &ExitError{Code: 1, Err: fmt.Errorf("export refused: %w", err)}
+		}
+		return &ExitError{Code: 2, Err: err}
+	}
+	out, err := export.Export(o.format, res, eo)
+	if err != nil {
+		return &ExitError{Code: 2, Err: fmt.Errorf("%s: %w", o.dir, err)}
+	}
+	if o.out == "" {
+		if _, err := st.Stdout.Write(out.Data); err != nil {
+			return err
+		}
+	} else if err := bundle.WriteFileAtomic(o.out, out.Data); err != nil {
+		return &ExitError{Code: 2, Err: fmt.Errorf("-o %s: %w", o.out, err)}
+	}
+	for _, n := range out.Notes {
+		fmt.Fprintf(st.Stderr, "rehearse: %s\n", n)
+	}
+	if o.out != "" {
+		fmt.Fprintf(st.Stderr, "rehearse: wrote %s (%s, from %s)\n", o.out, o.format, o.dir)
+	}
+	return nil
+}
+
+// inside reports whether path lies in dir (after cleaning both; a dir
+// that does not exist holds nothing).
+func inside(dir, path string) bool {
+	d, err1 := filepath.Abs(dir)
+	p, err2 := filepath.Abs(path)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	if rd, err := filepath.EvalSymlinks(d); err == nil {
+		d = rd
+	}
+	if rp, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		p = filepath.Join(rp, filepath.Base(p))
+	}
+	rel, err := filepath.Rel(d, p)
+	if _, serr := os.Stat(d); serr != nil {
+		return false
+	}
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// bullets writes items as a wrapped list for help text: "- " before each,
+// continuation lines indented under it.
+func bullets(items []string) string {
+	var b strings.Builder
+	for i, it := range items {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString("- " + strings.ReplaceAll(wrapHelp(it), "\n", "\n  "))
+	}
+	return b.String()
+}
