@@ -84,6 +84,8 @@ func recordsEqual(a, b *contract.Record) bool {
 		a.FinishReason != b.FinishReason || a.Retried != b.Retried ||
 		!equalPtr(a.InputTokens, b.InputTokens) || a.MaxTokens != b.MaxTokens ||
 		!equalPtr(a.Session, b.Session) || a.Turn != b.Turn ||
+		!equalPtr(a.FirstTokenS, b.FirstTokenS) || a.ReasoningText != b.ReasoningText ||
+		!equalPtr(a.ReasoningTokens, b.ReasoningTokens) || a.ToolCallText != b.ToolCallText ||
 		len(a.ChunkTimesS) != len(b.ChunkTimesS) {
 		return false
 	}

@@ -245,6 +245,7 @@ func checkRecord(i int, rec *contract.Record, c recordContext) []Problem {
 	if u := rec.UsagePromptTokens; u != nil {
 		checkCount("usage_prompt_tokens", *u)
 	}
+	checkReasoning(rec, c.source, bad, checkCount)
 	checkPromptFields(rec, c, bad, checkCount)
 	checkSessionFields(rec, c.workload, bad)
 	if !tokensOK {
@@ -375,6 +376,38 @@ func checkTimes(rec *contract.Record, bad func(field, format string, args ...any
 		bad("chunk_times_s", "empty, but text has %d bytes", len(rec.Text))
 	case len(chunks) > len(rec.Text):
 		bad("chunk_times_s", "%d content chunks for %d bytes of text (a content chunk carries at least one byte)", len(chunks), len(rec.Text))
+	}
+	if ft := rec.FirstTokenS; ft != nil && valid("first_token_s", *ft) {
+		within("first_token_s", *ft)
+		if fcOK && *ft > *fc && !near(*ft, *fc) {
+			bad("first_token_s", "%s is after first_content_s %s (content is generated text too)", num(*ft), num(*fc))
+		}
+	}
+}
+
+// checkReasoning checks a record's reasoning_tokens against its
+// reasoning_text as output_tokens is checked against text: a count, no
+// larger than the text's bytes, not 0 for a text; and, where the tokenizer
+// counted (output_tokens_source tokenizer), present exactly when there is
+// reasoning text.
+func checkReasoning(rec *contract.Record, source string, bad func(field, format string, args ...any), checkCount func(string, int) bool) {
+	n, text := rec.ReasoningTokens, rec.ReasoningText
+	if n != nil && !checkCount("reasoning_tokens", *n) {
+		return
+	}
+	if source != SourceTokenizer && source != "" {
+		return
+	}
+	switch {
+	case n == nil && text != "":
+		bad("reasoning_tokens", "null, but reasoning_text has %d bytes", len(text))
+	case n == nil:
+	case text == "":
+		bad("reasoning_tokens", "%d, but reasoning_text is empty (null when no reasoning arrived)", *n)
+	case *n > len(text):
+		bad("reasoning_tokens", "%d for %d bytes of reasoning_text (a token is at least one byte)", *n, len(text))
+	case *n == 0:
+		bad("reasoning_tokens", "0 for %d bytes of reasoning_text", len(text))
 	}
 }
 

@@ -120,6 +120,27 @@ func TestCheckRecord(t *testing.T) {
 		{name: "max tokens not the prompt's", edit: func(r *contract.Record) { r.MaxTokens = 8 },
 			want: []string{"records[0].max_tokens: 8, but prompt 1 asks for 16"}},
 		{name: "max tokens the workload's", edit: func(r *contract.Record) { r.Prompt, r.MaxTokens = 0, 8 }},
+		{name: "valid reasoning", edit: func(r *contract.Record) {
+			r.FirstTokenS, r.ReasoningText, r.ReasoningTokens = ptr(0.05), " think", ptr(1)
+		}},
+		{name: "first token is first content", edit: func(r *contract.Record) { r.FirstTokenS = ptr(0.1) }},
+		{name: "first token after first content", edit: func(r *contract.Record) { r.FirstTokenS = ptr(0.2) },
+			want: []string{"records[0].first_token_s: 0.2 is after first_content_s 0.1"}},
+		{name: "first token before start", edit: func(r *contract.Record) { r.FirstTokenS = ptr(0.001) },
+			want: []string{"records[0].first_token_s: 0.001 is before start_s 0.01"}},
+		{name: "first token not finite", edit: func(r *contract.Record) { r.FirstTokenS = ptr(math.NaN()) },
+			want: []string{"records[0].first_token_s: NaN is not a finite time"}},
+		{name: "reasoning text without tokens", edit: func(r *contract.Record) { r.ReasoningText = " think" },
+			want: []string{"records[0].reasoning_tokens: null, but reasoning_text has 6 bytes"}},
+		{name: "reasoning tokens without text", edit: func(r *contract.Record) { r.ReasoningTokens = ptr(0) },
+			want: []string{"records[0].reasoning_tokens: 0, but reasoning_text is empty"}},
+		{name: "more reasoning tokens than bytes", edit: func(r *contract.Record) { r.ReasoningText, r.ReasoningTokens = " a", ptr(3) },
+			want: []string{"records[0].reasoning_tokens: 3 for 2 bytes of reasoning_text"}},
+		{name: "no reasoning tokens for text", edit: func(r *contract.Record) { r.ReasoningText, r.ReasoningTokens = " a", ptr(0) },
+			want: []string{"records[0].reasoning_tokens: 0 for 2 bytes of reasoning_text"}},
+		{name: "negative reasoning tokens", edit: func(r *contract.Record) { r.ReasoningText, r.ReasoningTokens = " a", ptr(-1) },
+			want: []string{"records[0].reasoning_tokens: -1 is negative"}},
+		{name: "usage source, reasoning text without tokens", source: SourceUsage, edit: func(r *contract.Record) { r.ReasoningText = " think" }},
 		{name: "usage source agrees", source: SourceUsage, edit: func(*contract.Record) {}},
 		{name: "usage source disagrees", source: SourceUsage, edit: func(r *contract.Record) { r.OutputTokens = 4 },
 			want: []string{"records[0].output_tokens: 4, usage_completion_tokens 3 (provenance.output_tokens_source is usage)"}},
@@ -160,6 +181,7 @@ func TestRecordsEqualSeesEveryField(t *testing.T) {
 	sessionRecord := func() contract.Record {
 		r := validRecord()
 		r.Session, r.Turn = ptr(0), 1 // every pointer set, so that nil is a change
+		r.FirstTokenS, r.ReasoningTokens, r.ReasoningText = ptr(0.05), ptr(2), " x y"
 		return r
 	}
 	base := sessionRecord()

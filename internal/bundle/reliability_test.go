@@ -220,6 +220,30 @@ var reliabilityRows = []struct {
 	{name: "stored mechanism-check maximum that disagrees", keepAggregates: true, edit: func(t *testing.T, r *bundle.Results) {
 		*r.MechanismCheck.Max++
 	}, want: "mechanism_check.max: stored"},
+	{name: "reasoning_tokens that disagree with the reasoning text", edit: func(t *testing.T, r *bundle.Results) {
+		rec := &r.Records[firstRecord(t, r, isOK)]
+		n := 4
+		rec.ReasoningText, rec.ReasoningTokens = " a b c", &n
+	}, want: "reasoning_tokens: stored 4, its reasoning_text re-counted with the tokenizer is 3"},
+	{name: "reasoning text without reasoning_tokens", edit: func(t *testing.T, r *bundle.Results) {
+		r.Records[firstRecord(t, r, isOK)].ReasoningText = " a b c"
+	}, want: "reasoning_tokens: null, but reasoning_text has 6 bytes"},
+	{name: "first_token_s after first_content_s", edit: func(t *testing.T, r *bundle.Results) {
+		rec := &r.Records[firstRecord(t, r, isOK)]
+		v := (*rec.FirstContentS + rec.EndS) / 2
+		rec.FirstTokenS = &v
+	}, want: "first_token_s: "},
+	{name: "stored ttft_any_s that disagrees", keepAggregates: true, edit: func(t *testing.T, r *bundle.Results) {
+		v := *r.Aggregates[0].TTFTAny.P50 / 2
+		r.Aggregates[0].TTFTAny.P50 = &v
+	}, want: "ttft_any_s.p50: stored"},
+	{name: "stored reasoning tokens that disagree", keepAggregates: true, edit: func(t *testing.T, r *bundle.Results) {
+		rec := &r.Records[firstRecord(t, r, isOK)]
+		n := 3
+		rec.ReasoningText, rec.ReasoningTokens = " a b c", &n
+		r.Recompute()
+		*r.Aggregates[0].ReasoningTokens += 5
+	}, want: "reasoning_tokens: stored"},
 	{name: "nearest-rank percentiles", edit: func(t *testing.T, r *bundle.Results) {
 		r.Workload.PercentileMethod = "nearest"
 	}, want: `workload.percentile_method: "nearest" is not`},

@@ -38,13 +38,28 @@ func recountTokens(res *Results, o Options) ([]Problem, string) {
 	bad := recount(res, c)
 	waves := wavesByID(res.Waves)
 	probs := make([]Problem, 0, len(bad))
+	reasoning := 0
 	for _, m := range bad {
 		rec := &res.Records[m.index]
+		if m.reasoning {
+			probs = append(probs, Problem{File: ResultsFile, Server: rec.Server, Load: recordLabel(waves, rec),
+				Field: fmt.Sprintf("records[%d].reasoning_tokens", m.index),
+				Msg:   fmt.Sprintf("stored %d, its reasoning_text re-counted with the tokenizer is %d", *rec.ReasoningTokens, m.count)})
+			continue
+		}
 		probs = append(probs, Problem{File: ResultsFile, Server: rec.Server, Load: recordLabel(waves, rec),
 			Field: fmt.Sprintf("records[%d].output_tokens", m.index),
 			Msg:   fmt.Sprintf("stored %d, its text re-counted with the tokenizer is %d", rec.OutputTokens, m.count)})
 	}
+	for i := range res.Records {
+		if res.Records[i].ReasoningTokens != nil {
+			reasoning++
+		}
+	}
 	note := fmt.Sprintf("output_tokens of %d records re-counted from their text with the tokenizer of sha256 %s", len(res.Records), sha)
+	if reasoning > 0 {
+		note += fmt.Sprintf("; reasoning_tokens of %d records from their reasoning_text", reasoning)
+	}
 	inputs, n := recountInputs(res, c, waves)
 	if n > 0 {
 		probs = append(probs, inputs...)
@@ -139,9 +154,15 @@ func orNone(s string) string {
 	return s
 }
 
-type miscount struct{ index, count int }
+// miscount is a record whose stored count differs from its text's:
+// output_tokens, or (reasoning) reasoning_tokens.
+type miscount struct {
+	index, count int
+	reasoning    bool
+}
 
-// recount counts every record's text with c on all cores, each core taking
+// recount counts every record's text (and reasoning_text, where it has a
+// reasoning_tokens) with c on all cores, each core taking
 // a contiguous share of the records, and returns the records whose
 // output_tokens differ, in record order. Records whose output_tokens cannot
 // fit their text at all were reported by checkRecord and are skipped.
@@ -156,11 +177,16 @@ func recount(res *Results, c Counter) []miscount {
 		wg.Go(func() {
 			for i := lo; i < hi; i++ {
 				rec := &recs[i]
+				if r := rec.ReasoningTokens; r != nil && *r >= 0 && *r <= maxCount && rec.ReasoningText != "" {
+					if n := c.Count(rec.ReasoningText); n != *r {
+						found[w] = append(found[w], miscount{i, n, true})
+					}
+				}
 				if rec.OutputTokens < 0 || rec.OutputTokens > maxCount || tokensForText(rec) != "" {
 					continue
 				}
 				if n := c.Count(rec.Text); n != rec.OutputTokens {
-					found[w] = append(found[w], miscount{i, n})
+					found[w] = append(found[w], miscount{i, n, false})
 				}
 			}
 		})

@@ -661,6 +661,15 @@ func fileExists(path string) bool {
 	return err == nil && !st.IsDir()
 }
 
+// printReasoning prints the reasoning table of a bundle whose servers
+// streamed reasoning or tool calls, and nothing otherwise.
+func printReasoning(w io.Writer, res *bundle.Results) {
+	if sec := report.ReasoningTable(res); len(sec.Rows) > 0 {
+		fmt.Fprintln(w, "\nReasoning (goodput and TTFT are content only; TTFT any is the first token of any channel):")
+		sec.Text(w)
+	}
+}
+
 // printBenchSummary prints report's summary table, a row per aggregate,
 // then every warning as a note.
 func printBenchSummary(w io.Writer, res *bundle.Results) {
@@ -673,6 +682,7 @@ func printBenchSummary(w io.Writer, res *bundle.Results) {
 		fmt.Fprintf(w, "\nCost per million output tokens at %s (median goodput):\n", report.CostBasisText(*res.Provenance.Cost))
 		report.CostTable(res).Text(w)
 	}
+	printReasoning(w, res)
 	for _, l := range report.Warnings(res) {
 		fmt.Fprintf(w, "note: %s\n", l)
 	}

@@ -251,6 +251,7 @@ func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
 		return err
 	}
 	report.ResultsTable(r.out.Results).Text(st.Stdout)
+	printReasoning(st.Stdout, r.out.Results)
 	for _, c := range r.out.Results.Capacity {
 		fmt.Fprintf(st.Stdout, "\n%s\n", report.CapacitySentence(c))
 	}

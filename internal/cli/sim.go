@@ -46,6 +46,9 @@ type simOptions struct {
 	tokenizerPath string
 	quiet         bool
 	idleTimeout   time.Duration
+	reasoning     int
+	reasonField   string
+	toolCalls     bool
 }
 
 func newSimCmd(st *State) *cobra.Command {
@@ -87,11 +90,22 @@ calibrated with every prompt token charged.
 
 --idle-timeout D closes a connection that carries no request for D, new or
 kept alive, as uvicorn (5 s by default) and many proxies (10 s) do, so that a
-client's handling of connections closed while idle can be rehearsed.`,
+client's handling of connections closed while idle can be rehearsed.
+
+--reasoning-tokens N makes every response think first, as a reasoning model
+behind vLLM's --reasoning-parser does: its first N generated tokens (fewer when
+max_tokens cuts them) stream as delta.reasoning, then the content follows;
+max_tokens, min_tokens and usage.completion_tokens count both, as vLLM's do.
+--reasoning-field reasoning_content streams them under the older name (vLLM
+before v0.11.1, DeepSeek's API). --tool-calls makes every response call a tool
+instead: the tokens after any reasoning stream as the arguments of one
+delta.tool_calls entry (function "lookup"), and a response that ends on its own
+has finish_reason tool_calls.`,
 		Example: `  rehearse sim --engine batching --port 8000
   rehearse sim --engine serial --port 0 --time-scale 10 --port-file /tmp/port
   rehearse sim --fault http500:0.05 --fault stall:0.01 --seed 7
   rehearse sim --idle-timeout 5s
+  rehearse sim --reasoning-tokens 256
   rehearse sim --prefix-caching on --kv-token-budget 100000
   rehearse sim --list-profiles`,
 		Args: cobra.NoArgs,
@@ -129,6 +143,9 @@ client's handling of connections closed while idle can be rehearsed.`,
 	f.StringVar(&o.tokenizerPath, "tokenizer", "", "tokenizer.json to count tokens with (default: the pinned Qwen tokenizer)")
 	f.BoolVar(&o.quiet, "quiet", false, "no per-request log lines")
 	f.DurationVar(&o.idleTimeout, "idle-timeout", 0, "close a connection idle this long, new or kept alive, as uvicorn does after 5s (0: only a new one silent for 10s)")
+	f.IntVar(&o.reasoning, "reasoning-tokens", 0, "stream this many reasoning tokens before each response's content (0: none)")
+	f.StringVar(&o.reasonField, "reasoning-field", sim.ReasoningFieldReasoning, "the delta field reasoning streams in: reasoning (vLLM since v0.11.1) or reasoning_content (older vLLM, DeepSeek)")
+	f.BoolVar(&o.toolCalls, "tool-calls", false, "answer every request with a tool call: the content streams as delta.tool_calls arguments")
 	cmd.AddCommand(newSimFitCmd(st))
 	return cmd
 }
@@ -164,7 +181,14 @@ func (o simOptions) options() (sim.Options, error) {
 	if o.idleTimeout < 0 {
 		return sim.Options{}, usageError("--idle-timeout %v: want 0 (none) or a positive duration such as 5s", o.idleTimeout)
 	}
+	if o.reasoning < 0 {
+		return sim.Options{}, usageError("--reasoning-tokens %d: want 0 (none) or more", o.reasoning)
+	}
+	if o.reasonField != sim.ReasoningFieldReasoning && o.reasonField != sim.ReasoningFieldContent {
+		return sim.Options{}, usageError("--reasoning-field %q: want %s or %s", o.reasonField, sim.ReasoningFieldReasoning, sim.ReasoningFieldContent)
+	}
 	opts := sim.Options{
+		ReasoningTokens: o.reasoning, ReasoningField: o.reasonField, ToolCalls: o.toolCalls,
 		Engine: o.engine, Model: o.model, TimeScale: o.timeScale, Seed: o.seed,
 		MaxNumSeqs: o.maxNumSeqs, KVTokenBudget: o.kvTokenBudget, IdleTimeout: o.idleTimeout,
 		PrefixCaching: o.prefixCaching,
@@ -235,8 +259,15 @@ func runSim(ctx context.Context, st *State, o simOptions, opts sim.Options) erro
 	if srv.PrefixCaching() {
 		caching = sim.PrefixCachingOn
 	}
-	logger.Printf("rehearse sim: engine %s, profile %s (%s), model %s, time scale %g, seed %d, prefix caching %s, faults %s",
-		srv.Engine(), p.Name, p.Source, srv.Model(), opts.TimeScale, opts.Seed, caching, faults)
+	reasoning := ""
+	if opts.ReasoningTokens > 0 {
+		reasoning = fmt.Sprintf(", reasoning %d tokens as delta.%s", opts.ReasoningTokens, opts.ReasoningField)
+	}
+	if opts.ToolCalls {
+		reasoning += ", content as tool calls"
+	}
+	logger.Printf("rehearse sim: engine %s, profile %s (%s), model %s, time scale %g, seed %d, prefix caching %s, faults %s%s",
+		srv.Engine(), p.Name, p.Source, srv.Model(), opts.TimeScale, opts.Seed, caching, faults, reasoning)
 	bound := ln.Addr().String()
 	if o.portFile != "" {
 		_, port, _ := net.SplitHostPort(bound)

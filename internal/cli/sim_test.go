@@ -238,6 +238,8 @@ func TestSimCommandBadFlags(t *testing.T) {
 		{[]string{"--engine", "serial", "--max-num-seqs", "4"}, "max_num_seqs 4 is not 1"},
 		{[]string{"--idle-timeout", "-1s"}, "--idle-timeout -1s"},
 		{[]string{"--prefix-caching", "yes"}, `--prefix-caching "yes": want on or off`},
+		{[]string{"--reasoning-tokens", "-3"}, "--reasoning-tokens -3"},
+		{[]string{"--reasoning-field", "thinking"}, `--reasoning-field "thinking": want reasoning or reasoning_content`},
 		{[]string{"stray"}, "unknown command"},
 	} {
 		code, _, stderr := run(t, append([]string{"sim"}, tc.args...)...)

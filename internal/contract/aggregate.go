@@ -109,10 +109,22 @@ type Aggregate struct {
 	RequestThroughput Spread `json:"request_throughput_rps"`
 	OutputTokens      int    `json:"output_tokens"`
 
+	// ReasoningTokens is Σ reasoning_tokens of the ok records, and
+	// ReasoningRate the same per repeat ÷ the goodput window, beside
+	// goodput (which stays content output tokens); both absent when no
+	// record of the population carries reasoning_tokens.
+	ReasoningTokens *int    `json:"reasoning_tokens,omitempty"`
+	ReasoningRate   *Spread `json:"reasoning_tok_s,omitempty"`
+
 	TTFT Percentiles `json:"ttft_s"`
-	TPOT Percentiles `json:"tpot_s"`
-	ITL  Percentiles `json:"itl_s"`
-	E2E  Percentiles `json:"e2e_s"`
+	// TTFTAny is the time to the first token of any channel, first_token_s
+	// − start_s (first_content_s where a record has no first_token_s):
+	// beside TTFT, which waits for content and so for a reasoning model's
+	// whole reasoning phase.
+	TTFTAny Percentiles `json:"ttft_any_s"`
+	TPOT    Percentiles `json:"tpot_s"`
+	ITL     Percentiles `json:"itl_s"`
+	E2E     Percentiles `json:"e2e_s"`
 	// Lateness is start_s − intended_start_s over every sent request of
 	// open-loop waves: the load generator's own delay.
 	Lateness *Percentiles `json:"lateness_s,omitempty"`
@@ -265,6 +277,17 @@ func (r Record) TTFT() (float64, bool) {
 	return *r.FirstContentS - r.StartS, true
 }
 
+// TTFTAny returns first_token_s − start_s, the time to the first generated
+// text of any channel; a record without first_token_s (one of a bundle
+// written before it) falls back on first_content_s. False when neither
+// arrived.
+func (r Record) TTFTAny() (float64, bool) {
+	if r.FirstTokenS != nil {
+		return *r.FirstTokenS - r.StartS, true
+	}
+	return r.TTFT()
+}
+
 // TPOT returns (end_s − first_content_s) ÷ (output_tokens − 1), defined for
 // records with content and more than one output token.
 func (r Record) TPOT() (float64, bool) {
@@ -279,6 +302,8 @@ func (r Record) TPOT() (float64, bool) {
 // where defined, ITL from consecutive chunk times, E2E from every one.
 type Latencies struct {
 	TTFT, TPOT, ITL, E2E []float64
+	// TTFTAny is the time to the first token of any channel.
+	TTFTAny []float64
 }
 
 // Add pools r's samples; a failed record adds none.
@@ -288,6 +313,9 @@ func (l *Latencies) Add(r Record) {
 	}
 	if v, ok := r.TTFT(); ok {
 		l.TTFT = append(l.TTFT, v)
+	}
+	if v, ok := r.TTFTAny(); ok {
+		l.TTFTAny = append(l.TTFTAny, v)
 	}
 	if v, ok := r.TPOT(); ok {
 		l.TPOT = append(l.TPOT, v)
@@ -403,16 +431,20 @@ func aggregate(k Key, waves []Wave, byWave map[int][]Record) Aggregate {
 		Failures: Failures{ByKind: map[string]int{}},
 		Warnings: []string{},
 	}
-	var goodput, reqRate, late, usageTok, outTok []float64
+	var goodput, reqRate, late, usageTok, outTok, reasoningRate []float64
 	var lat Latencies
 	var lengths TrafficLengths
-	successes := 0
+	successes, reasoningTotal := 0, 0
+	reasoning := false
 	for _, w := range waves {
 		recs := byWave[w.ID]
 		wall := GoodputWindowS(k.Mode, recs)
-		tokens, oks := 0, 0
+		tokens, oks, reasoningTokens := 0, 0, 0
 		for _, r := range recs {
 			a.Failures.Total++
+			if r.ReasoningTokens != nil {
+				reasoning = true
+			}
 			lengths.Add(r)
 			if k.Mode == ModeOpen {
 				late = append(late, r.StartS-r.IntendedStartS)
@@ -427,17 +459,27 @@ func aggregate(k Key, waves []Wave, byWave map[int][]Record) Aggregate {
 			}
 			oks++
 			tokens += r.OutputTokens
+			generated := r.OutputTokens
+			if r.ReasoningTokens != nil {
+				reasoningTokens += *r.ReasoningTokens
+				generated += *r.ReasoningTokens
+			}
 			lat.Add(r)
-			if r.UsageCompletionTokens != nil {
+			// The server's usage counts every generated token, reasoning
+			// included; tool-call text is not re-counted, so records with
+			// tool calls stay out of the comparison.
+			if r.UsageCompletionTokens != nil && r.ToolCallText == "" {
 				usageTok = append(usageTok, float64(*r.UsageCompletionTokens))
-				outTok = append(outTok, float64(r.OutputTokens))
+				outTok = append(outTok, float64(generated))
 			}
 		}
 		successes += oks
 		a.OutputTokens += tokens
+		reasoningTotal += reasoningTokens
 		if wall > 0 {
 			goodput = append(goodput, float64(tokens)/wall)
 			reqRate = append(reqRate, float64(oks)/wall)
+			reasoningRate = append(reasoningRate, float64(reasoningTokens)/wall)
 		} else {
 			a.Warnings = append(a.Warnings, fmt.Sprintf("repeat %d: wave has no records with a positive end time; left out of goodput", w.Repeat))
 		}
@@ -464,6 +506,11 @@ func aggregate(k Key, waves []Wave, byWave map[int][]Record) Aggregate {
 	a.Goodput = SpreadOf(goodput)
 	a.RequestThroughput = SpreadOf(reqRate)
 	a.TTFT, a.TPOT, a.ITL, a.E2E = Summarize(lat.TTFT), Summarize(lat.TPOT), Summarize(lat.ITL), Summarize(lat.E2E)
+	a.TTFTAny = Summarize(lat.TTFTAny)
+	if reasoning {
+		rr := SpreadOf(reasoningRate)
+		a.ReasoningTokens, a.ReasoningRate = &reasoningTotal, &rr
+	}
 	a.InputLength, a.OutputLength = SummarizeLengths(lengths.Input), SummarizeLengths(lengths.Output)
 	if k.Mode == ModeOpen {
 		l := Summarize(late)

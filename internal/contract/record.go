@@ -75,6 +75,11 @@ type Record struct {
 	// content; kept on failed records too, nil when none arrived.
 	FirstContentS *float64  `json:"first_content_s"`
 	ChunkTimesS   []float64 `json:"chunk_times_s"`
+	// FirstTokenS is the arrival of the first chunk carrying any generated
+	// text: content, reasoning or tool-call arguments (FirstContentS or
+	// earlier); kept on failed records too, absent (null) when none arrived
+	// or the bundle predates it.
+	FirstTokenS *float64 `json:"first_token_s,omitempty"`
 
 	OK         bool   `json:"ok"`
 	ErrorKind  string `json:"error_kind,omitempty"`
@@ -87,6 +92,22 @@ type Record struct {
 	UsageCompletionTokens *int   `json:"usage_completion_tokens"`
 	UsagePromptTokens     *int   `json:"usage_prompt_tokens"`
 	FinishReason          string `json:"finish_reason,omitempty"`
+	// ReasoningText is the reasoning channel's text (delta.reasoning, or
+	// delta.reasoning_content), kept apart from Text; "" when the server
+	// streamed none. It is stored so that verify can re-count
+	// ReasoningTokens as it re-counts OutputTokens.
+	ReasoningText string `json:"reasoning_text,omitempty"`
+	// ReasoningTokens is ReasoningText re-tokenized with the pinned
+	// tokenizer, kept apart from OutputTokens (goodput stays content
+	// tokens); nil (absent) when no reasoning text arrived, or when no
+	// tokenizer counted it (output_tokens_source usage).
+	ReasoningTokens *int `json:"reasoning_tokens,omitempty"`
+	// ToolCallText is the arguments text of the stream's delta.tool_calls,
+	// concatenated in arrival order; "" when none came. It is kept, not
+	// counted: the tokens a tool call cost also spell its name and syntax,
+	// which the server's parser took out (usage_completion_tokens has the
+	// server's count of everything generated).
+	ToolCallText string `json:"tool_call_text,omitempty"`
 	// Retried says why the request was sent a second time on a fresh
 	// connection, which is only done when no byte of the first attempt
 	// reached the server (e.g. "stale connection: closed by the server

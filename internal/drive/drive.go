@@ -354,8 +354,17 @@ func (d *Driver) record(w contract.Wave, release time.Time, client, prompt int, 
 		v := rel(res.FirstContent)
 		r.FirstContentS = &v
 	}
+	if !res.FirstToken.IsZero() {
+		v := rel(res.FirstToken)
+		r.FirstTokenS = &v
+	}
 	for i, ct := range res.ChunkTimes {
 		r.ChunkTimesS[i] = rel(ct)
+	}
+	r.ReasoningText, r.ToolCallText = res.Reasoning, res.ToolCallText
+	if d.opts.Counter != nil && res.Reasoning != "" {
+		n := d.opts.Counter.Count(res.Reasoning)
+		r.ReasoningTokens = &n
 	}
 	switch {
 	case d.opts.Counter != nil:

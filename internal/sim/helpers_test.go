@@ -50,17 +50,22 @@ func (m *memWriter) Flush() {}
 
 // streamResult is a parsed chat completions stream.
 type streamResult struct {
-	status       int
-	roleFirst    bool
-	contents     []string
-	contentAtS   []float64
-	finish       string
-	usage        *usage
-	done         bool
-	errorEvent   bool
-	malformed    int
-	afterDone    int
-	chunksBefore int // content chunks before an error event or the end
+	status     int
+	roleFirst  bool
+	contents   []string
+	contentAtS []float64
+	// reasoning holds the reasoning pieces under either field name, and
+	// reasoningField the name last seen.
+	reasoning      []string
+	reasoningAtS   []float64
+	reasoningField string
+	finish         string
+	usage          *usage
+	done           bool
+	errorEvent     bool
+	malformed      int
+	afterDone      int
+	chunksBefore   int // content chunks before an error event or the end
 }
 
 type usage struct {
@@ -94,8 +99,10 @@ func parseSSE(t *testing.T, status int, events []string, atS []float64) *streamR
 			Error   json.RawMessage `json:"error"`
 			Choices []struct {
 				Delta struct {
-					Role    *string `json:"role"`
-					Content *string `json:"content"`
+					Role             *string `json:"role"`
+					Content          *string `json:"content"`
+					Reasoning        *string `json:"reasoning"`
+					ReasoningContent *string `json:"reasoning_content"`
 				} `json:"delta"`
 				FinishReason *string `json:"finish_reason"`
 			} `json:"choices"`
@@ -123,6 +130,17 @@ func parseSSE(t *testing.T, status int, events []string, atS []float64) *streamR
 				res.contents = append(res.contents, *c.Delta.Content)
 				if atS != nil {
 					res.contentAtS = append(res.contentAtS, atS[i])
+				}
+			}
+			for name, r := range map[string]*string{"reasoning": c.Delta.Reasoning, "reasoning_content": c.Delta.ReasoningContent} {
+				if r != nil && *r != "" {
+					if len(res.contents) > 0 {
+						t.Fatalf("event %d: reasoning after content", i)
+					}
+					res.reasoning, res.reasoningField = append(res.reasoning, *r), name
+					if atS != nil {
+						res.reasoningAtS = append(res.reasoningAtS, atS[i])
+					}
 				}
 			}
 			if c.FinishReason != nil {

@@ -51,7 +51,32 @@ type Options struct {
 	// default) and proxies do; 0 closes only a new connection that sends
 	// no request within DefaultHeaderTimeout. See HTTPServer.
 	IdleTimeout time.Duration
+	// ReasoningTokens, when > 0, makes every response think first: the
+	// first ReasoningTokens generated tokens (fewer when max_tokens cuts
+	// them) stream on the reasoning channel, then the content follows, as
+	// a vLLM server with a reasoning parser does. max_tokens, min_tokens
+	// and usage.completion_tokens count both, as vLLM's do.
+	ReasoningTokens int
+	// ReasoningField is the delta field the reasoning streams in:
+	// ReasoningFieldReasoning (vLLM since v0.11.1, the default when empty)
+	// or ReasoningFieldContent (vLLM before it, and DeepSeek's API).
+	ReasoningField string
+	// ToolCalls makes every response call a tool instead of answering: the
+	// tokens after the reasoning stream as the arguments of one
+	// delta.tool_calls entry (function ToolCallName), and a response that
+	// ends on its own ends with finish_reason tool_calls, as vLLM's tool
+	// parsers stream it. usage counts the arguments' tokens.
+	ToolCalls bool
 }
+
+// ToolCallName is the function a response calls with Options.ToolCalls.
+const ToolCallName = "lookup"
+
+// Values of Options.ReasoningField.
+const (
+	ReasoningFieldReasoning = "reasoning"
+	ReasoningFieldContent   = "reasoning_content"
+)
 
 // DefaultHeaderTimeout is how long HTTPServer gives a connection to send a
 // request's headers when Options.IdleTimeout is 0.
@@ -138,6 +163,16 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.IdleTimeout < 0 {
 		return nil, fmt.Errorf("sim: idle timeout %v: want 0 (none) or a positive duration", opts.IdleTimeout)
+	}
+	if opts.ReasoningTokens < 0 {
+		return nil, fmt.Errorf("sim: reasoning tokens %d: want 0 (none) or more", opts.ReasoningTokens)
+	}
+	switch opts.ReasoningField {
+	case "":
+		opts.ReasoningField = ReasoningFieldReasoning
+	case ReasoningFieldReasoning, ReasoningFieldContent:
+	default:
+		return nil, fmt.Errorf("sim: reasoning field %q: want %q or %q", opts.ReasoningField, ReasoningFieldReasoning, ReasoningFieldContent)
 	}
 	if opts.Tokenizer == nil {
 		tk, err := defaultCounter()
@@ -290,9 +325,15 @@ type job struct {
 	promptTokens int
 	blocks       []uint64 // the prompt's block hash chain, with a prefix cache
 	outputTokens int
-	finish       string
-	text         textSource
-	fault        faultPlan
+	// reasoningTokens is how many of the outputTokens come first, on the
+	// reasoning channel.
+	reasoningTokens int
+	// toolCalls: the content phase streams as one tool call (--tool-calls,
+	// chat API only).
+	toolCalls bool
+	finish    string
+	text      textSource
+	fault     faultPlan
 }
 
 const maxRequestBytes = 8 << 20
@@ -369,8 +410,14 @@ func (s *Server) parseChat(r *http.Request, completions bool) (*job, int, error)
 	if req.MinTokens < 0 || req.MinTokens > maxTokens {
 		return nil, http.StatusBadRequest, fmt.Errorf("min_tokens = %d: want between 0 and max_tokens (%d)", req.MinTokens, maxTokens)
 	}
+	// The completions API has no reasoning channel and no tool calls.
+	reasoning := s.opts.ReasoningTokens
+	j.toolCalls = s.opts.ToolCalls
+	if j.completions {
+		reasoning, j.toolCalls = 0, false
+	}
 	natural := s.prof.NaturalOutputTokens(s.opts.Seed, userText)
-	n := max(natural, req.MinTokens)
+	n := max(reasoning+natural, req.MinTokens)
 	if req.IgnoreEOS {
 		n = maxTokens
 	}
@@ -379,6 +426,10 @@ func (s *Server) parseChat(r *http.Request, completions bool) (*job, int, error)
 		n, j.finish = maxTokens, "length"
 	}
 	j.outputTokens = n
+	j.reasoningTokens = min(reasoning, n)
+	if j.toolCalls && j.finish == "stop" {
+		j.finish = "tool_calls"
+	}
 	j.fault = planFault(s.opts.Faults, s.opts.Seed, reqN, n)
 	return j, 0, nil
 }
@@ -552,9 +603,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 	w.WriteHeader(http.StatusOK)
 
 	model, _ := json.Marshal(s.model)
-	object, piece, pieceEnd, finish := "chat.completion.chunk", `{"index":0,"delta":{"content":`, `},"logprobs":null,"finish_reason":null}]}`, `{"index":0,"delta":{},"logprobs":null,"finish_reason":%q}]}`
+	object, piece, finish := "chat.completion.chunk", `{"index":0,"delta":{"content":`, `{"index":0,"delta":{},"logprobs":null,"finish_reason":%q}]}`
 	if j.completions {
-		object, piece, pieceEnd, finish = "text_completion", `{"index":0,"text":`, `,"logprobs":null,"finish_reason":null}]}`, `{"index":0,"text":"","logprobs":null,"finish_reason":%q}]}`
+		object, piece, finish = "text_completion", `{"index":0,"text":`, `{"index":0,"text":"","logprobs":null,"finish_reason":%q}]}`
 	}
 	head := fmt.Appendf(nil, `data: {"id":%q,"object":%q,"created":%d,"model":%s,"choices":[`, j.id, object, time.Now().Unix(), model)
 	var buf []byte
@@ -564,6 +615,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 		buf = append(buf, head...)
 		buf = append(buf, `{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
 	}
+	reasoningDelta := `{"index":0,"delta":{"` + s.opts.ReasoningField + `":`
 	if _, err := w.Write(buf); err != nil {
 		s.engine.abandon(seq)
 		out.note = "client went away"
@@ -604,9 +656,24 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 				return
 			}
 			buf = append(buf, head...)
-			buf = append(buf, piece...)
+			closing := `},"logprobs":null,"finish_reason":null}]}` + "\n\n"
+			switch {
+			case j.completions:
+				buf = append(buf, piece...)
+				closing = `,"logprobs":null,"finish_reason":null}]}` + "\n\n"
+			case sent < j.reasoningTokens:
+				buf = append(buf, reasoningDelta...)
+			case j.toolCalls && sent == j.reasoningTokens:
+				buf = fmt.Appendf(buf, `{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_%s","type":"function","function":{"name":%q,"arguments":`, j.id, ToolCallName)
+				closing = `}}]` + closing
+			case j.toolCalls:
+				buf = append(buf, `{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":`...)
+				closing = `}}]` + closing
+			default:
+				buf = append(buf, piece...)
+			}
 			buf = j.text.appendPieceJSON(buf, sent)
-			buf = append(buf, pieceEnd+"\n\n"...)
+			buf = append(buf, closing...)
 			sent++
 		}
 		if sent == j.outputTokens {
@@ -723,11 +790,20 @@ func (s *Server) completion(j *job) map[string]any {
 			"usage": map[string]int{"prompt_tokens": j.promptTokens, "completion_tokens": j.outputTokens, "total_tokens": j.promptTokens + j.outputTokens},
 		}
 	}
+	msg := map[string]any{"role": "assistant", "content": j.text.textRange(j.reasoningTokens, j.outputTokens)}
+	if j.toolCalls {
+		msg["content"] = nil
+		msg["tool_calls"] = []map[string]any{{"id": "call_" + j.id, "type": "function",
+			"function": map[string]any{"name": ToolCallName, "arguments": j.text.textRange(j.reasoningTokens, j.outputTokens)}}}
+	}
+	if j.reasoningTokens > 0 {
+		msg[s.opts.ReasoningField] = j.text.textRange(0, j.reasoningTokens)
+	}
 	return map[string]any{
 		"id": j.id, "object": "chat.completion", "created": time.Now().Unix(), "model": s.model,
 		"choices": []map[string]any{{
 			"index":         0,
-			"message":       map[string]any{"role": "assistant", "content": j.text.text(j.outputTokens)},
+			"message":       msg,
 			"logprobs":      nil,
 			"finish_reason": j.finish,
 		}},
@@ -773,6 +849,9 @@ func (s *Server) logRequest(r *http.Request, j *job, out *outcome) {
 			mode = "stream"
 		}
 		line += fmt.Sprintf(" id=%s %s prompt_tokens=%d completion_tokens=%d", j.id, mode, j.promptTokens, out.tokens)
+		if j.reasoningTokens > 0 {
+			line += fmt.Sprintf(" reasoning_tokens=%d", min(j.reasoningTokens, out.tokens))
+		}
 		if out.finish != "" {
 			line += " finish=" + out.finish
 		}

@@ -74,9 +74,12 @@ func (t textSource) appendPieceJSON(dst []byte, i int) []byte {
 }
 
 // text is the whole output of n tokens.
-func (t textSource) text(n int) string {
+func (t textSource) text(n int) string { return t.textRange(0, n) }
+
+// textRange is the text of output tokens lo to hi-1.
+func (t textSource) textRange(lo, hi int) string {
 	var b strings.Builder
-	for i := range n {
+	for i := lo; i < hi; i++ {
 		b.WriteString(t.piece(i))
 	}
 	return b.String()

@@ -18,12 +18,41 @@ type chunk struct {
 }
 
 type choice struct {
-	Delta struct {
-		Content *string `json:"content"`
-	} `json:"delta"`
+	Delta delta `json:"delta"`
 	// Text is the content field of the legacy completions stream.
 	Text         *string `json:"text"`
 	FinishReason *string `json:"finish_reason"`
+}
+
+// delta is the part of a choice's delta the client reads: content, the
+// reasoning channel under either of its names (vLLM wrote
+// reasoning_content, the DeepSeek name, until it moved to reasoning in
+// v0.11.1 and dropped the old name in 2026; DeepSeek's API still writes
+// it), and tool-call arguments.
+type delta struct {
+	Content          *string    `json:"content"`
+	Reasoning        *string    `json:"reasoning"`
+	ReasoningContent *string    `json:"reasoning_content"`
+	ToolCalls        []toolCall `json:"tool_calls"`
+}
+
+// toolCall is one entry of delta.tool_calls; only its arguments text is
+// read (the name and id are syntax the server's parser took out of the
+// generated text, not text the model streamed as such).
+type toolCall struct {
+	Function *struct {
+		Arguments *string `json:"arguments"`
+	} `json:"function"`
+}
+
+// reasoning returns the delta's reasoning text: reasoning, else
+// reasoning_content. vLLM versions between the rename and the removal send
+// both with the same text, which must count once.
+func (d *delta) reasoning() *string {
+	if d.Reasoning != nil {
+		return d.Reasoning
+	}
+	return d.ReasoningContent
 }
 
 type usage struct {
@@ -39,6 +68,9 @@ type state struct {
 	// c is the chunk every event is read into, reset each time, so that
 	// its choices list is reused.
 	c chunk
+	// reasoning and toolCalls collect the text of the channels beside
+	// content: reasoning, and tool-call arguments.
+	reasoning, toolCalls strings.Builder
 }
 
 var doneMarker = []byte("[DONE]")
@@ -46,6 +78,9 @@ var doneMarker = []byte("[DONE]")
 // handle applies one event to the result: content is appended and its
 // arrival stamped; finish_reason and usage are kept; an error event or data
 // that is not a chunk ends the stream as a failure.
+//
+// Reasoning and tool-call argument text go to s.reasoning and s.toolCalls;
+// generated text of any channel stamps FirstToken.
 func (s *state) handle(ev Event, now time.Time, res *Result, text *strings.Builder) {
 	data := bytes.TrimSpace(ev.Data)
 	if bytes.Equal(data, doneMarker) {
@@ -80,19 +115,33 @@ func (s *state) handle(ev Event, now time.Time, res *Result, text *strings.Build
 			res.UsagePromptTokens = &v
 		}
 	}
-	content := false
-	for _, ch := range c.Choices {
-		piece := ch.Delta.Content
+	content, other := false, false
+	for i := range c.Choices {
+		cc := &c.Choices[i]
+		piece := cc.Delta.Content
 		if piece == nil {
-			piece = ch.Text
+			piece = cc.Text
 		}
 		if piece != nil && *piece != "" {
 			text.WriteString(*piece)
 			content = true
 		}
-		if ch.FinishReason != nil && *ch.FinishReason != "" {
-			res.FinishReason = *ch.FinishReason
+		if r := cc.Delta.reasoning(); r != nil && *r != "" {
+			other = true
+			s.reasoning.WriteString(*r)
 		}
+		for _, tc := range cc.Delta.ToolCalls {
+			if tc.Function != nil && tc.Function.Arguments != nil && *tc.Function.Arguments != "" {
+				other = true
+				s.toolCalls.WriteString(*tc.Function.Arguments)
+			}
+		}
+		if cc.FinishReason != nil && *cc.FinishReason != "" {
+			res.FinishReason = *cc.FinishReason
+		}
+	}
+	if (content || other) && res.FirstToken.IsZero() {
+		res.FirstToken = now
 	}
 	if content {
 		if res.FirstContent.IsZero() {

@@ -75,14 +75,25 @@ type Result struct {
 	Start        time.Time // when the request was written to its connection (after any connection set-up)
 	End          time.Time // end of the stream, or the failure
 	FirstContent time.Time // first chunk with non-empty content, kept on failure
-	ChunkTimes   []time.Time
+	// FirstToken is the first chunk carrying any generated text: content,
+	// reasoning (delta.reasoning or delta.reasoning_content) or tool-call
+	// arguments; kept on failure. It is FirstContent or earlier.
+	FirstToken time.Time
+	ChunkTimes []time.Time
 
 	OK         bool
 	ErrorKind  string // one of contract.ErrorKinds, "" when OK
 	Error      string
 	HTTPStatus int
 
-	Text                  string
+	Text string
+	// Reasoning is the reasoning channel's text, concatenated (per delta
+	// delta.reasoning, else delta.reasoning_content); "" when the server
+	// streamed none.
+	Reasoning string
+	// ToolCallText is the arguments text of every delta.tool_calls entry,
+	// concatenated in arrival order; "" when none came.
+	ToolCallText          string
 	FinishReason          string
 	UsageCompletionTokens *int
 	UsagePromptTokens     *int
@@ -744,7 +755,7 @@ func (c *Client) readStream(ctx, reqCtx context.Context, body io.Reader, res *Re
 				dec.Finish(emit)
 			}
 			res.End = now
-			res.Text = text.String()
+			st.texts(res, &text)
 			if finished || errors.Is(err, io.EOF) {
 				c.finish(res, &st)
 			} else {
@@ -766,8 +777,15 @@ func (c *Client) readStream(ctx, reqCtx context.Context, body io.Reader, res *Re
 		}
 	}
 	res.End = now
-	res.Text = text.String()
+	st.texts(res, &text)
 	c.finish(res, &st)
+}
+
+// texts sets the result's text of every channel the stream carried.
+func (s *state) texts(res *Result, text *strings.Builder) {
+	res.Text = text.String()
+	res.Reasoning = s.reasoning.String()
+	res.ToolCallText = s.toolCalls.String()
 }
 
 func (c *Client) finish(res *Result, st *state) {

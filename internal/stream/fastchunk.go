@@ -250,12 +250,7 @@ func (p *fastParser) choices(c *chunk) bool {
 				if p.null() {
 					return true
 				}
-				return p.object(func(key []byte) bool {
-					if string(key) == "content" {
-						return p.stringValue(&ch.Delta.Content)
-					}
-					return p.skip()
-				}, "content")
+				return p.delta(&ch.Delta)
 			case "text":
 				return p.stringValue(&ch.Text)
 			case "finish_reason":
@@ -268,6 +263,39 @@ func (p *fastParser) choices(c *chunk) bool {
 		c.Choices = append(c.Choices, ch)
 		return true
 	})
+}
+
+// delta reads a choice's delta: content and the reasoning channel's two
+// names as strings; tool_calls only when null or empty (a tool-call delta
+// goes to encoding/json, the slower path, which plain content never takes).
+func (p *fastParser) delta(d *delta) bool {
+	return p.object(func(key []byte) bool {
+		switch string(key) {
+		case "content":
+			return p.stringValue(&d.Content)
+		case "reasoning":
+			return p.stringValue(&d.Reasoning)
+		case "reasoning_content":
+			return p.stringValue(&d.ReasoningContent)
+		case "tool_calls":
+			if p.null() {
+				d.ToolCalls = nil
+				return true
+			}
+			if p.peek() != '[' {
+				return false
+			}
+			p.i++
+			p.ws()
+			if p.peek() != ']' {
+				return false
+			}
+			p.i++
+			d.ToolCalls = []toolCall{}
+			return true
+		}
+		return p.skip()
+	}, "content", "reasoning", "reasoning_content", "tool_calls")
 }
 
 // array consumes a JSON array, calling elem at the start of each element.

@@ -32,6 +32,16 @@ var chunkSamples = []string{
 	`[1,2]`,
 	`null`,
 	`{"choices":[{"delta":{"content":"a"}},]}`,
+	`{"choices":[{"index":0,"delta":{"reasoning":" think"},"logprobs":null,"finish_reason":null}]}`,
+	`{"choices":[{"index":0,"delta":{"reasoning_content":" think","reasoning":" think"}}]}`,
+	`{"choices":[{"delta":{"content":"a","tool_calls":[],"reasoning":null}}]}`,
+	`{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"x\":"}}]}}]}`,
+	`{"choices":[{"delta":{"Reasoning":"folded"}}]}`,
+	`{"choices":[{"delta":{"reasoning":" a","reasoning":" b"}}]}`,
+	`{"choices":[{"delta":{"reasoning":7}}]}`,
+	`{"choices":[{"delta":{"tool_calls":{"function":{}}}}]}`,
+	`{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":{"x":1}}}]}}]}`,
+	`{"choices":[{"delta":{"tool_calls":[null,{"function":null},{"function":{"arguments":null}}]}}]}`,
 }
 
 // completionsChunk is a /v1/completions stream's content chunk, as vLLM
@@ -123,6 +133,25 @@ func BenchmarkChunkDecode(b *testing.B) {
 			if !parseChunkFast(data, &c) {
 				b.Fatal("refused")
 			}
+		}
+	})
+	// A reasoning model's commonest chunk, read as a stream reads it.
+	reasoning := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"Qwen/Qwen3-8B","choices":[{"index":0,"delta":{"reasoning":" token"},"logprobs":null,"finish_reason":null}]}`)
+	b.Run("stream-reasoning", func(b *testing.B) {
+		var (
+			st   state
+			res  Result
+			text strings.Builder
+		)
+		ev, now := Event{Data: reasoning}, time.Now()
+		for b.Loop() {
+			st.handle(ev, now, &res, &text)
+			if st.reasoning.Len() > 64<<10 {
+				st.reasoning.Reset()
+			}
+		}
+		if st.fail != "" || !parseChunkFast(reasoning, &chunk{}) {
+			b.Fatal("the reasoning chunk left the fast path")
 		}
 	})
 	b.Run("encoding-json", func(b *testing.B) {

@@ -210,6 +210,58 @@ func hostileServers() []hostile {
 				t.Errorf("partial content lost: %q", res.Text)
 			}
 		}},
+		{name: "reasoning that is a number", serve: handler(func(rw http.ResponseWriter, r *http.Request) {
+			sse(rw, r)
+			io.WriteString(rw, reasoningChunk("reasoning", " ok")+`data: {"choices":[{"delta":{"reasoning":7}}]}`+"\n\n"+okStream)
+		}), kind: contract.ErrStreamMalformed, has: "unparseable", check: func(t *testing.T, res Result) {
+			if res.Reasoning != " ok" || res.FirstToken.IsZero() || !res.FirstContent.IsZero() {
+				t.Errorf("reasoning before the bad chunk lost: %q, first token %v", res.Reasoning, res.FirstToken)
+			}
+		}},
+		{name: "reasoning_content that is an object", serve: handler(func(rw http.ResponseWriter, r *http.Request) {
+			sse(rw, r)
+			io.WriteString(rw, `data: {"choices":[{"delta":{"reasoning_content":{"text":"x"}}}]}`+"\n\n"+okStream)
+		}), kind: contract.ErrStreamMalformed, has: "reasoning_content"},
+		{name: "tool_calls that is an object", serve: handler(func(rw http.ResponseWriter, r *http.Request) {
+			sse(rw, r)
+			io.WriteString(rw, `data: {"choices":[{"delta":{"tool_calls":{"function":{"arguments":"{}"}}}}]}`+"\n\n"+okStream)
+		}), kind: contract.ErrStreamMalformed, has: "tool_calls"},
+		{name: "tool-call arguments that are an object, not a string", serve: handler(func(rw http.ResponseWriter, r *http.Request) {
+			sse(rw, r)
+			io.WriteString(rw, `data: {"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f","arguments":{"x":1}}}]}}]}`+"\n\n"+okStream)
+		}), kind: contract.ErrStreamMalformed, has: "arguments"},
+		{name: "tool_calls of nulls and empty entries (ignored)", serve: handler(func(rw http.ResponseWriter, r *http.Request) {
+			sse(rw, r)
+			io.WriteString(rw, `data: {"choices":[{"delta":{"tool_calls":[null,{},{"function":null},{"function":{"arguments":null}},{"function":{"arguments":""}}],"reasoning":null,"reasoning_content":""}}]}`+"\n\n"+okStream)
+		}), check: func(t *testing.T, res Result) {
+			if res.Text != "Hello" || res.ToolCallText != "" || res.Reasoning != "" || !res.FirstToken.Equal(res.FirstContent) {
+				t.Errorf("text %q tools %q reasoning %q, first token %v first content %v", res.Text, res.ToolCallText, res.Reasoning, res.FirstToken, res.FirstContent)
+			}
+		}},
+		{name: "reasoning only, then the connection closes mid-event", serve: handler(func(rw http.ResponseWriter, r *http.Request) {
+			rc := sse(rw, r)
+			io.WriteString(rw, reasoningChunk("reasoning", " hmm")+`data: {"choices":[{"delta":{"reason`)
+			rc.Flush()
+			if conn, _, err := rc.Hijack(); err == nil {
+				conn.Close()
+			}
+		}), kind: contract.ErrStreamTruncated, check: func(t *testing.T, res Result) {
+			if res.Reasoning != " hmm" || res.FirstToken.IsZero() || !res.FirstContent.IsZero() || res.Text != "" {
+				t.Errorf("reasoning %q first token %v first content %v text %q", res.Reasoning, res.FirstToken, res.FirstContent, res.Text)
+			}
+		}},
+		{name: "reasoning with escapes, control characters and a lone surrogate", serve: handler(func(rw http.ResponseWriter, r *http.Request) {
+			sse(rw, r)
+			io.WriteString(rw, `data: {"choices":[{"delta":{"reasoning":"a\n\u0000\ud800b"}}]}`+"\n\n"+okStream)
+		}), check: func(t *testing.T, res Result) {
+			if res.Reasoning != "a\n\x00\ufffdb" {
+				t.Errorf("reasoning %q", res.Reasoning)
+			}
+		}},
+		{name: "reasoning with a raw control character", serve: handler(func(rw http.ResponseWriter, r *http.Request) {
+			sse(rw, r)
+			io.WriteString(rw, "data: {\"choices\":[{\"delta\":{\"reasoning\":\"a\x01b\"}}]}\n\n"+okStream)
+		}), kind: contract.ErrStreamMalformed, has: "unparseable"},
 		{name: "[DONE] without a finish_reason", serve: handler(func(rw http.ResponseWriter, r *http.Request) {
 			sse(rw, r)
 			io.WriteString(rw, content("a")+done)
