@@ -34,8 +34,13 @@ func loadCapacityExample(t *testing.T) *config.Rehearsal {
 // with margins no machine speed crosses: the serial engine serves one
 // request at a time, so a second client waits a whole generation (≈ 6 s of
 // simulated time against a 1 s TTFT objective) and the answer is exactly 1;
-// the batching engine runs 32 sequences at once, so every probe up to 32
-// passes and one at 128 (96 requests queued for whole generations) fails.
+// the batching engine runs 32 sequences at once, so its answer is well
+// above the serial one's and one probe at 128 (96 requests queued for whole
+// generations) fails. Where between those it lies depends on the host: the
+// objective is 40 ms of wall time at time scale 50, and a loaded machine
+// (the race detector, packages tested in parallel) adds enough to a
+// batching probe's TTFTs to move its answer (16 was seen, against 56–58 on
+// a quiet one), so only bounds no machine speed crosses are asserted.
 // Every probe is an ordinary recorded sustained wave, the bundle verifies
 // (run.do), and verify catches a probe's verdict or the bracket changed.
 func TestCapacityExampleRuns(t *testing.T) {
@@ -52,8 +57,8 @@ func TestCapacityExampleRuns(t *testing.T) {
 	if serial.Server != "serial" || serial.StopReason != search.StopConverged || ptr(serial.MaxPass) != 1 || ptr(serial.MinFail) != 2 {
 		t.Errorf("serial: %s, bracket [%d, %d], want converged [1, 2]", serial.StopReason, ptr(serial.MaxPass), ptr(serial.MinFail))
 	}
-	if bp, bf := ptr(batching.MaxPass), ptr(batching.MinFail); batching.Server != "batching" || bp < 32 || bf <= bp || bf > 128 {
-		t.Errorf("batching: %s, bracket [%d, %d], want max_pass ≥ 32 and min_fail ≤ 128", batching.StopReason, bp, bf)
+	if bp, bf := ptr(batching.MaxPass), ptr(batching.MinFail); batching.Server != "batching" || bp < 4 || bf <= bp || bf > 128 {
+		t.Errorf("batching: %s, bracket [%d, %d], want max_pass ≥ 4 and min_fail ≤ 128", batching.StopReason, bp, bf)
 	}
 	// Both brackets were predicted from the servers' profiles before any
 	// request (capacity.predict_from), kept beside the measured ones, and
