@@ -11,6 +11,7 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/stream"
 )
 
 // The vllm format follows the result dict of vLLM's
@@ -138,7 +139,7 @@ func pyFloat(f float64) string {
 // vllmBackend is vLLM's --backend of an endpoint path: openai (completions)
 // or openai-chat.
 func vllmBackend(endpoint string) string {
-	if strings.HasSuffix(strings.TrimRight(endpoint, "/"), "/completions") && !strings.Contains(endpoint, "chat") {
+	if stream.IsCompletions(endpoint) {
 		return "openai"
 	}
 	return "openai-chat"
