@@ -95,6 +95,11 @@ type Driver struct {
 	stats  Stats
 
 	progressMu sync.Mutex
+
+	// stallPeriod is the stall watch's period (0: StallPeriod; negative:
+	// no watch) and stallNow its clock (nil: time.Now); tests set them.
+	stallPeriod time.Duration
+	stallNow    func() time.Time
 }
 
 // New returns a driver.
