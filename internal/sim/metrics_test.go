@@ -202,3 +202,34 @@ func TestMetricsSurfaceIsVLLMs(t *testing.T) {
 		t.Errorf("build125Buckets(100) = %v, want vLLM's docstring example", got)
 	}
 }
+
+// BenchmarkStepMetrics measures what vLLM's request and step metrics add
+// to an engine step of a 256-sequence decode batch: stats=off is the
+// predictor's engine (no stats), stats=on the served one. ns/op is per
+// step, so ns/op ÷ 256 is the cost per token.
+func BenchmarkStepMetrics(b *testing.B) {
+	p, err := BuiltinProfile("t4-qwen2.5-1.5b-batching")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, on := range []bool{false, true} {
+		b.Run(map[bool]string{false: "stats=off", true: "stats=on"}[on], func(b *testing.B) {
+			e := &engine{prof: p, maxSeqs: 256, kvBudget: 1 << 40, ttft: newHistogram(ttftBuckets)}
+			if on {
+				e.stats = newEngineStats(p.MaxModelLen)
+			}
+			for range 256 {
+				s := &sequence{promptTokens: 100, outputTokens: 1 << 30, notify: make(chan struct{}, 1), scheduledS: 0}
+				e.running = append(e.running, s)
+			}
+			now := 0.0
+			b.ResetTimer()
+			for range b.N {
+				e.planStep()
+				now += 0.01
+				e.applyStep(now)
+				e.publishGauges()
+			}
+		})
+	}
+}
