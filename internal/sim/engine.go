@@ -396,7 +396,9 @@ func (e *engine) admit() {
 		held += kvHeld(s)
 		e.lookUp(s)
 		if s.scheduledS < 0 {
-			s.scheduledS = e.stepStartS
+			// A step catching up on a late schedule starts before now:
+			// a sequence that came in meanwhile joins it as it arrives.
+			s.scheduledS = max(e.stepStartS, s.queuedS)
 		}
 		s.state.Store(seqRunning)
 		e.running = append(e.running, s)

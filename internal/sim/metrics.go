@@ -120,16 +120,21 @@ func (st *engineStats) finished(s *sequence, endS float64) {
 		reason = finishLength
 	}
 	st.success[reason]++
-	st.e2e.observe(endS - s.arrivalS)
-	st.queue.observe(s.scheduledS - s.queuedS)
-	st.prefill.observe(s.firstTokenS - s.scheduledS)
-	st.decode.observe(endS - s.firstTokenS)
-	st.inference.observe(endS - s.scheduledS)
+	// A step that catches up on a late schedule is stamped with its
+	// scheduled end, which can precede a sequence that joined it late:
+	// no phase is shorter than zero.
+	prefill := max(0, s.firstTokenS-s.scheduledS)
+	decode := max(0, endS-s.firstTokenS)
+	st.e2e.observe(max(0, endS-s.arrivalS))
+	st.queue.observe(max(0, s.scheduledS-s.queuedS))
+	st.prefill.observe(prefill)
+	st.decode.observe(decode)
+	st.inference.observe(prefill + decode)
 	if s.promptTokens > 0 {
-		st.prefillPerToken.observe((s.firstTokenS - s.scheduledS) / float64(s.promptTokens))
+		st.prefillPerToken.observe(prefill / float64(s.promptTokens))
 	}
 	if s.outputTokens > 1 {
-		st.requestTPOT.observe((endS - s.firstTokenS) / float64(s.outputTokens-1))
+		st.requestTPOT.observe(decode / float64(s.outputTokens-1))
 	}
 	st.promptTokens.observe(float64(s.promptTokens))
 	st.generationTokens.observe(float64(s.outputTokens))
