@@ -140,8 +140,8 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	if st, ok := driver.(interface{ Stats() drive.Stats }); ok {
 		if st := st.Stats(); st.Waves > 0 && st.WallS > 0 {
-			r.note("load generator: %.2f s of CPU over %.2f s of waves (%.0f%% of one core); largest closed-wave release spread %.3f ms",
-				st.ClientCPUS, st.WallS, 100*st.ClientCPUS/st.WallS, st.MaxReleaseSpreadS*1000)
+			r.note("load generator: %.2f s of CPU over %.2f s of waves (%.0f%% of one core); largest closed-wave release spread %.3f ms; largest client stall %.1f ms (%d over 20 ms)",
+				st.ClientCPUS, st.WallS, 100*st.ClientCPUS/st.WallS, st.MaxReleaseSpreadS*1000, st.MaxStallS*1000, st.Stalls)
 		}
 	}
 	if ctx.Err() != nil {
