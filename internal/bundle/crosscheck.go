@@ -111,5 +111,14 @@ func wavesEqual(a, b *contract.Wave) bool {
 		return false
 	}
 	x.Ramp, y.Ramp = nil, nil
+	if !ptrEqual(x.ClientStalls, y.ClientStalls) || !ptrEqual(x.ServerSlip, y.ServerSlip) {
+		return false
+	}
+	x.ClientStalls, y.ClientStalls, x.ServerSlip, y.ServerSlip = nil, nil, nil, nil
 	return x == y
+}
+
+// ptrEqual reports whether a and b are both nil or point to equal values.
+func ptrEqual[T comparable](a, b *T) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }

@@ -233,6 +233,7 @@ func VerifyResults(res *Results) []Problem {
 	probs := checkRecords(res)
 	probs = append(probs, checkHeader(res)...)
 	probs = append(probs, checkWaveTimes(res)...)
+	probs = append(probs, checkHostHonesty(res)...)
 	probs = append(probs, checkMechanism(res)...)
 	probs = append(probs, checkSLO(res)...)
 	probs = append(probs, checkAggregates(res)...)
@@ -348,6 +349,46 @@ func checkWaveTimes(res *Results) []Problem {
 			if !near(w.ReleaseSpreadS, want) {
 				probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Load: contract.KeyOf(w).LoadLabel(),
 					Field: fmt.Sprintf("waves[%d].release_spread_s", i), Msg: fmt.Sprintf("stored %v, last start_s minus first of its records is %v", w.ReleaseSpreadS, want)})
+			}
+		}
+	}
+	return probs
+}
+
+// checkHostHonesty checks the form of each wave's client_stalls and
+// server_slip: measured on the host during the wave, they cannot be
+// recomputed from records, only found sane (finite, non-negative, counts
+// within their totals).
+func checkHostHonesty(res *Results) []Problem {
+	var probs []Problem
+	for i, w := range res.Waves {
+		bad := func(field, msg string) {
+			probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Load: contract.KeyOf(w).LoadLabel(),
+				Field: fmt.Sprintf("waves[%d].%s", i, field), Msg: msg})
+		}
+		sane := func(field string, v float64) bool {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				bad(field, fmt.Sprintf("%v is not a finite, non-negative number", v))
+				return false
+			}
+			return true
+		}
+		if st := w.ClientStalls; st != nil {
+			ok := sane("client_stalls.period_s", st.PeriodS) && sane("client_stalls.max_s", st.MaxS) && sane("client_stalls.p99_s", st.P99S)
+			switch {
+			case st.PeriodS == 0:
+				bad("client_stalls.period_s", "0: a stall watch wakes at a period")
+			case st.Ticks < 1 || st.Over < 0 || st.Over > st.Ticks:
+				bad("client_stalls", fmt.Sprintf("%d wake-ups, %d over 20 ms: want at least one wake-up and at most that many over", st.Ticks, st.Over))
+			case ok && st.P99S > st.MaxS:
+				bad("client_stalls.p99_s", fmt.Sprintf("%v is above max_s %v", st.P99S, st.MaxS))
+			}
+		}
+		if sl := w.ServerSlip; sl != nil {
+			sane("server_slip.max_s", sl.MaxS)
+			sane("server_slip.slip_s", sl.SlipS)
+			if sl.Steps < 0 || sl.Late < 0 || sl.Late > sl.Steps {
+				bad("server_slip", fmt.Sprintf("%d steps, %d late: want counts with at most every step late", sl.Steps, sl.Late))
 			}
 		}
 	}

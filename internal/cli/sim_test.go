@@ -106,7 +106,7 @@ func TestSimCommandServesAndStops(t *testing.T) {
 	}
 	b, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(b), `vllm:generation_tokens_total{model_name="Qwen/Qwen2.5-1.5B-Instruct"} 12`) {
+	if !strings.Contains(string(b), `vllm:generation_tokens_total{model_name="Qwen/Qwen2.5-1.5B-Instruct",engine="0"} 12`) {
 		t.Errorf("/metrics lacks the generated tokens: %s", b)
 	}
 	if code := stop(); code != 0 {

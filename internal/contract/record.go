@@ -178,6 +178,40 @@ type Wave struct {
 	// search, retry (the re-probe of an unresolved point) or repeat (a
 	// re-run of a final point); "" for every other wave.
 	Probe string `json:"probe,omitempty"`
+	// ClientStalls is how late the load generator's own runtime woke a
+	// ticker during the wave (host honesty: a stalled client delays the
+	// reading of tokens and so bends the figures); nil where not measured.
+	ClientStalls *Stalls `json:"client_stalls,omitempty"`
+	// ServerSlip is how late a simulated server's engine steps ran against
+	// their simulated schedule during the wave, scraped from its /metrics;
+	// nil for every server that is not rehearse's simulator.
+	ServerSlip *ServerSlip `json:"server_slip,omitempty"`
+}
+
+// StallThresholdS is the lateness from which a wake-up counts as a stall.
+const StallThresholdS = 0.020
+
+// Stalls summarizes a ticker's lateness: it asked to be woken every
+// PeriodS and was woken Ticks times, at most MaxS late, P99S late at the
+// 99th percentile, Over more than StallThresholdS late.
+type Stalls struct {
+	PeriodS float64 `json:"period_s"`
+	Ticks   int     `json:"ticks"`
+	MaxS    float64 `json:"max_s"`
+	P99S    float64 `json:"p99_s"`
+	Over    int     `json:"over_20ms"`
+}
+
+// ServerSlip is what the simulator's /metrics said of its own clock over
+// one wave: Steps engine steps ran, Late of them more than
+// StallThresholdS (wall) behind schedule, the latest by at most MaxS (the
+// upper bound of its lateness bucket); SlipS simulated seconds were lost
+// outright (the schedule moved on).
+type ServerSlip struct {
+	Steps int     `json:"steps"`
+	Late  int     `json:"late_over_20ms"`
+	MaxS  float64 `json:"max_s"`
+	SlipS float64 `json:"slip_s"`
 }
 
 // Ramp-up strategies of Ramp.

@@ -100,6 +100,7 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 	}
 	armed.Wait()
 	cpu0 := cpuTime()
+	stalls := d.watchStalls()
 	release := time.Now()
 	w.StartedAt = anchor(release)
 	close(gate)
@@ -118,6 +119,7 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 	}
 
 	w.ClientCPUS = (cpuTime() - cpu0).Seconds()
+	w.ClientStalls = stalls.end()
 	w.WallS = contract.WaveWallS(records)
 	w.ReleaseSpreadS = contract.WaveReleaseSpreadS(records)
 	w.Stopped = stopped(ctx)

@@ -95,6 +95,11 @@ type Driver struct {
 	stats  Stats
 
 	progressMu sync.Mutex
+
+	// stallPeriod is the stall watch's period (0: StallPeriod; negative:
+	// no watch) and stallNow its clock (nil: time.Now); tests set them.
+	stallPeriod time.Duration
+	stallNow    func() time.Time
 }
 
 // New returns a driver.
@@ -129,6 +134,10 @@ type Stats struct {
 	ClientCPUS, WallS float64
 	// MaxReleaseSpreadS is the largest release spread of a closed wave.
 	MaxReleaseSpreadS float64
+	// MaxStallS is the client's largest scheduling stall in a wave, and
+	// Stalls the count of its stalls over contract.StallThresholdS.
+	MaxStallS float64
+	Stalls    int
 }
 
 // Stats returns the load generator's totals so far.
@@ -145,6 +154,10 @@ func (d *Driver) count(w contract.Wave) {
 	d.stats.ClientCPUS += w.ClientCPUS
 	d.stats.WallS += w.WallS
 	d.stats.MaxReleaseSpreadS = max(d.stats.MaxReleaseSpreadS, w.ReleaseSpreadS)
+	if st := w.ClientStalls; st != nil {
+		d.stats.MaxStallS = max(d.stats.MaxStallS, st.MaxS)
+		d.stats.Stalls += st.Over
+	}
 }
 
 // OutputTokensSource says what output_tokens counts: SourceTokenizer with a

@@ -175,6 +175,7 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 	defer timer.Stop()
 
 	cpu0 := cpuTime()
+	stalls := d.watchStalls()
 	release := time.Now()
 	w.StartedAt = anchor(release)
 	if err := d.journalWave(w); err != nil {
@@ -263,6 +264,7 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 		w.NotSent = total - len(records)
 	}
 	w.ClientCPUS = (cpuTime() - cpu0).Seconds()
+	w.ClientStalls = stalls.end()
 	w.WallS = contract.WaveWallS(records)
 	w.Stopped = stopped(ctx)
 	d.count(w)

@@ -75,6 +75,8 @@ type sustainedPart struct {
 	total int // requests it will send; -1 when bounded by duration only
 	quiet bool
 	cpu0  time.Duration
+	// stalls is the part's stall watch, from its release to its end.
+	stalls *stallWatch
 
 	mu      sync.Mutex
 	sent    int
@@ -111,6 +113,7 @@ func (p *sustainedPart) records() []contract.Record {
 // releasePart journals the part at its release and lets its records go.
 func (d *Driver) releasePart(p *sustainedPart, at time.Time) {
 	p.cpu0 = cpuTime()
+	p.stalls = d.watchStalls()
 	p.wave.StartedAt = anchor(at)
 	if err := d.journalWave(p.wave); err != nil {
 		p.tl.mu.Lock()
@@ -172,6 +175,7 @@ func (d *Driver) finishPart(ctx context.Context, p *sustainedPart, planned int) 
 	recs := p.records()
 	w := p.rel.wave
 	w.ClientCPUS = (cpuTime() - p.cpu0).Seconds()
+	w.ClientStalls = p.stalls.end()
 	w.WallS = contract.WaveWallS(recs)
 	w.Stopped = stopped(ctx)
 	if ctx.Err() != nil && planned > 0 {

@@ -67,9 +67,32 @@ type Scraper struct {
 
 // Scrape fetches the metrics page once and returns the metric's value.
 func (s Scraper) Scrape(ctx context.Context) (float64, error) {
+	var v float64
+	err := s.get(ctx, func(body io.Reader) (err error) {
+		v, err = Value(body, s.Metric)
+		return err
+	})
+	return v, err
+}
+
+// Families fetches the metrics page once and parses all of it (Metric is
+// not used), by family name.
+func (s Scraper) Families(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	var fams map[string]*dto.MetricFamily
+	err := s.get(ctx, func(body io.Reader) (err error) {
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err = p.TextToMetricFamilies(body)
+		return err
+	})
+	return fams, err
+}
+
+// get fetches the page and hands its body to read; an error of read is
+// returned naming the URL.
+func (s Scraper) get(ctx context.Context, read func(io.Reader) error) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	req.Header.Set("Accept", "text/plain;version=0.0.4")
 	if s.APIKey != "" {
@@ -81,18 +104,17 @@ func (s Scraper) Scrape(ctx context.Context) (float64, error) {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-		return 0, fmt.Errorf("GET %s: HTTP %d", s.URL, resp.StatusCode)
+		return fmt.Errorf("GET %s: HTTP %d", s.URL, resp.StatusCode)
 	}
-	v, err := Value(resp.Body, s.Metric)
-	if err != nil {
-		return 0, fmt.Errorf("GET %s: %w", s.URL, err)
+	if err := read(resp.Body); err != nil {
+		return fmt.Errorf("GET %s: %w", s.URL, err)
 	}
-	return v, nil
+	return nil
 }
 
 // Sample is one successful scrape. At is taken on the monotonic clock when

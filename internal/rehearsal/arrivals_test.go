@@ -76,6 +76,16 @@ func TestTraceExampleAgainstSim(t *testing.T) {
 	if want := []string{"serial at trace replay", "batching at trace replay"}; !slices.Equal(labels, want) {
 		t.Errorf("aggregates %q, want %q", labels, want)
 	}
+	// Host honesty: each wave against the launched simulators has their
+	// clock, scraped around it, and the client's own stalls.
+	for _, w := range res.Waves {
+		if w.ServerSlip == nil || w.ServerSlip.Steps == 0 {
+			t.Errorf("wave %d (%s): server slip %+v, want the simulator's steps", w.ID, w.Server, w.ServerSlip)
+		}
+		if w.WallS > 0.05 && (w.ClientStalls == nil || w.ClientStalls.Ticks == 0) {
+			t.Errorf("wave %d (%s) over %v s: client stalls %+v, want its wake-ups", w.ID, w.Server, w.WallS, w.ClientStalls)
+		}
+	}
 	// Lines 1 and 4 (hash ids [0, 100, 102], 1113 and 1115 tokens) share
 	// their first 1113 words; lines 1 and 2 ([0, 104], 786 tokens) block 0
 	// alone.

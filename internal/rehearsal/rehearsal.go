@@ -140,8 +140,8 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	if st, ok := driver.(interface{ Stats() drive.Stats }); ok {
 		if st := st.Stats(); st.Waves > 0 && st.WallS > 0 {
-			r.note("load generator: %.2f s of CPU over %.2f s of waves (%.0f%% of one core); largest closed-wave release spread %.3f ms",
-				st.ClientCPUS, st.WallS, 100*st.ClientCPUS/st.WallS, st.MaxReleaseSpreadS*1000)
+			r.note("load generator: %.2f s of CPU over %.2f s of waves (%.0f%% of one core); largest closed-wave release spread %.3f ms; largest client stall %.1f ms (%d over 20 ms)",
+				st.ClientCPUS, st.WallS, 100*st.ClientCPUS/st.WallS, st.MaxReleaseSpreadS*1000, st.MaxStallS*1000, st.Stalls)
 		}
 	}
 	if ctx.Err() != nil {
@@ -431,7 +431,11 @@ func (r *runner) waves(ctx context.Context, i int, t Target, proc *supervise.Pro
 			}
 			continue
 		}
+		clock := r.simClock(ctx, i, t, apiKey)
 		res, err := r.driver.Wave(ctx, t, w)
+		if clock != nil {
+			r.serverSlip(ctx, clock, &res)
+		}
 		if err != nil && ctx.Err() == nil {
 			r.note("server %s: %s wave at %s did not run: %v", t.Name, w.Kind, w.Label(), err)
 		}
@@ -449,6 +453,47 @@ func (r *runner) waves(ctx context.Context, i int, t Target, proc *supervise.Pro
 			return false
 		}
 	}
+}
+
+// simClock reads a simulated server's clock before a wave, so that the
+// wave can say how well the simulator kept its schedule; nil for a server
+// that is not rehearse's simulator, or whose page could not be read.
+func (r *runner) simClock(ctx context.Context, i int, t Target, apiKey string) *simReading {
+	s := r.cfg.Servers[i]
+	if s.Simulated == "" || s.Metrics.Path == "" {
+		return nil
+	}
+	sc := promscrape.Scraper{URL: t.BaseURL + s.Metrics.Path, APIKey: apiKey}
+	c, ok := scrapeSimClock(ctx, sc)
+	if !ok {
+		return nil
+	}
+	return &simReading{scraper: sc, before: c}
+}
+
+// simReading is a simulated server's clock at a wave's start.
+type simReading struct {
+	scraper promscrape.Scraper
+	before  simClock
+}
+
+// serverSlip reads the simulator's clock again after the wave and journals
+// the wave once more with what it did in between (a wave's last journal
+// entry is the one that counts).
+func (r *runner) serverSlip(ctx context.Context, c *simReading, res *WaveResult) {
+	if res.Wave.ID == 0 {
+		return
+	}
+	after, ok := scrapeSimClock(ctx, c.scraper)
+	if !ok {
+		return
+	}
+	slip, ok := slipBetween(c.before, after)
+	if !ok {
+		return
+	}
+	res.Wave.ServerSlip = slip
+	_ = r.journal.WriteWave(res.Wave)
 }
 
 func (r *runner) waveProgress(server string, spec plan.Wave, res WaveResult) {

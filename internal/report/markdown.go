@@ -562,6 +562,8 @@ func writeLoadGenerator(b *bytes.Buffer, res *bundle.Results) {
 		cpuS, wallS    float64
 		haveCPU        bool
 		notSent, waits int
+		stalls         *contract.Stalls     // the largest stall, over-20-ms count summed
+		slip           *contract.ServerSlip // summed, max of max
 	}
 	var order []string
 	by := map[string]*acc{}
@@ -584,14 +586,45 @@ func writeLoadGenerator(b *bytes.Buffer, res *bundle.Results) {
 		}
 		a.notSent += w.NotSent
 		a.waits += w.Waited
+		if st := w.ClientStalls; st != nil {
+			if a.stalls == nil {
+				a.stalls = &contract.Stalls{}
+			}
+			a.stalls.MaxS = max(a.stalls.MaxS, st.MaxS)
+			a.stalls.Over += st.Over
+			a.stalls.Ticks += st.Ticks
+		}
+		if sl := w.ServerSlip; sl != nil {
+			if a.slip == nil {
+				a.slip = &contract.ServerSlip{}
+			}
+			a.slip.Steps += sl.Steps
+			a.slip.Late += sl.Late
+			a.slip.SlipS += sl.SlipS
+			a.slip.MaxS = max(a.slip.MaxS, sl.MaxS)
+		}
 	}
 	if len(order) == 0 {
 		return
 	}
+	// A bundle written before waves measured the host has no such columns.
+	host := false
+	for _, a := range by {
+		host = host || a.stalls != nil || a.slip != nil
+	}
 	b.WriteString("## Load generator\n\n")
-	b.WriteString("What the client itself did, from the recorded waves: the largest release spread of a closed-loop wave (last send minus first), and rehearse's CPU time over the waves' wall time. A large spread or a busy client would shape the figures above.\n\n")
-	writeRow(b, []string{"Server", "Recorded waves", "Largest release spread", "Client CPU", "Open-loop requests that waited / never sent"})
-	writeRow(b, []string{"---", "---:", "---:", "---:", "---:"})
+	b.WriteString("What the client itself did, from the recorded waves: the largest release spread of a closed-loop wave (last send minus first), and rehearse's CPU time over the waves' wall time.")
+	if host {
+		b.WriteString(" Client stalls are the client's own: how late a 5 ms timer woke during each wave (the largest, and the wake-ups over 20 ms late); simulator lateness is how late a simulated server's engine steps ran against their schedule, read from its `/metrics` around each wave. A large spread, a busy or stalled client or a late simulator would shape the figures above.\n\n")
+	} else {
+		b.WriteString(" A large spread or a busy client would shape the figures above.\n\n")
+	}
+	head, align := []string{"Server", "Recorded waves", "Largest release spread", "Client CPU", "Open-loop requests that waited / never sent"}, []string{"---", "---:", "---:", "---:", "---:"}
+	if host {
+		head, align = append(head, "Client stalls", "Simulator lateness"), append(align, "---:", "---:")
+	}
+	writeRow(b, head)
+	writeRow(b, align)
 	for _, srv := range order {
 		a := by[srv]
 		cpu := dash
@@ -602,9 +635,84 @@ func writeLoadGenerator(b *bytes.Buffer, res *bundle.Results) {
 		if a.spreadS > 0 {
 			spread = fmt.Sprintf("%.2f ms", 1000*a.spreadS)
 		}
-		writeRow(b, []string{srv, fmt.Sprint(a.waves), spread, cpu, fmt.Sprintf("%d / %d", a.waits, a.notSent)})
+		row := []string{srv, fmt.Sprint(a.waves), spread, cpu, fmt.Sprintf("%d / %d", a.waits, a.notSent)}
+		if host {
+			row = append(row, stallCell(a.stalls), slipCell(a.slip))
+		}
+		writeRow(b, row)
 	}
 	b.WriteString("\n")
+	if warns := hostWarnings(res); len(warns) > 0 {
+		for _, w := range warns {
+			b.WriteString("- ⚠ " + w + "\n")
+		}
+		b.WriteString("\n")
+	}
+}
+
+// stallCell is the largest client stall of a server's waves and how many
+// wake-ups came over 20 ms late.
+func stallCell(st *contract.Stalls) string {
+	if st == nil {
+		return dash
+	}
+	return fmt.Sprintf("%.1f ms max, %d over 20 ms", 1000*st.MaxS, st.Over)
+}
+
+// slipCell is how late a simulated server's steps ran, over its waves.
+func slipCell(sl *contract.ServerSlip) string {
+	if sl == nil {
+		return dash
+	}
+	cell := fmt.Sprintf("%d of %d steps over 20 ms late", sl.Late, sl.Steps)
+	if sl.SlipS > 0 {
+		cell += fmt.Sprintf(", %.1f ms of schedule lost", 1000*sl.SlipS)
+	}
+	return cell
+}
+
+// stallShare is the share of a wave's p95 TTFT from which a host stall
+// could bend a figure; minStallS keeps a timer's ordinary lateness (well
+// under a millisecond) from counting.
+const (
+	stallShare = 0.10
+	minStallS  = 0.001
+)
+
+// hostWarnings names each recorded wave whose client stalled, or whose
+// simulated server fell behind its schedule, by as much as stallShare of
+// the wave's p95 TTFT (or lost schedule outright).
+func hostWarnings(res *bundle.Results) []string {
+	ttfts := map[int][]float64{}
+	for _, r := range res.Records {
+		if v, ok := r.TTFT(); ok && r.OK {
+			ttfts[r.Wave] = append(ttfts[r.Wave], v)
+		}
+	}
+	var out []string
+	for _, w := range res.Waves {
+		if w.Kind != contract.KindRecorded {
+			continue
+		}
+		xs := ttfts[w.ID]
+		slices.Sort(xs)
+		p95 := contract.Percentile(xs, 0.95)
+		label := fmt.Sprintf("wave %d (%s at %s, repeat %d)", w.ID, w.Server, contract.KeyOf(w).LoadLabel(), w.Repeat)
+		if st := w.ClientStalls; st != nil && p95 != nil && st.MaxS >= minStallS && st.MaxS >= stallShare**p95 {
+			out = append(out, fmt.Sprintf("%s: the client stalled %.1f ms, %.0f%% of the wave's p95 TTFT (%.1f ms); a loaded host may have bent its figures.",
+				label, 1000*st.MaxS, 100*st.MaxS / *p95, 1000**p95))
+		}
+		if sl := w.ServerSlip; sl != nil {
+			switch {
+			case sl.SlipS > 0:
+				out = append(out, fmt.Sprintf("%s: the simulator lost %.1f ms of its schedule (steps more than 100 ms late); its figures are slower than its profile.", label, 1000*sl.SlipS))
+			case sl.Late > 0 && p95 != nil && sl.MaxS >= stallShare**p95:
+				out = append(out, fmt.Sprintf("%s: %d simulator steps ran over 20 ms late (up to %.0f ms), against a p95 TTFT of %.1f ms; a loaded host may have bent its figures.",
+					label, sl.Late, 1000*sl.MaxS, 1000**p95))
+			}
+		}
+	}
+	return out
 }
 
 // lastArrival is the last traced arrival, in seconds (0 for none).

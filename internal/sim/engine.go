@@ -43,6 +43,10 @@ type sequence struct {
 	promptTokens int
 	outputTokens int
 	arrivalS     float64
+	// finishReason is the finish_reason the request ends with ("stop",
+	// "length", "tool_calls"), for vllm:request_success_total; "" counts
+	// as "stop".
+	finishReason string
 	// blocks is the hash chain of the prompt's full blocks, for the prefix
 	// cache; nil when the engine has none.
 	blocks []uint64
@@ -50,6 +54,10 @@ type sequence struct {
 	// Engine goroutine only.
 	prefillLeft int
 	looked      bool // the prefix cache has counted this sequence
+	// queuedS is when the sequence reached the engine's queue, scheduledS
+	// when it first joined the batch (-1 before), lastTokenS the time of
+	// its latest token: the request's phases for /metrics.
+	queuedS, scheduledS, lastTokenS float64
 	// tokenTimesS, when set, collects the simulated time of every token
 	// (the prediction's records); the served engine leaves it nil.
 	tokenTimesS *[]float64
@@ -96,9 +104,16 @@ type engine struct {
 	steps        atomic.Int64
 	slipNs       atomic.Int64 // simulated nanoseconds lost to slip
 	lastStepNs   atomic.Int64 // simulated time of the last step's end
+	kvUsed       atomic.Int64 // KV tokens the running batch holds
+	// stepStartS is the simulated time the step being planned starts at,
+	// the admission time of the sequences it admits.
+	stepStartS float64
 
 	histMu sync.Mutex
 	ttft   histogram
+	// stats are the rest of vLLM's request and step metrics, under
+	// histMu; nil (the predictor's engine) records none of them.
+	stats *engineStats
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -117,6 +132,7 @@ func newEngine(prof *Profile, clk *simClock, maxSeqs, batchTokens, kvBudget int,
 		cache:       cache,
 		wake:        make(chan struct{}, 1),
 		ttft:        newHistogram(ttftBuckets),
+		stats:       newEngineStats(prof.MaxModelLen),
 		ctx:         ctx,
 		cancel:      cancel,
 		done:        make(chan struct{}),
@@ -136,9 +152,11 @@ func (e *engine) poke() {
 // It fails only once the engine is closed.
 func (e *engine) submit(seqs ...*sequence) error {
 	prompt := 0
+	now := e.clk.now()
 	for _, s := range seqs {
 		s.notify = make(chan struct{}, 1)
 		s.prefillLeft = s.promptTokens
+		s.queuedS, s.scheduledS = now, -1
 		prompt += s.promptTokens
 	}
 	e.mu.Lock()
@@ -184,6 +202,7 @@ func (e *engine) run() {
 			continue
 		}
 		e.preempt()
+		e.stepStartS = vnow
 		e.admit()
 		e.publishGauges()
 		if len(e.running) == 0 {
@@ -204,12 +223,14 @@ func (e *engine) run() {
 			e.abortAll()
 			return
 		}
-		if now := e.clk.now(); now-target > e.clk.scale*maxSlipWall.Seconds() {
+		now := e.clk.now()
+		if now-target > e.clk.scale*maxSlipWall.Seconds() {
 			e.slipNs.Add(int64((now - target) * 1e9))
 			vnow = now
 		} else {
 			vnow = target
 		}
+		e.observeLateness(now, target)
 		e.steps.Add(1)
 		e.lastStepNs.Store(int64(target * 1e9))
 
@@ -253,6 +274,9 @@ func (e *engine) planStep() (inStep, prefillTokens int) {
 // applyStep applies the planned step that ended at simulated time target:
 // every sequence that decoded or finished its prefill produced one token.
 func (e *engine) applyStep(target float64) {
+	e.histMu.Lock()
+	defer e.histMu.Unlock()
+	iterTokens := 0
 	kept := e.running[:0]
 	for i, s := range e.running {
 		produce := false
@@ -267,17 +291,23 @@ func (e *engine) applyStep(target float64) {
 		}
 		if produce {
 			n := s.produced.Load() + 1
+			iterTokens++
 			if n == 1 {
 				s.firstTokenS = target
-				e.histMu.Lock()
 				e.ttft.observe(target - s.arrivalS)
-				e.histMu.Unlock()
+				iterTokens += s.promptTokens
+			} else if e.stats != nil {
+				e.stats.itl(target - s.lastTokenS)
 			}
+			s.lastTokenS = target
 			if s.tokenTimesS != nil {
 				*s.tokenTimesS = append(*s.tokenTimesS, target)
 			}
 			e.genTokens.Add(1)
 			if int(n) >= s.outputTokens {
+				if e.stats != nil {
+					e.stats.finished(s, target)
+				}
 				s.state.Store(seqFinished)
 			}
 			s.produced.Store(n)
@@ -290,6 +320,9 @@ func (e *engine) applyStep(target float64) {
 	}
 	clear(e.running[len(kept):])
 	e.running = kept
+	if e.stats != nil {
+		e.stats.iterationTokens.observe(float64(iterTokens))
+	}
 }
 
 func (e *engine) drain() {
@@ -305,6 +338,11 @@ func (e *engine) dropCanceled() {
 		kept := list[:0]
 		for _, s := range list {
 			if s.canceled.Load() {
+				if e.stats != nil {
+					e.histMu.Lock()
+					e.stats.success[finishAbort]++
+					e.histMu.Unlock()
+				}
 				s.state.Store(seqAborted)
 				s.signal()
 				continue
@@ -357,6 +395,11 @@ func (e *engine) admit() {
 		}
 		held += kvHeld(s)
 		e.lookUp(s)
+		if s.scheduledS < 0 {
+			// A step catching up on a late schedule starts before now:
+			// a sequence that came in meanwhile joins it as it arrives.
+			s.scheduledS = max(e.stepStartS, s.queuedS)
+		}
 		s.state.Store(seqRunning)
 		e.running = append(e.running, s)
 		n++
@@ -384,6 +427,11 @@ func (e *engine) lookUp(s *sequence) {
 
 func (e *engine) publishGauges() {
 	e.nRunning.Store(int64(len(e.running)))
+	held := 0
+	for _, s := range e.running {
+		held += kvHeld(s)
+	}
+	e.kvUsed.Store(int64(held))
 	e.mu.Lock()
 	e.nWaiting.Store(int64(len(e.waiting) + len(e.incoming)))
 	e.mu.Unlock()

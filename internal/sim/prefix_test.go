@@ -312,12 +312,15 @@ func TestMetricsPassPromtool(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	// Exit status 3 is lint problems only; vLLM's own names break one lint
 	// rule, the recording-rule convention that a colon marks aggregated
-	// series, so that rule's lines are expected and nothing else is.
+	// series, so that rule's lines are expected and nothing else is, but
+	// for the one name of vLLM's that breaks another: its histogram
+	// vllm:iteration_tokens_total ends in _total.
 	if ee, ok := err.(*exec.ExitError); err != nil && !(ok && ee.ExitCode() == 3) {
 		t.Fatalf("promtool check metrics: %v\n%s\n(metrics in %s)", err, out, file)
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if line != "" && !(strings.HasPrefix(line, "vllm:") && strings.HasSuffix(line, "metric names should not contain ':'")) {
+		vllmName := strings.HasPrefix(line, "vllm:") && strings.HasSuffix(line, "metric names should not contain ':'")
+		if line != "" && !vllmName && line != `vllm:iteration_tokens_total non-counter metrics should not have "_total" suffix` {
 			t.Errorf("promtool check metrics: %s\n(metrics in %s)", line, file)
 		}
 	}

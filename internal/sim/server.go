@@ -565,7 +565,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, completions bool
 		out.note = "client went away before the engine saw the request"
 		return
 	}
-	seq := &sequence{promptTokens: j.promptTokens, blocks: j.blocks, outputTokens: j.outputTokens, arrivalS: arrivalS}
+	seq := &sequence{promptTokens: j.promptTokens, blocks: j.blocks, outputTokens: j.outputTokens, arrivalS: arrivalS, finishReason: j.finish}
 	if err := s.engine.submit(seq); err != nil {
 		out.status, out.note = http.StatusServiceUnavailable, err.Error()
 		writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", err.Error())
