@@ -23,12 +23,17 @@ const MinSecretLen = 4
 // the next bytes say whether it is: a secret split across two writes is
 // still caught. One more pattern, the barrier, stands for a marker line:
 // rehearse writes it into the server's output pipe, so the line lands in
-// the log exactly where the pipe then was.
+// the log where the pipe then was. Barriers are cut out of the server's
+// bytes before secrets are looked for, so a secret the server wrote in two
+// pieces with a barrier between them is still one secret; its marker line
+// then follows the redaction instead of splitting it.
 type scrubber struct {
 	patterns [][]byte // longest first
 	barrier  int      // index of the barrier in patterns
 	starts   [256]bool
 	held     []byte
+	// marks are the offsets in held where barriers were cut out.
+	marks []int
 }
 
 func newScrubber(secrets []string, barrier []byte) *scrubber {
@@ -52,55 +57,110 @@ func newScrubber(secrets []string, barrier []byte) *scrubber {
 }
 
 // scrub appends to dst what of p (after the bytes held back before) can be
-// written now, secrets replaced; at a barrier it appends marker().
+// written now, secrets replaced; where a barrier was, it appends marker().
 func (s *scrubber) scrub(dst, p []byte, marker func() []byte) []byte {
-	buf := append(s.held, p...)
-	dst, n := s.scan(dst, buf, marker, false)
+	buf, marks := s.cut(append(s.held, p...), s.marks)
+	dst, n, rest := s.scan(dst, buf, marks, marker, false)
 	s.held = append([]byte(nil), buf[n:]...)
+	s.marks = s.marks[:0]
+	for _, m := range rest {
+		s.marks = append(s.marks, m-n)
+	}
 	return dst
 }
 
 // flush appends the bytes held back at the end of the stream, secrets
-// replaced; a tail that is the start of a secret, MinSecretLen bytes or more
-// of it, is redacted too.
-func (s *scrubber) flush(dst []byte) []byte {
-	dst, _ = s.scan(dst, s.held, func() []byte { return nil }, true)
-	s.held = nil
+// replaced, and the markers among them; a tail that is the start of a
+// secret, MinSecretLen bytes or more of it, is redacted too.
+func (s *scrubber) flush(dst []byte, marker func() []byte) []byte {
+	dst, _, _ = s.scan(dst, s.held, s.marks, marker, true)
+	s.held, s.marks = nil, nil
 	return dst
 }
 
-// scan appends buf to dst with its patterns replaced, up to the first byte
+// cut removes every whole barrier from buf and returns what is left, with
+// the offsets (in what is left, ascending, after marks) where they were.
+func (s *scrubber) cut(buf []byte, marks []int) ([]byte, []int) {
+	barrier := s.patterns[s.barrier]
+	out := buf[:0:0]
+	for {
+		i := bytes.Index(buf, barrier)
+		if i < 0 {
+			break
+		}
+		out = append(out, buf[:i]...)
+		marks = append(marks, len(out))
+		buf = buf[i+len(barrier):]
+	}
+	if len(out) == 0 {
+		return buf, marks
+	}
+	return append(out, buf...), marks
+}
+
+// scan appends buf to dst with its secrets replaced, up to the first byte
 // that may begin a pattern the bytes after buf would complete (a longer one
-// than what already matches included), and returns how far it got. At the
-// end of the stream (final) nothing is held back.
-func (s *scrubber) scan(dst, buf []byte, marker func() []byte, final bool) ([]byte, int) {
+// than what already matches included), and returns how far it got and the
+// marks beyond that. A mark is written where it was, or just after the
+// secret it fell inside. At the end of the stream (final) nothing is held
+// back.
+func (s *scrubber) scan(dst, buf []byte, marks []int, marker func() []byte, final bool) ([]byte, int, []int) {
 	start, i := 0, 0
+	// A barrier begun at the very end hides what comes after it: the bytes
+	// before it may be a secret's start that the bytes after the barrier
+	// complete, so they are held back as a secret's start at the end is.
+	open := len(buf)
+	if !final {
+		open -= s.barrierTail(buf)
+	}
+	emit := func() {
+		for len(marks) > 0 && marks[0] <= i {
+			dst = append(dst, buf[start:i]...)
+			start = i
+			dst = append(dst, marker()...)
+			marks = marks[1:]
+		}
+	}
 	for i < len(buf) {
+		emit()
 		if !s.starts[buf[i]] {
 			i++
 			continue
 		}
 		k, n := s.matchAt(buf[i:])
-		if !final && s.mayStartAt(buf[i:], n) {
+		if !final && (s.mayStartAt(buf[i:], n) || (i < open && open < len(buf) && s.mayStartAt(buf[i:open], n))) {
 			break
 		}
 		if n == 0 && final && len(buf)-i >= MinSecretLen && s.mayStartAt(buf[i:], 0) {
 			k, n = -1, len(buf)-i
 		}
-		if n == 0 {
+		if n == 0 || k == s.barrier {
+			// A barrier here is the start of one a later read completes
+			// only at the end of the stream: it is the server's bytes.
 			i++
 			continue
 		}
 		dst = append(dst, buf[start:i]...)
-		if k == s.barrier {
-			dst = append(dst, marker()...)
-		} else {
-			dst = append(dst, config.Redacted...)
-		}
+		dst = append(dst, config.Redacted...)
 		i += n
 		start = i
 	}
-	return append(dst, buf[start:i]...), i
+	if final || i == len(buf) {
+		emit()
+	}
+	return append(dst, buf[start:i]...), i, marks
+}
+
+// barrierTail is the length of the longest end of buf that is the start,
+// not the whole, of the barrier.
+func (s *scrubber) barrierTail(buf []byte) int {
+	barrier := s.patterns[s.barrier]
+	for n := min(len(buf), len(barrier)-1); n > 0; n-- {
+		if bytes.HasPrefix(barrier, buf[len(buf)-n:]) {
+			return n
+		}
+	}
+	return 0
 }
 
 // matchAt returns the pattern b starts with (the longest) and its length.
@@ -185,7 +245,7 @@ func (l *serverLog) copy() {
 			break
 		}
 	}
-	l.write(l.scrub.flush(out[:0]))
+	l.write(l.scrub.flush(out[:0], l.nextMarker))
 	l.r.Close()
 	l.mu.Lock()
 	defer l.mu.Unlock()
