@@ -450,7 +450,7 @@ func writeSimFit(w io.Writer, o simFitOptions, fit *sim.Fit, cmp *sim.Comparison
 		tw.Flush()
 	}
 	if fit.CountedPerGeneratedToken != 1 {
-		fmt.Fprintf(w, "\nGoodput counts output tokens as the bundle did (the text re-tokenized): the prediction counts %.4f per generated token, the fitted records' ratio.\n", fit.CountedPerGeneratedToken)
+		fmt.Fprintf(w, "\nGoodput and TPOT count generated tokens on both sides (the server's usage_completion_tokens): the bundle's text re-tokenized to %.4f tokens per generated one, an artifact of its text that the engine model does not reproduce.\n", fit.CountedPerGeneratedToken)
 	}
 	for _, n := range cmp.Notes {
 		fmt.Fprintf(w, "Note: %s.\n", n)
