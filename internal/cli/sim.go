@@ -147,6 +147,7 @@ has finish_reason tool_calls.`,
 	f.StringVar(&o.reasonField, "reasoning-field", sim.ReasoningFieldReasoning, "the delta field reasoning streams in: reasoning (vLLM since v0.11.1) or reasoning_content (older vLLM, DeepSeek)")
 	f.BoolVar(&o.toolCalls, "tool-calls", false, "answer every request with a tool call: the content streams as delta.tool_calls arguments")
 	cmd.AddCommand(newSimFitCmd(st))
+	cmd.AddCommand(newSimValidateCmd(st))
 	return cmd
 }
 
