@@ -221,7 +221,7 @@ func Validate(res *bundle.Results, o ValidateOptions) (*Validation, error) {
 func (v *Validation) AddLive(waves []contract.Wave, records []contract.Record, server string) error {
 	var live []contract.Aggregate
 	for _, a := range contract.Aggregates(waves, GeneratedCounts(records), []string{server}, "") {
-		if a.Mode == contract.ModeClosed && slices.Contains(v.HoldOut, a.Concurrency) {
+		if a.Server == server && a.Mode == contract.ModeClosed && slices.Contains(v.HoldOut, a.Concurrency) {
 			a.Server = v.Server
 			live = append(live, a)
 		}
