@@ -217,8 +217,14 @@ func Validate(res *bundle.Results, o ValidateOptions) (*Validation, error) {
 // AddLive appends the rows of a live simulator run of v.Workload: its
 // records (from its own bundle) aggregated by the contract, counted in
 // generated tokens as the predictor's, against the same measured figures.
-// server names the live run's server in those records.
-func (v *Validation) AddLive(waves []contract.Wave, records []contract.Record, server string) error {
+// server names the live run's server in those records; timeScale is the
+// live simulator's --time-scale, whose wall-clock figures are read back in
+// simulated time (SlowedDown).
+func (v *Validation) AddLive(waves []contract.Wave, records []contract.Record, server string, timeScale float64) error {
+	if !(timeScale > 0) || !finite(timeScale) {
+		return fmt.Errorf("sim validate: live time scale %g: want > 0", timeScale)
+	}
+	waves, records = SlowedDown(waves, records, timeScale)
 	var live []contract.Aggregate
 	for _, a := range contract.Aggregates(waves, GeneratedCounts(records), []string{server}, "") {
 		if a.Server == server && a.Mode == contract.ModeClosed && slices.Contains(v.HoldOut, a.Concurrency) {
@@ -231,6 +237,39 @@ func (v *Validation) AddLive(waves []contract.Wave, records []contract.Record, s
 	}
 	v.Rows = append(v.Rows, errorRows(SourceLive, v.Server, live, v.measured)...)
 	return nil
+}
+
+// SlowedDown returns copies of closed-loop waves and records whose times
+// (start, end, first content, first token, every chunk, the wave's wall
+// time and release spread) are k times longer: a run of simulated servers
+// at time scale k read back in simulated time, the profile's.
+func SlowedDown(waves []contract.Wave, records []contract.Record, k float64) ([]contract.Wave, []contract.Record) {
+	ws := slices.Clone(waves)
+	for i := range ws {
+		ws[i].WallS *= k
+		ws[i].ReleaseSpreadS *= k
+	}
+	rs := slices.Clone(records)
+	for i := range rs {
+		r := &rs[i]
+		r.IntendedStartS *= k
+		r.StartS *= k
+		r.EndS *= k
+		if r.FirstContentS != nil {
+			v := *r.FirstContentS * k
+			r.FirstContentS = &v
+		}
+		if r.FirstTokenS != nil {
+			v := *r.FirstTokenS * k
+			r.FirstTokenS = &v
+		}
+		ct := make([]float64, len(r.ChunkTimesS))
+		for j, t := range r.ChunkTimesS {
+			ct[j] = t * k
+		}
+		r.ChunkTimesS = ct
+	}
+	return ws, rs
 }
 
 // errorRows pairs each predicted aggregate with the measured one at its
