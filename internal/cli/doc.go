@@ -15,6 +15,7 @@ under a precise metric contract, and writes a self-verifying results bundle.
   rehearse bench --base-url URL    drive an endpoint that is already running
   rehearse sim                     run a simulated OpenAI-compatible server
   rehearse sim fit --bundle DIR    fit a simulator profile to a bundle's waves
+  rehearse sim validate DIR        fit on some loads, tabulate the held-out error
   rehearse report DIR              re-render a bundle's README.md, figures and report.html
   rehearse verify DIR              check digests, schema and records, recompute every aggregate,
                                    re-count output tokens

@@ -1,17 +1,31 @@
 package cli
 
 import (
+	"context"
 	"os"
+	"os/signal"
 	"syscall"
 	"testing"
 
 	"github.com/rehearse/rehearse/internal/supervise"
 )
 
+// rehearseMainEnv, set in a test's environment, makes the test binary
+// rehearse itself when a launch runs it as {rehearse} (a server's child
+// inherits the environment): "rehearse sim" launched by a rehearsal in a
+// test is then the real command.
+const rehearseMainEnv = "REHEARSE_CLI_TEST_MAIN"
+
 // The test binary is the keeper of the servers that run launches in-process.
 func TestMain(m *testing.M) {
 	if code, ok := supervise.KeeperMain(); ok {
 		// At once: os.Exit of a race-enabled binary waits a second.
+		syscall.Exit(code)
+	}
+	if os.Getenv(rehearseMainEnv) == "1" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+		stop()
 		syscall.Exit(code)
 	}
 	os.Exit(m.Run())

@@ -147,6 +147,7 @@ has finish_reason tool_calls.`,
 	f.StringVar(&o.reasonField, "reasoning-field", sim.ReasoningFieldReasoning, "the delta field reasoning streams in: reasoning (vLLM since v0.11.1) or reasoning_content (older vLLM, DeepSeek)")
 	f.BoolVar(&o.toolCalls, "tool-calls", false, "answer every request with a tool call: the content streams as delta.tool_calls arguments")
 	cmd.AddCommand(newSimFitCmd(st))
+	cmd.AddCommand(newSimValidateCmd(st))
 	return cmd
 }
 
@@ -450,7 +451,7 @@ func writeSimFit(w io.Writer, o simFitOptions, fit *sim.Fit, cmp *sim.Comparison
 		tw.Flush()
 	}
 	if fit.CountedPerGeneratedToken != 1 {
-		fmt.Fprintf(w, "\nGoodput counts output tokens as the bundle did (the text re-tokenized): the prediction counts %.4f per generated token, the fitted records' ratio.\n", fit.CountedPerGeneratedToken)
+		fmt.Fprintf(w, "\nGoodput and TPOT count generated tokens on both sides (the server's usage_completion_tokens): the bundle's text re-tokenized to %.4f tokens per generated one, an artifact of its text that the engine model does not reproduce.\n", fit.CountedPerGeneratedToken)
 	}
 	for _, n := range cmp.Notes {
 		fmt.Fprintf(w, "Note: %s.\n", n)

@@ -286,10 +286,10 @@ func TestSimFitWritesTheProfileAndTheHeldOutTable(t *testing.T) {
 	}
 	for _, want := range []string{
 		"| clients | waves | goodput tok/s, measured | predicted | error | p95 TTFT, measured |",
-		"| 1 | fitted | 50.5 [50.4–50.7] |",
-		"| 8 | held out | 381.1 [366.9–385.9] |",
-		"| 32 | held out | 1319.4 [1308.0–1321.8] |",
-		"| 64 | fitted | 2102.4 [2086.0–2143.6] |",
+		"| 1 | fitted | 48.3 [48.2–48.4] |",
+		"| 8 | held out | 359.3 [348.9–360.0] |",
+		"| 32 | held out | 1244.3 [1224.0–1249.0] |",
+		"| 64 | fitted | 1981.1 [1960.4–2016.3] |",
 		"- max_num_seqs: 64, from the server's launch argv",
 		"What the fitted model does not explain:",
 		"written to " + out,

@@ -88,7 +88,7 @@ func PredictSustained(p *Profile, w SustainedWorkload, clients int, o PredictOpt
 	if clients < 1 || clients > 1<<16 {
 		return nil, fmt.Errorf("sim: sustained workload clients %d: want 1 to 65536", clients)
 	}
-	o, ratio, plans, cache, err := prepare(p, w, o)
+	o, plans, cache, err := prepare(p, w, o)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +124,7 @@ func PredictSustained(p *Profile, w SustainedWorkload, clients int, o PredictOpt
 		release := rs[0].sentS
 		recs := make([]contract.Record, 0, len(rs))
 		for _, r := range rs {
-			recs = append(recs, r.record(wave, release, w.MaxTokens, ratio))
+			recs = append(recs, r.record(wave, release, w.MaxTokens))
 		}
 		wave.WallS = contract.WaveWallS(recs)
 		pr.Waves = append(pr.Waves, wave)

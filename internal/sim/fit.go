@@ -53,8 +53,10 @@ type Fit struct {
 	// CountedPerGeneratedToken is output_tokens (the returned text
 	// re-tokenized) over the tokens the server reported generating
 	// (usage_completion_tokens), summed over the fitted successful records:
-	// 1 for text that round-trips; above 1 for random-weight text. A
-	// prediction multiplies generated tokens by it to count as the bundle did.
+	// 1 for text that round-trips; above 1 for random-weight text. It is
+	// reported, not modelled: predictions and the live simulator count
+	// generated tokens, and comparisons count the bundle's records the
+	// same way (GeneratedCounts).
 	CountedPerGeneratedToken float64
 	// Derivation says, one line per fitted number, which records it came
 	// from and how.
@@ -530,19 +532,20 @@ func RelErr(predicted, measured *float64) *float64 {
 }
 
 // Compare predicts the bundle's closed-loop workload with the fit's profile
-// (counting tokens as the bundle did) and pairs each concurrency's
-// aggregate with the measured one, recomputed from the bundle's records.
+// and pairs each concurrency's aggregate with the measured one, recomputed
+// from the bundle's records counted in generated tokens (GeneratedCounts),
+// as the prediction counts them.
 func Compare(res *bundle.Results, f *Fit, server string, fitAt []int, tk Counter) (*Comparison, error) {
 	wl, notes, err := WorkloadOf(res)
 	if err != nil {
 		return nil, err
 	}
-	pr, err := Predict(f.Profile, wl, PredictOptions{Server: server, Tokenizer: tk, CountedPerGeneratedToken: f.CountedPerGeneratedToken})
+	pr, err := Predict(f.Profile, wl, PredictOptions{Server: server, Tokenizer: tk})
 	if err != nil {
 		return nil, err
 	}
 	measured := map[int]contract.Aggregate{}
-	for _, a := range contract.Aggregates(res.Waves, res.Records, res.ServerNames(), "") {
+	for _, a := range contract.Aggregates(res.Waves, GeneratedCounts(res.Records), res.ServerNames(), "") {
 		if a.Server == server && a.Mode == contract.ModeClosed {
 			measured[a.Concurrency] = a
 		}
@@ -559,6 +562,23 @@ func Compare(res *bundle.Results, f *Fit, server string, fitAt []int, tk Counter
 		return nil, fmt.Errorf("sim: the bundle has no recorded closed-loop wave of server %s", server)
 	}
 	return cmp, nil
+}
+
+// GeneratedCounts returns a copy of records whose output_tokens are the
+// tokens the server reported generating (usage_completion_tokens) where a
+// record carries them and has no reasoning or tool-call channel: the count
+// the engine model (predictor and live simulator alike) speaks. A bundle of
+// random-weight text re-tokenizes to about 6 % more tokens than were
+// generated; counted this way, its goodput and TPOT are the engine's.
+func GeneratedCounts(records []contract.Record) []contract.Record {
+	out := slices.Clone(records)
+	for i := range out {
+		r := &out[i]
+		if r.UsageCompletionTokens != nil && r.ReasoningTokens == nil && r.ToolCallText == "" {
+			r.OutputTokens = *r.UsageCompletionTokens
+		}
+	}
+	return out
 }
 
 func sha256Hex(s string) string {

@@ -15,12 +15,18 @@ import (
 )
 
 // syntheticBundle is a bundle whose records are a known profile's
-// prediction: what a fit must recover.
+// prediction: what a fit must recover. ratio re-counts each record's
+// output_tokens as random-weight text re-tokenizes (usage keeps the
+// generated count).
 func syntheticBundle(t *testing.T, p *Profile, w ClosedWorkload, server string, argv []string, ratio float64) *bundle.Results {
 	t.Helper()
-	pr, err := Predict(p, w, PredictOptions{Server: server, CountedPerGeneratedToken: ratio})
+	pr, err := Predict(p, w, PredictOptions{Server: server})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for i := range pr.Records {
+		r := &pr.Records[i]
+		r.OutputTokens = int(math.Round(float64(r.OutputTokens) * ratio))
 	}
 	extra := map[string]any{}
 	if w.IgnoreEOS {

@@ -125,12 +125,18 @@ type PredictOptions struct {
 	// Tokenizer counts prompt tokens through the profile's chat template;
 	// nil means the pinned default tokenizer.
 	Tokenizer Counter
-	// CountedPerGeneratedToken turns each request's generated tokens into
-	// its output_tokens (the text re-tokenized, as the client counts): 1 for
-	// text that round-trips, as the simulator's does; a measured ratio to
-	// predict a bundle whose text did not. 0 means 1.
-	CountedPerGeneratedToken float64
 }
+
+// A prediction counts output tokens as generated tokens, exactly as the
+// served simulator does: its text re-tokenizes to the tokens its engine
+// emitted, so a client counts output_tokens = usage_completion_tokens. The
+// predictor and the live simulator are one engine model, and neither
+// applies a bundle's re-tokenization ratio (random-weight text re-tokenizes
+// to about 1.06 tokens per generated one): that ratio is an artifact of the
+// measured model's text, not of the engine, and a real model's text
+// round-trips. A comparison with a bundle counts the bundle's records in
+// generated tokens instead (GeneratedCounts), so predicted, live and
+// measured figures all speak the engine's tokens.
 
 // Prediction is what the simulated engine does under a closed-loop
 // workload: its waves and records, in the contract's terms, and the
@@ -149,7 +155,7 @@ type Prediction struct {
 // served simulator follows on a fake clock, and a test holds them equal. It
 // is deterministic: the same profile and workload give the same records.
 func Predict(p *Profile, w ClosedWorkload, o PredictOptions) (*Prediction, error) {
-	o, ratio, plans, cache, err := prepare(p, w, o)
+	o, plans, cache, err := prepare(p, w, o)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +177,7 @@ func Predict(p *Profile, w ClosedWorkload, o PredictOptions) (*Prediction, error
 			wave := contract.Wave{ID: len(pr.Waves), Server: o.Server, Concurrency: n, Repeat: rep, Kind: contract.KindRecorded, Mode: contract.ModeClosed}
 			recs := make([]contract.Record, 0, n)
 			for _, r := range reqs {
-				recs = append(recs, r.record(wave, 0, w.MaxTokens, ratio))
+				recs = append(recs, r.record(wave, 0, w.MaxTokens))
 			}
 			wave.WallS = contract.WaveWallS(recs)
 			pr.Waves = append(pr.Waves, wave)
@@ -193,22 +199,21 @@ func (w ClosedWorkload) requests() ([]string, int, int, bool) {
 }
 
 // prepare is what every prediction starts from: the profile and workload
-// checked, o's defaults filled, the counted tokens per generated token,
-// every prompt planned and the run's prefix cache.
-func prepare(p *Profile, w promptWorkload, o PredictOptions) (PredictOptions, float64, []promptPlan, *prefixCache, error) {
+// checked, o's defaults filled, every prompt planned and the run's prefix
+// cache.
+func prepare(p *Profile, w promptWorkload, o PredictOptions) (PredictOptions, []promptPlan, *prefixCache, error) {
 	if err := checkPredictable(p); err != nil {
-		return o, 0, nil, nil, err
+		return o, nil, nil, err
 	}
 	if err := w.validate(); err != nil {
-		return o, 0, nil, nil, err
+		return o, nil, nil, err
 	}
-	o, ratio, err := o.resolve(p)
-	if err != nil {
-		return o, 0, nil, nil, err
+	if o.Server == "" {
+		o.Server = p.Name
 	}
 	prompts, maxTokens, minTokens, ignoreEOS := w.requests()
 	plans, cache, err := planPrompts(p, prompts, maxTokens, minTokens, ignoreEOS, o)
-	return o, ratio, plans, cache, err
+	return o, plans, cache, err
 }
 
 // checkPredictable refuses a profile the virtual engine cannot run.
@@ -220,22 +225,6 @@ func checkPredictable(p *Profile) error {
 		return fmt.Errorf("sim: profile %s: the serial engine runs one sequence at a time; max_num_seqs %d is not 1", p.Name, p.MaxNumSeqs)
 	}
 	return nil
-}
-
-// resolve fills o's defaults for p and returns the counted tokens per
-// generated token.
-func (o PredictOptions) resolve(p *Profile) (PredictOptions, float64, error) {
-	ratio := o.CountedPerGeneratedToken
-	if ratio == 0 {
-		ratio = 1
-	}
-	if !(ratio > 0) || !finite(ratio) {
-		return o, 0, fmt.Errorf("sim: counted tokens per generated token = %g, want > 0", ratio)
-	}
-	if o.Server == "" {
-		o.Server = p.Name
-	}
-	return o, ratio, nil
 }
 
 // promptPlan is what one prompt costs and yields, decided as the server's
@@ -422,7 +411,9 @@ func runVirtual(p *Profile, first []*virtualRequest, timeoutS float64, cache *pr
 
 // record is the contract's record of the request as its client saw it,
 // its times from releaseS, the release of its wave.
-func (r *virtualRequest) record(w contract.Wave, releaseS float64, maxTokens int, ratio float64) contract.Record {
+// Its output_tokens are its generated tokens, as the served simulator's
+// text re-tokenizes.
+func (r *virtualRequest) record(w contract.Wave, releaseS float64, maxTokens int) contract.Record {
 	rec := contract.Record{
 		Kind: w.Kind, Server: w.Server, Concurrency: w.Concurrency, Repeat: w.Repeat, Wave: w.ID,
 		Client: r.client, Prompt: r.prompt, ChunkTimesS: []float64{},
@@ -439,7 +430,7 @@ func (r *virtualRequest) record(w contract.Wave, releaseS float64, maxTokens int
 		first := rec.ChunkTimesS[0]
 		rec.FirstContentS = &first
 	}
-	counted := int(math.Round(float64(got) * ratio))
+	counted := got
 	if got == r.outputTokens {
 		rec.OK, rec.HTTPStatus = true, 200
 		rec.EndS = rec.ChunkTimesS[got-1]

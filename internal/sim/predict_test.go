@@ -174,7 +174,7 @@ func TestPredictAggregatesByTheContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := ClosedWorkload{Concurrencies: []int{8, 1}, Repeats: 2, Prompts: fitPrompts, MaxTokens: 64, TimeoutS: 60, IgnoreEOS: true}
-	pr, err := Predict(p, w, PredictOptions{Server: "naive", CountedPerGeneratedToken: 1.5})
+	pr, err := Predict(p, w, PredictOptions{Server: "naive"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,8 +190,8 @@ func TestPredictAggregatesByTheContract(t *testing.T) {
 		t.Fatalf("aggregates %+v, want the contract's %+v", pr.Aggregates, want)
 	}
 	for _, r := range pr.Records {
-		if !r.OK || r.OutputTokens != 96 || *r.UsageCompletionTokens != 64 || r.FinishReason != "length" {
-			t.Fatalf("record %+v: want ok, 64 generated tokens counted as 96", r)
+		if !r.OK || r.OutputTokens != 64 || *r.UsageCompletionTokens != 64 || r.FinishReason != "length" {
+			t.Fatalf("record %+v: want ok, 64 generated tokens counted as 64 (the simulator's text round-trips)", r)
 		}
 	}
 	// One client at a time: the 8-client wave lasts about 8 one-client waves.
@@ -199,7 +199,7 @@ func TestPredictAggregatesByTheContract(t *testing.T) {
 	if eight < 7.5*one || eight > 8.5*one {
 		t.Errorf("8-client wave %.3f s against 1-client %.3f s: a serial engine should take about 8 times as long", eight, one)
 	}
-	again, err := Predict(p, w, PredictOptions{Server: "naive", CountedPerGeneratedToken: 1.5})
+	again, err := Predict(p, w, PredictOptions{Server: "naive"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,6 @@ func TestPredictRejectsBadInput(t *testing.T) {
 		{"zero repeats", func(w *ClosedWorkload, _ *PredictOptions) { w.Repeats = 0 }, "repeats = 0"},
 		{"bad timeout", func(w *ClosedWorkload, _ *PredictOptions) { w.TimeoutS = math.Inf(1) }, "timeout_s = +Inf"},
 		{"over max_model_len", func(w *ClosedWorkload, _ *PredictOptions) { w.MaxTokens = 4000 }, "max_model_len 2048"},
-		{"bad ratio", func(_ *ClosedWorkload, o *PredictOptions) { o.CountedPerGeneratedToken = -1 }, "counted tokens per generated token = -1"},
 		{"bad concurrency", func(w *ClosedWorkload, _ *PredictOptions) { w.Concurrencies = []int{0} }, "concurrency 0"},
 	} {
 		w, o := good, PredictOptions{}

@@ -1,0 +1,478 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/goccy/go-yaml"
+	"github.com/spf13/cobra"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/rehearsal"
+	"github.com/rehearse/rehearse/internal/sim"
+)
+
+type simValidateOptions struct {
+	bundleDir   string
+	fitOn       string
+	holdOut     string
+	servers     []string
+	output      string
+	liveBundle  string
+	noLive      bool
+	timeScale   float64
+	maxModelLen int
+	asJSON      bool
+	markdown    bool
+}
+
+// simValidateServer is one --server: a bundle server and its engine.
+type simValidateServer struct{ name, engine string }
+
+func newSimValidateCmd(st *State) *cobra.Command {
+	var o simValidateOptions
+	cmd := &cobra.Command{
+		Use:   "validate BUNDLE --fit-on LOADS --hold-out LOADS",
+		Short: "Fit a simulator profile on some loads of a bundle and tabulate its error on the others, predicted and live",
+		Long: `Fit a simulator profile (as rehearse sim fit does) to each server of a
+results bundle on the loads --fit-on, then predict the loads --hold-out and
+tabulate, for every held-out load, the error of each metric against the
+bundle's records: goodput, request throughput, E2E, TPOT, ITL p50 and p95,
+TTFT p50 and p95. Error = (predicted − measured) ÷ measured.
+
+The table has two sources: the predictor (the engine stepped on a virtual
+clock) and a live run: the held-out waves of the bundle's workload sent by
+the one runner (as rehearse run does) to "rehearse sim" launched with the
+fitted profile. Both count output tokens as the tokens generated (the
+server's usage), on the bundle's side too: random-weight text re-tokenizes
+to about 6 % more tokens than were generated, an artifact of the text that
+the engine model does not reproduce.
+
+TTFT under 50 ms is judged by its absolute error (request handling and host
+noise); above it, where queueing dominates, by its relative error. The goal
+metrics, goodput, E2E and TPOT, are marked against ±10 %.
+
+LOADS are comma-separated closed-loop concurrencies (1,64) or a whole mode
+(closed). Rates (2rps) and the modes sustained and open are read but not
+yet fitted or predicted: the command refuses them.
+
+--server NAME=ENGINE picks a server and its simulated engine (repeatable);
+by default every server of the bundle, each with the engine its launch argv
+names (--engine, as the demo's simulated servers have). The table is printed
+(--json: one JSON row per held-out load, metric and source; --markdown) and
+written as JSON to -o (default sim-validate.json). Nothing is written into
+the bundle.`,
+		Example: `  rehearse sim validate rehearsals/h200-qwen2.5-1.5b --fit-on 1,64 --hold-out 8,32 \
+    --server naive=serial --server batching=batching
+  rehearse sim validate /tmp/demo --fit-on 1,64 --hold-out 8,32 --time-scale 10 --json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError("sim validate: want one BUNDLE folder, got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.bundleDir = args[0]
+			return runSimValidate(cmd, st, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.fitOn, "fit-on", "", "loads the fit reads: concurrencies such as 1,64, or closed")
+	f.StringVar(&o.holdOut, "hold-out", "", "loads predicted and judged: concurrencies such as 8,32")
+	f.StringArrayVar(&o.servers, "server", nil, "NAME=ENGINE (serial or batching), repeatable (default: every server, the engine from its launch argv)")
+	f.StringVarP(&o.output, "output", "o", "sim-validate.json", "write the error table as JSON to this file")
+	f.StringVar(&o.liveBundle, "live-bundle", "", "keep the live run's bundle in this folder (default: a temporary one, removed)")
+	f.BoolVar(&o.noLive, "no-live", false, "predict only: no live simulator run")
+	f.Float64Var(&o.timeScale, "time-scale", 1, "the live simulator's time runs K times faster than the wall clock")
+	f.IntVar(&o.maxModelLen, "max-model-len", 32768, "max_model_len of the fitted profiles")
+	f.BoolVar(&o.asJSON, "json", false, "print the table as JSON rows")
+	f.BoolVar(&o.markdown, "markdown", false, "print the table as markdown")
+	return cmd
+}
+
+// simValidateFile is what -o stores.
+type simValidateFile struct {
+	Bundle     string             `json:"bundle"`
+	FitOn      string             `json:"fit_on"`
+	HoldOut    string             `json:"hold_out"`
+	TimeScale  float64            `json:"live_time_scale,omitempty"`
+	Profiles   []*sim.Profile     `json:"profiles"`
+	Rows       []sim.ErrorRow     `json:"rows"`
+	Unexplain  []string           `json:"not_explained,omitempty"`
+	Notes      []string           `json:"notes,omitempty"`
+	CountRatio map[string]float64 `json:"bundle_counted_per_generated_token"`
+}
+
+func runSimValidate(cmd *cobra.Command, st *State, o simValidateOptions) error {
+	fitOn, err := sim.ParseLoads(o.fitOn)
+	if err != nil {
+		return usageError("sim validate: --fit-on %q: %v", o.fitOn, err)
+	}
+	holdOut, err := sim.ParseLoads(o.holdOut)
+	if err != nil {
+		return usageError("sim validate: --hold-out %q: %v", o.holdOut, err)
+	}
+	switch {
+	case o.asJSON && o.markdown:
+		return usageError("sim validate: --json and --markdown: pick one")
+	case !(o.timeScale > 0) || o.timeScale > 1e6:
+		return usageError("sim validate: --time-scale %g: want a number above 0 (and at most 1e6)", o.timeScale)
+	case o.maxModelLen < 1:
+		return usageError("sim validate: --max-model-len %d: want >= 1", o.maxModelLen)
+	case o.output == "":
+		return usageError("sim validate: -o is empty: name the JSON file to write")
+	}
+	res, err := bundle.ReadResults(o.bundleDir)
+	if err != nil {
+		return usageError("sim validate: %v", err)
+	}
+	servers, err := validateServers(res, o.servers)
+	if err != nil {
+		return err
+	}
+	var notes []string
+	if s := res.Provenance.Simulation; s != nil && s.TimeScale > 0 && s.TimeScale != 1 {
+		// A bundle of simulated servers at time scale k (the demo's):
+		// its figures are read in simulated time, so the fit is the
+		// profiles' own.
+		res.Waves, res.Records = sim.SlowedDown(res.Waves, res.Records, s.TimeScale)
+		res.Workload.TimeoutS *= s.TimeScale
+		notes = append(notes, fmt.Sprintf("the bundle's servers were simulated at time scale %g: its figures are read in simulated time (×%g), as the live run's (×%g) are", s.TimeScale, s.TimeScale, o.timeScale))
+	}
+	var vals []*sim.Validation
+	for _, s := range servers {
+		v, err := sim.Validate(res, sim.ValidateOptions{Server: s.name, Engine: s.engine, FitOn: fitOn, HoldOut: holdOut, MaxModelLen: o.maxModelLen})
+		if err != nil {
+			return usageError("%v", err)
+		}
+		vals = append(vals, v)
+	}
+	if !o.noLive {
+		if err := runValidateLive(cmd, st, o, res, vals); err != nil {
+			return err
+		}
+	}
+	file := simValidateFile{Bundle: o.bundleDir, FitOn: o.fitOn, HoldOut: o.holdOut, CountRatio: map[string]float64{}, Notes: notes}
+	if !o.noLive {
+		file.TimeScale = o.timeScale
+	}
+	var rows []sim.ErrorRow
+	for _, v := range vals {
+		file.Profiles = append(file.Profiles, v.Fit.Profile)
+		file.CountRatio[v.Server] = v.Fit.CountedPerGeneratedToken
+		for _, u := range v.Fit.Unexplained {
+			file.Unexplain = append(file.Unexplain, v.Server+": "+u)
+		}
+		rows = append(rows, v.Rows...)
+	}
+	file.Rows = rows
+	data, err := json.MarshalIndent(file, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := bundle.WriteFileAtomic(o.output, append(data, '\n')); err != nil {
+		return fmt.Errorf("sim validate: -o: %w", err)
+	}
+	switch {
+	case o.asJSON:
+		enc := json.NewEncoder(st.Stdout)
+		enc.SetIndent("", "  ")
+		if rows == nil {
+			rows = []sim.ErrorRow{}
+		}
+		return enc.Encode(rows)
+	case o.markdown:
+		writeValidateMarkdown(st.Stdout, rows)
+	default:
+		writeValidateText(st.Stdout, rows)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(st.Stdout, "Note: %s.\n", n)
+	}
+	for _, v := range vals {
+		for _, n := range v.Notes {
+			fmt.Fprintf(st.Stdout, "Note: %s: %s.\n", v.Server, n)
+		}
+	}
+	fmt.Fprintf(st.Stdout, "The table is written to %s.\n", o.output)
+	return nil
+}
+
+// validateServers reads --server NAME=ENGINE, or every server of the bundle
+// with the engine its launch argv names.
+func validateServers(res *bundle.Results, flags []string) ([]simValidateServer, error) {
+	var out []simValidateServer
+	if len(flags) == 0 {
+		for _, s := range res.Servers {
+			eng := argvValue(s.LaunchArgv, "--engine")
+			if eng != sim.EngineSerial && eng != sim.EngineBatching {
+				return nil, usageError("sim validate: server %s: its launch argv names no simulated engine; pass --server %s=serial or --server %s=batching", s.Name, s.Name, s.Name)
+			}
+			out = append(out, simValidateServer{s.Name, eng})
+		}
+		return out, nil
+	}
+	for _, f := range flags {
+		name, eng, ok := strings.Cut(f, "=")
+		if !ok || name == "" || (eng != sim.EngineSerial && eng != sim.EngineBatching) {
+			return nil, usageError("sim validate: --server %q: want NAME=serial or NAME=batching", f)
+		}
+		if !slices.Contains(res.ServerNames(), name) {
+			return nil, usageError("sim validate: --server %q: the bundle has no server %s (have: %s)", f, name, strings.Join(res.ServerNames(), ", "))
+		}
+		if slices.ContainsFunc(out, func(s simValidateServer) bool { return s.name == name }) {
+			return nil, usageError("sim validate: --server %q: server %s is named twice", f, name)
+		}
+		out = append(out, simValidateServer{name, eng})
+	}
+	return out, nil
+}
+
+// argvValue reads "--flag V" or "--flag=V" from an argv ("" when absent).
+func argvValue(argv []string, flag string) string {
+	for i, a := range argv {
+		if v, ok := strings.CutPrefix(a, flag+"="); ok {
+			return v
+		}
+		if a == flag && i+1 < len(argv) {
+			return argv[i+1]
+		}
+	}
+	return ""
+}
+
+// runValidateLive sends the held-out waves of the bundle's workload to
+// "rehearse sim" with each fitted profile, through the one runner, and adds
+// the live rows to each validation.
+func runValidateLive(cmd *cobra.Command, st *State, o simValidateOptions, res *bundle.Results, vals []*sim.Validation) error {
+	work, err := os.MkdirTemp("", "rehearse-sim-validate-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	dir := o.liveBundle
+	if dir == "" {
+		dir = filepath.Join(work, "live")
+	}
+	cfg, err := validateLiveConfig(res, vals, work)
+	if err != nil {
+		return err
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	rc, err := config.Parse(data, "the live run of sim validate", cwd)
+	if err != nil {
+		return fmt.Errorf("sim validate: the live run's rehearsal: %w", err)
+	}
+	if err := scaleSimulated(rc, o.timeScale); err != nil {
+		return err
+	}
+	job := rehearsalJob{cfg: rc, dir: dir, quiet: true,
+		command:    append([]string{"rehearse", "sim", "validate", o.bundleDir, "--fit-on", o.fitOn, "--hold-out", o.holdOut, "--time-scale", strconv.FormatFloat(o.timeScale, 'g', -1, 64)}, serverFlags(vals)...),
+		simulation: rehearsal.Simulation(rc),
+		notes:      []string{"The live run of rehearse sim validate: the held-out waves of " + o.bundleDir + " against rehearse sim with profiles fitted on its waves at " + o.fitOn + "."},
+	}
+	job.fail = func(err error) error { return &ExitError{Code: 2, Err: fmt.Errorf("sim validate: live run: %w", err)} }
+	fmt.Fprintf(st.Stderr, "rehearse sim validate: live run of the held-out waves at time scale %g, bundle %s\n", o.timeScale, dir)
+	r, err := rehearse(cmd.Context(), job)
+	if err != nil {
+		return err
+	}
+	if err := r.exitError(dir); err != nil {
+		return err
+	}
+	for _, v := range vals {
+		if err := v.AddLive(r.out.Results.Waves, r.out.Results.Records, v.Server, o.timeScale); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func serverFlags(vals []*sim.Validation) []string {
+	var out []string
+	for _, v := range vals {
+		out = append(out, "--server", v.Server+"="+v.Fit.Profile.Engine)
+	}
+	return out
+}
+
+// validateLiveConfig is the rehearsal file of the live run, at time scale
+// 1 (scaleSimulated converts it): one simulated server per validation,
+// launched with its fitted profile (written under work), and the bundle's
+// closed-loop workload at the held-out concurrencies.
+func validateLiveConfig(res *bundle.Results, vals []*sim.Validation, work string) (map[string]any, error) {
+	var servers []any
+	var holdOut []int
+	for _, v := range vals {
+		p := v.Fit.Profile
+		data, err := p.Encode()
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(work, v.Server+".json")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return nil, err
+		}
+		servers = append(servers, map[string]any{
+			"name":      v.Server,
+			"simulated": p.Name,
+			"launch": []string{"{rehearse}", "sim", "--engine", p.Engine, "--profile", path, "--model", "{model}",
+				"--port", "{port}", "--time-scale", "1", "--seed", "0", "--quiet"},
+			"ready":      map[string]any{"timeout": "30s"},
+			"stop_grace": "5s",
+		})
+		for _, c := range v.HoldOut {
+			if !slices.Contains(holdOut, c) {
+				holdOut = append(holdOut, c)
+			}
+		}
+	}
+	slices.Sort(holdOut)
+	wl := res.Workload
+	workload := map[string]any{
+		"concurrencies": holdOut,
+		"repeats":       wl.Repeats,
+		"prompts":       wl.Prompts,
+		"max_tokens":    wl.MaxTokens,
+		"temperature":   wl.Temperature,
+		"timeout":       strconv.FormatFloat(wl.TimeoutS, 'f', -1, 64) + "s",
+		"warmup_waves":  wl.WarmupWaves,
+	}
+	if wl.WarmupConcurrency > 0 {
+		workload["warmup_concurrency"] = wl.WarmupConcurrency
+	}
+	if len(wl.ExtraBody) > 0 {
+		workload["extra_body"] = wl.ExtraBody
+	}
+	model := res.Provenance.Model
+	m := map[string]any{"id": model.ID, "note": "served by the simulator with profiles fitted by rehearse sim validate; no weights were loaded"}
+	if model.Revision != "" {
+		m["revision"] = model.Revision
+	}
+	if model.Dtype != "" {
+		m["dtype"] = model.Dtype
+	}
+	return map[string]any{
+		"model":           m,
+		"baseline":        vals[0].Server,
+		"servers":         servers,
+		"workload":        workload,
+		"mechanism_check": map[string]any{"disabled": true},
+	}, nil
+}
+
+// validateValue formats a metric's value: goodput in tok/s, throughput in
+// req/s, latencies in ms.
+func validateValue(metric string, v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	switch {
+	case strings.HasSuffix(metric, "_tok_s"):
+		return fmt.Sprintf("%.1f tok/s", *v)
+	case strings.HasSuffix(metric, "_rps"):
+		return fmt.Sprintf("%.3f req/s", *v)
+	}
+	return fmt.Sprintf("%.1f ms", 1000**v)
+}
+
+// validateError formats a row's error: relative, or absolute (with the
+// relative beside it) for a small TTFT.
+func validateError(r *sim.ErrorRow) string {
+	if r == nil || r.Error == nil {
+		return "—"
+	}
+	rel := fmt.Sprintf("%+.1f %%", 100**r.Error)
+	if r.JudgedBy == "absolute" && r.AbsError != nil {
+		return fmt.Sprintf("%+.1f ms (%s)", 1000**r.AbsError, rel)
+	}
+	if r.WithinGoal != nil && !*r.WithinGoal {
+		return rel + " !"
+	}
+	return rel
+}
+
+// validatePair is the predictor's and the live run's row of one metric.
+type validatePair struct {
+	server, load, metric string
+	pred, live           *sim.ErrorRow
+}
+
+func validatePairs(rows []sim.ErrorRow) []validatePair {
+	var out []validatePair
+	for i := range rows {
+		r := &rows[i]
+		j := slices.IndexFunc(out, func(p validatePair) bool { return p.server == r.Server && p.load == r.Load && p.metric == r.Metric })
+		if j < 0 {
+			out = append(out, validatePair{server: r.Server, load: r.Load, metric: r.Metric})
+			j = len(out) - 1
+		}
+		if r.Source == sim.SourceLive {
+			out[j].live = r
+		} else {
+			out[j].pred = r
+		}
+	}
+	return out
+}
+
+func measuredOf(p validatePair) *float64 {
+	if p.pred != nil {
+		return p.pred.Measured
+	}
+	if p.live != nil {
+		return p.live.Measured
+	}
+	return nil
+}
+
+func predictedOf(r *sim.ErrorRow) *float64 {
+	if r == nil {
+		return nil
+	}
+	return r.Predicted
+}
+
+func writeValidateText(w io.Writer, rows []sim.ErrorRow) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "server\tload\tmetric\tmeasured\tpredictor\terror\tlive\terror\n")
+	for _, p := range validatePairs(rows) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.server, p.load, p.metric,
+			validateValue(p.metric, measuredOf(p)), validateValue(p.metric, predictedOf(p.pred)), validateError(p.pred),
+			validateValue(p.metric, predictedOf(p.live)), validateError(p.live))
+	}
+	tw.Flush()
+	writeValidateLegend(w)
+}
+
+func writeValidateMarkdown(w io.Writer, rows []sim.ErrorRow) {
+	fmt.Fprintf(w, "| server | load | metric | measured | predictor | error | live | error |\n")
+	fmt.Fprintf(w, "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, p := range validatePairs(rows) {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", p.server, p.load, p.metric,
+			validateValue(p.metric, measuredOf(p)), validateValue(p.metric, predictedOf(p.pred)), validateError(p.pred),
+			validateValue(p.metric, predictedOf(p.live)), validateError(p.live))
+	}
+	fmt.Fprintln(w)
+	writeValidateLegend(w)
+}
+
+func writeValidateLegend(w io.Writer) {
+	fmt.Fprintf(w, "Error = (predicted − measured) ÷ measured; \"!\" marks a goal metric (goodput, E2E, TPOT) outside ±%.0f %%; a TTFT under %.0f ms is judged by its absolute error. Output tokens are counted as generated (usage) on every side.\n",
+		100*sim.ValidateGoal, 1000*sim.SmallTTFTS)
+}

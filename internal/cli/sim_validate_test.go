@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/sim"
+)
+
+// demoLikeBundle is a bundle as the demo writes one, small and fast: a
+// rehearsal (through rehearse run) of one simulated batching server at 1,
+// 2 and 4 clients, 16 tokens, time scale 20. Its launch argv names the
+// engine, as the demo's does.
+func demoLikeBundle(t *testing.T) string {
+	t.Helper()
+	t.Setenv(rehearseMainEnv, "1") // {rehearse} sim is the real command
+	dir := filepath.Join(t.TempDir(), "bundle")
+	file := filepath.Join(t.TempDir(), "r.yaml")
+	yaml := `model: {id: Qwen/Qwen2.5-1.5B-Instruct}
+servers:
+  - name: batching
+    simulated: t4-qwen2.5-1.5b-batching
+    launch: ["{rehearse}", sim, --engine, batching, --profile, t4-qwen2.5-1.5b-batching,
+             --model, "{model}", --port, "{port}", --time-scale, "20", --seed, "1", --quiet]
+    ready: {timeout: 30s}
+workload:
+  concurrencies: [1, 2, 4]
+  repeats: 1
+  max_tokens: 16
+  timeout: 3s
+  extra_body: {ignore_eos: true}
+mechanism_check: ~
+`
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := run(t, "run", "-f", file, "-o", dir, "-q"); code != 0 {
+		t.Fatalf("rehearse run: exit %d, stderr %q", code, stderr)
+	}
+	return dir
+}
+
+// TestSimValidateLive fits on 1 and 4 clients, holds 2 out, and runs the
+// held-out wave live against rehearse sim (time-scaled): the JSON rows are
+// one per source, metric and held-out load, and the stored file has them.
+func TestSimValidateLive(t *testing.T) {
+	dir := demoLikeBundle(t)
+	out := filepath.Join(t.TempDir(), "v.json")
+	live := filepath.Join(t.TempDir(), "live")
+	code, stdout, stderr := run(t, "sim", "validate", dir, "--fit-on", "1,4", "--hold-out", "2", "--time-scale", "10", "--json", "-o", out, "--live-bundle", live)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	var rows []sim.ErrorRow
+	if err := json.Unmarshal([]byte(stdout), &rows); err != nil {
+		t.Fatalf("stdout is not JSON rows: %v\n%s", err, stdout)
+	}
+	if len(rows) != 2*len(sim.ValidateMetrics) {
+		t.Fatalf("%d rows, want %d", len(rows), 2*len(sim.ValidateMetrics))
+	}
+	for i, r := range rows {
+		wantSource := []string{sim.SourcePredictor, sim.SourceLive}[i/len(sim.ValidateMetrics)]
+		if r.Source != wantSource || r.Server != "batching" || r.Load != "2 clients" || r.Metric != sim.ValidateMetrics[i%len(sim.ValidateMetrics)] {
+			t.Errorf("row %d: %+v", i, r)
+		}
+		// Error is nil only where the measured figure is 0 (chunks read
+		// together at this time scale give an ITL of 0).
+		if r.Predicted == nil || r.Measured == nil || (r.Error == nil && *r.Measured != 0) {
+			t.Errorf("row %d: %+v lacks a figure", i, r)
+		}
+	}
+	// Every output token of the live run was counted: the goodput row's
+	// live figure is a real rate.
+	if g := rows[len(sim.ValidateMetrics)]; g.Metric != "goodput_tok_s" || !(*g.Predicted > 0) {
+		t.Errorf("live goodput row %+v", g)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored struct {
+		Rows     []sim.ErrorRow   `json:"rows"`
+		Profiles []map[string]any `json:"profiles"`
+	}
+	if err := json.Unmarshal(data, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if len(stored.Rows) != len(rows) || len(stored.Profiles) != 1 {
+		t.Errorf("stored %d rows and %d profiles, want %d and 1", len(stored.Rows), len(stored.Profiles), len(rows))
+	}
+	// The live run is a bundle of its own, through the one runner: only the
+	// held-out wave, and the input bundle is left as it was.
+	lr, err := bundle.ReadResults(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(lr.Workload.Concurrencies, []int{2}) || len(lr.Servers) != 1 || lr.Servers[0].Name != "batching" {
+		t.Errorf("live bundle workload %v, servers %+v", lr.Workload.Concurrencies, lr.Servers)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sim-validate.json")); err == nil {
+		t.Error("the table was written into the bundle")
+	}
+
+	// The text table, predictor only.
+	code, stdout, stderr = run(t, "sim", "validate", dir, "--fit-on", "1,4", "--hold-out", "2", "--no-live", "-o", out)
+	if code != 0 || !strings.Contains(stdout, "goodput_tok_s") || !strings.Contains(stdout, "2 clients") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+func TestSimValidateRefusesBadInput(t *testing.T) {
+	dir := demoLikeBundle(t)
+	out := filepath.Join(t.TempDir(), "v.json")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--fit-on", "1,x", "--hold-out", "2"}, `--fit-on "1,x": load "x"`},
+		{[]string{"--fit-on", "1,4", "--hold-out", ""}, `--hold-out "": no loads`},
+		{[]string{"--fit-on", "1,4", "--hold-out", "0rps"}, `load "0rps"`},
+		{[]string{"--fit-on", "1,4", "--hold-out", "2rps"}, "open loads cannot be fitted or predicted yet"},
+		{[]string{"--fit-on", "sustained", "--hold-out", "2"}, "sustained loads cannot be fitted"},
+		{[]string{"--fit-on", "1,4", "--hold-out", "4"}, "4 clients is both fitted on and held out"},
+		{[]string{"--fit-on", "1,4", "--hold-out", "8"}, "no recorded closed-loop wave at 8 clients"},
+		{[]string{"--fit-on", "1,4", "--hold-out", "2", "--server", "batching"}, `--server "batching": want NAME=serial or NAME=batching`},
+		{[]string{"--fit-on", "1,4", "--hold-out", "2", "--server", "x=serial"}, "the bundle has no server x"},
+		{[]string{"--fit-on", "1,4", "--hold-out", "2", "--json", "--markdown"}, "pick one"},
+	} {
+		args := append([]string{"sim", "validate", dir, "-o", out, "--no-live"}, tc.args...)
+		code, stdout, stderr := run(t, args...)
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		if code != 2 || len(lines) != 1 || !strings.Contains(stderr, tc.want) || stdout != "" {
+			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2 and one line with %q", tc.args, code, stderr, stdout, tc.want)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a refused validation wrote its table")
+	}
+	code, _, stderr := run(t, "sim", "validate", "--fit-on", "1", "--hold-out", "2")
+	if code != 2 || !strings.Contains(stderr, "want one BUNDLE folder") {
+		t.Errorf("no bundle: exit %d, stderr %q", code, stderr)
+	}
+}
