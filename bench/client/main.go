@@ -57,9 +57,20 @@ type wave struct {
 	AddedP50S     *float64 `json:"added_p50_s"`
 	AddedP99S     *float64 `json:"added_p99_s"`
 	AddedMaxS     *float64 `json:"added_max_s"`
-	TTFTP50S      *float64 `json:"ttft_p50_s"`
-	TTFTP95S      *float64 `json:"ttft_p95_s"`
-	ErrorKinds    []string `json:"error_kinds,omitempty"`
+	// AddedFirstP99S is rehearse's added p99 over each stream's first
+	// stamped event (the role chunk, which arrives with the response
+	// headers and waits for net/http to hand the body over);
+	// AddedRestP99S over every other stamped event.
+	AddedFirstP99S *float64 `json:"added_first_p99_s,omitempty"`
+	AddedRestP99S  *float64 `json:"added_rest_p99_s,omitempty"`
+	TTFTP50S       *float64 `json:"ttft_p50_s"`
+	TTFTP95S       *float64 `json:"ttft_p95_s"`
+	ErrorKinds     []string `json:"error_kinds,omitempty"`
+	// RunqueueWaitS is the time rehearse's threads spent runnable but
+	// waiting for a CPU during the wave (/proc/self/task/*/schedstat),
+	// summed over threads: CPU the client wanted and the machine, shared
+	// with other work, did not give it. Absent for the peer.
+	RunqueueWaitS *float64 `json:"runqueue_wait_s,omitempty"`
 }
 
 // prompt and model are the peer's body (bench/peer/asyncio_peer.py).
@@ -130,7 +141,10 @@ func orchestrate(rehearse string, counts []int, maxTokens, repeats int, timeScal
 	defer os.Remove(portFile)
 	sim := pinned(simCPU, rehearse, "sim", "--port", "0", "--port-file", portFile, "--quiet", "--stamp-sends",
 		"--engine", "batching", "--time-scale", fmt.Sprint(timeScale),
-		"--max-num-seqs", fmt.Sprint(largest), "--kv-token-budget", fmt.Sprint(largest*(maxTokens+64)))
+		"--max-num-seqs", fmt.Sprint(largest), "--kv-token-budget", fmt.Sprint(largest*(maxTokens+64)),
+		// A client that opens thousands of connections before writing
+		// on them (the peer) must not meet the 10 s rule for new ones.
+		"--idle-timeout", "10m")
 	sim.Stderr = os.Stderr
 	if err := sim.Start(); err != nil {
 		return fmt.Errorf("starting the simulator: %v", err)
@@ -170,31 +184,45 @@ func orchestrate(rehearse string, counts []int, maxTokens, repeats int, timeScal
 		if err != nil {
 			return fmt.Errorf("rehearse at %d streams: %v", n, err)
 		}
+		show(ours)
 		row := ours
 		if !noPeer {
 			theirs, err := runLines(pinned(clientCPU, python, peer, "--base-url", url, "--clients", fmt.Sprint(n),
 				"--max-tokens", fmt.Sprint(maxTokens), "--repeats", fmt.Sprint(repeats)), "peer")
 			if err != nil {
-				return fmt.Errorf("the peer at %d streams: %v", n, err)
+				fmt.Printf("# the peer at %d streams: %v\n", n, err)
 			}
+			show(theirs)
 			row = append(row, theirs...)
-		}
-		for _, w := range row {
-			line, _ := json.Marshal(w)
-			fmt.Println("#", string(line))
 		}
 		rows = append(rows, row)
 	}
 	fmt.Println()
-	fmt.Println("| streams | client | ok | CPU per content chunk | added p50 | added p99 | added max | TTFT p50 | client CPU ÷ wall |")
-	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| streams | client | ok | CPU per content chunk | added p50 | added p99 | added max | p99 first event / rest | TTFT p50 | client CPU ÷ wall | waiting for a CPU ÷ wall |")
+	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, row := range rows {
 		for _, w := range row {
-			fmt.Printf("| %d | %s | %d/%d | %.2f µs | %s | %s | %s | %s | %.0f %% |\n", w.Streams, w.Client, w.OK, w.Streams,
-				w.CPUPerChunkUS, ms(w.AddedP50S), ms(w.AddedP99S), ms(w.AddedMaxS), ms(w.TTFTP50S), 100*w.CPUS/w.WallS)
+			split := "–"
+			if w.AddedFirstP99S != nil {
+				split = ms(w.AddedFirstP99S) + " / " + ms(w.AddedRestP99S)
+			}
+			waited := "–"
+			if w.RunqueueWaitS != nil {
+				waited = fmt.Sprintf("%.0f %%", 100**w.RunqueueWaitS/w.WallS)
+			}
+			fmt.Printf("| %d | %s | %d/%d | %.2f µs | %s | %s | %s | %s | %s | %.0f %% | %s |\n", w.Streams, w.Client, w.OK, w.Streams,
+				w.CPUPerChunkUS, ms(w.AddedP50S), ms(w.AddedP99S), ms(w.AddedMaxS), split, ms(w.TTFTP50S), 100*w.CPUS/w.WallS, waited)
 		}
 	}
 	return nil
+}
+
+// show prints each wave's JSON line as it comes.
+func show(ws []wave) {
+	for _, w := range ws {
+		line, _ := json.Marshal(w)
+		fmt.Println("#", string(line))
+	}
 }
 
 func ms(v *float64) string {
@@ -207,10 +235,7 @@ func ms(v *float64) string {
 // runLines runs a client and decodes the JSON line of each of its waves.
 func runLines(cmd *exec.Cmd, client string) ([]wave, error) {
 	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, err
-	}
+	out, err := cmd.Output() // the waves it finished are kept on failure
 	var ws []wave
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
 	for sc.Scan() {
@@ -221,13 +246,36 @@ func runLines(cmd *exec.Cmd, client string) ([]wave, error) {
 		w.Client = client
 		ws = append(ws, w)
 	}
-	return ws, nil
+	return ws, err
 }
 
 func cpuNow() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// runqueueWait sums the run-queue wait of the process's threads
+// (the second field of /proc/self/task/TID/schedstat, nanoseconds); -1
+// where it cannot be read. A thread that exits between two readings takes
+// its share with it, which only makes the figure smaller.
+func runqueueWait() time.Duration {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return -1
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b)); len(f) >= 2 {
+			ns, _ := strconv.ParseInt(f[1], 10, 64)
+			sum += time.Duration(ns)
+		}
+	}
+	return sum
 }
 
 // clientMode runs repeats closed-loop waves of n streams with rehearse's
@@ -266,15 +314,24 @@ func clientMode(url string, n, maxTokens, repeats int, cpuprofile string) error 
 			}()
 		}
 		time.Sleep(50 * time.Millisecond) // every goroutine parked at the release
-		cpu0, t0 := cpuNow(), time.Now()
+		cpu0, t0, rq0 := cpuNow(), time.Now(), runqueueWait()
 		close(release)
 		wg.Wait()
 		w := wave{Streams: n, WallS: time.Since(t0).Seconds(), CPUS: (cpuNow() - cpu0).Seconds()}
-		var added, ttft []float64
+		if rq0 >= 0 {
+			v := (runqueueWait() - rq0).Seconds()
+			w.RunqueueWaitS = &v
+		}
+		var added, first, rest, ttft []float64
 		kinds := map[string]bool{}
 		for _, r := range results {
-			for _, d := range r.AddedNS {
+			for j, d := range r.AddedNS {
 				added = append(added, float64(d)/1e9)
+				if j == 0 {
+					first = append(first, float64(d)/1e9)
+				} else {
+					rest = append(rest, float64(d)/1e9)
+				}
 			}
 			if !r.OK {
 				kinds[r.ErrorKind] = true
@@ -295,6 +352,9 @@ func clientMode(url string, n, maxTokens, repeats int, cpuprofile string) error 
 		}
 		slices.Sort(added)
 		slices.Sort(ttft)
+		slices.Sort(first)
+		slices.Sort(rest)
+		w.AddedFirstP99S, w.AddedRestP99S = pct(first, 0.99), pct(rest, 0.99)
 		w.AddedP50S, w.AddedP99S = pct(added, 0.5), pct(added, 0.99)
 		if len(added) > 0 {
 			w.AddedMaxS = &added[len(added)-1]

@@ -65,8 +65,10 @@ async def wave(url: str, model: str, clients: int, max_tokens: int) -> dict:
     async with aiohttp.ClientSession(connector=conn, timeout=aiohttp.ClientTimeout(total=600)) as session:
         added: list[int] = []
         cpu0, t0 = time.process_time(), time.perf_counter()
-        results = await asyncio.gather(*(one(session, url, body, added) for _ in range(clients)))
+        results = await asyncio.gather(*(one(session, url, body, added) for _ in range(clients)), return_exceptions=True)
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - t0
+    # A request that raised (reset, refused) is a failed one, not the end of the wave.
+    results = [(False, 0, None) if isinstance(r, BaseException) else r for r in results]
     chunks = sum(c for _, c, _ in results)
     ttft = [f for ok, _, f in results if ok and f is not None]
     return {"requests": clients, "ok": sum(1 for ok, _, _ in results if ok), "chunks": chunks,
