@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -653,7 +654,10 @@ func writeClientAdded(b *bytes.Buffer, res *bundle.Results) {
 		if v == nil {
 			return dash
 		}
-		return fmt.Sprintf("%.0f µs", *v*1e6)
+		if math.Abs(*v) < 1e-3 {
+			return fmt.Sprintf("%.0f µs", *v*1e6)
+		}
+		return fmt.Sprintf("%.2f ms", *v*1e3)
 	}
 	for _, k := range order {
 		a := by[k]
