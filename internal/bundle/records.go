@@ -246,6 +246,7 @@ func checkRecord(i int, rec *contract.Record, c recordContext) []Problem {
 		checkCount("usage_prompt_tokens", *u)
 	}
 	checkReasoning(rec, c.source, bad, checkCount)
+	checkClientAdded(rec, bad)
 	checkPromptFields(rec, c, bad, checkCount)
 	checkSessionFields(rec, c.workload, bad)
 	if !tokensOK {
@@ -382,6 +383,26 @@ func checkTimes(rec *contract.Record, bad func(field, format string, args ...any
 		if fcOK && *ft > *fc && !near(*ft, *fc) {
 			bad("first_token_s", "%s is after first_content_s %s (content is generated text too)", num(*ft), num(*fc))
 		}
+	}
+}
+
+// checkClientAdded checks a record's client_added_s: a count of at least
+// one stamped event, and finite quantiles in order (p50 ≤ p99 ≤ max). The
+// values may be negative (the server's and the client's stamps are read
+// from the same wall clock, which can step between them).
+func checkClientAdded(rec *contract.Record, bad func(field, format string, args ...any)) {
+	a := rec.ClientAddedS
+	if a == nil {
+		return
+	}
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	switch {
+	case a.N < 1:
+		bad("client_added_s", "n is %d, want at least 1 stamped event", a.N)
+	case !finite(a.P50) || !finite(a.P99) || !finite(a.Max):
+		bad("client_added_s", "p50 %v, p99 %v, max %v: want finite numbers", a.P50, a.P99, a.Max)
+	case a.P50 > a.P99 || a.P99 > a.Max:
+		bad("client_added_s", "p50 %s, p99 %s, max %s are out of order", num(a.P50), num(a.P99), num(a.Max))
 	}
 }
 

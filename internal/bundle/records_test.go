@@ -52,6 +52,14 @@ func TestCheckRecord(t *testing.T) {
 			failed(r)
 			r.ErrorKind, r.HTTPStatus = contract.ErrHTTPStatus, 503
 		}},
+		{name: "valid client added", edit: func(r *contract.Record) {
+			r.ClientAddedS = &contract.ClientAdded{N: 4, P50: -1e-6, P99: 2e-4, Max: 2e-4}
+		}},
+		{name: "client added out of order", edit: func(r *contract.Record) {
+			r.ClientAddedS = &contract.ClientAdded{N: 4, P50: 3e-4, P99: 2e-4, Max: 2e-4}
+		}, want: []string{"records[0].client_added_s: p50 0.0003, p99 0.0002, max 0.0002 are out of order"}},
+		{name: "client added without events", edit: func(r *contract.Record) { r.ClientAddedS = &contract.ClientAdded{} },
+			want: []string{"records[0].client_added_s: n is 0, want at least 1 stamped event"}},
 		{name: "missing wave", edit: func(r *contract.Record) { r.Wave = 9 },
 			want: []string{"records[0].wave: wave 9 does not exist"}},
 		{name: "kind", edit: func(r *contract.Record) { r.Kind = contract.KindWarmup },
@@ -182,6 +190,7 @@ func TestRecordsEqualSeesEveryField(t *testing.T) {
 		r := validRecord()
 		r.Session, r.Turn = ptr(0), 1 // every pointer set, so that nil is a change
 		r.FirstTokenS, r.ReasoningTokens, r.ReasoningText = ptr(0.05), ptr(2), " x y"
+		r.ClientAddedS = &contract.ClientAdded{N: 3, P50: 1e-4, P99: 2e-4, Max: 3e-4}
 		return r
 	}
 	base := sessionRecord()

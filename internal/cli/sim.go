@@ -49,6 +49,7 @@ type simOptions struct {
 	reasoning     int
 	reasonField   string
 	toolCalls     bool
+	stampSends    bool
 }
 
 func newSimCmd(st *State) *cobra.Command {
@@ -100,7 +101,12 @@ max_tokens, min_tokens and usage.completion_tokens count both, as vLLM's do.
 before v0.11.1, DeepSeek's API). --tool-calls makes every response call a tool
 instead: the tokens after any reasoning stream as the arguments of one
 delta.tool_calls entry (function "lookup"), and a response that ends on its own
-has finish_reason tool_calls.`,
+has finish_reason tool_calls.
+
+--stamp-sends adds "rehearse_sent_ns" (wall-clock Unix nanoseconds of the
+write) to every chunk, so that a client on the same host measures what it adds
+between the server's send and its own receive stamp: rehearse records it per
+request (client_added_s) and its report's load-generator section shows it.`,
 		Example: `  rehearse sim --engine batching --port 8000
   rehearse sim --engine serial --port 0 --time-scale 10 --port-file /tmp/port
   rehearse sim --fault http500:0.05 --fault stall:0.01 --seed 7
@@ -145,6 +151,7 @@ has finish_reason tool_calls.`,
 	f.DurationVar(&o.idleTimeout, "idle-timeout", 0, "close a connection idle this long, new or kept alive, as uvicorn does after 5s (0: only a new one silent for 10s)")
 	f.IntVar(&o.reasoning, "reasoning-tokens", 0, "stream this many reasoning tokens before each response's content (0: none)")
 	f.StringVar(&o.reasonField, "reasoning-field", sim.ReasoningFieldReasoning, "the delta field reasoning streams in: reasoning (vLLM since v0.11.1) or reasoning_content (older vLLM, DeepSeek)")
+	f.BoolVar(&o.stampSends, "stamp-sends", false, "stamp every chunk with its send time (rehearse_sent_ns, Unix nanoseconds) so a client on this host can measure its own added latency")
 	f.BoolVar(&o.toolCalls, "tool-calls", false, "answer every request with a tool call: the content streams as delta.tool_calls arguments")
 	cmd.AddCommand(newSimFitCmd(st))
 	cmd.AddCommand(newSimValidateCmd(st))
@@ -190,7 +197,8 @@ func (o simOptions) options() (sim.Options, error) {
 	}
 	opts := sim.Options{
 		ReasoningTokens: o.reasoning, ReasoningField: o.reasonField, ToolCalls: o.toolCalls,
-		Engine: o.engine, Model: o.model, TimeScale: o.timeScale, Seed: o.seed,
+		StampSends: o.stampSends,
+		Engine:     o.engine, Model: o.model, TimeScale: o.timeScale, Seed: o.seed,
 		MaxNumSeqs: o.maxNumSeqs, KVTokenBudget: o.kvTokenBudget, IdleTimeout: o.idleTimeout,
 		PrefixCaching: o.prefixCaching,
 	}

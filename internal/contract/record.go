@@ -1,6 +1,9 @@
 package contract
 
-import "strconv"
+import (
+	"sort"
+	"strconv"
+)
 
 // Wave kinds. Only records of recorded waves enter aggregates.
 const (
@@ -127,6 +130,36 @@ type Record struct {
 	// after turn t ended, by the same client, carrying the user turns so
 	// far and the replies (text) of the turns before it.
 	Turn int `json:"turn,omitempty"`
+	// ClientAddedS summarizes, over the events of the stream that carried
+	// the server's send stamp (rehearse sim --stamp-sends), the client's
+	// receive stamp minus the server's send stamp on the same host's wall
+	// clock: the latency loopback, the kernel and the client itself added
+	// to the times above. nil (absent) when the server sent no stamps.
+	ClientAddedS *ClientAdded `json:"client_added_s,omitempty"`
+}
+
+// ClientAdded is a record's client-added latency: how many stamped events
+// it covers and their p50 (type 7), p99 (type 7) and largest value, in
+// seconds.
+type ClientAdded struct {
+	N   int     `json:"n"`
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// SummarizeAdded summarizes per-event client-added latencies in
+// nanoseconds; nil when there are none.
+func SummarizeAdded(ns []int64) *ClientAdded {
+	if len(ns) == 0 {
+		return nil
+	}
+	xs := make([]float64, len(ns))
+	for i, v := range ns {
+		xs[i] = float64(v) / 1e9
+	}
+	sort.Float64s(xs)
+	return &ClientAdded{N: len(xs), P50: *Percentile(xs, 0.5), P99: *Percentile(xs, 0.99), Max: xs[len(xs)-1]}
 }
 
 // RequiredRecordFields are the JSON keys every record must carry; a decoder

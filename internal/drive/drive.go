@@ -375,6 +375,7 @@ func (d *Driver) record(w contract.Wave, release time.Time, client, prompt int, 
 		r.ChunkTimesS[i] = rel(ct)
 	}
 	r.ReasoningText, r.ToolCallText = res.Reasoning, res.ToolCallText
+	r.ClientAddedS = contract.SummarizeAdded(res.AddedNS)
 	if d.opts.Counter != nil && res.Reasoning != "" {
 		n := d.opts.Counter.Count(res.Reasoning)
 		r.ReasoningTokens = &n

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -648,6 +649,7 @@ func writeLoadGenerator(b *bytes.Buffer, res *bundle.Results) {
 		}
 		b.WriteString("\n")
 	}
+	writeClientAdded(b, res)
 }
 
 // stallCell is the largest client stall of a server's waves and how many
@@ -713,6 +715,65 @@ func hostWarnings(res *bundle.Results) []string {
 		}
 	}
 	return out
+}
+
+// writeClientAdded shows, for the loads whose server stamped its sends
+// (rehearse sim --stamp-sends), the latency the client added between the
+// server's send and its own stamp, from the records' client_added_s: the
+// median of the requests' p50, the p99 of their p99, and the largest.
+func writeClientAdded(b *bytes.Buffer, res *bundle.Results) {
+	waves := map[int]contract.Wave{}
+	for _, w := range res.Waves {
+		waves[w.ID] = w
+	}
+	type acc struct {
+		requests, events int
+		p50s, p99s       []float64
+		max              float64
+	}
+	var order []contract.Key
+	by := map[contract.Key]*acc{}
+	for i := range res.Records {
+		r := &res.Records[i]
+		w, ok := waves[r.Wave]
+		if r.ClientAddedS == nil || r.Kind != contract.KindRecorded || !ok {
+			continue
+		}
+		k := contract.KeyOf(w)
+		a := by[k]
+		if a == nil {
+			a = &acc{max: r.ClientAddedS.Max}
+			by[k] = a
+			order = append(order, k)
+		}
+		a.requests++
+		a.events += r.ClientAddedS.N
+		a.p50s = append(a.p50s, r.ClientAddedS.P50)
+		a.p99s = append(a.p99s, r.ClientAddedS.P99)
+		a.max = max(a.max, r.ClientAddedS.Max)
+	}
+	if len(order) == 0 {
+		return
+	}
+	b.WriteString("The server stamped each chunk with its send time, so the latency the client added is measured: receive stamp minus send stamp, on the same host's wall clock, for every stamped event of a recorded request (`client_added_s`; loopback, the kernel and rehearse itself). Every time above includes it.\n\n")
+	writeRow(b, []string{"Server", "Load", "Requests", "Events", "Median of requests' p50", "p99 of requests' p99", "Largest"})
+	writeRow(b, []string{"---", "---", "---:", "---:", "---:", "---:", "---:"})
+	us := func(v *float64) string {
+		if v == nil {
+			return dash
+		}
+		if math.Abs(*v) < 1e-3 {
+			return fmt.Sprintf("%.0f µs", *v*1e6)
+		}
+		return fmt.Sprintf("%.2f ms", *v*1e3)
+	}
+	for _, k := range order {
+		a := by[k]
+		slices.Sort(a.p99s)
+		writeRow(b, []string{k.Server, k.LoadLabel(), fmt.Sprint(a.requests), fmt.Sprint(a.events),
+			us(contract.Median(a.p50s)), us(contract.Percentile(a.p99s, 0.99)), us(&a.max)})
+	}
+	b.WriteString("\n")
 }
 
 // lastArrival is the last traced arrival, in seconds (0 for none).

@@ -67,7 +67,16 @@ type Options struct {
 	// ends on its own ends with finish_reason tool_calls, as vLLM's tool
 	// parsers stream it. usage counts the arguments' tokens.
 	ToolCalls bool
+	// StampSends adds "rehearse_sent_ns" to every chunk of a stream: the
+	// wall-clock time (Unix nanoseconds) its write was built, just before
+	// it went to the connection, so that a client on the same host can
+	// measure what it adds between the server's send and its own stamp.
+	// Off, the wire format is unchanged.
+	StampSends bool
 }
+
+// SentStampField is the chunk field Options.StampSends writes.
+const SentStampField = "rehearse_sent_ns"
 
 // ToolCallName is the function a response calls with Options.ToolCalls.
 const ToolCallName = "lookup"
@@ -608,11 +617,24 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 		object, piece, finish = "text_completion", `{"index":0,"text":`, `{"index":0,"text":"","logprobs":null,"finish_reason":%q}]}`
 	}
 	head := fmt.Appendf(nil, `data: {"id":%q,"object":%q,"created":%d,"model":%s,"choices":[`, j.id, object, time.Now().Unix(), model)
+	// appendHead opens a chunk with h (head, or a prefix of it); with
+	// StampSends it carries the send time of the write it is built for.
+	var sentNS int64
+	appendHead := func(buf, h []byte) []byte {
+		if !s.opts.StampSends {
+			return append(buf, h...)
+		}
+		buf = append(buf, `data: {"`+SentStampField+`":`...)
+		buf = strconv.AppendInt(buf, sentNS, 10)
+		buf = append(buf, ',')
+		return append(buf, h[len(`data: {`):]...)
+	}
 	var buf []byte
 	if !j.completions {
 		// A chat stream opens with the assistant's role; a completions
 		// stream has none.
-		buf = append(buf, head...)
+		sentNS = time.Now().UnixNano()
+		buf = appendHead(buf, head)
 		buf = append(buf, `{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
 	}
 	reasoningDelta := `{"index":0,"delta":{"` + s.opts.ReasoningField + `":`
@@ -639,11 +661,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 			out.firstS = seq.firstTokenS - out.arrivalS
 		}
 		buf = buf[:0]
+		sentNS = time.Now().UnixNano()
 		for sent < produced {
 			if j.fault.kind != "" && sent == j.fault.atToken {
 				if j.fault.kind == FaultMalformed {
 					// One chunk of invalid JSON; the stream carries on.
-					buf = append(buf, head...)
+					buf = appendHead(buf, head)
 					buf = append(buf, piece+`" the`+"\n\n"...)
 					out.note = "fault malformed"
 					j.fault.kind = ""
@@ -655,7 +678,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 				s.streamFault(w, rc, r, j, out)
 				return
 			}
-			buf = append(buf, head...)
+			buf = appendHead(buf, head)
 			closing := `},"logprobs":null,"finish_reason":null}]}` + "\n\n"
 			switch {
 			case j.completions:
@@ -677,10 +700,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 			sent++
 		}
 		if sent == j.outputTokens {
-			buf = append(buf, head...)
+			buf = appendHead(buf, head)
 			buf = fmt.Appendf(buf, finish+"\n\n", j.finish)
 			if j.includeUsage {
-				buf = append(buf, head[:len(head)-len(`"choices":[`)]...)
+				buf = appendHead(buf, head[:len(head)-len(`"choices":[`)])
 				buf = fmt.Appendf(buf, `"choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`+"\n\n",
 					j.promptTokens, sent, j.promptTokens+sent)
 			}

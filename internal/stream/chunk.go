@@ -15,6 +15,9 @@ type chunk struct {
 	Choices []choice        `json:"choices"`
 	Usage   *usage          `json:"usage"`
 	Error   json.RawMessage `json:"error"`
+	// SentNS is the server's send stamp (wall-clock Unix nanoseconds), a
+	// field only rehearse sim --stamp-sends writes; 0 when absent.
+	SentNS int64 `json:"rehearse_sent_ns"`
 }
 
 type choice struct {
@@ -92,7 +95,7 @@ func (s *state) handle(ev Event, now time.Time, res *Result, text *strings.Build
 		return
 	}
 	c := &s.c
-	c.Choices, c.Usage, c.Error = c.Choices[:0], nil, nil
+	c.Choices, c.Usage, c.Error, c.SentNS = c.Choices[:0], nil, nil, 0
 	if !parseChunkFast(data, c) {
 		*c = chunk{}
 		if err := json.Unmarshal(data, c); err != nil {
@@ -100,6 +103,9 @@ func (s *state) handle(ev Event, now time.Time, res *Result, text *strings.Build
 			s.failMsg = fmt.Sprintf("unparseable data %q: %v", cut(string(data)), err)
 			return
 		}
+	}
+	if c.SentNS != 0 {
+		res.AddedNS = append(res.AddedNS, now.UnixNano()-c.SentNS)
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		s.fail, s.failMsg = contract.ErrServerError, "in-band error: "+errorMessage(data)

@@ -99,6 +99,12 @@ type Result struct {
 	UsagePromptTokens     *int
 	// Chunks counts every data event, content or not (role, usage, …).
 	Chunks int
+	// AddedNS holds, for each event that carried the server's send stamp
+	// (rehearse sim --stamp-sends), the client's stamp of it minus that
+	// stamp, in wall-clock nanoseconds of the same host: what loopback,
+	// the kernel and the client added before the event was timed. nil when
+	// the server sent no stamps.
+	AddedNS []int64
 	// Retried says why the request was sent a second time on a freshly
 	// dialed connection: its first connection had sat unused and failed
 	// before any byte of the request was written. "" when sent once.

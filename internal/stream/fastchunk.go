@@ -2,6 +2,7 @@ package stream
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
 	"unicode/utf8"
 )
@@ -21,6 +22,8 @@ func parseChunkFast(data []byte, c *chunk) bool {
 			return p.choices(c)
 		case "usage":
 			return p.usage(c)
+		case "rehearse_sent_ns":
+			return p.int64Value(&c.SentNS)
 		case "error":
 			start := p.i
 			if !p.skip() {
@@ -30,7 +33,7 @@ func parseChunkFast(data []byte, c *chunk) bool {
 			return true
 		}
 		return p.skip()
-	}, "choices", "usage", "error") {
+	}, "choices", "usage", "error", "rehearse_sent_ns") {
 		return false
 	}
 	p.ws()
@@ -230,6 +233,43 @@ func (p *fastParser) intValue(dst **int) bool {
 	}
 	n := int(v)
 	*dst = &n
+	return true
+}
+
+// int64Value reads an integer literal into *dst; null leaves it unchanged,
+// as encoding/json does.
+func (p *fastParser) int64Value(dst *int64) bool {
+	if p.null() {
+		return true
+	}
+	start := p.i
+	if !p.integerPart() {
+		return false
+	}
+	switch p.peek() {
+	case '.', 'e', 'E':
+		return false
+	}
+	// Digits accumulate as a negative number, whose range holds MinInt64;
+	// no string is made (this runs on every stamped chunk).
+	neg, digits := p.data[start] == '-', p.data[start:p.i]
+	if neg {
+		digits = digits[1:]
+	}
+	var v int64
+	for _, d := range digits {
+		if v < (math.MinInt64+int64(d-'0'))/10 {
+			return false // out of range: encoding/json refuses it too
+		}
+		v = v*10 - int64(d-'0')
+	}
+	if !neg {
+		if v == math.MinInt64 {
+			return false
+		}
+		v = -v
+	}
+	*dst = v
 	return true
 }
 

@@ -42,7 +42,22 @@ var chunkSamples = []string{
 	`{"choices":[{"delta":{"tool_calls":{"function":{}}}}]}`,
 	`{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":{"x":1}}}]}}]}`,
 	`{"choices":[{"delta":{"tool_calls":[null,{"function":null},{"function":{"arguments":null}}]}}]}`,
+	stampedChunk,
+	`{"rehearse_sent_ns":9223372036854775807,"choices":[]}`,
+	`{"rehearse_sent_ns":9223372036854775808,"choices":[]}`,
+	`{"rehearse_sent_ns":-9223372036854775808,"choices":[]}`,
+	`{"rehearse_sent_ns":-9223372036854775809,"choices":[]}`,
+	`{"rehearse_sent_ns":-0,"choices":[]}`,
+	`{"rehearse_sent_ns":null,"choices":[]}`,
+	`{"rehearse_sent_ns":1.5,"choices":[]}`,
+	`{"rehearse_sent_ns":"1","choices":[]}`,
+	`{"rehearse_sent_ns":1,"rehearse_sent_ns":2}`,
+	`{"Rehearse_Sent_NS":1}`,
+	`{"rehearse_sent_ns":012}`,
 }
+
+// stampedChunk is a content chunk of rehearse sim --stamp-sends.
+const stampedChunk = `{"rehearse_sent_ns":1764614400123456789,"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"Qwen/Qwen2.5-1.5B-Instruct","choices":[{"index":0,"delta":{"content":" token"},"logprobs":null,"finish_reason":null}]}`
 
 // completionsChunk is a /v1/completions stream's content chunk, as vLLM
 // (and the simulator) write it.
@@ -125,6 +140,25 @@ func BenchmarkChunkDecode(b *testing.B) {
 			}
 		}
 	})
+	b.Run("stream-stamped", func(b *testing.B) {
+		// A --stamp-sends chunk: the stamp is read and its delta kept.
+		var (
+			st   state
+			res  Result
+			text strings.Builder
+		)
+		ev, now := Event{Data: []byte(stampedChunk)}, time.Now()
+		for b.Loop() {
+			st.handle(ev, now, &res, &text)
+			if len(res.ChunkTimes) > 4096 {
+				res.ChunkTimes, res.AddedNS = res.ChunkTimes[:0], res.AddedNS[:0]
+				text.Reset()
+			}
+		}
+		if st.fail != "" || len(res.AddedNS) == 0 {
+			b.Fatal("the stamp was not read")
+		}
+	})
 	b.Run("fast-completions", func(b *testing.B) {
 		// The completions API's content chunk takes the same path.
 		data := []byte(completionsChunk)
@@ -184,5 +218,33 @@ func TestHandleReusesChunk(t *testing.T) {
 	}
 	if allocs > 2 {
 		t.Fatalf("%v allocations per content chunk, want at most 2", allocs)
+	}
+}
+
+// A stamped chunk costs no allocation more than a plain one, and its
+// delta is the client's stamp minus the server's.
+func TestHandleStampedChunk(t *testing.T) {
+	ev := Event{Data: []byte(stampedChunk)}
+	var (
+		st   state
+		res  Result
+		text strings.Builder
+	)
+	now := time.Unix(0, 1764614400123456789+1500)
+	res.ChunkTimes = make([]time.Time, 0, 1024)
+	res.AddedNS = make([]int64, 0, 1024)
+	text.Grow(64 << 10)
+	st.handle(ev, now, &res, &text)
+	if st.fail != "" || len(res.AddedNS) != 1 || res.AddedNS[0] != 1500 {
+		t.Fatalf("%s %s, added %v", st.fail, st.failMsg, res.AddedNS)
+	}
+	allocs := testing.AllocsPerRun(100, func() { st.handle(ev, now, &res, &text) })
+	if allocs > 2 {
+		t.Fatalf("%v allocations per stamped content chunk, want at most 2", allocs)
+	}
+	// A chunk without the stamp adds no delta.
+	st.handle(Event{Data: []byte(chunkSamples[0])}, now, &res, &text)
+	if len(res.AddedNS) != 102 {
+		t.Fatalf("%d deltas after an unstamped chunk, want 102", len(res.AddedNS))
 	}
 }
