@@ -82,8 +82,8 @@ func Measure(waveID int, records []contract.Record, slo contract.SLO, minRequest
 			goodTokens += r.OutputTokens
 		}
 	}
-	o.TTFTP95S = contract.Percentile(sorted(l.TTFT), 95)
-	o.TPOTP95S = contract.Percentile(sorted(l.TPOT), 95)
+	o.TTFTP95S = contract.Percentile(sorted(l.TTFT), 0.95)
+	o.TPOTP95S = contract.Percentile(sorted(l.TPOT), 0.95)
 	if w := contract.WaveWindowS(records); w > 0 {
 		o.AchievedRPS = float64(a.N) / w
 		o.GoodputTokS = float64(goodTokens) / w
