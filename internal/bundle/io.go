@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -123,17 +124,37 @@ func ReadResultsContext(ctx context.Context, dir string) (*Results, error) {
 	return d.results(ctx)
 }
 
-// results reads and decodes results.json; every error is a *FileError
-// naming it (or the interruption).
+// results reads and decodes results.json as it streams (decodeStream);
+// every error is a *FileError naming it (or the interruption). A file the
+// stream cannot take is read whole and decoded again, for Decode's
+// message naming the line.
 func (d *Dir) results(ctx context.Context) (*Results, error) {
-	data, err := d.ReadFile(ctx, ResultsFile, ResultsLimit)
+	f, err := d.Open(ctx, ResultsFile, ResultsLimit)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, d.fail(ResultsFile, "missing (not a rehearse bundle?)", err)
 		}
 		return nil, err
 	}
-	r, err := Decode(data)
+	r, err := decodeStream(bufio.NewReaderSize(f, readChunk))
+	f.Close()
+	switch {
+	case err == nil:
+		return r, nil
+	case IsInterrupted(ctx, err):
+		return nil, err
+	case !errors.Is(err, errMalformed):
+		var invalid *InvalidError
+		if errors.As(err, &invalid) {
+			return nil, d.fail(ResultsFile, err.Error(), err)
+		}
+		return nil, d.readError(ctx, ResultsFile, err)
+	}
+	data, err := d.ReadFile(ctx, ResultsFile, ResultsLimit)
+	if err != nil {
+		return nil, err
+	}
+	r, err = decodeWhole(data)
 	if err != nil {
 		return nil, d.fail(ResultsFile, err.Error(), err)
 	}
@@ -145,6 +166,15 @@ func (d *Dir) results(ctx context.Context) (*Results, error) {
 // its index in waves), and that waves and records keep SPEC §2; results
 // that break it come back with an *InvalidError that lists every problem.
 func Decode(data []byte) (*Results, error) {
+	r, err := decodeStream(bytes.NewReader(data))
+	if !errors.Is(err, errMalformed) {
+		return r, err
+	}
+	return decodeWhole(data)
+}
+
+// decodeWhole is Decode of data held whole: its errors name the line.
+func decodeWhole(data []byte) (*Results, error) {
 	var head struct {
 		Schema     *string           `json:"schema"`
 		Records    []json.RawMessage `json:"records"`

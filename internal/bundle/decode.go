@@ -1,0 +1,264 @@
+package bundle
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+// errMalformed is what decodeStream returns for a results.json it cannot
+// take as it streams: the caller decodes it whole instead, which names what
+// is wrong with a line number (describeJSONError).
+var errMalformed = errors.New("malformed results.json")
+
+// decodeStream decodes results.json from in as Decode does, one record at a
+// time: nothing holds the file whole, and each record's bytes are decoded
+// once into its contract.Record and scanned once for its keys. Any problem
+// of the JSON itself (syntax, a type, a missing field, trailing data) is
+// errMalformed, or the reader's own error (an interruption); the checks of
+// SPEC §2 are Decode's.
+func decodeStream(in io.Reader) (*Results, error) {
+	dec := json.NewDecoder(in)
+	if t, err := dec.Token(); err != nil {
+		return nil, readErr(err)
+	} else if t != json.Delim('{') {
+		return nil, errMalformed
+	}
+	var (
+		records          []contract.Record
+		waves, aggs      []json.RawMessage
+		haveWaves        bool
+		haveRecs         bool
+		rest             = []byte{'{'}
+		firstRest        = true
+		raw              json.RawMessage
+		required         = recordFieldIndex()
+		missingRecordErr error
+	)
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, readErr(err)
+		}
+		key, ok := t.(string)
+		if !ok {
+			return nil, errMalformed
+		}
+		switch {
+		case strings.EqualFold(key, "records"):
+			haveRecs = true
+			records, missingRecordErr, err = decodeRecords(dec, required, records[:0])
+			if err != nil {
+				return nil, err
+			}
+		case strings.EqualFold(key, "waves"):
+			haveWaves = true
+			waves = nil
+			if err := dec.Decode(&waves); err != nil {
+				return nil, readErr(err)
+			}
+		case strings.EqualFold(key, "aggregates"):
+			aggs = nil
+			if err := dec.Decode(&aggs); err != nil {
+				return nil, readErr(err)
+			}
+		default:
+			if err := dec.Decode(&raw); err != nil {
+				return nil, readErr(err)
+			}
+			if !firstRest {
+				rest = append(rest, ',')
+			}
+			firstRest = false
+			k, _ := json.Marshal(key)
+			rest = append(append(append(rest, k...), ':'), raw...)
+		}
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, readErr(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, readErr(err) // something after the object
+	}
+	rest = append(rest, '}')
+	var r Results
+	if err := json.Unmarshal(rest, &r); err != nil {
+		return nil, errMalformed
+	}
+	if r.Schema != Schema {
+		return nil, errMalformed
+	}
+	if missingRecordErr != nil {
+		return nil, errMalformed
+	}
+	keys := &storedKeys{waves: make([]map[string]bool, len(waves)), aggregates: make([]map[string]bool, len(aggs))}
+	for i, raw := range waves {
+		m, err := checkFields(raw, requiredWaveFields)
+		if err != nil {
+			return nil, errMalformed
+		}
+		keys.waves[i] = keySet(m)
+	}
+	for i, raw := range aggs {
+		m, err := checkFields(raw, nil)
+		if err != nil {
+			return nil, errMalformed
+		}
+		keys.aggregates[i] = keySet(m)
+	}
+	if haveWaves {
+		r.Waves = make([]contract.Wave, len(waves))
+		for i, raw := range waves {
+			if err := json.Unmarshal(raw, &r.Waves[i]); err != nil {
+				return nil, errMalformed
+			}
+		}
+	}
+	if aggs != nil {
+		r.Aggregates = make([]contract.Aggregate, len(aggs))
+		for i, raw := range aggs {
+			if err := json.Unmarshal(raw, &r.Aggregates[i]); err != nil {
+				return nil, errMalformed
+			}
+		}
+	}
+	if haveRecs {
+		r.Records = records
+	}
+	return finishDecode(&r, keys)
+}
+
+// decodeRecords decodes the records array at dec's position, appending to
+// out; missing is the first record that lacks a required field.
+func decodeRecords(dec *json.Decoder, required map[string]uint, out []contract.Record) (recs []contract.Record, missing, err error) {
+	t, err := dec.Token()
+	if err != nil {
+		return nil, nil, readErr(err)
+	}
+	if t == nil {
+		return nil, nil, nil // null
+	}
+	if t != json.Delim('[') {
+		return nil, nil, errMalformed
+	}
+	all := uint(1)<<len(required) - 1
+	var raw json.RawMessage
+	for dec.More() {
+		raw = raw[:0]
+		if err := dec.Decode(&raw); err != nil {
+			return nil, nil, readErr(err)
+		}
+		var seen uint
+		if !objectKeys(raw, func(k []byte) { seen |= required[string(k)] }) {
+			return nil, nil, errMalformed
+		}
+		if seen != all && missing == nil {
+			missing = errMalformed
+		}
+		out = append(out, contract.Record{})
+		if err := json.Unmarshal(raw, &out[len(out)-1]); err != nil {
+			return nil, nil, errMalformed
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, nil, readErr(err)
+	}
+	if out == nil {
+		out = []contract.Record{}
+	}
+	return out, missing, nil
+}
+
+// readErr is a decoder's error: the reader's own (an interruption) as it
+// is, anything about the JSON errMalformed.
+func readErr(err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case err == nil, err == io.EOF, errors.Is(err, io.ErrUnexpectedEOF), errors.As(err, &se), errors.As(err, &te):
+		return errMalformed
+	}
+	var ie *json.InvalidUnmarshalError
+	if errors.As(err, &ie) {
+		return errMalformed
+	}
+	if strings.HasPrefix(err.Error(), "json: ") || strings.HasPrefix(err.Error(), "invalid character") {
+		return errMalformed
+	}
+	return err
+}
+
+// recordFieldIndex gives each required record field a bit.
+func recordFieldIndex() map[string]uint {
+	m := make(map[string]uint, len(contract.RequiredRecordFields))
+	for i, f := range contract.RequiredRecordFields {
+		m[f] = 1 << i
+	}
+	return m
+}
+
+// objectKeys calls f with each top-level key of the JSON object raw, which
+// must be valid JSON (as a json.Decoder hands it out); false if raw is
+// not an object.
+func objectKeys(raw []byte, f func(key []byte)) bool {
+	i := 0
+	for i < len(raw) && isSpace(raw[i]) {
+		i++
+	}
+	if i == len(raw) || raw[i] != '{' {
+		return false
+	}
+	depth, wantKey := 0, false
+	for ; i < len(raw); i++ {
+		switch c := raw[i]; c {
+		case '"':
+			j, escaped := i+1, false
+			for ; j < len(raw) && raw[j] != '"'; j++ {
+				if raw[j] == '\\' {
+					escaped = true
+					j++
+				}
+			}
+			if depth == 1 && wantKey {
+				if escaped {
+					var k string
+					if json.Unmarshal(raw[i:j+1], &k) == nil {
+						f([]byte(k))
+					}
+				} else {
+					f(raw[i+1 : j])
+				}
+				wantKey = false
+			}
+			i = j
+		case '{', '[':
+			depth++
+			wantKey = c == '{' && depth == 1
+		case '}', ']':
+			depth--
+		case ',':
+			wantKey = depth == 1
+		}
+	}
+	return true
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// finishDecode is what Decode does once the JSON is decoded: a wave's
+// absent id is its index, and the records are checked against SPEC §2.
+func finishDecode(r *Results, keys *storedKeys) (*Results, error) {
+	for i := range r.Waves {
+		if !keys.waves[i]["id"] {
+			r.Waves[i].ID = i
+		}
+	}
+	r.stored = keys
+	if probs := checkRecords(r); len(probs) > 0 {
+		return nil, &InvalidError{Results: r, Problems: probs}
+	}
+	return r, nil
+}
