@@ -341,10 +341,7 @@ func checkHeader(res *Results) []Problem {
 // requests are not released together).
 func checkWaveTimes(res *Results) []Problem {
 	var probs []Problem
-	byWave := map[int][]contract.Record{}
-	for _, r := range res.Records {
-		byWave[r.Wave] = append(byWave[r.Wave], r)
-	}
+	byWave := RecordsByWave(res.Records)
 	for i, w := range res.Waves {
 		want := contract.WaveWallS(byWave[w.ID])
 		if !near(w.WallS, want) {
