@@ -3,6 +3,7 @@ package bundle
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 
@@ -145,23 +146,43 @@ func decodeRecords(dec *json.Decoder, required map[string]uint, out []contract.R
 		return nil, nil, errMalformed
 	}
 	all := uint(1)<<len(required) - 1
+	type item struct {
+		rec      contract.Record
+		bad      bool // not an object, or not a record
+		complete bool // every required field is there
+	}
 	var raw json.RawMessage
-	for dec.More() {
+	next := func() ([]byte, error) {
+		if !dec.More() {
+			return nil, io.EOF
+		}
 		raw = raw[:0]
 		if err := dec.Decode(&raw); err != nil {
-			return nil, nil, readErr(err)
+			return nil, err
 		}
+		return raw, nil
+	}
+	decode := func(raw []byte, it *item) {
 		var seen uint
 		if !objectKeys(raw, func(k []byte) { seen |= required[string(k)] }) {
-			return nil, nil, errMalformed
+			it.bad = true
+			return
 		}
-		if seen != all && missing == nil {
+		it.complete = seen == all
+		it.bad = json.Unmarshal(raw, &it.rec) != nil
+	}
+	err = decodeOrdered(next, decode, func(it *item) error {
+		if it.bad {
+			return errMalformed
+		}
+		if !it.complete && missing == nil {
 			missing = errMalformed
 		}
-		out = append(out, contract.Record{})
-		if err := json.Unmarshal(raw, &out[len(out)-1]); err != nil {
-			return nil, nil, errMalformed
-		}
+		out = append(out, it.rec)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, readErr(err)
 	}
 	if _, err := dec.Token(); err != nil {
 		return nil, nil, readErr(err)
@@ -178,15 +199,17 @@ func readErr(err error) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
-	case err == nil, err == io.EOF, errors.Is(err, io.ErrUnexpectedEOF), errors.As(err, &se), errors.As(err, &te):
+	case err == nil, err == io.EOF, errors.Is(err, errMalformed), errors.Is(err, io.ErrUnexpectedEOF):
 		return errMalformed
+	case errors.As(err, &se), errors.As(err, &te):
+		return fmt.Errorf("%w: %v", errMalformed, err)
 	}
 	var ie *json.InvalidUnmarshalError
 	if errors.As(err, &ie) {
 		return errMalformed
 	}
 	if strings.HasPrefix(err.Error(), "json: ") || strings.HasPrefix(err.Error(), "invalid character") {
-		return errMalformed
+		return fmt.Errorf("%w: %v", errMalformed, err)
 	}
 	return err
 }

@@ -124,6 +124,10 @@ func ReadResultsContext(ctx context.Context, dir string) (*Results, error) {
 	return d.results(ctx)
 }
 
+// wholeLimit is the largest results.json read whole to name the line of
+// what is wrong with it.
+const wholeLimit = 1 << 30
+
 // results reads and decodes results.json as it streams (decodeStream);
 // every error is a *FileError naming it (or the interruption). A file the
 // stream cannot take is read whole and decoded again, for Decode's
@@ -150,7 +154,11 @@ func (d *Dir) results(ctx context.Context) (*Results, error) {
 		}
 		return nil, d.readError(ctx, ResultsFile, err)
 	}
-	data, err := d.ReadFile(ctx, ResultsFile, ResultsLimit)
+	if f.Size() > wholeLimit {
+		// Too big to hold whole for the line number: say what the stream met.
+		return nil, d.fail(ResultsFile, "not a valid results.json ("+strings.TrimPrefix(err.Error(), errMalformed.Error()+": ")+")", err)
+	}
+	data, err := d.ReadFile(ctx, ResultsFile, Limit{ResultsLimit.Kind, wholeLimit})
 	if err != nil {
 		return nil, err
 	}

@@ -234,36 +234,60 @@ func scanJournal(in io.Reader, onRecord func(*contract.Record) error) (*Results,
 		notes       []string
 		lineNumber  int
 	)
-	for {
-		line, err := br.ReadSlice('\n')
+	// Lines are decoded on all cores and taken in order.
+	type line struct {
+		e     Entry
+		derr  error
+		blank bool
+		torn  bool // no final newline: the last write did not finish
+	}
+	var long []byte
+	next := func() ([]byte, error) {
+		l, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
 			// A line longer than the buffer: gather it whole.
-			long := append([]byte(nil), line...)
+			long = append(long[:0], l...)
 			for err == bufio.ErrBufferFull {
-				line, err = br.ReadSlice('\n')
-				long = append(long, line...)
+				l, err = br.ReadSlice('\n')
+				long = append(long, l...)
 			}
-			line = long
+			l = long
 		}
-		if len(line) == 0 && err == io.EOF {
-			break
+		if len(l) == 0 {
+			if err == nil {
+				err = io.EOF
+			}
+			return nil, err
 		}
 		if err != nil && err != io.EOF {
 			return nil, err
 		}
-		lineNumber++
-		torn := err == io.EOF // no final newline: the last write did not finish
-		trimmed := bytes.TrimSpace(line)
+		return l, nil // a torn last line comes back without its newline; EOF next
+	}
+	decode := func(raw []byte, l *line) {
+		l.torn = raw[len(raw)-1] != '\n'
+		trimmed := bytes.TrimSpace(raw)
 		if len(trimmed) == 0 {
-			continue
+			l.blank = true
+			return
 		}
-		var e Entry
-		if derr := json.Unmarshal(trimmed, &e); derr != nil {
-			if torn {
-				notes = append(notes, fmt.Sprintf("journal line %d was torn (the tool stopped mid-write) and was dropped", lineNumber))
-				break
+		l.derr = json.Unmarshal(trimmed, &l.e)
+	}
+	use := func(l *line) error {
+		lineNumber++
+		if l.blank {
+			if l.torn {
+				return errStop
 			}
-			return nil, fmt.Errorf("line %d: %v", lineNumber, derr)
+			return nil
+		}
+		e := &l.e
+		if l.derr != nil {
+			if l.torn {
+				notes = append(notes, fmt.Sprintf("journal line %d was torn (the tool stopped mid-write) and was dropped", lineNumber))
+				return errStop
+			}
+			return fmt.Errorf("line %d: %v", lineNumber, l.derr)
 		}
 		set := 0
 		switch {
@@ -288,7 +312,7 @@ func scanJournal(in io.Reader, onRecord func(*contract.Record) error) (*Results,
 		if e.Record != nil {
 			set++
 			if e.Record.Server == "" || e.Record.Kind == "" {
-				return nil, fmt.Errorf("line %d: record without server or kind", lineNumber)
+				return fmt.Errorf("line %d: record without server or kind", lineNumber)
 			}
 		}
 		if e.Mechanism != nil {
@@ -296,7 +320,7 @@ func scanJournal(in io.Reader, onRecord func(*contract.Record) error) (*Results,
 			mechanism = e.Mechanism
 		}
 		if set != 1 {
-			return nil, fmt.Errorf("line %d: an entry must hold exactly one of header, wave, record, mechanism_check", lineNumber)
+			return fmt.Errorf("line %d: an entry must hold exactly one of header, wave, record, mechanism_check", lineNumber)
 		}
 		if rec := e.Record; rec != nil {
 			if _, ok := perWave[rec.Wave]; !ok {
@@ -305,12 +329,16 @@ func scanJournal(in io.Reader, onRecord func(*contract.Record) error) (*Results,
 			perWave[rec.Wave]++
 			nRecords++
 			if err := onRecord(rec); err != nil {
-				return nil, err
+				return err
 			}
 		}
-		if torn {
-			break
+		if l.torn {
+			return errStop
 		}
+		return nil
+	}
+	if err := decodeOrdered(next, decode, use); err != nil {
+		return nil, err
 	}
 	if header == nil {
 		return nil, errors.New("no header entry")
