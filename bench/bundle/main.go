@@ -15,6 +15,8 @@
 package main
 
 import (
+	"bufio"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -36,14 +38,15 @@ func main() {
 	dir := flag.String("dir", filepath.Join(os.TempDir(), "bench-bundle"), "folder for the synthesized bundles (emptied first)")
 	sizes := flag.String("n", "10000,100000,1000000", "record counts, comma-separated")
 	genOnly := flag.Bool("gen", false, "only synthesize the bundles")
+	reuse := flag.Bool("reuse", false, "reuse the bundles a previous run synthesized in -dir (what report and merge wrote is removed first)")
 	flag.Parse()
-	if err := run(*bin, *dir, *sizes, *genOnly); err != nil {
+	if err := run(*bin, *dir, *sizes, *genOnly, *reuse); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/bundle:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, dir, sizes string, genOnly bool) error {
+func run(bin, dir, sizes string, genOnly, reuse bool) error {
 	var ns []int
 	for _, s := range strings.Split(sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -57,20 +60,32 @@ func run(bin, dir, sizes string, genOnly bool) error {
 		return err
 	}
 	texts := textPool(tok, 4096)
-	if err := os.RemoveAll(dir); err != nil {
-		return err
+	if !reuse {
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
 	}
 	fmt.Println("| records | command | wall s | CPU s | peak RSS MB |")
 	fmt.Println("|---:|---|---:|---:|---:|")
 	var sizesOut []string
 	for _, n := range ns {
 		a := filepath.Join(dir, fmt.Sprintf("n%d", n))
-		if err := synthesize(a, n, []string{"naive", "batching"}, texts); err != nil {
+		part := filepath.Join(dir, fmt.Sprintf("n%d-part", n))
+		merged := filepath.Join(dir, fmt.Sprintf("n%d-merged", n))
+		if err := os.RemoveAll(merged); err != nil {
 			return err
 		}
-		part := filepath.Join(dir, fmt.Sprintf("n%d-part", n))
-		if err := synthesize(part, 1000, []string{"other"}, texts); err != nil {
-			return err
+		if reuse {
+			if err := strip(a); err != nil {
+				return err
+			}
+		} else {
+			if err := synthesize(a, n, []string{"naive", "batching"}, texts); err != nil {
+				return err
+			}
+			if err := synthesize(part, 1000, []string{"other"}, texts); err != nil {
+				return err
+			}
 		}
 		if genOnly {
 			continue
@@ -84,7 +99,7 @@ func run(bin, dir, sizes string, genOnly bool) error {
 			{"verify", []string{"verify", a}},
 			{"report", []string{"report", a}},
 			{"compare A A", []string{"compare", a, a}},
-			{"merge (+1 k part)", []string{"merge", "-o", filepath.Join(dir, fmt.Sprintf("n%d-merged", n)), a, part}},
+			{"merge (+1 k part)", []string{"merge", "--baseline", "naive", "-o", merged, a, part}},
 		}
 		for _, s := range steps {
 			m := measure(bin, s.args)
@@ -105,6 +120,23 @@ func run(bin, dir, sizes string, genOnly bool) error {
 		fmt.Println(l)
 	}
 	return nil
+}
+
+// strip removes from the bundle at dir everything but results.json and
+// the journal, and writes its SHA256SUMS again: the bundle as synthesized.
+func strip(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if n := e.Name(); n != bundle.ResultsFile && n != bundle.JournalFile {
+			if err := os.RemoveAll(filepath.Join(dir, n)); err != nil {
+				return err
+			}
+		}
+	}
+	return bundle.WriteSums(dir)
 }
 
 func mb(n int64) string { return fmt.Sprintf("%.2f MB", float64(n)/1e6) }
@@ -265,7 +297,7 @@ func synthesize(dir string, n int, servers []string, texts []counted) error {
 	if err := writeJournal(filepath.Join(dir, bundle.JournalFile), h); err != nil {
 		return err
 	}
-	if err := bundle.WriteResults(dir, h); err != nil {
+	if err := writeResults(filepath.Join(dir, bundle.ResultsFile), h); err != nil {
 		return err
 	}
 	return bundle.WriteSums(dir)
@@ -297,6 +329,45 @@ func writeJournal(path string, res *bundle.Results) error {
 		}
 	}
 	return j.Close()
+}
+
+// writeResults writes results.json as bundle.Encode does, the records
+// encoded one at a time (Encode would hold the whole file, gigabytes at
+// 1 M records, in memory twice over).
+func writeResults(path string, res *bundle.Results) error {
+	head := *res
+	head.Records = []contract.Record{}
+	data, err := bundle.Encode(&head)
+	if err != nil {
+		return err
+	}
+	const empty = "\n \"records\": [],\n"
+	before, after, ok := strings.Cut(string(data), empty)
+	if !ok {
+		return fmt.Errorf("bundle.Encode wrote no %q", empty)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	w.WriteString(before + "\n \"records\": [\n  ")
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("  ", " ")
+	for i := range res.Records {
+		if i > 0 {
+			w.WriteString("  ,")
+		}
+		if err := enc.Encode(&res.Records[i]); err != nil {
+			return err
+		}
+	}
+	w.WriteString(" ],\n" + after)
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 func round(v float64) float64 {
