@@ -202,7 +202,7 @@ func DecodeJournal(in io.Reader) (*Results, error) {
 	r, err := scanJournal(in, func(rec *contract.Record) error {
 		records = append(records, *rec)
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +216,11 @@ func DecodeJournal(in io.Reader) (*Results, error) {
 // is read (the record is not kept), and returns the header with the waves
 // (those the journal never saw end marked cut) and notes; no records,
 // wave times or aggregates.
-func scanJournal(in io.Reader, onRecord func(*contract.Record) error) (*Results, error) {
+//
+// With rawRecord, a record line is not decoded: rawRecord gets its index
+// among the records and the line (valid until the scan ends) and returns
+// the record's wave, or an error that ends the scan.
+func scanJournal(in io.Reader, onRecord func(*contract.Record) error, rawRecord func(n int, line []byte) (int, error)) (*Results, error) {
 	br := bufio.NewReaderSize(in, readChunk)
 	var (
 		header    *Results
@@ -238,6 +242,7 @@ func scanJournal(in io.Reader, onRecord func(*contract.Record) error) (*Results,
 	type line struct {
 		e     Entry
 		derr  error
+		raw   []byte // a record line left to rawRecord
 		blank bool
 		torn  bool // no final newline: the last write did not finish
 	}
@@ -271,6 +276,10 @@ func scanJournal(in io.Reader, onRecord func(*contract.Record) error) (*Results,
 			l.blank = true
 			return
 		}
+		if rawRecord != nil && !l.torn && bytes.HasPrefix(trimmed, recordPrefix) {
+			l.raw = trimmed
+			return
+		}
 		l.derr = json.Unmarshal(trimmed, &l.e)
 	}
 	use := func(l *line) error {
@@ -279,6 +288,18 @@ func scanJournal(in io.Reader, onRecord func(*contract.Record) error) (*Results,
 			if l.torn {
 				return errStop
 			}
+			return nil
+		}
+		if l.raw != nil {
+			id, err := rawRecord(nRecords, l.raw)
+			if err != nil {
+				return err
+			}
+			if _, ok := perWave[id]; !ok {
+				firstRecord[id] = nRecords
+			}
+			perWave[id]++
+			nRecords++
 			return nil
 		}
 		e := &l.e
@@ -372,6 +393,9 @@ func scanJournal(in io.Reader, onRecord func(*contract.Record) error) (*Results,
 	r.Notes = append(r.Notes, notes...)
 	return &r, nil
 }
+
+// recordPrefix begins every record line the journal writes.
+var recordPrefix = []byte(`{"record":`)
 
 const cutPrefix = "cut:"
 
