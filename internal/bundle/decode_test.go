@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/rehearse/rehearse/internal/contract"
 )
 
 // committedResults are results.json files the repository holds, of every
@@ -111,11 +114,35 @@ func TestDecodeOrderedKeepsOrder(t *testing.T) {
 
 func TestObjectKeys(t *testing.T) {
 	var keys []string
-	ok := objectKeys([]byte(` {"a": {"b": 1, "c": [{"d": 2}]}, "e\u0066": "x,\"y\":", "g": [1, {"h": 3}]}`), func(k []byte) { keys = append(keys, string(k)) })
+	ok := objectKeys([]byte(` {"a": {"b": 1, "c": [{"d": 2}]}, "e\u0066": "x,\"y\":", "g": [1, {"h": 3}]}`), func(k []byte, _ int) { keys = append(keys, string(k)) })
 	if !ok || strings.Join(keys, " ") != "a ef g" {
 		t.Errorf("keys %q (%v), want a ef g", keys, ok)
 	}
-	if objectKeys([]byte(`[1]`), func([]byte) {}) {
+	if objectKeys([]byte(`[1]`), func([]byte, int) {}) {
 		t.Error("an array is not an object")
+	}
+}
+
+func TestUnmarshalRecordMatchesJSON(t *testing.T) {
+	for _, raw := range []string{
+		`{"server": "a", "chunk_times_s": [0.1, 2e-3 , 3], "text": "x"}`,
+		`{"server": "a", "chunk_times_s": [], "text": "x"}`,
+		`{"server": "a", "chunk_times_s": null}`,
+		`{"server": "a", "chunk_times_s": [1e400]}`,
+		`{"server": "a", "chunk_times_s": ["x"]}`,
+		`{"server": "a"}`,
+	} {
+		chunks := -1
+		objectKeys([]byte(raw), func(k []byte, at int) {
+			if string(k) == "chunk_times_s" {
+				chunks = at
+			}
+		})
+		var got, want contract.Record
+		gerr := unmarshalRecord([]byte(raw), chunks, &got)
+		werr := json.Unmarshal([]byte(raw), &want)
+		if fmt.Sprint(gerr) != fmt.Sprint(werr) || (werr == nil && !reflect.DeepEqual(got, want)) {
+			t.Errorf("%s: got %+v (%v), json.Unmarshal %+v (%v)", raw, got, gerr, want, werr)
+		}
 	}
 }
