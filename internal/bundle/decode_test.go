@@ -146,3 +146,25 @@ func TestUnmarshalRecordMatchesJSON(t *testing.T) {
 		}
 	}
 }
+
+// encodeTo writes Encode's bytes as encodeWhole writes them.
+func TestEncodeStreamsTheSameBytes(t *testing.T) {
+	for name, data := range committedResults(t) {
+		r, err := decodeWhole(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Records[0].ChunkTimesS = nil
+		got, err := Encode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := encodeWhole(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s: the streamed encoding differs from the whole one", name)
+		}
+	}
+}

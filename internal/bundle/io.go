@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -22,13 +23,25 @@ import (
 // directory entry, so nothing is ever written through a symbolic link
 // named path: the link itself is replaced.
 func WriteFileAtomic(path string, data []byte) error {
+	return writeAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeAtomic is WriteFileAtomic of what write writes, through a buffer.
+func writeAtomic(path string, write func(io.Writer) error) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
-	_, err = f.Write(data)
+	bw := bufio.NewWriterSize(f, readChunk)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
 	if err == nil {
 		err = f.Chmod(0o644)
 	}
@@ -50,6 +63,63 @@ func WriteFileAtomic(path string, data []byte) error {
 
 // Encode returns results.json's bytes: indented JSON, nil slices as [].
 func Encode(r *Results) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := encodeTo(&buf, r); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// recordsKey is how the empty records list of an encoded header reads.
+const recordsKey = "\n \"records\": []"
+
+// encodeTo writes results.json's bytes to w, the records one at a time
+// (the bytes are Encode's: a million records are gigabytes, never held).
+func encodeTo(w io.Writer, r *Results) error {
+	head := *r
+	head.Records = nil
+	data, err := encodeWhole(&head)
+	if err != nil {
+		return err
+	}
+	before, after, ok := strings.Cut(string(data), recordsKey)
+	if !ok || len(r.Records) == 0 {
+		_, err := io.WriteString(w, string(data))
+		return err
+	}
+	if _, err := io.WriteString(w, before+"\n \"records\": ["); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("  ", " ")
+	for i := range r.Records {
+		rec := &r.Records[i]
+		if rec.ChunkTimesS == nil {
+			c := *rec
+			c.ChunkTimesS = []float64{}
+			rec = &c
+		}
+		buf.Reset()
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.WriteString("\n  ")
+		if err := enc.Encode(rec); err != nil {
+			return fmt.Errorf("records[%d]: %w", i, err)
+		}
+		buf.Truncate(buf.Len() - 1) // the Encoder's newline
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return err
+		}
+	}
+	_, err = io.WriteString(w, "\n ]"+after)
+	return err
+}
+
+// encodeWhole is Encode of results held whole.
+func encodeWhole(r *Results) ([]byte, error) {
 	c := *r
 	c.Schema = Schema
 	if c.Waves == nil {
@@ -101,11 +171,16 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // WriteResults writes dir/results.json atomically.
 func WriteResults(dir string, r *Results) error {
-	data, err := Encode(r)
-	if err != nil {
-		return fmt.Errorf("%s: %w", filepath.Join(dir, ResultsFile), err)
+	path := filepath.Join(dir, ResultsFile)
+	var encErr error
+	err := writeAtomic(path, func(w io.Writer) error {
+		encErr = encodeTo(w, r)
+		return encErr
+	})
+	if encErr != nil {
+		return fmt.Errorf("%s: %w", path, encErr)
 	}
-	return WriteFileAtomic(filepath.Join(dir, ResultsFile), data)
+	return err
 }
 
 // ReadResults reads and decodes dir/results.json. Errors name the file and
