@@ -23,8 +23,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -39,7 +41,18 @@ func main() {
 	sizes := flag.String("n", "10000,100000,1000000", "record counts, comma-separated")
 	genOnly := flag.Bool("gen", false, "only synthesize the bundles")
 	reuse := flag.Bool("reuse", false, "reuse the bundles a previous run synthesized in -dir (what report and merge wrote is removed first)")
+	recountOnly := flag.Bool("recount", false, "only measure the tokenizer re-count of the largest -n texts")
 	flag.Parse()
+	if *recountOnly {
+		tok, err := tokenizer.Default()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench/bundle:", err)
+			os.Exit(1)
+		}
+		n, _ := strconv.Atoi((*sizes)[strings.LastIndex(*sizes, ",")+1:])
+		recountRate(tok, textPool(tok, 4096), max(1, n))
+		return
+	}
 	if err := run(*bin, *dir, *sizes, *genOnly, *reuse); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/bundle:", err)
 		os.Exit(1)
@@ -119,7 +132,46 @@ func run(bin, dir, sizes string, genOnly, reuse bool) error {
 	for _, l := range sizesOut {
 		fmt.Println(l)
 	}
+	if !genOnly {
+		fmt.Println()
+		recountRate(tok, texts, ns[len(ns)-1])
+	}
 	return nil
+}
+
+// recountRate measures what verify's re-count of output_tokens costs apart
+// from the rest: n texts of the pool counted on all cores as verify counts
+// them. The pool's vocabulary is small and the tokenizer caches words, so
+// this is a lower bound for model output; bench/tokenizer measures the
+// tokenizer on varied text.
+func recountRate(tok *tokenizer.Tokenizer, texts []counted, n int) {
+	all := make([]string, n)
+	bytes := 0
+	for i := range all {
+		all[i] = texts[i%len(texts)].text
+		bytes += len(all[i])
+	}
+	d := countAll(tok, all)
+	fmt.Printf("re-count of %d synthesized texts (%.0f MB) on %d cores: %.2f s (%.0f MB/s)\n", n, float64(bytes)/1e6, runtime.GOMAXPROCS(0), d.Seconds(), float64(bytes)/1e6/d.Seconds())
+}
+
+// countAll counts texts on all cores, each taking a contiguous share, as
+// verify does.
+func countAll(tok *tokenizer.Tokenizer, texts []string) time.Duration {
+	workers := runtime.GOMAXPROCS(0)
+	share := (len(texts) + workers - 1) / workers
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := min(len(texts), w*share), min(len(texts), (w+1)*share)
+		wg.Go(func() {
+			for _, t := range texts[lo:hi] {
+				tok.Count(t)
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start)
 }
 
 // strip removes from the bundle at dir everything but results.json and
