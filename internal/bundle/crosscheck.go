@@ -1,10 +1,15 @@
 package bundle
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/rehearse/rehearse/internal/contract"
 )
@@ -19,10 +24,65 @@ const journalDiffsListed = 3
 // difference is a change made to one of them afterwards.
 // The error is only the interruption.
 func (d *Dir) compareJournal(ctx context.Context, res *Results) ([]Problem, error) {
-	j, err := d.journal(ctx, JournalFile)
+	// The journal's records are compared with results.json's as they are
+	// read, none kept: where all agree, the journal's waves take their
+	// times from results.json's records, which are the same.
+	f, err := d.Open(ctx, JournalFile, JournalLimit)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
+	case IsInterrupted(ctx, err):
+		return nil, err
+	case err != nil:
+		return []Problem{fileProblem(err)}, nil
+	}
+	// A record line is compared as bytes with what the journal would
+	// have written for results.json's record (json.Marshal of the same
+	// entry), on all cores; a line that differs sends the comparison to
+	// the whole decode below, which lists how.
+	var differ atomic.Bool
+	jobs := make(chan []rawLine, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for js := range jobs {
+				for _, l := range js {
+					if !differ.Load() && !sameLine(&res.Records[l.n], l.line) {
+						differ.Store(true)
+					}
+				}
+			}
+		})
+	}
+	var batch []rawLine
+	seen := 0
+	j, err := scanJournal(f, func(*contract.Record) error { return errDiffers }, func(n int, line []byte) (int, error) {
+		if n >= len(res.Records) || differ.Load() {
+			return 0, errDiffers
+		}
+		seen = n + 1
+		batch = append(batch, rawLine{n, line})
+		if len(batch) == orderedBatch {
+			jobs <- batch
+			batch = nil
+		}
+		return res.Records[n].Wave, nil
+	})
+	jobs <- batch
+	close(jobs)
+	wg.Wait()
+	f.Close()
+	if err == nil && !differ.Load() && seen == len(res.Records) {
+		j.Records = res.Records
+		FixWaveTimes(j)
+		return compareLists("waves", j.Waves, res.Waves, wavesEqual), nil
+	}
+	if IsInterrupted(ctx, err) {
+		return nil, err
+	}
+	// They differ (or the journal is bad): decode it whole, to list how.
+	j, err = d.journal(ctx, JournalFile)
+	switch {
 	case IsInterrupted(ctx, err):
 		return nil, err
 	case err != nil:
@@ -35,6 +95,31 @@ func (d *Dir) compareJournal(ctx context.Context, res *Results) ([]Problem, erro
 	}
 	probs := compareLists("records", j.Records, res.Records, recordsEqual)
 	return append(probs, compareLists("waves", j.Waves, res.Waves, wavesEqual)...), nil
+}
+
+// errDiffers ends a scan of the journal that met a record unlike
+// results.json's.
+var errDiffers = errors.New("the journal's records differ from results.json's")
+
+// rawLine is a record line of the journal, the n-th record.
+type rawLine struct {
+	n    int
+	line []byte
+}
+
+// sameLine reports whether line is what the journal writes for rec: the
+// journal holds the same record as results.json exactly when it does (an
+// empty chunk_times_s is journaled as null).
+func sameLine(rec *contract.Record, line []byte) bool {
+	if rec.Server == "" || rec.Kind == "" {
+		return false // the whole decode reports the bad line
+	}
+	r := *rec
+	if len(r.ChunkTimesS) == 0 {
+		r.ChunkTimesS = nil
+	}
+	want, err := json.Marshal(Entry{Record: &r})
+	return err == nil && bytes.Equal(want, line)
 }
 
 // compareLists compares the journal's and results.json's list of name, item

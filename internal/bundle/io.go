@@ -1,11 +1,13 @@
 package bundle
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -21,13 +23,25 @@ import (
 // directory entry, so nothing is ever written through a symbolic link
 // named path: the link itself is replaced.
 func WriteFileAtomic(path string, data []byte) error {
+	return writeAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeAtomic is WriteFileAtomic of what write writes, through a buffer.
+func writeAtomic(path string, write func(io.Writer) error) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
-	_, err = f.Write(data)
+	bw := bufio.NewWriterSize(f, readChunk)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
 	if err == nil {
 		err = f.Chmod(0o644)
 	}
@@ -49,6 +63,63 @@ func WriteFileAtomic(path string, data []byte) error {
 
 // Encode returns results.json's bytes: indented JSON, nil slices as [].
 func Encode(r *Results) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := encodeTo(&buf, r); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// recordsKey is how the empty records list of an encoded header reads.
+const recordsKey = "\n \"records\": []"
+
+// encodeTo writes results.json's bytes to w, the records one at a time
+// (the bytes are Encode's: a million records are gigabytes, never held).
+func encodeTo(w io.Writer, r *Results) error {
+	head := *r
+	head.Records = nil
+	data, err := encodeWhole(&head)
+	if err != nil {
+		return err
+	}
+	before, after, ok := strings.Cut(string(data), recordsKey)
+	if !ok || len(r.Records) == 0 {
+		_, err := io.WriteString(w, string(data))
+		return err
+	}
+	if _, err := io.WriteString(w, before+"\n \"records\": ["); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("  ", " ")
+	for i := range r.Records {
+		rec := &r.Records[i]
+		if rec.ChunkTimesS == nil {
+			c := *rec
+			c.ChunkTimesS = []float64{}
+			rec = &c
+		}
+		buf.Reset()
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.WriteString("\n  ")
+		if err := enc.Encode(rec); err != nil {
+			return fmt.Errorf("records[%d]: %w", i, err)
+		}
+		buf.Truncate(buf.Len() - 1) // the Encoder's newline
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return err
+		}
+	}
+	_, err = io.WriteString(w, "\n ]"+after)
+	return err
+}
+
+// encodeWhole is Encode of results held whole.
+func encodeWhole(r *Results) ([]byte, error) {
 	c := *r
 	c.Schema = Schema
 	if c.Waves == nil {
@@ -100,11 +171,16 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // WriteResults writes dir/results.json atomically.
 func WriteResults(dir string, r *Results) error {
-	data, err := Encode(r)
-	if err != nil {
-		return fmt.Errorf("%s: %w", filepath.Join(dir, ResultsFile), err)
+	path := filepath.Join(dir, ResultsFile)
+	var encErr error
+	err := writeAtomic(path, func(w io.Writer) error {
+		encErr = encodeTo(w, r)
+		return encErr
+	})
+	if encErr != nil {
+		return fmt.Errorf("%s: %w", path, encErr)
 	}
-	return WriteFileAtomic(filepath.Join(dir, ResultsFile), data)
+	return err
 }
 
 // ReadResults reads and decodes dir/results.json. Errors name the file and
@@ -123,17 +199,45 @@ func ReadResultsContext(ctx context.Context, dir string) (*Results, error) {
 	return d.results(ctx)
 }
 
-// results reads and decodes results.json; every error is a *FileError
-// naming it (or the interruption).
+// wholeLimit is the largest results.json read whole to name the line of
+// what is wrong with it.
+const wholeLimit = 1 << 30
+
+// results reads and decodes results.json as it streams (decodeStream);
+// every error is a *FileError naming it (or the interruption). A file the
+// stream cannot take is read whole and decoded again, for Decode's
+// message naming the line.
 func (d *Dir) results(ctx context.Context) (*Results, error) {
-	data, err := d.ReadFile(ctx, ResultsFile, ResultsLimit)
+	f, err := d.Open(ctx, ResultsFile, ResultsLimit)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, d.fail(ResultsFile, "missing (not a rehearse bundle?)", err)
 		}
 		return nil, err
 	}
-	r, err := Decode(data)
+	r, err := decodeStream(bufio.NewReaderSize(f, readChunk))
+	f.Close()
+	switch {
+	case err == nil:
+		return r, nil
+	case IsInterrupted(ctx, err):
+		return nil, err
+	case !errors.Is(err, errMalformed):
+		var invalid *InvalidError
+		if errors.As(err, &invalid) {
+			return nil, d.fail(ResultsFile, err.Error(), err)
+		}
+		return nil, d.readError(ctx, ResultsFile, err)
+	}
+	if f.Size() > wholeLimit {
+		// Too big to hold whole for the line number: say what the stream met.
+		return nil, d.fail(ResultsFile, "not a valid results.json ("+strings.TrimPrefix(err.Error(), errMalformed.Error()+": ")+")", err)
+	}
+	data, err := d.ReadFile(ctx, ResultsFile, Limit{ResultsLimit.Kind, wholeLimit})
+	if err != nil {
+		return nil, err
+	}
+	r, err = decodeWhole(data)
 	if err != nil {
 		return nil, d.fail(ResultsFile, err.Error(), err)
 	}
@@ -145,6 +249,15 @@ func (d *Dir) results(ctx context.Context) (*Results, error) {
 // its index in waves), and that waves and records keep SPEC §2; results
 // that break it come back with an *InvalidError that lists every problem.
 func Decode(data []byte) (*Results, error) {
+	r, err := decodeStream(bytes.NewReader(data))
+	if !errors.Is(err, errMalformed) {
+		return r, err
+	}
+	return decodeWhole(data)
+}
+
+// decodeWhole is Decode of data held whole: its errors name the line.
+func decodeWhole(data []byte) (*Results, error) {
 	var head struct {
 		Schema     *string           `json:"schema"`
 		Records    []json.RawMessage `json:"records"`

@@ -198,7 +198,30 @@ func readJournalFor(ctx context.Context, dir string, missing error) (*Results, e
 
 // DecodeJournal rebuilds results from journal lines.
 func DecodeJournal(in io.Reader) (*Results, error) {
-	br := bufio.NewReader(in)
+	var records []contract.Record
+	r, err := scanJournal(in, func(rec *contract.Record) error {
+		records = append(records, *rec)
+		return nil
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	r.Records = records
+	FixWaveTimes(r)
+	r.Recompute()
+	return r, nil
+}
+
+// scanJournal reads journal lines, handing each record to onRecord as it
+// is read (the record is not kept), and returns the header with the waves
+// (those the journal never saw end marked cut) and notes; no records,
+// wave times or aggregates.
+//
+// With rawRecord, a record line is not decoded: rawRecord gets its index
+// among the records and the line (valid until the scan ends) and returns
+// the record's wave, or an error that ends the scan.
+func scanJournal(in io.Reader, onRecord func(*contract.Record) error, rawRecord func(n int, line []byte) (int, error)) (*Results, error) {
+	br := bufio.NewReaderSize(in, readChunk)
 	var (
 		header    *Results
 		waveOrder []int
@@ -206,32 +229,86 @@ func DecodeJournal(in io.Reader) (*Results, error) {
 		// waveEntries counts each wave's entries: one at its release, one
 		// at its end (see Entry.Wave).
 		waveEntries = map[int]int{}
-		records     []contract.Record
+		// perWave counts each wave's records, firstRecord the index of
+		// its first.
+		perWave     = map[int]int{}
+		firstRecord = map[int]int{}
+		nRecords    int
 		mechanism   *MechanismCheck
 		notes       []string
 		lineNumber  int
 	)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) == 0 && err == io.EOF {
-			break
+	// Lines are decoded on all cores and taken in order.
+	type line struct {
+		e     Entry
+		derr  error
+		raw   []byte // a record line left to rawRecord
+		blank bool
+		torn  bool // no final newline: the last write did not finish
+	}
+	var long []byte
+	next := func() ([]byte, error) {
+		l, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// A line longer than the buffer: gather it whole.
+			long = append(long[:0], l...)
+			for err == bufio.ErrBufferFull {
+				l, err = br.ReadSlice('\n')
+				long = append(long, l...)
+			}
+			l = long
+		}
+		if len(l) == 0 {
+			if err == nil {
+				err = io.EOF
+			}
+			return nil, err
 		}
 		if err != nil && err != io.EOF {
 			return nil, err
 		}
-		lineNumber++
-		torn := err == io.EOF // no final newline: the last write did not finish
-		trimmed := bytes.TrimSpace(line)
+		return l, nil // a torn last line comes back without its newline; EOF next
+	}
+	decode := func(raw []byte, l *line) {
+		l.torn = raw[len(raw)-1] != '\n'
+		trimmed := bytes.TrimSpace(raw)
 		if len(trimmed) == 0 {
-			continue
+			l.blank = true
+			return
 		}
-		var e Entry
-		if derr := json.Unmarshal(trimmed, &e); derr != nil {
-			if torn {
-				notes = append(notes, fmt.Sprintf("journal line %d was torn (the tool stopped mid-write) and was dropped", lineNumber))
-				break
+		if rawRecord != nil && !l.torn && bytes.HasPrefix(trimmed, recordPrefix) {
+			l.raw = trimmed
+			return
+		}
+		l.derr = json.Unmarshal(trimmed, &l.e)
+	}
+	use := func(l *line) error {
+		lineNumber++
+		if l.blank {
+			if l.torn {
+				return errStop
 			}
-			return nil, fmt.Errorf("line %d: %v", lineNumber, derr)
+			return nil
+		}
+		if l.raw != nil {
+			id, err := rawRecord(nRecords, l.raw)
+			if err != nil {
+				return err
+			}
+			if _, ok := perWave[id]; !ok {
+				firstRecord[id] = nRecords
+			}
+			perWave[id]++
+			nRecords++
+			return nil
+		}
+		e := &l.e
+		if l.derr != nil {
+			if l.torn {
+				notes = append(notes, fmt.Sprintf("journal line %d was torn (the tool stopped mid-write) and was dropped", lineNumber))
+				return errStop
+			}
+			return fmt.Errorf("line %d: %v", lineNumber, l.derr)
 		}
 		set := 0
 		switch {
@@ -256,33 +333,48 @@ func DecodeJournal(in io.Reader) (*Results, error) {
 		if e.Record != nil {
 			set++
 			if e.Record.Server == "" || e.Record.Kind == "" {
-				return nil, fmt.Errorf("line %d: record without server or kind", lineNumber)
+				return fmt.Errorf("line %d: record without server or kind", lineNumber)
 			}
-			records = append(records, *e.Record)
 		}
 		if e.Mechanism != nil {
 			set++
 			mechanism = e.Mechanism
 		}
 		if set != 1 {
-			return nil, fmt.Errorf("line %d: an entry must hold exactly one of header, wave, record, mechanism_check", lineNumber)
+			return fmt.Errorf("line %d: an entry must hold exactly one of header, wave, record, mechanism_check", lineNumber)
 		}
-		if torn {
-			break
+		if rec := e.Record; rec != nil {
+			if _, ok := perWave[rec.Wave]; !ok {
+				firstRecord[rec.Wave] = nRecords
+			}
+			perWave[rec.Wave]++
+			nRecords++
+			if err := onRecord(rec); err != nil {
+				return err
+			}
 		}
+		if l.torn {
+			return errStop
+		}
+		return nil
+	}
+	if err := decodeOrdered(next, decode, use); err != nil {
+		return nil, err
 	}
 	if header == nil {
 		return nil, errors.New("no header entry")
 	}
+	unknown, at := -1, nRecords
+	for id, i := range firstRecord {
+		if _, ok := waves[id]; !ok && i < at {
+			unknown, at = id, i
+		}
+	}
+	if at < nRecords {
+		return nil, fmt.Errorf("record %d names wave %d, which the journal never opened", at, unknown)
+	}
 	r := *header
 	r.Schema = Schema
-	perWave := map[int]int{}
-	for i, rec := range records {
-		if _, ok := waves[rec.Wave]; !ok {
-			return nil, fmt.Errorf("record %d names wave %d, which the journal never opened", i, rec.Wave)
-		}
-		perWave[rec.Wave]++
-	}
 	var cut []string
 	for _, id := range waveOrder {
 		w := waves[id]
@@ -292,7 +384,6 @@ func DecodeJournal(in io.Reader) (*Results, error) {
 		}
 		r.Waves = append(r.Waves, w)
 	}
-	r.Records = records
 	if mechanism != nil {
 		r.MechanismCheck = mechanism
 	}
@@ -300,10 +391,11 @@ func DecodeJournal(in io.Reader) (*Results, error) {
 		r.Notes = append(r.Notes, fmt.Sprintf("The journal ends before the end of %s: rehearse stopped or crashed during it, so it is marked stopped, and requests of it that had not ended are not in the records.", strings.Join(cut, ", ")))
 	}
 	r.Notes = append(r.Notes, notes...)
-	FixWaveTimes(&r)
-	r.Recompute()
 	return &r, nil
 }
+
+// recordPrefix begins every record line the journal writes.
+var recordPrefix = []byte(`{"record":`)
 
 const cutPrefix = "cut:"
 
@@ -326,10 +418,7 @@ func cutReason(w contract.Wave, records int) string {
 // wave (not a sustained or open one), its release spread from its records by the contract, for waves whose
 // end was never journaled or whose records were cut short.
 func FixWaveTimes(r *Results) {
-	byWave := map[int][]contract.Record{}
-	for _, rec := range r.Records {
-		byWave[rec.Wave] = append(byWave[rec.Wave], rec)
-	}
+	byWave := RecordsByWave(r.Records)
 	for i := range r.Waves {
 		recs := byWave[r.Waves[i].ID]
 		r.Waves[i].WallS = contract.WaveWallS(recs)
@@ -337,4 +426,28 @@ func FixWaveTimes(r *Results) {
 			r.Waves[i].ReleaseSpreadS = contract.WaveReleaseSpreadS(recs)
 		}
 	}
+}
+
+// RecordsByWave groups records by wave id: a wave whose records lie together
+// (as a rehearsal journals them) is a sub-slice of records, not a copy.
+func RecordsByWave(records []contract.Record) map[int][]contract.Record {
+	byWave := map[int][]contract.Record{}
+	copied := map[int]bool{}
+	for i := 0; i < len(records); {
+		id, j := records[i].Wave, i+1
+		for j < len(records) && records[j].Wave == id {
+			j++
+		}
+		if prev, ok := byWave[id]; !ok {
+			byWave[id] = records[i:j:j]
+		} else {
+			if !copied[id] {
+				prev = append([]contract.Record(nil), prev...)
+				copied[id] = true
+			}
+			byWave[id] = append(prev, records[i:j]...)
+		}
+		i = j
+	}
+	return byWave
 }

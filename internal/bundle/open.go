@@ -26,8 +26,10 @@ type Limit struct {
 
 // The limits of the kinds of bundle file.
 var (
-	ResultsLimit = Limit{"a " + ResultsFile, 1 << 30}
-	JournalLimit = Limit{"a " + JournalFile, 1 << 30}
+	// results.json and the journal are read as they stream, never held
+	// whole: a bundle of a million requests holds a few GB of each.
+	ResultsLimit = Limit{"a " + ResultsFile, 16 << 30}
+	JournalLimit = Limit{"a " + JournalFile, 16 << 30}
 	SumsLimit    = Limit{"a " + SumsFile, 16 << 20}
 	NotesLimit   = Limit{"an operator's notes file", 1 << 20}
 	// FileLimit is any other file: server logs, figures, the report.

@@ -170,9 +170,8 @@ type recordContext struct {
 func checkRecord(i int, rec *contract.Record, c recordContext) []Problem {
 	var probs []Problem
 	w, haveWave := c.waves[rec.Wave]
-	load := recordLabel(c.waves, rec)
 	bad := func(field, format string, args ...any) {
-		probs = append(probs, Problem{File: ResultsFile, Server: rec.Server, Load: load,
+		probs = append(probs, Problem{File: ResultsFile, Server: rec.Server, Load: recordLabel(c.waves, rec),
 			Field: fmt.Sprintf("records[%d].%s", i, field), Msg: fmt.Sprintf(format, args...)})
 	}
 
@@ -308,6 +307,12 @@ func tokensForText(rec *contract.Record) string {
 	return ""
 }
 
+// validTime is what checkTimes' valid accepts: a finite, non-negative time
+// within maxTimeS.
+func validTime(v float64) bool {
+	return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 && v <= maxTimeS
+}
+
 // checkTimes checks a record's times: each finite, non-negative and within
 // maxTimeS, then their order. An order is checked only between times that
 // are valid themselves, so one bad value is one problem.
@@ -349,16 +354,17 @@ func checkTimes(rec *contract.Record, bad func(field, format string, args ...any
 	chunks := rec.ChunkTimesS
 	var outOfOrder, outside bool
 	for j, t := range chunks {
-		field := fmt.Sprintf("chunk_times_s[%d]", j)
-		if !valid(field, t) {
+		if !validTime(t) {
+			valid(fmt.Sprintf("chunk_times_s[%d]", j), t)
 			break
 		}
+		field := func() string { return fmt.Sprintf("chunk_times_s[%d]", j) }
 		if j > 0 && t < chunks[j-1] && !outOfOrder {
-			bad(field, "%s is before chunk_times_s[%d] %s", num(t), j-1, num(chunks[j-1]))
+			bad(field(), "%s is before chunk_times_s[%d] %s", num(t), j-1, num(chunks[j-1]))
 			outOfOrder = true
 		}
 		if !outside && ((startOK && t < rec.StartS) || (endOK && t > rec.EndS)) {
-			within(field, t)
+			within(field(), t)
 			outside = true
 		}
 	}

@@ -281,7 +281,7 @@ var badBundles = []badBundle{
 			}
 			return []string{"verify", l.b}
 		},
-		code: 1, want: []string{fmt.Sprintf("results.json: %d bytes, more than the 1 GiB a results.json may hold", bundle.ResultsLimit.Bytes+1)},
+		code: 1, want: []string{fmt.Sprintf("results.json: %d bytes, more than the 16 GiB a results.json may hold", bundle.ResultsLimit.Bytes+1)},
 	},
 	{
 		name: "a servers[].log naming a file outside (merge)",

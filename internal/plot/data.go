@@ -42,9 +42,7 @@ func newData(res *bundle.Results) *data {
 	for _, s := range extra {
 		add(s)
 	}
-	for _, r := range res.Records {
-		d.byWave[r.Wave] = append(d.byWave[r.Wave], r)
-	}
+	d.byWave = bundle.RecordsByWave(res.Records)
 	return d
 }
 

@@ -196,7 +196,14 @@ func cdfFigure(d *data, mode string) ([]Figure, error) {
 			missing = append(missing, s)
 		}
 	}
-	caption := fmt.Sprintf("Empirical CDFs over the successful requests of every recorded repeat at %s, the highest concurrency; a step per request. TTFT = first content − send; TPOT = (end − first content) ÷ (output tokens − 1). A log x axis is used where the servers differ by more than 30×.", load)
+	step := "a step per request"
+	for _, s := range d.servers {
+		if len(ttft[s]) > cdfMaxPoints || len(tpot[s]) > cdfMaxPoints {
+			step = fmt.Sprintf("a step per request, or, for a server with more than %d, a step at each of %d order statistics evenly spaced in rank (the smallest and largest included; every table figure is computed from all requests)", cdfMaxPoints, cdfMaxPoints)
+			break
+		}
+	}
+	caption := fmt.Sprintf("Empirical CDFs over the successful requests of every recorded repeat at %s, the highest concurrency; %s. TTFT = first content − send; TPOT = (end − first content) ÷ (output tokens − 1). A log x axis is used where the servers differ by more than 30×.", load, step)
 	if mode == contract.ModeSustained {
 		caption += " Measured requests only; the warm-up is not in them."
 	}
@@ -213,14 +220,31 @@ func cdfFigure(d *data, mode string) ([]Figure, error) {
 	return []Figure{{Name: file, Title: title, Caption: caption, SVG: doc}}, nil
 }
 
-// ecdf returns the steps of the empirical CDF of xs, starting from 0.
+// cdfMaxPoints is the most steps a CDF is drawn with: a server with more
+// successful requests is drawn through cdfMaxPoints of its order
+// statistics, evenly spaced in rank (the smallest and the largest among
+// them), so that a figure's size does not grow with the bundle's.
+const cdfMaxPoints = 512
+
+// ecdf returns the steps of the empirical CDF of xs, starting from 0: a
+// step per value, or, beyond cdfMaxPoints values, a step at each of
+// cdfMaxPoints order statistics evenly spaced in rank, each at its exact
+// height (rank ÷ n), so no drawn point is off the true CDF.
 func ecdf(xs []float64) plotter.XYs {
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
-	out := make(plotter.XYs, 0, len(s)+1)
+	n := len(s)
+	idx := func(k int) int { return k }
+	m := n
+	if n > cdfMaxPoints {
+		m = cdfMaxPoints
+		idx = func(k int) int { return int(math.Round(float64(k) * float64(n-1) / float64(m-1))) }
+	}
+	out := make(plotter.XYs, 0, m+1)
 	out = append(out, plotter.XY{X: s[0], Y: 0})
-	for i, x := range s {
-		out = append(out, plotter.XY{X: x, Y: float64(i+1) / float64(len(s))})
+	for k := 0; k < m; k++ {
+		i := idx(k)
+		out = append(out, plotter.XY{X: s[i], Y: float64(i+1) / float64(n)})
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package plot
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"sort"
 	"strconv"
 
@@ -58,8 +59,15 @@ func (d *data) timelineFigure(s string, sustained bool, taken map[string]bool) (
 		}
 		return recs[i].Client < recs[j].Client
 	})
-	tl := &timeline{color: palette[d.index[s]%len(palette)]}
 	fails := 0
+	for _, r := range recs {
+		if !r.OK {
+			fails++
+		}
+	}
+	all := len(recs)
+	recs = sampleRequests(recs)
+	tl := &timeline{color: palette[d.index[s]%len(palette)]}
 	if sustained {
 		// A row per client, numbered as the records number them.
 		tl.n = w.Concurrency
@@ -73,11 +81,6 @@ func (d *data) timelineFigure(s string, sustained bool, taken map[string]bool) (
 		tl.n = len(recs)
 		for i, r := range recs {
 			tl.rows = append(tl.rows, timelineRow{y: float64(len(recs) - 1 - i), rec: r})
-		}
-	}
-	for _, r := range recs {
-		if !r.OK {
-			fails++
 		}
 	}
 	title := fmt.Sprintf("%s: every request of the %d-client wave", s, w.Concurrency)
@@ -114,10 +117,13 @@ func (d *data) timelineFigure(s string, sustained bool, taken map[string]bool) (
 	p.Y.Tick.Marker = rowTicks(tl.n)
 	caption := fmt.Sprintf("One bar per request of %s's %d-client wave (repeat %d), from its send to the end of its stream: the thin grey part is waiting for the first content (black tick), the coloured part streaming. Overlapping bars mean requests were served together (batching); a staircase means one at a time (serialization).", s, w.Concurrency, w.Repeat)
 	if sustained {
-		caption = fmt.Sprintf("One row per client of %s's %d-client sustained wave (repeat %d, its %d measured requests; the warm-up is not drawn), one bar per request from its send to the end of its stream: the thin grey part is waiting for the first content (black tick), the coloured part streaming. A client sends its next request as its last one ends, so rows without gaps mean %d requests were in flight throughout.", s, w.Concurrency, w.Repeat, len(recs), w.Concurrency)
+		caption = fmt.Sprintf("One row per client of %s's %d-client sustained wave (repeat %d, its %d measured requests; the warm-up is not drawn), one bar per request from its send to the end of its stream: the thin grey part is waiting for the first content (black tick), the coloured part streaming. A client sends its next request as its last one ends, so rows without gaps mean %d requests were in flight throughout.", s, w.Concurrency, w.Repeat, all, w.Concurrency)
 	}
 	if fails > 0 {
-		caption += fmt.Sprintf(" %d of %d requests failed (red, ending where the client gave up).", fails, len(recs))
+		caption += fmt.Sprintf(" %d of %d requests failed (red, ending where the client gave up).", fails, all)
+	}
+	if len(recs) < all {
+		caption += fmt.Sprintf(" The wave has %d requests: %d of them are drawn, evenly spaced in order of sending (the first and the last included), so the figure's size does not grow with the wave's.", all, len(recs))
 	}
 	if w.Concurrency != timelineTarget {
 		kind := "client wave was"
@@ -141,6 +147,25 @@ func (d *data) timelineFigure(s string, sustained bool, taken map[string]bool) (
 	}
 	taken[name] = true
 	return Figure{Name: name + ".svg", Title: title, Caption: caption, SVG: doc}, true, nil
+}
+
+// timelineMaxRequests is the most requests a timeline draws: a larger
+// wave is sampled (sampleRequests).
+const timelineMaxRequests = 512
+
+// sampleRequests returns recs (sorted by send) or, beyond
+// timelineMaxRequests, that many of them evenly spaced in order of
+// sending, the first and the last included.
+func sampleRequests(recs []contract.Record) []contract.Record {
+	n, m := len(recs), timelineMaxRequests
+	if n <= m {
+		return recs
+	}
+	out := make([]contract.Record, m)
+	for k := range out {
+		out[k] = recs[int(math.Round(float64(k)*float64(n-1)/float64(m-1)))]
+	}
+	return out
 }
 
 // timelineWave picks server's recorded wave of mode (closed or sustained)

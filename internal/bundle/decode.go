@@ -1,0 +1,354 @@
+package bundle
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+// errMalformed is what decodeStream returns for a results.json it cannot
+// take as it streams: the caller decodes it whole instead, which names what
+// is wrong with a line number (describeJSONError).
+var errMalformed = errors.New("malformed results.json")
+
+// decodeStream decodes results.json from in as Decode does, one record at a
+// time: nothing holds the file whole, and each record's bytes are decoded
+// once into its contract.Record and scanned once for its keys. Any problem
+// of the JSON itself (syntax, a type, a missing field, trailing data) is
+// errMalformed, or the reader's own error (an interruption); the checks of
+// SPEC §2 are Decode's.
+func decodeStream(in io.Reader) (*Results, error) {
+	dec := json.NewDecoder(in)
+	if t, err := dec.Token(); err != nil {
+		return nil, readErr(err)
+	} else if t != json.Delim('{') {
+		return nil, errMalformed
+	}
+	var (
+		records          []contract.Record
+		waves, aggs      []json.RawMessage
+		haveWaves        bool
+		haveRecs         bool
+		rest             = []byte{'{'}
+		firstRest        = true
+		raw              json.RawMessage
+		required         = recordFieldIndex()
+		missingRecordErr error
+	)
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, readErr(err)
+		}
+		key, ok := t.(string)
+		if !ok {
+			return nil, errMalformed
+		}
+		switch {
+		case strings.EqualFold(key, "records"):
+			haveRecs = true
+			records, missingRecordErr, err = decodeRecords(dec, required, records[:0])
+			if err != nil {
+				return nil, err
+			}
+		case strings.EqualFold(key, "waves"):
+			haveWaves = true
+			waves = nil
+			if err := dec.Decode(&waves); err != nil {
+				return nil, readErr(err)
+			}
+		case strings.EqualFold(key, "aggregates"):
+			aggs = nil
+			if err := dec.Decode(&aggs); err != nil {
+				return nil, readErr(err)
+			}
+		default:
+			if err := dec.Decode(&raw); err != nil {
+				return nil, readErr(err)
+			}
+			if !firstRest {
+				rest = append(rest, ',')
+			}
+			firstRest = false
+			k, _ := json.Marshal(key)
+			rest = append(append(append(rest, k...), ':'), raw...)
+		}
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, readErr(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, readErr(err) // something after the object
+	}
+	rest = append(rest, '}')
+	var r Results
+	if err := json.Unmarshal(rest, &r); err != nil {
+		return nil, errMalformed
+	}
+	if r.Schema != Schema {
+		return nil, errMalformed
+	}
+	if missingRecordErr != nil {
+		return nil, errMalformed
+	}
+	keys := &storedKeys{waves: make([]map[string]bool, len(waves)), aggregates: make([]map[string]bool, len(aggs))}
+	for i, raw := range waves {
+		m, err := checkFields(raw, requiredWaveFields)
+		if err != nil {
+			return nil, errMalformed
+		}
+		keys.waves[i] = keySet(m)
+	}
+	for i, raw := range aggs {
+		m, err := checkFields(raw, nil)
+		if err != nil {
+			return nil, errMalformed
+		}
+		keys.aggregates[i] = keySet(m)
+	}
+	if haveWaves {
+		r.Waves = make([]contract.Wave, len(waves))
+		for i, raw := range waves {
+			if err := json.Unmarshal(raw, &r.Waves[i]); err != nil {
+				return nil, errMalformed
+			}
+		}
+	}
+	if aggs != nil {
+		r.Aggregates = make([]contract.Aggregate, len(aggs))
+		for i, raw := range aggs {
+			if err := json.Unmarshal(raw, &r.Aggregates[i]); err != nil {
+				return nil, errMalformed
+			}
+		}
+	}
+	if haveRecs {
+		r.Records = records
+	}
+	return finishDecode(&r, keys)
+}
+
+// decodeRecords decodes the records array at dec's position, appending to
+// out; missing is the first record that lacks a required field.
+func decodeRecords(dec *json.Decoder, required map[string]uint, out []contract.Record) (recs []contract.Record, missing, err error) {
+	t, err := dec.Token()
+	if err != nil {
+		return nil, nil, readErr(err)
+	}
+	if t == nil {
+		return nil, nil, nil // null
+	}
+	if t != json.Delim('[') {
+		return nil, nil, errMalformed
+	}
+	all := uint(1)<<len(required) - 1
+	type item struct {
+		rec      contract.Record
+		bad      bool // not an object, or not a record
+		complete bool // every required field is there
+	}
+	var raw json.RawMessage
+	next := func() ([]byte, error) {
+		if !dec.More() {
+			return nil, io.EOF
+		}
+		raw = raw[:0]
+		if err := dec.Decode(&raw); err != nil {
+			return nil, err
+		}
+		return raw, nil
+	}
+	decode := func(raw []byte, it *item) {
+		var seen uint
+		chunks := -1
+		if !objectKeys(raw, func(k []byte, at int) {
+			seen |= required[string(k)]
+			if string(k) == "chunk_times_s" {
+				chunks = at
+			}
+		}) {
+			it.bad = true
+			return
+		}
+		it.complete = seen == all
+		it.bad = unmarshalRecord(raw, chunks, &it.rec) != nil
+	}
+	err = decodeOrdered(next, decode, func(it *item) error {
+		if it.bad {
+			return errMalformed
+		}
+		if !it.complete && missing == nil {
+			missing = errMalformed
+		}
+		out = append(out, it.rec)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, readErr(err)
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, nil, readErr(err)
+	}
+	if out == nil {
+		out = []contract.Record{}
+	}
+	return out, missing, nil
+}
+
+// readErr is a decoder's error: the reader's own (an interruption) as it
+// is, anything about the JSON errMalformed.
+func readErr(err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case err == nil, err == io.EOF, errors.Is(err, errMalformed), errors.Is(err, io.ErrUnexpectedEOF):
+		return errMalformed
+	case errors.As(err, &se), errors.As(err, &te):
+		return fmt.Errorf("%w: %v", errMalformed, err)
+	}
+	var ie *json.InvalidUnmarshalError
+	if errors.As(err, &ie) {
+		return errMalformed
+	}
+	if strings.HasPrefix(err.Error(), "json: ") || strings.HasPrefix(err.Error(), "invalid character") {
+		return fmt.Errorf("%w: %v", errMalformed, err)
+	}
+	return err
+}
+
+// recordFieldIndex gives each required record field a bit.
+func recordFieldIndex() map[string]uint {
+	m := make(map[string]uint, len(contract.RequiredRecordFields))
+	for i, f := range contract.RequiredRecordFields {
+		m[f] = 1 << i
+	}
+	return m
+}
+
+// objectKeys calls f with each top-level key of the JSON object raw and the
+// index in raw where its value begins; raw
+// must be valid JSON (as a json.Decoder hands it out). False if raw is
+// not an object.
+func objectKeys(raw []byte, f func(key []byte, value int)) bool {
+	i := 0
+	for i < len(raw) && isSpace(raw[i]) {
+		i++
+	}
+	if i == len(raw) || raw[i] != '{' {
+		return false
+	}
+	depth, wantKey := 0, false
+	for ; i < len(raw); i++ {
+		switch c := raw[i]; c {
+		case '"':
+			j, escaped := i+1, false
+			for ; j < len(raw) && raw[j] != '"'; j++ {
+				if raw[j] == '\\' {
+					escaped = true
+					j++
+				}
+			}
+			if depth == 1 && wantKey {
+				if escaped {
+					var k string
+					if json.Unmarshal(raw[i:j+1], &k) == nil {
+						f([]byte(k), valueAt(raw, j+1))
+					}
+				} else {
+					f(raw[i+1:j], valueAt(raw, j+1))
+				}
+				wantKey = false
+			}
+			i = j
+		case '{', '[':
+			depth++
+			wantKey = c == '{' && depth == 1
+		case '}', ']':
+			depth--
+		case ',':
+			wantKey = depth == 1
+		}
+	}
+	return true
+}
+
+// valueAt is where the value of the key that ends before i begins: past
+// the colon and any space.
+func valueAt(raw []byte, i int) int {
+	for i < len(raw) && (isSpace(raw[i]) || raw[i] == ':') {
+		i++
+	}
+	return i
+}
+
+// unmarshalRecord decodes one record's JSON into rec as json.Unmarshal
+// does, but parses its chunk_times_s array (at index chunks of raw, -1:
+// none), most of a record's bytes, with strconv directly: encoding/json
+// spends several times longer on each number through reflection.
+func unmarshalRecord(raw []byte, chunks int, rec *contract.Record) error {
+	if chunks < 0 || chunks >= len(raw) || raw[chunks] != '[' {
+		return json.Unmarshal(raw, rec)
+	}
+	end := chunks + 1
+	for end < len(raw) && raw[end] != ']' {
+		if c := raw[end]; c == '"' || c == '[' || c == '{' {
+			return json.Unmarshal(raw, rec) // not an array of numbers
+		}
+		end++
+	}
+	if end == len(raw) {
+		return json.Unmarshal(raw, rec)
+	}
+	times := []float64{}
+	body := raw[chunks+1 : end]
+	for len(body) > 0 {
+		item := body
+		if k := bytes.IndexByte(body, ','); k >= 0 {
+			item, body = body[:k], body[k+1:]
+		} else {
+			body = nil
+		}
+		item = bytes.TrimSpace(item)
+		if len(item) == 0 {
+			if len(times) == 0 && body == nil {
+				break // []
+			}
+			return json.Unmarshal(raw, rec)
+		}
+		v, err := strconv.ParseFloat(string(item), 64)
+		if err != nil {
+			return json.Unmarshal(raw, rec) // out of range: its error
+		}
+		times = append(times, v)
+	}
+	rest := make([]byte, 0, len(raw)-(end+1-chunks)+4)
+	rest = append(append(append(rest, raw[:chunks]...), "null"...), raw[end+1:]...)
+	if err := json.Unmarshal(rest, rec); err != nil {
+		return err
+	}
+	rec.ChunkTimesS = times
+	return nil
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// finishDecode is what Decode does once the JSON is decoded: a wave's
+// absent id is its index, and the records are checked against SPEC §2.
+func finishDecode(r *Results, keys *storedKeys) (*Results, error) {
+	for i := range r.Waves {
+		if !keys.waves[i]["id"] {
+			r.Waves[i].ID = i
+		}
+	}
+	r.stored = keys
+	if probs := checkRecords(r); len(probs) > 0 {
+		return nil, &InvalidError{Results: r, Problems: probs}
+	}
+	return r, nil
+}

@@ -1,0 +1,106 @@
+package bundle
+
+import (
+	"errors"
+	"io"
+	"runtime"
+	"sync"
+)
+
+// orderedBatch is how many items one worker of decodeOrdered decodes at a
+// time.
+const orderedBatch = 256
+
+// errStop, from use, ends decodeOrdered early without an error.
+var errStop = errors.New("stop")
+
+// decodeOrdered reads raw items with next (one after another, until it
+// returns io.EOF or another error, an item possibly with it), decodes them
+// on all cores with decode, and hands each decoded item to use in the
+// order read: the JSON decoding of a big file, which is most of reading
+// it, spreads over the cores while the items stay in order. At most a few
+// batches are held at once. It returns next's error (not io.EOF) or
+// use's (not errStop).
+func decodeOrdered[T any](next func() ([]byte, error), decode func(raw []byte, out *T), use func(*T) error) error {
+	workers := runtime.GOMAXPROCS(0)
+	type batch struct {
+		buf  []byte
+		ends []int
+		out  []T
+		done chan struct{}
+	}
+	work := make(chan *batch, workers)
+	order := make(chan *batch, 2*workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for b := range work {
+				b.out = make([]T, len(b.ends))
+				start := 0
+				for i, e := range b.ends {
+					decode(b.buf[start:e], &b.out[i])
+					start = e
+				}
+				close(b.done)
+			}
+		})
+	}
+	var stopped sync.Once
+	stop := make(chan struct{})
+	useErr := make(chan error, 1)
+	go func() {
+		var err error
+		for b := range order {
+			<-b.done
+			for i := 0; err == nil && i < len(b.out); i++ {
+				err = use(&b.out[i])
+			}
+			if err != nil {
+				stopped.Do(func() { close(stop) })
+			}
+		}
+		useErr <- err
+	}()
+	newBatch := func() *batch { return &batch{done: make(chan struct{})} }
+	var readErr error
+	b := newBatch()
+read:
+	for {
+		raw, err := next()
+		if raw != nil {
+			b.buf = append(b.buf, raw...)
+			b.ends = append(b.ends, len(b.buf))
+		}
+		if len(b.ends) == orderedBatch || (err != nil && len(b.ends) > 0) {
+			select {
+			case order <- b:
+			case <-stop:
+				break read
+			}
+			work <- b
+			b = newBatch()
+		}
+		if err != nil {
+			if err != io.EOF {
+				readErr = err
+			}
+			break
+		}
+		select {
+		case <-stop:
+			break read
+		default:
+		}
+	}
+	close(work)
+	close(order)
+	wg.Wait()
+	err := <-useErr
+	switch {
+	case err != nil && err != errStop:
+		return err
+	case err == errStop:
+		return nil
+	}
+	return readErr
+}
