@@ -3,6 +3,7 @@ package drive
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -149,7 +150,7 @@ func (sr *sessionRunner) run(ctx context.Context, run int, send turnFunc) bool {
 		} else {
 			counted = false
 		}
-		intended = time.Duration(r.EndS*float64(time.Second)) + l.Think.Draw(run, turn+1)
+		intended = time.Duration(math.Round(r.EndS*float64(time.Second))) + l.Think.Draw(run, turn+1)
 	}
 	return true
 }
