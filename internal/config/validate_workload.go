@@ -1,0 +1,234 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/rehearse/rehearse/internal/workload"
+)
+
+// validatePrompts checks workload.prompts: its file, or its named source
+// and the parameters that source takes (and no others).
+func validatePrompts(w Prompts, p *Problems) {
+	const at = "workload.prompts"
+	fileAt := at
+	if w.Source != "" {
+		fileAt = at + ".path"
+	}
+	checkFile := func() {
+		f := w.File
+		if f == "" {
+			p.add(fileAt, "empty (the %s source reads a file)", w.Source)
+			return
+		}
+		if st, err := os.Stat(f); err != nil {
+			p.add(fileAt, "%s: no such file", f)
+		} else if st.IsDir() {
+			p.add(fileAt, "%s: a folder, not a prompts file", f)
+		}
+	}
+	synthetic := w.InputLen != nil || w.OutputLen != nil || w.Seed != 0 || w.IgnoreEOS
+	dataset := w.UseOutputLen || w.MaxModelLen != 0
+	trace := w.Format != "" || w.TimeScale != 0 || w.BlockSize != 0
+	if trace && w.Source != workload.SourceTrace {
+		p.add(at, "format, time_scale and block_size are the trace source's, not the %s source's", w.Name())
+	}
+	repetition := w.NumPrefixes != 0 || w.SuffixLen != 0
+	prefix := repetition || w.PrefixLen != 0
+	switch w.Source {
+	case "":
+		if w.File != "" {
+			checkFile()
+		}
+	case workload.SourceFile:
+		checkFile()
+		if synthetic || dataset || prefix || w.Count != 0 {
+			p.add(at, "the file source takes path alone")
+		}
+	case workload.SourceShareGPT, workload.SourceChatJSONL:
+		checkFile()
+		if w.Source == workload.SourceChatJSONL && w.UseOutputLen {
+			p.add(at+".use_output_len", "the chat_jsonl source always takes a line's max_tokens or output_len")
+		}
+		if synthetic {
+			p.add(at, "input_len, output_len, seed and ignore_eos are the synthetic source's, not the %s source's", w.Source)
+		}
+		if prefix {
+			p.add(at, "num_prefixes, prefix_len and suffix_len are the prefix_repetition source's, not the %s source's", w.Source)
+		}
+		if w.Count < 0 {
+			p.add(at+".count", "%d: must be 0 (all) or more", w.Count)
+		}
+		if w.MaxModelLen < 0 {
+			p.add(at+".max_model_len", "%d: must be 0 (no limit) or more", w.MaxModelLen)
+		}
+	case workload.SourceSynthetic:
+		if w.File != "" {
+			p.add(at+".path", "the synthetic source reads no file")
+		}
+		if dataset {
+			p.add(at, "use_output_len and max_model_len are the dataset sources', not the synthetic source's")
+		}
+		if repetition {
+			p.add(at, "num_prefixes and suffix_len are the prefix_repetition source's, not the synthetic source's (which takes prefix_len alone)")
+		}
+		for _, msg := range w.Synthetic().Check() {
+			field, why, _ := strings.Cut(msg, ": ")
+			p.add(at+"."+field, "%s", why)
+		}
+	case workload.SourceTrace:
+		checkFile()
+		if w.InputLen != nil || w.OutputLen != nil || dataset || prefix {
+			p.add(at, "input_len, output_len, use_output_len, max_model_len and the prefix keys are not the trace source's (a trace gives each request's lengths)")
+		}
+		for _, msg := range w.Trace().Check() {
+			field, why, _ := strings.Cut(msg, ": ")
+			p.add(at+"."+field, "%s", why)
+		}
+		if w.File != "" {
+			if _, err := workload.TraceFormat(w.Format, w.File); err != nil {
+				p.add(at+".format", "empty, and the path's extension names no trace format (mooncake for .jsonl, azure for .csv)")
+			}
+		}
+	case workload.SourcePrefixRepetition:
+		if w.File != "" {
+			p.add(at+".path", "the prefix_repetition source reads no file")
+		}
+		if dataset {
+			p.add(at, "use_output_len and max_model_len are the dataset sources', not the prefix_repetition source's")
+		}
+		if w.InputLen != nil {
+			p.add(at+".input_len", "the synthetic source's: prefix_repetition prompts are prefix_len + suffix_len tokens")
+		}
+		for _, msg := range w.PrefixRepetition().Check() {
+			field, why, _ := strings.Cut(msg, ": ")
+			p.add(at+"."+field, "%s", why)
+		}
+	case workload.SourceBuiltin:
+		if w.File != "" || synthetic || dataset || prefix || w.Count != 0 {
+			p.add(at, "the builtin source takes no parameters")
+		}
+	default:
+		p.add(at+".source", "%q: want one of %s (or a list of prompts, or a file name)", w.Source,
+			strings.Join(slices.DeleteFunc(workload.Sources(), func(s string) bool { return s == workload.SourceInline }), ", "))
+	}
+}
+
+// validateSessions checks workload.sessions against the prompt source.
+func validateSessions(w Workload, p *Problems) {
+	s := w.Sessions
+	if s == nil {
+		return
+	}
+	const at = "workload.sessions"
+	src := w.Prompts.Spec().Name()
+	switch {
+	case !slices.Contains(workload.SessionSources, src):
+		p.add(at, "the %s prompt source has no conversations: multi-turn sessions come from workload.prompts of source %s", src, strings.Join(workload.SessionSources, ", "))
+	case src == workload.SourceSynthetic && s.Turns < 1:
+		p.add(at+".turns", "%d: the synthetic source needs the number of turns of every session (at least 1)", s.Turns)
+	case s.Turns < 0:
+		p.add(at+".turns", "%d: must be 0 (every turn) or more", s.Turns)
+	}
+	if err := s.ThinkTime.Think().Check(); err != nil {
+		field := at + ".think_time"
+		if s.ThinkTime.Distribution != "" && !slices.Contains(workload.ThinkDistributions, s.ThinkTime.Distribution) {
+			field += ".distribution"
+			err = fmt.Errorf("%q: want one of %s", s.ThinkTime.Distribution, strings.Join(workload.ThinkDistributions, ", "))
+		}
+		p.add(field, "%v", err)
+	}
+}
+
+// validateSustained checks workload.mode and workload.sustained.
+func validateSustained(w Workload, p *Problems) {
+	switch w.Mode {
+	case ModeClosed, ModeSustained:
+	default:
+		p.add("workload.mode", "%q: want closed or sustained", w.Mode)
+		return
+	}
+	s := w.Sustained
+	if s == nil {
+		return
+	}
+	if w.Mode != ModeSustained {
+		p.add("workload.sustained", "given, but workload.mode is %s (set mode: sustained)", w.Mode)
+		return
+	}
+	if s.NumRequests < 0 {
+		p.add("workload.sustained.num_requests", "%d: must be 0 or more", s.NumRequests)
+	}
+	if s.Duration < 0 {
+		p.add("workload.sustained.duration", "%v: negative", s.Duration)
+	}
+	if s.WarmupRequests < 0 {
+		p.add("workload.sustained.warmup_requests", "%d: must be 0 or more", s.WarmupRequests)
+	}
+}
+
+// validateOpenLoop checks workload.open_loop: request rates, or a ramp, or
+// trace arrivals (whose times come from workload.prompts' trace); an
+// arrival process and its burstiness; bounds.
+func validateOpenLoop(w Workload, p *Problems) {
+	const at = "workload.open_loop"
+	o := w.OpenLoop
+	if o == nil {
+		return
+	}
+	if o.Arrival == workload.ArrivalTrace {
+		if w.Prompts.Source != workload.SourceTrace {
+			p.add(at+".arrival", "trace: the arrival times come from a trace; set workload.prompts to {source: trace, path: ...}")
+		}
+		if len(o.RequestRatesRPS) > 0 {
+			p.add(at+".request_rates_rps", "trace arrivals take their times from the trace, not from a rate (remove request_rates_rps, or scale the trace with workload.prompts.time_scale)")
+		}
+		if o.Ramp != nil {
+			p.add(at+".ramp", "trace arrivals take their times from the trace, not from a ramp")
+		}
+		if o.Burstiness != 0 || o.Seed != 0 {
+			p.add(at, "burstiness and seed apply to drawn arrivals, not to trace arrivals")
+		}
+	} else {
+		switch {
+		case o.Ramp != nil && len(o.RequestRatesRPS) > 0:
+			p.add(at+".request_rates_rps", "given with ramp: a ramp's rates are its start_rps and end_rps (give one of them)")
+		case o.Ramp != nil:
+			if err := workload.CheckRamp(o.Ramp.Strategy, o.Ramp.StartRPS, o.Ramp.EndRPS); err != nil {
+				p.add(at+".ramp", "%v", err)
+			}
+		case len(o.RequestRatesRPS) == 0:
+			p.add(at+".request_rates_rps", "empty (or give ramp, or arrival: trace)")
+		}
+		for i, rate := range o.RequestRatesRPS {
+			if rate <= 0 || math.IsInf(rate, 0) || math.IsNaN(rate) {
+				p.add(fmt.Sprintf("%s.request_rates_rps[%d]", at, i), "%v: must be positive", rate)
+			}
+		}
+		switch {
+		case o.Arrival == "":
+			p.add(at+".arrival", "empty (%s, or trace)", strings.Join(workload.Arrivals, ", "))
+		case !slices.Contains(workload.Arrivals, o.Arrival):
+			p.add(at+".arrival", "%q: want one of %s, or trace", o.Arrival, strings.Join(workload.Arrivals, ", "))
+		default:
+			if err := CheckArrival(o.Arrival, o.Burstiness); err != nil {
+				p.add(at+".burstiness", "%v", err)
+			}
+		}
+		if o.NumRequests == 0 && o.Duration == 0 {
+			p.add(at, "needs num_requests or duration (an open-loop wave must be bounded)")
+		}
+	}
+	if o.NumRequests < 0 {
+		p.add(at+".num_requests", "%d: must be 0 or more", o.NumRequests)
+	}
+	if o.Duration < 0 {
+		p.add(at+".duration", "%v: negative", o.Duration)
+	}
+	if o.MaxConcurrency < 0 {
+		p.add(at+".max_concurrency", "%d: must be 0 (no cap) or more", o.MaxConcurrency)
+	}
+}
