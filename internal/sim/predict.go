@@ -24,12 +24,14 @@ type ClosedWorkload struct {
 	MinTokens int
 }
 
-// WorkloadOf reads the closed-loop workload of a bundle. Request fields of
+// WorkloadOf reads the closed-loop workload of a bundle (of kind closed, or
+// closed+open: its closed waves; its open-loop waves are not read here).
+// Request fields of
 // workload.extra_body other than ignore_eos and min_tokens do not change what
 // the simulated engine does; they come back as notes.
 func WorkloadOf(res *bundle.Results) (ClosedWorkload, []string, error) {
 	wl := res.Workload
-	if wl.Kind != "" && wl.Kind != contract.ModeClosed {
+	if wl.Kind != "" && wl.Kind != contract.ModeClosed && wl.Kind != contract.ModeClosed+"+"+contract.ModeOpen {
 		return ClosedWorkload{}, nil, fmt.Errorf("sim: bundle workload.kind = %q: only closed-loop waves can be fitted and predicted", wl.Kind)
 	}
 	w := ClosedWorkload{
