@@ -22,6 +22,7 @@ import (
 
 type simValidateOptions struct {
 	bundleDir   string
+	holdBundle  string
 	fitOn       string
 	holdOut     string
 	servers     []string
@@ -60,9 +61,16 @@ TTFT under 50 ms is judged by its absolute error (request handling and host
 noise); above it, where queueing dominates, by its relative error. The goal
 metrics, goodput, E2E and TPOT, are marked against ±10 %.
 
-LOADS are comma-separated closed-loop concurrencies (1,64) or a whole mode
-(closed). Rates (2rps) and the modes sustained and open are read but not
-yet fitted or predicted: the command refuses them.
+LOADS are comma-separated concurrencies (1,64), open-loop rates (2rps) or
+whole modes (closed, sustained, open). The fit reads closed-loop waves only;
+a held-out load may be a closed wave (predicted wave by wave), a sustained
+load (the sustained closed loop with the bundle's warm-up and measured
+requests and duration) or an open-loop rate (fixed, poisson or gamma
+arrivals at the bundle's seeds and bounds; no ramp, trace or
+max_concurrency), each aggregated by the contract as the bundle's are,
+goodput over each mode's window. A rehearsal runs its concurrencies either
+as closed waves or as sustained loops, so sustained loads are held out of
+another bundle of the same servers and prompts: --hold-out-bundle DIR.
 
 --server NAME=ENGINE picks a server and its simulated engine (repeatable);
 by default every server of the bundle, each with the engine its launch argv
@@ -86,7 +94,8 @@ the bundle.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.fitOn, "fit-on", "", "loads the fit reads: concurrencies such as 1,64, or closed")
-	f.StringVar(&o.holdOut, "hold-out", "", "loads predicted and judged: concurrencies such as 8,32")
+	f.StringVar(&o.holdOut, "hold-out", "", "loads predicted and judged: concurrencies such as 8,32, rates such as 2rps, or sustained, open")
+	f.StringVar(&o.holdBundle, "hold-out-bundle", "", "read the held-out loads from this bundle of the same servers (default: BUNDLE)")
 	f.StringArrayVar(&o.servers, "server", nil, "NAME=ENGINE (serial or batching), repeatable (default: every server, the engine from its launch argv)")
 	f.StringVarP(&o.output, "output", "o", "sim-validate.json", "write the error table as JSON to this file")
 	f.StringVar(&o.liveBundle, "live-bundle", "", "keep the live run's bundle in this folder (default: a temporary one, removed)")
@@ -101,6 +110,7 @@ the bundle.`,
 // simValidateFile is what -o stores.
 type simValidateFile struct {
 	Bundle     string             `json:"bundle"`
+	HoldBundle string             `json:"hold_out_bundle,omitempty"`
 	FitOn      string             `json:"fit_on"`
 	HoldOut    string             `json:"hold_out"`
 	TimeScale  float64            `json:"live_time_scale,omitempty"`
@@ -139,28 +149,37 @@ func runSimValidate(cmd *cobra.Command, st *State, o simValidateOptions) error {
 		return err
 	}
 	var notes []string
-	if s := res.Provenance.Simulation; s != nil && s.TimeScale > 0 && s.TimeScale != 1 {
-		// A bundle of simulated servers at time scale k (the demo's):
-		// its figures are read in simulated time, so the fit is the
-		// profiles' own.
-		res.Waves, res.Records = sim.SlowedDown(res.Waves, res.Records, s.TimeScale)
-		res.Workload.TimeoutS *= s.TimeScale
-		notes = append(notes, fmt.Sprintf("the bundle's servers were simulated at time scale %g: its figures are read in simulated time (×%g), as the live run's (×%g) are", s.TimeScale, s.TimeScale, o.timeScale))
+	if n := inSimulatedTime(res, "the bundle", o.timeScale); n != "" {
+		notes = append(notes, n)
+	}
+	hold := res
+	if o.holdBundle != "" {
+		if hold, err = bundle.ReadResults(o.holdBundle); err != nil {
+			return usageError("sim validate: --hold-out-bundle: %v", err)
+		}
+		if n := inSimulatedTime(hold, "the held-out bundle", o.timeScale); n != "" {
+			notes = append(notes, n)
+		}
+		for _, s := range servers {
+			if !slices.Contains(hold.ServerNames(), s.name) {
+				return usageError("sim validate: --hold-out-bundle %s has no server %s (have: %s)", o.holdBundle, s.name, strings.Join(hold.ServerNames(), ", "))
+			}
+		}
 	}
 	var vals []*sim.Validation
 	for _, s := range servers {
-		v, err := sim.Validate(res, sim.ValidateOptions{Server: s.name, Engine: s.engine, FitOn: fitOn, HoldOut: holdOut, MaxModelLen: o.maxModelLen})
+		v, err := sim.Validate(res, sim.ValidateOptions{Server: s.name, Engine: s.engine, FitOn: fitOn, HoldOut: holdOut, HeldOut: hold, MaxModelLen: o.maxModelLen})
 		if err != nil {
 			return usageError("%v", err)
 		}
 		vals = append(vals, v)
 	}
 	if !o.noLive {
-		if err := runValidateLive(cmd, st, o, res, vals); err != nil {
+		if err := runValidateLive(cmd, st, o, hold, vals); err != nil {
 			return err
 		}
 	}
-	file := simValidateFile{Bundle: o.bundleDir, FitOn: o.fitOn, HoldOut: o.holdOut, CountRatio: map[string]float64{}, Notes: notes}
+	file := simValidateFile{Bundle: o.bundleDir, HoldBundle: o.holdBundle, FitOn: o.fitOn, HoldOut: o.holdOut, CountRatio: map[string]float64{}, Notes: notes}
 	if !o.noLive {
 		file.TimeScale = o.timeScale
 	}
@@ -204,6 +223,37 @@ func runSimValidate(cmd *cobra.Command, st *State, o simValidateOptions) error {
 	}
 	fmt.Fprintf(st.Stdout, "The table is written to %s.\n", o.output)
 	return nil
+}
+
+// inSimulatedTime reads a bundle of simulated servers at time scale k (the
+// demo's) in simulated time, so the fit is the profiles' own: its waves and
+// records (sim.SlowedDown), and its workload's client timeout, sustained
+// duration and open-loop rates and duration. It returns a note saying so,
+// or "" for a bundle at time scale 1.
+func inSimulatedTime(res *bundle.Results, what string, liveScale float64) string {
+	s := res.Provenance.Simulation
+	if s == nil || !(s.TimeScale > 0) || s.TimeScale == 1 {
+		return ""
+	}
+	k := s.TimeScale
+	res.Waves, res.Records = sim.SlowedDown(res.Waves, res.Records, k)
+	wl := &res.Workload
+	wl.TimeoutS *= k
+	if su := wl.Sustained; su != nil {
+		c := *su
+		c.DurationS *= k
+		wl.Sustained = &c
+	}
+	if op := wl.Open; op != nil {
+		c := *op
+		c.DurationS *= k
+		c.RequestRatesRPS = slices.Clone(op.RequestRatesRPS)
+		for i := range c.RequestRatesRPS {
+			c.RequestRatesRPS[i] /= k
+		}
+		wl.Open = &c
+	}
+	return fmt.Sprintf("%s's servers were simulated at time scale %g: its figures are read in simulated time (×%g), as the live run's (×%g) are", what, k, k, liveScale)
 }
 
 // validateServers reads --server NAME=ENGINE, or every server of the bundle
@@ -281,8 +331,19 @@ func runValidateLive(cmd *cobra.Command, st *State, o simValidateOptions, res *b
 	if err := scaleSimulated(rc, o.timeScale); err != nil {
 		return err
 	}
+	// scaleSimulated scales the client timeout; the sustained duration
+	// and the open-loop rates and duration are scaled here.
+	if su := rc.Workload.Sustained; su != nil {
+		su.Duration = config.Duration(float64(su.Duration) / o.timeScale)
+	}
+	if op := rc.Workload.OpenLoop; op != nil {
+		op.Duration = config.Duration(float64(op.Duration) / o.timeScale)
+		for i := range op.RequestRatesRPS {
+			op.RequestRatesRPS[i] *= o.timeScale
+		}
+	}
 	job := rehearsalJob{cfg: rc, dir: dir, quiet: true,
-		command:    append([]string{"rehearse", "sim", "validate", o.bundleDir, "--fit-on", o.fitOn, "--hold-out", o.holdOut, "--time-scale", strconv.FormatFloat(o.timeScale, 'g', -1, 64)}, serverFlags(vals)...),
+		command:    append(validateCommand(o), serverFlags(vals)...),
 		simulation: rehearsal.Simulation(rc),
 		notes:      []string{"The live run of rehearse sim validate: the held-out waves of " + o.bundleDir + " against rehearse sim with profiles fitted on its waves at " + o.fitOn + "."},
 	}
@@ -303,6 +364,15 @@ func runValidateLive(cmd *cobra.Command, st *State, o simValidateOptions, res *b
 	return nil
 }
 
+// validateCommand is the command line a live bundle records.
+func validateCommand(o simValidateOptions) []string {
+	out := []string{"rehearse", "sim", "validate", o.bundleDir, "--fit-on", o.fitOn, "--hold-out", o.holdOut}
+	if o.holdBundle != "" {
+		out = append(out, "--hold-out-bundle", o.holdBundle)
+	}
+	return append(out, "--time-scale", strconv.FormatFloat(o.timeScale, 'g', -1, 64))
+}
+
 func serverFlags(vals []*sim.Validation) []string {
 	var out []string
 	for _, v := range vals {
@@ -314,10 +384,13 @@ func serverFlags(vals []*sim.Validation) []string {
 // validateLiveConfig is the rehearsal file of the live run, at time scale
 // 1 (scaleSimulated converts it): one simulated server per validation,
 // launched with its fitted profile (written under work), and the bundle's
-// closed-loop workload at the held-out concurrencies.
+// workload at the held-out loads: its closed waves or its sustained loops
+// at the held-out concurrencies (one rehearsal runs them one way), and its
+// open loop at the held-out rates.
 func validateLiveConfig(res *bundle.Results, vals []*sim.Validation, work string) (map[string]any, error) {
 	var servers []any
-	var holdOut []int
+	var holdOut, sustained []int
+	var rates []float64
 	for _, v := range vals {
 		p := v.Fit.Profile
 		data, err := p.Encode()
@@ -341,11 +414,29 @@ func validateLiveConfig(res *bundle.Results, vals []*sim.Validation, work string
 				holdOut = append(holdOut, c)
 			}
 		}
+		for _, c := range v.HoldOutSustained {
+			if !slices.Contains(sustained, c) {
+				sustained = append(sustained, c)
+			}
+		}
+		for _, r := range v.HoldOutRates {
+			if !slices.Contains(rates, r) {
+				rates = append(rates, r)
+			}
+		}
 	}
-	slices.Sort(holdOut)
+	if len(holdOut) > 0 && len(sustained) > 0 {
+		return nil, usageError("sim validate: the held-out loads are closed waves and sustained loops, which one live rehearsal cannot run both (its concurrencies run one way): hold out one of them, or pass --no-live")
+	}
+	concurrencies := holdOut
+	if len(sustained) > 0 {
+		concurrencies = sustained
+	}
+	slices.Sort(concurrencies)
+	slices.Sort(rates)
 	wl := res.Workload
 	workload := map[string]any{
-		"concurrencies": holdOut,
+		"concurrencies": concurrencies,
 		"repeats":       wl.Repeats,
 		"prompts":       wl.Prompts,
 		"max_tokens":    wl.MaxTokens,
@@ -358,6 +449,21 @@ func validateLiveConfig(res *bundle.Results, vals []*sim.Validation, work string
 	}
 	if len(wl.ExtraBody) > 0 {
 		workload["extra_body"] = wl.ExtraBody
+	}
+	if len(sustained) > 0 {
+		su := wl.Sustained
+		workload["mode"] = "sustained"
+		workload["sustained"] = map[string]any{"num_requests": su.NumRequests, "warmup_requests": su.WarmupRequests,
+			"duration": strconv.FormatFloat(su.DurationS, 'f', -1, 64) + "s"}
+	}
+	if len(rates) > 0 {
+		op := wl.Open
+		ol := map[string]any{"request_rates_rps": rates, "arrival": op.Arrival, "seed": op.Seed, "num_requests": op.NumRequests,
+			"duration": strconv.FormatFloat(op.DurationS, 'f', -1, 64) + "s"}
+		if op.Burstiness != 0 {
+			ol["burstiness"] = op.Burstiness
+		}
+		workload["open_loop"] = ol
 	}
 	model := res.Provenance.Model
 	m := map[string]any{"id": model.ID, "note": "served by the simulator with profiles fitted by rehearse sim validate; no weights were loaded"}

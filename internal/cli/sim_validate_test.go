@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,16 @@ import (
 // engine, as the demo's does.
 func demoLikeBundle(t *testing.T) string {
 	t.Helper()
+	return simulatedBundle(t, `  concurrencies: [1, 2, 4]
+  repeats: 1
+`)
+}
+
+// simulatedBundle is a bundle written by rehearse run of one simulated
+// batching server at time scale 20, 16 tokens, its workload's loads given
+// by the YAML lines load (indented as keys of workload:).
+func simulatedBundle(t *testing.T, load string) string {
+	t.Helper()
 	t.Setenv(rehearseMainEnv, "1") // {rehearse} sim is the real command
 	dir := filepath.Join(t.TempDir(), "bundle")
 	file := filepath.Join(t.TempDir(), "r.yaml")
@@ -29,9 +40,7 @@ servers:
              --model, "{model}", --port, "{port}", --time-scale, "20", --seed, "1", --quiet]
     ready: {timeout: 30s}
 workload:
-  concurrencies: [1, 2, 4]
-  repeats: 1
-  max_tokens: 16
+` + load + `  max_tokens: 16
   timeout: 3s
   extra_body: {ignore_eos: true}
 mechanism_check: ~
@@ -123,8 +132,10 @@ func TestSimValidateRefusesBadInput(t *testing.T) {
 		{[]string{"--fit-on", "1,x", "--hold-out", "2"}, `--fit-on "1,x": load "x"`},
 		{[]string{"--fit-on", "1,4", "--hold-out", ""}, `--hold-out "": no loads`},
 		{[]string{"--fit-on", "1,4", "--hold-out", "0rps"}, `load "0rps"`},
-		{[]string{"--fit-on", "1,4", "--hold-out", "2rps"}, "open loads cannot be fitted or predicted yet"},
-		{[]string{"--fit-on", "sustained", "--hold-out", "2"}, "sustained loads cannot be fitted"},
+		{[]string{"--fit-on", "1,4", "--hold-out", "2rps"}, "no recorded open-loop wave at a request rate"},
+		{[]string{"--fit-on", "1,4", "--hold-out", "sustained"}, "no recorded sustained wave"},
+		{[]string{"--fit-on", "sustained", "--hold-out", "2"}, "--fit-on sustained: the fit reads closed-loop waves"},
+		{[]string{"--fit-on", "1,4", "--hold-out", "2", "--hold-out-bundle", "/nonexistent"}, "--hold-out-bundle"},
 		{[]string{"--fit-on", "1,4", "--hold-out", "4"}, "4 clients is both fitted on and held out"},
 		{[]string{"--fit-on", "1,4", "--hold-out", "8"}, "no recorded closed-loop wave at 8 clients"},
 		{[]string{"--fit-on", "1,4", "--hold-out", "2", "--server", "batching"}, `--server "batching": want NAME=serial or NAME=batching`},
@@ -144,5 +155,64 @@ func TestSimValidateRefusesBadInput(t *testing.T) {
 	code, _, stderr := run(t, "sim", "validate", "--fit-on", "1", "--hold-out", "2")
 	if code != 2 || !strings.Contains(stderr, "want one BUNDLE folder") {
 		t.Errorf("no bundle: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestSimValidateSustainedAndOpen fits on the closed waves of a bundle and
+// holds out its open-loop rate, then a sustained load of a second bundle of
+// the same server (a rehearsal runs its concurrencies one way), each
+// predicted and run live (time-scaled): every metric has a predictor row
+// and a live row at the held-out load, with finite figures.
+func TestSimValidateSustainedAndOpen(t *testing.T) {
+	closed := simulatedBundle(t, `  concurrencies: [1, 4]
+  repeats: 1
+  open_loop: {request_rates_rps: [20], arrival: poisson, seed: 1, num_requests: 8}
+`)
+	sustained := simulatedBundle(t, `  concurrencies: [2]
+  repeats: 1
+  mode: sustained
+  sustained: {num_requests: 8, warmup_requests: 2}
+`)
+	for _, tc := range []struct {
+		name string
+		args []string
+		load string
+	}{
+		// 20 req/s on the wall clock at time scale 20 is 1 req/s simulated.
+		{"open", []string{closed, "--hold-out", "1rps"}, "1 req/s"},
+		{"open mode", []string{closed, "--hold-out", "open"}, "1 req/s"},
+		{"sustained", []string{closed, "--hold-out", "sustained", "--hold-out-bundle", sustained}, "2 clients, sustained"},
+	} {
+		out := filepath.Join(t.TempDir(), "v.json")
+		args := append([]string{"sim", "validate"}, tc.args...)
+		args = append(args, "--fit-on", "1,4", "--time-scale", "20", "--json", "-o", out)
+		code, stdout, stderr := run(t, args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d, stderr %q", tc.name, code, stderr)
+		}
+		var rows []sim.ErrorRow
+		if err := json.Unmarshal([]byte(stdout), &rows); err != nil {
+			t.Fatalf("%s: stdout is not JSON rows: %v\n%s", tc.name, err, stdout)
+		}
+		n := len(sim.ValidateMetrics)
+		if len(rows) != 2*n {
+			t.Fatalf("%s: %d rows, want %d: %+v", tc.name, len(rows), 2*n, rows)
+		}
+		for i, r := range rows {
+			wantSource := []string{sim.SourcePredictor, sim.SourceLive}[i/n]
+			if r.Source != wantSource || r.Server != "batching" || r.Load != tc.load || r.Metric != sim.ValidateMetrics[i%n] {
+				t.Errorf("%s: row %d: %+v", tc.name, i, r)
+			}
+			if r.Predicted == nil || r.Measured == nil || (r.Error == nil && *r.Measured != 0) {
+				t.Errorf("%s: row %d: %+v lacks a figure", tc.name, i, r)
+				continue
+			}
+			if r.Error != nil && (math.IsNaN(*r.Error) || math.IsInf(*r.Error, 0)) {
+				t.Errorf("%s: row %d: error %v is not finite", tc.name, i, *r.Error)
+			}
+		}
+		if g := rows[0]; g.Metric != "goodput_tok_s" || !(*g.Predicted > 0) || !(*g.Measured > 0) {
+			t.Errorf("%s: goodput row %+v", tc.name, g)
+		}
 	}
 }

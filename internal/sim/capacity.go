@@ -23,6 +23,10 @@ type SustainedWorkload struct {
 	MinTokens int
 	// Requests is the measured requests (≥ 1).
 	Requests int
+	// DurationS, when above 0, also bounds the measured part: no measured
+	// request is sent at or after its release (the first measured send)
+	// + DurationS; those in flight finish (drive.SustainedSpec.Duration).
+	DurationS float64
 	// WarmupRequests are sent first and kept out of the measured wave; a
 	// negative number means a capacity probe's default
 	// (search.Spec.Warmup: search.WarmupRounds per client).
@@ -62,6 +66,9 @@ func (w SustainedWorkload) validate() error {
 	}
 	if w.Requests < 1 {
 		return fmt.Errorf("sim: sustained workload requests = %d, want >= 1", w.Requests)
+	}
+	if w.DurationS < 0 || !finite(w.DurationS) {
+		return fmt.Errorf("sim: sustained workload duration_s = %g, want >= 0", w.DurationS)
 	}
 	return nil
 }
@@ -105,8 +112,11 @@ func PredictSustained(p *Profile, w SustainedWorkload, clients int, o PredictOpt
 	for c := range min(clients, total) {
 		first = append(first, take(c))
 	}
-	next := func(r *virtualRequest, _ float64) *virtualRequest {
+	next := func(r *virtualRequest, atS float64) *virtualRequest {
 		if len(reqs) == total {
+			return nil
+		}
+		if w.DurationS > 0 && len(reqs) > warm && atS >= reqs[warm].sentS+w.DurationS {
 			return nil
 		}
 		return take(r.client)
@@ -131,7 +141,9 @@ func PredictSustained(p *Profile, w SustainedWorkload, clients int, o PredictOpt
 		pr.Records = append(pr.Records, recs...)
 	}
 	part(contract.KindWarmup, reqs[:warm])
-	part(contract.KindRecorded, reqs[warm:])
+	if len(reqs) > warm {
+		part(contract.KindRecorded, reqs[warm:])
+	}
 	pr.Aggregates = contract.Aggregates(pr.Waves, pr.Records, []string{o.Server}, "")
 	return pr, nil
 }

@@ -24,12 +24,14 @@ type ClosedWorkload struct {
 	MinTokens int
 }
 
-// WorkloadOf reads the closed-loop workload of a bundle. Request fields of
+// WorkloadOf reads the closed-loop workload of a bundle (of kind closed, or
+// closed+open: its closed waves; its open-loop waves are not read here).
+// Request fields of
 // workload.extra_body other than ignore_eos and min_tokens do not change what
 // the simulated engine does; they come back as notes.
 func WorkloadOf(res *bundle.Results) (ClosedWorkload, []string, error) {
 	wl := res.Workload
-	if wl.Kind != "" && wl.Kind != contract.ModeClosed {
+	if wl.Kind != "" && wl.Kind != contract.ModeClosed && wl.Kind != contract.ModeClosed+"+"+contract.ModeOpen {
 		return ClosedWorkload{}, nil, fmt.Errorf("sim: bundle workload.kind = %q: only closed-loop waves can be fitted and predicted", wl.Kind)
 	}
 	w := ClosedWorkload{
@@ -293,6 +295,10 @@ type virtualRequest struct {
 	promptTokens, outputTokens int
 	blocks                     []uint64
 
+	// atS is when a first request of a run is sent (0 for closed waves
+	// and sustained loops; an open-loop arrival's offset).
+	atS float64
+
 	seq       *sequence
 	tokensS   []float64 // simulated time of every token the engine produced
 	sentS     float64   // when its client sends it
@@ -306,7 +312,8 @@ type virtualRequest struct {
 // client sends no more. Nil: every client sends one request.
 type nextRequest func(r *virtualRequest, endS float64) *virtualRequest
 
-// runVirtual sends the first requests at time 0, in order, and steps the
+// runVirtual sends the first requests at their atS (0 but for open-loop
+// arrivals), in order (atS must not decrease), and steps the
 // engine until each request (and each one next hands out as an earlier
 // one ends) has finished or its client has given up, exactly as the
 // served simulator's handlers and engine goroutine do it on a clock: the
@@ -348,8 +355,11 @@ func runVirtual(p *Profile, first []*virtualRequest, timeoutS float64, cache *pr
 			send(n, atS)
 		}
 	}
-	for _, r := range first {
-		send(r, 0)
+	for i, r := range first {
+		if i > 0 && r.atS < first[i-1].atS {
+			return fmt.Errorf("sim: virtual run: request %d is sent at %g s, before request %d at %g s", i, r.atS, i-1, first[i-1].atS)
+		}
+		send(r, r.atS)
 	}
 	vnow := 0.0
 	for steps := 0; ; steps++ {

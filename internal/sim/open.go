@@ -1,0 +1,111 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/workload"
+)
+
+// maxOpenRequests bounds an open-loop prediction's arrivals (drive's
+// MaxOpenRequests).
+const maxOpenRequests = 1_000_000
+
+// OpenWorkload is one open-loop load a prediction runs (drive.OpenWave):
+// request i is sent at the i-th offset of the arrival schedule
+// (workload.NewSchedule) and sends the prompt at workload.PromptIndex(i,
+// len(Prompts)); the wave ends after NumRequests arrivals or at DurationS
+// (no request sent at or after it), whichever comes first.
+type OpenWorkload struct {
+	Prompts   []string
+	MaxTokens int
+	TimeoutS  float64
+	// IgnoreEOS and MinTokens are the request fields of the same names.
+	IgnoreEOS bool
+	MinTokens int
+	// RateRPS, Arrival (fixed, poisson, gamma), Burstiness and Seed make
+	// the schedule.
+	RateRPS     float64
+	Arrival     string
+	Burstiness  float64
+	Seed        int64
+	NumRequests int
+	DurationS   float64
+}
+
+func (w OpenWorkload) validate() error {
+	cw := ClosedWorkload{Concurrencies: []int{1}, Repeats: 1, Prompts: w.Prompts, MaxTokens: w.MaxTokens, TimeoutS: w.TimeoutS, IgnoreEOS: w.IgnoreEOS, MinTokens: w.MinTokens}
+	if err := cw.validate(); err != nil {
+		return err
+	}
+	if w.NumRequests < 0 || w.DurationS < 0 || !finite(w.DurationS) || (w.NumRequests == 0 && w.DurationS == 0) {
+		return fmt.Errorf("sim: open-loop workload at %g req/s: want num_requests or duration (or both) above 0", w.RateRPS)
+	}
+	return nil
+}
+
+func (w OpenWorkload) requests() ([]string, int, int, bool) {
+	return w.Prompts, w.MaxTokens, w.MinTokens, w.IgnoreEOS
+}
+
+// offsets are the arrivals' send times, in seconds from the release.
+func (w OpenWorkload) offsets() ([]float64, error) {
+	sched, err := workload.NewSchedule(w.Arrival, w.RateRPS, w.Burstiness, w.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("sim: open-loop workload: %w", err)
+	}
+	var out []float64
+	for i := 0; w.NumRequests == 0 || i < w.NumRequests; i++ {
+		off := sched.Offset(i).Seconds()
+		if w.DurationS > 0 && off >= w.DurationS {
+			break
+		}
+		if i >= maxOpenRequests {
+			return nil, fmt.Errorf("sim: open-loop workload of more than %d requests at %g req/s", maxOpenRequests, w.RateRPS)
+		}
+		out = append(out, off)
+	}
+	return out, nil
+}
+
+// PredictOpen runs one open-loop wave of w through the profile's engine on
+// the virtual clock, with the same engine stepping as Predict's closed
+// waves (runVirtual): every arrival is sent at its schedule offset, after
+// the profile's request overhead and frontend like any other request, and
+// no arrival waits for another (no max_concurrency). Its one wave is of
+// kind recorded and mode open, timed from its release (offset 0) as
+// package drive records it. It is deterministic: the same seed, the same
+// records.
+func PredictOpen(p *Profile, w OpenWorkload, o PredictOptions) (*Prediction, error) {
+	o, plans, cache, err := prepare(p, w, o)
+	if err != nil {
+		return nil, err
+	}
+	offs, err := w.offsets()
+	if err != nil {
+		return nil, err
+	}
+	reqs := make([]*virtualRequest, len(offs))
+	for i, off := range offs {
+		prompt := workload.PromptIndex(i, len(w.Prompts))
+		reqs[i] = plans[prompt].request(i, prompt)
+		reqs[i].atS = off
+	}
+	if err := runVirtual(p, reqs, w.TimeoutS, cache, nil); err != nil {
+		return nil, err
+	}
+	wave := contract.Wave{ID: 0, Server: o.Server, Repeat: 1, Kind: contract.KindRecorded, Mode: contract.ModeOpen,
+		RequestRateRPS: w.RateRPS, Arrival: w.Arrival, Burstiness: w.Burstiness, Seed: w.Seed}
+	pr := &Prediction{}
+	recs := make([]contract.Record, 0, len(reqs))
+	for _, r := range reqs {
+		rec := r.record(wave, 0, w.MaxTokens)
+		rec.IntendedStartS = r.atS
+		recs = append(recs, rec)
+	}
+	wave.WallS = contract.WaveWallS(recs)
+	pr.Waves = append(pr.Waves, wave)
+	pr.Records = recs
+	pr.Aggregates = contract.Aggregates(pr.Waves, pr.Records, []string{o.Server}, "")
+	return pr, nil
+}
