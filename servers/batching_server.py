@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import logging
 import os
 import sys
 import threading
@@ -23,6 +24,9 @@ import openai_contract as oc  # noqa: E402
 import serving  # noqa: E402
 
 SWITCH = {"auto": None, "on": True, "off": False}
+
+# Loggers transformers' continuous batching reports a failed warm-up on (as a warning).
+WARMUP_LOGGERS = ("ContinuousBatchingLogger", "transformers.generation.continuous_batching")
 
 
 def _status_name(status: Any) -> str:
@@ -107,13 +111,47 @@ class BatchingEngine(serving.Engine):
         self._per_request_streaming = "streaming" in add_params
         self._per_request_eos = "eos_token_id" in add_params
         self._handlers = hasattr(self.manager, "register_result_handler")
-        if self.args.cb_warmup and hasattr(self.manager, "warmup"):
-            self.manager.warmup()
+        warmup = self.run_manager_warmup() if self.args.cb_warmup else "skipped (--no-cb-warmup)"
         self.manager.start()
         self.info = dict(loaded.info, continuous_batching_api=api, continuous_batching_config=used,
+                         continuous_batching_warmup=warmup,
                          continuous_batching_ignored=ignored,
                          delivery="register_result_handler" if self._handlers else "dispatcher thread on get_result",
                          decoding="greedy")
+
+    def run_manager_warmup(self) -> str:
+        """Run the manager's CUDA-graph warm-up; raise when it failed.
+
+        transformers logs a failed warm-up ("Failed to warm up: CUDA out of memory ...") as a
+        warning on its ContinuousBatchingLogger and carries on cold, so every recorded wave
+        would then pay graph capture and allocation on the fly (on the H200 its waves were
+        bimodal: TTFT p50 3x apart between repeats). The warning is caught here and startup
+        fails, so readiness never reports a cold server as warm.
+        """
+        if not hasattr(self.manager, "warmup"):
+            return "absent (this transformers has no manager.warmup)"
+        caught: list[str] = []
+
+        class Catch(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                message = record.getMessage()
+                if record.levelno >= logging.WARNING and "warm" in message.lower():
+                    caught.append(message)
+
+        handler = Catch()
+        watched = [logging.getLogger(name) for name in WARMUP_LOGGERS]
+        for logger in watched:
+            logger.addHandler(handler)
+        try:
+            self.manager.warmup()
+        finally:
+            for logger in watched:
+                logger.removeHandler(handler)
+        if caught:
+            raise RuntimeError(f"the continuous batching warm-up failed: {caught[0].splitlines()[0]} "
+                               "(lower --max-batch-tokens or --max-memory-percent, or pass --no-cb-warmup "
+                               "to serve without it)")
+        return "done"
 
     async def warm_up(self, loop) -> None:
         self._loop = loop

@@ -332,3 +332,45 @@ class NaiveEngineTest(EngineTest):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ManagerWarmupTest(unittest.TestCase):
+    """A failed manager warm-up fails startup instead of serving cold."""
+
+    def engine_with_warmup(self, warmup):
+        engine = batching_server.BatchingEngine(argparse.Namespace(seed=0))
+        engine.manager = types.SimpleNamespace(warmup=warmup)
+        return engine
+
+    def test_logged_oom_fails_startup(self):
+        def warmup():
+            # What transformers 5.17 does on the H200: log and carry on.
+            batching_server.logging.getLogger("ContinuousBatchingLogger").warning(
+                "Failed to warm up: CUDA out of memory. Tried to allocate 42.80 GiB.\nmore")
+        engine = self.engine_with_warmup(warmup)
+        with self.assertRaisesRegex(RuntimeError, r"warm-up failed: Failed to warm up: CUDA out of memory\. "
+                                                  r"Tried to allocate 42\.80 GiB\. \(lower"):
+            engine.run_manager_warmup()
+
+    def test_clean_warmup_is_recorded(self):
+        calls = []
+        engine = self.engine_with_warmup(lambda: calls.append(1))
+        self.assertEqual(engine.run_manager_warmup(), "done")
+        self.assertEqual(calls, [1])
+
+    def test_unrelated_warning_does_not_fail(self):
+        def warmup():
+            batching_server.logging.getLogger("ContinuousBatchingLogger").warning("block table resized")
+        self.assertEqual(self.engine_with_warmup(warmup).run_manager_warmup(), "done")
+
+    def test_handler_is_removed_after_a_raise(self):
+        def warmup():
+            raise ValueError("boom")
+        with self.assertRaises(ValueError):
+            self.engine_with_warmup(warmup).run_manager_warmup()
+        self.assertEqual(batching_server.logging.getLogger("ContinuousBatchingLogger").handlers, [])
+
+    def test_manager_without_warmup(self):
+        engine = batching_server.BatchingEngine(argparse.Namespace(seed=0))
+        engine.manager = types.SimpleNamespace()
+        self.assertIn("absent", engine.run_manager_warmup())
