@@ -277,8 +277,10 @@ def main() -> int:
                        help="requests per batch (max_requests_per_batch; default: transformers sizes it)")
     group.add_argument("--num-blocks", type=int, default=None, help="KV cache blocks (default: from free memory)")
     group.add_argument("--block-size", type=int, default=None, help="tokens per KV cache block")
-    group.add_argument("--max-memory-percent", type=float, default=None,
-                       help="share of free GPU memory for the KV cache, 0..1")
+    group.add_argument("--max-memory-percent", type=float, default=0.5,
+                       help="share of free GPU memory for the KV cache, 0..1 (default 0.5: at transformers' "
+                            "own 0.8 the H200's cache left 18 GiB and the warm-up's 42.8 GiB CUDA-graph "
+                            "capture ran out of memory; see rehearsals/h200-heldout-run/RUN.md)")
     group.add_argument("--cuda-graphs", choices=tuple(SWITCH), default="on",
                        help="CUDA graphs for the forward pass (auto: the transformers default, which is off "
                             "for sdpa; on the H200 'on' gave 46 tok/s at 1 client and 1800 at 64 "
