@@ -187,6 +187,15 @@ class BatchingEngineTest(EngineTest):
         added = self.manager.added[-1]
         self.assertEqual((added["max_new_tokens"], added["streaming"], added["eos_token_id"]), (12, True, -1))
 
+    async def test_warm_up_meets_every_batch_size(self):
+        self.engine.args.max_num_seqs = 4
+        await self.engine.warm_up(asyncio.get_running_loop())
+        warm = [a for a in self.manager.added if a["request_id"].startswith("warm-up-")]
+        self.assertEqual(len(warm), 1 + 2 + 4)
+        self.assertTrue(all(a["max_new_tokens"] == 16 and a["eos_token_id"] == -1 for a in warm))
+        last = [len(a["prompt"]) for a in warm if a["request_id"].startswith("warm-up-2-")]
+        self.assertEqual(len(set(last)), 4, "each request of a batch has another prompt length")
+
     async def test_eos_ends_with_stop(self):
         self.manager.reply = list(b"ok") + [EOS]
         status, events = await self.chat(max_tokens=50)
@@ -374,3 +383,11 @@ class ManagerWarmupTest(unittest.TestCase):
         engine = batching_server.BatchingEngine(argparse.Namespace(seed=0))
         engine.manager = types.SimpleNamespace()
         self.assertIn("absent", engine.run_manager_warmup())
+
+
+class WarmupShapesTest(unittest.TestCase):
+    def test_batch_sizes_reach_max_num_seqs(self):
+        self.assertEqual(batching_server.warmup_batch_sizes(64), [1, 2, 4, 8, 16, 32, 64])
+        self.assertEqual(batching_server.warmup_batch_sizes(48), [1, 2, 4, 8, 16, 32, 48])
+        self.assertEqual(batching_server.warmup_batch_sizes(1), [1])
+        self.assertEqual(batching_server.warmup_batch_sizes(None), [1, 2, 4, 8, 16, 32, 64])
