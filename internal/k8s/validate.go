@@ -29,7 +29,7 @@ func (s Spec) Validate() error {
 	}
 	names := []struct {
 		what, v string
-		check func(string) []string
+		check   func(string) []string
 	}{
 		{"namespace", s.Namespace, validation.IsDNS1123Label},
 		{"pvc", s.PVC, validation.IsDNS1123Subdomain},
