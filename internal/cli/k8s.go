@@ -271,7 +271,7 @@ func k8sFiles(st *State, file string, data []byte) error {
 		case !filepath.IsAbs(f.path):
 			return usageError("%s: %s %q: a relative path would be read beside the file in the ConfigMap (%s), where only the file is: give the absolute path of a file in the image or a mounted volume", file, f.key, f.path, k8s.RehearsalDir)
 		default:
-			k8sWarn(st, "%s: %s %s must be at that path in the worker image or a mounted volume", file, f.key, f.path)
+			k8sWarn(st, "%s: %s %s is read here and must be at that same path in the worker image or a mounted volume", file, f.key, f.path)
 		}
 	}
 	return nil
