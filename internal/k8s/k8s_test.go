@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/rehearse/rehearse/internal/golden"
@@ -299,6 +300,7 @@ func TestValidate(t *testing.T) {
 		{func(s *Spec) { s.APIKeySecret = "" }, "api key secret: empty"},
 		{func(s *Spec) { s.File.Name = "my file.yaml" }, `rehearsal file name "my file.yaml"`},
 		{func(s *Spec) { s.StartAt = "tomorrow" }, `start-at "tomorrow"`},
+		{func(s *Spec) { s.File.Content = strings.Repeat("#", 1<<20) }, "over the 1000000 a ConfigMap holds"},
 	}
 	for _, c := range cases {
 		s := spec()
@@ -344,5 +346,56 @@ func TestDecodeIsStrict(t *testing.T) {
 	var j batchv1.Job
 	if err := yaml.UnmarshalStrict([]byte("apiVersion: batch/v1\nkind: Job\nspec:\n  completionMod: Indexed\n"), &j); err == nil {
 		t.Fatal("an unknown field was accepted")
+	}
+}
+
+// A few of the API server's own rules that strict decoding does not check:
+// names are labels, every mount names a volume of its pod, env and port
+// names are valid.
+func TestServerSideRules(t *testing.T) {
+	s := spec()
+	s.Name = strings.Repeat("a", 63-len("-coordinator"))
+	d := Decode(t, manifest(t, s))
+	for _, svc := range d.Services {
+		for _, p := range svc.Spec.Ports {
+			if errs := validation.IsValidPortName(p.Name); len(errs) > 0 {
+				t.Errorf("Service port %q: %v", p.Name, errs)
+			}
+		}
+	}
+	for name, j := range d.Jobs {
+		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+			t.Errorf("Job %q: %v", name, errs)
+		}
+		for k, v := range j.Spec.Template.Labels {
+			if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+				t.Errorf("%s: label %s=%q: %v", name, k, v, errs)
+			}
+		}
+		p := j.Spec.Template.Spec
+		volumes := map[string]bool{}
+		for _, v := range p.Volumes {
+			volumes[v.Name] = true
+		}
+		for _, c := range append(slices.Clone(p.InitContainers), p.Containers...) {
+			if errs := validation.IsDNS1123Label(c.Name); len(errs) > 0 {
+				t.Errorf("%s: container %q: %v", name, c.Name, errs)
+			}
+			for _, m := range c.VolumeMounts {
+				if !volumes[m.Name] {
+					t.Errorf("%s/%s mounts %q, which is no volume of the pod", name, c.Name, m.Name)
+				}
+			}
+			for _, e := range c.Env {
+				if errs := validation.IsEnvVarName(e.Name); len(errs) > 0 {
+					t.Errorf("%s/%s: env %q: %v", name, c.Name, e.Name, errs)
+				}
+			}
+			for _, p := range c.Ports {
+				if errs := validation.IsValidPortName(p.Name); len(errs) > 0 {
+					t.Errorf("%s/%s: port %q: %v", name, c.Name, p.Name, errs)
+				}
+			}
+		}
 	}
 }

@@ -7,6 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
+// maxConfigMap is the most data a ConfigMap holds (1 MiB, less room
+// for its metadata).
+const maxConfigMap = 1000 * 1000
+
 // Validate checks the spec before any manifest is written: one error
 // naming the field and the value.
 func (s Spec) Validate() error {
@@ -55,6 +59,9 @@ func (s Spec) Validate() error {
 	if s.File != nil {
 		if errs := validation.IsConfigMapKey(s.File.Name); len(errs) > 0 {
 			return fmt.Errorf("rehearsal file name %q: not a ConfigMap key: %s", s.File.Name, errs[0])
+		}
+		if len(s.File.Content) > maxConfigMap {
+			return fmt.Errorf("rehearsal file %s: %d bytes, over the %d a ConfigMap holds (put inline prompts in a file in the image)", s.File.Name, len(s.File.Content), maxConfigMap)
 		}
 	}
 	if s.StartAt != "" {
