@@ -187,9 +187,9 @@ func k8sWorker(st *State, spec *k8s.Spec, args []string) ([]string, error) {
 		return nil, usageError("k8s: %q: want run or bench after the flags (see rehearse k8s --help)", args[0])
 	}
 	fs := cmd.Flags()
-	parse := append([]string{args[0]}, args[1:]...)
+	parse := args
 	if args[0] == "bench" {
-		parse = benchArgs(parse)
+		parse = benchArgs(args) // vllm bench serve's multi-valued flags, as Main reads them
 	}
 	if err := fs.Parse(parse[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -206,7 +206,10 @@ func k8sWorker(st *State, spec *k8s.Spec, args []string) ([]string, error) {
 		}
 	}
 	if args[0] == "bench" {
-		return args, k8sBench(st, spec, fs)
+		if err := k8sBench(st, spec, fs); err != nil {
+			return nil, err
+		}
+		return args, nil
 	}
 	return k8sRun(st, spec, fs, args)
 }
@@ -279,6 +282,9 @@ func k8sFiles(st *State, file string, data []byte) error {
 
 // k8sBench checks bench's endpoint and notes its API key variable.
 func k8sBench(st *State, spec *k8s.Spec, fs *pflag.FlagSet) error {
+	if err := checkRefused(fs); err != nil {
+		return err
+	}
 	base, _ := fs.GetString("base-url")
 	if base == "" && !fs.Changed("host") {
 		return usageError("k8s bench: --base-url is required (the engine's address inside the cluster, e.g. http://vllm.NAMESPACE.svc:8000)")
