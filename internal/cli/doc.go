@@ -23,6 +23,8 @@ under a precise metric contract, and writes a self-verifying results bundle.
   rehearse export DIR --format F   write a bundle as vLLM's result JSON, an llm-d report,
                                    JSONL or CSV
   rehearse merge -o DIR A B ...    merge bundles of one rehearsal into one
+  rehearse k8s --workers N ...     write the Kubernetes manifests that run a rehearsal as N
+                                   segment workers (an Indexed Job) and merge their bundles
   rehearse annotate DIR -f NOTES   add an operator's notes to a bundle's report
   rehearse tokens                  count tokens of text with a tokenizer
 
