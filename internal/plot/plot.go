@@ -46,7 +46,7 @@ func Render(res *bundle.Results) ([]Figure, error) {
 	d := newData(res)
 	var figs []Figure
 	for _, f := range []func(*data) ([]Figure, error){
-		capacityFigures, goodputFigures, ttftFigures, timelineFigures, mechanismFigures, cdfFigures, lengthFigures,
+		capacityFigures, goodputFigures, paretoFigures, ttftFigures, timelineFigures, mechanismFigures, cdfFigures, lengthFigures,
 	} {
 		fs, err := f(d)
 		if err != nil {

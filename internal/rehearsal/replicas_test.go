@@ -1,0 +1,209 @@
+package rehearsal_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+// replicatedSim is a server entry of n simulated replicas (batching).
+func replicatedSim(name string, n int, extra string) string {
+	return simServerAt(name, "batching", "20") + "    replicas: " + string(rune('0'+n)) + "\n" + extra
+}
+
+// replicaPorts are the ports of the replicas launched so far, read from
+// the progress lines that launched them.
+func (r *run) replicaPorts() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, ev := range r.events {
+		if !strings.HasPrefix(ev.Text, "launching replica ") {
+			continue
+		}
+		f := strings.Fields(ev.Text)
+		for i, a := range f {
+			if a == "--port" && i+1 < len(f) {
+				out = append(out, f[i+1])
+			}
+		}
+	}
+	return out
+}
+
+// pids are every pid the rehearsal reported launching for server.
+func (r *run) pids(server string) []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []int
+	for _, ev := range r.events {
+		if ev.Server == server && ev.PID != 0 {
+			out = append(out, ev.PID)
+		}
+	}
+	return out
+}
+
+func TestTwoReplicasBalancedRoundRobin(t *testing.T) {
+	r := newRun(t, model+"servers:\n"+replicatedSim("pair", 2, "")+
+		"workload: {concurrencies: [4, 5], repeats: 1, max_tokens: 8, timeout: 20s}\n"+
+		"mechanism_check: {concurrency: 6, period: 5ms}\n")
+	out := r.do(t, context.Background())
+	if out.Interrupted || len(out.Failed) > 0 {
+		t.Fatalf("outcome: %+v", out)
+	}
+	res := out.Results
+	s := res.Servers[0]
+	if len(s.Replicas) != 2 || s.Balance != "round-robin" {
+		t.Fatalf("server: %+v", s)
+	}
+	for j, rp := range s.Replicas {
+		if rp.Index != j || rp.Log != "pair.replica-"+string(rune('0'+j))+".log" || !strings.HasPrefix(rp.Exit, "stopped by rehearse") {
+			t.Errorf("replica %d: %+v", j, rp)
+		}
+		log := readFile(t, filepath.Join(r.dir, rp.Log))
+		if !strings.Contains(log, "listening on 127.0.0.1:") || !strings.Contains(log, "(deliberate stop; lines below are shutdown)") {
+			t.Errorf("%s lacks the server's lines or the marker:\n%s", rp.Log, log)
+		}
+		if strings.Contains(log, "hf_supersecretvalue") {
+			t.Errorf("%s holds the secret", rp.Log)
+		}
+	}
+	if s.Replicas[0].BaseURL == s.Replicas[1].BaseURL {
+		t.Errorf("both replicas at %s", s.Replicas[0].BaseURL)
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, "pair.log")); err == nil {
+		t.Error("a pair.log beside the replicas' logs")
+	}
+	pids := r.pids("pair")
+	if len(pids) != 2 {
+		t.Fatalf("launched pids %v, want 2", pids)
+	}
+	for _, pid := range pids {
+		assertGone(t, pid)
+	}
+	// Round-robin over the plan's order: client i to replica i mod 2.
+	for _, rec := range res.Records {
+		if rec.Replica == nil {
+			t.Fatalf("record without replica: %+v", rec)
+		}
+		if rec.Kind == contract.KindRecorded && *rec.Replica != rec.Client%2 {
+			t.Errorf("client %d sent to replica %d", rec.Client, *rec.Replica)
+		}
+	}
+	want := map[int][]int{4: {2, 2}, 5: {3, 2}}
+	for _, a := range res.Aggregates {
+		if got := a.ReplicaRequests; len(got) != 2 || got[0] != want[a.Concurrency][0] || got[1] != want[a.Concurrency][1] {
+			t.Errorf("%d clients: replica_requests %v, want %v", a.Concurrency, got, want[a.Concurrency])
+		}
+		if a.GoodputPerGPU != nil {
+			t.Errorf("goodput per GPU without gpus: %+v", a.GoodputPerGPU)
+		}
+	}
+	m := res.MechanismCheck
+	if m == nil || len(m.Replicas) != 2 {
+		t.Fatalf("mechanism check: %+v", m)
+	}
+	for j, rs := range m.Replicas {
+		if rs.Replica != j || len(rs.Series) == 0 {
+			t.Errorf("replica %d series: %+v", j, rs)
+		}
+	}
+	readme := readFile(t, filepath.Join(r.dir, "README.md"))
+	for _, w := range []string{"pair.replica-0.log", "pair.replica-1.log", "requests per replica"} {
+		if !strings.Contains(readme, w) {
+			t.Errorf("README.md lacks %q", w)
+		}
+	}
+}
+
+func TestOneReplicaDyingStopsTheOthers(t *testing.T) {
+	// Replica 1 exits at once; replica 0 comes up and must be stopped with
+	// it, and the note must name the replica.
+	r := newRun(t, model+`servers:
+  - name: pair
+    launch: [sh, -c, 'if [ "$1" = 1 ]; then echo dying; exit 3; fi; exec "$0" sim --engine batching --port "$2" --time-scale 20 --model "$3"', "{rehearse}", "{replica}", "{port}", "{model}"]
+    replicas: 2
+    gpus: [[0], [1]]
+    ready: {timeout: 20s}
+    stop_grace: 3s
+workload: {concurrencies: [2], repeats: 1, max_tokens: 8, timeout: 20s}
+mechanism_check: ~
+`)
+	out := r.do(t, context.Background())
+	if len(out.Failed) != 1 || !strings.Contains(out.Failed[0], "replica 1") {
+		t.Fatalf("failed: %q", out.Failed)
+	}
+	for _, pid := range r.pids("pair") {
+		assertGone(t, pid)
+	}
+	s := out.Results.Servers[0]
+	if len(s.Replicas) != 2 || s.Replicas[1].GPUs[0] != 1 {
+		t.Fatalf("replicas: %+v", s.Replicas)
+	}
+	if !strings.Contains(s.Replicas[1].Exit, "exited with status 3") {
+		t.Errorf("replica 1 exit: %q", s.Replicas[1].Exit)
+	}
+	if !strings.HasPrefix(s.Replicas[0].Exit, "stopped by rehearse") {
+		t.Errorf("replica 0 exit: %q", s.Replicas[0].Exit)
+	}
+	notes := strings.Join(out.Results.Notes, "\n")
+	if !strings.Contains(notes, "replica 1") || !strings.Contains(notes, "pair.replica-1.log") {
+		t.Errorf("notes do not name replica 1 and its log:\n%s", notes)
+	}
+}
+
+// TestRouterInFront runs two replicas behind a router rehearse does not
+// launch (an httptest reverse proxy of its own, round-robin): the records
+// carry no replica, since the router chose it.
+func TestRouterInFront(t *testing.T) {
+	var r *run
+	var next atomic.Int64
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			ports := r.replicaPorts()
+			u, _ := url.Parse("http://127.0.0.1:" + ports[int(next.Add(1)-1)%len(ports)])
+			pr.SetURL(u)
+		},
+		FlushInterval: -1,
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if len(r.replicaPorts()) < 2 {
+			http.Error(w, "no replicas yet", http.StatusServiceUnavailable)
+			return
+		}
+		proxy.ServeHTTP(w, req)
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	r = newRun(t, model+"servers:\n"+replicatedSim("fronted", 2, "    router: {base_url: 'http://"+ln.Addr().String()+"'}\n")+
+		"workload: {concurrencies: [2], repeats: 1, max_tokens: 8, timeout: 20s}\nmechanism_check: ~\n")
+	out := r.do(t, context.Background())
+	if len(out.Failed) > 0 {
+		t.Fatalf("failed: %q", out.Failed)
+	}
+	for _, rec := range out.Results.Records {
+		if rec.Replica != nil {
+			t.Errorf("a record behind a router names replica %d", *rec.Replica)
+		}
+		if !rec.OK {
+			t.Errorf("failed record: %+v", rec)
+		}
+	}
+	if s := out.Results.Servers[0]; s.Router == nil || s.Balance != "" {
+		t.Errorf("server: %+v", s)
+	}
+}
