@@ -207,3 +207,41 @@ func TestRouterInFront(t *testing.T) {
 		t.Errorf("server: %+v", s)
 	}
 }
+
+// TestReplicasExampleAgainstSim runs examples/replicas.yaml through the
+// binary: the pair's records alternate between its replicas, each serving
+// half ± 1 of every wave, and the bundle verifies.
+func TestReplicasExampleAgainstSim(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three simulated servers")
+	}
+	res := runExample(t, "replicas.yaml")
+	perWave := map[int][2]int{}
+	for _, rec := range res.Records {
+		if rec.Server != "pair" {
+			if rec.Replica != nil {
+				t.Fatalf("a record of %s names replica %d", rec.Server, *rec.Replica)
+			}
+			continue
+		}
+		if rec.Replica == nil {
+			t.Fatalf("a record of the pair names no replica: %+v", rec)
+		}
+		c := perWave[rec.Wave]
+		c[*rec.Replica]++
+		perWave[rec.Wave] = c
+	}
+	if len(perWave) == 0 {
+		t.Fatal("no waves of the pair")
+	}
+	for w, c := range perWave {
+		if d := c[0] - c[1]; d < 0 || d > 1 {
+			t.Errorf("wave %d: replicas served %d and %d", w, c[0], c[1])
+		}
+	}
+	for _, s := range res.Servers {
+		if s.Name == "pair" && (len(s.Replicas) != 2 || s.Replicas[1].Log != "pair.replica-1.log") {
+			t.Errorf("pair: %+v", s.Replicas)
+		}
+	}
+}
