@@ -46,6 +46,7 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 	if err != nil {
 		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
+	defer d.advance(t, prepared)
 	if err := ctx.Err(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: closed wave not released: %w", t.Name, context.Cause(ctx))
 	}

@@ -99,6 +99,8 @@ type Driver struct {
 	mu     sync.Mutex
 	nextID int
 	stats  Stats
+	// rrNext numbers each balanced target's next request (round-robin).
+	rrNext map[string]int
 
 	progressMu sync.Mutex
 

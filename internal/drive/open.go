@@ -142,6 +142,7 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 	if err != nil {
 		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
+	defer d.advance(t, prepared)
 	if err := ctx.Err(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: open wave not released: %w", t.Name, context.Cause(ctx))
 	}

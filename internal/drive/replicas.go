@@ -17,22 +17,56 @@ const (
 // its prompts, one copy per replica when the client balances over the
 // target's replicas (SPEC §10), and the choice of replica per request.
 //
-// Round-robin sends request i (in the plan's order: client i of a closed
-// wave, arrival i of an open one, request i of a sustained run) to replica
-// i mod N, so each of N replicas serves ⌊n/N⌋ or ⌈n/N⌉ of n requests
-// whatever the timing. Least-outstanding sends each request to the replica
-// with the fewest requests in flight (the lowest index on a tie).
+// Round-robin numbers the target's requests in the plan's order, across its
+// waves (within a wave: client i of a closed wave, arrival i of an open
+// one, request i of a sustained run), and sends request k to replica k mod
+// N: each of N replicas serves ⌊n/N⌋ or ⌈n/N⌉ of any n consecutive
+// requests, of a wave or of the whole rehearsal, whatever the timing.
+// Least-outstanding sends each request to the replica with the fewest
+// requests in flight (the lowest index on a tie).
 type replicaSet struct {
 	// prepared[r][p] is prompt p's request to replica r.
 	prepared [][]*stream.Prepared
 	balance  string
+	// base is the number of the wave's first request among the target's.
+	base int
 
 	mu          sync.Mutex
 	outstanding []int
+	// picks is one more than the largest request index picked.
+	picks int
 }
 
 // prepareReplicas builds the requests of a wave of requests: prepare's,
-// once per replica of a balanced target.
+// once per replica of a balanced target, numbered on from the target's
+// earlier waves.
+func (d *Driver) prepareReplicas(t Target, l Load, requests int) (*replicaSet, error) {
+	rs, err := prepareReplicas(t, l, requests)
+	if err != nil || !rs.balanced() {
+		return rs, err
+	}
+	d.mu.Lock()
+	rs.base = d.rrNext[t.Name]
+	d.mu.Unlock()
+	return rs, nil
+}
+
+// advance numbers the target's next wave on from this one's requests.
+func (d *Driver) advance(t Target, rs *replicaSet) {
+	if rs == nil || !rs.balanced() {
+		return
+	}
+	rs.mu.Lock()
+	n := rs.picks
+	rs.mu.Unlock()
+	d.mu.Lock()
+	if d.rrNext == nil {
+		d.rrNext = map[string]int{}
+	}
+	d.rrNext[t.Name] = rs.base + n
+	d.mu.Unlock()
+}
+
 func prepareReplicas(t Target, l Load, requests int) (*replicaSet, error) {
 	urls := t.Replicas
 	if len(urls) < 2 {
@@ -69,7 +103,8 @@ func (rs *replicaSet) pick(i int) int {
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	r := i % len(rs.prepared)
+	rs.picks = max(rs.picks, i+1)
+	r := (rs.base + i) % len(rs.prepared)
 	if rs.balance == BalanceLeastOutstanding {
 		r = 0
 		for j, n := range rs.outstanding {

@@ -27,6 +27,17 @@ func TestRoundRobinClosedWaveSplitsByClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The next wave's client 0 is the pair's request 7: replica 1.
+	next, err := d.ClosedWave(context.Background(), tg, WaveSpec{Load: testLoad(), Kind: contract.KindRecorded, Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := next.Records; *r[0].Replica != 1 || *r[1].Replica != 0 {
+		t.Errorf("the second wave's clients went to replicas %d and %d, want 1 and 0", *r[0].Replica, *r[1].Replica)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	per := [2]int{}
 	for _, r := range res.Records {
 		if !r.OK || r.Replica == nil {
@@ -37,7 +48,7 @@ func TestRoundRobinClosedWaveSplitsByClient(t *testing.T) {
 		}
 		per[*r.Replica]++
 	}
-	if per != [2]int{4, 3} || hits[0]() != 4 || hits[1]() != 3 {
+	if per != [2]int{4, 3} || hits[0]() != 4+1 || hits[1]() != 3+1 {
 		t.Errorf("records per replica %v, requests seen %d and %d; want 4 and 3", per, hits[0](), hits[1]())
 	}
 }
@@ -61,14 +72,16 @@ func TestRoundRobinSustainedAndOpenWaves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The target's numbering goes on across waves: the open wave's
+	// arrival i is the pair's request 11 + i.
 	per = [2]int{}
 	for i, r := range open.Records {
-		if *r.Replica != i%2 {
+		if *r.Replica != (11+i)%2 {
 			t.Errorf("arrival %d went to replica %d", i, *r.Replica)
 		}
 		per[*r.Replica]++
 	}
-	if per != [2]int{3, 2} {
+	if per != [2]int{2, 3} {
 		t.Errorf("open: records per replica %v", per)
 	}
 }

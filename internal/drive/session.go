@@ -230,6 +230,6 @@ func (d *Driver) sendables(t Target, l Load, n int) (*sessionRunner, *replicaSet
 	case ss != nil:
 		return ss, nil, ss.turns(n), nil
 	}
-	prepared, err := prepareReplicas(t, l, n)
+	prepared, err := d.prepareReplicas(t, l, n)
 	return nil, prepared, n, err
 }

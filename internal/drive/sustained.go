@@ -230,9 +230,10 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 	}
 	var prepared *replicaSet
 	if ss == nil {
-		if prepared, err = prepareReplicas(t, spec.Load, requests); err != nil {
+		if prepared, err = d.prepareReplicas(t, spec.Load, requests); err != nil {
 			return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 		}
+		defer d.advance(t, prepared)
 	}
 	if err := ctx.Err(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: sustained wave not released: %w", t.Name, context.Cause(ctx))

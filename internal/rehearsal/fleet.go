@@ -101,7 +101,10 @@ func (r *runner) launch(ctx context.Context, i int, apiKey string) (*fleet, bool
 		}
 		if f.replicated {
 			r.setServer(i, func(b *bundle.Server) {
-				b.BaseURL, b.LaunchArgv = config.RedactURL(f.urls[0]), r.cfg.ShownReplicaArgv(s, 0, 0)
+				if j == 0 {
+					// The server's own line shows replica 0's.
+					b.BaseURL, b.LaunchArgv = config.RedactURL(url), shown
+				}
 				b.Replicas[j] = bundle.Replica{Index: j, BaseURL: config.RedactURL(url), LaunchArgv: shown, Log: logName}
 				if j < len(s.GPUs) {
 					b.Replicas[j].GPUs = s.GPUs[j]
