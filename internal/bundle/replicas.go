@@ -16,6 +16,24 @@ func (r *Results) Shapes() map[string]contract.Shape {
 	return out
 }
 
+// Logs are the server's log files in the bundle: its own, each replica's
+// and its router's.
+func (s Server) Logs() []string {
+	var out []string
+	if s.Log != "" {
+		out = append(out, s.Log)
+	}
+	for _, rp := range s.Replicas {
+		if rp.Log != "" {
+			out = append(out, rp.Log)
+		}
+	}
+	if s.Router != nil && s.Router.Log != "" {
+		out = append(out, s.Router.Log)
+	}
+	return out
+}
+
 // GPUCount is the server's distinct GPUs (0: not said).
 func (s Server) GPUCount() int {
 	seen := map[int]bool{}

@@ -242,6 +242,9 @@ func (r *runner) ready(ctx context.Context, i int, f *fleet, apiKey string) (log
 		f.logs = append(f.logs, logName)
 		f.router = p
 		proc = p
+		if r.o.Progress != nil {
+			r.o.Progress(Event{Server: s.Name, Step: "launch", PID: p.PID(), Text: fmt.Sprintf("router running as pid %d, log %s", p.PID(), logName)})
+		}
 	}
 	if err := supervise.WaitReady(ctx, proc, probe(s.Name, f.baseURL, s.RouterReady())); err != nil {
 		var nr *supervise.NotReadyError

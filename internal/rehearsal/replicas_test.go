@@ -2,6 +2,7 @@ package rehearsal_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/rehearsal"
 )
 
 // replicatedSim is a server entry of n simulated replicas (batching).
@@ -244,5 +246,107 @@ func TestReplicasExampleAgainstSim(t *testing.T) {
 		if s.Name == "pair" && (len(s.Replicas) != 2 || s.Replicas[1].Log != "pair.replica-1.log") {
 			t.Errorf("pair: %+v", s.Replicas)
 		}
+	}
+}
+
+// TestInterruptStopsEveryReplica cancels the rehearsal (Ctrl-C) after the
+// pair's first wave: both replicas are stopped deliberately, with the
+// marker in each log, and no process is left.
+func TestInterruptStopsEveryReplica(t *testing.T) {
+	r := newRun(t, model+"servers:\n"+replicatedSim("pair", 2, "")+
+		"workload: {concurrencies: [2, 4, 8], repeats: 2, max_tokens: 8, timeout: 20s}\nmechanism_check: ~\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r.onWave = func(rehearsal.Event) { cancel() }
+	out := r.do(t, ctx)
+	if !out.Interrupted {
+		t.Fatal("not marked interrupted")
+	}
+	pids := r.pids("pair")
+	if len(pids) != 2 {
+		t.Fatalf("pids %v", pids)
+	}
+	for _, pid := range pids {
+		assertGone(t, pid)
+	}
+	for _, rp := range out.Results.Servers[0].Replicas {
+		if !strings.HasPrefix(rp.Exit, "stopped by rehearse") {
+			t.Errorf("replica %d exit: %q", rp.Index, rp.Exit)
+		}
+		if !strings.Contains(readFile(t, filepath.Join(r.dir, rp.Log)), "(deliberate stop; lines below are shutdown)") {
+			t.Errorf("%s has no stop marker", rp.Log)
+		}
+	}
+}
+
+// testRouterEnv makes the test binary a round-robin reverse proxy: argv
+// PORT URL,URL,...
+const testRouterEnv = "REHEARSE_TEST_ROUTER"
+
+func testRouter(args []string) int {
+	if len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "test router: want PORT URLS")
+		return 2
+	}
+	var backends []*url.URL
+	for _, s := range strings.Split(args[1], ",") {
+		u, err := url.Parse(s)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		backends = append(backends, u)
+	}
+	var next atomic.Int64
+	proxy := &httputil.ReverseProxy{
+		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(backends[int(next.Add(1)-1)%len(backends)]) },
+		FlushInterval: -1,
+	}
+	fmt.Printf("test router on port %s for %s\n", args[0], args[1])
+	if err := http.ListenAndServe("127.0.0.1:"+args[0], proxy); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// TestLaunchedRouter launches a router after the replicas ({replica_urls})
+// and stops it before them; its log is the server's router log.
+func TestLaunchedRouter(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRun(t, model+"servers:\n"+replicatedSim("fronted", 2, fmt.Sprintf(
+		"    router: {launch: [%q, \"{port}\", \"{replica_urls}\"], env: {%s: \"1\"}}\n", self, testRouterEnv))+
+		"workload: {concurrencies: [4], repeats: 1, max_tokens: 8, timeout: 20s}\nmechanism_check: {concurrency: 4, period: 5ms}\n")
+	out := r.do(t, context.Background())
+	if len(out.Failed) > 0 {
+		t.Fatalf("failed: %q", out.Failed)
+	}
+	s := out.Results.Servers[0]
+	if s.Router == nil || s.Router.Log != "fronted.router.log" || !strings.HasPrefix(s.Router.Exit, "stopped by rehearse") {
+		t.Fatalf("router: %+v", s.Router)
+	}
+	log := readFile(t, filepath.Join(r.dir, s.Router.Log))
+	if !strings.Contains(log, "test router on port") || !strings.Contains(log, s.Replicas[0].BaseURL+","+s.Replicas[1].BaseURL) {
+		t.Errorf("router log:\n%s", log)
+	}
+	for _, rec := range out.Results.Records {
+		if !rec.OK || rec.Replica != nil {
+			t.Errorf("record: ok %v, replica %v", rec.OK, rec.Replica)
+		}
+	}
+	// Three processes (two replicas, the router), all gone.
+	pids := r.pids("fronted")
+	if len(pids) != 3 {
+		t.Errorf("pids %v", pids)
+	}
+	for _, pid := range pids {
+		assertGone(t, pid)
+	}
+	// The router's metrics are not the engines': the replicas were polled.
+	if m := out.Results.MechanismCheck; m == nil || len(m.Replicas) != 2 {
+		t.Errorf("mechanism check: %+v", m)
 	}
 }
