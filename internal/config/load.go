@@ -614,6 +614,7 @@ func (r *Rehearsal) validate(p *Problems) {
 		}
 		validateReplicas(at, s, r.Workload.Sessions != nil, p)
 	}
+	checkLogNames(r.Servers, p)
 	if r.Baseline != "" {
 		if _, ok := names[r.Baseline]; !ok && len(names) > 0 {
 			p.add("baseline", "%q names no server (servers: %s)", r.Baseline, strings.Join(sortedKeys(names), ", "))

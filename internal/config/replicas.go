@@ -201,6 +201,27 @@ func validateReplicas(at string, s Server, sessions bool, p *Problems) {
 	}
 }
 
+// checkLogNames refuses a server name that another server's replica or
+// router log would take (<name>.replica-<i>.log, <name>.router.log).
+func checkLogNames(servers []Server, p *Problems) {
+	taken := map[string]string{}
+	for _, s := range servers {
+		if n := s.ReplicaCount(); n > 1 {
+			for j := range n {
+				taken[fmt.Sprintf("%s.replica-%d", s.Name, j)] = s.Name
+			}
+		}
+		if s.Router != nil {
+			taken[s.Name+".router"] = s.Name
+		}
+	}
+	for i, s := range servers {
+		if owner, ok := taken[s.Name]; ok {
+			p.add(fmt.Sprintf("servers[%d].name", i), "%q: its log %s.log would be one of server %s's", s.Name, s.Name, owner)
+		}
+	}
+}
+
 func sortedKeysOf(m map[string]string) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

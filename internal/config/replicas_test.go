@@ -73,6 +73,7 @@ func TestReplicasValidation(t *testing.T) {
 		{`  - {name: a, launch: [s, "{port}"], replicas: 2, router: {launch: [r]}}`, `servers[0].router.launch: no {port} placeholder`},
 		{`  - {name: a, launch: [s, "{port}"], gpus: [[0]], env: {CUDA_VISIBLE_DEVICES: "1"}}`, `servers[0].env.CUDA_VISIBLE_DEVICES: set, and gpus sets it too`},
 		{`  - {name: a, launch: [s, "{port}"], replicas: 2, routr: {}}`, `servers[0].routr: unknown key`},
+		{"  - {name: a, launch: [s, \"{port}\"], replicas: 2}\n  - {name: a.replica-1, launch: [s, \"{port}\"]}", `servers[1].name: "a.replica-1": its log a.replica-1.log would be one of server a's`},
 	} {
 		_, err := parseServer(t, c.server+"\n")
 		var p *Problems

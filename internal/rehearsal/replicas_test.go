@@ -10,8 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/rehearsal"
@@ -348,5 +351,49 @@ func TestLaunchedRouter(t *testing.T) {
 	// The router's metrics are not the engines': the replicas were polled.
 	if m := out.Results.MechanismCheck; m == nil || len(m.Replicas) != 2 {
 		t.Errorf("mechanism check: %+v", m)
+	}
+}
+
+// TestReplicaKilledMidWave kills replica 1 during the pair's 8-client wave:
+// its requests fail against it (naming it), the server is noted dead with
+// the replica named, replica 0 is stopped with it, and its remaining
+// waves are not run.
+func TestReplicaKilledMidWave(t *testing.T) {
+	// 64 tokens at ~20 tok/s of simulated time, time scale 10: each
+	// request of the serial engines lasts ~0.3 s, a 8-client wave (4 per
+	// replica, one at a time) ~1.3 s: the kill lands in it.
+	r := newRun(t, model+"servers:\n"+simServerAt("pair", "serial", "10")+"    replicas: 2\n"+
+		"workload: {concurrencies: [1, 8, 4], repeats: 1, max_tokens: 64, timeout: 20s, extra_body: {ignore_eos: true}}\nmechanism_check: ~\n")
+	var once sync.Once
+	r.onWave = func(ev rehearsal.Event) {
+		if ev.Wave != nil && ev.Wave.Concurrency == 1 {
+			once.Do(func() {
+				pid := r.pids("pair")[1]
+				time.AfterFunc(300*time.Millisecond, func() { syscall.Kill(pid, syscall.SIGKILL) })
+			})
+		}
+	}
+	out := r.do(t, context.Background())
+	if len(out.Failed) != 1 || !strings.Contains(out.Failed[0], "pair: died: replica 1 was killed by SIGKILL") {
+		t.Fatalf("failed = %q", out.Failed)
+	}
+	res := out.Results
+	s := res.Servers[0]
+	if !strings.Contains(s.Replicas[1].Exit, "recorded wave at 8 clients") || !strings.HasPrefix(s.Replicas[0].Exit, "stopped by rehearse") {
+		t.Errorf("exits: %q, %q", s.Replicas[0].Exit, s.Replicas[1].Exit)
+	}
+	for _, rec := range res.Records {
+		if rec.Concurrency == 4 {
+			t.Fatal("the wave after the death was run")
+		}
+		if rec.Concurrency == 8 && !rec.OK && *rec.Replica != 1 {
+			t.Errorf("a request to replica %d failed: %s", *rec.Replica, rec.Error)
+		}
+	}
+	for _, pid := range r.pids("pair") {
+		assertGone(t, pid)
+	}
+	if notes := strings.Join(res.Notes, "\n"); !strings.Contains(notes, "server pair died: its replica 1 was killed by SIGKILL") {
+		t.Errorf("notes: %s", notes)
 	}
 }
