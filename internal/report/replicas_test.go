@@ -66,6 +66,20 @@ func TestReportOfReplicas(t *testing.T) {
 	if !strings.Contains(string(pareto.SVG), "batching") || strings.Contains(string(pareto.SVG), ">naive<") {
 		t.Errorf("pareto.svg should draw batching alone")
 	}
+	// The mechanism figure draws each replica's part of the sum.
+	two := 2.0
+	res.MechanismCheck.Replicas = []bundle.ReplicaSeries{
+		{Replica: 0, Max: &two, Series: [][2]float64{{0, 1}, {0.1, 2}}},
+		{Replica: 1, Max: &two, Series: [][2]float64{{0, 2}, {0.1, 1}}},
+	}
+	if figs, err = plot.Render(res); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range figs {
+		if f.Name == "mechanism.svg" && !strings.Contains(string(f.SVG), "replica 1") {
+			t.Error("mechanism.svg does not draw replica 1")
+		}
+	}
 	// Without GPU counts there is no figure and no column.
 	plain := bundletest.SeedLike()
 	figs, err = plot.Render(plain)
