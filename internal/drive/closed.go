@@ -46,12 +46,13 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 	if err != nil {
 		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
+	defer d.advance(t, prepared)
 	if err := ctx.Err(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: closed wave not released: %w", t.Name, context.Cause(ctx))
 	}
 	// A server that refuses connections is not an error of the wave: its
 	// requests fail as connect and are recorded.
-	_ = d.client.Warm(ctx, t.BaseURL, n)
+	d.warm(ctx, t, n)
 	defer d.client.Drop()
 	if err := ctx.Err(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: closed wave not released: %w", t.Name, context.Cause(ctx))
@@ -93,9 +94,11 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 			}
 			// The request takes its connection and is buffered now; its
 			// bytes leave when the gate opens.
-			prompt := workload.PromptIndex(i, len(prepared))
-			res := d.client.SendAt(ctx, prepared[prompt], gate, armed.Done)
-			d.settle(rel, records, i, prompt, 0, res, n, &tl)
+			prompt := workload.PromptIndex(i, prepared.prompts())
+			rep := prepared.pick(i)
+			res := d.client.SendAt(ctx, prepared.get(rep, prompt), gate, armed.Done)
+			prepared.done(rep)
+			d.settle(rel, records, i, prompt, 0, res, n, &tl, rep)
 		}()
 	}
 	armed.Wait()

@@ -142,6 +142,7 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 	if err != nil {
 		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
+	defer d.advance(t, prepared)
 	if err := ctx.Err(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: open wave not released: %w", t.Name, context.Cause(ctx))
 	}
@@ -149,7 +150,7 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 	if spec.MaxConcurrency > 0 {
 		warm = min(n, spec.MaxConcurrency)
 	}
-	_ = d.client.Warm(ctx, t.BaseURL, warm)
+	d.warm(ctx, t, warm)
 	defer d.client.Drop()
 	if err := ctx.Err(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: open wave not released: %w", t.Name, context.Cause(ctx))
@@ -244,12 +245,14 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 				}
 				return
 			}
-			prompt := workload.PromptIndex(i, len(prepared))
-			res := d.client.SendAt(ctx, prepared[prompt], gate, nil)
+			prompt := workload.PromptIndex(i, prepared.prompts())
+			rep := prepared.pick(i)
+			res := d.client.SendAt(ctx, prepared.get(rep, prompt), gate, nil)
+			prepared.done(rep)
 			if slots != nil {
 				<-slots
 			}
-			d.settle(rel, records, i, prompt, off, res, n, &tl)
+			d.settle(rel, records, i, prompt, off, res, n, &tl, rep)
 		}()
 		// Canceled here, the armed request ends as canceled.
 		sleepUntil(release.Add(off))

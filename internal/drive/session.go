@@ -56,9 +56,12 @@ type turnTag struct {
 	session, turn int
 	// input is the turn's input_tokens (nil: not counted).
 	input *int
+	// replica is the replica the request went to (-1 or absent: none).
+	replica *int
 }
 
 func (tag turnTag) apply(r *contract.Record) {
+	r.Replica = tag.replica
 	if tag.turn == 0 {
 		return
 	}
@@ -219,7 +222,7 @@ func (l Load) validateSessions() error {
 // sendables is what a closed or open wave of n clients (or arrivals) sends:
 // with sessions, their runner and the turns of its n sessions; without,
 // the prepared requests of its prompts and n.
-func (d *Driver) sendables(t Target, l Load, n int) (*sessionRunner, []*stream.Prepared, int, error) {
+func (d *Driver) sendables(t Target, l Load, n int) (*sessionRunner, *replicaSet, int, error) {
 	ss, err := d.newSessionRunner(t, l)
 	switch {
 	case err != nil:
@@ -227,6 +230,6 @@ func (d *Driver) sendables(t Target, l Load, n int) (*sessionRunner, []*stream.P
 	case ss != nil:
 		return ss, nil, ss.turns(n), nil
 	}
-	prepared, err := prepare(t, l, n)
+	prepared, err := d.prepareReplicas(t, l, n)
 	return nil, prepared, n, err
 }

@@ -228,11 +228,12 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 	if err != nil {
 		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
-	var prepared []*stream.Prepared
+	var prepared *replicaSet
 	if ss == nil {
-		if prepared, err = prepare(t, spec.Load, requests); err != nil {
+		if prepared, err = d.prepareReplicas(t, spec.Load, requests); err != nil {
 			return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 		}
+		defer d.advance(t, prepared)
 	}
 	if err := ctx.Err(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: sustained wave not released: %w", t.Name, context.Cause(ctx))
@@ -240,7 +241,7 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 	c, warmN, n := spec.Concurrency, spec.WarmupRequests, spec.NumRequests
 	// A server that refuses connections is not an error of the wave: its
 	// requests fail as connect and are recorded.
-	_ = d.client.Warm(ctx, t.BaseURL, c)
+	d.warm(ctx, t, c)
 	defer d.client.Drop()
 	if err := ctx.Err(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: sustained wave not released: %w", t.Name, context.Cause(ctx))
@@ -351,8 +352,10 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 				if !ok {
 					return
 				}
-				prompt := workload.PromptIndex(i, len(prepared))
-				res := d.client.Send(ctx, prepared[prompt])
+				prompt := workload.PromptIndex(i, prepared.prompts())
+				rep := prepared.pick(i)
+				res := d.client.Send(ctx, prepared.get(rep, prompt))
+				prepared.done(rep)
 				// The record is made, re-counted and journaled beside
 				// the loop, not in it: the client sends its next request
 				// at once, so a slow journal write or a wait for the
@@ -360,7 +363,7 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 				settling.Add(1)
 				go func() {
 					defer settling.Done()
-					d.settlePart(p, i, client, prompt, res, turnTag{})
+					d.settlePart(p, i, client, prompt, res, turnTag{replica: replicaTag(rep)})
 					if p == warm {
 						warmEnded.Done()
 					}
