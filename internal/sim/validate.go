@@ -404,7 +404,7 @@ func (v *Validation) AddLive(waves []contract.Wave, records []contract.Record, s
 // SlowedDown returns copies of waves and records whose times (intended
 // start, start, end, first content, first token, every chunk, the wave's
 // wall time and release spread) are k times longer and whose open-loop
-// rates are k times lower: a run of simulated servers at time scale k read
+// rates (ramps' too) are k times lower: a run of simulated servers at time scale k read
 // back in simulated time, the profile's.
 func SlowedDown(waves []contract.Wave, records []contract.Record, k float64) ([]contract.Wave, []contract.Record) {
 	ws := slices.Clone(waves)
@@ -412,6 +412,9 @@ func SlowedDown(waves []contract.Wave, records []contract.Record, k float64) ([]
 		ws[i].WallS *= k
 		ws[i].ReleaseSpreadS *= k
 		ws[i].RequestRateRPS /= k
+		if r := ws[i].Ramp; r != nil {
+			ws[i].Ramp = &contract.Ramp{Strategy: r.Strategy, StartRPS: r.StartRPS / k, EndRPS: r.EndRPS / k}
+		}
 	}
 	rs := slices.Clone(records)
 	for i := range rs {
