@@ -258,8 +258,15 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 		}
 	}
 
-	// The context and prefill terms, where the lowest load's requests vary.
-	perCtx, ctxHow := slopeOf(low.recs, func(r contract.Record) (float64, float64, bool) {
+	// The context and prefill terms, where the lowest load's requests vary:
+	// read from the requests that ran alone (no other request of their
+	// wave in flight), where no other request's prefill or decode shares a
+	// step, when there are enough of them.
+	slopeRecs := alone(low.recs)
+	if len(slopeRecs) < minVariedN {
+		slopeRecs = low.recs
+	}
+	perCtx, ctxHow := slopeOf(slopeRecs, func(r contract.Record) (float64, float64, bool) {
 		tpot, ok := recordTPOT(r)
 		pt := promptTokensOf(r)
 		if !ok || pt < 0 {
@@ -269,12 +276,12 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 	})
 	if perCtx > 0 {
 		p.DecodePerContextTokenS = round9(perCtx)
-		note("decode per context token: %.3g s = the least-squares slope of TPOT on context (prompt + output ÷ 2) over the %s requests at %s", p.DecodePerContextTokenS, ctxHow, low.label())
+		note("decode per context token: %.3g s = the least-squares slope of TPOT on context (prompt + output ÷ 2) over the %s requests at %s that ran alone (or all, when fewer than %d did)", p.DecodePerContextTokenS, ctxHow, low.label(), minVariedN)
 	} else {
 		note("decode per context token: 0 (%s at %s)", ctxHow, low.label())
 	}
 	ctxPart := func(pt fitPoint) float64 { return p.DecodePerContextTokenS * pt.batch * pt.contextS }
-	perTok, preHow := slopeOf(low.recs, func(r contract.Record) (float64, float64, bool) {
+	perTok, preHow := slopeOf(slopeRecs, func(r contract.Record) (float64, float64, bool) {
 		tpot, ok := recordTPOT(r)
 		pt := promptTokensOf(r)
 		if !ok || pt < 0 || r.FirstContentS == nil {
@@ -292,7 +299,7 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 			}
 		}
 		prefillMedian = p.PrefillPerTokenS * *contract.Median(pts)
-		note("prefill per token: %.3g s = the least-squares slope of TTFT − TPOT on usage_prompt_tokens over the %s requests at %s", p.PrefillPerTokenS, preHow, low.label())
+		note("prefill per token: %.3g s = the least-squares slope of TTFT − TPOT on usage_prompt_tokens over the %s requests at %s that ran alone (or all, when fewer than %d did)", p.PrefillPerTokenS, preHow, low.label(), minVariedN)
 	}
 
 	switch o.Engine {
@@ -339,11 +346,18 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 				unexplained("%s runs at the same batch size (%g) as a lower fitted load; its TPOT %.4f s is not used", pt.label(), batch, pt.tpotS)
 				continue
 			}
-			step := round6(max(pt.tpotS-ctxPart(pt), 1e-6))
+			tpot := pt.tpotS
+			if p.PrefillPerTokenS > 0 {
+				tpot = decodeTPOT(pt.recs, p.PrefillPerTokenS)
+			}
+			step := round6(max(tpot-ctxPart(pt), 1e-6))
 			pts = append(pts, [2]float64{batch, step})
 			how := "its concurrency"
 			if pt.concurrency == 0 {
 				how = "its measured decode occupancy"
+			}
+			if p.PrefillPerTokenS > 0 {
+				how += "; each request's TPOT less the prefill of the other requests whose first token came while it streamed, and less the context term"
 			}
 			note("decode step at batch %g (%s): %.4f s = median generated TPOT of the %d successful requests at %s", batch, how, step, pt.ok, pt.label())
 		}
@@ -629,6 +643,55 @@ func fitJitter(pt fitPoint) (float64, string) {
 	med := *contract.Median(gaps)
 	j := min(maxStepJitter, round6(sd/med))
 	return j, fmt.Sprintf("the spread of the %d inter-token gaps at %s (trimmed standard deviation %.4f s ÷ 0.9 over the median %.4f s)", len(gaps), pt.label(), sd, med)
+}
+
+// decodeTPOT is the median TPOT of the records with the prefill steps they
+// shared taken out: for each, the prefill (perTok × usage_prompt_tokens) of
+// every other request of its wave whose first token came while it streamed
+// (a continuous-batching step that prefills a prompt also decodes the
+// running sequences, and costs the prefill on top), spread over its
+// tokens.
+func decodeTPOT(recs []contract.Record, perTok float64) float64 {
+	var out []float64
+	for i, r := range recs {
+		tpot, ok := recordTPOT(r)
+		if !ok {
+			continue
+		}
+		shared := 0.0
+		for j, o := range recs {
+			if j == i || o.Wave != r.Wave || o.FirstContentS == nil {
+				continue
+			}
+			if f := *o.FirstContentS; f > *r.FirstContentS && f <= r.EndS {
+				shared += perTok * float64(max(promptTokensOf(o), 0))
+			}
+		}
+		out = append(out, tpot-shared/float64(generated(r)-1))
+	}
+	return *contract.Median(out)
+}
+
+// alone are the successful records no other record of their wave
+// overlapped (send to end).
+func alone(recs []contract.Record) []contract.Record {
+	var out []contract.Record
+	for i, r := range recs {
+		if !r.OK {
+			continue
+		}
+		solo := true
+		for j, o := range recs {
+			if j != i && o.Wave == r.Wave && o.StartS < r.EndS && r.StartS < o.EndS {
+				solo = false
+				break
+			}
+		}
+		if solo {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // occupancy is, for each record of one wave that streamed, the

@@ -305,11 +305,14 @@ func (p *Profile) stepModelS(n int64, batch, prefillTokens, contextTokens int) f
 	return s
 }
 
-// jitterU is a deterministic draw of step n, uniform on [−√3, √3].
+// jitterU is a deterministic draw of step n, uniform on [−√3, √3]: the
+// splitmix64 finalizer of n, whose top 53 bits are uniform.
 func jitterU(n int64) float64 {
-	h := fnv.New64a()
-	fmt.Fprintf(h, "step\x00%d", n)
-	u := float64(h.Sum64()>>11) / (1 << 53) // [0, 1)
+	z := uint64(n) + 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	u := float64(z>>11) / (1 << 53) // [0, 1)
 	return (2*u - 1) * math.Sqrt(3)
 }
 
