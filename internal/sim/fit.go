@@ -244,10 +244,11 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 			points[i].batch = 1
 		}
 	}
-	// The lowest load: the smallest batch, closed waves first among equals.
+	// The lowest load: the smallest batch; among equals (a serial engine's
+	// are all 1) the one of least queueing, the smallest median TTFT.
 	low := points[0]
 	for _, pt := range points[1:] {
-		if pt.batch < low.batch {
+		if pt.batch < low.batch || (pt.batch == low.batch && pt.ttftS < low.ttftS) {
 			low = pt
 		}
 	}
@@ -564,6 +565,11 @@ func promptTokensOf(r contract.Record) int {
 const (
 	minVariedN      = 8
 	minVariedSpread = 1.5
+	// minSlopeT and minSlopeEffect: a slope is fitted when its t-statistic
+	// is at least minSlopeT and it moves y by at least minSlopeEffect of
+	// y's median over the range of x.
+	minSlopeT      = 4
+	minSlopeEffect = 0.05
 )
 
 // slopeOf is the least-squares slope of y on x over the records xy gives
@@ -600,7 +606,22 @@ func slopeOf(recs []contract.Record, xy func(contract.Record) (float64, float64,
 	if !(slope > 0) || !finite(slope) {
 		return 0, fmt.Sprintf("no positive slope over %d requests of %g to %g", len(xs), lo, hi)
 	}
-	return slope, fmt.Sprintf("%d (%g to %g)", len(xs), lo, hi)
+	// The slope must stand out of the scatter (t ≥ minSlopeT) and matter
+	// (it moves y by at least minSlopeEffect of its median over x's range).
+	rss := 0.0
+	for i := range xs {
+		d := ys[i] - my - slope*(xs[i]-mx)
+		rss += d * d
+	}
+	se := math.Sqrt(rss / float64(len(xs)-2) / sxx)
+	if se > 0 && slope/se < minSlopeT {
+		return 0, fmt.Sprintf("a slope of %.3g not told from the scatter (t = %.1f) over %d requests of %g to %g", slope, slope/se, len(xs), lo, hi)
+	}
+	ys2 := slices.Clone(ys)
+	if med := *contract.Median(ys2); slope*(hi-lo) < minSlopeEffect*math.Abs(med) {
+		return 0, fmt.Sprintf("a slope of %.3g too small to matter over %d requests of %g to %g", slope, len(xs), lo, hi)
+	}
+	return slope, fmt.Sprintf("%d (%g to %g, t = %.1f)", len(xs), lo, hi, slope/math.Max(se, 1e-300))
 }
 
 // fitJitter is the relative spread of the inter-token gaps of the point's
