@@ -259,13 +259,24 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 		}
 	}
 
-	// The context and prefill terms, where the lowest load's requests vary:
-	// read from the requests that ran alone (no other request of their
-	// wave in flight), where no other request's prefill or decode shares a
-	// step, when there are enough of them.
+	// The context and prefill terms, where requests vary in length: read
+	// from the requests that ran alone (no other request of their wave in
+	// flight, so that no other prefill or decode shares their steps), of
+	// the least-loaded fitted load that has at least minVariedN of them
+	// with prompts varied by minVariedSpread (the lowest load itself when
+	// none has).
+	slopeAt := low
 	slopeRecs := alone(low.recs)
 	if len(slopeRecs) < minVariedN {
 		slopeRecs = low.recs
+	}
+	byLoad := slices.Clone(points)
+	slices.SortStableFunc(byLoad, func(a, b fitPoint) int { return cmp.Or(cmp.Compare(a.batch, b.batch), cmp.Compare(a.ttftS, b.ttftS)) })
+	for _, pt := range byLoad {
+		if rs := alone(pt.recs); len(rs) >= minVariedN && promptSpread(rs) >= minVariedSpread {
+			slopeAt, slopeRecs = pt, rs
+			break
+		}
 	}
 	perCtx, ctxHow := slopeOf(slopeRecs, func(r contract.Record) (float64, float64, bool) {
 		tpot, ok := recordTPOT(r)
@@ -277,9 +288,9 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 	})
 	if perCtx > 0 {
 		p.DecodePerContextTokenS = round9(perCtx)
-		note("decode per context token: %.3g s = the least-squares slope of TPOT on context (prompt + output ÷ 2) over the %s requests at %s that ran alone (or all, when fewer than %d did)", p.DecodePerContextTokenS, ctxHow, low.label(), minVariedN)
+		note("decode per context token: %.3g s = the least-squares slope of TPOT on context (prompt + output ÷ 2) over the %s requests at %s that ran alone (or all, when fewer than %d did)", p.DecodePerContextTokenS, ctxHow, slopeAt.label(), minVariedN)
 	} else {
-		note("decode per context token: 0 (%s at %s)", ctxHow, low.label())
+		note("decode per context token: 0 (%s at %s)", ctxHow, slopeAt.label())
 	}
 	ctxPart := func(pt fitPoint) float64 { return p.DecodePerContextTokenS * pt.batch * pt.contextS }
 	perTok, preHow := slopeOf(slopeRecs, func(r contract.Record) (float64, float64, bool) {
@@ -300,7 +311,7 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 			}
 		}
 		prefillMedian = p.PrefillPerTokenS * *contract.Median(pts)
-		note("prefill per token: %.3g s = the least-squares slope of TTFT − TPOT on usage_prompt_tokens over the %s requests at %s that ran alone (or all, when fewer than %d did)", p.PrefillPerTokenS, preHow, low.label(), minVariedN)
+		note("prefill per token: %.3g s = the least-squares slope of TTFT − TPOT on usage_prompt_tokens over the %s requests at %s that ran alone (or all, when fewer than %d did)", p.PrefillPerTokenS, preHow, slopeAt.label(), minVariedN)
 	}
 
 	switch o.Engine {
@@ -326,7 +337,7 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 		p.RequestOverheadS = round6(max(0, low.ttftLessTPO-prefillMedian))
 		note("request overhead: %.4f s = median of TTFT − TPOT over the %d successful requests at %s (the first token costs one step)%s", p.RequestOverheadS, low.ok, low.label(), lessPrefill(prefillMedian))
 		if perTok == 0 {
-			note("frontend: 0 s per request; prefill: 0 (%s at %s: a prefill cost cannot be told apart from the overhead)", preHow, low.label())
+			note("frontend: 0 s per request; prefill: 0 (%s at %s: a prefill cost cannot be told apart from the overhead)", preHow, slopeAt.label())
 		} else {
 			note("frontend: 0 s per request")
 		}
@@ -379,7 +390,7 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 		p.RequestOverheadS = round6(max(0, low.ttftLessTPO-p.FrontendSPerRequest-prefillMedian))
 		note("request overhead: %.4f s = median of TTFT − TPOT over the %d successful requests at %s, less the frontend's %.4f s%s", p.RequestOverheadS, low.ok, low.label(), p.FrontendSPerRequest, lessPrefill(prefillMedian))
 		if perTok == 0 {
-			note("prefill: 0 and no per-step token budget (%s at %s: a prefill cost cannot be told apart from the overhead)", preHow, low.label())
+			note("prefill: 0 and no per-step token budget (%s at %s: a prefill cost cannot be told apart from the overhead)", preHow, slopeAt.label())
 		}
 		if p.FrontendSPerRequest > 0 && low.ttftLessTPO < p.FrontendSPerRequest {
 			unexplained("at %s the first token comes %.4f s after one step's time, less than the %.4f s frontend slot the %s TTFT growth implies: the server does not make every request wait its turn; it admits arrivals in groups, which the model's one-at-a-time frontend spreads evenly", low.label(), low.ttftLessTPO, p.FrontendSPerRequest, closedPts[len(closedPts)-1].label())
@@ -691,6 +702,21 @@ func decodeTPOT(recs []contract.Record, perTok float64) float64 {
 		out = append(out, tpot-shared/float64(generated(r)-1))
 	}
 	return *contract.Median(out)
+}
+
+// promptSpread is the largest over the smallest prompt of the records
+// (0 when none reports one).
+func promptSpread(recs []contract.Record) float64 {
+	lo, hi := math.Inf(1), 0.0
+	for _, r := range recs {
+		if n := promptTokensOf(r); n > 0 {
+			lo, hi = min(lo, float64(n)), max(hi, float64(n))
+		}
+	}
+	if hi == 0 {
+		return 0
+	}
+	return hi / lo
 }
 
 // alone are the successful records no other record of their wave
