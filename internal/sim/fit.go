@@ -84,6 +84,11 @@ type fitPoint struct {
 	tpotS       float64 // median of (end − first content) ÷ (generated − 1)
 	ttftS       float64 // median TTFT
 	ttftLessTPO float64 // median of TTFT − that request's TPOT
+	// servedLessTPO is ttftLessTPO with each TTFT counted from its send or
+	// from the end of the request of its wave that ended last before its
+	// first token, whichever is later: a serial engine's first token
+	// without the wait for the lock.
+	servedLessTPO float64
 	firstTTFTS  float64 // median over waves of the wave's smallest TTFT
 	contextS    float64 // median context (prompt + generated ÷ 2) of its requests, tokens
 	recs        []contract.Record
@@ -334,8 +339,11 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 				unexplained("the per-token cost differs by %.0f %% between the fitted loads (%s); a serial engine has one step cost, so the mean is used and each side is off by about half the difference", 100*(hi/lo-1), strings.Join(parts, ", "))
 			}
 		}
-		p.RequestOverheadS = round6(max(0, low.ttftLessTPO-prefillMedian))
-		note("request overhead: %.4f s = median of TTFT − TPOT over the %d successful requests at %s (the first token costs one step)%s", p.RequestOverheadS, low.ok, low.label(), lessPrefill(prefillMedian))
+		p.RequestOverheadS = round6(max(0, low.servedLessTPO-prefillMedian))
+		note("request overhead: %.4f s = median of TTFT − TPOT over the %d successful requests at %s (the first token costs one step), each TTFT from its send or from the end of the request served before it, whichever is later%s", p.RequestOverheadS, low.ok, low.label(), lessPrefill(prefillMedian))
+		if low.servedLessTPO < low.ttftLessTPO-1e-9 {
+			unexplained("at %s, the least-loaded fitted load, requests waited for the lock: the request overhead is read from the time between the previous request's end and the first token, which hides an overhead paid while waiting; a serial profile fitted here may undershoot the TTFT of an idle server", low.label())
+		}
 		if perTok == 0 {
 			note("frontend: 0 s per request; prefill: 0 (%s at %s: a prefill cost cannot be told apart from the overhead)", preHow, slopeAt.label())
 		} else {
@@ -776,7 +784,7 @@ func readPoint(k contract.Key, recs []contract.Record) (fitPoint, error) {
 		}
 		return pt, fmt.Errorf("no recorded wave at %s to fit", k.LoadLabel())
 	}
-	var tpot, ttft, diff, ctx []float64
+	var tpot, ttft, diff, served, ctx []float64
 	firstByWave := map[int]float64{}
 	byWave := map[int][]contract.Record{}
 	for _, r := range recs {
@@ -793,6 +801,13 @@ func readPoint(k contract.Key, recs []contract.Record) (fitPoint, error) {
 		if v, ok := recordTPOT(r); ok {
 			tpot = append(tpot, v)
 			diff = append(diff, t-v)
+			from := r.StartS
+			for _, o := range recs {
+				if o.Wave == r.Wave && o.EndS > from && o.EndS < *r.FirstContentS && (o.Client != r.Client || o.StartS != r.StartS) {
+					from = o.EndS
+				}
+			}
+			served = append(served, *r.FirstContentS-from-v)
 			if n := promptTokensOf(r); n >= 0 {
 				ctx = append(ctx, float64(n)+float64(generated(r))/2)
 			}
@@ -808,6 +823,7 @@ func readPoint(k contract.Key, recs []contract.Record) (fitPoint, error) {
 	pt.tpotS = *contract.Median(tpot)
 	pt.ttftS = *contract.Median(ttft)
 	pt.ttftLessTPO = *contract.Median(diff)
+	pt.servedLessTPO = *contract.Median(served)
 	pt.firstTTFTS = *contract.Median(firsts)
 	if len(ctx) > 0 {
 		pt.contextS = *contract.Median(ctx)
