@@ -587,7 +587,7 @@ const (
 	// minSlopeT and minSlopeEffect: a slope is fitted when its t-statistic
 	// is at least minSlopeT and it moves y by at least minSlopeEffect of
 	// y's median over the range of x.
-	minSlopeT      = 4
+	minSlopeT      = 3
 	minSlopeEffect = 0.05
 )
 
