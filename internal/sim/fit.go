@@ -89,9 +89,9 @@ type fitPoint struct {
 	// first token, whichever is later: a serial engine's first token
 	// without the wait for the lock.
 	servedLessTPO float64
-	firstTTFTS  float64 // median over waves of the wave's smallest TTFT
-	contextS    float64 // median context (prompt + generated ÷ 2) of its requests, tokens
-	recs        []contract.Record
+	firstTTFTS    float64 // median over waves of the wave's smallest TTFT
+	contextS      float64 // median context (prompt + generated ÷ 2) of its requests, tokens
+	recs          []contract.Record
 }
 
 // label names the point's load as every output does.
