@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
-	"github.com/rehearse/rehearse/internal/drive"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
@@ -14,9 +13,9 @@ import (
 const maxOpenRequests = 1_000_000
 
 // OpenWorkload is one open-loop load a prediction runs (drive.OpenWave):
-// request i is sent at the i-th offset of drive.OpenSpec.Offsets (the
-// arrival schedule of internal/workload at a constant rate or along a
-// ramp, or a trace's arrivals) and sends the prompt at
+// request i is sent at the i-th offset of workload.OpenOffsets (the
+// arrival schedule at a constant rate or along a ramp, or a trace's
+// arrivals; the runner's drive.OpenSpec.Offsets is the same call) and sends the prompt at
 // workload.PromptIndex(i, len(Prompts)); the wave ends after NumRequests
 // arrivals or at DurationS (no request sent at or after it), whichever
 // comes first.
@@ -67,8 +66,8 @@ func (w OpenWorkload) requests() requestSpec {
 }
 
 // offsets are the arrivals' send times, in seconds from the release: the
-// runner's own (drive.OpenSpec.Offsets), so a prediction sends exactly
-// when a live wave does.
+// runner's own (workload.OpenOffsets, as drive.OpenSpec.Offsets), so a
+// prediction sends exactly when a live wave does.
 func (w OpenWorkload) offsets() ([]float64, error) {
 	if w.NumRequests > maxOpenRequests {
 		return nil, fmt.Errorf("sim: open-loop workload of more than %d requests", maxOpenRequests)
@@ -76,15 +75,15 @@ func (w OpenWorkload) offsets() ([]float64, error) {
 	if w.Ramp == nil && w.Arrival != workload.ArrivalTrace && w.NumRequests == 0 && w.RateRPS*w.DurationS > maxOpenRequests {
 		return nil, fmt.Errorf("sim: open-loop workload of more than %d requests at %g req/s", maxOpenRequests, w.RateRPS)
 	}
-	spec := drive.OpenSpec{
-		Load:           drive.Load{Prompts: w.Prompts},
-		RequestRateRPS: w.RateRPS, Arrival: w.Arrival, Burstiness: w.Burstiness, Seed: w.Seed,
+	l := workload.OpenLoad{
+		RateRPS: w.RateRPS, Arrival: w.Arrival, Burstiness: w.Burstiness, Seed: w.Seed,
 		NumRequests: w.NumRequests, Duration: time.Duration(w.DurationS * float64(time.Second)), Ramp: w.Ramp,
+		Prompts: len(w.Prompts), MaxRequests: maxOpenRequests,
 	}
 	for _, a := range w.ArrivalsS {
-		spec.Load.Arrivals = append(spec.Load.Arrivals, time.Duration(a*float64(time.Second)))
+		l.Arrivals = append(l.Arrivals, time.Duration(a*float64(time.Second)))
 	}
-	offs, err := spec.Offsets()
+	offs, err := workload.OpenOffsets(l)
 	if err != nil {
 		return nil, fmt.Errorf("sim: open-loop workload: %w", err)
 	}
