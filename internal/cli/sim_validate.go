@@ -16,6 +16,7 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/sim"
 )
@@ -33,6 +34,7 @@ type simValidateOptions struct {
 	maxModelLen int
 	asJSON      bool
 	markdown    bool
+	fitJitter   bool
 }
 
 // simValidateServer is one --server: a bundle server and its engine.
@@ -61,16 +63,28 @@ TTFT under 50 ms is judged by its absolute error (request handling and host
 noise); above it, where queueing dominates, by its relative error. The goal
 metrics, goodput, E2E and TPOT, are marked against ±10 %.
 
-LOADS are comma-separated concurrencies (1,64), open-loop rates (2rps) or
-whole modes (closed, sustained, open). The fit reads closed-loop waves only;
-a held-out load may be a closed wave (predicted wave by wave), a sustained
-load (the sustained closed loop with the bundle's warm-up and measured
-requests and duration) or an open-loop rate (fixed, poisson or gamma
-arrivals at the bundle's seeds and bounds; no ramp, trace or
-max_concurrency), each aggregated by the contract as the bundle's are,
-goodput over each mode's window. A rehearsal runs its concurrencies either
-as closed waves or as sustained loops, so sustained loads are held out of
-another bundle of the same servers and prompts: --hold-out-bundle DIR.
+LOADS are comma-separated concurrencies (1,64), open-loop rates (2rps),
+open-loop shapes (ramp: every ramp-up wave; trace: every trace replay) or
+whole modes (closed, sustained, open: every load of the mode). The fit
+reads the --fit-on loads of BUNDLE, of any mode: closed waves by their
+concurrency, sustained and open-loop loads by their measured decode
+occupancy, prefill and context costs where the lowest load's prompt and
+output lengths vary (rehearse sim fit's derivation says what each number
+came from). A held-out load is predicted as the bundle ran it: a closed
+wave wave by wave, a sustained load with the bundle's warm-up and measured
+requests and duration, an open-loop wave at its own rate or ramp, arrival
+process and seed, or its traced arrivals (no max_concurrency); every
+prompt with its own prompt tokens and max_tokens; each aggregated by the
+contract as the bundle's are, goodput over each mode's window. One
+rehearsal runs its concurrencies either as closed waves or as sustained
+loops, so fit and hold-out may come from two bundles of the same servers:
+BUNDLE is the one fitted on, --hold-out-bundle DIR the one held out (one
+of each; the fit does not pool bundles). The live run sends one kind of
+open-loop load (rates, a ramp, or a trace replay, which it reads again from
+the bundle's trace file); mixing them needs --no-live.
+
+--fit-jitter also fits a seeded step jitter from the lowest fitted load's
+inter-token spread (default: none, every step costs exactly its model).
 
 --server NAME=ENGINE picks a server and its simulated engine (repeatable);
 by default every server of the bundle, each with the engine its launch argv
@@ -93,8 +107,9 @@ the bundle.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.fitOn, "fit-on", "", "loads the fit reads: concurrencies such as 1,64, or closed")
-	f.StringVar(&o.holdOut, "hold-out", "", "loads predicted and judged: concurrencies such as 8,32, rates such as 2rps, or sustained, open")
+	f.StringVar(&o.fitOn, "fit-on", "", "loads the fit reads: concurrencies such as 1,64, rates such as 2rps, ramp, trace, or closed, sustained, open")
+	f.StringVar(&o.holdOut, "hold-out", "", "loads predicted and judged: concurrencies such as 8,32, rates such as 2rps, ramp, trace, or closed, sustained, open")
+	f.BoolVar(&o.fitJitter, "fit-jitter", false, "also fit a seeded step jitter from the inter-token spread")
 	f.StringVar(&o.holdBundle, "hold-out-bundle", "", "read the held-out loads from this bundle of the same servers (default: BUNDLE)")
 	f.StringArrayVar(&o.servers, "server", nil, "NAME=ENGINE (serial or batching), repeatable (default: every server, the engine from its launch argv)")
 	f.StringVarP(&o.output, "output", "o", "sim-validate.json", "write the error table as JSON to this file")
@@ -168,7 +183,7 @@ func runSimValidate(cmd *cobra.Command, st *State, o simValidateOptions) error {
 	}
 	var vals []*sim.Validation
 	for _, s := range servers {
-		v, err := sim.Validate(res, sim.ValidateOptions{Server: s.name, Engine: s.engine, FitOn: fitOn, HoldOut: holdOut, HeldOut: hold, MaxModelLen: o.maxModelLen})
+		v, err := sim.Validate(res, sim.ValidateOptions{Server: s.name, Engine: s.engine, FitOn: fitOn, HoldOut: holdOut, HeldOut: hold, Jitter: o.fitJitter, MaxModelLen: o.maxModelLen})
 		if err != nil {
 			return usageError("%v", err)
 		}
@@ -228,7 +243,7 @@ func runSimValidate(cmd *cobra.Command, st *State, o simValidateOptions) error {
 // inSimulatedTime reads a bundle of simulated servers at time scale k (the
 // demo's) in simulated time, so the fit is the profiles' own: its waves and
 // records (sim.SlowedDown), and its workload's client timeout, sustained
-// duration and open-loop rates and duration. It returns a note saying so,
+// duration, open-loop rates, ramp and duration, and traced arrivals. It returns a note saying so,
 // or "" for a bundle at time scale 1.
 func inSimulatedTime(res *bundle.Results, what string, liveScale float64) string {
 	s := res.Provenance.Simulation
@@ -251,7 +266,17 @@ func inSimulatedTime(res *bundle.Results, what string, liveScale float64) string
 		for i := range c.RequestRatesRPS {
 			c.RequestRatesRPS[i] /= k
 		}
+		if r := op.Ramp; r != nil {
+			c.Ramp = &contract.Ramp{Strategy: r.Strategy, StartRPS: r.StartRPS / k, EndRPS: r.EndRPS / k}
+		}
 		wl.Open = &c
+	}
+	if len(wl.ArrivalsS) > 0 {
+		a := slices.Clone(wl.ArrivalsS)
+		for i := range a {
+			a[i] *= k
+		}
+		wl.ArrivalsS = a
 	}
 	return fmt.Sprintf("%s's servers were simulated at time scale %g: its figures are read in simulated time (×%g), as the live run's (×%g) are", what, k, k, liveScale)
 }
@@ -312,7 +337,7 @@ func runValidateLive(cmd *cobra.Command, st *State, o simValidateOptions, res *b
 	if dir == "" {
 		dir = filepath.Join(work, "live")
 	}
-	cfg, err := validateLiveConfig(res, vals, work)
+	cfg, err := validateLiveConfig(res, vals, work, o.timeScale)
 	if err != nil {
 		return err
 	}
@@ -340,6 +365,10 @@ func runValidateLive(cmd *cobra.Command, st *State, o simValidateOptions, res *b
 		op.Duration = config.Duration(float64(op.Duration) / o.timeScale)
 		for i := range op.RequestRatesRPS {
 			op.RequestRatesRPS[i] *= o.timeScale
+		}
+		if r := op.Ramp; r != nil {
+			r.StartRPS *= o.timeScale
+			r.EndRPS *= o.timeScale
 		}
 	}
 	job := rehearsalJob{cfg: rc, dir: dir, quiet: true,
@@ -370,6 +399,9 @@ func validateCommand(o simValidateOptions) []string {
 	if o.holdBundle != "" {
 		out = append(out, "--hold-out-bundle", o.holdBundle)
 	}
+	if o.fitJitter {
+		out = append(out, "--fit-jitter")
+	}
 	return append(out, "--time-scale", strconv.FormatFloat(o.timeScale, 'g', -1, 64))
 }
 
@@ -386,11 +418,17 @@ func serverFlags(vals []*sim.Validation) []string {
 // launched with its fitted profile (written under work), and the bundle's
 // workload at the held-out loads: its closed waves or its sustained loops
 // at the held-out concurrencies (one rehearsal runs them one way), and its
-// open loop at the held-out rates.
-func validateLiveConfig(res *bundle.Results, vals []*sim.Validation, work string) (map[string]any, error) {
+// open loop at the held-out rates, or its ramp, or its trace replay (one
+// of the three). Prompts with their own max_tokens are written under work
+// as chat JSON Lines, one user message and its max_tokens a line; a trace
+// replay reads the bundle's own trace again (its prompt_source), its time
+// scale set so that the live run's simulated arrivals are the bundle's.
+func validateLiveConfig(res *bundle.Results, vals []*sim.Validation, work string, liveScale float64) (map[string]any, error) {
 	var servers []any
 	var holdOut, sustained []int
 	var rates []float64
+	var ramps []contract.Ramp
+	trace := false
 	for _, v := range vals {
 		p := v.Fit.Profile
 		data, err := p.Encode()
@@ -424,6 +462,21 @@ func validateLiveConfig(res *bundle.Results, vals []*sim.Validation, work string
 				rates = append(rates, r)
 			}
 		}
+		for _, r := range v.HoldOutRamps {
+			if !slices.Contains(ramps, r) {
+				ramps = append(ramps, r)
+			}
+		}
+		trace = trace || v.HoldOutTrace
+	}
+	shapes := 0
+	for _, b := range []bool{len(rates) > 0, len(ramps) > 0, trace} {
+		if b {
+			shapes++
+		}
+	}
+	if shapes > 1 || len(ramps) > 1 {
+		return nil, usageError("sim validate: the held-out open-loop loads mix constant rates, ramps and trace replays, which one live rehearsal cannot run together (its open loop has one of them): hold out one kind, or pass --no-live")
 	}
 	if len(holdOut) > 0 && len(sustained) > 0 {
 		return nil, usageError("sim validate: the held-out loads are closed waves and sustained loops, which one live rehearsal cannot run both (its concurrencies run one way): hold out one of them, or pass --no-live")
@@ -450,16 +503,51 @@ func validateLiveConfig(res *bundle.Results, vals []*sim.Validation, work string
 	if len(wl.ExtraBody) > 0 {
 		workload["extra_body"] = wl.ExtraBody
 	}
+	if trace {
+		src, err := liveTraceSource(res, liveScale)
+		if err != nil {
+			return nil, err
+		}
+		workload["prompts"] = src
+	} else if len(wl.PromptMaxTokens) > 0 {
+		path := filepath.Join(work, "prompts.jsonl")
+		var b strings.Builder
+		for i, text := range wl.Prompts {
+			line := map[string]any{"messages": []map[string]string{{"role": "user", "content": text}}}
+			if i < len(wl.PromptMaxTokens) && wl.PromptMaxTokens[i] > 0 {
+				line["max_tokens"] = wl.PromptMaxTokens[i]
+			}
+			data, err := json.Marshal(line)
+			if err != nil {
+				return nil, err
+			}
+			b.Write(data)
+			b.WriteByte('\n')
+		}
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			return nil, err
+		}
+		workload["prompts"] = map[string]any{"source": "chat_jsonl", "path": path}
+	}
 	if len(sustained) > 0 {
 		su := wl.Sustained
 		workload["mode"] = "sustained"
 		workload["sustained"] = map[string]any{"num_requests": su.NumRequests, "warmup_requests": su.WarmupRequests,
 			"duration": strconv.FormatFloat(su.DurationS, 'f', -1, 64) + "s"}
 	}
-	if len(rates) > 0 {
+	if shapes > 0 {
 		op := wl.Open
-		ol := map[string]any{"request_rates_rps": rates, "arrival": op.Arrival, "seed": op.Seed, "num_requests": op.NumRequests,
+		ol := map[string]any{"arrival": op.Arrival, "seed": op.Seed, "num_requests": op.NumRequests,
 			"duration": strconv.FormatFloat(op.DurationS, 'f', -1, 64) + "s"}
+		switch {
+		case len(rates) > 0:
+			ol["request_rates_rps"] = rates
+		case len(ramps) > 0:
+			ol["ramp"] = map[string]any{"strategy": ramps[0].Strategy, "start_rps": ramps[0].StartRPS, "end_rps": ramps[0].EndRPS}
+		default:
+			ol["arrival"] = contract.ArrivalTrace
+			delete(ol, "seed")
+		}
 		if op.Burstiness != 0 {
 			ol["burstiness"] = op.Burstiness
 		}
@@ -480,6 +568,35 @@ func validateLiveConfig(res *bundle.Results, vals []*sim.Validation, work string
 		"workload":        workload,
 		"mechanism_check": map[string]any{"disabled": true},
 	}, nil
+}
+
+// liveTraceSource is the prompts mapping that reads the bundle's trace
+// again: its prompt_source's file and parameters, its time scale set so
+// that, run at liveScale, the arrivals in simulated time are the bundle's.
+func liveTraceSource(res *bundle.Results, liveScale float64) (map[string]any, error) {
+	ps := res.Workload.PromptSource
+	if ps == nil || ps.Name != "trace" {
+		return nil, usageError("sim validate: the held-out trace replay's bundle names no trace prompt source to replay live; pass --no-live")
+	}
+	path, _ := ps.Params["path"].(string)
+	if _, err := os.Stat(path); err != nil {
+		return nil, usageError("sim validate: the held-out trace %q cannot be read for the live run (%v); run from the folder the bundle's rehearsal ran in, or pass --no-live", path, err)
+	}
+	m := map[string]any{"source": "trace", "path": path}
+	for _, k := range []string{"format", "block_size", "count", "seed", "ignore_eos"} {
+		if v, ok := ps.Params[k]; ok {
+			m[k] = v
+		}
+	}
+	ts := 1.0
+	if v, ok := ps.Params["time_scale"].(float64); ok && v > 0 {
+		ts = v
+	}
+	if sc := res.Provenance.Simulation; sc != nil && sc.TimeScale > 0 {
+		ts *= sc.TimeScale
+	}
+	m["time_scale"] = ts / liveScale
+	return m, nil
 }
 
 // validateValue formats a metric's value: goodput in tok/s, throughput in

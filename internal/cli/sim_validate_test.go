@@ -132,9 +132,14 @@ func TestSimValidateRefusesBadInput(t *testing.T) {
 		{[]string{"--fit-on", "1,x", "--hold-out", "2"}, `--fit-on "1,x": load "x"`},
 		{[]string{"--fit-on", "1,4", "--hold-out", ""}, `--hold-out "": no loads`},
 		{[]string{"--fit-on", "1,4", "--hold-out", "0rps"}, `load "0rps"`},
-		{[]string{"--fit-on", "1,4", "--hold-out", "2rps"}, "no recorded open-loop wave at a request rate"},
+		{[]string{"--fit-on", "1,4", "--hold-out", "2rps"}, "has no recorded open-loop wave at 2 req/s (have: 1, 2, 4)"},
 		{[]string{"--fit-on", "1,4", "--hold-out", "sustained"}, "no recorded sustained wave"},
-		{[]string{"--fit-on", "sustained", "--hold-out", "2"}, "--fit-on sustained: the fit reads closed-loop waves"},
+		{[]string{"--fit-on", "1,4", "--hold-out", "trace"}, "--hold-out trace: server batching of the bundle has no recorded trace replay"},
+		{[]string{"--fit-on", "ramp", "--hold-out", "2"}, "--fit-on ramp: server batching of the bundle has no recorded open-loop ramp-up wave"},
+		{[]string{"--fit-on", "1,rampx", "--hold-out", "2"}, `--fit-on "1,rampx": load "rampx"`},
+		{[]string{"--fit-on", "open,open", "--hold-out", "2"}, `load "open" is named twice`},
+		{[]string{"--fit-on", "1", "--hold-out", "2,1.5"}, `--hold-out "2,1.5": load "1.5"`},
+		{[]string{"--fit-on", "sustained", "--hold-out", "2"}, "--fit-on sustained: server batching of the bundle has no recorded sustained wave"},
 		{[]string{"--fit-on", "1,4", "--hold-out", "2", "--hold-out-bundle", "/nonexistent"}, "--hold-out-bundle"},
 		{[]string{"--fit-on", "1,4", "--hold-out", "4"}, "4 clients is both fitted on and held out"},
 		{[]string{"--fit-on", "1,4", "--hold-out", "8"}, "no recorded closed-loop wave at 8 clients"},
@@ -173,19 +178,34 @@ func TestSimValidateSustainedAndOpen(t *testing.T) {
   mode: sustained
   sustained: {num_requests: 8, warmup_requests: 2}
 `)
+	ramp := simulatedBundle(t, `  concurrencies: [1, 4]
+  repeats: 1
+  open_loop: {ramp: {strategy: linear, start_rps: 10, end_rps: 40}, arrival: poisson, seed: 1, num_requests: 8}
+`)
+	lengths := simulatedBundle(t, `  concurrencies: [1, 2, 4]
+  repeats: 1
+  prompts: {source: synthetic, input_len: {mean: 64, range_ratio: 0.5}, output_len: {mean: 12, range_ratio: 0.5}, count: 8, seed: 1, ignore_eos: true}
+`)
 	for _, tc := range []struct {
-		name string
-		args []string
-		load string
+		name  string
+		args  []string
+		fitOn string
+		load  string
 	}{
 		// 20 req/s on the wall clock at time scale 20 is 1 req/s simulated.
-		{"open", []string{closed, "--hold-out", "1rps"}, "1 req/s"},
-		{"open mode", []string{closed, "--hold-out", "open"}, "1 req/s"},
-		{"sustained", []string{closed, "--hold-out", "sustained", "--hold-out-bundle", sustained}, "2 clients, sustained"},
+		{"open", []string{closed, "--hold-out", "1rps"}, "1,4", "1 req/s"},
+		{"open mode", []string{closed, "--hold-out", "open"}, "1,4", "1 req/s"},
+		{"sustained", []string{closed, "--hold-out", "sustained", "--hold-out-bundle", sustained}, "1,4", "2 clients, sustained"},
+		// The fit reads the sustained loop, the open-loop rate and the ramp.
+		{"fit on sustained", []string{sustained, "--hold-out", "4", "--hold-out-bundle", closed}, "sustained", "4 clients"},
+		{"fit on open", []string{closed, "--hold-out", "4"}, "1,1rps", "4 clients"},
+		{"ramp", []string{ramp, "--hold-out", "ramp"}, "1,4", "ramp 0.5→2 req/s"},
+		{"fit on a ramp", []string{ramp, "--hold-out", "4"}, "ramp,1", "4 clients"},
+		{"lengths", []string{lengths, "--hold-out", "2"}, "1,4", "2 clients"},
 	} {
 		out := filepath.Join(t.TempDir(), "v.json")
 		args := append([]string{"sim", "validate"}, tc.args...)
-		args = append(args, "--fit-on", "1,4", "--time-scale", "20", "--json", "-o", out)
+		args = append(args, "--fit-on", tc.fitOn, "--time-scale", "20", "--json", "-o", out)
 		code, stdout, stderr := run(t, args...)
 		if code != 0 {
 			t.Fatalf("%s: exit %d, stderr %q", tc.name, code, stderr)

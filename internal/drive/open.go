@@ -3,7 +3,6 @@ package drive
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -45,76 +44,14 @@ type OpenSpec struct {
 
 // Offsets returns the intended send offsets of the wave's requests: the
 // schedule's (a constant rate's or the ramp's), or, arrival trace, the
-// load's traced arrivals; up to NumRequests and strictly before Duration.
+// load's traced arrivals; up to NumRequests and strictly before Duration
+// (workload.OpenOffsets, which the simulator's predictions call too).
 func (s OpenSpec) Offsets() ([]time.Duration, error) {
-	if s.NumRequests < 0 || s.Duration < 0 {
-		return nil, fmt.Errorf("num_requests %d, duration %v: want non-negative bounds", s.NumRequests, s.Duration)
-	}
-	if s.NumRequests > MaxOpenRequests {
-		return nil, fmt.Errorf("num_requests %d: more than %d requests in one open-loop wave", s.NumRequests, MaxOpenRequests)
-	}
-	if s.Arrival == workload.ArrivalTrace {
-		return s.traced()
-	}
-	if s.NumRequests == 0 && s.Duration == 0 {
-		return nil, fmt.Errorf("open-loop wave at %v req/s is unbounded: set num_requests, duration, or both", s.RequestRateRPS)
-	}
-	rate := s.RequestRateRPS
-	var (
-		sched workload.Schedule
-		err   error
-	)
-	if r := s.Ramp; r != nil {
-		rate = max(r.StartRPS, r.EndRPS)
-		sched, err = workload.NewRampSchedule(r.Strategy, r.StartRPS, r.EndRPS,
-			workload.RampHorizon(r.Strategy, r.StartRPS, r.EndRPS, s.NumRequests, s.Duration), s.Arrival, s.Burstiness, s.Seed)
-	} else {
-		sched, err = workload.NewSchedule(s.Arrival, s.RequestRateRPS, s.Burstiness, s.Seed)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if s.NumRequests == 0 && rate*s.Duration.Seconds() > MaxOpenRequests {
-		return nil, fmt.Errorf("open-loop wave of more than %d requests (%v req/s for %v): lower the rate or the duration", MaxOpenRequests, s.RequestRateRPS, s.Duration)
-	}
-	var out []time.Duration
-	for i := 0; s.NumRequests == 0 || i < s.NumRequests; i++ {
-		off := sched.Offset(i)
-		if s.Duration > 0 && off >= s.Duration {
-			break
-		}
-		if i >= MaxOpenRequests {
-			return nil, fmt.Errorf("open-loop wave of more than %d requests (%v req/s for %v): lower the rate or the duration", MaxOpenRequests, s.RequestRateRPS, s.Duration)
-		}
-		out = append(out, off)
-	}
-	return out, nil
-}
-
-// traced is the offsets of a trace replay: the load's arrivals, request i
-// at Arrivals[i] (prompt i), up to NumRequests and strictly before
-// Duration.
-func (s OpenSpec) traced() ([]time.Duration, error) {
-	a := s.Load.Arrivals
-	if len(a) == 0 {
-		return nil, fmt.Errorf("arrival trace, but the prompts carry no traced arrivals (workload.prompts source trace)")
-	}
-	if len(a) != len(s.Load.Prompts) {
-		return nil, fmt.Errorf("%d traced arrivals for %d prompts", len(a), len(s.Load.Prompts))
-	}
-	n := len(a)
-	if s.NumRequests > 0 {
-		n = min(n, s.NumRequests)
-	}
-	for i := 1; i < n; i++ {
-		if a[i] < a[i-1] {
-			return nil, fmt.Errorf("traced arrival %d at %v is before arrival %d at %v", i, a[i], i-1, a[i-1])
-		}
-	}
-	if s.Duration > 0 {
-		n, _ = slices.BinarySearch(a[:n], s.Duration)
-	}
-	return slices.Clone(a[:n]), nil
+	return workload.OpenOffsets(workload.OpenLoad{
+		RateRPS: s.RequestRateRPS, Arrival: s.Arrival, Burstiness: s.Burstiness, Seed: s.Seed,
+		NumRequests: s.NumRequests, Duration: s.Duration, Ramp: s.Ramp,
+		Arrivals: s.Load.Arrivals, Prompts: len(s.Load.Prompts), MaxRequests: MaxOpenRequests,
+	})
 }
 
 // OpenWave runs one open-loop wave: request i is sent at release +

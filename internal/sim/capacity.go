@@ -21,6 +21,8 @@ type SustainedWorkload struct {
 	// IgnoreEOS and MinTokens are the request fields of the same names.
 	IgnoreEOS bool
 	MinTokens int
+	// PromptMaxTokens is each prompt's own max_tokens (ClosedWorkload's).
+	PromptMaxTokens []int
 	// Requests is the measured requests (≥ 1).
 	Requests int
 	// DurationS, when above 0, also bounds the measured part: no measured
@@ -40,13 +42,8 @@ type SustainedWorkload struct {
 // come back as notes; what the simulator cannot model (prompts with their own
 // max_tokens or whole conversations, multi-turn sessions) is an error.
 func SustainedOf(wl bundle.Workload, requests, warmupRequests int) (SustainedWorkload, []string, error) {
-	switch {
-	case len(wl.PromptMaxTokens) > 0:
-		return SustainedWorkload{}, nil, fmt.Errorf("sim: the prompts have max_tokens of their own; a prediction sends one max_tokens")
-	case len(wl.PromptMessages) > 0:
-		return SustainedWorkload{}, nil, fmt.Errorf("sim: the prompts are whole conversations; a prediction sends one user message")
-	case len(wl.Sessions) > 0:
-		return SustainedWorkload{}, nil, fmt.Errorf("sim: the workload runs multi-turn sessions, which a prediction does not model")
+	if err := checkModelled(wl); err != nil {
+		return SustainedWorkload{}, nil, err
 	}
 	ignoreEOS, minTokens, notes, err := requestFields(wl.ExtraBody)
 	if err != nil {
@@ -54,13 +51,13 @@ func SustainedOf(wl bundle.Workload, requests, warmupRequests int) (SustainedWor
 	}
 	w := SustainedWorkload{
 		Prompts: wl.Prompts, MaxTokens: wl.MaxTokens, TimeoutS: wl.TimeoutS, IgnoreEOS: ignoreEOS, MinTokens: minTokens,
-		Requests: requests, WarmupRequests: warmupRequests,
+		Requests: requests, WarmupRequests: warmupRequests, PromptMaxTokens: wl.PromptMaxTokens,
 	}
 	return w, notes, w.validate()
 }
 
 func (w SustainedWorkload) validate() error {
-	cw := ClosedWorkload{Concurrencies: []int{1}, Repeats: 1, Prompts: w.Prompts, MaxTokens: w.MaxTokens, TimeoutS: w.TimeoutS, IgnoreEOS: w.IgnoreEOS, MinTokens: w.MinTokens}
+	cw := ClosedWorkload{Concurrencies: []int{1}, Repeats: 1, Prompts: w.Prompts, MaxTokens: w.MaxTokens, TimeoutS: w.TimeoutS, IgnoreEOS: w.IgnoreEOS, MinTokens: w.MinTokens, PromptMaxTokens: w.PromptMaxTokens}
 	if err := cw.validate(); err != nil {
 		return err
 	}
@@ -73,8 +70,8 @@ func (w SustainedWorkload) validate() error {
 	return nil
 }
 
-func (w SustainedWorkload) requests() ([]string, int, int, bool) {
-	return w.Prompts, w.MaxTokens, w.MinTokens, w.IgnoreEOS
+func (w SustainedWorkload) requests() requestSpec {
+	return requestSpec{w.Prompts, w.MaxTokens, w.PromptMaxTokens, w.MinTokens, w.IgnoreEOS}
 }
 
 func (w SustainedWorkload) warmup(clients int) int {
@@ -134,7 +131,7 @@ func PredictSustained(p *Profile, w SustainedWorkload, clients int, o PredictOpt
 		release := rs[0].sentS
 		recs := make([]contract.Record, 0, len(rs))
 		for _, r := range rs {
-			recs = append(recs, r.record(wave, release, w.MaxTokens))
+			recs = append(recs, r.record(wave, release))
 		}
 		wave.WallS = contract.WaveWallS(recs)
 		pr.Waves = append(pr.Waves, wave)

@@ -11,8 +11,12 @@
 // exactly the tokens the engine emitted; and it injects seeded faults for
 // the client's reliability tests.
 //
-// It also fits a profile to a results bundle's raw records (FitProfile) and
-// predicts a bundle's closed-loop workload with a profile (Predict): the same
-// engine stepped on a virtual clock, its records aggregated by the metric
-// contract, so predicted and measured figures are defined alike (Compare).
+// It also fits a profile to a results bundle's raw records of any load mode
+// (FitProfile) and predicts a bundle's workload with a profile: closed waves
+// (Predict), sustained loops (PredictSustained) and open-loop waves at a
+// rate, along a ramp or replaying a trace (PredictOpen), each prompt with its
+// own length. A prediction is the same engine stepped on a virtual clock (one
+// step model, Profile.stepModelS, for both), its records aggregated by the
+// metric contract, so predicted and measured figures are defined alike
+// (Compare, Validate).
 package sim

@@ -217,8 +217,8 @@ func (e *engine) run() {
 			continue
 		}
 
-		inStep, prefillTokens := e.planStep()
-		target := vnow + e.prof.StepS(inStep, prefillTokens)
+		inStep, prefillTokens, contextTokens := e.planStep()
+		target := vnow + e.prof.stepModelS(e.steps.Load(), inStep, prefillTokens, contextTokens)
 		if !e.clk.sleepUntil(e.ctx, target) {
 			e.abortAll()
 			return
@@ -241,9 +241,10 @@ func (e *engine) run() {
 
 // planStep plans the next step over the running batch: running decodes
 // first (one token each), then prefill chunks in admission order within the
-// token budget. It returns the sequences served and the prompt tokens
-// prefilled, the arguments of the step's latency.
-func (e *engine) planStep() (inStep, prefillTokens int) {
+// token budget. It returns the sequences served, the prompt tokens
+// prefilled and the context tokens of the sequences decoded, the arguments
+// of the step's latency.
+func (e *engine) planStep() (inStep, prefillTokens, contextTokens int) {
 	budget := e.batchTokens
 	if budget == 0 {
 		budget = math.MaxInt
@@ -257,6 +258,7 @@ func (e *engine) planStep() (inStep, prefillTokens int) {
 		if s.prefillLeft == 0 {
 			budget--
 			inStep++
+			contextTokens += s.promptTokens + int(s.produced.Load())
 		}
 	}
 	for i, s := range e.running {
@@ -268,7 +270,7 @@ func (e *engine) planStep() (inStep, prefillTokens int) {
 			inStep++
 		}
 	}
-	return inStep, prefillTokens
+	return inStep, prefillTokens, contextTokens
 }
 
 // applyStep applies the planned step that ended at simulated time target:

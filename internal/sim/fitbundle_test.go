@@ -185,7 +185,8 @@ func TestFitErrorsNameWhatIsWrong(t *testing.T) {
 		{FitOptions{Server: "naive", Engine: "paged", FitConcurrencies: []int{1}}, nil, `engine "paged"`},
 		{FitOptions{Server: "naive", Engine: EngineSerial, FitConcurrencies: []int{1, 64}}, nil, "no recorded closed-loop wave at 64 clients"},
 		{FitOptions{Server: "naive", Engine: EngineSerial}, nil, "no fit concurrencies"},
-		{FitOptions{Server: "naive", Engine: EngineSerial, FitConcurrencies: []int{1}}, func(r *bundle.Results) { r.Workload.Kind = "open" }, `workload.kind = "open"`},
+		{FitOptions{Server: "naive", Engine: EngineSerial, FitConcurrencies: []int{1}}, func(r *bundle.Results) { r.Workload.Sessions = []bundle.Session{{Turns: []int{0, 1}}} }, "multi-turn sessions"},
+		{FitOptions{Server: "naive", Engine: EngineSerial, FitLoads: []contract.Key{{Mode: contract.ModeOpen, RequestRateRPS: 2}}}, nil, "no recorded wave at 2 req/s"},
 		{FitOptions{Server: "naive", Engine: EngineSerial, FitConcurrencies: []int{1}}, func(r *bundle.Results) {
 			for i := range r.Records {
 				r.Records[i].OK = false

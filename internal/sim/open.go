@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/workload"
@@ -12,10 +13,12 @@ import (
 const maxOpenRequests = 1_000_000
 
 // OpenWorkload is one open-loop load a prediction runs (drive.OpenWave):
-// request i is sent at the i-th offset of the arrival schedule
-// (workload.NewSchedule) and sends the prompt at workload.PromptIndex(i,
-// len(Prompts)); the wave ends after NumRequests arrivals or at DurationS
-// (no request sent at or after it), whichever comes first.
+// request i is sent at the i-th offset of workload.OpenOffsets (the
+// arrival schedule at a constant rate or along a ramp, or a trace's
+// arrivals; the runner's drive.OpenSpec.Offsets is the same call) and sends the prompt at
+// workload.PromptIndex(i, len(Prompts)); the wave ends after NumRequests
+// arrivals or at DurationS (no request sent at or after it), whichever
+// comes first.
 type OpenWorkload struct {
 	Prompts   []string
 	MaxTokens int
@@ -23,20 +26,34 @@ type OpenWorkload struct {
 	// IgnoreEOS and MinTokens are the request fields of the same names.
 	IgnoreEOS bool
 	MinTokens int
-	// RateRPS, Arrival (fixed, poisson, gamma), Burstiness and Seed make
-	// the schedule.
+	// PromptMaxTokens is each prompt's own max_tokens (ClosedWorkload's).
+	PromptMaxTokens []int
+	// RateRPS, Arrival (fixed, poisson, gamma, trace), Burstiness and Seed
+	// make the schedule.
 	RateRPS     float64
 	Arrival     string
 	Burstiness  float64
 	Seed        int64
 	NumRequests int
 	DurationS   float64
+	// Ramp, when set, moves the rate from its start to its end rate
+	// (RateRPS unused), as drive.OpenSpec.Ramp.
+	Ramp *contract.Ramp
+	// ArrivalsS are a trace's send times, aligned with Prompts (arrival
+	// trace: request i sends prompt i at ArrivalsS[i]).
+	ArrivalsS []float64
 }
 
 func (w OpenWorkload) validate() error {
-	cw := ClosedWorkload{Concurrencies: []int{1}, Repeats: 1, Prompts: w.Prompts, MaxTokens: w.MaxTokens, TimeoutS: w.TimeoutS, IgnoreEOS: w.IgnoreEOS, MinTokens: w.MinTokens}
+	cw := ClosedWorkload{Concurrencies: []int{1}, Repeats: 1, Prompts: w.Prompts, MaxTokens: w.MaxTokens, TimeoutS: w.TimeoutS, IgnoreEOS: w.IgnoreEOS, MinTokens: w.MinTokens, PromptMaxTokens: w.PromptMaxTokens}
 	if err := cw.validate(); err != nil {
 		return err
+	}
+	if w.Arrival == workload.ArrivalTrace {
+		if w.NumRequests < 0 || w.DurationS < 0 || !finite(w.DurationS) {
+			return fmt.Errorf("sim: open-loop trace replay: num_requests and duration must not be negative")
+		}
+		return nil
 	}
 	if w.NumRequests < 0 || w.DurationS < 0 || !finite(w.DurationS) || (w.NumRequests == 0 && w.DurationS == 0) {
 		return fmt.Errorf("sim: open-loop workload at %g req/s: want num_requests or duration (or both) above 0", w.RateRPS)
@@ -44,26 +61,38 @@ func (w OpenWorkload) validate() error {
 	return nil
 }
 
-func (w OpenWorkload) requests() ([]string, int, int, bool) {
-	return w.Prompts, w.MaxTokens, w.MinTokens, w.IgnoreEOS
+func (w OpenWorkload) requests() requestSpec {
+	return requestSpec{w.Prompts, w.MaxTokens, w.PromptMaxTokens, w.MinTokens, w.IgnoreEOS}
 }
 
-// offsets are the arrivals' send times, in seconds from the release.
+// offsets are the arrivals' send times, in seconds from the release: the
+// runner's own (workload.OpenOffsets, as drive.OpenSpec.Offsets), so a
+// prediction sends exactly when a live wave does.
 func (w OpenWorkload) offsets() ([]float64, error) {
-	sched, err := workload.NewSchedule(w.Arrival, w.RateRPS, w.Burstiness, w.Seed)
+	if w.NumRequests > maxOpenRequests {
+		return nil, fmt.Errorf("sim: open-loop workload of more than %d requests", maxOpenRequests)
+	}
+	if w.Ramp == nil && w.Arrival != workload.ArrivalTrace && w.NumRequests == 0 && w.RateRPS*w.DurationS > maxOpenRequests {
+		return nil, fmt.Errorf("sim: open-loop workload of more than %d requests at %g req/s", maxOpenRequests, w.RateRPS)
+	}
+	l := workload.OpenLoad{
+		RateRPS: w.RateRPS, Arrival: w.Arrival, Burstiness: w.Burstiness, Seed: w.Seed,
+		NumRequests: w.NumRequests, Duration: time.Duration(w.DurationS * float64(time.Second)), Ramp: w.Ramp,
+		Prompts: len(w.Prompts), MaxRequests: maxOpenRequests,
+	}
+	for _, a := range w.ArrivalsS {
+		l.Arrivals = append(l.Arrivals, time.Duration(a*float64(time.Second)))
+	}
+	offs, err := workload.OpenOffsets(l)
 	if err != nil {
 		return nil, fmt.Errorf("sim: open-loop workload: %w", err)
 	}
-	var out []float64
-	for i := 0; w.NumRequests == 0 || i < w.NumRequests; i++ {
-		off := sched.Offset(i).Seconds()
-		if w.DurationS > 0 && off >= w.DurationS {
-			break
-		}
-		if i >= maxOpenRequests {
-			return nil, fmt.Errorf("sim: open-loop workload of more than %d requests at %g req/s", maxOpenRequests, w.RateRPS)
-		}
-		out = append(out, off)
+	if len(offs) > maxOpenRequests {
+		return nil, fmt.Errorf("sim: open-loop workload of more than %d requests", maxOpenRequests)
+	}
+	out := make([]float64, len(offs))
+	for i, o := range offs {
+		out[i] = o.Seconds()
 	}
 	return out, nil
 }
@@ -95,11 +124,11 @@ func PredictOpen(p *Profile, w OpenWorkload, o PredictOptions) (*Prediction, err
 		return nil, err
 	}
 	wave := contract.Wave{ID: 0, Server: o.Server, Repeat: 1, Kind: contract.KindRecorded, Mode: contract.ModeOpen,
-		RequestRateRPS: w.RateRPS, Arrival: w.Arrival, Burstiness: w.Burstiness, Seed: w.Seed}
+		RequestRateRPS: w.RateRPS, Arrival: w.Arrival, Burstiness: w.Burstiness, Seed: w.Seed, Ramp: w.Ramp}
 	pr := &Prediction{}
 	recs := make([]contract.Record, 0, len(reqs))
 	for _, r := range reqs {
-		rec := r.record(wave, 0, w.MaxTokens)
+		rec := r.record(wave, 0)
 		rec.IntendedStartS = r.atS
 		recs = append(recs, rec)
 	}

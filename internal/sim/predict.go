@@ -22,6 +22,10 @@ type ClosedWorkload struct {
 	// IgnoreEOS and MinTokens are the request fields of the same names.
 	IgnoreEOS bool
 	MinTokens int
+	// PromptMaxTokens is each prompt's own max_tokens, aligned with
+	// Prompts (0 or absent: MaxTokens), as workload.prompt_max_tokens: a
+	// length distribution's output lengths.
+	PromptMaxTokens []int
 }
 
 // WorkloadOf reads the closed-loop workload of a bundle (of kind closed, or
@@ -41,6 +45,10 @@ func WorkloadOf(res *bundle.Results) (ClosedWorkload, []string, error) {
 		MaxTokens:     wl.MaxTokens,
 		TimeoutS:      wl.TimeoutS,
 	}
+	if err := checkModelled(wl); err != nil {
+		return ClosedWorkload{}, nil, err
+	}
+	w.PromptMaxTokens = wl.PromptMaxTokens
 	ignoreEOS, minTokens, notes, err := requestFields(wl.ExtraBody)
 	if err != nil {
 		return ClosedWorkload{}, nil, err
@@ -109,6 +117,13 @@ func (w ClosedWorkload) validate() error {
 		return fmt.Errorf("sim: workload timeout_s = %g, want > 0", w.TimeoutS)
 	case w.MinTokens > w.MaxTokens:
 		return fmt.Errorf("sim: workload min_tokens = %d is above max_tokens %d", w.MinTokens, w.MaxTokens)
+	case len(w.PromptMaxTokens) > 0 && len(w.PromptMaxTokens) != len(w.Prompts):
+		return fmt.Errorf("sim: workload has %d prompt max_tokens for %d prompts", len(w.PromptMaxTokens), len(w.Prompts))
+	}
+	for i, n := range w.PromptMaxTokens {
+		if n < 0 {
+			return fmt.Errorf("sim: workload prompt %d: max_tokens %d, want >= 0", i, n)
+		}
 	}
 	for _, c := range w.Concurrencies {
 		if c < 1 || c > 1<<16 {
@@ -179,7 +194,7 @@ func Predict(p *Profile, w ClosedWorkload, o PredictOptions) (*Prediction, error
 			wave := contract.Wave{ID: len(pr.Waves), Server: o.Server, Concurrency: n, Repeat: rep, Kind: contract.KindRecorded, Mode: contract.ModeClosed}
 			recs := make([]contract.Record, 0, n)
 			for _, r := range reqs {
-				recs = append(recs, r.record(wave, 0, w.MaxTokens))
+				recs = append(recs, r.record(wave, 0))
 			}
 			wave.WallS = contract.WaveWallS(recs)
 			pr.Waves = append(pr.Waves, wave)
@@ -193,11 +208,41 @@ func Predict(p *Profile, w ClosedWorkload, o PredictOptions) (*Prediction, error
 // promptWorkload is a workload whose requests a prediction plans.
 type promptWorkload interface {
 	validate() error
-	requests() (prompts []string, maxTokens, minTokens int, ignoreEOS bool)
+	requests() requestSpec
 }
 
-func (w ClosedWorkload) requests() ([]string, int, int, bool) {
-	return w.Prompts, w.MaxTokens, w.MinTokens, w.IgnoreEOS
+// requestSpec is what every request of a workload sends: its prompts and
+// request fields.
+type requestSpec struct {
+	prompts         []string
+	maxTokens       int
+	promptMaxTokens []int
+	minTokens       int
+	ignoreEOS       bool
+}
+
+// maxTokensOf is the max_tokens prompt i is sent with (drive.Load's).
+func (r requestSpec) maxTokensOf(i int) int {
+	if i < len(r.promptMaxTokens) && r.promptMaxTokens[i] > 0 {
+		return r.promptMaxTokens[i]
+	}
+	return r.maxTokens
+}
+
+func (w ClosedWorkload) requests() requestSpec {
+	return requestSpec{w.Prompts, w.MaxTokens, w.PromptMaxTokens, w.MinTokens, w.IgnoreEOS}
+}
+
+// checkModelled refuses what a prediction cannot send: prompts that are
+// whole conversations, multi-turn sessions.
+func checkModelled(wl bundle.Workload) error {
+	switch {
+	case len(wl.PromptMessages) > 0:
+		return fmt.Errorf("sim: the prompts are whole conversations; a prediction sends one user message")
+	case len(wl.Sessions) > 0:
+		return fmt.Errorf("sim: the workload runs multi-turn sessions, which a prediction does not model")
+	}
+	return nil
 }
 
 // prepare is what every prediction starts from: the profile and workload
@@ -213,8 +258,7 @@ func prepare(p *Profile, w promptWorkload, o PredictOptions) (PredictOptions, []
 	if o.Server == "" {
 		o.Server = p.Name
 	}
-	prompts, maxTokens, minTokens, ignoreEOS := w.requests()
-	plans, cache, err := planPrompts(p, prompts, maxTokens, minTokens, ignoreEOS, o)
+	plans, cache, err := planPrompts(p, w.requests(), o)
 	return o, plans, cache, err
 }
 
@@ -232,20 +276,23 @@ func checkPredictable(p *Profile) error {
 // promptPlan is what one prompt costs and yields, decided as the server's
 // request parsing decides it.
 type promptPlan struct {
-	promptTokens, outputTokens int
-	blocks                     []uint64
+	promptTokens, outputTokens, maxTokens int
+	blocks                                []uint64
 }
 
 // request is a virtual request of client sending the prompt of index
 // prompt, planned as pl.
 func (pl promptPlan) request(client, prompt int) *virtualRequest {
-	return &virtualRequest{client: client, prompt: prompt, promptTokens: pl.promptTokens, outputTokens: pl.outputTokens, blocks: pl.blocks}
+	return &virtualRequest{client: client, prompt: prompt, promptTokens: pl.promptTokens, outputTokens: pl.outputTokens, maxTokens: pl.maxTokens, blocks: pl.blocks}
 }
 
 // planPrompts plans every prompt of a workload through the profile's chat
-// template and output lengths, and returns the prefix cache of the whole
-// run (nil for none): one served simulator keeps it from wave to wave.
-func planPrompts(p *Profile, prompts []string, maxTokens, minTokens int, ignoreEOS bool, o PredictOptions) ([]promptPlan, *prefixCache, error) {
+// template and output lengths, each with its own prompt tokens and
+// max_tokens, as the served simulator's request parsing decides them, and
+// returns the prefix cache of the whole run (nil for none): one served
+// simulator keeps it from wave to wave.
+func planPrompts(p *Profile, rs requestSpec, o PredictOptions) ([]promptPlan, *prefixCache, error) {
+	prompts, minTokens, ignoreEOS := rs.prompts, rs.minTokens, rs.ignoreEOS
 	counter := o.Tokenizer
 	if counter == nil {
 		c, err := defaultCounter()
@@ -265,6 +312,7 @@ func planPrompts(p *Profile, prompts []string, maxTokens, minTokens int, ignoreE
 	}
 	plans := make([]promptPlan, len(prompts))
 	for i, text := range prompts {
+		maxTokens := rs.maxTokensOf(i)
 		msgs := []chatMessage{{Role: "user", Content: text}}
 		var blocks []uint64
 		var pt int
@@ -280,20 +328,23 @@ func planPrompts(p *Profile, prompts []string, maxTokens, minTokens int, ignoreE
 		if pt+maxTokens > p.KVTokenBudget {
 			return nil, nil, fmt.Errorf("sim: prompt %d: %d prompt tokens + max_tokens %d exceed the profile's kv_token_budget %d", i, pt, maxTokens, p.KVTokenBudget)
 		}
+		if minTokens > maxTokens {
+			return nil, nil, fmt.Errorf("sim: prompt %d: min_tokens %d is above its max_tokens %d", i, minTokens, maxTokens)
+		}
 		n := max(p.NaturalOutputTokens(o.Seed, text), minTokens)
 		if ignoreEOS {
 			n = maxTokens
 		}
-		plans[i] = promptPlan{pt, min(n, maxTokens), blocks}
+		plans[i] = promptPlan{pt, min(n, maxTokens), maxTokens, blocks}
 	}
 	return plans, cache, nil
 }
 
 // virtualRequest is one client's request in a virtual run.
 type virtualRequest struct {
-	client, prompt             int
-	promptTokens, outputTokens int
-	blocks                     []uint64
+	client, prompt                        int
+	promptTokens, outputTokens, maxTokens int
+	blocks                                []uint64
 
 	// atS is when a first request of a run is sent (0 for closed waves
 	// and sustained loops; an open-loop arrival's offset).
@@ -400,8 +451,9 @@ func runVirtual(p *Profile, first []*virtualRequest, timeoutS float64, cache *pr
 		if len(e.running) == 0 {
 			return fmt.Errorf("sim: profile %s: the queue head cannot be admitted (kv_token_budget %d)", p.Name, p.KVTokenBudget)
 		}
-		inStep, prefillTokens := e.planStep()
-		target := vnow + p.StepS(inStep, prefillTokens)
+		inStep, prefillTokens, contextTokens := e.planStep()
+		target := vnow + p.stepModelS(e.steps.Load(), inStep, prefillTokens, contextTokens)
+		e.steps.Add(1)
 		e.applyStep(target)
 		vnow = target
 		kept = inFlight[:0]
@@ -423,7 +475,7 @@ func runVirtual(p *Profile, first []*virtualRequest, timeoutS float64, cache *pr
 // its times from releaseS, the release of its wave.
 // Its output_tokens are its generated tokens, as the served simulator's
 // text re-tokenizes.
-func (r *virtualRequest) record(w contract.Wave, releaseS float64, maxTokens int) contract.Record {
+func (r *virtualRequest) record(w contract.Wave, releaseS float64) contract.Record {
 	rec := contract.Record{
 		Kind: w.Kind, Server: w.Server, Concurrency: w.Concurrency, Repeat: w.Repeat, Wave: w.ID,
 		Client: r.client, Prompt: r.prompt, ChunkTimesS: []float64{},
@@ -448,7 +500,7 @@ func (r *virtualRequest) record(w contract.Wave, releaseS float64, maxTokens int
 		usage, prompt := got, r.promptTokens
 		rec.UsageCompletionTokens, rec.UsagePromptTokens = &usage, &prompt
 		rec.FinishReason = "stop"
-		if got == maxTokens {
+		if got == r.maxTokens {
 			rec.FinishReason = "length"
 		}
 		return rec

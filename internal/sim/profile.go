@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"os"
 	"path"
 	"regexp"
@@ -55,6 +56,17 @@ type Profile struct {
 	PrefillBaseS float64 `json:"prefill_base_s"`
 	// PrefillPerTokenS is the cost of each prompt token prefilled in a step.
 	PrefillPerTokenS float64 `json:"prefill_per_token_s"`
+	// DecodePerContextTokenS is added to a step for every context token
+	// (prompt plus tokens generated so far) of the sequences it decodes:
+	// attention's cost growing with context length. 0 (absent) is none; a
+	// fit sets it only where the records' context lengths vary.
+	DecodePerContextTokenS float64 `json:"decode_per_context_token_s,omitempty"`
+	// StepJitter is the relative spread of a step's latency: step n of an
+	// engine takes its modelled latency times 1 + step_jitter·u(n), u drawn
+	// uniformly from [−√3, √3] (mean 0, variance 1) by a hash of n alone, so
+	// the predictor and the served engine draw the same sequence. 0 (absent)
+	// is none: every step costs exactly its model.
+	StepJitter float64 `json:"step_jitter,omitempty"`
 
 	// MaxNumSeqs caps the sequences running at once (1 for a serial engine).
 	MaxNumSeqs int `json:"max_num_seqs"`
@@ -222,6 +234,12 @@ func (p *Profile) Validate() error {
 			return fmt.Errorf("field %s = %g, want between 0 and %g", f.name, f.v, float64(maxStepS))
 		}
 	}
+	if !finite(p.DecodePerContextTokenS) || p.DecodePerContextTokenS < 0 || p.DecodePerContextTokenS > 1 {
+		return fmt.Errorf("field decode_per_context_token_s = %g, want between 0 and 1", p.DecodePerContextTokenS)
+	}
+	if !finite(p.StepJitter) || p.StepJitter < 0 || p.StepJitter > maxStepJitter {
+		return fmt.Errorf("field step_jitter = %g, want between 0 and %g", p.StepJitter, maxStepJitter)
+	}
 	if len(p.DecodeStepS) == 0 {
 		return fmt.Errorf("field decode_step_s has no points")
 	}
@@ -270,6 +288,32 @@ func (p *Profile) StepS(batch, prefillTokens int) float64 {
 		s += p.PrefillBaseS + p.PrefillPerTokenS*float64(prefillTokens)
 	}
 	return s
+}
+
+// maxStepJitter bounds step_jitter so that a jittered step stays positive
+// (1 − √3·0.5 > 0).
+const maxStepJitter = 0.5
+
+// stepModelS is the latency of step n of an engine: StepS, plus the context
+// term over the contextTokens of the sequences it decodes, times the step's
+// jitter. The served engine and the predictor both time their steps by it.
+func (p *Profile) stepModelS(n int64, batch, prefillTokens, contextTokens int) float64 {
+	s := p.StepS(batch, prefillTokens) + p.DecodePerContextTokenS*float64(contextTokens)
+	if p.StepJitter > 0 {
+		s *= 1 + p.StepJitter*jitterU(n)
+	}
+	return s
+}
+
+// jitterU is a deterministic draw of step n, uniform on [−√3, √3]: the
+// splitmix64 finalizer of n, whose top 53 bits are uniform.
+func jitterU(n int64) float64 {
+	z := uint64(n) + 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	u := float64(z>>11) / (1 << 53) // [0, 1)
+	return (2*u - 1) * math.Sqrt(3)
 }
 
 func (p *Profile) decodeS(b float64) float64 {

@@ -12,19 +12,31 @@ import (
 )
 
 // Load is one load of a bundle that a validation fits on or holds out: a
-// closed-loop concurrency, an open-loop rate, or a whole mode (Mode alone:
-// every load of that mode).
+// closed-loop concurrency, an open-loop rate, an open-loop shape (every
+// ramp, or every trace replay), or a whole mode (Mode alone: every load of
+// that mode).
 type Load struct {
 	Mode        string
 	Concurrency int
 	RateRPS     float64
+	// Shape is LoadRamp or LoadTrace for the open loop's ramps or trace
+	// replays; "" otherwise.
+	Shape string
 }
 
+// Open-loop shapes a LOADS argument names.
+const (
+	LoadRamp  = "ramp"
+	LoadTrace = "trace"
+)
+
 // Whole reports whether l names every load of its mode.
-func (l Load) Whole() bool { return l.Concurrency == 0 && l.RateRPS == 0 }
+func (l Load) Whole() bool { return l.Concurrency == 0 && l.RateRPS == 0 && l.Shape == "" }
 
 func (l Load) String() string {
 	switch {
+	case l.Shape != "":
+		return l.Shape
 	case l.Whole():
 		return l.Mode
 	case l.Mode == contract.ModeOpen:
@@ -34,11 +46,12 @@ func (l Load) String() string {
 }
 
 // ParseLoads reads a LOADS argument: comma-separated concurrencies ("1,64"),
-// open-loop rates ("2rps,5rps") or whole modes ("closed", "sustained",
-// "open"), mixed as one likes. The error names the bad item.
+// open-loop rates ("2rps,5rps"), open-loop shapes ("ramp": every ramp-up
+// wave; "trace": every trace replay) or whole modes ("closed",
+// "sustained", "open"), mixed as one likes. The error names the bad item.
 func ParseLoads(s string) ([]Load, error) {
 	if strings.TrimSpace(s) == "" {
-		return nil, fmt.Errorf("no loads: want concurrencies such as 1,64, rates such as 2rps,5rps, or a mode: closed, sustained, open")
+		return nil, fmt.Errorf("no loads: want concurrencies such as 1,64, rates such as 2rps,5rps, ramp, trace, or a mode: closed, sustained, open")
 	}
 	var out []Load
 	for _, item := range strings.Split(s, ",") {
@@ -47,6 +60,8 @@ func ParseLoads(s string) ([]Load, error) {
 		switch item {
 		case contract.ModeClosed, contract.ModeSustained, contract.ModeOpen:
 			l = Load{Mode: item}
+		case LoadRamp, LoadTrace:
+			l = Load{Mode: contract.ModeOpen, Shape: item}
 		default:
 			if r, ok := strings.CutSuffix(item, "rps"); ok {
 				v, err := strconv.ParseFloat(r, 64)
@@ -58,7 +73,7 @@ func ParseLoads(s string) ([]Load, error) {
 			}
 			n, err := strconv.Atoi(item)
 			if err != nil || n < 1 || n > 1<<16 {
-				return nil, fmt.Errorf("load %q: want a concurrency (1 to 65536), a rate such as 2rps, or a mode: closed, sustained, open", item)
+				return nil, fmt.Errorf("load %q: want a concurrency (1 to 65536), a rate such as 2rps, ramp, trace, or a mode: closed, sustained, open", item)
 			}
 			l = Load{Mode: contract.ModeClosed, Concurrency: n}
 		}
@@ -74,15 +89,17 @@ func ParseLoads(s string) ([]Load, error) {
 type ValidateOptions struct {
 	// Server is the bundle's server to fit; Engine the simulated engine.
 	Server, Engine string
-	// FitOn are the loads the fit reads (closed-loop waves); HoldOut those
-	// predicted and judged (closed, sustained or open-loop). They must not
-	// overlap.
+	// FitOn are the loads the fit reads, of any mode; HoldOut those
+	// predicted and judged. They must not overlap.
 	FitOn, HoldOut []Load
 	// HeldOut is the bundle whose loads are held out (nil: the fitted
 	// one): a rehearsal runs its concurrencies as closed waves or as
 	// sustained loops, so a sustained load is held out of another bundle
-	// of the same servers and prompts than the closed waves fitted on.
+	// of the same servers than the closed waves fitted on, or the other
+	// way round.
 	HeldOut *bundle.Results
+	// Jitter fits the profile's step jitter (FitOptions.Jitter).
+	Jitter bool
 	// MaxModelLen of the fitted profile (0: the fit's default).
 	MaxModelLen int
 	// Tokenizer counts prompts (nil: the pinned default).
@@ -95,12 +112,20 @@ type ValidateOptions struct {
 type Validation struct {
 	Server string
 	Fit    *Fit
-	// FitOn and HoldOut are the closed-loop concurrencies, ascending.
-	FitOn, HoldOut []int
-	// HoldOutSustained are the held-out sustained concurrencies and
-	// HoldOutRates the held-out open-loop rates, ascending.
+	// FitKeys are the fitted loads; FitOn their closed-loop concurrencies,
+	// ascending.
+	FitKeys []contract.Key
+	FitOn   []int
+	// Held are the held-out loads; HoldOut their closed-loop
+	// concurrencies, HoldOutSustained their sustained ones and HoldOutRates
+	// their constant open-loop rates, ascending; HoldOutRamps and
+	// HoldOutTrace their ramps and trace replay.
+	Held             []contract.Key
+	HoldOut          []int
 	HoldOutSustained []int
 	HoldOutRates     []float64
+	HoldOutRamps     []contract.Ramp
+	HoldOutTrace     bool
 	// Workload is the bundle's closed-loop workload at the held-out
 	// concurrencies: what the predictor ran and a live run sends.
 	Workload ClosedWorkload
@@ -115,15 +140,9 @@ type Validation struct {
 
 // heldOut reports whether an aggregate is of one of v's held-out loads.
 func (v *Validation) heldOut(a contract.Aggregate) bool {
-	switch a.Mode {
-	case contract.ModeClosed:
-		return slices.Contains(v.HoldOut, a.Concurrency)
-	case contract.ModeSustained:
-		return slices.Contains(v.HoldOutSustained, a.Concurrency)
-	case contract.ModeOpen:
-		return a.Key().Shape == "" && slices.Contains(v.HoldOutRates, a.RequestRateRPS)
-	}
-	return false
+	k := a.Key()
+	k.Server = v.Server
+	return slices.Contains(v.Held, k)
 }
 
 // Error-table sources.
@@ -193,71 +212,64 @@ var validateMetrics = []validateMetric{
 }
 
 // Validate fits a profile of o.Engine to server o.Server of the bundle on
-// the closed-loop loads o.FitOn, predicts the loads o.HoldOut with it (of
-// o.HeldOut when set), and tabulates the predictor's error on each
-// held-out load and metric against the bundle's records. Both sides count
-// generated tokens (GeneratedCounts). A closed wave is predicted by
+// the loads o.FitOn (of any mode: FitProfile), predicts the loads o.HoldOut
+// with it (of o.HeldOut when set), and tabulates the predictor's error on
+// each held-out load and metric against the bundle's records. Both sides
+// count generated tokens (GeneratedCounts). A closed wave is predicted by
 // Predict, a sustained load by PredictSustained (the bundle's clients,
-// measured and warm-up requests and duration), an open-loop rate by
-// PredictOpen (the bundle's arrival process and bounds, one wave per
-// repeat with the repeat's seed); the contract aggregates each as it
-// aggregates the bundle, goodput over each mode's window.
+// measured and warm-up requests and duration), an open-loop wave by
+// PredictOpen (each recorded wave's own rate or ramp, arrival process,
+// burstiness and seed, the bundle's bounds, and for a trace replay its
+// traced arrivals); every prompt is sent with its own max_tokens; the
+// contract aggregates each as it aggregates the bundle, goodput over each
+// mode's window.
 func Validate(res *bundle.Results, o ValidateOptions) (*Validation, error) {
 	hold := o.HeldOut
 	if hold == nil {
 		hold = res
 	}
-	for _, l := range o.FitOn {
-		if l.Mode != contract.ModeClosed {
-			return nil, fmt.Errorf("sim validate: --fit-on %s: the fit reads closed-loop waves: name concurrencies such as 1,64, or closed", l)
-		}
-	}
-	fitOn, err := resolveLoads("--fit-on", o.FitOn, closedConcurrencies(res, o.Server))
+	fitKeys, err := selectLoads("--fit-on", o.FitOn, res, o.Server)
 	if err != nil {
 		return nil, err
 	}
-	if len(o.HoldOut) == 0 {
-		return nil, fmt.Errorf("sim validate: --hold-out names no load")
-	}
-	var closedLoads, sustainedLoads, openLoads []Load
-	for _, l := range o.HoldOut {
-		switch l.Mode {
-		case contract.ModeClosed:
-			closedLoads = append(closedLoads, l)
-		case contract.ModeSustained:
-			sustainedLoads = append(sustainedLoads, l)
-		default:
-			openLoads = append(openLoads, l)
-		}
-	}
-	v := &Validation{Server: o.Server}
-	if len(closedLoads) > 0 {
-		if v.HoldOut, err = resolveLoads("--hold-out", closedLoads, closedConcurrencies(hold, o.Server)); err != nil {
-			return nil, err
-		}
-	}
-	if len(sustainedLoads) > 0 {
-		if v.HoldOutSustained, err = resolveSustained(sustainedLoads, hold, o.Server); err != nil {
-			return nil, err
-		}
-	}
-	if len(openLoads) > 0 {
-		if v.HoldOutRates, err = resolveRates(openLoads, hold, o.Server); err != nil {
-			return nil, err
-		}
+	held, err := selectLoads("--hold-out", o.HoldOut, hold, o.Server)
+	if err != nil {
+		return nil, err
 	}
 	if hold == res {
-		for _, c := range v.HoldOut {
-			if slices.Contains(fitOn, c) {
-				return nil, fmt.Errorf("sim validate: %s is both fitted on and held out; a held-out load must be one the fit did not read", clients(c))
+		for _, k := range held {
+			if slices.Contains(fitKeys, k) {
+				return nil, fmt.Errorf("sim validate: %s is both fitted on and held out; a held-out load must be one the fit did not read", k.LoadLabel())
 			}
 		}
 	}
-	fit, err := FitProfile(res, FitOptions{Server: o.Server, Engine: o.Engine, FitConcurrencies: fitOn, MaxModelLen: o.MaxModelLen, Tokenizer: o.Tokenizer})
+	v := &Validation{Server: o.Server, FitKeys: fitKeys, Held: held}
+	for _, k := range fitKeys {
+		if k.Mode == contract.ModeClosed {
+			v.FitOn = append(v.FitOn, k.Concurrency)
+		}
+	}
+	for _, k := range held {
+		switch {
+		case k.Mode == contract.ModeClosed:
+			v.HoldOut = append(v.HoldOut, k.Concurrency)
+		case k.Mode == contract.ModeSustained:
+			v.HoldOutSustained = append(v.HoldOutSustained, k.Concurrency)
+		case k.Shape == contract.TraceLabel:
+			v.HoldOutTrace = true
+		case k.Shape != "":
+			if r := rampOf(hold, o.Server, k); r != nil && !slices.Contains(v.HoldOutRamps, *r) {
+				v.HoldOutRamps = append(v.HoldOutRamps, *r)
+			}
+		default:
+			v.HoldOutRates = append(v.HoldOutRates, k.RequestRateRPS)
+		}
+	}
+	fit, err := FitProfile(res, FitOptions{Server: o.Server, Engine: o.Engine, FitLoads: fitKeys, Jitter: o.Jitter, MaxModelLen: o.MaxModelLen, Tokenizer: o.Tokenizer})
 	if err != nil {
 		return nil, err
 	}
-	v.Fit, v.FitOn = fit, fitOn
+	v.Fit = fit
 	popts := PredictOptions{Server: o.Server, Tokenizer: o.Tokenizer}
 	var predicted []contract.Aggregate
 	if len(v.HoldOut) > 0 {
@@ -295,7 +307,13 @@ func Validate(res *bundle.Results, o ValidateOptions) (*Validation, error) {
 			predicted = append(predicted, pr.Aggregates...)
 		}
 	}
-	if len(v.HoldOutRates) > 0 {
+	var openHeld []contract.Key
+	for _, k := range held {
+		if k.Mode == contract.ModeOpen {
+			openHeld = append(openHeld, k)
+		}
+	}
+	if len(openHeld) > 0 {
 		op := hold.Workload.Open
 		sw, notes, err := SustainedOf(hold.Workload, 1, 0)
 		if err != nil {
@@ -304,23 +322,27 @@ func Validate(res *bundle.Results, o ValidateOptions) (*Validation, error) {
 		v.Notes = appendNew(v.Notes, notes)
 		var waves []contract.Wave
 		var recs []contract.Record
-		for _, rate := range v.HoldOutRates {
-			for r := 1; r <= max(hold.Workload.Repeats, 1); r++ {
-				ow := OpenWorkload{Prompts: sw.Prompts, MaxTokens: sw.MaxTokens, TimeoutS: sw.TimeoutS, IgnoreEOS: sw.IgnoreEOS, MinTokens: sw.MinTokens,
-					RateRPS: rate, Arrival: op.Arrival, Burstiness: op.Burstiness, Seed: op.Seed + int64(r-1), NumRequests: op.NumRequests, DurationS: op.DurationS}
-				pr, err := PredictOpen(fit.Profile, ow, popts)
-				if err != nil {
-					return nil, err
-				}
-				id := len(waves)
-				for _, w := range pr.Waves {
-					w.ID, w.Repeat = id, r
-					waves = append(waves, w)
-				}
-				for _, rec := range pr.Records {
-					rec.Wave, rec.Repeat = id, r
-					recs = append(recs, rec)
-				}
+		for _, hw := range hold.Waves {
+			if hw.Kind != contract.KindRecorded || hw.Server != o.Server || !slices.Contains(openHeld, contract.KeyOf(hw)) {
+				continue
+			}
+			ow := OpenWorkload{Prompts: sw.Prompts, MaxTokens: sw.MaxTokens, TimeoutS: sw.TimeoutS, IgnoreEOS: sw.IgnoreEOS, MinTokens: sw.MinTokens, PromptMaxTokens: sw.PromptMaxTokens,
+				RateRPS: hw.RequestRateRPS, Arrival: hw.Arrival, Burstiness: hw.Burstiness, Seed: hw.Seed, Ramp: hw.Ramp, NumRequests: op.NumRequests, DurationS: op.DurationS}
+			if hw.Arrival == contract.ArrivalTrace {
+				ow.ArrivalsS = hold.Workload.ArrivalsS
+			}
+			pr, err := PredictOpen(fit.Profile, ow, popts)
+			if err != nil {
+				return nil, err
+			}
+			id := len(waves)
+			for _, w := range pr.Waves {
+				w.ID, w.Repeat = id, hw.Repeat
+				waves = append(waves, w)
+			}
+			for _, rec := range pr.Records {
+				rec.Wave, rec.Repeat = id, hw.Repeat
+				recs = append(recs, rec)
 			}
 		}
 		predicted = append(predicted, contract.Aggregates(waves, recs, []string{o.Server}, "")...)
@@ -332,6 +354,16 @@ func Validate(res *bundle.Results, o ValidateOptions) (*Validation, error) {
 	}
 	v.Rows = errorRows(SourcePredictor, o.Server, predicted, v.measured)
 	return v, nil
+}
+
+// rampOf is the ramp of the server's recorded open-loop waves of key k.
+func rampOf(res *bundle.Results, server string, k contract.Key) *contract.Ramp {
+	for _, w := range res.Waves {
+		if w.Kind == contract.KindRecorded && w.Server == server && contract.KeyOf(w) == k && w.Ramp != nil {
+			return w.Ramp
+		}
+	}
+	return nil
 }
 
 // appendNew appends the notes not yet in have.
@@ -372,7 +404,7 @@ func (v *Validation) AddLive(waves []contract.Wave, records []contract.Record, s
 // SlowedDown returns copies of waves and records whose times (intended
 // start, start, end, first content, first token, every chunk, the wave's
 // wall time and release spread) are k times longer and whose open-loop
-// rates are k times lower: a run of simulated servers at time scale k read
+// rates (ramps' too) are k times lower: a run of simulated servers at time scale k read
 // back in simulated time, the profile's.
 func SlowedDown(waves []contract.Wave, records []contract.Record, k float64) ([]contract.Wave, []contract.Record) {
 	ws := slices.Clone(waves)
@@ -380,6 +412,9 @@ func SlowedDown(waves []contract.Wave, records []contract.Record, k float64) ([]
 		ws[i].WallS *= k
 		ws[i].ReleaseSpreadS *= k
 		ws[i].RequestRateRPS /= k
+		if r := ws[i].Ramp; r != nil {
+			ws[i].Ramp = &contract.Ramp{Strategy: r.Strategy, StartRPS: r.StartRPS / k, EndRPS: r.EndRPS / k}
+		}
 	}
 	rs := slices.Clone(records)
 	for i := range rs {
@@ -448,80 +483,105 @@ func closedConcurrencies(res *bundle.Results, server string) []int {
 	return slices.Compact(out)
 }
 
-// resolveLoads turns loads into closed-loop concurrencies the bundle has.
-func resolveLoads(flag string, loads []Load, have []int) ([]int, error) {
+// bundleLoads are the loads of the server's recorded waves, in
+// compareKeys order.
+func bundleLoads(res *bundle.Results, server string) []contract.Key {
+	var out []contract.Key
+	for _, w := range res.Waves {
+		if w.Kind == contract.KindRecorded && w.Server == server {
+			out = append(out, contract.KeyOf(w))
+		}
+	}
+	slices.SortFunc(out, compareKeys)
+	return slices.Compact(out)
+}
+
+// selectLoads turns the loads of a flag into the bundle's loads they name:
+// a concurrency its closed wave, a rate its constant-rate open-loop waves,
+// ramp and trace its ramp-up waves and trace replays, a mode every load of
+// it. An open-loop load capped by max_concurrency is refused (arrivals
+// waiting for a slot are not predicted).
+func selectLoads(flag string, loads []Load, res *bundle.Results, server string) ([]contract.Key, error) {
 	if len(loads) == 0 {
 		return nil, fmt.Errorf("sim validate: %s names no load", flag)
 	}
-	var out []int
+	have := bundleLoads(res, server)
+	var out []contract.Key
 	for _, l := range loads {
-		switch {
-		case l.Whole():
-			if len(have) == 0 {
-				return nil, fmt.Errorf("sim validate: %s closed: the server has no recorded closed-loop wave", flag)
+		var got []contract.Key
+		for _, k := range have {
+			if k.Mode != l.Mode {
+				continue
 			}
-			out = append(out, have...)
-		case !slices.Contains(have, l.Concurrency):
-			return nil, fmt.Errorf("sim validate: %s %d: the bundle has no recorded closed-loop wave at %s (have: %s)", flag, l.Concurrency, clients(l.Concurrency), joinInts(have))
-		default:
-			out = append(out, l.Concurrency)
+			switch {
+			case l.Concurrency > 0 && k.Concurrency != l.Concurrency:
+			case l.RateRPS > 0 && (k.Shape != "" || k.RequestRateRPS != l.RateRPS):
+			case l.Shape == LoadTrace && k.Shape != contract.TraceLabel:
+			case l.Shape == LoadRamp && (k.Shape == "" || k.Shape == contract.TraceLabel):
+			default:
+				got = append(got, k)
+			}
+		}
+		if len(got) == 0 {
+			return nil, fmt.Errorf("sim validate: %s %s: server %s of the bundle has no recorded %s (have: %s)", flag, l, server, missingWhat(l), loadLabels(have))
+		}
+		out = append(out, got...)
+	}
+	slices.SortFunc(out, compareKeys)
+	out = slices.Compact(out)
+	for _, k := range out {
+		if k.Mode == contract.ModeOpen && res.Workload.Open != nil && res.Workload.Open.MaxConcurrency > 0 {
+			return nil, fmt.Errorf("sim validate: %s: the bundle's open_loop.max_concurrency %d is not predicted (arrivals waiting for a slot); use open-loop waves without a cap", flag, res.Workload.Open.MaxConcurrency)
+		}
+		if k.Mode == contract.ModeSustained && res.Workload.Sustained == nil {
+			return nil, fmt.Errorf("sim validate: %s sustained: the bundle records no workload.sustained", flag)
 		}
 	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
+	return out, nil
 }
 
-// resolveSustained turns sustained loads into the concurrencies of the
-// server's recorded sustained waves.
-func resolveSustained(loads []Load, res *bundle.Results, server string) ([]int, error) {
-	var have []int
-	for _, w := range res.Waves {
-		if w.Kind == contract.KindRecorded && w.Server == server && w.Mode == contract.ModeSustained {
-			have = append(have, w.Concurrency)
-		}
-	}
-	slices.Sort(have)
-	have = slices.Compact(have)
-	if len(have) == 0 || res.Workload.Sustained == nil {
-		return nil, fmt.Errorf("sim validate: --hold-out sustained: the bundle has no recorded sustained wave of server %s (a rehearsal of workload.mode sustained has them)", server)
-	}
-	return slices.Clone(have), nil
-}
-
-// resolveRates turns open-loop loads into rates of the server's recorded
-// open-loop waves (fixed, poisson or gamma arrivals, no cap on
-// concurrency; ramps and trace replays are not predicted).
-func resolveRates(loads []Load, res *bundle.Results, server string) ([]float64, error) {
-	var have []float64
-	for _, w := range res.Waves {
-		if w.Kind == contract.KindRecorded && w.Server == server && w.Mode == contract.ModeOpen && w.Ramp == nil && w.RequestRateRPS > 0 {
-			have = append(have, w.RequestRateRPS)
-		}
-	}
-	slices.Sort(have)
-	have = slices.Compact(have)
-	op := res.Workload.Open
+// missingWhat names the waves a load asks for.
+func missingWhat(l Load) string {
 	switch {
-	case len(have) == 0 || op == nil:
-		return nil, fmt.Errorf("sim validate: --hold-out open: the bundle has no recorded open-loop wave at a request rate of server %s", server)
-	case op.MaxConcurrency > 0:
-		return nil, fmt.Errorf("sim validate: --hold-out open: the bundle's open_loop.max_concurrency %d is not predicted (arrivals waiting for a slot); hold out open-loop waves without a cap", op.MaxConcurrency)
+	case l.Mode == contract.ModeClosed && l.Concurrency > 0:
+		return "closed-loop wave at " + clients(l.Concurrency)
+	case l.Mode == contract.ModeClosed:
+		return "closed-loop wave"
+	case l.Mode == contract.ModeSustained:
+		return "sustained wave (a rehearsal of workload.mode sustained has them)"
+	case l.RateRPS > 0:
+		return fmt.Sprintf("open-loop wave at %g req/s", l.RateRPS)
+	case l.Shape == LoadRamp:
+		return "open-loop ramp-up wave"
+	case l.Shape == LoadTrace:
+		return "trace replay"
 	}
-	var out []float64
-	for _, l := range loads {
+	return "open-loop wave"
+}
+
+// loadLabels lists loads as the LOADS grammar names them.
+func loadLabels(keys []contract.Key) string {
+	var out []string
+	for _, k := range keys {
+		var s string
 		switch {
-		case l.Whole():
-			out = append(out, have...)
-		case !slices.Contains(have, l.RateRPS):
-			var names []string
-			for _, r := range have {
-				names = append(names, strconv.FormatFloat(r, 'g', -1, 64)+"rps")
-			}
-			return nil, fmt.Errorf("sim validate: --hold-out %s: the bundle has no recorded open-loop wave at %g req/s (have: %s)", l, l.RateRPS, strings.Join(names, ", "))
+		case k.Mode == contract.ModeClosed:
+			s = strconv.Itoa(k.Concurrency)
+		case k.Mode == contract.ModeSustained:
+			s = "sustained (" + clients(k.Concurrency) + ")"
+		case k.Shape == contract.TraceLabel:
+			s = LoadTrace
+		case k.Shape != "":
+			s = LoadRamp + " (" + k.Shape + ")"
 		default:
-			out = append(out, l.RateRPS)
+			s = strconv.FormatFloat(k.RequestRateRPS, 'g', -1, 64) + "rps"
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
 		}
 	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
 }

@@ -159,10 +159,11 @@ func TestValidateRefusesWhatItCannotFit(t *testing.T) {
 		fit, hold []Load
 		want      string
 	}{
-		{"rate", []Load{c(1)}, []Load{{Mode: contract.ModeOpen, RateRPS: 2}}, "--hold-out open: the bundle has no recorded open-loop wave at a request rate of server batching"},
-		{"no sustained", []Load{c(1)}, []Load{{Mode: contract.ModeSustained}}, "--hold-out sustained: the bundle has no recorded sustained wave"},
-		{"sustained", []Load{{Mode: contract.ModeSustained}}, []Load{c(8)}, "--fit-on sustained: the fit reads closed-loop waves"},
-		{"fit on a rate", []Load{{Mode: contract.ModeOpen, RateRPS: 2}}, []Load{c(8)}, "--fit-on 2rps: the fit reads closed-loop waves"},
+		{"ramp", []Load{c(1)}, []Load{{Mode: contract.ModeOpen, Shape: LoadRamp}}, "--hold-out ramp: server batching of the bundle has no recorded open-loop ramp-up wave"},
+		{"rate", []Load{c(1)}, []Load{{Mode: contract.ModeOpen, RateRPS: 2}}, "--hold-out 2rps: server batching of the bundle has no recorded open-loop wave at 2 req/s (have: 1, 4, 8, 16)"},
+		{"no sustained", []Load{c(1)}, []Load{{Mode: contract.ModeSustained}}, "--hold-out sustained: server batching of the bundle has no recorded sustained wave"},
+		{"sustained", []Load{{Mode: contract.ModeSustained}}, []Load{c(8)}, "--fit-on sustained: server batching of the bundle has no recorded sustained wave"},
+		{"fit on a rate", []Load{{Mode: contract.ModeOpen, RateRPS: 2}}, []Load{c(8)}, "--fit-on 2rps: server batching of the bundle has no recorded open-loop wave at 2 req/s"},
 		{"overlap", []Load{c(1), c(8)}, []Load{c(8)}, "8 clients is both fitted on and held out"},
 		{"whole mode both ways", []Load{{Mode: contract.ModeClosed}}, []Load{c(4)}, "4 clients is both fitted on and held out"},
 		{"absent", []Load{c(1)}, []Load{c(32)}, "no recorded closed-loop wave at 32 clients (have: 1, 4, 8, 16)"},
