@@ -20,6 +20,9 @@ type WaveSpec struct {
 	Repeat      int
 	// Cold flags the first recorded wave of a series that had no warm-up.
 	Cold bool
+	// Share, on a split plan, runs this worker's clients only (client j
+	// of Concurrency for j mod N = i), released at the agreed instant.
+	Share
 }
 
 // ClosedWave runs one closed-loop wave: all Concurrency requests are built,
@@ -42,7 +45,8 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 		return WaveResult{}, fmt.Errorf("%s: closed wave: kind %q: want recorded, warmup or mechanism_check", t.Name, spec.Kind)
 	}
 	n := spec.Concurrency
-	ss, prepared, total, err := d.sendables(t, spec.Load, n)
+	clients := spec.units(n)
+	ss, prepared, total, err := d.sendables(t, spec.Load, n, clients)
 	if err != nil {
 		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
@@ -51,7 +55,9 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 	}
 	// A server that refuses connections is not an error of the wave: its
 	// requests fail as connect and are recorded.
-	_ = d.client.Warm(ctx, t.BaseURL, n)
+	if len(clients) > 0 {
+		_ = d.client.Warm(ctx, t.BaseURL, len(clients))
+	}
 	defer d.client.Drop()
 	if err := ctx.Err(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: closed wave not released: %w", t.Name, context.Cause(ctx))
@@ -61,7 +67,7 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 		ID: d.NextWaveID(), Server: t.Name, Concurrency: n, Repeat: spec.Repeat,
 		Kind: spec.Kind, Mode: contract.ModeClosed, Cold: spec.Cold,
 	}
-	records := make([]contract.Record, n)
+	records := make([]contract.Record, len(clients))
 	var (
 		tl    tally
 		armed sync.WaitGroup
@@ -69,10 +75,10 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 		gate  = make(chan struct{})
 		rel   = newRelease()
 	)
-	rel.load = spec.Load
-	armed.Add(n)
-	ended.Add(n)
-	for i := range n {
+	rel.load, rel.worker = spec.Load, spec.worker()
+	armed.Add(len(clients))
+	ended.Add(len(clients))
+	for slot, i := range clients {
 		go func() {
 			defer ended.Done()
 			if ss != nil {
@@ -95,15 +101,18 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 			// bytes leave when the gate opens.
 			prompt := workload.PromptIndex(i, len(prepared))
 			res := d.client.SendAt(ctx, prepared[prompt], gate, armed.Done)
-			d.settle(rel, records, i, prompt, 0, res, n, &tl)
+			d.settle(rel, records, slot, i, prompt, 0, res, len(clients), &tl)
 		}()
 	}
 	armed.Wait()
+	// A split plan's workers let their clients go at the instant they
+	// agreed on, and time their records from it.
+	release := spec.await(ctx)
 	cpu0 := cpuTime()
 	stalls := d.watchStalls()
-	release := time.Now()
-	w.StartedAt = anchor(release)
 	close(gate)
+	spec.stampWave(&w, time.Now())
+	w.StartedAt = anchor(release)
 	if err := d.journalWave(w); err != nil {
 		tl.mu.Lock()
 		tl.journalErr = err
