@@ -76,6 +76,9 @@ type benchOptions struct {
 	save    saveResultOptions // --save-result and its flags (bench_export.go)
 	// vllm are vllm bench serve's flags that map onto the others.
 	vllm vllmOptions
+	seg  segmentOptions
+	// workerArgs is a worker's command line for --workers.
+	workerArgs []string
 }
 
 func newBenchCmd(st *State) *cobra.Command {
@@ -207,6 +210,7 @@ canceled, and the bundle of what finished is written.`,
 					o.openSet = append(o.openSet, name)
 				}
 			}
+			o.workerArgs = workerArgs(cmd)
 			return runBench(cmd.Context(), st, &o, commandLine(cmd))
 		},
 	}
@@ -231,6 +235,7 @@ canceled, and the bundle of what finished is written.`,
 	vllmFlags(f, &o.vllm)
 	costFlags(f, &o.cost)
 	saveResultFlags(f, &o.save)
+	segmentFlags(f, &o.seg)
 	return cmd
 }
 
@@ -480,6 +485,17 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 	if err != nil {
 		return err
 	}
+	if err := o.seg.apply(cfg); err != nil {
+		return err
+	}
+	if o.seg.workers > 0 {
+		dir := o.out
+		if dir == "" {
+			dir = "rehearse-bench-" + time.Now().UTC().Format("20060102T150405Z")
+		}
+		return runWorkers(ctx, st, workersJob{seg: &o.seg, args: o.workerArgs, dir: dir, quietFlag: "--progress=never",
+			summary: func(res *bundle.Results) { printBenchSummary(st.Stdout, res) }})
+	}
 	prompts, err := rehearsal.Prompts(cfg)
 	if err != nil {
 		flag := "--prompts"
@@ -500,7 +516,7 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 	}
 	pb := newWaveBar(st.Stderr, o.progress, false)
 	r, err := rehearse(ctx, rehearsalJob{
-		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: &prompts, waveEvents: pb.event,
+		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: &prompts, waveEvents: pb.event, segment: &o.seg,
 		fail: func(err error) error {
 			if de := (*rehearsal.DescriptorError)(nil); errors.As(err, &de) {
 				return usageError("bench: %v", err)
