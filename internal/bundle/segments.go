@@ -153,9 +153,14 @@ func mergeSegments(parts []*Results, names []string, o MergeOptions) (*Results, 
 			g.members = append(g.members, member{part: k, wave: w, recs: byWave[w.ID]})
 			waveOf[k][w.ID] = g
 		}
-		for _, r := range p.Records {
+		for j, r := range p.Records {
 			if _, ok := waveOf[k][r.Wave]; !ok {
 				return nil, fmt.Errorf("%s: a record names wave %d, which the part does not have", names[pi], r.Wave)
+			}
+			// Client (or request) c is worker c mod N's: a record of
+			// another's share means the segments overlap.
+			if r.Kind != contract.KindMechanismCheck && r.Client%n != k {
+				return nil, fmt.Errorf("%s: records[%d].client %d is worker %d's share, not worker %d's: overlapping segments", names[pi], j, r.Client, r.Client%n, k)
 			}
 		}
 	}

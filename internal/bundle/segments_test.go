@@ -223,3 +223,15 @@ func TestMergeSegmentsRebasesOwnReleases(t *testing.T) {
 		t.Errorf("does not verify: %v", probs)
 	}
 }
+
+// TestMergeSegmentsRefusesARecordOfAnotherShare: a segment holding a
+// client that is another worker's (a worker that ran the wrong share)
+// overlaps, and is refused by record.
+func TestMergeSegmentsRefusesARecordOfAnotherShare(t *testing.T) {
+	parts, names := segments(2)
+	parts[1].Records[0].Client = 0
+	_, err := bundle.MergeWith(parts, names, bundle.MergeOptions{})
+	if err == nil || !strings.Contains(err.Error(), "w1: records[0].client 0 is worker 0's share") {
+		t.Errorf("%v", err)
+	}
+}

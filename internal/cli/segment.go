@@ -94,7 +94,8 @@ func (o *segmentOptions) synchronizer(ctx context.Context, cfg *config.Rehearsal
 		w.StartAt = o.start.UTC().Format(time.RFC3339Nano)
 	}
 	if o.coordinator == "" {
-		if o.start.IsZero() {
+		// The runner refuses a plan of several waves with no synchronizer.
+		if o.start.IsZero() || rehearsal.SyncWaves(cfg, plan.Workload(cfg, prompts)) > 1 {
 			return nil, w, func() {}, nil
 		}
 		return coordinate.Fixed{At: o.start}, w, func() {}, nil

@@ -236,6 +236,14 @@ func (s *Server) Arrived(w int) []int {
 	return out
 }
 
+// Digest is the plan digest of the workers so far ("" before the first).
+func (s *Server) Digest() string {
+	s.init()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.digest
+}
+
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	if r.Method != http.MethodPost {
 		reply(w, http.StatusMethodNotAllowed, errorReply{"POST only"})
