@@ -218,3 +218,49 @@ func TestWorkerThatIsLeftAloneStops(t *testing.T) {
 		t.Errorf("worker provenance %+v", w)
 	}
 }
+
+// TestWorkersCtrlC: Ctrl-C during bench --workers reaches every worker;
+// each writes the bundle of what it recorded (its requests in flight end
+// as canceled) and the merge of them is written and verifies; exit 130.
+func TestWorkersCtrlC(t *testing.T) {
+	t.Setenv(rehearseMainEnv, "1")
+	srv, _ := benchServer(t, 1000, 10*time.Millisecond)
+	dir := filepath.Join(t.TempDir(), "b")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		// Once both workers released their wave, interrupt.
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			released := 0
+			for i := range 2 {
+				b, _ := os.ReadFile(filepath.Join(dir+".workers", fmt.Sprintf("worker-%d", i), bundle.JournalFile))
+				if strings.Contains(string(b), `"release_at"`) {
+					released++
+				}
+			}
+			if released == 2 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(100 * time.Millisecond)
+		cancel()
+	}()
+	code, _, errs := runMain(ctx, "bench", "--base-url", srv.URL, "--model", "m", "--tokenizer", "usage", "--concurrency", "2", "--repeats", "2", "--workers", "2", "-o", dir)
+	if code != 130 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	res, err := bundle.ReadVerified(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Records) != 2 {
+		t.Fatalf("%d records, want the two canceled requests of the first wave", len(res.Records))
+	}
+	for _, r := range res.Records {
+		if r.ErrorKind != contract.ErrCanceled || r.Worker == nil || *r.Worker != r.Client {
+			t.Errorf("record %+v", r)
+		}
+	}
+}
