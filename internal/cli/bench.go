@@ -171,6 +171,20 @@ as "rehearse run": the endpoint must answer GET /v1/models (or /health) within
 APIs with no /health; --ready full adds /health and one tiny request), the
 bundle goes to an empty or new folder, and it is verified once written.
 
+Load from several workers (SPEC §10): --segment i/N runs worker i's share of
+every wave (client j of a closed or sustained wave, request k of an open-loop
+schedule or session k, for j or k mod N = i, each with the prompt and the
+intended time it has in the whole plan) and writes its own bundle, with
+provenance.worker; --coordinator URL (rehearse coordinate) releases each wave
+on every worker at one instant and measures this worker's clock offset;
+--start-at releases the first wave at an RFC 3339 instant (without a
+coordinator, only a plan of one wave can be split); --segment auto/N takes i
+from $REHEARSE_SEGMENT_INDEX. rehearse merge joins the segments exactly.
+--workers N runs the N segments here, as processes of this binary with a
+coordinator of their own, merges them into -o DIR (the segments stay in
+DIR.workers) and verifies the merge; Ctrl-C stops every worker and merges
+what they recorded.
+
 The API key is read from the environment variable named by --api-key-env and
 is never written anywhere. Ctrl-C stops cleanly: requests in flight end as
 canceled, and the bundle of what finished is written.`,

@@ -45,6 +45,11 @@ to the group with a marker line in its log, SIGKILL after the grace period).
 Then write the bundle: results.json, journal.jsonl, each server's complete log,
 README.md with plots, SHA256SUMS; verify it; print the results table.
 
+--segment i/N (or segment: in the file) runs worker i's share of every wave
+of a plan split among N workers, against servers reached at base_url, with
+--coordinator URL and --start-at as in rehearse bench; --workers N runs the N
+segments here as processes and merges them (see rehearse bench --help).
+
 A server that is not ready or dies is noted in the bundle and the run goes on
 with the next server (on_server_failure: continue) or stops (stop). Ctrl-C
 (or SIGTERM, SIGHUP) cancels the requests in flight, then stops the server
