@@ -138,6 +138,10 @@ func runWorkers(ctx context.Context, st *State, job workersJob) error {
 		go func() {
 			defer wg.Done()
 			codes[i] = p.Wait()
+			if codes[i] != nil {
+				// The others' barriers fail now, not at their timeout.
+				coord.Gone(i, codes[i].Error())
+			}
 		}()
 	}
 	wg.Wait()

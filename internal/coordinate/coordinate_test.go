@@ -146,3 +146,39 @@ func TestFixed(t *testing.T) {
 		t.Error("wave 1 released without a coordinator")
 	}
 }
+
+// TestBarrierFailsAtOnceForAWorkerThatWillNotCome: a worker that exited
+// (Gone) or reported done without reaching a barrier makes the others'
+// wait end at once, naming it, long before the timeout.
+func TestBarrierFailsAtOnceForAWorkerThatWillNotCome(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		leave func(s *Server, url string)
+		want  string
+	}{
+		{"gone", func(s *Server, _ string) { s.Gone(1, "exit status 1") }, "worker 1 is gone (exit status 1)"},
+		{"done", func(_ *Server, url string) { _ = (&Client{URL: url, Worker: 1, Count: 2}).Done(context.Background()) }, "worker 1 reported done"},
+	} {
+		s := &Server{Workers: 2, Timeout: time.Hour}
+		url := start(t, s)
+		errc := make(chan error, 1)
+		go func() {
+			_, _, err := (&Client{URL: url, Worker: 0, Count: 2}).Release(context.Background(), 0)
+			errc <- err
+		}()
+		for deadline := time.Now().Add(5 * time.Second); len(s.Arrived(0)) == 0; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("worker 0 never reached the barrier")
+			}
+		}
+		tc.leave(s, url)
+		select {
+		case err := <-errc:
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the barrier still waits", tc.name)
+		}
+	}
+}

@@ -42,6 +42,11 @@ type Server struct {
 	digest   string
 	done     map[int]bool
 	allDone  chan struct{}
+	// gone holds why a worker will never come (it exited); wake is closed
+	// (and replaced) whenever done or gone changes, so waiting barriers
+	// look again.
+	gone map[int]string
+	wake chan struct{}
 }
 
 type barrier struct {
@@ -57,6 +62,8 @@ func (s *Server) init() {
 		s.barriers = map[int]*barrier{}
 		s.done = map[int]bool{}
 		s.allDone = make(chan struct{})
+		s.gone = map[int]string{}
+		s.wake = make(chan struct{})
 		if s.now == nil {
 			s.now = time.Now
 		}
@@ -120,6 +127,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.mu.Lock()
 		s.done[req.Worker] = true
+		s.wakeLocked()
 		if len(s.done) == s.Workers {
 			select {
 			case <-s.allDone:
@@ -200,24 +208,84 @@ func (s *Server) serveBarrier(w http.ResponseWriter, r *http.Request) {
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
 	}
+	code, v := s.wait(r, b, req.Wave, timeout)
+	if code != 0 {
+		reply(w, code, v)
+	}
+}
+
+// wait holds a worker at barrier b until every worker reached it (the
+// release), a missing worker will never come (done or gone), the timeout
+// passes, or the worker hangs up (code 0: no reply).
+func (s *Server) wait(r *http.Request, b *barrier, wave int, timeout time.Duration) (int, any) {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
-	select {
-	case <-b.ready:
-		reply(w, http.StatusOK, BarrierReply{ReleaseAt: b.release.UTC().Format(time.RFC3339Nano), UnixNano: b.release.UnixNano()})
-	case <-t.C:
+	for {
 		s.mu.Lock()
-		var missing []string
-		for i := range s.Workers {
-			if _, ok := b.arrived[i]; !ok {
-				missing = append(missing, strconv.Itoa(i))
-			}
-		}
-		n := len(b.arrived)
+		wake := s.wake
+		why := s.absentLocked(b)
 		s.mu.Unlock()
-		reply(w, http.StatusGatewayTimeout, errorReply{fmt.Sprintf("wave %d: %d of %d workers reached its barrier within %v (missing: %s): a worker died or is stuck",
-			req.Wave, n, s.Workers, timeout, strings.Join(missing, ", "))})
-	case <-r.Context().Done():
+		select {
+		case <-b.ready:
+			return http.StatusOK, BarrierReply{ReleaseAt: b.release.UTC().Format(time.RFC3339Nano), UnixNano: b.release.UnixNano()}
+		default:
+		}
+		if why != "" {
+			return http.StatusServiceUnavailable, errorReply{fmt.Sprintf("wave %d: %s, so its barrier will not be reached", wave, why)}
+		}
+		select {
+		case <-wake:
+		case <-b.ready:
+		case <-r.Context().Done():
+			return 0, nil
+		case <-t.C:
+			s.mu.Lock()
+			var missing []string
+			for i := range s.Workers {
+				if _, ok := b.arrived[i]; !ok {
+					missing = append(missing, strconv.Itoa(i))
+				}
+			}
+			n := len(b.arrived)
+			s.mu.Unlock()
+			return http.StatusGatewayTimeout, errorReply{fmt.Sprintf("wave %d: %d of %d workers reached its barrier within %v (missing: %s): a worker died or is stuck",
+				wave, n, s.Workers, timeout, strings.Join(missing, ", "))}
+		}
+	}
+}
+
+// absentLocked says why a worker b still waits for will never reach it:
+// it reported done (it has no such wave) or exited; "" while every missing
+// worker may still come.
+func (s *Server) absentLocked(b *barrier) string {
+	for i := range s.Workers {
+		if _, ok := b.arrived[i]; ok {
+			continue
+		}
+		if why, ok := s.gone[i]; ok {
+			return fmt.Sprintf("worker %d is gone (%s)", i, why)
+		}
+		if s.done[i] {
+			return fmt.Sprintf("worker %d reported done without reaching it", i)
+		}
+	}
+	return ""
+}
+
+func (s *Server) wakeLocked() {
+	close(s.wake)
+	s.wake = make(chan struct{})
+}
+
+// Gone tells the coordinator that worker i exited (why): barriers waiting
+// for it fail at once instead of at their timeout.
+func (s *Server) Gone(i int, why string) {
+	s.init()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.done[i] {
+		s.gone[i] = why
+		s.wakeLocked()
 	}
 }
 
