@@ -158,6 +158,11 @@ func TestBarrierFailsAtOnceForAWorkerThatWillNotCome(t *testing.T) {
 	}{
 		{"gone", func(s *Server, _ string) { s.Gone(1, "exit status 1") }, "worker 1 is gone (exit status 1)"},
 		{"done", func(_ *Server, url string) { _ = (&Client{URL: url, Worker: 1, Count: 2}).Done(context.Background()) }, "worker 1 reported done"},
+		{"skipped", func(_ *Server, url string) {
+			go func() {
+				_, _, _ = (&Client{URL: url, Worker: 1, Count: 2, BarrierTimeout: 2 * time.Second}).Release(context.Background(), 3)
+			}()
+		}, "worker 1 skipped it (it waits at wave 3)"},
 	} {
 		s := &Server{Workers: 2, Timeout: time.Hour}
 		url := start(t, s)

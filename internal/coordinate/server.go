@@ -47,6 +47,8 @@ type Server struct {
 	// look again.
 	gone map[int]string
 	wake chan struct{}
+	// latest is the latest wave each worker reached the barrier of.
+	latest map[int]int
 }
 
 type barrier struct {
@@ -63,6 +65,7 @@ func (s *Server) init() {
 		s.done = map[int]bool{}
 		s.allDone = make(chan struct{})
 		s.gone = map[int]string{}
+		s.latest = map[int]int{}
 		s.wake = make(chan struct{})
 		if s.now == nil {
 			s.now = time.Now
@@ -186,6 +189,10 @@ func (s *Server) serveBarrier(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	b.arrived[req.Worker] = arrived
+	if l, ok := s.latest[req.Worker]; !ok || req.Wave > l {
+		s.latest[req.Worker] = req.Wave
+		s.wakeLocked()
+	}
 	if len(b.arrived) == s.Workers {
 		last := time.Time{}
 		for _, t := range b.arrived {
@@ -223,7 +230,7 @@ func (s *Server) wait(r *http.Request, b *barrier, wave int, timeout time.Durati
 	for {
 		s.mu.Lock()
 		wake := s.wake
-		why := s.absentLocked(b)
+		why := s.absentLocked(b, wave)
 		s.mu.Unlock()
 		select {
 		case <-b.ready:
@@ -254,13 +261,17 @@ func (s *Server) wait(r *http.Request, b *barrier, wave int, timeout time.Durati
 	}
 }
 
-// absentLocked says why a worker b still waits for will never reach it:
-// it reported done (it has no such wave) or exited; "" while every missing
-// worker may still come.
-func (s *Server) absentLocked(b *barrier) string {
+// absentLocked says why a worker barrier b of wave still waits for will
+// never reach it: it reported done (it has no such wave), exited, or is
+// already at a later wave (it skipped this one: its server was not
+// ready); "" while every missing worker may still come.
+func (s *Server) absentLocked(b *barrier, wave int) string {
 	for i := range s.Workers {
 		if _, ok := b.arrived[i]; ok {
 			continue
+		}
+		if l, ok := s.latest[i]; ok && l > wave {
+			return fmt.Sprintf("worker %d skipped it (it waits at wave %d)", i, l)
 		}
 		if why, ok := s.gone[i]; ok {
 			return fmt.Sprintf("worker %d is gone (%s)", i, why)

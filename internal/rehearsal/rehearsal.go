@@ -214,8 +214,6 @@ type runner struct {
 	out     *Outcome
 	// predicted are the capacity brackets predicted per server.
 	predicted map[string]Predicted
-	// syncSeq counts the waves released through Options.Sync.
-	syncSeq int
 
 	mu  sync.Mutex
 	res *bundle.Results
@@ -438,6 +436,7 @@ func (r *runner) waves(ctx context.Context, i int, t Target, proc *supervise.Pro
 			r.note("server %s: the capacity search stopped early: %s", t.Name, src.stopped)
 		}
 	}()
+	seq := syncBase(r.cfg, r.res.Workload, i)
 	for {
 		w, ok := src.Next()
 		if !ok || ctx.Err() != nil {
@@ -446,7 +445,10 @@ func (r *runner) waves(ctx context.Context, i int, t Target, proc *supervise.Pro
 		if r.died(i, proc, fmt.Sprintf("between waves, before the %s wave at %s (repeat %d)", w.Kind, w.Label(), w.Repeat), nil) {
 			return false
 		}
-		run, err := r.release(ctx, &w)
+		run, err := r.release(ctx, &w, seq)
+		if w.Kind != contract.KindMechanismCheck {
+			seq++
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return true

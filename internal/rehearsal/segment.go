@@ -56,11 +56,23 @@ func checkSegment(o Options, wl bundle.Workload) error {
 	return nil
 }
 
-// release prepares wave w of a split plan: this worker's share of it, and
-// the instant the workers release it at (from the synchronizer). A false
-// skips the wave (a mechanism check on a worker other than 0); an error
-// means the workers could not agree, and no later wave runs.
-func (r *runner) release(ctx context.Context, w *plan.Wave) (bool, error) {
+// syncBase is the number of the first wave of server i that its workers
+// release together: the synced waves of the servers before it. A wave's
+// number comes from the plan, not from what this worker ran, so a worker
+// that skipped a server (not ready) waits at that server's next wave, not
+// at another's.
+func syncBase(cfg *config.Rehearsal, wl bundle.Workload, i int) int {
+	before := *cfg
+	before.Servers = cfg.Servers[:i]
+	return SyncWaves(&before, wl)
+}
+
+// release prepares wave w of a split plan, the seq-th the workers release
+// together: this worker's share of it, and the instant the workers release
+// it at (from the synchronizer). A false skips the wave (a mechanism check
+// on a worker other than 0); an error means the workers could not agree,
+// and no later wave runs.
+func (r *runner) release(ctx context.Context, w *plan.Wave, seq int) (bool, error) {
 	seg := r.cfg.Segment
 	if seg.Whole() {
 		return true, nil
@@ -74,8 +86,6 @@ func (r *runner) release(ctx context.Context, w *plan.Wave) (bool, error) {
 	if r.o.Sync == nil {
 		return true, nil
 	}
-	seq := r.syncSeq
-	r.syncSeq++
 	at, stamp, err := r.o.Sync.Release(ctx, seq)
 	if err != nil {
 		return false, err
