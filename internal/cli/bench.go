@@ -508,7 +508,8 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 			dir = "rehearse-bench-" + time.Now().UTC().Format("20060102T150405Z")
 		}
 		return runWorkers(ctx, st, workersJob{seg: &o.seg, args: o.workerArgs, dir: dir, quietFlag: "--progress=never",
-			summary: func(res *bundle.Results) { printBenchSummary(st.Stdout, res) }})
+			summary: func(res *bundle.Results) { printBenchSummary(st.Stdout, res) },
+			after:   func(res *bundle.Results) error { return o.save.write(st, res, dir) }})
 	}
 	prompts, err := rehearsal.Prompts(cfg)
 	if err != nil {

@@ -29,6 +29,8 @@ import (
 var workerFlags = map[string]bool{
 	"workers": true, "segment": true, "coordinator": true, "output": true, "progress": true, "quiet": true,
 	"start-at": true, "barrier-timeout": true,
+	// bench's vLLM result files are written once, of the merged bundle.
+	"save-result": true, "result-dir": true, "result-filename": true, "save-detailed": true,
 }
 
 // workerArgs is the command line of one worker of cmd's invocation: the
@@ -61,6 +63,9 @@ type workersJob struct {
 	quietFlag string
 	// summary prints the merged bundle's table.
 	summary func(res *bundle.Results)
+	// after, when set, runs once the merged bundle verified (bench's
+	// --save-result files).
+	after func(res *bundle.Results) error
 }
 
 // runWorkers starts an in-process coordinator, runs the N workers as
@@ -205,6 +210,9 @@ func runWorkers(ctx context.Context, st *State, job workersJob) error {
 		return &ExitError{Code: 1, Err: fmt.Errorf("%s: the merged bundle does not verify (%d problems)", job.dir, len(probs))}
 	case len(failed) > 0:
 		return &ExitError{Code: 1, Err: fmt.Errorf("%d of %d workers failed: %s", len(failed), n, strings.Join(failed, "; "))}
+	}
+	if job.after != nil {
+		return job.after(merged)
 	}
 	return nil
 }
