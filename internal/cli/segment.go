@@ -24,6 +24,7 @@ type segmentOptions struct {
 	coordinator    string
 	barrierTimeout time.Duration
 	workers        int
+	releaseMargin  time.Duration
 
 	start time.Time // --start-at parsed
 }
@@ -34,6 +35,7 @@ func segmentFlags(f *pflag.FlagSet, o *segmentOptions) {
 	f.StringVar(&o.coordinator, "coordinator", "", "base URL of the coordinator (rehearse coordinate) that releases a split plan's waves together and measures this worker's clock offset")
 	f.DurationVar(&o.barrierTimeout, "barrier-timeout", time.Duration(config.DefaultBarrierTimeout)*time.Second, "how long a worker waits at a wave's barrier for the others before it stops with an error")
 	f.IntVar(&o.workers, "workers", 0, "run the plan as N worker processes of this binary on this machine, with a coordinator, and merge their segments into one bundle")
+	f.DurationVar(&o.releaseMargin, "release-margin", time.Duration(config.DefaultReleaseMargin*float64(time.Second)), "with --workers: how long after the last worker reached a wave's barrier the wave is released (it must cover a worker preparing and connecting its share)")
 }
 
 // apply sets cfg's segment from --segment (which overrides the file's
@@ -74,6 +76,9 @@ func (o *segmentOptions) apply(cfg *config.Rehearsal) error {
 	}
 	if cfg.Segment.Whole() && o.workers == 0 && (o.coordinator != "" || o.startAt != "") {
 		return usageError("--coordinator and --start-at are for a split plan: give --segment i/N (or segment: in the file)")
+	}
+	if o.releaseMargin < 0 {
+		return usageError("--release-margin %v: want 0 or more", o.releaseMargin)
 	}
 	if o.barrierTimeout <= 0 {
 		return usageError("--barrier-timeout %v: want a positive duration", o.barrierTimeout)

@@ -28,7 +28,7 @@ import (
 // --workers itself, and those runWorkers sets per worker.
 var workerFlags = map[string]bool{
 	"workers": true, "segment": true, "coordinator": true, "output": true, "progress": true, "quiet": true,
-	"start-at": true, "barrier-timeout": true,
+	"start-at": true, "barrier-timeout": true, "release-margin": true,
 	// bench's vLLM result files are written once, of the merged bundle.
 	"save-result": true, "result-dir": true, "result-filename": true, "save-detailed": true,
 }
@@ -91,7 +91,7 @@ func runWorkers(ctx context.Context, st *State, job workersJob) error {
 	if err != nil {
 		return fmt.Errorf("--workers: the coordinator cannot listen: %w", err)
 	}
-	coord := &coordinate.Server{Workers: n, StartAt: job.seg.start, Margin: time.Duration(config.DefaultReleaseMargin * float64(time.Second)), Timeout: job.seg.barrierTimeout}
+	coord := &coordinate.Server{Workers: n, StartAt: job.seg.start, Margin: job.seg.releaseMargin, Timeout: job.seg.barrierTimeout}
 	srv := &http.Server{Handler: coord, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
