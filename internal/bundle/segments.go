@@ -15,22 +15,72 @@ import (
 // one per worker, into the bundle of the whole plan: each wave is rejoined
 // from every worker's share of it (one merged wave per server, load,
 // kind and repeat, holding the records of all workers with their global
-// client and request indices), its start the earliest release, its
-// per-worker releases and their spread kept beside the largest clock
-// offset uncertainty, and every aggregate recomputed from the raw records.
+// client and request indices), its per-worker releases and their spread
+// kept beside the largest clock-offset uncertainty, and every aggregate
+// recomputed from the raw records.
 //
 // Record times stay relative to the release the workers agreed on when
 // every worker's wave carries the same release_at (each worker timed its
-// records from that instant on its clock, corrected by its offset); a
-// wave released at each worker's own instant (the measured part of a
-// sustained wave after warm-up requests) is rebased onto its earliest
-// release by the workers' started_at and clock offsets.
+// records from that instant on its clock, corrected by its offset), which
+// is then the merged wave's started_at; a wave released at each worker's
+// own instant (the measured part of a sustained wave after warm-up
+// requests) is rebased onto its earliest release by the workers'
+// started_at and clock offsets.
 //
 // Refused, naming the bundle and field: a part that is no segment,
 // segments of different plans (plan_digest) or counts, the same segment
-// twice, missing segments, and a worker whose offset uncertainty exceeds
-// o.MaxOffsetUncertaintyS.
+// twice, missing segments, a worker whose offset uncertainty exceeds
+// o.MaxOffsetUncertaintyS, and a record of another worker's share.
 func mergeSegments(parts []*Results, names []string, o MergeOptions) (*Results, error) {
+	order, err := checkSegments(parts, names, o)
+	if err != nil {
+		return nil, err
+	}
+	out := segmentsHeader(parts, order)
+	groups, waveOf, err := groupSegmentWaves(parts, names, order)
+	if err != nil {
+		return nil, err
+	}
+	ids := map[*waveGroup]int{}
+	for gi, g := range groups {
+		ids[g] = gi + 1
+		w, recs, err := g.join(gi+1, parts, names, order)
+		if err != nil {
+			return nil, err
+		}
+		out.Waves = append(out.Waves, w)
+		out.Records = append(out.Records, recs...)
+	}
+	for k, pi := range order {
+		p := parts[pi]
+		if m := p.MechanismCheck; m != nil {
+			if out.MechanismCheck != nil {
+				return nil, fmt.Errorf("%s: a second mechanism check (worker 0 runs it alone)", names[pi])
+			}
+			c := *m
+			if g, ok := waveOf[k][m.Wave]; ok {
+				c.Wave = ids[g]
+			}
+			out.MechanismCheck = &c
+		}
+		for _, note := range p.Notes {
+			out.Notes = append(out.Notes, fmt.Sprintf("[worker %d] %s", k, note))
+		}
+	}
+	if out.MechanismCheck == nil {
+		out.Workload.MechanismCheck = nil
+	}
+	w := parts[order[0]].Provenance.Worker
+	out.Notes = append(out.Notes, fmt.Sprintf("Merged by rehearse merge from the %d segments of plan %s: %v; each wave's records are all its workers', rejoined by their global client and request indices.",
+		w.Count, shortDigest(w.PlanDigest), orderedNames(names, order)))
+	out.Recompute()
+	return out, nil
+}
+
+// checkSegments refuses parts that are not the segments of one plan, each
+// once, all there, each worker's clock known well enough; it returns the
+// parts' indices in worker order.
+func checkSegments(parts []*Results, names []string, o MergeOptions) ([]int, error) {
 	first := parts[0]
 	var n int
 	var digest string
@@ -71,27 +121,31 @@ func mergeSegments(parts []*Results, names []string, o MergeOptions) (*Results, 
 		}
 	}
 	var missing []string
+	order := make([]int, n)
 	for k := range n {
-		if _, ok := byIndex[k]; !ok {
+		pi, ok := byIndex[k]
+		if !ok {
 			missing = append(missing, fmt.Sprintf("%d/%d", k, n))
 		}
+		order[k] = pi
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("missing segments %s of plan %s (given %d of %d): the merged bundle would not hold the whole plan", strings.Join(missing, ", "), shortDigest(digest), len(parts), n)
 	}
-	// Parts in worker order.
-	order := make([]int, n)
-	for k := range n {
-		order[k] = byIndex[k]
-	}
+	return order, nil
+}
+
+// segmentsHeader is the merged bundle's header: worker 0's, with every
+// worker in provenance.workers, the earliest start, the latest finish, and
+// the GPUs and runtimes any worker saw.
+func segmentsHeader(parts []*Results, order []int) *Results {
 	base := parts[order[0]]
 	out := &Results{
 		Schema: Schema, Provenance: base.Provenance, Workload: base.Workload,
 		Baseline: base.Baseline, SLO: base.SLO, Servers: slices.Clone(base.Servers),
 	}
-	out.Provenance.Worker = nil
-	out.Provenance.Workers = nil
-	for _, pi := range order {
+	out.Provenance.Worker, out.Provenance.Workers = nil, nil
+	for k, pi := range order {
 		p := parts[pi]
 		w := *p.Provenance.Worker
 		w.Host = p.Provenance.Host.Hostname
@@ -113,184 +167,178 @@ func mergeSegments(parts []*Results, names []string, o MergeOptions) (*Results, 
 			}
 		}
 		for j, s := range p.Servers {
-			if j < len(out.Servers) && s.Exit != "" && s.Exit != out.Servers[j].Exit && pi != order[0] {
+			if k > 0 && j < len(out.Servers) && s.Exit != "" && s.Exit != out.Servers[j].Exit {
 				out.Servers[j].Exit = joinNonEmpty(out.Servers[j].Exit, s.Exit)
 			}
 		}
 	}
+	return out
+}
 
-	// Group every part's waves by what they are in the plan.
-	type member struct {
-		part   int // index into order
-		wave   contract.Wave
-		recs   []contract.Record
-		origin time.Time // the member's release on the coordinator's clock
-	}
-	type group struct {
-		key     string
-		members []member
-	}
-	var groups []*group
-	byKey := map[string]*group{}
-	waveOf := make([]map[int]*group, n) // per worker: its wave id -> group
+// waveGroup is one wave of the plan: each worker's share of it.
+type waveGroup struct {
+	members []waveShare
+}
+
+// waveShare is one worker's share of a wave: its wave and records, and
+// (set by join) its release on the coordinator's clock.
+type waveShare struct {
+	worker int
+	wave   contract.Wave
+	recs   []contract.Record
+	origin time.Time
+}
+
+// groupSegmentWaves groups every worker's waves by what they are in the
+// plan (in the order they first appear, worker 0 first), and maps each
+// worker's wave ids to their group. It refuses a record of a wave its part
+// does not hold, and one of another worker's share.
+func groupSegmentWaves(parts []*Results, names []string, order []int) ([]*waveGroup, []map[int]*waveGroup, error) {
+	n := len(order)
+	var groups []*waveGroup
+	byKey := map[string]*waveGroup{}
+	waveOf := make([]map[int]*waveGroup, n)
 	for k, pi := range order {
 		p := parts[pi]
 		byWave := RecordsByWave(p.Records)
-		waveOf[k] = map[int]*group{}
+		waveOf[k] = map[int]*waveGroup{}
 		for _, w := range p.Waves {
 			key := segmentWaveKey(w)
 			g := byKey[key]
 			if g == nil {
-				g = &group{key: key}
+				g = &waveGroup{}
 				byKey[key] = g
 				groups = append(groups, g)
 			}
 			for _, m := range g.members {
-				if m.part == k {
-					return nil, fmt.Errorf("%s: two waves are the same wave of the plan (%s, %s at %s, repeat %d)", names[pi], w.Server, w.Kind, contract.KeyOf(w).LoadLabel(), w.Repeat)
+				if m.worker == k {
+					return nil, nil, fmt.Errorf("%s: two waves are the same wave of the plan (%s, %s at %s, repeat %d)", names[pi], w.Server, w.Kind, contract.KeyOf(w).LoadLabel(), w.Repeat)
 				}
 			}
-			g.members = append(g.members, member{part: k, wave: w, recs: byWave[w.ID]})
+			g.members = append(g.members, waveShare{worker: k, wave: w, recs: byWave[w.ID]})
 			waveOf[k][w.ID] = g
 		}
 		for j, r := range p.Records {
 			if _, ok := waveOf[k][r.Wave]; !ok {
-				return nil, fmt.Errorf("%s: a record names wave %d, which the part does not have", names[pi], r.Wave)
+				return nil, nil, fmt.Errorf("%s: a record names wave %d, which the part does not have", names[pi], r.Wave)
 			}
 			// Client (or request) c is worker c mod N's: a record of
 			// another's share means the segments overlap.
 			if r.Kind != contract.KindMechanismCheck && r.Client%n != k {
-				return nil, fmt.Errorf("%s: records[%d].client %d is worker %d's share, not worker %d's: overlapping segments", names[pi], j, r.Client, r.Client%n, k)
+				return nil, nil, fmt.Errorf("%s: records[%d].client %d is worker %d's share, not worker %d's: overlapping segments", names[pi], j, r.Client, r.Client%n, k)
 			}
 		}
 	}
+	return groups, waveOf, nil
+}
 
-	ids := map[*group]int{}
-	for gi, g := range groups {
-		id := gi + 1
-		ids[g] = id
-		agreed := g.members[0].wave.ReleaseAt
-		for _, m := range g.members {
-			if m.wave.ReleaseAt != agreed {
-				agreed = ""
-			}
-		}
-		var origin time.Time
-		for mi := range g.members {
-			m := &g.members[mi]
-			pi := order[m.part]
-			if agreed != "" {
-				at, err := time.Parse(time.RFC3339Nano, agreed)
-				if err != nil {
-					return nil, fmt.Errorf("%s: waves[id %d].release_at %q: %v", names[pi], m.wave.ID, agreed, err)
-				}
-				late := 0.0
-				if m.wave.ReleaseLateS != nil {
-					late = *m.wave.ReleaseLateS
-				}
-				// Records are timed from the agreed instant: it is the
-				// merged wave's origin, and each worker's release is
-				// its lateness after it.
-				origin = at
-				m.origin = at.Add(seconds(late))
-				continue
-			}
-			at, err := time.Parse(time.RFC3339Nano, m.wave.StartedAt)
-			if err != nil {
-				return nil, fmt.Errorf("%s: waves[id %d].started_at %q: %v", names[pi], m.wave.ID, m.wave.StartedAt, err)
-			}
-			m.origin = at.Add(seconds(parts[pi].Provenance.Worker.ClockOffsetS))
-			if origin.IsZero() || m.origin.Before(origin) {
-				origin = m.origin
-			}
-		}
-		w := g.members[0].wave
-		w.ID = id
-		w.ReleaseLateS = nil
-		w.Waited, w.NotSent, w.ClientCPUS, w.Stopped, w.Workers = 0, 0, 0, "", nil
-		w.StartedAt = origin.UTC().Format(time.RFC3339Nano)
-		var recs []contract.Record
-		unc, lo, hi := 0.0, 0.0, 0.0
-		for mi, m := range g.members {
-			pi := order[m.part]
-			mw := m.wave
-			w.Waited += mw.Waited
-			w.NotSent += mw.NotSent
-			w.ClientCPUS += mw.ClientCPUS
-			w.Cold = w.Cold || mw.Cold
-			if mw.Stopped != "" {
-				w.Stopped = joinNonEmpty(w.Stopped, fmt.Sprintf("worker %d: %s", m.part, mw.Stopped))
-			}
-			if st := mw.ClientStalls; st != nil && (w.ClientStalls == nil || st.MaxS > w.ClientStalls.MaxS) {
-				c := *st
-				w.ClientStalls = &c
-			}
-			if w.ServerSlip == nil && mw.ServerSlip != nil {
-				c := *mw.ServerSlip
-				w.ServerSlip = &c
-			}
-			rel := m.origin.Sub(origin).Seconds()
-			if mi == 0 || rel < lo {
-				lo = rel
-			}
-			if mi == 0 || rel > hi {
-				hi = rel
-			}
-			unc = max(unc, parts[pi].Provenance.Worker.OffsetUncertaintyS)
-			w.Workers = append(w.Workers, contract.WorkerRelease{Worker: m.part, StartedAt: mw.StartedAt, ReleaseS: rel, Records: len(m.recs)})
-			shift := 0.0
-			if agreed == "" {
-				shift = rel
-			}
-			for _, r := range m.recs {
-				r.Wave = id
-				if shift != 0 {
-					shiftRecord(&r, shift)
-				}
-				recs = append(recs, r)
-			}
-		}
-		spread := hi - lo
-		w.WorkerReleaseSpreadS, w.OffsetUncertaintyS = &spread, &unc
-		sort.SliceStable(recs, func(a, b int) bool {
-			x, y := recs[a], recs[b]
-			if x.Client != y.Client {
-				return x.Client < y.Client
-			}
-			if x.Turn != y.Turn {
-				return x.Turn < y.Turn
-			}
-			return x.StartS < y.StartS
-		})
-		w.WallS = contract.WaveWallS(recs)
-		if contract.IsClosed(w.Mode) {
-			w.ReleaseSpreadS = contract.WaveReleaseSpreadS(recs)
-		}
-		out.Waves = append(out.Waves, w)
-		out.Records = append(out.Records, recs...)
-	}
-	for k, pi := range order {
-		p := parts[pi]
-		if m := p.MechanismCheck; m != nil {
-			if out.MechanismCheck != nil {
-				return nil, fmt.Errorf("%s: a second mechanism check (worker 0 runs it alone)", names[pi])
-			}
-			c := *m
-			if g, ok := waveOf[k][m.Wave]; ok {
-				c.Wave = ids[g]
-			}
-			out.MechanismCheck = &c
-		}
-		for _, note := range p.Notes {
-			out.Notes = append(out.Notes, fmt.Sprintf("[worker %d] %s", k, note))
+// origins sets each share's release on the coordinator's clock and
+// returns the merged wave's origin: the agreed release when every share
+// carries the same one (each share's release is then its lateness after
+// it), else the earliest of the shares' started_at corrected by their
+// workers' offsets. rebase says whether records must move onto it.
+func (g *waveGroup) origins(parts []*Results, names []string, order []int) (origin time.Time, rebase bool, err error) {
+	agreed := g.members[0].wave.ReleaseAt
+	for _, m := range g.members {
+		if m.wave.ReleaseAt != agreed {
+			agreed = ""
 		}
 	}
-	if out.MechanismCheck == nil {
-		out.Workload.MechanismCheck = nil
+	if agreed != "" {
+		at, err := time.Parse(time.RFC3339Nano, agreed)
+		if err != nil {
+			return time.Time{}, false, fmt.Errorf("%s: waves[id %d].release_at %q: %v", names[order[g.members[0].worker]], g.members[0].wave.ID, agreed, err)
+		}
+		for i := range g.members {
+			m := &g.members[i]
+			late := 0.0
+			if m.wave.ReleaseLateS != nil {
+				late = *m.wave.ReleaseLateS
+			}
+			m.origin = at.Add(seconds(late))
+		}
+		return at, false, nil
 	}
-	out.Notes = append(out.Notes, fmt.Sprintf("Merged by rehearse merge from the %d segments of plan %s: %v; each wave's records are all its workers', rejoined by their global client and request indices.", n, shortDigest(digest), orderedNames(names, order)))
-	out.Recompute()
-	return out, nil
+	for i := range g.members {
+		m := &g.members[i]
+		pi := order[m.worker]
+		at, err := time.Parse(time.RFC3339Nano, m.wave.StartedAt)
+		if err != nil {
+			return time.Time{}, false, fmt.Errorf("%s: waves[id %d].started_at %q: %v", names[pi], m.wave.ID, m.wave.StartedAt, err)
+		}
+		m.origin = at.Add(seconds(parts[pi].Provenance.Worker.ClockOffsetS))
+		if origin.IsZero() || m.origin.Before(origin) {
+			origin = m.origin
+		}
+	}
+	return origin, true, nil
+}
+
+// join is the merged wave of the group, id id, and its records: the
+// workers' counts summed, their releases and spread beside the largest
+// offset uncertainty, wall_s and release_spread_s recomputed.
+func (g *waveGroup) join(id int, parts []*Results, names []string, order []int) (contract.Wave, []contract.Record, error) {
+	origin, rebase, err := g.origins(parts, names, order)
+	if err != nil {
+		return contract.Wave{}, nil, err
+	}
+	w := g.members[0].wave
+	w.ID, w.ReleaseLateS = id, nil
+	w.Waited, w.NotSent, w.ClientCPUS, w.Stopped, w.Workers = 0, 0, 0, "", nil
+	w.StartedAt = origin.UTC().Format(time.RFC3339Nano)
+	var recs []contract.Record
+	unc, lo, hi := 0.0, 0.0, 0.0
+	for mi, m := range g.members {
+		mw := m.wave
+		w.Waited += mw.Waited
+		w.NotSent += mw.NotSent
+		w.ClientCPUS += mw.ClientCPUS
+		w.Cold = w.Cold || mw.Cold
+		if mw.Stopped != "" {
+			w.Stopped = joinNonEmpty(w.Stopped, fmt.Sprintf("worker %d: %s", m.worker, mw.Stopped))
+		}
+		if st := mw.ClientStalls; st != nil && (w.ClientStalls == nil || st.MaxS > w.ClientStalls.MaxS) {
+			c := *st
+			w.ClientStalls = &c
+		}
+		if w.ServerSlip == nil && mw.ServerSlip != nil {
+			c := *mw.ServerSlip
+			w.ServerSlip = &c
+		}
+		rel := m.origin.Sub(origin).Seconds()
+		if mi == 0 || rel < lo {
+			lo = rel
+		}
+		if mi == 0 || rel > hi {
+			hi = rel
+		}
+		unc = max(unc, parts[order[m.worker]].Provenance.Worker.OffsetUncertaintyS)
+		w.Workers = append(w.Workers, contract.WorkerRelease{Worker: m.worker, StartedAt: mw.StartedAt, ReleaseS: rel, Records: len(m.recs)})
+		for _, r := range m.recs {
+			r.Wave = id
+			if rebase && rel != 0 {
+				shiftRecord(&r, rel)
+			}
+			recs = append(recs, r)
+		}
+	}
+	spread := hi - lo
+	w.WorkerReleaseSpreadS, w.OffsetUncertaintyS = &spread, &unc
+	sort.SliceStable(recs, func(a, b int) bool {
+		x, y := recs[a], recs[b]
+		if x.Client != y.Client {
+			return x.Client < y.Client
+		}
+		if x.Turn != y.Turn {
+			return x.Turn < y.Turn
+		}
+		return x.StartS < y.StartS
+	})
+	w.WallS = contract.WaveWallS(recs)
+	if contract.IsClosed(w.Mode) {
+		w.ReleaseSpreadS = contract.WaveReleaseSpreadS(recs)
+	}
+	return w, recs, nil
 }
 
 // segmentWaveKey is what a wave is in the plan, the same for every
