@@ -76,16 +76,12 @@ type workersJob struct {
 // recorded) and merges what they wrote.
 func runWorkers(ctx context.Context, st *State, job workersJob) error {
 	n := job.seg.workers
-	segDir := strings.TrimRight(job.dir, string(filepath.Separator)) + ".workers"
-	if err := makeEmptyDir(segDir); err != nil {
-		return usageError("--workers: %v", err)
-	}
 	if entries, err := os.ReadDir(job.dir); err == nil && len(entries) > 0 {
 		return usageError("%s: the output folder is not empty (choose another with -o)", job.dir)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("--workers: cannot find the rehearse executable: %w", err)
+	segDir := strings.TrimRight(job.dir, string(filepath.Separator)) + ".workers"
+	if err := makeEmptyDir(segDir); err != nil {
+		return usageError("--workers: %v", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -98,100 +94,20 @@ func runWorkers(ctx context.Context, st *State, job workersJob) error {
 	url := "http://" + ln.Addr().String()
 	fmt.Fprintf(st.Stderr, "rehearse: %d workers, coordinator at %s, segments in %s\n", n, url, segDir)
 
-	procs := make([]*exec.Cmd, n)
 	parts := make([]string, n)
 	for i := range n {
 		parts[i] = filepath.Join(segDir, "worker-"+strconv.Itoa(i))
-		args := append([]string(nil), job.args...)
-		args = append(args, "--segment="+strconv.Itoa(i)+"/"+strconv.Itoa(n), "--coordinator="+url, "--output="+parts[i],
-			"--barrier-timeout="+job.seg.barrierTimeout.String(), job.quietFlag)
-		if job.seg.startAt != "" {
-			args = append(args, "--start-at="+job.seg.startAt)
-		}
-		logf, err := os.Create(parts[i] + ".log")
-		if err != nil {
-			return err
-		}
-		defer logf.Close()
-		c := exec.Command(exe, args...)
-		c.Stdout, c.Stderr = logf, logf
-		if err := c.Start(); err != nil {
-			for _, p := range procs[:i] {
-				_ = p.Process.Kill()
-				_ = p.Wait()
-			}
-			return fmt.Errorf("worker %d did not start: %w", i, err)
-		}
-		procs[i] = c
 	}
-	// Ctrl-C reaches the workers (they stop as one run does: requests in
-	// flight end as canceled, the bundle of what finished is written).
-	stopWatch := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			for _, p := range procs {
-				_ = p.Process.Signal(os.Interrupt)
-			}
-		case <-stopWatch:
-		}
-	}()
-	var wg sync.WaitGroup
-	codes := make([]error, n)
-	for i, p := range procs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			codes[i] = p.Wait()
-			if codes[i] != nil {
-				// The others' barriers fail now, not at their timeout.
-				coord.Gone(i, codes[i].Error())
-			}
-		}()
+	procs, closeLogs, err := startWorkers(job, url, parts)
+	if err != nil {
+		return err
 	}
-	wg.Wait()
-	close(stopWatch)
-	var failed []string
-	for i, err := range codes {
-		if err != nil {
-			failed = append(failed, fmt.Sprintf("worker %d: %v (its output: %s.log)", i, err, parts[i]))
-		}
-	}
+	defer closeLogs()
+	failed := waitWorkers(ctx, coord, procs, parts)
 	for _, f := range failed {
 		fmt.Fprintf(st.Stderr, "rehearse: %s\n", f)
 	}
-	// The merge runs to its end even after Ctrl-C: the segments are on disk.
-	mctx := context.WithoutCancel(ctx)
-	var have []string
-	for _, p := range parts {
-		if _, err := os.Stat(filepath.Join(p, bundle.JournalFile)); err == nil {
-			have = append(have, p)
-		}
-	}
-	if len(have) == 0 {
-		return &ExitError{Code: 1, Err: fmt.Errorf("no worker wrote a segment (%s)", strings.Join(failed, "; "))}
-	}
-	all, err := bundle.ReadParts(mctx, have)
-	if err != nil {
-		if uerr := unverifiedInput(st, err); uerr != nil {
-			return uerr
-		}
-		return &ExitError{Code: 1, Err: err}
-	}
-	merged, err := bundle.MergeWith(all, have, bundle.MergeOptions{MaxOffsetUncertaintyS: config.DefaultMaxOffsetUncertainty})
-	if err != nil {
-		return &ExitError{Code: 1, Err: fmt.Errorf("merging the workers' segments: %w", err)}
-	}
-	if err := makeEmptyDir(job.dir); err != nil {
-		return &ExitError{Code: 2, Err: err}
-	}
-	if err := bundle.WriteResults(job.dir, merged); err != nil {
-		return err
-	}
-	if err := report.Write(job.dir, merged); err != nil {
-		return err
-	}
-	probs, err := bundle.VerifyContext(mctx, job.dir)
+	merged, probs, err := mergeWorkers(ctx, st, job.dir, parts, failed)
 	if err != nil {
 		return err
 	}
@@ -202,7 +118,7 @@ func runWorkers(ctx context.Context, st *State, job workersJob) error {
 	for _, p := range probs {
 		fmt.Fprintf(st.Stderr, "verify: %s\n", p)
 	}
-	fmt.Fprintf(st.Stdout, "\nbundle: %s, merged from %d worker segments in %s (check it with: rehearse verify %s)\n", job.dir, len(have), segDir, job.dir)
+	fmt.Fprintf(st.Stdout, "\nbundle: %s, merged from %d worker segments in %s (check it with: rehearse verify %s)\n", job.dir, len(merged.Provenance.Workers), segDir, job.dir)
 	switch {
 	case ctx.Err() != nil:
 		return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("interrupted; the bundle in %s holds what the workers recorded", job.dir)}
@@ -215,6 +131,128 @@ func runWorkers(ctx context.Context, st *State, job workersJob) error {
 		return job.after(merged)
 	}
 	return nil
+}
+
+// startWorkers starts worker i writing its segment to parts[i], its output
+// to parts[i].log; on an error none is left running.
+func startWorkers(job workersJob, url string, parts []string) ([]*exec.Cmd, func(), error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, fmt.Errorf("--workers: cannot find the rehearse executable: %w", err)
+	}
+	n := len(parts)
+	var (
+		procs []*exec.Cmd
+		logs  []*os.File
+	)
+	closeLogs := func() {
+		for _, f := range logs {
+			f.Close()
+		}
+	}
+	abort := func(err error) ([]*exec.Cmd, func(), error) {
+		for _, p := range procs {
+			_ = p.Process.Kill()
+			_ = p.Wait()
+		}
+		closeLogs()
+		return nil, nil, err
+	}
+	for i, part := range parts {
+		args := append([]string(nil), job.args...)
+		args = append(args, "--segment="+strconv.Itoa(i)+"/"+strconv.Itoa(n), "--coordinator="+url, "--output="+part,
+			"--barrier-timeout="+job.seg.barrierTimeout.String(), job.quietFlag)
+		if job.seg.startAt != "" {
+			args = append(args, "--start-at="+job.seg.startAt)
+		}
+		logf, err := os.Create(part + ".log")
+		if err != nil {
+			return abort(err)
+		}
+		logs = append(logs, logf)
+		c := exec.Command(exe, args...)
+		c.Stdout, c.Stderr = logf, logf
+		if err := c.Start(); err != nil {
+			return abort(fmt.Errorf("worker %d did not start: %w", i, err))
+		}
+		procs = append(procs, c)
+	}
+	return procs, closeLogs, nil
+}
+
+// waitWorkers waits for every worker; Ctrl-C (ctx) is passed on to each as
+// SIGINT, and a worker that fails is reported gone to the coordinator so
+// the others' barriers fail at once. It returns a line per failed worker.
+func waitWorkers(ctx context.Context, coord *coordinate.Server, procs []*exec.Cmd, parts []string) []string {
+	stopWatch := make(chan struct{})
+	defer close(stopWatch)
+	go func() {
+		select {
+		case <-ctx.Done():
+			for _, p := range procs {
+				_ = p.Process.Signal(os.Interrupt)
+			}
+		case <-stopWatch:
+		}
+	}()
+	var wg sync.WaitGroup
+	errs := make([]error, len(procs))
+	for i, p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = p.Wait()
+			if errs[i] != nil {
+				coord.Gone(i, errs[i].Error())
+			}
+		}()
+	}
+	wg.Wait()
+	var failed []string
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("worker %d: %v (its output: %s.log)", i, err, parts[i]))
+		}
+	}
+	return failed
+}
+
+// mergeWorkers merges the segments the workers wrote into dir (to its end
+// even after Ctrl-C: the segments are on disk), writes its report and
+// verifies it.
+func mergeWorkers(ctx context.Context, st *State, dir string, parts, failed []string) (*bundle.Results, []bundle.Problem, error) {
+	mctx := context.WithoutCancel(ctx)
+	var have []string
+	for _, p := range parts {
+		if _, err := os.Stat(filepath.Join(p, bundle.JournalFile)); err == nil {
+			have = append(have, p)
+		}
+	}
+	if len(have) == 0 {
+		return nil, nil, &ExitError{Code: 1, Err: fmt.Errorf("no worker wrote a segment (%s)", strings.Join(failed, "; "))}
+	}
+	all, err := bundle.ReadParts(mctx, have)
+	if err != nil {
+		if uerr := unverifiedInput(st, err); uerr != nil {
+			return nil, nil, uerr
+		}
+		return nil, nil, &ExitError{Code: 1, Err: err}
+	}
+	merged, err := bundle.MergeWith(all, have, bundle.MergeOptions{MaxOffsetUncertaintyS: config.DefaultMaxOffsetUncertainty})
+	if err != nil {
+		return nil, nil, &ExitError{Code: 1, Err: fmt.Errorf("merging the workers' segments: %w", err)}
+	}
+	if err := makeEmptyDir(dir); err != nil {
+		return nil, nil, &ExitError{Code: 2, Err: err}
+	}
+	if err := bundle.WriteResults(dir, merged); err != nil {
+		return nil, nil, err
+	}
+	if err := report.Write(dir, merged); err != nil {
+		return nil, nil, err
+	}
+	probs, err := bundle.VerifyContext(mctx, dir)
+	return merged, probs, err
 }
 
 // printWorkers prints the workers' clock offsets and the largest

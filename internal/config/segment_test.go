@@ -57,3 +57,24 @@ func TestSegmentInTheFile(t *testing.T) {
 		t.Errorf("segment 2/2: %v", err)
 	}
 }
+
+// FuzzParseSegment: any text either parses to an index below its count, or
+// is refused; a parsed segment prints back as itself.
+func FuzzParseSegment(f *testing.F) {
+	for _, s := range []string{"0/4", "3/4", "auto/2", "4/4", "-1/2", "1/0", "x", "1/2/3", " 1/2 "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		seg, err := ParseSegment(s, func(string) string { return "1" })
+		if err != nil {
+			return
+		}
+		if seg.Index < 0 || seg.Index >= seg.Count || seg.Count < 1 {
+			t.Fatalf("%q parsed to %+v", s, seg)
+		}
+		back, err := ParseSegment(seg.String(), nil)
+		if err != nil || back != seg {
+			t.Fatalf("%q: %+v prints as %q, which parses to %+v %v", s, seg, seg.String(), back, err)
+		}
+	})
+}
