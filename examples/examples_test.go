@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -94,5 +95,48 @@ func TestReadmeKeysAreTheFilesKeys(t *testing.T) {
 			t.Errorf("the README's key reference is out of date:\n%v", err)
 			break
 		}
+	}
+}
+
+// TestReplicaExamples checks the servers of several replicas or GPUs
+// (SPEC §10): the shapes they declare, and that each replica's argv and
+// GPU set reach it. replicas.yaml is run against the simulator by
+// internal/rehearsal's TestReplicasExampleAgainstSim.
+func TestReplicaExamples(t *testing.T) {
+	for _, c := range []struct {
+		file     string
+		replicas []int // per server
+		gpus     []int
+		balanced []bool
+	}{
+		{"replicas.yaml", []int{1, 2}, []int{0, 0}, []bool{false, true}},
+		{"batching-replicas.yaml", []int{1, 2}, []int{1, 2}, []bool{false, true}},
+		{"vllm-parallel.yaml", []int{1, 1}, []int{2, 2}, []bool{false, false}},
+	} {
+		r, err := config.Load(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range r.Servers {
+			if s.ReplicaCount() != c.replicas[i] || s.GPUCount() != c.gpus[i] || s.Balanced() != c.balanced[i] {
+				t.Errorf("%s: %s: %d replicas, %d GPUs, balanced %v", c.file, s.Name, s.ReplicaCount(), s.GPUCount(), s.Balanced())
+			}
+			for j := range s.ReplicaCount() {
+				argv := r.ReplicaArgv(s, j, 9000+j, "/bin/rehearse")
+				if !slices.Contains(argv, strconv.Itoa(9000+j)) {
+					t.Errorf("%s: %s replica %d: the port does not reach the argv %q", c.file, s.Name, j, argv)
+				}
+			}
+		}
+	}
+	r, _ := config.Load("vllm-parallel.yaml")
+	for _, s := range r.Servers {
+		if s.GPUList(0) != "0,1" {
+			t.Errorf("%s: CUDA_VISIBLE_DEVICES would be %q", s.Name, s.GPUList(0))
+		}
+	}
+	argv := strings.Join(r.Argv(r.Servers[0], 1, ""), " ") + " | " + strings.Join(r.Argv(r.Servers[1], 1, ""), " ")
+	if !strings.Contains(argv, "--tensor-parallel-size 2") || !strings.Contains(argv, "--data-parallel-size 2") {
+		t.Errorf("vllm-parallel argv: %s", argv)
 	}
 }

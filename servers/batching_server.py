@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import logging
 import os
 import sys
 import threading
@@ -23,6 +24,20 @@ import openai_contract as oc  # noqa: E402
 import serving  # noqa: E402
 
 SWITCH = {"auto": None, "on": True, "off": False}
+
+# Loggers transformers' continuous batching reports a failed warm-up on (as a warning).
+WARMUP_LOGGERS = ("ContinuousBatchingLogger", "transformers.generation.continuous_batching")
+
+
+def warmup_batch_sizes(max_num_seqs: int | None) -> list[int]:
+    """Batch sizes of the warm-up generation: powers of two up to max_num_seqs (64 when unset), and it."""
+    top = max_num_seqs or 64
+    sizes = [1]
+    while sizes[-1] * 2 < top:
+        sizes.append(sizes[-1] * 2)
+    if sizes[-1] != top:
+        sizes.append(top)
+    return sizes
 
 
 def _status_name(status: Any) -> str:
@@ -107,27 +122,70 @@ class BatchingEngine(serving.Engine):
         self._per_request_streaming = "streaming" in add_params
         self._per_request_eos = "eos_token_id" in add_params
         self._handlers = hasattr(self.manager, "register_result_handler")
-        if self.args.cb_warmup and hasattr(self.manager, "warmup"):
-            self.manager.warmup()
+        warmup = self.run_manager_warmup() if self.args.cb_warmup else "skipped (--no-cb-warmup)"
         self.manager.start()
         self.info = dict(loaded.info, continuous_batching_api=api, continuous_batching_config=used,
+                         continuous_batching_warmup=warmup,
                          continuous_batching_ignored=ignored,
                          delivery="register_result_handler" if self._handlers else "dispatcher thread on get_result",
                          decoding="greedy")
+
+    def run_manager_warmup(self) -> str:
+        """Run the manager's CUDA-graph warm-up; raise when it failed.
+
+        transformers logs a failed warm-up ("Failed to warm up: CUDA out of memory ...") as a
+        warning on its ContinuousBatchingLogger and carries on cold, so every recorded wave
+        would then pay graph capture and allocation on the fly (on the H200 its waves were
+        bimodal: TTFT p50 3x apart between repeats). The warning is caught here and startup
+        fails, so readiness never reports a cold server as warm.
+        """
+        if not hasattr(self.manager, "warmup"):
+            return "absent (this transformers has no manager.warmup)"
+        caught: list[str] = []
+
+        class Catch(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                message = record.getMessage()
+                if record.levelno >= logging.WARNING and "warm" in message.lower():
+                    caught.append(message)
+
+        handler = Catch()
+        watched = [logging.getLogger(name) for name in WARMUP_LOGGERS]
+        for logger in watched:
+            logger.addHandler(handler)
+        try:
+            self.manager.warmup()
+        finally:
+            for logger in watched:
+                logger.removeHandler(handler)
+        if caught:
+            raise RuntimeError(f"the continuous batching warm-up failed: {caught[0].splitlines()[0]} "
+                               "(lower --max-batch-tokens or --max-memory-percent, or pass --no-cb-warmup "
+                               "to serve without it)")
+        return "done"
 
     async def warm_up(self, loop) -> None:
         self._loop = loop
         if not self._handlers:
             self._dispatcher = threading.Thread(target=self._dispatch, name="batching-dispatch", daemon=True)
             self._dispatcher.start()
-        prompt = self.encode_chat([{"role": "user", "content": "Warm up."}])
         request = oc.parse_chat_request({"messages": [{"role": "user", "content": "Warm up."}],
                                          "temperature": 0, "ignore_eos": True})
-        streams = [serving.TokenStream(loop, f"warm-up-{i}") for i in range(4)]
-        for stream in streams:
-            self.submit(stream, prompt, min(32, self.max_model_len - len(prompt)), request)
-        for stream in streams:
-            await asyncio.wait_for(stream.collect(), 120.0)
+        # Batches of each size a rehearsal sends (up to max_num_seqs), each request's prompt
+        # of another length: the manager captures a CUDA graph the first time it meets a
+        # padded batch shape, so shapes left out here were paid for by the first recorded wave
+        # that met them (on the H200 the first repeat at 8 and 32 clients had 1.6x the second's
+        # TTFT p50 with only the 4-request warm-up).
+        for round_, size in enumerate(warmup_batch_sizes(self.args.max_num_seqs)):
+            streams = [serving.TokenStream(loop, f"warm-up-{round_}-{i}") for i in range(size)]
+            for i, stream in enumerate(streams):
+                words = "warm up " * (8 << (i % 7))  # about 16 to 1,000 prompt tokens
+                prompt = self.encode_chat([{"role": "user", "content": words}])
+                if len(prompt) + 16 > self.max_model_len:
+                    prompt = prompt[: max(1, self.max_model_len - 16)]
+                self.submit(stream, prompt, 16, request)
+            for stream in streams:
+                await asyncio.wait_for(stream.collect(), 120.0)
 
     # --- requests ----------------------------------------------------------------------
 
@@ -239,8 +297,10 @@ def main() -> int:
                        help="requests per batch (max_requests_per_batch; default: transformers sizes it)")
     group.add_argument("--num-blocks", type=int, default=None, help="KV cache blocks (default: from free memory)")
     group.add_argument("--block-size", type=int, default=None, help="tokens per KV cache block")
-    group.add_argument("--max-memory-percent", type=float, default=None,
-                       help="share of free GPU memory for the KV cache, 0..1")
+    group.add_argument("--max-memory-percent", type=float, default=0.5,
+                       help="share of free GPU memory for the KV cache, 0..1 (default 0.5: at transformers' "
+                            "own 0.8 the H200's cache left 18 GiB and the warm-up's 42.8 GiB CUDA-graph "
+                            "capture ran out of memory; see rehearsals/h200-heldout-run/RUN.md)")
     group.add_argument("--cuda-graphs", choices=tuple(SWITCH), default="on",
                        help="CUDA graphs for the forward pass (auto: the transformers default, which is off "
                             "for sdpa; on the H200 'on' gave 46 tok/s at 1 client and 1800 at 64 "

@@ -187,6 +187,15 @@ class BatchingEngineTest(EngineTest):
         added = self.manager.added[-1]
         self.assertEqual((added["max_new_tokens"], added["streaming"], added["eos_token_id"]), (12, True, -1))
 
+    async def test_warm_up_meets_every_batch_size(self):
+        self.engine.args.max_num_seqs = 4
+        await self.engine.warm_up(asyncio.get_running_loop())
+        warm = [a for a in self.manager.added if a["request_id"].startswith("warm-up-")]
+        self.assertEqual(len(warm), 1 + 2 + 4)
+        self.assertTrue(all(a["max_new_tokens"] == 16 and a["eos_token_id"] == -1 for a in warm))
+        last = [len(a["prompt"]) for a in warm if a["request_id"].startswith("warm-up-2-")]
+        self.assertEqual(len(set(last)), 4, "each request of a batch has another prompt length")
+
     async def test_eos_ends_with_stop(self):
         self.manager.reply = list(b"ok") + [EOS]
         status, events = await self.chat(max_tokens=50)
@@ -332,3 +341,53 @@ class NaiveEngineTest(EngineTest):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ManagerWarmupTest(unittest.TestCase):
+    """A failed manager warm-up fails startup instead of serving cold."""
+
+    def engine_with_warmup(self, warmup):
+        engine = batching_server.BatchingEngine(argparse.Namespace(seed=0))
+        engine.manager = types.SimpleNamespace(warmup=warmup)
+        return engine
+
+    def test_logged_oom_fails_startup(self):
+        def warmup():
+            # What transformers 5.17 does on the H200: log and carry on.
+            batching_server.logging.getLogger("ContinuousBatchingLogger").warning(
+                "Failed to warm up: CUDA out of memory. Tried to allocate 42.80 GiB.\nmore")
+        engine = self.engine_with_warmup(warmup)
+        with self.assertRaisesRegex(RuntimeError, r"warm-up failed: Failed to warm up: CUDA out of memory\. "
+                                                  r"Tried to allocate 42\.80 GiB\. \(lower"):
+            engine.run_manager_warmup()
+
+    def test_clean_warmup_is_recorded(self):
+        calls = []
+        engine = self.engine_with_warmup(lambda: calls.append(1))
+        self.assertEqual(engine.run_manager_warmup(), "done")
+        self.assertEqual(calls, [1])
+
+    def test_unrelated_warning_does_not_fail(self):
+        def warmup():
+            batching_server.logging.getLogger("ContinuousBatchingLogger").warning("block table resized")
+        self.assertEqual(self.engine_with_warmup(warmup).run_manager_warmup(), "done")
+
+    def test_handler_is_removed_after_a_raise(self):
+        def warmup():
+            raise ValueError("boom")
+        with self.assertRaises(ValueError):
+            self.engine_with_warmup(warmup).run_manager_warmup()
+        self.assertEqual(batching_server.logging.getLogger("ContinuousBatchingLogger").handlers, [])
+
+    def test_manager_without_warmup(self):
+        engine = batching_server.BatchingEngine(argparse.Namespace(seed=0))
+        engine.manager = types.SimpleNamespace()
+        self.assertIn("absent", engine.run_manager_warmup())
+
+
+class WarmupShapesTest(unittest.TestCase):
+    def test_batch_sizes_reach_max_num_seqs(self):
+        self.assertEqual(batching_server.warmup_batch_sizes(64), [1, 2, 4, 8, 16, 32, 64])
+        self.assertEqual(batching_server.warmup_batch_sizes(48), [1, 2, 4, 8, 16, 32, 48])
+        self.assertEqual(batching_server.warmup_batch_sizes(1), [1])
+        self.assertEqual(batching_server.warmup_batch_sizes(None), [1, 2, 4, 8, 16, 32, 64])

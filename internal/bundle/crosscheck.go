@@ -169,7 +169,7 @@ func recordsEqual(a, b *contract.Record) bool {
 		!equalPtr(a.UsageCompletionTokens, b.UsageCompletionTokens) || !equalPtr(a.UsagePromptTokens, b.UsagePromptTokens) ||
 		a.FinishReason != b.FinishReason || a.Retried != b.Retried ||
 		!equalPtr(a.InputTokens, b.InputTokens) || a.MaxTokens != b.MaxTokens ||
-		!equalPtr(a.Session, b.Session) || a.Turn != b.Turn ||
+		!equalPtr(a.Session, b.Session) || a.Turn != b.Turn || !equalPtr(a.Replica, b.Replica) ||
 		!equalPtr(a.FirstTokenS, b.FirstTokenS) || a.ReasoningText != b.ReasoningText ||
 		!equalPtr(a.ReasoningTokens, b.ReasoningTokens) || a.ToolCallText != b.ToolCallText ||
 		!equalPtr(a.ClientAddedS, b.ClientAddedS) || !equalPtr(a.Worker, b.Worker) || len(a.ChunkTimesS) != len(b.ChunkTimesS) {

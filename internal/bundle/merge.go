@@ -388,11 +388,10 @@ func AppendPartLogs(ctx context.Context, out string, dirs []string, parts []*Res
 	defer root.Close()
 	for i, dir := range dirs {
 		for _, s := range parts[i].Servers {
-			if s.Log == "" {
-				continue
-			}
-			if err := appendLog(ctx, root, dir, s.Log); err != nil {
-				return err
+			for _, name := range s.Logs() {
+				if err := appendLog(ctx, root, dir, name); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -325,6 +325,34 @@ type Server struct {
 	// "exited with status 3 at 12:03:04Z during a wave", …).
 	Exit      string `json:"exit,omitempty"`
 	Simulated string `json:"simulated,omitempty"`
+	// GPUs is the GPU set of each replica as the rehearsal file gave them
+	// (absent: not said); the server's GPU count is their distinct GPUs.
+	GPUs [][]int `json:"gpus,omitempty"`
+	// Replicas are the processes of a server of several (SPEC §10), each
+	// with its own address, argv, log and exit; absent for one process.
+	Replicas []Replica `json:"replicas,omitempty"`
+	// Router is the launched or named router the requests went to;
+	// Balance the client's balancing over Replicas otherwise.
+	Router  *Router `json:"router,omitempty"`
+	Balance string  `json:"balance,omitempty"`
+}
+
+// Replica is one process of a server of several.
+type Replica struct {
+	Index      int      `json:"index"`
+	BaseURL    string   `json:"base_url"`
+	LaunchArgv []string `json:"launch_argv"`
+	GPUs       []int    `json:"gpus,omitempty"`
+	Log        string   `json:"log,omitempty"`
+	Exit       string   `json:"exit,omitempty"`
+}
+
+// Router is the router in front of a server's replicas.
+type Router struct {
+	BaseURL    string   `json:"base_url"`
+	LaunchArgv []string `json:"launch_argv,omitempty"`
+	Log        string   `json:"log,omitempty"`
+	Exit       string   `json:"exit,omitempty"`
 }
 
 // MechanismCheck is the polled metric series of the mechanism-check wave.
@@ -340,6 +368,29 @@ type MechanismCheck struct {
 	// NonFinite counts scrapes that answered NaN or ±Inf; they are not in
 	// Series (JSON cannot hold them).
 	NonFinite int `json:"scrape_non_finite,omitempty"`
+	// LabelSets is the metric per label set (vLLM's engine="0",
+	// engine="1"), whose sum is Series, where the page had more than one.
+	LabelSets []LabelSeries `json:"label_sets,omitempty"`
+	// Replicas is the metric of each replica of a server of several,
+	// each polled at the same ticks; Series is their sum at the ticks
+	// every replica answered.
+	Replicas []ReplicaSeries `json:"replicas,omitempty"`
+}
+
+// LabelSeries is a metric's series for one label set.
+type LabelSeries struct {
+	Labels string       `json:"labels"`
+	Max    *float64     `json:"max"`
+	Series [][2]float64 `json:"series"`
+}
+
+// ReplicaSeries is one replica's series of the mechanism check's metric.
+type ReplicaSeries struct {
+	Replica   int           `json:"replica"`
+	Max       *float64      `json:"max"`
+	Series    [][2]float64  `json:"series"`
+	Errors    int           `json:"scrape_errors,omitempty"`
+	LabelSets []LabelSeries `json:"label_sets,omitempty"`
 }
 
 // Recompute sets Aggregates from Waves and Records by the contract, with
@@ -367,6 +418,7 @@ func RecomputeCapacity(r *Results, c search.Capacity) (search.Capacity, error) {
 func (r *Results) ComputeAggregates() []contract.Aggregate {
 	aggs := contract.Aggregates(r.Waves, r.Records, r.ServerNames(), r.BaselineName())
 	contract.ApplySLO(aggs, r.Waves, r.Records, r.SLO)
+	contract.ApplyReplicas(aggs, r.Waves, r.Records, r.Shapes())
 	return aggs
 }
 

@@ -243,6 +243,7 @@ func verifyResults(res *Results, recordsChecked bool) []Problem {
 	probs = append(probs, checkWaveTimes(res)...)
 	probs = append(probs, checkHostHonesty(res)...)
 	probs = append(probs, checkMechanism(res)...)
+	probs = append(probs, checkReplicas(res)...)
 	probs = append(probs, checkSLO(res)...)
 	probs = append(probs, checkAggregates(res)...)
 	probs = append(probs, checkCapacity(res)...)

@@ -25,6 +25,8 @@ under a precise metric contract, and writes a self-verifying results bundle.
   rehearse merge -o DIR A B ...    merge bundles of one rehearsal (or a split plan's
                                    segments) into one
   rehearse coordinate --workers N  release a split plan's waves on N workers together
+  rehearse k8s --workers N ...     write the Kubernetes manifests that run a rehearsal as N
+                                   segment workers (an Indexed Job) and merge their bundles
   rehearse annotate DIR -f NOTES   add an operator's notes to a bundle's report
   rehearse tokens                  count tokens of text with a tokenizer
 

@@ -75,6 +75,7 @@ func newRootCmd(st *State) *cobra.Command {
 		newExportCmd(st),
 		newMergeCmd(st),
 		newCoordinateCmd(st),
+		newK8sCmd(st),
 		newAnnotateCmd(st),
 		newTokensCmd(st),
 	)

@@ -64,7 +64,8 @@ type Model struct {
 type Server struct {
 	Name string `yaml:"name"`
 	// Launch is the argv; placeholders {port}, {rehearse}, {config_dir},
-	// {model}, {revision} and {dtype} are substituted (see Argv).
+	// {model}, {revision}, {dtype}, {replica} and {gpus} are substituted
+	// (see Argv).
 	Launch []string          `yaml:"launch"`
 	Env    map[string]string `yaml:"env"`
 	// Port is the port a launched server listens on; 0 picks a free one.
@@ -91,6 +92,20 @@ type Server struct {
 	// refused before any request is sent (the dataset sources skip it and
 	// count it instead). 0 is unknown.
 	MaxModelLen int `yaml:"max_model_len"`
+	// Replicas is how many processes of this server are launched, each
+	// with its own port, log, readiness and GPU set (default: len(GPUs),
+	// else 1); see replicas.go.
+	Replicas int `yaml:"replicas"`
+	// GPUs is one GPU set per replica (CUDA_VISIBLE_DEVICES and {gpus});
+	// the server's GPU count is the number of distinct GPUs in it.
+	GPUs [][]int `yaml:"gpus"`
+	// Router, when set, is where the replicas' requests go (launched too
+	// when it has an argv); without it requests are balanced by the
+	// client as Balance says.
+	Router *Router `yaml:"router"`
+	// Balance is the client's balancing over replicas: round-robin (the
+	// default with replicas > 1 and no router) or least-outstanding.
+	Balance string `yaml:"balance"`
 }
 
 // Launched reports whether rehearse starts this server itself.
@@ -491,7 +506,7 @@ const (
 )
 
 var (
-	placeholderRE = regexp.MustCompile(`\{(port|rehearse|config_dir|model|revision|dtype)\}`)
+	placeholderRE = regexp.MustCompile(`\{(port|rehearse|config_dir|model|revision|dtype|replica|gpus|replica_urls)\}`)
 	// secretWordRE matches one word of a name (split at - _ . and
 	// lower-to-upper case changes) that marks a secret: HF_TOKEN, api-key,
 	// apiKey, AUTHORIZATION, DB_PASSWORD; not TOKENIZERS_PARALLELISM or
@@ -507,16 +522,36 @@ const Redacted = "[redacted]"
 
 // Argv returns the launch argv with placeholders substituted: {port} the
 // chosen port, {rehearse} the rehearse executable, {config_dir} the folder
-// of the rehearsal file, {model}, {revision} and {dtype} from model.
+// of the rehearsal file, {model}, {revision} and {dtype} from model,
+// {replica} 0 and {gpus} the first GPU set (see ReplicaArgv).
 func (r *Rehearsal) Argv(s Server, port int, rehearseExe string) []string {
-	out := make([]string, len(s.Launch))
-	for i, a := range s.Launch {
+	return r.ReplicaArgv(s, 0, port, rehearseExe)
+}
+
+// ReplicaArgv is Argv for replica i of s: {replica} is i and {gpus} its
+// GPU set as a comma list ("" without gpus).
+func (r *Rehearsal) ReplicaArgv(s Server, replica, port int, rehearseExe string) []string {
+	return r.substitute(s.Launch, placeholders{port: port, exe: rehearseExe, replica: replica, gpus: s.GPUList(replica)})
+}
+
+// placeholders are the values substituted into an argv.
+type placeholders struct {
+	port        int
+	exe         string
+	replica     int
+	gpus        string
+	replicaURLs string
+}
+
+func (r *Rehearsal) substitute(argv []string, ph placeholders) []string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
 		out[i] = placeholderRE.ReplaceAllStringFunc(a, func(m string) string {
 			switch m {
 			case "{port}":
-				return strconv.Itoa(port)
+				return strconv.Itoa(ph.port)
 			case "{rehearse}":
-				return rehearseExe
+				return ph.exe
 			case "{config_dir}":
 				return r.Dir
 			case "{model}":
@@ -525,6 +560,12 @@ func (r *Rehearsal) Argv(s Server, port int, rehearseExe string) []string {
 				return r.Model.Revision
 			case "{dtype}":
 				return r.Model.Dtype
+			case "{replica}":
+				return strconv.Itoa(ph.replica)
+			case "{gpus}":
+				return ph.gpus
+			case "{replica_urls}":
+				return ph.replicaURLs
 			}
 			return m
 		})
@@ -540,6 +581,11 @@ func (r *Rehearsal) Argv(s Server, port int, rehearseExe string) []string {
 // build cache that is gone once rehearse exits.
 func (r *Rehearsal) ShownArgv(s Server, port int) []string {
 	return RedactArgv(r.Argv(s, port, "rehearse"))
+}
+
+// ShownReplicaArgv is ReplicaArgv as the bundle shows it (see ShownArgv).
+func (r *Rehearsal) ShownReplicaArgv(s Server, replica, port int) []string {
+	return RedactArgv(r.ReplicaArgv(s, replica, port, "rehearse"))
 }
 
 // IsSecretName reports whether an environment variable's name marks its

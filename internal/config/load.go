@@ -419,6 +419,7 @@ func (r *Rehearsal) applyDefaults(raw map[string]any) {
 			s.StopGrace = Duration(DefaultStopGrace)
 		}
 		s.BaseURL = strings.TrimRight(s.BaseURL, "/")
+		s.applyReplicaDefaults()
 	}
 	if r.Baseline == "" && len(r.Servers) >= 2 {
 		r.Baseline = r.Servers[0].Name
@@ -611,7 +612,9 @@ func (r *Rehearsal) validate(p *Problems) {
 		if s.MaxModelLen < 0 {
 			p.add(at+".max_model_len", "%d: must be 0 (unknown) or more", s.MaxModelLen)
 		}
+		validateReplicas(at, s, r.Workload.Sessions != nil, p)
 	}
+	checkLogNames(r.Servers, p)
 	if r.Baseline != "" {
 		if _, ok := names[r.Baseline]; !ok && len(names) > 0 {
 			p.add("baseline", "%q names no server (servers: %s)", r.Baseline, strings.Join(sortedKeys(names), ", "))

@@ -142,6 +142,15 @@ type Aggregate struct {
 	// SLO is the aggregate's standing against the rehearsal's objectives
 	// (ApplySLO), absent when the rehearsal has none.
 	SLO *SLOAggregate `json:"slo,omitempty"`
+
+	// GPUCount is the server's distinct GPUs where the rehearsal file
+	// says them, and GoodputPerGPU the goodput of each repeat ÷ GPUCount;
+	// both absent when the count is not known (ApplyReplicas).
+	GPUCount      int     `json:"gpu_count,omitempty"`
+	GoodputPerGPU *Spread `json:"goodput_per_gpu_tok_s,omitempty"`
+	// ReplicaRequests counts the recorded attempts sent to each replica
+	// (index = replica), absent when no record names a replica.
+	ReplicaRequests []int `json:"replica_requests,omitempty"`
 }
 
 // Key returns the population key of the aggregate, as KeyOf keys its

@@ -130,6 +130,10 @@ type Record struct {
 	// after turn t ended, by the same client, carrying the user turns so
 	// far and the replies (text) of the turns before it.
 	Turn int `json:"turn,omitempty"`
+	// Replica is the index of the replica of a server of several that the
+	// client sent this request to (client balancing, SPEC §10); nil for a
+	// single-process server and for one behind a router.
+	Replica *int `json:"replica,omitempty"`
 	// ClientAddedS summarizes, over the events of the stream that carried
 	// the server's send stamp (rehearse sim --stamp-sends), the client's
 	// receive stamp minus the server's send stamp on the same host's wall

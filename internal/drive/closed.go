@@ -50,13 +50,14 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 	if err != nil {
 		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
+	defer d.advance(t, prepared)
 	if err := ctx.Err(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: closed wave not released: %w", t.Name, context.Cause(ctx))
 	}
 	// A server that refuses connections is not an error of the wave: its
 	// requests fail as connect and are recorded.
 	if len(clients) > 0 {
-		_ = d.client.Warm(ctx, t.BaseURL, len(clients))
+		d.warm(ctx, t, len(clients))
 	}
 	defer d.client.Drop()
 	if err := ctx.Err(); err != nil {
@@ -99,9 +100,11 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 			}
 			// The request takes its connection and is buffered now; its
 			// bytes leave when the gate opens.
-			prompt := workload.PromptIndex(i, len(prepared))
-			res := d.client.SendAt(ctx, prepared[prompt], gate, armed.Done)
-			d.settle(rel, records, slot, i, prompt, 0, res, len(clients), &tl)
+			prompt := workload.PromptIndex(i, prepared.prompts())
+			rep := prepared.pick(i)
+			res := d.client.SendAt(ctx, prepared.get(rep, prompt), gate, armed.Done)
+			prepared.done(rep)
+			d.settle(rel, records, slot, i, prompt, 0, res, len(clients), &tl, rep)
 		}()
 	}
 	armed.Wait()

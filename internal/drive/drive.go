@@ -24,6 +24,12 @@ type Target struct {
 	// FollowRedirects follows a 3xx answer; without it the 3xx is the
 	// request's outcome (http_status), so no other host is credited.
 	FollowRedirects bool
+	// Replicas, when it has two or more, are the base URLs of the
+	// server's replicas, over which the client balances each request as
+	// Balance says (BalanceRoundRobin by default), recording the replica;
+	// BaseURL is then replica 0's.
+	Replicas []string
+	Balance  string
 }
 
 // Counter counts the tokens of a text (a *tokenizer.Tokenizer satisfies
@@ -93,6 +99,8 @@ type Driver struct {
 	mu     sync.Mutex
 	nextID int
 	stats  Stats
+	// rrNext numbers each balanced target's next request (round-robin).
+	rrNext map[string]int
 
 	progressMu sync.Mutex
 
@@ -342,10 +350,11 @@ func (r *release) publish(w contract.Wave, at time.Time) {
 // settle records request (or client) i of the wave once its release is
 // published: the record goes into records[slot], the journal and the
 // progress events.
-func (d *Driver) settle(rel *release, records []contract.Record, slot, i, prompt int, intended time.Duration, res stream.Result, total int, tl *tally) {
+func (d *Driver) settle(rel *release, records []contract.Record, slot, i, prompt int, intended time.Duration, res stream.Result, total int, tl *tally, replica int) {
 	<-rel.done
 	r := d.record(rel.wave, rel.at, i, prompt, intended, res)
 	rel.stamp(&r)
+	r.Replica = replicaTag(replica)
 	records[slot] = r
 	d.ended(rel.wave, rel.at, total, tl, r)
 }

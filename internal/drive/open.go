@@ -148,6 +148,7 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 	if err != nil {
 		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
+	defer d.advance(t, prepared)
 	if err := ctx.Err(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: open wave not released: %w", t.Name, context.Cause(ctx))
 	}
@@ -157,7 +158,7 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 		warm = min(len(mine), limit)
 	}
 	if warm > 0 {
-		_ = d.client.Warm(ctx, t.BaseURL, warm)
+		d.warm(ctx, t, warm)
 	}
 	defer d.client.Drop()
 	if err := ctx.Err(); err != nil {
@@ -258,12 +259,14 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 				}
 				return
 			}
-			prompt := workload.PromptIndex(i, len(prepared))
-			res := d.client.SendAt(ctx, prepared[prompt], gate, nil)
+			prompt := workload.PromptIndex(i, prepared.prompts())
+			rep := prepared.pick(i)
+			res := d.client.SendAt(ctx, prepared.get(rep, prompt), gate, nil)
+			prepared.done(rep)
 			if slots != nil {
 				<-slots
 			}
-			d.settle(rel, records, slot, i, prompt, off, res, len(mine), &tl)
+			d.settle(rel, records, slot, i, prompt, off, res, len(mine), &tl, rep)
 		}()
 		// Canceled here, the armed request ends as canceled.
 		sleepUntil(release.Add(off))

@@ -56,9 +56,12 @@ type turnTag struct {
 	session, turn int
 	// input is the turn's input_tokens (nil: not counted).
 	input *int
+	// replica is the replica the request went to (-1 or absent: none).
+	replica *int
 }
 
 func (tag turnTag) apply(r *contract.Record) {
+	r.Replica = tag.replica
 	if tag.turn == 0 {
 		return
 	}
@@ -221,7 +224,7 @@ func (l Load) validateSessions() error {
 // turns of the units' sessions; without, the prepared requests of its
 // prompts (for all n, so unit k sends the prompt it sends in the whole
 // plan) and len(units).
-func (d *Driver) sendables(t Target, l Load, n int, units []int) (*sessionRunner, []*stream.Prepared, int, error) {
+func (d *Driver) sendables(t Target, l Load, n int, units []int) (*sessionRunner, *replicaSet, int, error) {
 	ss, err := d.newSessionRunner(t, l)
 	switch {
 	case err != nil:
@@ -229,6 +232,6 @@ func (d *Driver) sendables(t Target, l Load, n int, units []int) (*sessionRunner
 	case ss != nil:
 		return ss, nil, ss.turns(units), nil
 	}
-	prepared, err := prepare(t, l, n)
+	prepared, err := d.prepareReplicas(t, l, n)
 	return nil, prepared, len(units), err
 }

@@ -236,11 +236,12 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 	if err != nil {
 		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
-	var prepared []*stream.Prepared
+	var prepared *replicaSet
 	if ss == nil {
-		if prepared, err = prepare(t, spec.Load, requests); err != nil {
+		if prepared, err = d.prepareReplicas(t, spec.Load, requests); err != nil {
 			return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 		}
+		defer d.advance(t, prepared)
 	}
 	if err := ctx.Err(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: sustained wave not released: %w", t.Name, context.Cause(ctx))
@@ -258,7 +259,7 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 	// A server that refuses connections is not an error of the wave: its
 	// requests fail as connect and are recorded.
 	if len(clients) > 0 {
-		_ = d.client.Warm(ctx, t.BaseURL, len(clients))
+		d.warm(ctx, t, len(clients))
 	}
 	defer d.client.Drop()
 	if err := ctx.Err(); err != nil {
@@ -381,8 +382,10 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 				if !ok {
 					return
 				}
-				prompt := workload.PromptIndex(i, len(prepared))
-				res := d.client.Send(ctx, prepared[prompt])
+				prompt := workload.PromptIndex(i, prepared.prompts())
+				rep := prepared.pick(i)
+				res := d.client.Send(ctx, prepared.get(rep, prompt))
+				prepared.done(rep)
 				// The record is made, re-counted and journaled beside
 				// the loop, not in it: the client sends its next request
 				// at once, so a slow journal write or a wait for the
@@ -390,7 +393,7 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 				settling.Add(1)
 				go func() {
 					defer settling.Done()
-					d.settlePart(p, i, client, prompt, res, turnTag{})
+					d.settlePart(p, i, client, prompt, res, turnTag{replica: replicaTag(rep)})
 					if p == warm {
 						warmEnded.Done()
 					}

@@ -1,5 +1,6 @@
 // Package plot draws the figures of a results bundle as SVG with gonum/plot:
-// goodput against clients, p95 TTFT with the failure rate, a per-request
+// goodput against clients, tokens/s per user against tokens/s per GPU for
+// servers whose GPUs are known, p95 TTFT with the failure rate, a per-request
 // timeline of one wave per server, TTFT and TPOT distributions (each for the
 // closed loop and the sustained closed loop; goodput and TTFT against
 // request rate for open-loop arrivals), the mechanism-check series, and the
@@ -46,7 +47,7 @@ func Render(res *bundle.Results) ([]Figure, error) {
 	d := newData(res)
 	var figs []Figure
 	for _, f := range []func(*data) ([]Figure, error){
-		capacityFigures, goodputFigures, ttftFigures, timelineFigures, mechanismFigures, cdfFigures, lengthFigures,
+		capacityFigures, goodputFigures, paretoFigures, ttftFigures, timelineFigures, mechanismFigures, cdfFigures, lengthFigures,
 	} {
 		fs, err := f(d)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
 )
 
@@ -49,6 +50,17 @@ func mechanismFigures(d *data) ([]Figure, error) {
 	p.Add(l)
 	p.Legend.Add(fmt.Sprintf("%s, polled every %s s", m.Metric, strconv.FormatFloat(m.PeriodS, 'g', 4, 64)), l)
 	ymax := maxOf(xyValues(xys).ys())
+	// The parts of the sum: each replica's series, or each label set's
+	// (vLLM's engine="0", engine="1"), thinner and dashed.
+	parts, err := mechanismParts(m, i)
+	if err != nil {
+		return nil, err
+	}
+	for _, pt := range parts {
+		p.Add(pt.line)
+		p.Legend.Add(pt.name, pt.line)
+		ymax = math.Max(ymax, pt.max)
+	}
 	if m.Concurrency > 0 {
 		c := float64(m.Concurrency)
 		ref, err := plotter.NewLine(plotter.XYs{{X: xys[0].X, Y: c}, {X: xys[len(xys)-1].X, Y: c}})
@@ -73,6 +85,9 @@ func mechanismFigures(d *data) ([]Figure, error) {
 		caption += fmt.Sprintf("; observed maximum %s", strconv.FormatFloat(*m.Max, 'g', 6, 64))
 	}
 	caption += "."
+	if len(parts) > 0 {
+		caption += " The solid line is the sum; each dashed line one part of it (a replica of the server, or a label set of the metric such as vLLM's engine=\"0\")."
+	}
 	if m.Errors > 0 {
 		caption += fmt.Sprintf(" %d scrapes failed and are absent from the series.", m.Errors)
 	}
@@ -247,4 +262,52 @@ func ecdf(xs []float64) plotter.XYs {
 		out = append(out, plotter.XY{X: s[i], Y: float64(i+1) / float64(n)})
 	}
 	return out
+}
+
+// mechanismPart is one part of the mechanism check's sum, drawn.
+type mechanismPart struct {
+	name string
+	line *plotter.Line
+	max  float64
+}
+
+// mechanismParts are the lines of each replica's series (a server of
+// several) or each label set's (one process whose metric has several).
+func mechanismParts(m *bundle.MechanismCheck, colour int) ([]mechanismPart, error) {
+	type named struct {
+		name   string
+		series [][2]float64
+	}
+	var src []named
+	for _, rs := range m.Replicas {
+		src = append(src, named{fmt.Sprintf("replica %d", rs.Replica), rs.Series})
+	}
+	if len(src) == 0 {
+		for _, ls := range m.LabelSets {
+			src = append(src, named{"{" + ls.Labels + "}", ls.Series})
+		}
+	}
+	var out []mechanismPart
+	for k, n := range src {
+		var xys plotter.XYs
+		for _, pt := range n.series {
+			if finite(pt[0]) && finite(pt[1]) {
+				xys = append(xys, plotter.XY{X: pt[0], Y: pt[1]})
+			}
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		sort.SliceStable(xys, func(i, j int) bool { return xys[i].X < xys[j].X })
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return nil, fmt.Errorf("mechanism.svg: %s: %w", n.name, err)
+		}
+		l.LineStyle = lineStyle(colour + 1 + k)
+		l.LineStyle.Width = vg.Points(1)
+		l.LineStyle.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+		l.StepStyle = plotter.PostStep
+		out = append(out, mechanismPart{name: n.name, line: l, max: maxOf(xyValues(xys).ys())})
+	}
+	return out, nil
 }

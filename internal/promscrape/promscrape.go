@@ -8,6 +8,10 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,36 +29,66 @@ import (
 // histogram families, and the mechanism check reads one gauge many times a
 // second.
 func Value(in io.Reader, metric string) (float64, error) {
+	sum, _, err := Labeled(in, metric)
+	return sum, err
+}
+
+// LabelValue is a metric's value for one label set; Labels is the set
+// written as in the exposition, sorted by name (`engine="0",model_name="m"`;
+// "" for none).
+type LabelValue struct {
+	Labels string
+	Value  float64
+}
+
+// Labeled is Value with the value of each label set besides their sum
+// (vLLM's engine="0", engine="1" of a data-parallel engine), in the
+// order of their labels.
+func Labeled(in io.Reader, metric string) (float64, []LabelValue, error) {
 	data, err := io.ReadAll(in)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := p.TextToMetricFamilies(bytes.NewReader(onlyMetric(data, metric)))
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	mf, ok := families[metric]
 	if ok && (mf.GetType() == dto.MetricType_HISTOGRAM || mf.GetType() == dto.MetricType_SUMMARY) {
-		return 0, fmt.Errorf("metric %q is a %s, not a gauge or counter", metric, mf.GetType())
+		return 0, nil, fmt.Errorf("metric %q is a %s, not a gauge or counter", metric, mf.GetType())
 	}
 	if !ok || len(mf.GetMetric()) == 0 {
-		return 0, fmt.Errorf("metric %q not exposed", metric)
+		return 0, nil, fmt.Errorf("metric %q not exposed", metric)
 	}
 	var sum float64
+	sets := make([]LabelValue, 0, len(mf.GetMetric()))
 	for _, m := range mf.GetMetric() {
+		var v float64
 		switch mf.GetType() {
 		case dto.MetricType_GAUGE:
-			sum += m.GetGauge().GetValue()
+			v = m.GetGauge().GetValue()
 		case dto.MetricType_COUNTER:
-			sum += m.GetCounter().GetValue()
+			v = m.GetCounter().GetValue()
 		case dto.MetricType_UNTYPED:
-			sum += m.GetUntyped().GetValue()
+			v = m.GetUntyped().GetValue()
 		default:
-			return 0, fmt.Errorf("metric %q is a %s, not a gauge or counter", metric, mf.GetType())
+			return 0, nil, fmt.Errorf("metric %q is a %s, not a gauge or counter", metric, mf.GetType())
 		}
+		sum += v
+		sets = append(sets, LabelValue{Labels: labelString(m.GetLabel()), Value: v})
 	}
-	return sum, nil
+	sort.Slice(sets, func(i, j int) bool { return sets[i].Labels < sets[j].Labels })
+	return sum, sets, nil
+}
+
+func labelString(pairs []*dto.LabelPair) string {
+	parts := make([]string, len(pairs))
+	for i, lp := range pairs {
+		parts[i] = lp.GetName() + "=" + strconv.Quote(lp.GetValue())
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
 }
 
 // Scraper fetches one metric from one /metrics URL.
@@ -67,12 +101,19 @@ type Scraper struct {
 
 // Scrape fetches the metrics page once and returns the metric's value.
 func (s Scraper) Scrape(ctx context.Context) (float64, error) {
+	v, _, err := s.ScrapeLabeled(ctx)
+	return v, err
+}
+
+// ScrapeLabeled is Scrape with the value of each label set (Labeled).
+func (s Scraper) ScrapeLabeled(ctx context.Context) (float64, []LabelValue, error) {
 	var v float64
+	var sets []LabelValue
 	err := s.get(ctx, func(body io.Reader) (err error) {
-		v, err = Value(body, s.Metric)
+		v, sets, err = Labeled(body, s.Metric)
 		return err
 	})
-	return v, err
+	return v, sets, err
 }
 
 // Families fetches the metrics page once and parses all of it (Metric is
@@ -134,6 +175,19 @@ type Series struct {
 	// format allows them): they are dropped, since JSON cannot hold them
 	// and one would make results.json and the journal unwritable.
 	NonFinite int
+	// LabelSets are the series of each label set of the metric, sorted
+	// by labels, where a page had more than one (their sum is Samples).
+	LabelSets []LabelSeries
+	// Parts are the series of each scraper of a group poller (one per
+	// replica), polled at the same ticks; Samples is then their sum at
+	// the ticks every part answered. Nil for a single scraper.
+	Parts []Series
+}
+
+// LabelSeries is the series of one label set.
+type LabelSeries struct {
+	Labels  string
+	Samples []Sample
 }
 
 // Offsets returns the samples as [t_s, value] pairs with t_s in seconds
@@ -174,13 +228,27 @@ func (s *Series) add(at time.Time, v float64, err error) {
 	}
 }
 
+// addLabels records one successful scrape's label sets.
+func (s *Series) addLabels(at time.Time, sets []LabelValue) {
+	for _, lv := range sets {
+		if math.IsNaN(lv.Value) || math.IsInf(lv.Value, 0) {
+			continue
+		}
+		i := sort.Search(len(s.LabelSets), func(i int) bool { return s.LabelSets[i].Labels >= lv.Labels })
+		if i == len(s.LabelSets) || s.LabelSets[i].Labels != lv.Labels {
+			s.LabelSets = slices.Insert(s.LabelSets, i, LabelSeries{Labels: lv.Labels})
+		}
+		s.LabelSets[i].Samples = append(s.LabelSets[i].Samples, Sample{At: at, Value: lv.Value})
+	}
+}
+
 // Poller scrapes every Period until stopped. A scrape that takes longer than
 // the period delays the next one (ticks are dropped, never queued).
 type Poller struct {
-	scraper Scraper
-	period  time.Duration
-	cancel  context.CancelFunc
-	done    chan struct{}
+	scrapers []Scraper
+	period   time.Duration
+	cancel   context.CancelFunc
+	done     chan struct{}
 
 	mu     sync.Mutex
 	series Series
@@ -188,29 +256,59 @@ type Poller struct {
 
 // StartPoller begins polling at once and then every period.
 func StartPoller(ctx context.Context, s Scraper, period time.Duration) (*Poller, error) {
+	return StartGroupPoller(ctx, []Scraper{s}, period)
+}
+
+// StartGroupPoller polls every scraper (one per replica of a server) at
+// each tick, together: the series keeps each scraper's part and, as its
+// samples, their sum at the ticks where every one answered.
+func StartGroupPoller(ctx context.Context, scrapers []Scraper, period time.Duration) (*Poller, error) {
 	if period <= 0 {
 		return nil, errors.New("promscrape: period must be positive")
 	}
+	if len(scrapers) == 0 {
+		return nil, errors.New("promscrape: nothing to poll")
+	}
 	ctx, cancel := context.WithCancel(ctx)
-	p := &Poller{scraper: s, period: period, cancel: cancel, done: make(chan struct{})}
+	p := &Poller{scrapers: scrapers, period: period, cancel: cancel, done: make(chan struct{})}
+	if len(scrapers) > 1 {
+		p.series.Parts = make([]Series, len(scrapers))
+	}
 	go p.run(ctx)
 	return p, nil
+}
+
+// scraped is one scraper's answer at a tick.
+type scraped struct {
+	at   time.Time
+	v    float64
+	sets []LabelValue
+	err  error
 }
 
 func (p *Poller) run(ctx context.Context) {
 	defer close(p.done)
 	tick := time.NewTicker(p.period)
 	defer tick.Stop()
+	answers := make([]scraped, len(p.scrapers))
 	for {
-		sctx, cancel := context.WithTimeout(ctx, max(p.period*10, time.Second))
-		v, err := p.scraper.Scrape(sctx)
-		at := time.Now()
-		cancel()
+		var wg sync.WaitGroup
+		for i, sc := range p.scrapers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sctx, cancel := context.WithTimeout(ctx, max(p.period*10, time.Second))
+				v, sets, err := sc.ScrapeLabeled(sctx)
+				answers[i] = scraped{at: time.Now(), v: v, sets: sets, err: err}
+				cancel()
+			}()
+		}
+		wg.Wait()
 		if ctx.Err() != nil {
 			return
 		}
 		p.mu.Lock()
-		p.series.add(at, v, err)
+		p.record(answers)
 		p.mu.Unlock()
 		select {
 		case <-ctx.Done():
@@ -220,15 +318,66 @@ func (p *Poller) run(ctx context.Context) {
 	}
 }
 
+// record adds one tick's answers: each part's, and their sum when every
+// scraper answered (at the last answer's time).
+func (p *Poller) record(answers []scraped) {
+	if len(answers) == 1 {
+		a := answers[0]
+		p.series.add(a.at, a.v, a.err)
+		if a.err == nil && len(a.sets) > 1 {
+			p.series.addLabels(a.at, a.sets)
+		}
+		return
+	}
+	var sum float64
+	var at time.Time
+	var err error
+	for i, a := range answers {
+		part := &p.series.Parts[i]
+		part.add(a.at, a.v, a.err)
+		if a.err != nil {
+			if err == nil {
+				err = fmt.Errorf("replica %d: %w", i, a.err)
+			}
+			continue
+		}
+		if len(a.sets) > 1 {
+			part.addLabels(a.at, a.sets)
+		}
+		sum += a.v
+		if a.at.After(at) {
+			at = a.at
+		}
+	}
+	if err != nil {
+		at = time.Now()
+	}
+	p.series.add(at, sum, err)
+}
+
 // Stop ends polling and returns the series.
 func (p *Poller) Stop() Series {
 	p.cancel()
 	<-p.done
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := p.series
-	s.Samples = append([]Sample(nil), s.Samples...)
-	return s
+	return p.series.clone()
+}
+
+func (s Series) clone() Series {
+	out := s
+	out.Samples = append([]Sample(nil), s.Samples...)
+	out.LabelSets = nil
+	for _, ls := range s.LabelSets {
+		out.LabelSets = append(out.LabelSets, LabelSeries{Labels: ls.Labels, Samples: append([]Sample(nil), ls.Samples...)})
+	}
+	if s.Parts != nil {
+		out.Parts = make([]Series, len(s.Parts))
+		for i, part := range s.Parts {
+			out.Parts[i] = part.clone()
+		}
+	}
+	return out
 }
 
 // onlyMetric keeps the lines of data that belong to metric (its samples and

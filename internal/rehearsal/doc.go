@@ -4,7 +4,10 @@
 // (package plan; package drive runs each one), runs the mechanism check
 // while polling the server's metric, stops the server deliberately, and
 // finally writes the bundle from the journal — also when a server failed or
-// the run was interrupted, with whatever finished. It is also the one
+// the run was interrupted, with whatever finished. A server of several
+// replicas (fleet.go) is launched as all its processes, waited for
+// together, driven through its router or balanced per request by the
+// client, polled replica by replica, and stopped together. It is also the one
 // tokenizer resolver (OpenTokenizer), provenance builder (Provenance) and
 // prompt resolver (Prompts).
 //

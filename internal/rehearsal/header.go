@@ -44,6 +44,10 @@ func header(o Options, driver WaveDriver, start time.Time) *bundle.Results {
 		if s.Launched() {
 			srv.LaunchArgv = config.RedactArgv(s.Launch)
 		}
+		srv.GPUs, srv.Balance = s.GPUs, s.Balance
+		if s.Router != nil {
+			srv.Router = &bundle.Router{BaseURL: config.RedactURL(s.Router.BaseURL), LaunchArgv: config.RedactArgv(s.Router.Launch)}
+		}
 		res.Servers = append(res.Servers, srv)
 	}
 	res.Notes = append(res.Notes, cfg.Notes...)

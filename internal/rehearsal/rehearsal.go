@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -270,56 +269,15 @@ func (r *runner) server(ctx context.Context, i int) bool {
 			return false
 		}
 	}
-	baseURL := s.BaseURL
-	var proc *supervise.Process
-	if s.Launched() {
-		port := s.Port
-		if port == 0 {
-			p, err := supervise.FreePort()
-			if err != nil {
-				r.fail(i, err.Error())
-				return false
-			}
-			port = p
-		}
-		if baseURL == "" {
-			baseURL = "http://127.0.0.1:" + strconv.Itoa(port)
-		}
-		argv := r.cfg.Argv(s, port, r.o.RehearseExe)
-		shown := r.cfg.ShownArgv(s, port)
-		logName := s.Name + ".log"
-		r.setServer(i, func(b *bundle.Server) {
-			b.BaseURL, b.LaunchArgv, b.Log = config.RedactURL(baseURL), shown, logName
-		})
-		r.progress(s.Name, "launch", "launching %s", strings.Join(shown, " "))
-		p, err := supervise.Start(ctx, supervise.Spec{
-			Name: s.Name, Argv: argv, Env: s.Env, Port: port,
-			LogPath: filepath.Join(r.o.Dir, logName), StopGrace: s.StopGrace.D(), ShownArgv: shown,
-			Keeper: r.o.RehearseExe, Secrets: serverSecrets(s, argv, apiKey),
-		})
-		if err != nil {
-			r.setServer(i, func(b *bundle.Server) { b.Exit = "not launched: " + err.Error() })
-			r.note("server %s could not be launched: %v", s.Name, err)
-			r.fail(i, err.Error())
-			return false
-		}
-		proc = p
-		if r.o.Progress != nil {
-			r.o.Progress(Event{Server: s.Name, Step: "launch", PID: p.PID(), Text: fmt.Sprintf("running as pid %d, log %s", p.PID(), logName)})
-		}
+	fl, ok := r.launch(ctx, i, apiKey)
+	if !ok {
+		return false
 	}
-	r.progress(s.Name, "launch", "waiting for %s to be ready (up to %s)", baseURL, s.Ready.Timeout)
+	r.progress(s.Name, "launch", "waiting for %s to be ready (up to %s)", r.readyWhat(fl), s.Ready.Timeout)
 	readyStart := time.Now()
-	err := supervise.WaitReady(ctx, proc, supervise.Probe{
-		Name: s.Name, BaseURL: baseURL, HealthPath: s.Ready.Path, Endpoint: r.cfg.Workload.Endpoint,
-		Model: s.Model, APIKey: apiKey, Timeout: s.Ready.Timeout.D(), Mode: s.Ready.Mode,
-	})
+	logName, err := r.ready(ctx, i, fl, apiKey)
 	if err != nil {
-		if proc != nil {
-			e := proc.Stop()
-			r.setServer(i, func(b *bundle.Server) { b.Exit = e.String() })
-			r.logNotes(s.Name, proc.LogPath())
-		}
+		r.stop(i, fl)
 		if ctx.Err() != nil {
 			return true
 		}
@@ -329,8 +287,8 @@ func (r *runner) server(ctx context.Context, i int) bool {
 		var nr *supervise.NotReadyError
 		if errors.As(err, &nr) {
 			reason = nr.Reason
-			if proc != nil {
-				reason += "; see " + filepath.Base(proc.LogPath())
+			if logName != "" {
+				reason += "; see " + logName
 			}
 		}
 		r.note("server %s was not ready: %s", s.Name, reason)
@@ -338,10 +296,11 @@ func (r *runner) server(ctx context.Context, i int) bool {
 		return false
 	}
 	r.progress(s.Name, "ready", "ready after %.1f s", time.Since(readyStart).Seconds())
+	baseURL := fl.baseURL
 	// A server reached with readiness "answer" is asked nothing more than
 	// the waves send it.
 	if s.Ready.Mode != config.ReadyAnswer {
-		if rt := serverRuntimes(ctx, s.Name, baseURL, apiKey); len(rt) > 0 {
+		if rt := serverRuntimes(ctx, s.Name, fl.urls[0], apiKey); len(rt) > 0 {
 			r.mu.Lock()
 			r.res.Provenance.Runtimes = append(r.res.Provenance.Runtimes, rt...)
 			r.mu.Unlock()
@@ -353,22 +312,25 @@ func (r *runner) server(ctx context.Context, i int) bool {
 	// what the prompt source adds (ignore_eos), so body and bundle agree.
 	target := Target{Name: s.Name, BaseURL: baseURL, Endpoint: r.cfg.Workload.Endpoint, Model: s.Model, APIKey: apiKey,
 		IncludeUsage: *r.cfg.Workload.IncludeUsage, ExtraBody: r.res.Workload.ExtraBody, FollowRedirects: s.FollowRedirects}
-	healthy := r.waves(ctx, i, target, proc, apiKey)
+	if s.Balanced() {
+		target.Replicas, target.Balance = fl.urls, s.Balance
+	}
+	healthy := r.waves(ctx, i, target, fl, apiKey)
 	// On an interrupt the waves returned once their requests in flight had
 	// ended as canceled and were journaled; only now does the server hear
 	// of it (supervise.Start never ties it to ctx), so no request is cut
 	// by the server's own shutdown.
-	if proc != nil {
-		e := proc.Stop()
-		r.setServer(i, func(b *bundle.Server) {
-			if b.Exit == "" {
-				b.Exit = e.String()
-			}
-		})
-		r.progress(s.Name, "stop", "%s", e)
-		r.logNotes(s.Name, proc.LogPath())
-	}
+	r.stop(i, fl)
 	return healthy
+}
+
+// readyWhat names what readiness waits for: the one address, or the
+// replicas.
+func (r *runner) readyWhat(f *fleet) string {
+	if f.replicated {
+		return fmt.Sprintf("%d replicas (%s)", len(f.urls), strings.Join(f.urls, ", "))
+	}
+	return f.urls[0]
 }
 
 // serverSecrets are the values scrubbed from a launched server's log: its
@@ -387,36 +349,45 @@ func serverSecrets(s config.Server, argv []string, apiKey string) []string {
 	return append(config.SecretValues(env, s.APIKeyEnv, argv), apiKey)
 }
 
-// died reports (once) a launched server that exited before it was stopped.
-// When the wave's requests failed as a dying server's do, it gives the exit
-// a moment to be observed.
-func (r *runner) died(i int, proc *supervise.Process, during string, records []contract.Record) bool {
-	if proc == nil {
+// died reports (once) a launched server one of whose processes exited
+// before it was stopped (a replica's death ends the server: its waves no
+// longer measure what the file named). When the wave's requests failed as
+// a dying server's do, it gives the exit a moment to be observed.
+func (r *runner) died(i int, fl *fleet, during string, records []contract.Record) bool {
+	if !fl.launched() {
 		return false
 	}
 	for _, rec := range records {
 		if rec.ErrorKind == contract.ErrConnect || rec.ErrorKind == contract.ErrStreamTruncated {
 			// The kernel closes a dying process's sockets before its exit
 			// can be observed: watch it for a moment.
+		watch:
 			for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-				if !proc.Alive() {
-					select {
-					case <-proc.Done():
-					case <-time.After(2 * time.Second):
+				for k := range fl.group.Len() {
+					if p := fl.group.Proc(k); !p.Alive() {
+						select {
+						case <-p.Done():
+						case <-time.After(2 * time.Second):
+						}
+						break watch
 					}
-					break
 				}
 			}
 			break
 		}
 	}
-	e, exited := proc.Exited()
-	if !exited || e.Deliberate {
+	k, e, exited := fl.group.Died()
+	if !exited {
 		return false
 	}
 	s := r.cfg.Servers[i]
 	what := e.Ended() + " " + during
-	r.setServer(i, func(b *bundle.Server) { b.Exit = what })
+	r.setExit(i, fl, k, what, true)
+	if l := fl.label(k); l != "" {
+		r.note("server %s died: its %s %s; the other processes were stopped with it and its remaining waves were not run (on_server_failure: %s)", s.Name, l, what, r.cfg.OnServerFailure)
+		r.fail(i, "died: "+l+" "+what)
+		return true
+	}
 	r.note("server %s died: %s; its remaining waves were not run (on_server_failure: %s)", s.Name, what, r.cfg.OnServerFailure)
 	r.fail(i, "died: "+what)
 	return true
@@ -425,7 +396,7 @@ func (r *runner) died(i int, proc *supervise.Process, during string, records []c
 // waves runs the server's waves in order, as its wave source hands them
 // out: the planned ones (the mechanism check while polling its metric),
 // then the probes of its capacity search; false when the server died.
-func (r *runner) waves(ctx context.Context, i int, t Target, proc *supervise.Process, apiKey string) bool {
+func (r *runner) waves(ctx context.Context, i int, t Target, proc *fleet, apiKey string) bool {
 	src, err := r.waveSource(t.Name)
 	if err != nil {
 		r.note("server %s: the capacity search did not start: %v", t.Name, err)
@@ -467,7 +438,7 @@ func (r *runner) waves(ctx context.Context, i int, t Target, proc *supervise.Pro
 			}
 			continue
 		}
-		clock := r.simClock(ctx, i, t, apiKey)
+		clock := r.simClock(ctx, i, proc.urls[0], apiKey)
 		res, err := r.driver.Wave(ctx, t, w)
 		if clock != nil {
 			r.serverSlip(ctx, clock, &res)
@@ -494,12 +465,12 @@ func (r *runner) waves(ctx context.Context, i int, t Target, proc *supervise.Pro
 // simClock reads a simulated server's clock before a wave, so that the
 // wave can say how well the simulator kept its schedule; nil for a server
 // that is not rehearse's simulator, or whose page could not be read.
-func (r *runner) simClock(ctx context.Context, i int, t Target, apiKey string) *simReading {
+func (r *runner) simClock(ctx context.Context, i int, baseURL, apiKey string) *simReading {
 	s := r.cfg.Servers[i]
 	if s.Simulated == "" || s.Metrics.Path == "" {
 		return nil
 	}
-	sc := promscrape.Scraper{URL: t.BaseURL + s.Metrics.Path, APIKey: apiKey}
+	sc := promscrape.Scraper{URL: baseURL + s.Metrics.Path, APIKey: apiKey}
 	c, ok := scrapeSimClock(ctx, sc)
 	if !ok {
 		return nil
@@ -557,11 +528,17 @@ func (r *runner) waveProgress(server string, spec plan.Wave, res WaveResult) {
 
 // mechanismCheck runs the separate, unrecorded wave while polling the
 // server's metric; false when the server died during it.
-func (r *runner) mechanismCheck(ctx context.Context, i int, t Target, proc *supervise.Process, apiKey string, spec plan.Wave) bool {
+func (r *runner) mechanismCheck(ctx context.Context, i int, t Target, proc *fleet, apiKey string, spec plan.Wave) bool {
 	m := r.cfg.MechanismCheck
 	s := r.cfg.Servers[i]
 	period := m.Period.D()
-	poller, err := promscrape.StartPoller(ctx, promscrape.Scraper{URL: t.BaseURL + s.Metrics.Path, Metric: m.Metric, APIKey: apiKey}, period)
+	// Each replica's page is polled (a router's is not the engines'); the
+	// series is their sum, kept per replica and per label set besides.
+	var scrapers []promscrape.Scraper
+	for _, u := range proc.urls {
+		scrapers = append(scrapers, promscrape.Scraper{URL: u + s.Metrics.Path, Metric: m.Metric, APIKey: apiKey})
+	}
+	poller, err := promscrape.StartGroupPoller(ctx, scrapers, period)
 	if err != nil {
 		r.note("mechanism check on %s did not run: %v", s.Name, err)
 		return true
@@ -588,15 +565,20 @@ func (r *runner) mechanismCheck(ctx context.Context, i int, t Target, proc *supe
 	if mc.Series == nil {
 		mc.Series = [][2]float64{}
 	}
+	mc.LabelSets = labelSeries(series, origin)
+	for j, part := range series.Parts {
+		rs := bundle.ReplicaSeries{Replica: j, Max: part.Max(), Series: part.Offsets(origin), Errors: part.Errors, LabelSets: labelSeries(part, origin)}
+		mc.Replicas = append(mc.Replicas, rs)
+	}
 	_ = r.journal.WriteMechanismCheck(mc)
 	if series.Errors > 0 {
-		r.note("mechanism check on %s: %d of %d scrapes of %s failed; the first: %s", s.Name, series.Errors, series.Errors+len(series.Samples), t.BaseURL+s.Metrics.Path, series.FirstError)
+		where := proc.urls[0] + s.Metrics.Path
+		if len(proc.urls) > 1 {
+			where = fmt.Sprintf("the %d replicas' %s", len(proc.urls), s.Metrics.Path)
+		}
+		r.note("mechanism check on %s: %d of %d scrapes of %s failed; the first: %s", s.Name, series.Errors, series.Errors+len(series.Samples), where, series.FirstError)
 	}
-	maxText := "no sample"
-	if mc.Max != nil {
-		maxText = strconv.FormatFloat(*mc.Max, 'f', -1, 64)
-	}
-	r.progress(s.Name, "mechanism_check", "%s max %s over %d samples", m.Metric, maxText, len(series.Samples))
+	r.progress(s.Name, "mechanism_check", "%s max %s over %d samples%s", m.Metric, maxText(mc.Max), len(series.Samples), mechanismParts(mc))
 	return !r.died(i, proc, "during the mechanism-check wave", res.Records)
 }
 

@@ -31,6 +31,10 @@ import (
 var rehearseExe string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(testRouterEnv) != "" {
+		// Launched as a rehearsal's router (replicas_test.go).
+		os.Exit(testRouter(os.Args[1:]))
+	}
 	dir, err := os.MkdirTemp("", "rehearsal-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -49,6 +49,7 @@ func Markdown(res *bundle.Results, figs []FigureRef, digests []bundle.Digest) []
 	writeServers(&b, res)
 	writeWorkload(&b, res)
 	writeResults(&b, res)
+	writeReplicas(&b, res)
 	writeSLO(&b, res)
 	writeReasoning(&b, res)
 	writeCost(&b, res)
@@ -200,6 +201,7 @@ func writeServers(b *bytes.Buffer, res *bundle.Results) {
 		if s.Exit != "" {
 			fmt.Fprintf(b, " Exit: %s.", s.Exit)
 		}
+		writeServerReplicas(b, s)
 		b.WriteString("\n")
 	}
 	b.WriteString("\n")
@@ -494,6 +496,7 @@ func writeMechanism(b *bytes.Buffer, res *bundle.Results) {
 		fmt.Fprintf(b, ", %d non-finite values (NaN or ±Inf) left out", m.NonFinite)
 	}
 	fmt.Fprintf(b, "); the observed maximum was **%s**. This wave is not part of the results table.\n\n", max)
+	mechanismReplicas(b, m)
 }
 
 func writeWarnings(b *bytes.Buffer, res *bundle.Results) {
@@ -535,6 +538,11 @@ func purpose(file string) string {
 		return "the journal: every record as it was written when its request ended"
 	case file == "report.html":
 		return "this report as one self-contained web page"
+	case replicaLogRE.MatchString(file):
+		m := replicaLogRE.FindStringSubmatch(file)
+		return "complete log of replica " + m[2] + " of server `" + m[1] + "`"
+	case strings.HasSuffix(file, ".router.log"):
+		return "complete log of the router of server `" + strings.TrimSuffix(file, ".router.log") + "`"
 	case strings.HasSuffix(file, ".log"):
 		return "complete log of server `" + strings.TrimSuffix(file, ".log") + "`"
 	case strings.HasSuffix(file, ".svg"):

@@ -143,6 +143,16 @@ func (g loadGroups) section(load Column, speedup []string, label func(contract.A
 	if len(g.loads) == 0 {
 		return Section{}
 	}
+	// Goodput per GPU, for the servers whose GPU count is known.
+	var perGPU []string
+	for _, s := range g.servers {
+		for _, a := range g.by[s] {
+			if a.GoodputPerGPU != nil {
+				perGPU = append(perGPU, s)
+				break
+			}
+		}
+	}
 	type part struct {
 		servers     []string
 		head, short func(server string) string
@@ -151,6 +161,8 @@ func (g loadGroups) section(load Column, speedup []string, label func(contract.A
 	parts := []part{
 		{g.servers, func(s string) string { return s + " goodput, median [min–max] tok/s" }, func(s string) string { return s + " tok/s" },
 			func(a contract.Aggregate) string { return Goodput(a.Goodput) }},
+		{perGPU, func(s string) string { return s + " goodput per GPU, median [min–max] tok/s" }, func(s string) string { return s + " tok/s/GPU" },
+			goodputPerGPU},
 		{speedup, func(s string) string {
 			if len(speedup) == 1 {
 				return "Speed-up"

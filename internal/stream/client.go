@@ -381,6 +381,11 @@ func (c *Client) handshake(ctx context.Context, network, addr string) (net.Conn,
 func (c *Client) Warm(ctx context.Context, baseURL string, n int) error {
 	c.tr.CloseIdleConnections()
 	c.Drop()
+	return c.predial(ctx, baseURL, n)
+}
+
+// predial opens n connections to baseURL's host for the next requests.
+func (c *Client) predial(ctx context.Context, baseURL string, n int) error {
 	if n <= 0 {
 		return nil
 	}

@@ -1,0 +1,121 @@
+package bundle
+
+import (
+	"fmt"
+
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+// Shapes are the servers' replica and GPU counts, by name, as the
+// aggregates of servers of several replicas need them.
+func (r *Results) Shapes() map[string]contract.Shape {
+	out := map[string]contract.Shape{}
+	for _, s := range r.Servers {
+		out[s.Name] = contract.Shape{Replicas: max(len(s.Replicas), 1), GPUs: s.GPUCount()}
+	}
+	return out
+}
+
+// Logs are the server's log files in the bundle: its own, each replica's
+// and its router's.
+func (s Server) Logs() []string {
+	var out []string
+	if s.Log != "" {
+		out = append(out, s.Log)
+	}
+	for _, rp := range s.Replicas {
+		if rp.Log != "" {
+			out = append(out, rp.Log)
+		}
+	}
+	if s.Router != nil && s.Router.Log != "" {
+		out = append(out, s.Router.Log)
+	}
+	return out
+}
+
+// GPUCount is the server's distinct GPUs (0: not said).
+func (s Server) GPUCount() int {
+	seen := map[int]bool{}
+	for _, set := range s.GPUs {
+		for _, g := range set {
+			seen[g] = true
+		}
+	}
+	return len(seen)
+}
+
+// checkReplicas checks what a server of several replicas adds: each
+// record's replica names one of its server's replicas (and only a
+// client-balanced server's records name one), replica indices are their
+// positions, and each mechanism-check series' max is its series' maximum.
+func checkReplicas(res *Results) []Problem {
+	var probs []Problem
+	servers := map[string]Server{}
+	for i, s := range res.Servers {
+		servers[s.Name] = s
+		for j, rp := range s.Replicas {
+			if rp.Index != j {
+				probs = append(probs, Problem{File: ResultsFile, Server: s.Name, Field: fmt.Sprintf("servers[%d].replicas[%d].index", i, j),
+					Msg: fmt.Sprintf("%d: a replica's index is its position", rp.Index)})
+			}
+		}
+		for j, g := range s.GPUs {
+			for _, x := range g {
+				if x < 0 {
+					probs = append(probs, Problem{File: ResultsFile, Server: s.Name, Field: fmt.Sprintf("servers[%d].gpus[%d]", i, j),
+						Msg: fmt.Sprintf("%d is not a GPU index", x)})
+				}
+			}
+		}
+	}
+	for i, r := range res.Records {
+		if r.Replica == nil {
+			continue
+		}
+		s, ok := servers[r.Server]
+		n := len(s.Replicas)
+		switch {
+		case !ok:
+		case n == 0:
+			probs = append(probs, Problem{File: ResultsFile, Server: r.Server, Field: fmt.Sprintf("records[%d].replica", i),
+				Msg: fmt.Sprintf("%d, but server %s has no replicas", *r.Replica, r.Server)})
+		case *r.Replica < 0 || *r.Replica >= n:
+			probs = append(probs, Problem{File: ResultsFile, Server: r.Server, Field: fmt.Sprintf("records[%d].replica", i),
+				Msg: fmt.Sprintf("%d is not one of the server's %d replicas (0 to %d)", *r.Replica, n, n-1)})
+		case s.Router != nil:
+			probs = append(probs, Problem{File: ResultsFile, Server: r.Server, Field: fmt.Sprintf("records[%d].replica", i),
+				Msg: "set, but the server's requests went through its router, which chose the replica"})
+		}
+	}
+	if m := res.MechanismCheck; m != nil {
+		check := func(field string, stored *float64, series [][2]float64) {
+			if want := seriesMax(series); !closePtr(stored, want) {
+				probs = append(probs, Problem{File: ResultsFile, Server: m.Server, Field: field,
+					Msg: fmt.Sprintf("stored %s, series maximum %s", fmtPtr(stored), fmtPtr(want))})
+			}
+		}
+		for i, ls := range m.LabelSets {
+			check(fmt.Sprintf("mechanism_check.label_sets[%d].max", i), ls.Max, ls.Series)
+		}
+		for i, rs := range m.Replicas {
+			check(fmt.Sprintf("mechanism_check.replicas[%d].max", i), rs.Max, rs.Series)
+			for j, ls := range rs.LabelSets {
+				check(fmt.Sprintf("mechanism_check.replicas[%d].label_sets[%d].max", i, j), ls.Max, ls.Series)
+			}
+		}
+	}
+	return probs
+}
+
+// seriesMax is the largest value of a [t, v] series, nil when empty.
+func seriesMax(series [][2]float64) *float64 {
+	var m *float64
+	for _, s := range series {
+		if m == nil || s[1] > *m {
+			v := s[1]
+			m = &v
+		}
+	}
+	return m
+}

@@ -1,0 +1,382 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/k8s"
+)
+
+type k8sOptions struct {
+	spec       k8s.Spec
+	out        string
+	storage    string
+	cpu        string
+	memory     string
+	startDelay time.Duration
+}
+
+// k8sOwned are the worker flags rehearse k8s sets itself.
+var k8sOwned = []string{"output", "segment", "coordinator", "start-at", "workers"}
+
+func newK8sCmd(st *State) *cobra.Command {
+	var o k8sOptions
+	cmd := &cobra.Command{
+		Use:   "k8s --workers N --image IMAGE [flags] (run -f FILE | bench --base-url URL) [flags]",
+		Short: "Write the Kubernetes manifests that run a rehearsal as N segment workers and merge them",
+		Long: `Write, as multi-document YAML (stdout, or -o FILE), what runs one rehearsal
+at scale on a cluster against an engine that is already running there:
+
+  NAME-rehearsal  ConfigMap with the rehearsal file (run -f FILE only)
+  NAME-results    ReadWriteMany claim for the bundles (unless --pvc names one)
+  NAME-coordinator  Service of the coordinator the workers measure their
+                  clock offset against
+  NAME-collect    Job: "rehearse coordinate --workers N", which ends once
+                  the N workers are done, then "rehearse merge" of
+                  /results/worker-0 ... worker-(N-1) into /results/merged,
+                  then "rehearse verify /results/merged"
+  NAME-workers    Indexed Job (completions = parallelism = N): worker i runs
+                  the command after the flags with -o /results/worker-i,
+                  --segment auto/N (the index from the Job's completion
+                  index, as REHEARSE_SEGMENT_INDEX) and --coordinator
+                  http://NAME-coordinator[.NAMESPACE.svc]:PORT
+
+Everything after "run" or "bench" is the worker's command line, as given to
+rehearse run or rehearse bench, less -o (and the segment flags, which
+rehearse k8s sets). The rehearsal file is loaded and checked here; its
+servers must be reached at base_url (a launched server would be launched by
+every worker). An API key is never written: each api_key_env (or bench's
+--api-key-env) is read in the workers from the Secret --api-key-secret
+(default NAME-api-keys), under a key of the variable's name. Files the
+rehearsal reads (a prompts file, a dataset, a tokenizer) must be in the
+image or a volume: a warning names each. The image must have rehearse on
+its PATH.`,
+		Example: `  rehearse k8s --workers 4 --image ghcr.io/me/rehearse:v1 -o job.yaml run -f examples/sustained.yaml
+  rehearse k8s --workers 8 --image rehearse:dev --namespace bench --pvc results --start-delay 2m \
+      bench --base-url http://vllm.serving.svc:8000 --request-rate 40 --num-prompts 4000
+  kubectl apply -f job.yaml && kubectl wait --for=condition=complete --timeout=1h job/rehearse-collect`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError("k8s: want the workers' command after the flags: run -f FILE, or bench --base-url URL")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runK8s(st, &o, cmd.Flags(), args)
+		},
+	}
+	f := cmd.Flags()
+	// Flags after the worker's command are the worker's.
+	f.SetInterspersed(false)
+	f.IntVar(&o.spec.Workers, "workers", 0, "N: worker pods, each running one segment of the plan (required)")
+	f.StringVar(&o.spec.Image, "image", "", "container image with rehearse on its PATH (required)")
+	f.StringVar(&o.spec.Name, "name", "rehearse", "prefix of every object's name (a DNS-1123 label)")
+	f.StringVar(&o.spec.Namespace, "namespace", "", "namespace of every object (default: kubectl's)")
+	f.IntVar(&o.spec.Port, "port", k8s.DefaultPort, "the coordinator's port")
+	f.StringVar(&o.spec.PVC, "pvc", "", "existing ReadWriteMany claim for the bundles (default: a new claim NAME-results)")
+	f.StringVar(&o.storage, "storage", k8s.DefaultStorage, "size of the new results claim")
+	f.StringVar(&o.spec.StorageClass, "storage-class", "", "storage class of the new results claim (default: the cluster's)")
+	f.StringVar(&o.spec.ServiceAccount, "service-account", "", "service account of every pod")
+	f.StringVar(&o.cpu, "cpu", "", "CPU request of each worker, e.g. 2 or 500m")
+	f.StringVar(&o.memory, "memory", "", "memory request of each worker, e.g. 4Gi")
+	f.StringVar(&o.spec.APIKeySecret, "api-key-secret", "", "Secret holding the API keys, one key per variable name (default NAME-api-keys)")
+	f.StringVar(&o.spec.StartAt, "start-at", "", "RFC 3339 instant at which every worker releases its load")
+	f.DurationVar(&o.startDelay, "start-delay", 0, "--start-at this long after the manifests are written (apply them before then)")
+	f.StringVarP(&o.out, "output", "o", "", "write the manifests to this file (default: stdout)")
+	return cmd
+}
+
+func runK8s(st *State, o *k8sOptions, f *pflag.FlagSet, args []string) error {
+	if !f.Changed("workers") {
+		return usageError("k8s: --workers N is required")
+	}
+	if err := o.resources(f); err != nil {
+		return err
+	}
+	if o.startDelay != 0 {
+		if o.spec.StartAt != "" {
+			return usageError("k8s: --start-at and --start-delay: give one")
+		}
+		if o.startDelay < 0 {
+			return usageError("k8s: --start-delay %v: want a positive duration", o.startDelay)
+		}
+		o.spec.StartAt = time.Now().UTC().Add(o.startDelay).Truncate(time.Second).Format(time.RFC3339)
+	}
+	worker, err := k8sWorker(st, &o.spec, args)
+	if err != nil {
+		return err
+	}
+	o.spec.Args = worker
+	if len(o.spec.APIKeyEnvs) > 0 && o.spec.APIKeySecret == "" {
+		o.spec.APIKeySecret = o.spec.Name + "-api-keys"
+	}
+	if err := o.spec.Validate(); err != nil {
+		return usageError("k8s: %v", err)
+	}
+	y, err := o.spec.YAML()
+	if err != nil {
+		return err
+	}
+	if o.out == "" {
+		_, err = st.Stdout.Write(y)
+		return err
+	}
+	return os.WriteFile(o.out, y, 0o644)
+}
+
+// resources reads the quantity flags.
+func (o *k8sOptions) resources(f *pflag.FlagSet) error {
+	quantity := func(flag, v string) (resource.Quantity, error) {
+		q, err := resource.ParseQuantity(v)
+		if err != nil || q.Sign() <= 0 {
+			return q, usageError("k8s: --%s %q: want a positive quantity such as 4Gi or 500m", flag, v)
+		}
+		return q, nil
+	}
+	if o.spec.PVC != "" && (f.Changed("storage") || f.Changed("storage-class")) {
+		return usageError("k8s: --pvc names an existing claim: --storage and --storage-class are for a new one")
+	}
+	var err error
+	if o.spec.Storage, err = quantity("storage", o.storage); err != nil {
+		return err
+	}
+	for _, r := range []struct {
+		flag, v string
+		name    corev1.ResourceName
+	}{{"cpu", o.cpu, corev1.ResourceCPU}, {"memory", o.memory, corev1.ResourceMemory}} {
+		if r.v == "" {
+			continue
+		}
+		q, err := quantity(r.flag, r.v)
+		if err != nil {
+			return err
+		}
+		if o.spec.Resources.Requests == nil {
+			o.spec.Resources.Requests = corev1.ResourceList{}
+		}
+		o.spec.Resources.Requests[r.name] = q
+	}
+	return nil
+}
+
+// k8sWorker checks the worker's command line (run or bench, parsed with
+// that command's own flags) and returns it as the workers run it, with
+// the rehearsal file in the ConfigMap's mount. It fills the spec's file
+// and API key variables.
+func k8sWorker(st *State, spec *k8s.Spec, args []string) ([]string, error) {
+	var cmd *cobra.Command
+	switch args[0] {
+	case "run":
+		cmd = newRunCmd(st)
+	case "bench":
+		cmd = newBenchCmd(st)
+	default:
+		return nil, usageError("k8s: %q: want run or bench after the flags (see rehearse k8s --help)", args[0])
+	}
+	fs := cmd.Flags()
+	parse := args
+	if args[0] == "bench" {
+		parse = benchArgs(args) // vllm bench serve's multi-valued flags, as Main reads them
+	}
+	if err := fs.Parse(parse[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil, usageError("k8s %s: see rehearse %s --help for the worker's flags", args[0], args[0])
+		}
+		return nil, usageError("k8s %s: %v", args[0], err)
+	}
+	if fs.NArg() > 0 {
+		return nil, usageError("k8s %s: unexpected argument %q", args[0], fs.Arg(0))
+	}
+	for _, name := range k8sOwned {
+		if fs.Lookup(name) != nil && fs.Changed(name) {
+			return nil, usageError("k8s %s: --%s is set by rehearse k8s for each worker", args[0], name)
+		}
+	}
+	if args[0] == "bench" {
+		if err := k8sBench(st, spec, fs); err != nil {
+			return nil, err
+		}
+		return args, nil
+	}
+	return k8sRun(st, spec, fs, args)
+}
+
+// k8sRun loads the rehearsal file, refuses what cannot run as N workers,
+// and ships the file in the ConfigMap.
+func k8sRun(st *State, spec *k8s.Spec, fs *pflag.FlagSet, args []string) ([]string, error) {
+	file, _ := fs.GetString("file")
+	if file == "" {
+		return nil, usageError("k8s run: -f REHEARSAL.yaml is required")
+	}
+	cfg, err := config.Load(file)
+	if err != nil {
+		return nil, &ExitError{Code: 2, Err: err}
+	}
+	for i, s := range cfg.Servers {
+		at := fmt.Sprintf("%s: servers[%d] (%s)", file, i, s.Name)
+		if s.Launched() {
+			return nil, usageError("%s: has launch: each of the N workers would launch its own; under rehearse k8s a server is reached at base_url", at)
+		}
+		if err := noPassword(s.BaseURL); err != nil {
+			return nil, usageError("%s: base_url %v", at, err)
+		}
+		if s.APIKeyEnv != "" && !slices.Contains(spec.APIKeyEnvs, s.APIKeyEnv) {
+			spec.APIKeyEnvs = append(spec.APIKeyEnvs, s.APIKeyEnv)
+		}
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := k8sFiles(st, file, data); err != nil {
+		return nil, err
+	}
+	spec.File = &k8s.File{Name: filepath.Base(file), Content: string(data)}
+	return withFlagValue(fs, args, "file", k8s.RehearsalDir+"/"+spec.File.Name), nil
+}
+
+// k8sFiles checks the files a rehearsal file reads besides itself, as
+// written in it: a relative path would be looked for beside the mounted
+// file, where only the file is (refused); an absolute one must be in the
+// image or a volume (a warning).
+func k8sFiles(st *State, file string, data []byte) error {
+	var raw struct {
+		Workload struct {
+			Prompts any `yaml:"prompts"`
+		} `yaml:"workload"`
+		Tokenizer struct {
+			Path string `yaml:"path"`
+		} `yaml:"tokenizer"`
+	}
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		return &ExitError{Code: 2, Err: fmt.Errorf("%s: %v", file, err)}
+	}
+	prompts, _ := raw.Workload.Prompts.(string)
+	if m, ok := raw.Workload.Prompts.(map[string]any); ok {
+		prompts, _ = m["path"].(string)
+	}
+	for _, f := range []struct{ key, path string }{{"workload.prompts", prompts}, {"tokenizer.path", raw.Tokenizer.Path}} {
+		switch {
+		case f.path == "":
+		case !filepath.IsAbs(f.path):
+			return usageError("%s: %s %q: a relative path would be read beside the file in the ConfigMap (%s), where only the file is: give the absolute path of a file in the image or a mounted volume", file, f.key, f.path, k8s.RehearsalDir)
+		default:
+			k8sWarn(st, "%s: %s %s is read here and must be at that same path in the worker image or a mounted volume", file, f.key, f.path)
+		}
+	}
+	return nil
+}
+
+// k8sBench checks bench's endpoint and notes its API key variable.
+func k8sBench(st *State, spec *k8s.Spec, fs *pflag.FlagSet) error {
+	if err := checkRefused(fs); err != nil {
+		return err
+	}
+	base, _ := fs.GetString("base-url")
+	if base == "" && !fs.Changed("host") {
+		return usageError("k8s bench: --base-url is required (the engine's address inside the cluster, e.g. http://vllm.NAMESPACE.svc:8000)")
+	}
+	if err := noPassword(base); err != nil {
+		return usageError("k8s bench: --base-url %v", err)
+	}
+	if env, _ := fs.GetString("api-key-env"); env != "" {
+		spec.APIKeyEnvs = append(spec.APIKeyEnvs, env)
+	}
+	for _, name := range []string{"prompts", "dataset-path", "tokenizer"} {
+		v, _ := fs.GetString(name)
+		if v == "" || (name == "tokenizer" && !strings.HasSuffix(v, ".json")) {
+			continue
+		}
+		k8sWarn(st, "bench --%s %s: the file must be at that path in the image or a volume", name, v)
+	}
+	return nil
+}
+
+// noPassword refuses a URL with a password: the manifests would carry it.
+func noPassword(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return nil
+	}
+	if _, ok := u.User.Password(); ok {
+		return fmt.Errorf("%s carries a password, which the manifests would hold: use api_key_env and a Secret", config.RedactURL(raw))
+	}
+	return nil
+}
+
+func k8sWarn(st *State, format string, a ...any) {
+	fmt.Fprintf(st.Stderr, "rehearse k8s: warning: "+format+"\n", a...)
+}
+
+// withFlagValue returns args with the value of the flag name replaced,
+// in whichever form it was given (--name V, --name=V, -n V, -nV, -n=V,
+// or a shorthand at the end of a group such as -qn V); nothing after "--"
+// is touched.
+func withFlagValue(fs *pflag.FlagSet, args []string, name, value string) []string {
+	flag := fs.Lookup(name)
+	out := slices.Clone(args)
+	for i := 1; i < len(out); i++ {
+		a := out[i]
+		switch {
+		case a == "--":
+			return out
+		case a == "--"+flag.Name:
+			if i+1 < len(out) {
+				out[i+1] = value
+				i++
+			}
+		case strings.HasPrefix(a, "--"+flag.Name+"="):
+			out[i] = "--" + flag.Name + "=" + value
+		case strings.HasPrefix(a, "--"):
+			if f := fs.Lookup(strings.SplitN(a[2:], "=", 2)[0]); f != nil && f.NoOptDefVal == "" && !strings.Contains(a, "=") {
+				i++ // the flag's value
+			}
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			i += shorthandGroup(fs, out, i, flag, value)
+		}
+	}
+	return out
+}
+
+// shorthandGroup rewrites the value of flag in the shorthand group
+// args[i] and returns how many of the following arguments it consumed.
+func shorthandGroup(fs *pflag.FlagSet, args []string, i int, flag *pflag.Flag, value string) int {
+	a := args[i]
+	for j := 1; j < len(a); j++ {
+		f := fs.ShorthandLookup(a[j : j+1])
+		if f == nil || f.NoOptDefVal != "" {
+			continue // a boolean in the group
+		}
+		rest := a[j+1:]
+		if f == flag {
+			switch {
+			case rest == "":
+				if i+1 < len(args) {
+					args[i+1] = value
+				}
+			case strings.HasPrefix(rest, "="):
+				args[i] = a[:j+1] + "=" + value
+			default:
+				args[i] = a[:j+1] + value
+			}
+		}
+		if rest == "" {
+			return 1
+		}
+		return 0
+	}
+	return 0
+}
