@@ -109,7 +109,7 @@ func (o *segmentOptions) synchronizer(ctx context.Context, cfg *config.Rehearsal
 		URL: o.coordinator, Worker: cfg.Segment.Index, Count: cfg.Segment.Count,
 		Digest: plan.Digest(cfg, plan.Workload(cfg, prompts)), BarrierTimeout: o.barrierTimeout, StartAt: o.start,
 	}
-	if err := c.Measure(ctx, config.DefaultOffsetSamples); err != nil {
+	if err := measureOffset(ctx, c); err != nil {
 		return nil, nil, nil, &ExitError{Code: 1, Err: fmt.Errorf("--coordinator: %v", config.RedactURL(err.Error()))}
 	}
 	w.ClockOffsetS, w.OffsetUncertaintyS = c.Offset.Seconds(), c.Uncertainty.Seconds()
@@ -119,4 +119,22 @@ func (o *segmentOptions) synchronizer(ctx context.Context, cfg *config.Rehearsal
 		_ = c.Done(dctx)
 	}
 	return c, w, done, nil
+}
+
+// measureOffset measures c's clock offset, trying again for up to
+// config.DefaultCoordinatorWait while the coordinator cannot be reached
+// (a worker may start before it serves).
+func measureOffset(ctx context.Context, c *coordinate.Client) error {
+	deadline := time.Now().Add(time.Duration(config.DefaultCoordinatorWait) * time.Second)
+	for {
+		err := c.Measure(ctx, config.DefaultOffsetSamples)
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }

@@ -26,6 +26,11 @@ const DefaultBarrierTimeout = 10 * 60 // seconds
 // instant before it comes.
 const DefaultReleaseMargin = 250 * 1e-3 // seconds
 
+// DefaultCoordinatorWait is how long a worker keeps trying to reach its
+// coordinator before it gives up (on Kubernetes the workers may start
+// before the coordinator's pod is serving).
+const DefaultCoordinatorWait = 2 * 60 // seconds
+
 // DefaultOffsetSamples is how many time samples a worker takes of the
 // coordinator's clock; the one of least round trip gives the offset.
 const DefaultOffsetSamples = 16
