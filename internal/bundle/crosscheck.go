@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -171,7 +172,7 @@ func recordsEqual(a, b *contract.Record) bool {
 		!equalPtr(a.Session, b.Session) || a.Turn != b.Turn || !equalPtr(a.Replica, b.Replica) ||
 		!equalPtr(a.FirstTokenS, b.FirstTokenS) || a.ReasoningText != b.ReasoningText ||
 		!equalPtr(a.ReasoningTokens, b.ReasoningTokens) || a.ToolCallText != b.ToolCallText ||
-		!equalPtr(a.ClientAddedS, b.ClientAddedS) || len(a.ChunkTimesS) != len(b.ChunkTimesS) {
+		!equalPtr(a.ClientAddedS, b.ClientAddedS) || !equalPtr(a.Worker, b.Worker) || len(a.ChunkTimesS) != len(b.ChunkTimesS) {
 		return false
 	}
 	for i, t := range a.ChunkTimesS {
@@ -189,21 +190,8 @@ func equalPtr[T comparable](a, b *T) bool {
 	return *a == *b
 }
 
-// wavesEqual compares two waves field by field, a ramp by its value.
+// wavesEqual compares two waves field by field, pointed-to values (a
+// ramp, stalls, slip) by their value.
 func wavesEqual(a, b *contract.Wave) bool {
-	x, y := *a, *b
-	if (x.Ramp == nil) != (y.Ramp == nil) || (x.Ramp != nil && *x.Ramp != *y.Ramp) {
-		return false
-	}
-	x.Ramp, y.Ramp = nil, nil
-	if !ptrEqual(x.ClientStalls, y.ClientStalls) || !ptrEqual(x.ServerSlip, y.ServerSlip) {
-		return false
-	}
-	x.ClientStalls, y.ClientStalls, x.ServerSlip, y.ServerSlip = nil, nil, nil, nil
-	return x == y
-}
-
-// ptrEqual reports whether a and b are both nil or point to equal values.
-func ptrEqual[T comparable](a, b *T) bool {
-	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+	return reflect.DeepEqual(*a, *b)
 }

@@ -28,9 +28,31 @@ import (
 // mechanism_check; the others stay in waves and records and are described
 // in a note.
 func Merge(parts []*Results, names []string, mechanismServer string) (*Results, error) {
+	return MergeWith(parts, names, MergeOptions{MechanismServer: mechanismServer})
+}
+
+// MergeOptions are the choices of a merge.
+type MergeOptions struct {
+	// MechanismServer names the part's mechanism check to keep (Merge).
+	MechanismServer string
+	// MaxOffsetUncertaintyS refuses a segment whose worker's clock offset
+	// is known less well than this (seconds; 0: no bound).
+	MaxOffsetUncertaintyS float64
+}
+
+// MergeWith is Merge with options. Parts that are segments of one split
+// plan (provenance.worker) are joined by mergeSegments instead: their
+// waves are rejoined across workers rather than set side by side.
+func MergeWith(parts []*Results, names []string, o MergeOptions) (*Results, error) {
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("nothing to merge")
 	}
+	for _, p := range parts {
+		if p.Provenance.Worker != nil {
+			return mergeSegments(parts, names, o)
+		}
+	}
+	mechanismServer := o.MechanismServer
 	first := parts[0]
 	ids := make([][sha256.Size]byte, len(parts))
 	for i, p := range parts {

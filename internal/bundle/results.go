@@ -89,6 +89,30 @@ type Provenance struct {
 	// Cost is the hardware's price as given (--gpu-hour-cost, --gpus),
 	// the basis of the cost block; absent when none was given.
 	Cost *CostBasis `json:"cost,omitempty"`
+	// Worker is the load-generator worker that wrote this bundle, when the
+	// plan was split into segments (SPEC §10); absent otherwise.
+	Worker *Worker `json:"worker,omitempty"`
+	// Workers, on a bundle merged from segments, is every segment's
+	// worker, by index.
+	Workers []Worker `json:"workers,omitempty"`
+}
+
+// Worker is one worker of a split plan: segment Index of Count, the
+// digest of the plan it ran (plan.Digest: segments of different plans do
+// not merge), its clock's measured offset from the coordinator's
+// (coordinator − worker, seconds) with that measurement's uncertainty
+// (half the least round trip), and the coordinator it followed ("" when
+// it ran one wave at --start-at without one).
+type Worker struct {
+	Index              int     `json:"index"`
+	Count              int     `json:"count"`
+	PlanDigest         string  `json:"plan_digest"`
+	ClockOffsetS       float64 `json:"clock_offset_s"`
+	OffsetUncertaintyS float64 `json:"offset_uncertainty_s"`
+	Coordinator        string  `json:"coordinator,omitempty"`
+	StartAt            string  `json:"start_at,omitempty"`
+	// Host is the worker's host name (set on a merged bundle's list).
+	Host string `json:"host,omitempty"`
 }
 
 // Tool identifies the rehearse build, from its build info.

@@ -76,6 +76,9 @@ type benchOptions struct {
 	save    saveResultOptions // --save-result and its flags (bench_export.go)
 	// vllm are vllm bench serve's flags that map onto the others.
 	vllm vllmOptions
+	seg  segmentOptions
+	// workerArgs is a worker's command line for --workers.
+	workerArgs []string
 }
 
 func newBenchCmd(st *State) *cobra.Command {
@@ -168,6 +171,20 @@ as "rehearse run": the endpoint must answer GET /v1/models (or /health) within
 APIs with no /health; --ready full adds /health and one tiny request), the
 bundle goes to an empty or new folder, and it is verified once written.
 
+Load from several workers (SPEC §10): --segment i/N runs worker i's share of
+every wave (client j of a closed or sustained wave, request k of an open-loop
+schedule or session k, for j or k mod N = i, each with the prompt and the
+intended time it has in the whole plan) and writes its own bundle, with
+provenance.worker; --coordinator URL (rehearse coordinate) releases each wave
+on every worker at one instant and measures this worker's clock offset;
+--start-at releases the first wave at an RFC 3339 instant (without a
+coordinator, only a plan of one wave can be split); --segment auto/N takes i
+from $REHEARSE_SEGMENT_INDEX. rehearse merge joins the segments exactly.
+--workers N runs the N segments here, as processes of this binary with a
+coordinator of their own, merges them into -o DIR (the segments stay in
+DIR.workers) and verifies the merge; Ctrl-C stops every worker and merges
+what they recorded.
+
 The API key is read from the environment variable named by --api-key-env and
 is never written anywhere. Ctrl-C stops cleanly: requests in flight end as
 canceled, and the bundle of what finished is written.`,
@@ -207,6 +224,7 @@ canceled, and the bundle of what finished is written.`,
 					o.openSet = append(o.openSet, name)
 				}
 			}
+			o.workerArgs = workerArgs(cmd)
 			return runBench(cmd.Context(), st, &o, commandLine(cmd))
 		},
 	}
@@ -231,6 +249,7 @@ canceled, and the bundle of what finished is written.`,
 	vllmFlags(f, &o.vllm)
 	costFlags(f, &o.cost)
 	saveResultFlags(f, &o.save)
+	segmentFlags(f, &o.seg)
 	return cmd
 }
 
@@ -480,6 +499,18 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 	if err != nil {
 		return err
 	}
+	if err := o.seg.apply(cfg); err != nil {
+		return err
+	}
+	if o.seg.workers > 0 {
+		dir := o.out
+		if dir == "" {
+			dir = "rehearse-bench-" + time.Now().UTC().Format("20060102T150405Z")
+		}
+		return runWorkers(ctx, st, workersJob{seg: &o.seg, args: o.workerArgs, dir: dir, quietFlag: "--progress=never",
+			summary: func(res *bundle.Results) { printBenchSummary(st.Stdout, res) },
+			after:   func(res *bundle.Results) error { return o.save.write(st, res, dir) }})
+	}
 	prompts, err := rehearsal.Prompts(cfg)
 	if err != nil {
 		flag := "--prompts"
@@ -500,7 +531,7 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 	}
 	pb := newWaveBar(st.Stderr, o.progress, false)
 	r, err := rehearse(ctx, rehearsalJob{
-		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: &prompts, waveEvents: pb.event,
+		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: &prompts, waveEvents: pb.event, segment: &o.seg,
 		fail: func(err error) error {
 			if de := (*rehearsal.DescriptorError)(nil); errors.As(err, &de) {
 				return usageError("bench: %v", err)

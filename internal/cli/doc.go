@@ -22,7 +22,9 @@ under a precise metric contract, and writes a self-verifying results bundle.
   rehearse compare A B             put two bundles side by side, with gates
   rehearse export DIR --format F   write a bundle as vLLM's result JSON, an llm-d report,
                                    JSONL or CSV
-  rehearse merge -o DIR A B ...    merge bundles of one rehearsal into one
+  rehearse merge -o DIR A B ...    merge bundles of one rehearsal (or a split plan's
+                                   segments) into one
+  rehearse coordinate --workers N  release a split plan's waves on N workers together
   rehearse k8s --workers N ...     write the Kubernetes manifests that run a rehearsal as N
                                    segment workers (an Indexed Job) and merge their bundles
   rehearse annotate DIR -f NOTES   add an operator's notes to a bundle's report

@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/report"
 )
 
 func newMergeCmd(st *State) *cobra.Command {
 	var out, baseline, mechanism string
+	var maxUnc time.Duration
 	cmd := &cobra.Command{
 		Use:   "merge -o DIR PART...",
 		Short: "Merge the bundles of one rehearsal's parts into one bundle",
@@ -31,22 +34,37 @@ rehearsal (the same records), are refused: their records would count twice.
 --baseline names the speed-up denominator of the merged bundle when the parts
 name different ones (a part that holds one server names that server).
 --mechanism-check names the server whose mechanism check the merged bundle
-reports when several parts hold one; the others are kept as waves and noted.`,
+reports when several parts hold one; the others are kept as waves and noted.
+
+Segments of a split plan (bundles written by rehearse run or bench with
+--segment i/N, each carrying provenance.worker) are joined instead into the
+bundle of the whole plan: each wave is rejoined from every worker's share of
+it (records keep their global client and request indices), its per-worker
+releases and their spread are kept beside the largest clock-offset
+uncertainty, and every aggregate is recomputed from the raw records. Merge
+refuses, naming the bundle and field, segments of different plans
+(plan_digest) or counts, the same segment twice, missing segments, and a
+worker whose offset uncertainty exceeds --max-offset-uncertainty.`,
 		Args: minArgs(1, "one or more bundle DIRs"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return usageError("merge needs -o DIR for the merged bundle")
 			}
-			return interruption(cmd.Context(), "merge into "+out, runMerge(cmd.Context(), st, out, baseline, mechanism, args))
+			if maxUnc < 0 {
+				return usageError("--max-offset-uncertainty %v: want 0 (no bound) or more", maxUnc)
+			}
+			o := bundle.MergeOptions{MechanismServer: mechanism, MaxOffsetUncertaintyS: maxUnc.Seconds()}
+			return interruption(cmd.Context(), "merge into "+out, runMerge(cmd.Context(), st, out, baseline, o, args))
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "directory of the merged bundle (created; must not exist or be empty)")
 	cmd.Flags().StringVar(&mechanism, "mechanism-check", "", "server whose mechanism check to report when several parts hold one")
 	cmd.Flags().StringVar(&baseline, "baseline", "", "baseline server of the merged bundle (default: the parts' own, which must then agree)")
+	cmd.Flags().DurationVar(&maxUnc, "max-offset-uncertainty", time.Duration(config.DefaultMaxOffsetUncertainty*float64(time.Second)), "segments only: refuse a worker whose clock-offset uncertainty exceeds this (0: no bound)")
 	return cmd
 }
 
-func runMerge(ctx context.Context, st *State, out, baseline, mechanism string, parts []string) error {
+func runMerge(ctx context.Context, st *State, out, baseline string, o bundle.MergeOptions, parts []string) error {
 	all, err := bundle.ReadParts(ctx, parts)
 	if err != nil {
 		if uerr := unverifiedInput(st, err); uerr != nil {
@@ -59,7 +77,7 @@ func runMerge(ctx context.Context, st *State, out, baseline, mechanism string, p
 			res.Baseline = &baseline
 		}
 	}
-	merged, err := bundle.Merge(all, parts, mechanism)
+	merged, err := bundle.MergeWith(all, parts, o)
 	if err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}

@@ -74,6 +74,7 @@ func newRootCmd(st *State) *cobra.Command {
 		newCompareCmd(st),
 		newExportCmd(st),
 		newMergeCmd(st),
+		newCoordinateCmd(st),
 		newK8sCmd(st),
 		newAnnotateCmd(st),
 		newTokensCmd(st),

@@ -29,6 +29,7 @@ type runOptions struct {
 	quiet    bool
 	progress string
 	slo      sloOptions
+	seg      segmentOptions
 }
 
 func newRunCmd(st *State) *cobra.Command {
@@ -43,6 +44,11 @@ the mechanism check while polling its Prometheus metric, and stop it (SIGTERM
 to the group with a marker line in its log, SIGKILL after the grace period).
 Then write the bundle: results.json, journal.jsonl, each server's complete log,
 README.md with plots, SHA256SUMS; verify it; print the results table.
+
+--segment i/N (or segment: in the file) runs worker i's share of every wave
+of a plan split among N workers, against servers reached at base_url, with
+--coordinator URL and --start-at as in rehearse bench; --workers N runs the N
+segments here as processes and merges them (see rehearse bench --help).
 
 A server that is not ready or dies is noted in the bundle and the run goes on
 with the next server (on_server_failure: continue) or stops (stop). Ctrl-C
@@ -75,6 +81,9 @@ rehearsal file (every problem is listed with its field path).`,
 			if err := o.slo.apply(cfg); err != nil {
 				return err
 			}
+			if err := o.seg.apply(cfg); err != nil {
+				return err
+			}
 			dir := o.outDir
 			if dir == "" {
 				dir = cfg.Output.Dir
@@ -83,10 +92,19 @@ rehearsal file (every problem is listed with its field path).`,
 				base := strings.TrimSuffix(filepath.Base(o.file), filepath.Ext(o.file))
 				dir = "rehearse-" + base + "-" + time.Now().UTC().Format("20060102T150405Z")
 			}
+			if o.seg.workers > 0 {
+				return runWorkers(cmd.Context(), st, workersJob{seg: &o.seg, args: workerArgs(cmd), dir: dir, quietFlag: "--quiet",
+					summary: func(res *bundle.Results) { report.ResultsTable(res).Text(st.Stdout) }})
+			}
+			command := append([]string{"rehearse", "run", "-f", o.file, "-o", dir}, o.slo.args()...)
+			if o.seg.segment != "" {
+				command = append(command, "--segment", o.seg.segment)
+			}
 			return runRehearsal(cmd.Context(), st, rehearsalJob{
 				cfg: cfg, dir: dir, quiet: o.quiet, progressMode: o.progress,
-				command:    append([]string{"rehearse", "run", "-f", o.file, "-o", dir}, o.slo.args()...),
+				command:    command,
 				simulation: rehearsal.Simulation(cfg),
+				segment:    &o.seg,
 			})
 		},
 	}
@@ -96,6 +114,7 @@ rehearsal file (every problem is listed with its field path).`,
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr (failures are still printed)")
 	sloFlags(f, &o.slo, true)
 	progressFlag(f, &o.progress)
+	segmentFlags(f, &o.seg)
 	return cmd
 }
 
@@ -120,6 +139,8 @@ type rehearsalJob struct {
 	// progress receives the runner's steps; waveEvents each wave's.
 	progress   func(rehearsal.Event)
 	waveEvents func(rehearsal.WaveEvent)
+	// segment is the worker's flags of a split plan (nil: none).
+	segment *segmentOptions
 }
 
 // rehearsed is a finished rehearsal: its outcome, the bundle's verify
@@ -162,6 +183,12 @@ func rehearse(ctx context.Context, job rehearsalJob) (*rehearsed, error) {
 	if tokNote != "" {
 		notes = append(notes, tokNote)
 	}
+	sync, worker, done, err := job.segment.synchronizer(ctx, cfg, prompts)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	prov.Worker = worker
 	var counter rehearsal.Counter
 	verifyOpts := bundle.Options{}
 	if tok != nil {
@@ -170,10 +197,13 @@ func rehearse(ctx context.Context, job rehearsalJob) (*rehearsed, error) {
 	}
 	out, err := rehearsal.Run(ctx, rehearsal.Options{
 		Rehearsal: cfg, Dir: job.dir, RehearseExe: exe, Prompts: prompts, Counter: counter,
-		Provenance: prov, Notes: notes, Progress: job.progress, WaveEvents: job.waveEvents,
+		Provenance: prov, Notes: notes, Progress: job.progress, WaveEvents: job.waveEvents, Sync: sync,
 	})
 	if err != nil {
-		de, pe := (*rehearsal.DescriptorError)(nil), (*rehearsal.PredictError)(nil)
+		de, pe, se := (*rehearsal.DescriptorError)(nil), (*rehearsal.PredictError)(nil), (*rehearsal.SegmentError)(nil)
+		if errors.As(err, &se) {
+			return nil, usageError("%v", err)
+		}
 		if errors.As(err, &de) || errors.As(err, &pe) {
 			return nil, job.fail(err)
 		}
@@ -199,6 +229,8 @@ func (r *rehearsed) exitError(dir string) error {
 		return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("interrupted; the bundle in %s holds what finished (%s)", dir, why)}
 	case len(r.problems) > 0:
 		return &ExitError{Code: 1, Err: fmt.Errorf("%s: the bundle does not verify (%d problems)", dir, len(r.problems))}
+	case out.Unsynced != nil:
+		return &ExitError{Code: 1, Err: fmt.Errorf("the workers could not release a wave together, so the later waves did not run (%v); the bundle in %s holds what was recorded", out.Unsynced, dir)}
 	case len(out.Failed) > 0:
 		// The full reasons, with log tails, were printed as they happened
 		// and are in the bundle's notes.

@@ -36,6 +36,13 @@ type Rehearsal struct {
 	Capacity *Capacity `yaml:"capacity"`
 	// Cost, when set, prices the results per million output tokens.
 	Cost *Cost `yaml:"cost"`
+	// SegmentSpec is the file's segment: "i/N" runs worker i's share of
+	// every wave of a plan split among N workers (SPEC §10), "auto/N"
+	// takes i from $REHEARSE_SEGMENT_INDEX; "" runs the whole plan. The
+	// --segment flag overrides it.
+	SegmentSpec string `yaml:"segment"`
+	// Segment is SegmentSpec parsed (the zero value: the whole plan).
+	Segment Segment `yaml:"-"`
 
 	// Path is the file the rehearsal was read from ("" for bytes).
 	Path string `yaml:"-"`

@@ -673,6 +673,7 @@ func (r *Rehearsal) validate(p *Problems) {
 	validateSessions(w, p)
 	r.validateCapacity(names, p)
 	r.validateCost(p)
+	r.validateSegment(p)
 	validateOpenLoop(w, p)
 	if m := r.MechanismCheck; m != nil {
 		if _, ok := names[m.Server]; !ok && len(names) > 0 {

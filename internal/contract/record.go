@@ -140,6 +140,10 @@ type Record struct {
 	// clock: the latency loopback, the kernel and the client itself added
 	// to the times above. nil (absent) when the server sent no stamps.
 	ClientAddedS *ClientAdded `json:"client_added_s,omitempty"`
+	// Worker is which load-generator worker sent the request, when the
+	// plan was split into segments (SPEC §10); nil (absent) otherwise. Its
+	// client (or request) index stays the one of the whole plan.
+	Worker *int `json:"worker,omitempty"`
 }
 
 // ClientAdded is a record's client-added latency: how many stamped events
@@ -223,6 +227,34 @@ type Wave struct {
 	// their simulated schedule during the wave, scraped from its /metrics;
 	// nil for every server that is not rehearse's simulator.
 	ServerSlip *ServerSlip `json:"server_slip,omitempty"`
+
+	// ReleaseAt is the release instant the workers of a split plan agreed
+	// on (RFC 3339, the coordinator's clock); the wave's record times are
+	// from it. "" for a wave released as soon as it was ready.
+	ReleaseAt string `json:"release_at,omitempty"`
+	// ReleaseLateS is how long after ReleaseAt (on this worker's clock,
+	// corrected by its measured offset) the wave was let go; absent where
+	// no instant was agreed.
+	ReleaseLateS *float64 `json:"release_late_s,omitempty"`
+	// Workers, on a wave merged from segments, is each worker's release of
+	// it; WorkerReleaseSpreadS the latest of their releases minus the
+	// earliest (coordinator clock), beside OffsetUncertaintyS, the largest
+	// clock-offset uncertainty of those workers, which bounds how well the
+	// spread is known.
+	Workers              []WorkerRelease `json:"workers,omitempty"`
+	WorkerReleaseSpreadS *float64        `json:"worker_release_spread_s,omitempty"`
+	OffsetUncertaintyS   *float64        `json:"offset_uncertainty_s,omitempty"`
+}
+
+// WorkerRelease is one worker's release of a merged wave: its index, its
+// wave's started_at on its own clock, its release on the coordinator's
+// clock relative to the merged wave's start (ReleaseS, seconds), and the
+// records it sent.
+type WorkerRelease struct {
+	Worker    int     `json:"worker"`
+	StartedAt string  `json:"started_at"`
+	ReleaseS  float64 `json:"release_s"`
+	Records   int     `json:"records"`
 }
 
 // StallThresholdS is the lateness from which a wake-up counts as a stall.

@@ -20,6 +20,9 @@ type WaveSpec struct {
 	Repeat      int
 	// Cold flags the first recorded wave of a series that had no warm-up.
 	Cold bool
+	// Share, on a split plan, runs this worker's clients only (client j
+	// of Concurrency for j mod N = i), released at the agreed instant.
+	Share
 }
 
 // ClosedWave runs one closed-loop wave: all Concurrency requests are built,
@@ -42,7 +45,8 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 		return WaveResult{}, fmt.Errorf("%s: closed wave: kind %q: want recorded, warmup or mechanism_check", t.Name, spec.Kind)
 	}
 	n := spec.Concurrency
-	ss, prepared, total, err := d.sendables(t, spec.Load, n)
+	clients := spec.units(n)
+	ss, prepared, total, err := d.sendables(t, spec.Load, n, clients)
 	if err != nil {
 		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
@@ -52,7 +56,9 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 	}
 	// A server that refuses connections is not an error of the wave: its
 	// requests fail as connect and are recorded.
-	d.warm(ctx, t, n)
+	if len(clients) > 0 {
+		d.warm(ctx, t, len(clients))
+	}
 	defer d.client.Drop()
 	if err := ctx.Err(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: closed wave not released: %w", t.Name, context.Cause(ctx))
@@ -62,7 +68,7 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 		ID: d.NextWaveID(), Server: t.Name, Concurrency: n, Repeat: spec.Repeat,
 		Kind: spec.Kind, Mode: contract.ModeClosed, Cold: spec.Cold,
 	}
-	records := make([]contract.Record, n)
+	records := make([]contract.Record, len(clients))
 	var (
 		tl    tally
 		armed sync.WaitGroup
@@ -70,10 +76,10 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 		gate  = make(chan struct{})
 		rel   = newRelease()
 	)
-	rel.load = spec.Load
-	armed.Add(n)
-	ended.Add(n)
-	for i := range n {
+	rel.load, rel.worker = spec.Load, spec.worker()
+	armed.Add(len(clients))
+	ended.Add(len(clients))
+	for slot, i := range clients {
 		go func() {
 			defer ended.Done()
 			if ss != nil {
@@ -98,15 +104,18 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 			rep := prepared.pick(i)
 			res := d.client.SendAt(ctx, prepared.get(rep, prompt), gate, armed.Done)
 			prepared.done(rep)
-			d.settle(rel, records, i, prompt, 0, res, n, &tl, rep)
+			d.settle(rel, records, slot, i, prompt, 0, res, len(clients), &tl, rep)
 		}()
 	}
 	armed.Wait()
+	// A split plan's workers let their clients go at the instant they
+	// agreed on, and time their records from it.
+	release := spec.await(ctx)
 	cpu0 := cpuTime()
 	stalls := d.watchStalls()
-	release := time.Now()
-	w.StartedAt = anchor(release)
 	close(gate)
+	spec.stampWave(&w, time.Now())
+	w.StartedAt = anchor(release)
 	if err := d.journalWave(w); err != nil {
 		tl.mu.Lock()
 		tl.journalErr = err

@@ -4,5 +4,6 @@
 // waves is the plan's, and package rehearsal walks it. Every record is stamped relative to one monotonic release
 // instant per wave and journaled as its request ends; the wave is journaled
 // at release and at its end, with its release spread, the client's
-// lateness and CPU time, and why it stopped if it did.
+// lateness and CPU time, and why it stopped if it did. A wave's Share runs
+// one worker's part of it at an agreed release instant (SPEC §10).
 package drive

@@ -325,6 +325,17 @@ type release struct {
 	at   time.Time
 	// load stamps each record with what its prompt asked for.
 	load Load
+	// worker is the worker index records carry (nil: the whole plan).
+	worker *int
+}
+
+// stamp sets what r's prompt asked for and the worker that sent it.
+func (r *release) stamp(rec *contract.Record) {
+	r.load.stamp(rec)
+	if r.worker != nil {
+		w := *r.worker
+		rec.Worker = &w
+	}
 }
 
 func newRelease() *release { return &release{done: make(chan struct{})} }
@@ -336,14 +347,15 @@ func (r *release) publish(w contract.Wave, at time.Time) {
 	close(r.done)
 }
 
-// settle records request i of the wave once its release is published:
-// the record goes into records[i], the journal and the progress events.
-func (d *Driver) settle(rel *release, records []contract.Record, i, prompt int, intended time.Duration, res stream.Result, total int, tl *tally, replica int) {
+// settle records request (or client) i of the wave once its release is
+// published: the record goes into records[slot], the journal and the
+// progress events.
+func (d *Driver) settle(rel *release, records []contract.Record, slot, i, prompt int, intended time.Duration, res stream.Result, total int, tl *tally, replica int) {
 	<-rel.done
 	r := d.record(rel.wave, rel.at, i, prompt, intended, res)
-	rel.load.stamp(&r)
+	rel.stamp(&r)
 	r.Replica = replicaTag(replica)
-	records[i] = r
+	records[slot] = r
 	d.ended(rel.wave, rel.at, total, tl, r)
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/plan"
 	"github.com/rehearse/rehearse/internal/stream"
 	"github.com/rehearse/rehearse/internal/workload"
 )
@@ -40,6 +41,10 @@ type OpenSpec struct {
 	// Duration (or, without one, over the time NumRequests are expected
 	// to take); RequestRateRPS is then unused.
 	Ramp *contract.Ramp
+	// Share, on a split plan, sends this worker's requests only (request
+	// k of the schedule, at its planned offset, for k mod N = i), with its
+	// part of MaxConcurrency (plan.ShareCap), from the agreed release.
+	Share
 }
 
 // Offsets returns the intended send offsets of the wave's requests: the
@@ -75,7 +80,8 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 		return WaveResult{}, fmt.Errorf("%s: open wave: %w", t.Name, err)
 	}
 	n := len(offsets)
-	ss, prepared, total, err := d.sendables(t, spec.Load, n)
+	mine := spec.units(n)
+	ss, prepared, total, err := d.sendables(t, spec.Load, n, mine)
 	if err != nil {
 		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
@@ -83,11 +89,14 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 	if err := ctx.Err(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: open wave not released: %w", t.Name, context.Cause(ctx))
 	}
-	warm := min(n, openWarm)
-	if spec.MaxConcurrency > 0 {
-		warm = min(n, spec.MaxConcurrency)
+	limit := plan.ShareCap(spec.Segment, spec.MaxConcurrency)
+	warm := min(len(mine), openWarm)
+	if limit > 0 {
+		warm = min(len(mine), limit)
 	}
-	d.warm(ctx, t, warm)
+	if warm > 0 {
+		d.warm(ctx, t, warm)
+	}
 	defer d.client.Drop()
 	if err := ctx.Err(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: open wave not released: %w", t.Name, context.Cause(ctx))
@@ -99,22 +108,26 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 		RequestRateRPS: spec.RequestRateRPS, Arrival: spec.Arrival, Burstiness: spec.Burstiness,
 		Seed: spec.Seed, MaxConcurrency: spec.MaxConcurrency, Ramp: spec.Ramp,
 	}
-	records := make([]contract.Record, n)
+	records := make([]contract.Record, len(mine))
 	var (
 		tl    tally
 		ended sync.WaitGroup
 		slots chan struct{}
 	)
-	if spec.MaxConcurrency > 0 {
-		slots = make(chan struct{}, spec.MaxConcurrency)
+	if limit > 0 {
+		slots = make(chan struct{}, limit)
 	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
 
+	// A split plan's workers start their schedules at the instant they
+	// agreed on: request k goes at that instant + offset(k) on every
+	// worker's clock.
+	release := spec.await(ctx)
 	cpu0 := cpuTime()
 	stalls := d.watchStalls()
-	release := time.Now()
+	spec.stampWave(&w, time.Now())
 	w.StartedAt = anchor(release)
 	if err := d.journalWave(w); err != nil {
 		tl.journalErr = err
@@ -123,7 +136,7 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 	// The requests see the wave as released; the dispatcher goes on
 	// counting in w.
 	rel := newRelease()
-	rel.load = spec.Load
+	rel.load, rel.worker = spec.Load, spec.worker()
 	rel.publish(w, release)
 
 	sent := 0
@@ -139,7 +152,8 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 		}
 		return ctx.Err() == nil
 	}
-	for i, off := range offsets {
+	for slot, i := range mine {
+		off := offsets[i]
 		// Arm the request armLead before its time: it takes its
 		// connection and is buffered on it, so at its time only the
 		// write is left.
@@ -189,7 +203,7 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 			if slots != nil {
 				<-slots
 			}
-			d.settle(rel, records, i, prompt, off, res, n, &tl, rep)
+			d.settle(rel, records, slot, i, prompt, off, res, len(mine), &tl, rep)
 		}()
 		// Canceled here, the armed request ends as canceled.
 		sleepUntil(release.Add(off))
@@ -198,7 +212,7 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 	ended.Wait()
 	records = records[:sent]
 
-	w.NotSent = n - sent
+	w.NotSent = len(mine) - sent
 	if ss != nil {
 		records = ss.records()
 		w.NotSent = total - len(records)

@@ -97,10 +97,10 @@ func (sr *sessionRunner) session(run int) int {
 	return workload.PromptIndex(run, len(sr.l.Sessions))
 }
 
-// turns is how many turns the first runs sessions of a wave have.
-func (sr *sessionRunner) turns(runs int) int {
+// turns is how many turns the sessions of the given runs have.
+func (sr *sessionRunner) turns(runs []int) int {
 	n := 0
-	for run := range runs {
+	for _, run := range runs {
 		n += len(sr.l.Sessions[sr.session(run)].Turns)
 	}
 	return n
@@ -163,7 +163,7 @@ func (sr *sessionRunner) run(ctx context.Context, run int, send turnFunc) bool {
 func (sr *sessionRunner) settle(rel *release, client, prompt int, intended time.Duration, res stream.Result, total int, tl *tally, tag turnTag) contract.Record {
 	<-rel.done
 	r := sr.d.record(rel.wave, rel.at, client, prompt, intended, res)
-	rel.load.stamp(&r)
+	rel.stamp(&r)
 	tag.apply(&r)
 	sr.mu.Lock()
 	sr.byClient[client] = append(sr.byClient[client], r)
@@ -219,17 +219,19 @@ func (l Load) validateSessions() error {
 	return nil
 }
 
-// sendables is what a closed or open wave of n clients (or arrivals) sends:
-// with sessions, their runner and the turns of its n sessions; without,
-// the prepared requests of its prompts and n.
-func (d *Driver) sendables(t Target, l Load, n int) (*sessionRunner, *replicaSet, int, error) {
+// sendables is what a closed or open wave of n clients (or arrivals), of
+// which this share runs units, sends: with sessions, their runner and the
+// turns of the units' sessions; without, the prepared requests of its
+// prompts (for all n, so unit k sends the prompt it sends in the whole
+// plan) and len(units).
+func (d *Driver) sendables(t Target, l Load, n int, units []int) (*sessionRunner, *replicaSet, int, error) {
 	ss, err := d.newSessionRunner(t, l)
 	switch {
 	case err != nil:
 		return nil, nil, 0, err
 	case ss != nil:
-		return ss, nil, ss.turns(n), nil
+		return ss, nil, ss.turns(units), nil
 	}
 	prepared, err := d.prepareReplicas(t, l, n)
-	return nil, prepared, n, err
+	return nil, prepared, len(units), err
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/plan"
 	"github.com/rehearse/rehearse/internal/stream"
 	"github.com/rehearse/rehearse/internal/workload"
 )
@@ -45,6 +46,13 @@ type SustainedSpec struct {
 	UntilEvery int
 	// Probe is the capacity probe kind the measured wave records.
 	Probe string
+	// Share, on a split plan, runs this worker's clients (client j for
+	// j mod N = i) and its requests of the run (request k, counted over
+	// the warm-up and the measured part, for k mod N = i, sending prompt
+	// k as in the whole plan; sessions likewise by run), from the agreed
+	// release. Duration bounds each worker's measured part from its own
+	// release.
+	Share
 }
 
 func (s SustainedSpec) check() error {
@@ -132,7 +140,7 @@ func (d *Driver) releasePart(p *sustainedPart, at time.Time) {
 func (d *Driver) settlePart(p *sustainedPart, i, client, prompt int, res stream.Result, tag turnTag) contract.Record {
 	<-p.rel.done
 	r := d.record(p.rel.wave, p.rel.at, client, prompt, 0, res)
-	p.rel.load.stamp(&r)
+	p.rel.stamp(&r)
 	tag.apply(&r)
 	p.mu.Lock()
 	p.indexed = append(p.indexed, indexedRecord{i, r})
@@ -239,9 +247,20 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 		return WaveResult{}, fmt.Errorf("%s: sustained wave not released: %w", t.Name, context.Cause(ctx))
 	}
 	c, warmN, n := spec.Concurrency, spec.WarmupRequests, spec.NumRequests
+	clients := spec.units(c)
+	// This worker's requests of the run: k, k+step, ... from first.
+	first, step := 0, 1
+	if seg := spec.Segment; !seg.Whole() {
+		first, step = seg.Index, seg.Count
+	}
+	owned := func(lo, hi int) int { // this worker's requests in [lo, hi)
+		return len(plan.Share(spec.Segment, hi)) - len(plan.Share(spec.Segment, lo))
+	}
 	// A server that refuses connections is not an error of the wave: its
 	// requests fail as connect and are recorded.
-	d.warm(ctx, t, c)
+	if len(clients) > 0 {
+		d.warm(ctx, t, len(clients))
+	}
 	defer d.client.Drop()
 	if err := ctx.Err(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: sustained wave not released: %w", t.Name, context.Cause(ctx))
@@ -252,24 +271,25 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 	if warmN > 0 {
 		ww := base
 		ww.ID, ww.Kind = d.NextWaveID(), contract.KindWarmup
-		warm = &sustainedPart{wave: ww, rel: newRelease(), total: warmN, quiet: true}
-		warm.rel.load = spec.Load
+		warm = &sustainedPart{wave: ww, rel: newRelease(), total: owned(0, warmN), quiet: true}
+		warm.rel.load, warm.rel.worker = spec.Load, spec.worker()
 	}
 	mw := base
 	mw.ID, mw.Kind, mw.Cold, mw.Probe = d.NextWaveID(), spec.Kind, spec.Cold, spec.Probe
-	total := n
+	total := owned(warmN, warmN+n)
 	if n == 0 {
 		total = -1
 	}
 	meas := &sustainedPart{wave: mw, rel: newRelease(), total: total, until: spec.Until, every: max(1, spec.UntilEvery)}
-	meas.rel.load = spec.Load
+	meas.rel.load, meas.rel.worker = spec.Load, spec.worker()
 
 	var (
 		mu         sync.Mutex
-		next       int
+		next       = first
+		measured   bool
 		measuredAt time.Time
 		releasing  sync.WaitGroup
-		clients    sync.WaitGroup
+		running    sync.WaitGroup
 		settling   sync.WaitGroup
 		warmEnded  sync.WaitGroup
 	)
@@ -285,13 +305,20 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 		i := next
 		switch {
 		case i < warmN:
-			next++
+			next += step
 			warm.sent++
 			return i, warm, true
 		case n > 0 && i >= warmN+n:
 			return 0, nil, false
-		case i == warmN:
+		case !measured:
+			measured = true
 			measuredAt = time.Now()
+			if warm == nil && !spec.ReleaseAt.IsZero() {
+				// No warm-up: the measured part is released at the
+				// instant the workers agreed on.
+				measuredAt = spec.ReleaseAt
+				spec.stampWave(&meas.wave, time.Now())
+			}
 			releasing.Add(1)
 			go func(at time.Time) {
 				defer releasing.Done()
@@ -302,14 +329,17 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 		case meas.met.Load():
 			return 0, nil, false
 		}
-		next++
+		next += step
 		meas.sent++
 		return i, meas, true
 	}
 
+	// A split plan's workers start their clients at the agreed instant.
+	start := spec.await(ctx)
 	if warm != nil {
-		warmEnded.Add(warmN)
-		d.releasePart(warm, time.Now())
+		warmEnded.Add(warm.total)
+		spec.stampWave(&warm.wave, time.Now())
+		d.releasePart(warm, start)
 	}
 	warmFinished := make(chan struct{})
 	var warmRes WaveResult
@@ -322,13 +352,13 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 		// The warm-up wave ends when its last request has: the measured
 		// part runs on meanwhile.
 		warmEnded.Wait()
-		warmRes, warmErr = d.finishPart(ctx, warm, warmN)
+		warmRes, warmErr = d.finishPart(ctx, warm, warm.total)
 	}()
 
-	clients.Add(c)
-	for client := range c {
+	running.Add(len(clients))
+	for _, client := range clients {
 		go func() {
-			defer clients.Done()
+			defer running.Done()
 			if ss != nil {
 				// The client runs sessions back to back, each turn
 				// taking the run's next request.
@@ -343,7 +373,7 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 					}
 					return r, true
 				}
-				for ctx.Err() == nil && ss.run(ctx, int(ss.runs.Add(1)-1), turn) {
+				for ctx.Err() == nil && ss.run(ctx, first+step*int(ss.runs.Add(1)-1), turn) {
 				}
 				return
 			}
@@ -371,20 +401,20 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 			}
 		}()
 	}
-	clients.Wait()
+	running.Wait()
 	releasing.Wait()
 	settling.Wait()
 	if warm != nil {
 		// Warm-up requests never sent (the run was canceled) end the
 		// warm-up too.
-		warmEnded.Add(-(warmN - warm.sent))
+		warmEnded.Add(-(warm.total - warm.sent))
 	}
 	<-warmFinished
 
 	var out WaveResult
 	var err2 error
 	if meas.sent > 0 {
-		out, err2 = d.finishPart(ctx, meas, n)
+		out, err2 = d.finishPart(ctx, meas, max(total, 0))
 	} else if err2 = ctx.Err(); err2 != nil {
 		err2 = fmt.Errorf("%s: sustained wave not released: %w", t.Name, context.Cause(ctx))
 	}

@@ -80,7 +80,7 @@ func loadMessages(in [][]bundle.Message) [][]stream.Message {
 func (d *Driver) Wave(ctx context.Context, t Target, load Load, w plan.Wave) (WaveResult, error) {
 	switch w.Mode {
 	case contract.ModeClosed:
-		return d.ClosedWave(ctx, t, WaveSpec{Load: load, Kind: w.Kind, Concurrency: w.Concurrency, Repeat: w.Repeat, Cold: w.Cold})
+		return d.ClosedWave(ctx, t, WaveSpec{Load: load, Kind: w.Kind, Concurrency: w.Concurrency, Repeat: w.Repeat, Cold: w.Cold, Share: ShareOf(w)})
 	case contract.ModeOpen:
 		if w.Open == nil {
 			return WaveResult{}, fmt.Errorf("%s: an open-loop wave without a schedule", t.Name)
@@ -90,6 +90,7 @@ func (d *Driver) Wave(ctx context.Context, t Target, load Load, w plan.Wave) (Wa
 			Load: load, Kind: w.Kind, Repeat: w.Repeat, RequestRateRPS: s.RequestRateRPS,
 			Arrival: s.Arrival, Burstiness: s.Burstiness, Seed: s.Seed,
 			NumRequests: s.NumRequests, Duration: s.Duration, MaxConcurrency: s.MaxConcurrency, Ramp: s.Ramp,
+			Share: ShareOf(w),
 		})
 	case contract.ModeSustained:
 		if w.Sustained == nil {
@@ -100,6 +101,7 @@ func (d *Driver) Wave(ctx context.Context, t Target, load Load, w plan.Wave) (Wa
 			Load: load, Kind: w.Kind, Concurrency: w.Concurrency, Repeat: w.Repeat, Cold: w.Cold,
 			NumRequests: s.NumRequests, Duration: s.Duration, WarmupRequests: s.WarmupRequests,
 			Until: s.Until, UntilEvery: s.UntilEvery, Probe: s.Probe,
+			Share: ShareOf(w),
 		})
 	}
 	return WaveResult{}, fmt.Errorf("%s: wave mode %q: want closed, sustained or open", t.Name, w.Mode)

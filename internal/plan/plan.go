@@ -26,6 +26,17 @@ type Wave struct {
 	Open *Schedule
 	// Sustained bounds a sustained closed-loop wave (nil otherwise).
 	Sustained *Bounds
+
+	// Segment, when not the whole plan, runs only this worker's share of
+	// the wave (see Share); the runner sets it on a split plan.
+	Segment Segment
+	// ReleaseAt, when set, is the instant the wave is released (on this
+	// process's clock), agreed among the workers of a split plan;
+	// ReleaseStamp is that instant as the coordinator wrote it (RFC 3339,
+	// its clock). The runner sets them; zero releases the wave as soon as
+	// it is ready.
+	ReleaseAt    time.Time
+	ReleaseStamp string
 }
 
 // Bounds are the bounds of one sustained closed-loop wave: NumRequests

@@ -10,4 +10,9 @@
 // client, polled replica by replica, and stopped together. It is also the one
 // tokenizer resolver (OpenTokenizer), provenance builder (Provenance) and
 // prompt resolver (Prompts).
+//
+// On a split plan (config.Rehearsal.Segment, SPEC §10) the same runner is
+// a worker: each wave runs this worker's share (plan.Share), released at
+// the instant a Synchronizer (a coordinate.Client: one barrier per wave)
+// gives for it; the bundle carries provenance.worker with the plan digest.
 package rehearsal

@@ -47,6 +47,10 @@ type Options struct {
 	WaveEvents func(WaveEvent)
 	// Driver runs the waves; nil uses package drive.
 	Driver WaveDriver
+	// Sync releases each wave of a split plan (Rehearsal.Segment) at the
+	// instant its workers agree on; nil releases a split plan of one wave
+	// as soon as it is ready and refuses one of more (a SegmentError).
+	Sync Synchronizer
 }
 
 // Counter counts the tokens of returned text.
@@ -75,6 +79,10 @@ type Outcome struct {
 	// Stopped is why the first wave cut by the interruption stopped (or
 	// was not released); nil when none was.
 	Stopped error
+	// Unsynced is why a split plan's workers could not release a wave
+	// together (a worker died, the coordinator is gone); the waves from it
+	// on were not run. nil when every wave was released.
+	Unsynced error
 }
 
 // WaveEvent is a progress report from within a wave.
@@ -99,6 +107,9 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err := drive.CheckDescriptors(drive.ConnectionsNeeded(plan.Workload(cfg, o.Prompts))); err != nil {
 		return nil, err
 	}
+	if err := checkSegment(o, plan.Workload(cfg, o.Prompts)); err != nil {
+		return nil, err
+	}
 	// A predicted bracket is computed before any request; a profile that
 	// cannot predict refuses the rehearsal (a *PredictError).
 	predicted, err := PredictCapacities(cfg, plan.Workload(cfg, o.Prompts))
@@ -118,6 +129,14 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	r := &runner{o: o, cfg: cfg, journal: journal, driver: driver, out: &Outcome{Dir: o.Dir}, predicted: predicted}
 	r.res = header(o, driver, time.Now())
+	if seg := cfg.Segment; !seg.Whole() {
+		w := bundle.Worker{}
+		if o.Provenance.Worker != nil {
+			w = *o.Provenance.Worker
+		}
+		w.Index, w.Count, w.PlanDigest = seg.Index, seg.Count, plan.Digest(cfg, r.res.Workload)
+		r.res.Provenance.Worker = &w
+	}
 	for _, s := range cfg.Servers {
 		if p, ok := predicted[s.Name]; ok {
 			r.res.Notes = append(r.res.Notes, p.Note)
@@ -126,7 +145,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	r.writeHeader()
 
 	for i := range cfg.Servers {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || r.out.Unsynced != nil {
 			break
 		}
 		ok := r.server(ctx, i)
@@ -388,6 +407,7 @@ func (r *runner) waves(ctx context.Context, i int, t Target, proc *fleet, apiKey
 			r.note("server %s: the capacity search stopped early: %s", t.Name, src.stopped)
 		}
 	}()
+	seq := syncBase(r.cfg, r.res.Workload, i)
 	for {
 		w, ok := src.Next()
 		if !ok || ctx.Err() != nil {
@@ -395,6 +415,22 @@ func (r *runner) waves(ctx context.Context, i int, t Target, proc *fleet, apiKey
 		}
 		if r.died(i, proc, fmt.Sprintf("between waves, before the %s wave at %s (repeat %d)", w.Kind, w.Label(), w.Repeat), nil) {
 			return false
+		}
+		run, err := r.release(ctx, &w, seq)
+		if w.Kind != contract.KindMechanismCheck {
+			seq++
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return true
+			}
+			r.out.Unsynced = err
+			r.note("worker %s: the %s wave of %s at %s (repeat %d) was not released, and no later wave ran: %v", r.cfg.Segment, w.Kind, t.Name, w.Label(), w.Repeat, err)
+			r.progress(t.Name, "fail", "not released: %v", err)
+			return true
+		}
+		if !run {
+			continue
 		}
 		if w.Kind == contract.KindMechanismCheck {
 			if !r.mechanismCheck(ctx, i, t, proc, apiKey, w) {

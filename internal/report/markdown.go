@@ -58,6 +58,7 @@ func Markdown(res *bundle.Results, figs []FigureRef, digests []bundle.Digest) []
 	writeTraffic(&b, res)
 	writeOpenLoop(&b, res)
 	writeLoadGenerator(&b, res)
+	writeWorkers(&b, res)
 	writeMechanism(&b, res)
 	writeOperatorNotes(&b, res)
 	writeWarnings(&b, res)

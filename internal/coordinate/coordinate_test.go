@@ -1,0 +1,189 @@
+package coordinate
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func start(t *testing.T, s *Server) string {
+	t.Helper()
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestBarrierReleasesEveryWorkerAtOneInstant: every worker of a wave gets
+// the same release, after the last arrival, and the first wave is not
+// released before StartAt.
+func TestBarrierReleasesEveryWorkerAtOneInstant(t *testing.T) {
+	startAt := time.Now().Add(300 * time.Millisecond)
+	s := &Server{Workers: 3, Margin: 20 * time.Millisecond, Timeout: 10 * time.Second, StartAt: startAt}
+	url := start(t, s)
+	for wave := range 2 {
+		stamps := make([]string, 3)
+		errs := make([]error, 3)
+		var wg sync.WaitGroup
+		for i := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := &Client{URL: url, Worker: i, Count: 3, Digest: "d"}
+				if err := c.Measure(context.Background(), 4); err != nil {
+					errs[i] = err
+					return
+				}
+				if c.Uncertainty < 0 {
+					t.Errorf("worker %d: uncertainty %v", i, c.Uncertainty)
+				}
+				_, stamps[i], errs[i] = c.Release(context.Background(), wave)
+			}()
+		}
+		wg.Wait()
+		for i := range 3 {
+			if errs[i] != nil {
+				t.Fatalf("wave %d, worker %d: %v", wave, i, errs[i])
+			}
+			if stamps[i] != stamps[0] {
+				t.Errorf("wave %d: worker %d released at %s, worker 0 at %s", wave, i, stamps[i], stamps[0])
+			}
+		}
+		at, err := time.Parse(time.RFC3339Nano, stamps[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wave == 0 && at.Before(startAt.Truncate(time.Nanosecond)) {
+			t.Errorf("wave 0 released at %v, before StartAt %v", at, startAt)
+		}
+	}
+	for i := range 3 {
+		if err := (&Client{URL: url, Worker: i, Count: 3}).Done(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-s.Done():
+	default:
+		t.Error("every worker reported done, but the coordinator is not done")
+	}
+}
+
+// TestBarrierRefusals: a worker of another plan, another count, or a
+// segment another worker already runs is refused with a line naming why.
+func TestBarrierRefusals(t *testing.T) {
+	s := &Server{Workers: 2, Margin: time.Millisecond, Timeout: 5 * time.Second}
+	url := start(t, s)
+	first := make(chan error, 1)
+	go func() {
+		_, _, err := (&Client{URL: url, Worker: 0, Count: 2, Digest: "aaa"}).Release(context.Background(), 0)
+		first <- err
+	}()
+	for deadline := time.Now().Add(5 * time.Second); len(s.Arrived(0)) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("worker 0 never reached the barrier")
+		}
+	}
+	for _, tc := range []struct {
+		c    Client
+		want string
+	}{
+		{Client{Worker: 1, Count: 2, Digest: "bbb"}, "different plans"},
+		{Client{Worker: 1, Count: 3, Digest: "aaa"}, "counts 3 workers"},
+		{Client{Worker: 0, Count: 2, Digest: "aaa"}, "twice"},
+		{Client{Worker: 5, Count: 2, Digest: "aaa"}, "workers 0 to 1"},
+	} {
+		c := tc.c
+		c.URL = url
+		_, _, err := c.Release(context.Background(), 0)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want an error saying %q", tc.c, err, tc.want)
+		}
+	}
+	if _, _, err := (&Client{URL: url, Worker: 1, Count: 2, Digest: "aaa"}).Release(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBarrierTimesOutNamingTheMissingWorker: a worker that never comes
+// (it died) makes the others' wait end, bounded, with who is missing.
+func TestBarrierTimesOutNamingTheMissingWorker(t *testing.T) {
+	url := start(t, &Server{Workers: 3, Timeout: 200 * time.Millisecond})
+	errs := make(chan error, 2)
+	for i := range 2 {
+		go func() {
+			_, _, err := (&Client{URL: url, Worker: i, Count: 3}).Release(context.Background(), 4)
+			errs <- err
+		}()
+	}
+	for range 2 {
+		err := <-errs
+		if err == nil || !strings.Contains(err.Error(), "missing: 2") || !strings.Contains(err.Error(), "wave 4") {
+			t.Errorf("%v: want the barrier of wave 4 to time out naming worker 2", err)
+		}
+	}
+	// The worker's own bound ends the wait too.
+	_, _, err := (&Client{URL: url, Worker: 0, Count: 3, BarrierTimeout: 50 * time.Millisecond}).Release(context.Background(), 5)
+	if err == nil || !strings.Contains(err.Error(), "did not reach it within") {
+		t.Errorf("client-side bound: %v", err)
+	}
+}
+
+// TestFixed: without a coordinator only the first wave has an instant.
+func TestFixed(t *testing.T) {
+	at := time.Now().Add(time.Hour)
+	f := Fixed{At: at}
+	local, stamp, err := f.Release(context.Background(), 0)
+	if err != nil || stamp != at.UTC().Format(time.RFC3339Nano) || local.Sub(at).Abs() > time.Second {
+		t.Errorf("wave 0: %v %q %v", local, stamp, err)
+	}
+	if _, _, err := f.Release(context.Background(), 1); err == nil {
+		t.Error("wave 1 released without a coordinator")
+	}
+}
+
+// TestBarrierFailsAtOnceForAWorkerThatWillNotCome: a worker that exited
+// (Gone) or reported done without reaching a barrier makes the others'
+// wait end at once, naming it, long before the timeout.
+func TestBarrierFailsAtOnceForAWorkerThatWillNotCome(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		leave func(s *Server, url string)
+		want  string
+	}{
+		{"gone", func(s *Server, _ string) { s.Gone(1, "exit status 1") }, "worker 1 is gone (exit status 1)"},
+		{"done", func(_ *Server, url string) { _ = (&Client{URL: url, Worker: 1, Count: 2}).Done(context.Background()) }, "worker 1 reported done"},
+		{"skipped", func(_ *Server, url string) {
+			go func() {
+				_, _, _ = (&Client{URL: url, Worker: 1, Count: 2, BarrierTimeout: 2 * time.Second}).Release(context.Background(), 3)
+			}()
+		}, "worker 1 skipped it (it waits at wave 3)"},
+	} {
+		s := &Server{Workers: 2, Timeout: time.Hour}
+		url := start(t, s)
+		errc := make(chan error, 1)
+		go func() {
+			_, _, err := (&Client{URL: url, Worker: 0, Count: 2}).Release(context.Background(), 0)
+			errc <- err
+		}()
+		for deadline := time.Now().Add(5 * time.Second); len(s.Arrived(0)) == 0; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("worker 0 never reached the barrier")
+			}
+		}
+		tc.leave(s, url)
+		select {
+		case err := <-errc:
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the barrier still waits", tc.name)
+		}
+	}
+}

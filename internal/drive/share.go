@@ -1,0 +1,64 @@
+package drive
+
+import (
+	"context"
+	"time"
+
+	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/plan"
+)
+
+// Share is what a worker of a split plan adds to a wave (SPEC §10): the
+// segment whose share of the wave it runs (plan.Share: clients, requests
+// or sessions by global index, each keeping its index, its prompt and its
+// intended time), and the release instant the workers agreed on. The zero
+// value is the whole wave, released as soon as it is ready.
+type Share struct {
+	Segment plan.Segment
+	// ReleaseAt is the agreed release on this process's clock; record
+	// times are from it, so the workers' records share one origin.
+	ReleaseAt time.Time
+	// ReleaseStamp is the instant as the coordinator wrote it, journaled
+	// as the wave's release_at.
+	ReleaseStamp string
+}
+
+// ShareOf is the share a planned wave carries.
+func ShareOf(w plan.Wave) Share {
+	return Share{Segment: w.Segment, ReleaseAt: w.ReleaseAt, ReleaseStamp: w.ReleaseStamp}
+}
+
+// worker is the index records carry, nil for the whole plan.
+func (s Share) worker() *int {
+	if s.Segment.Whole() {
+		return nil
+	}
+	i := s.Segment.Index
+	return &i
+}
+
+// units is the global indices of a wave's n units this share runs.
+func (s Share) units(n int) []int { return plan.Share(s.Segment, n) }
+
+// await waits for the agreed release (or ctx) and returns the release
+// instant: ReleaseAt when one was agreed, else now.
+func (s Share) await(ctx context.Context) time.Time {
+	if s.ReleaseAt.IsZero() {
+		return time.Now()
+	}
+	if wait := time.Until(s.ReleaseAt); wait > 0 {
+		sleepCtx(ctx, wait)
+	}
+	return s.ReleaseAt
+}
+
+// stampWave sets w's agreed release and, given the instant the wave was
+// actually let go, how late that was.
+func (s Share) stampWave(w *contract.Wave, actual time.Time) {
+	if s.ReleaseAt.IsZero() {
+		return
+	}
+	w.ReleaseAt = s.ReleaseStamp
+	late := max(actual.Sub(s.ReleaseAt).Seconds(), 0)
+	w.ReleaseLateS = &late
+}

@@ -1,0 +1,77 @@
+package plan
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/config"
+)
+
+// Segment is one worker's share of a plan split among several (SPEC §10):
+// worker Index of Count. The zero value is the whole plan.
+type Segment = config.Segment
+
+// Share is worker s's share of a wave's n units (the clients of a closed
+// or sustained wave, the requests of an open-loop schedule, its sessions,
+// the requests of a sustained run): the global indices k in [0, n) with
+// k mod Count = Index, in order. Every unit belongs to exactly one worker,
+// and a unit keeps its global index, so that the prompt it sends and the
+// time it is meant to go are what they are in the single-process plan.
+// The whole plan's share is every index.
+func Share(s Segment, n int) []int {
+	out := []int{}
+	step, first := 1, 0
+	if !s.Whole() {
+		step, first = s.Count, s.Index
+	}
+	for k := first; k < n; k += step {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Owns reports whether unit k belongs to worker s.
+func Owns(s Segment, k int) bool { return s.Whole() || k%s.Count == s.Index }
+
+// ShareCap is worker s's part of a cap c shared by the workers (an
+// open-loop max_concurrency): c split as evenly as whole numbers allow,
+// at least 1 for a positive cap; 0 (no cap) stays 0.
+func ShareCap(s Segment, c int) int {
+	if c <= 0 || s.Whole() {
+		return c
+	}
+	share := c / s.Count
+	if s.Index < c%s.Count {
+		share++
+	}
+	return max(share, 1)
+}
+
+// Digest is the SHA-256 (hex) of the canonical plan: the recorded workload
+// (prompts, loads, seeds, schedules, sessions) and the servers it drives
+// (name, base URL, model), with no segment in it. Segments of one plan
+// carry the same digest; merge refuses segments whose digests differ.
+func Digest(cfg *config.Rehearsal, wl bundle.Workload) string {
+	type server struct {
+		Name    string `json:"name"`
+		BaseURL string `json:"base_url"`
+		Model   string `json:"model"`
+	}
+	canon := struct {
+		Workload bundle.Workload `json:"workload"`
+		Servers  []server        `json:"servers"`
+	}{Workload: wl}
+	for _, s := range cfg.Servers {
+		canon.Servers = append(canon.Servers, server{Name: s.Name, BaseURL: config.RedactURL(s.BaseURL), Model: s.Model})
+	}
+	data, err := json.Marshal(canon)
+	if err != nil {
+		// A workload that is not JSON (a NaN) has no canonical form; its
+		// digest is of its error, so two such segments still agree.
+		data = []byte(err.Error())
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}

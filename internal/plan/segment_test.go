@@ -1,0 +1,87 @@
+package plan
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/config"
+)
+
+// TestShareSplitsEveryUnitOnce: the workers' shares of n units are
+// disjoint, cover [0, n) and keep the global indices; an empty share is
+// possible (more workers than units) and the whole plan is every index.
+func TestShareSplitsEveryUnitOnce(t *testing.T) {
+	for _, n := range []int{0, 1, 3, 8, 10} {
+		for _, count := range []int{1, 2, 4, 7} {
+			seen := make([]int, n)
+			for i := range count {
+				s := Segment{Index: i, Count: count}
+				for _, k := range Share(s, n) {
+					if k%count != i && count > 1 {
+						t.Fatalf("n=%d %d/%d: unit %d is not this worker's", n, i, count, k)
+					}
+					if !Owns(s, k) {
+						t.Fatalf("n=%d %d/%d: Share gives %d, Owns says no", n, i, count, k)
+					}
+					seen[k]++
+				}
+			}
+			for k, c := range seen {
+				if c != 1 {
+					t.Fatalf("n=%d count=%d: unit %d is in %d shares", n, count, k, c)
+				}
+			}
+		}
+	}
+	if got := Share(Segment{}, 4); !slices.Equal(got, []int{0, 1, 2, 3}) {
+		t.Errorf("whole plan: %v", got)
+	}
+	if got := Share(Segment{Index: 3, Count: 4}, 2); len(got) != 0 {
+		t.Errorf("worker 3 of 4, 2 units: %v, want none", got)
+	}
+}
+
+func TestShareCap(t *testing.T) {
+	total := 0
+	for i := range 4 {
+		total += ShareCap(Segment{Index: i, Count: 4}, 10)
+	}
+	if total != 10 {
+		t.Errorf("a cap of 10 over 4 workers sums to %d", total)
+	}
+	if got := ShareCap(Segment{Index: 3, Count: 4}, 2); got != 1 {
+		t.Errorf("worker 3 of 4, cap 2: %d, want at least 1", got)
+	}
+	if got := ShareCap(Segment{Index: 1, Count: 4}, 0); got != 0 {
+		t.Errorf("no cap stays no cap: %d", got)
+	}
+}
+
+// TestDigest: the digest depends on the plan (a seed, a prompt, a server)
+// and not on the segment.
+func TestDigest(t *testing.T) {
+	cfg := &config.Rehearsal{Servers: []config.Server{{Name: "a", BaseURL: "http://127.0.0.1:1", Model: "m"}}}
+	wl := bundle.Workload{Concurrencies: []int{4}, Repeats: 1, Prompts: []string{"x"}, Open: &bundle.OpenLoop{Seed: 1}}
+	d := Digest(cfg, wl)
+	seg := *cfg
+	seg.Segment = Segment{Index: 1, Count: 4}
+	if Digest(&seg, wl) != d {
+		t.Error("the segment changed the digest")
+	}
+	other := wl
+	other.Open = &bundle.OpenLoop{Seed: 2}
+	if Digest(cfg, other) == d {
+		t.Error("another seed, the same digest")
+	}
+	other = wl
+	other.Prompts = []string{"y"}
+	if Digest(cfg, other) == d {
+		t.Error("another prompt, the same digest")
+	}
+	srv := *cfg
+	srv.Servers = []config.Server{{Name: "a", BaseURL: "http://127.0.0.1:2", Model: "m"}}
+	if Digest(&srv, wl) == d {
+		t.Error("another server, the same digest")
+	}
+}

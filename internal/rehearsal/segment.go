@@ -1,0 +1,95 @@
+package rehearsal
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/plan"
+)
+
+// Synchronizer releases the waves of a split plan's workers together: it
+// is asked, before each wave a worker runs (seq counts them from 0 over
+// every server), for the instant every worker releases it, on this
+// process's clock and as the coordinator wrote it. A coordinate.Client
+// is one (it waits at the wave's barrier), coordinate.Fixed another.
+type Synchronizer interface {
+	Release(ctx context.Context, seq int) (at time.Time, stamp string, err error)
+}
+
+// SegmentError is a split plan refused before any work.
+type SegmentError struct{ Msg string }
+
+func (e *SegmentError) Error() string { return e.Msg }
+
+// SyncWaves is how many waves a worker of cfg's split plan waits at a
+// barrier for: every planned wave of every server but the mechanism check
+// (worker 0 runs it whole, alone, after the others).
+func SyncWaves(cfg *config.Rehearsal, wl bundle.Workload) int {
+	n := 0
+	for _, s := range cfg.Servers {
+		for _, w := range plan.Server(wl, s.Name) {
+			if w.Kind != contract.KindMechanismCheck {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// checkSegment refuses a split plan the runner cannot release together:
+// one of more than one wave with no synchronizer (no coordinator).
+func checkSegment(o Options, wl bundle.Workload) error {
+	cfg := o.Rehearsal
+	if cfg.Segment.Whole() {
+		return nil
+	}
+	if msg := cfg.SegmentProblem(); msg != "" {
+		return &SegmentError{Msg: "segment " + msg}
+	}
+	if n := SyncWaves(cfg, wl); o.Sync == nil && n > 1 {
+		return &SegmentError{Msg: fmt.Sprintf("segment %s: the plan has %d waves, and without a coordinator (--coordinator URL) its workers cannot release them together; give one, or split a plan of one wave", cfg.Segment, n)}
+	}
+	return nil
+}
+
+// syncBase is the number of the first wave of server i that its workers
+// release together: the synced waves of the servers before it. A wave's
+// number comes from the plan, not from what this worker ran, so a worker
+// that skipped a server (not ready) waits at that server's next wave, not
+// at another's.
+func syncBase(cfg *config.Rehearsal, wl bundle.Workload, i int) int {
+	before := *cfg
+	before.Servers = cfg.Servers[:i]
+	return SyncWaves(&before, wl)
+}
+
+// release prepares wave w of a split plan, the seq-th the workers release
+// together: this worker's share of it, and the instant the workers release
+// it at (from the synchronizer). A false skips the wave (a mechanism check
+// on a worker other than 0); an error means the workers could not agree,
+// and no later wave runs.
+func (r *runner) release(ctx context.Context, w *plan.Wave, seq int) (bool, error) {
+	seg := r.cfg.Segment
+	if seg.Whole() {
+		return true, nil
+	}
+	if w.Kind == contract.KindMechanismCheck {
+		// Its metric is the server's, not a worker's: worker 0 runs it
+		// whole, once the others are done with the waves before it.
+		return seg.Index == 0, nil
+	}
+	w.Segment = seg
+	if r.o.Sync == nil {
+		return true, nil
+	}
+	at, stamp, err := r.o.Sync.Release(ctx, seq)
+	if err != nil {
+		return false, err
+	}
+	w.ReleaseAt, w.ReleaseStamp = at, stamp
+	return true, nil
+}
