@@ -262,6 +262,9 @@ type Client struct {
 	// lower it).
 	eventLimit int
 
+	// dial, when set, opens the own path's new connections instead of
+	// dialer (tests give it scripted connections).
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// h1 sends http:// requests over the client's own HTTP/1.1 path
 	// (h1.go) instead of net/http; REHEARSE_HTTP=nethttp turns it off.
 	h1 bool

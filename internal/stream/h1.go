@@ -499,7 +499,11 @@ func (c *Client) h1Get(ctx context.Context, addr string, fresh bool) (conn net.C
 			return rc.conn, true, rc.at, nil
 		}
 	}
-	conn, err = c.dialer.DialContext(ctx, "tcp", addr)
+	if c.dial != nil {
+		conn, err = c.dial(ctx, "tcp", addr)
+	} else {
+		conn, err = c.dialer.DialContext(ctx, "tcp", addr)
+	}
 	return conn, false, time.Time{}, err
 }
 

@@ -194,7 +194,7 @@ func parseHead(b []byte) (respHead, error) {
 			}
 		}
 		switch {
-		case asciiEqualFold(name, "content-length"):
+		case fieldIs(name, "content-length"):
 			n, err := strconv.ParseInt(string(value), 10, 64)
 			if err != nil || n < 0 || len(value) == 0 || value[0] == '+' {
 				return h, malformed("bad Content-Length %q", quoteHead(value))
@@ -203,22 +203,22 @@ func parseHead(b []byte) (respHead, error) {
 				return h, malformed("message cannot contain multiple Content-Length headers; got %d and %d", h.length, n)
 			}
 			h.length, h.hasLength = n, true
-		case asciiEqualFold(name, "transfer-encoding"):
+		case fieldIs(name, "transfer-encoding"):
 			te = value
-		case asciiEqualFold(name, "connection"):
+		case fieldIs(name, "connection"):
 			for _, tok := range bytes.Split(value, []byte(",")) {
 				tok = bytes.TrimSpace(tok)
-				if asciiEqualFold(tok, "close") {
+				if fieldIs(tok, "close") {
 					h.close = true
-				} else if asciiEqualFold(tok, "keep-alive") {
+				} else if fieldIs(tok, "keep-alive") {
 					h.keepAlive = true
 				}
 			}
-		case asciiEqualFold(name, "content-type"):
+		case fieldIs(name, "content-type"):
 			h.contentType = internHeader(value)
-		case asciiEqualFold(name, "content-encoding"):
+		case fieldIs(name, "content-encoding"):
 			h.contentEncoding = string(value)
-		case asciiEqualFold(name, "location"):
+		case fieldIs(name, "location"):
 			h.location = string(value)
 		}
 	}
@@ -229,7 +229,7 @@ func parseHead(b []byte) (respHead, error) {
 	case status == 204 || status == 304 || (status >= 100 && status <= 199):
 		h.framing = bodyNone
 	case te != nil:
-		if !asciiEqualFold(te, "chunked") {
+		if !fieldIs(te, "chunked") {
 			return h, malformed("unsupported transfer encoding: %q", quoteHead(te))
 		}
 		h.framing = bodyChunked
@@ -405,4 +405,9 @@ func resolveLocation(reqURL, loc string) string {
 		}
 	}
 	return fmt.Sprintf("%q", cut(loc))
+}
+
+// fieldIs reports whether b is s (lower case) in any ASCII case.
+func fieldIs(b []byte, s string) bool {
+	return len(b) == len(s) && asciiEqualFold(b, s)
 }
