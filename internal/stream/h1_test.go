@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -373,4 +374,86 @@ func TestSuiteOverNetHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the suite over net/http failed: %v\n%s", err, out)
 	}
+}
+
+// feedConn answers a request with a chunked event stream, one content
+// event per read (as a server that flushes each token delivers it to a
+// reader that keeps up), then the finish.
+type feedConn struct {
+	scriptConn
+	head, event, tail []byte
+	left              int // content events still to deliver
+	sentHead          bool
+}
+
+func (c *feedConn) Read(p []byte) (int, error) {
+	switch {
+	case !c.sentHead:
+		c.sentHead = true
+		return copy(p, c.head), nil
+	case c.left > 0:
+		c.left--
+		return copy(p, c.event), nil
+	case len(c.tail) > 0:
+		n := copy(p, c.tail)
+		c.tail = c.tail[n:]
+		return n, nil
+	}
+	return 0, io.EOF
+}
+
+func newFeedConn(events int) *feedConn {
+	event := `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":{"content":" token"},"logprobs":null,"finish_reason":null}],"rehearse_sent_ns":1764600000000000000}` + "\n\n"
+	tail := finishChunk("length") + done
+	return &feedConn{
+		head:  []byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"),
+		event: fmt.Appendf(nil, "%x\r\n%s\r\n", len(event), event),
+		tail:  fmt.Appendf(nil, "%x\r\n%s\r\n0\r\n\r\n", len(tail), tail),
+		left:  events,
+	}
+}
+
+// BenchmarkH1Chunk is the own path's cost per streamed content chunk
+// without the read system call: chunked framing, SSE, the chunk's JSON
+// (a stamped vLLM-shaped chunk) and its stamp, one chunk per read.
+// stream: one stream of b.N chunks (the steady state: 0 allocs per
+// chunk); requests-of-64: b.N chunks in requests of 64, so that each
+// request's own cost (its result, text, connection pool) is included.
+func BenchmarkH1Chunk(b *testing.B) {
+	run := func(b *testing.B, per int) {
+		c := NewClient(nil)
+		defer c.Close()
+		c.h1 = true
+		var conn *feedConn
+		c.dial = func(context.Context, string, string) (net.Conn, error) { return conn, nil }
+		p, err := Prepare(Request{BaseURL: "http://example.test", Model: "m", Prompt: "p", MaxTokens: per, Timeout: time.Minute})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		var ms0, ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
+		requests := 0
+		b.ResetTimer()
+		cpu0 := cpuNow()
+		defer func() {
+			cpu := cpuNow() - cpu0
+			b.StopTimer()
+			runtime.ReadMemStats(&ms1)
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/chunk")
+			b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(requests), "allocs/request")
+		}()
+		for left := b.N; left > 0; left -= per {
+			requests++
+			n := min(per, left)
+			c.closeIdle() // each request gets its scripted connection
+			conn = newFeedConn(n)
+			res := c.Send(context.Background(), p)
+			if !res.OK || len(res.ChunkTimes) != n {
+				b.Fatalf("%s %s: %d chunks, want %d", res.ErrorKind, res.Error, len(res.ChunkTimes), n)
+			}
+		}
+	}
+	b.Run("stream", func(b *testing.B) { run(b, b.N) })
+	b.Run("requests-of-64", func(b *testing.B) { run(b, 64) })
 }
