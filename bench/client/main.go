@@ -6,12 +6,16 @@
 //	go run ./bench/client -rehearse bin/rehearse -streams 256,1024,4096
 //
 // It starts `rehearse sim --stamp-sends` pinned to one CPU (taskset -c
-// -sim-cpu), then for each stream count N runs two clients in turn, each a
-// process of its own pinned to another CPU (taskset -c -client-cpu):
+// -sim-cpu), then for each stream count N runs the clients of -clients in
+// turn, each a process of its own pinned to other CPUs (taskset -c
+// -client-cpu):
 //
 //   - rehearse: this program re-executed in its client mode, which drives
 //     internal/stream as rehearse's waves do (Client.Warm, then N requests
-//     released together, each Client.Send);
+//     released together, each Client.Send), over the client's own
+//     HTTP/1.1 path (the default);
+//   - nethttp: the same over net/http (REHEARSE_HTTP=nethttp), the path
+//     the own one replaced, for comparison;
 //   - the peer: bench/peer/asyncio_peer.py (asyncio + aiohttp, one task
 //     per request), in the design of `vllm bench serve`.
 //
@@ -63,9 +67,13 @@ type wave struct {
 	// AddedRestP99S over every other stamped event.
 	AddedFirstP99S *float64 `json:"added_first_p99_s,omitempty"`
 	AddedRestP99S  *float64 `json:"added_rest_p99_s,omitempty"`
-	TTFTP50S       *float64 `json:"ttft_p50_s"`
-	TTFTP95S       *float64 `json:"ttft_p95_s"`
-	ErrorKinds     []string `json:"error_kinds,omitempty"`
+	// AddedTTFTP99S is rehearse's added p99 over each stream's first
+	// content event (its second stamped one, after the role chunk): what
+	// the client adds to the TTFT it records.
+	AddedTTFTP99S *float64 `json:"added_ttft_p99_s,omitempty"`
+	TTFTP50S      *float64 `json:"ttft_p50_s"`
+	TTFTP95S      *float64 `json:"ttft_p95_s"`
+	ErrorKinds    []string `json:"error_kinds,omitempty"`
 	// RunqueueWaitS is the time rehearse's threads spent runnable but
 	// waiting for a CPU during the wave (/proc/self/task/*/schedstat),
 	// summed over threads: CPU the client wanted and the machine, shared
@@ -88,11 +96,12 @@ func main() {
 		clientCPU  = flag.String("client-cpu", "1", "taskset CPU list of each client")
 		python     = flag.String("python", "/usr/bin/python3", "the Python with aiohttp (Debian's python3-aiohttp)")
 		peer       = flag.String("peer", "bench/peer/asyncio_peer.py", "the asyncio peer")
-		noPeer     = flag.Bool("no-peer", false, "run rehearse's client only")
+		noPeer     = flag.Bool("no-peer", false, "leave the peer out of -clients")
+		clientsArg = flag.String("clients", "rehearse,nethttp,peer", "comma-separated clients to run: rehearse (the own HTTP/1.1 path), nethttp (rehearse over net/http), peer (asyncio)")
 		// Client mode (the re-executed child).
 		clientRun  = flag.Int("client-run", 0, "internal: run rehearse's client mode with this many streams")
 		baseURL    = flag.String("base-url", "", "internal: the simulator's URL (client mode)")
-		cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of rehearse's client; with -profile-streams, of that stream count's waves only")
+		cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of rehearse's client at -profile-streams (the nethttp client's to this path + \".nethttp\")")
 		profileAt  = flag.Int("profile-streams", 4096, "the stream count -cpuprofile profiles")
 	)
 	flag.Parse()
@@ -120,7 +129,19 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if err := orchestrate(*rehearse, counts, *maxTokens, *repeats, *timeScale, *simCPU, *clientCPU, *python, *peer, *noPeer, *cpuprofile, *profileAt); err != nil {
+	var clients []string
+	for _, f := range strings.Split(*clientsArg, ",") {
+		switch f = strings.TrimSpace(f); f {
+		case "rehearse", "nethttp", "peer":
+			if f != "peer" || !*noPeer {
+				clients = append(clients, f)
+			}
+		default:
+			fmt.Fprintf(os.Stderr, "-clients %q: want rehearse, nethttp or peer, separated by commas\n", *clientsArg)
+			os.Exit(2)
+		}
+	}
+	if err := orchestrate(*rehearse, counts, *maxTokens, *repeats, *timeScale, *simCPU, *clientCPU, *python, *peer, clients, *cpuprofile, *profileAt); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/client:", err)
 		os.Exit(1)
 	}
@@ -134,7 +155,7 @@ func pinned(cpus string, argv ...string) *exec.Cmd {
 	return exec.Command(argv[0], argv[1:]...)
 }
 
-func orchestrate(rehearse string, counts []int, maxTokens, repeats int, timeScale float64, simCPU, clientCPU, python, peer string, noPeer bool, cpuprofile string, profileAt int) error {
+func orchestrate(rehearse string, counts []int, maxTokens, repeats int, timeScale float64, simCPU, clientCPU, python, peer string, clients []string, cpuprofile string, profileAt int) error {
 	_, tasksetErr := exec.LookPath("taskset")
 	largest := slices.Max(counts)
 	portFile := filepath.Join(os.TempDir(), fmt.Sprintf("bench-client-port-%d", os.Getpid()))
@@ -176,30 +197,43 @@ func orchestrate(rehearse string, counts []int, maxTokens, repeats int, timeScal
 	fmt.Printf("# %s; max_tokens %d, %d wave(s) per client and count; %s\n", url, maxTokens, repeats, pin)
 	var rows [][]wave
 	for _, n := range counts {
-		args := []string{self, "-client-run", fmt.Sprint(n), "-base-url", url, "-max-tokens", fmt.Sprint(maxTokens), "-repeats", fmt.Sprint(repeats)}
-		if cpuprofile != "" && n == profileAt {
-			args = append(args, "-cpuprofile", cpuprofile)
-		}
-		ours, err := runLines(pinned(clientCPU, args...), "rehearse")
-		if err != nil {
-			return fmt.Errorf("rehearse at %d streams: %v", n, err)
-		}
-		show(ours)
-		row := ours
-		if !noPeer {
-			theirs, err := runLines(pinned(clientCPU, python, peer, "--base-url", url, "--clients", fmt.Sprint(n),
-				"--max-tokens", fmt.Sprint(maxTokens), "--repeats", fmt.Sprint(repeats)), "peer")
-			if err != nil {
-				fmt.Printf("# the peer at %d streams: %v\n", n, err)
+		var row []wave
+		for _, client := range clients {
+			if client == "peer" {
+				theirs, err := runLines(pinned(clientCPU, python, peer, "--base-url", url, "--clients", fmt.Sprint(n),
+					"--max-tokens", fmt.Sprint(maxTokens), "--repeats", fmt.Sprint(repeats)), "peer")
+				if err != nil {
+					fmt.Printf("# the peer at %d streams: %v\n", n, err)
+				}
+				show(theirs)
+				row = append(row, theirs...)
+				continue
 			}
-			show(theirs)
-			row = append(row, theirs...)
+			args := []string{self, "-client-run", fmt.Sprint(n), "-base-url", url, "-max-tokens", fmt.Sprint(maxTokens), "-repeats", fmt.Sprint(repeats)}
+			if cpuprofile != "" && n == profileAt {
+				path := cpuprofile
+				if client == "nethttp" {
+					path += ".nethttp"
+				}
+				args = append(args, "-cpuprofile", path)
+			}
+			cmd := pinned(clientCPU, args...)
+			cmd.Env = append(os.Environ(), "REHEARSE_HTTP=h1")
+			if client == "nethttp" {
+				cmd.Env = append(os.Environ(), "REHEARSE_HTTP=nethttp")
+			}
+			ours, err := runLines(cmd, client)
+			if err != nil {
+				return fmt.Errorf("%s at %d streams: %v", client, n, err)
+			}
+			show(ours)
+			row = append(row, ours...)
 		}
 		rows = append(rows, row)
 	}
 	fmt.Println()
-	fmt.Println("| streams | client | ok | CPU per content chunk | added p50 | added p99 | added max | p99 first event / rest | TTFT p50 | client CPU ÷ wall | waiting for a CPU ÷ wall |")
-	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| streams | client | ok | CPU per content chunk | added p50 | added p99 | added max | added TTFT p99 | p99 first event / rest | TTFT p50 | client CPU ÷ wall | waiting for a CPU ÷ wall |")
+	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, row := range rows {
 		for _, w := range row {
 			split := "–"
@@ -210,8 +244,8 @@ func orchestrate(rehearse string, counts []int, maxTokens, repeats int, timeScal
 			if w.RunqueueWaitS != nil {
 				waited = fmt.Sprintf("%.0f %%", 100**w.RunqueueWaitS/w.WallS)
 			}
-			fmt.Printf("| %d | %s | %d/%d | %.2f µs | %s | %s | %s | %s | %s | %.0f %% | %s |\n", w.Streams, w.Client, w.OK, w.Streams,
-				w.CPUPerChunkUS, ms(w.AddedP50S), ms(w.AddedP99S), ms(w.AddedMaxS), split, ms(w.TTFTP50S), 100*w.CPUS/w.WallS, waited)
+			fmt.Printf("| %d | %s | %d/%d | %.2f µs | %s | %s | %s | %s | %s | %s | %.0f %% | %s |\n", w.Streams, w.Client, w.OK, w.Streams,
+				w.CPUPerChunkUS, ms(w.AddedP50S), ms(w.AddedP99S), ms(w.AddedMaxS), ms(w.AddedTTFTP99S), split, ms(w.TTFTP50S), 100*w.CPUS/w.WallS, waited)
 		}
 	}
 	return nil
@@ -322,11 +356,14 @@ func clientMode(url string, n, maxTokens, repeats int, cpuprofile string) error 
 			v := (runqueueWait() - rq0).Seconds()
 			w.RunqueueWaitS = &v
 		}
-		var added, first, rest, ttft []float64
+		var added, first, rest, ttft, ttftAdded []float64
 		kinds := map[string]bool{}
 		for _, r := range results {
 			for j, d := range r.AddedNS {
 				added = append(added, float64(d)/1e9)
+				if j == 1 {
+					ttftAdded = append(ttftAdded, float64(d)/1e9)
+				}
 				if j == 0 {
 					first = append(first, float64(d)/1e9)
 				} else {
@@ -354,6 +391,8 @@ func clientMode(url string, n, maxTokens, repeats int, cpuprofile string) error 
 		slices.Sort(ttft)
 		slices.Sort(first)
 		slices.Sort(rest)
+		slices.Sort(ttftAdded)
+		w.AddedTTFTP99S = pct(ttftAdded, 0.99)
 		w.AddedFirstP99S, w.AddedRestP99S = pct(first, 0.99), pct(rest, 0.99)
 		w.AddedP50S, w.AddedP99S = pct(added, 0.5), pct(added, 0.99)
 		if len(added) > 0 {

@@ -32,6 +32,10 @@ func TestMain(m *testing.M) {
 		serveBench()
 		return
 	}
+	if os.Getenv(readModelEnv) == "1" {
+		writeRounds()
+		return
+	}
 	os.Exit(m.Run())
 }
 

@@ -69,8 +69,12 @@ type state struct {
 	fail    string // an error kind decided in-band (server_error, stream_malformed)
 	failMsg string
 	// c is the chunk every event is read into, reset each time, so that
-	// its choices list is reused.
+	// its choices list is reused. Its strings point into the event's data
+	// (parseChunkInto) and are cleared once the event is handled: what the
+	// result keeps is copied.
 	c chunk
+	// arena holds the string pointers of c's fields.
+	arena []string
 	// reasoning and toolCalls collect the text of the channels beside
 	// content: reasoning, and tool-call arguments.
 	reasoning, toolCalls strings.Builder
@@ -96,7 +100,12 @@ func (s *state) handle(ev Event, now time.Time, res *Result, text *strings.Build
 	}
 	c := &s.c
 	c.Choices, c.Usage, c.Error, c.SentNS = c.Choices[:0], nil, nil, 0
-	if !parseChunkFast(data, c) {
+	if s.arena == nil {
+		s.arena = make([]string, 0, 8)
+	}
+	s.arena = s.arena[:0]
+	defer s.forget()
+	if !parseChunkInto(data, c, &s.arena) {
 		*c = chunk{}
 		if err := json.Unmarshal(data, c); err != nil {
 			s.fail = contract.ErrStreamMalformed
@@ -142,8 +151,8 @@ func (s *state) handle(ev Event, now time.Time, res *Result, text *strings.Build
 				s.toolCalls.WriteString(*tc.Function.Arguments)
 			}
 		}
-		if cc.FinishReason != nil && *cc.FinishReason != "" {
-			res.FinishReason = *cc.FinishReason
+		if cc.FinishReason != nil && *cc.FinishReason != "" && *cc.FinishReason != res.FinishReason {
+			res.FinishReason = strings.Clone(*cc.FinishReason)
 		}
 	}
 	if (content || other) && res.FirstToken.IsZero() {
@@ -155,4 +164,11 @@ func (s *state) handle(ev Event, now time.Time, res *Result, text *strings.Build
 		}
 		res.ChunkTimes = append(res.ChunkTimes, now)
 	}
+}
+
+// forget drops the chunk's pointers into the event's data, which the
+// decoder reuses for the next event.
+func (s *state) forget() {
+	clear(s.c.Choices)
+	clear(s.arena)
 }

@@ -119,6 +119,14 @@ type Prepared struct {
 	apiKey  string
 	timeout time.Duration
 	follow  bool
+	// h1 says the request may take the client's own HTTP/1.1 path (an
+	// http:// URL reached without a proxy); addr ("host:port"), host (the
+	// Host header) and uri (the request target) are its request line.
+	h1              bool
+	addr, host, uri string
+	// hint is the content chunks the request may stream (its max_tokens),
+	// for the storage its stream is read into.
+	hint int
 }
 
 // Prepare builds the HTTP request of req. It fails on a base URL that is not
@@ -152,13 +160,41 @@ func Prepare(req Request) (*Prepared, error) {
 	if err != nil {
 		return nil, fmt.Errorf("request body: %v", err)
 	}
-	return &Prepared{
+	p := &Prepared{
 		url:     strings.TrimRight(req.BaseURL, "/") + endpoint,
 		body:    data,
 		apiKey:  req.APIKey,
 		timeout: req.Timeout,
 		follow:  req.FollowRedirects,
-	}, nil
+		hint:    req.MaxTokens,
+	}
+	p.route()
+	return p, nil
+}
+
+// route fills in the own path's request line, or leaves h1 off for a URL
+// that path does not take (https, a proxy, a target it cannot write).
+func (p *Prepared) route() {
+	u, err := url.Parse(p.url)
+	if err != nil || u.Scheme != "http" || u.Host == "" || u.User != nil {
+		return
+	}
+	if proxy, _ := http.ProxyFromEnvironment(&http.Request{URL: u}); proxy != nil {
+		return
+	}
+	uri := u.RequestURI()
+	for _, c := range []byte(uri + u.Host + p.apiKey) {
+		if c < ' ' || c == 0x7f {
+			return // net/http refuses it with its own error
+		}
+	}
+	p.addr = u.Host
+	if u.Port() == "" {
+		p.addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	p.host = strings.TrimSuffix(u.Host, ":")
+	p.uri = uri
+	p.h1 = true
 }
 
 // bodyFields are the body's fields that every request of req carries,
@@ -226,8 +262,16 @@ type Client struct {
 	// lower it).
 	eventLimit int
 
+	// dial, when set, opens the own path's new connections instead of
+	// dialer (tests give it scripted connections).
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// h1 sends http:// requests over the client's own HTTP/1.1 path
+	// (h1.go) instead of net/http; REHEARSE_HTTP=nethttp turns it off.
+	h1 bool
+
 	mu    sync.Mutex
 	ready map[string][]readyConn // pre-dialed connections by "scheme://host:port"
+	idle  map[string][]readyConn // the own path's pooled connections by "host:port", oldest first
 }
 
 // readyConn is a pre-dialed connection and when it was dialed.
@@ -241,7 +285,9 @@ func NewClient(tlsConfig *tls.Config) *Client {
 	c := &Client{
 		dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
 		ready:  map[string][]readyConn{},
+		idle:   map[string][]readyConn{},
 		alive:  checkAlive,
+		h1:     useH1(),
 	}
 	if tlsConfig == nil {
 		tlsConfig = &tls.Config{}
@@ -299,18 +345,26 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 // older than maxIdleAge and those checkAlive finds stale; nil when none is
 // left.
 func (c *Client) take(key string) *gatedConn {
+	if rc, ok := c.takeReady(key); ok {
+		return &gatedConn{Conn: rc.conn, predialed: rc.at}
+	}
+	return nil
+}
+
+// takeReady is take's pre-dialed connection, unwrapped.
+func (c *Client) takeReady(key string) (readyConn, bool) {
 	for {
 		c.mu.Lock()
 		conns := c.ready[key]
 		if len(conns) == 0 {
 			c.mu.Unlock()
-			return nil
+			return readyConn{}, false
 		}
 		rc := conns[len(conns)-1]
 		c.ready[key] = conns[:len(conns)-1]
 		c.mu.Unlock()
 		if time.Since(rc.at) <= maxIdleAge && c.alive(rc.conn) == nil {
-			return &gatedConn{Conn: rc.conn, predialed: rc.at}
+			return rc, true
 		}
 		rc.conn.Close()
 	}
@@ -380,6 +434,7 @@ func (c *Client) handshake(ctx context.Context, network, addr string) (net.Conn,
 // so that no request of the wave pays for a connection.
 func (c *Client) Warm(ctx context.Context, baseURL string, n int) error {
 	c.tr.CloseIdleConnections()
+	c.closeIdle()
 	c.Drop()
 	return c.predial(ctx, baseURL, n)
 }
@@ -461,6 +516,7 @@ func (c *Client) Drop() {
 // Close releases every connection of the client.
 func (c *Client) Close() {
 	c.Drop()
+	c.closeIdle()
 	c.tr.CloseIdleConnections()
 }
 
@@ -498,6 +554,9 @@ func (c *Client) Send(ctx context.Context, p *Prepared) Result {
 // once more on a freshly dialed connection, and Retried says why; Start is
 // then the second send.
 func (c *Client) SendAt(ctx context.Context, p *Prepared, release <-chan struct{}, armed func()) Result {
+	if c.h1 && p.h1 && !p.follow {
+		return c.sendH1(ctx, p, release, armed)
+	}
 	res, stale := c.attempt(ctx, c.hc, p, release, armed)
 	if stale == "" {
 		return res
@@ -536,7 +595,7 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, p *Prepared, rele
 	}}
 	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(traceCtx, trace), http.MethodPost, p.url, bytes.NewReader(p.body))
 	if err != nil {
-		c.failEarly(ctx, g, &res, contract.ErrClient, "cannot build request: "+err.Error())
+		c.failEarly(ctx, g.release, g.arm, &res, contract.ErrClient, "cannot build request: "+err.Error())
 		return res, ""
 	}
 	defer func() {
@@ -573,7 +632,7 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, p *Prepared, rele
 		if !released {
 			var probe Result
 			c.classifyTransport(ctx, reqCtx, &probe, err, false)
-			c.failEarly(ctx, g, &res, probe.ErrorKind, probe.Error)
+			c.failEarly(ctx, g.release, g.arm, &res, probe.ErrorKind, probe.Error)
 			return res, ""
 		}
 		res.Start, res.End = start, time.Now()
@@ -589,7 +648,7 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, p *Prepared, rele
 		if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 			msg = fmt.Sprintf("HTTP %d before the request was sent", resp.StatusCode)
 		}
-		c.failEarly(ctx, g, &res, contract.ErrHTTPStatus, msg)
+		c.failEarly(ctx, g.release, g.arm, &res, contract.ErrHTTPStatus, msg)
 		return res, ""
 	}
 	res.Start = start
@@ -608,13 +667,13 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, p *Prepared, rele
 		}
 		return res, ""
 	}
-	if why := notEventStream(resp.Header); why != "" {
+	if why := notEventStream(resp.Header.Get("Content-Encoding"), resp.Header.Get("Content-Type")); why != "" {
 		head := readHead(resp.Body, func() { cancel(nil) })
 		res.End = time.Now()
 		res.ErrorKind, res.Error = contract.ErrStreamMalformed, why+"; "+describeHead(head, int64(len(head)))
 		return res, ""
 	}
-	c.readStream(ctx, reqCtx, resp.Body, &res)
+	c.readStream(ctx, reqCtx, resp.Body, &res, nil, p.hint)
 	if res.OK {
 		drain(resp.Body, func() { cancel(nil) })
 	}
@@ -632,11 +691,11 @@ func mediaType(ct string) string {
 // absent or text/plain (which servers that stream by hand send), or a
 // Content-Encoding other than identity (the client asks for none, and a
 // compressed stream cannot be timed chunk by chunk). "" when neither.
-func notEventStream(h http.Header) string {
-	if enc := h.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+func notEventStream(enc, ct string) string {
+	if enc != "" && !strings.EqualFold(enc, "identity") {
 		return fmt.Sprintf("response is Content-Encoding %s (the client asked for none), not a readable event stream", enc)
 	}
-	switch ct := h.Get("Content-Type"); mediaType(ct) {
+	switch mediaType(ct) {
 	case "", "text/event-stream", "text/plain":
 		return ""
 	default:
@@ -694,10 +753,10 @@ func statusError(resp *http.Response) string {
 
 // failEarly records a request that failed before its release: it waits for
 // the release (or ctx) and stamps both ends there.
-func (c *Client) failEarly(ctx context.Context, g *gate, res *Result, kind, msg string) {
-	g.arm()
+func (c *Client) failEarly(ctx context.Context, release <-chan struct{}, arm func(), res *Result, kind, msg string) {
+	arm()
 	select {
-	case <-g.release:
+	case <-release:
 	case <-ctx.Done():
 	}
 	now := time.Now()
@@ -721,12 +780,28 @@ func drain(body io.Reader, cancel func()) {
 
 var errTimeout = errors.New("request timeout")
 
+// stamper is a body that knows when the bytes of its last Read reached
+// the process (the own path's: one clock reading per read system call).
+type stamper interface{ readTime() time.Time }
+
+// maxHint bounds the chunk times a stream's hint preallocates (more grow
+// by appending): 6 KiB a stream.
+const maxHint = 256
+
 // readStream reads the event stream, stamping each read on the monotonic
-// clock; an event is timed by the read that completed it.
-func (c *Client) readStream(ctx, reqCtx context.Context, body io.Reader, res *Result) {
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	buf := *bp
+// clock; an event is timed by the read that completed it. buf is the read
+// buffer (nil: one from bufPool); hint is the content chunks expected
+// (max_tokens), for which the chunk times are allocated at once.
+func (c *Client) readStream(ctx, reqCtx context.Context, body io.Reader, res *Result, buf []byte, hint int) {
+	if buf == nil {
+		bp := bufPool.Get().(*[]byte)
+		defer bufPool.Put(bp)
+		buf = *bp
+	}
+	if hint > 0 {
+		res.ChunkTimes = make([]time.Time, 0, min(hint, maxHint))
+	}
+	stamps, _ := body.(stamper)
 	var (
 		dec      Decoder
 		st       state
@@ -751,7 +826,11 @@ func (c *Client) readStream(ctx, reqCtx context.Context, body io.Reader, res *Re
 	}
 	for !finished {
 		n, err := body.Read(buf)
-		now = time.Now()
+		if stamps != nil {
+			now = stamps.readTime()
+		} else {
+			now = time.Now()
+		}
 		if n > 0 {
 			delivered += int64(n)
 			headN += copy(head[headN:], buf[:n])

@@ -8,4 +8,15 @@
 // before a request is written on it, and a request whose stale connection
 // carried none of its bytes is sent once more on a fresh one; a redirect is
 // an outcome unless the request follows redirects.
+//
+// Two transports carry the requests. http:// base URLs reached without a
+// proxy go over the client's own HTTP/1.1 path (h1.go, http1.go): one
+// goroutine per request, a keep-alive pool per server, the request written
+// in one write, the response head parsed by hand, and the body read over
+// one buffer, each read system call stamped once and its chunked framing
+// removed in place before the SSE decoder splits it into events, all of
+// which get that read's stamp. https://, proxies and requests that follow
+// redirects go over net/http, as does every request when the environment
+// sets REHEARSE_HTTP=nethttp (for comparison; the stream tests run under
+// both). Both give the same records and the same failure classes.
 package stream

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // parseChunkFast reads the common shapes of a chat.completion.chunk into c
@@ -14,7 +15,16 @@ import (
 // back to encoding/json, which defines the result: FuzzParseChunkFast checks
 // that the two agree on every input the fast path accepts.
 func parseChunkFast(data []byte, c *chunk) bool {
-	p := fastParser{data: data}
+	return parseChunkInto(data, c, nil)
+}
+
+// parseChunkInto is parseChunkFast without allocation for a stream's
+// common chunk: its strings point into data instead of copies (so c is
+// valid only while data is unchanged), and the pointers to them are
+// elements of *arena (appended while it has capacity; reset by the caller
+// per chunk). With arena nil it copies, as parseChunkFast.
+func parseChunkInto(data []byte, c *chunk, arena *[]string) bool {
+	p := fastParser{data: data, arena: arena}
 	p.ws()
 	if !p.object(func(key []byte) bool {
 		switch string(key) {
@@ -44,6 +54,29 @@ type fastParser struct {
 	data  []byte
 	i     int
 	depth int
+	// arena, when set, holds the strings read (see parseChunkInto).
+	arena *[]string
+}
+
+// str returns a pointer to s: an element of the arena while it has room,
+// else a new one.
+func (p *fastParser) str(s string) *string {
+	if a := p.arena; a != nil && len(*a) < cap(*a) {
+		*a = append(*a, s)
+		return &(*a)[len(*a)-1]
+	}
+	ps := new(string)
+	*ps = s
+	return ps
+}
+
+// unquote decodes a JSON string with escapes, as encoding/json does.
+func unquote(raw []byte) (string, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // maxDepth bounds the nesting skip follows; deeper input goes to
@@ -200,16 +233,22 @@ func (p *fastParser) stringValue(dst **string) bool {
 	raw := p.data[start:p.i]
 	var s string
 	if escaped {
-		if json.Unmarshal(raw, &s) != nil {
+		var ok bool
+		if s, ok = unquote(raw); !ok {
 			return false
 		}
 	} else {
 		if !utf8.Valid(raw) {
 			return false
 		}
-		s = string(raw[1 : len(raw)-1])
+		if p.arena != nil {
+			// Zero-copy: the caller copies what it keeps.
+			s = unsafe.String(unsafe.SliceData(raw[1:]), len(raw)-2)
+		} else {
+			s = string(raw[1 : len(raw)-1])
+		}
 	}
-	*dst = &s
+	*dst = p.str(s)
 	return true
 }
 

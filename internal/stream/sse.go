@@ -126,13 +126,19 @@ func (d *Decoder) Finish(emit func(Event)) {
 	d.dispatch(emit)
 }
 
+// indexLineEnd returns the index of the first '\n' or '\r' in p, or -1:
+// two vectorized scans (servers end lines in '\n'; a '\r' can only come
+// before the first '\n' found).
 func indexLineEnd(p []byte) int {
-	for i, c := range p {
-		if c == '\n' || c == '\r' {
-			return i
-		}
+	i := bytes.IndexByte(p, '\n')
+	head := p
+	if i >= 0 {
+		head = p[:i]
 	}
-	return -1
+	if j := bytes.IndexByte(head, '\r'); j >= 0 {
+		return j
+	}
+	return i
 }
 
 func (d *Decoder) processLine(line []byte, emit func(Event)) {

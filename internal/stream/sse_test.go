@@ -119,7 +119,7 @@ func FuzzReadStream(f *testing.F) {
 		read := func(n int) Result {
 			var res Result
 			res.Start = time.Now()
-			c.readStream(context.Background(), context.Background(), &splitReader{data: body, n: n}, &res)
+			c.readStream(context.Background(), context.Background(), &splitReader{data: body, n: n}, &res, nil, 0)
 			return res
 		}
 		whole := read(len(body) + 1)
