@@ -2,7 +2,9 @@ package contract
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -364,26 +366,184 @@ func EachPooled(waves []Wave, records []Record, k Key, add func(Record)) {
 // client count (TrafficLengths). baseline names the
 // speed-up denominator ("" for none).
 func Aggregates(waves []Wave, records []Record, servers []string, baseline string) []Aggregate {
-	byWave := map[int][]Record{}
-	for _, r := range records {
-		if r.Kind == KindRecorded {
-			byWave[r.Wave] = append(byWave[r.Wave], r)
+	g := NewAggregator(waves, servers, baseline)
+	for {
+		for i := range records {
+			g.Add(&records[i])
+		}
+		if !g.Next() {
+			break
 		}
 	}
-	groups := map[Key][]Wave{}
-	var keys []Key
+	return g.Aggregates()
+}
+
+// Aggregator computes Aggregates from records handed to it one at a time,
+// without holding them: what it keeps is what the exact figures need, one
+// float64 per request for each per-request population (TTFT, TPOT, E2E,
+// lengths, lateness, usage) and, for the ITL (a population of every
+// inter-chunk gap, two orders of magnitude larger), the counts of an exact
+// selection (selector) that finds the order statistics its percentiles
+// read. The figures are those of sorting every pooled value: the same
+// values, the same arithmetic.
+//
+// Use: Add every record (any order, records of other kinds or waves are
+// ignored), then Next; while Next reports true, Add the same records again
+// (only their chunk times are read) and call Next again; then Aggregates.
+// Aggregates is the in-memory form of that loop.
+type Aggregator struct {
+	servers  []string
+	baseline string
+	keys     []Key
+	groups   map[Key]*keyAgg
+	byID     map[int][]*waveAgg
+	pass     int
+}
+
+// keyAgg is the state of one aggregate.
+type keyAgg struct {
+	k                 Key
+	waves             []*waveAgg
+	failures          Failures
+	failedWithContent int
+	reasoning         bool
+	late, usage, out  []float64
+	lat               Latencies // ITL unused: itl holds it
+	lengths           TrafficLengths
+	itl               *selector
+}
+
+// waveAgg is the state of one recorded wave.
+type waveAgg struct {
+	w                       Wave
+	key                     *keyAgg
+	n                       int
+	maxEnd, lo, hi          float64 // WaveWallS, WaveWindowS's ends
+	tokens, oks, reasonToks int
+}
+
+// NewAggregator starts the aggregates of the recorded waves of waves;
+// servers and baseline are Aggregates'.
+func NewAggregator(waves []Wave, servers []string, baseline string) *Aggregator {
+	g := &Aggregator{servers: servers, baseline: baseline, groups: map[Key]*keyAgg{}, byID: map[int][]*waveAgg{}}
 	for _, w := range waves {
 		if w.Kind != KindRecorded {
 			continue
 		}
 		k := KeyOf(w)
-		if _, ok := groups[k]; !ok {
-			keys = append(keys, k)
+		ka, ok := g.groups[k]
+		if !ok {
+			ka = &keyAgg{k: k, failures: Failures{ByKind: map[string]int{}}, itl: newSelector()}
+			g.groups[k] = ka
+			g.keys = append(g.keys, k)
 		}
-		groups[k] = append(groups[k], w)
+		wa := &waveAgg{w: w, key: ka}
+		ka.waves = append(ka.waves, wa)
+		g.byID[w.ID] = append(g.byID[w.ID], wa)
 	}
+	return g
+}
+
+// Add hands the aggregator one record of the current pass.
+func (g *Aggregator) Add(r *Record) {
+	if r.Kind != KindRecorded {
+		return
+	}
+	for _, wa := range g.byID[r.Wave] {
+		if g.pass == 0 {
+			wa.add(r)
+		}
+		if itl := wa.key.itl; r.OK && (g.pass == 0 || len(itl.nodes) > 0) {
+			for i := 1; i < len(r.ChunkTimesS); i++ {
+				itl.add(r.ChunkTimesS[i] - r.ChunkTimesS[i-1])
+			}
+		}
+	}
+}
+
+// Next ends a pass over the records and reports whether the ITL selection
+// needs them once more.
+func (g *Aggregator) Next() bool {
+	more := false
+	for _, k := range g.keys {
+		ka := g.groups[k]
+		if (g.pass == 0 || len(ka.itl.nodes) > 0) && ka.itl.next(typeSevenRanks(summaryPs)) {
+			more = true
+		}
+	}
+	g.pass++
+	return more
+}
+
+func (wa *waveAgg) add(r *Record) {
+	if wa.n == 0 {
+		wa.lo, wa.hi = r.StartS, r.EndS
+	}
+	wa.n++
+	if r.EndS > wa.maxEnd {
+		wa.maxEnd = r.EndS
+	}
+	wa.lo, wa.hi = min(wa.lo, r.StartS), max(wa.hi, r.EndS)
+	a := wa.key
+	a.failures.Total++
+	if r.ReasoningTokens != nil {
+		a.reasoning = true
+	}
+	a.lengths.Add(*r)
+	if a.k.Mode == ModeOpen {
+		a.late = append(a.late, r.StartS-r.IntendedStartS)
+	}
+	if !r.OK {
+		a.failures.Count++
+		a.failures.ByKind[r.ErrorKind]++
+		if r.FirstContentS != nil {
+			a.failedWithContent++
+		}
+		return
+	}
+	wa.oks++
+	wa.tokens += r.OutputTokens
+	generated := r.OutputTokens
+	if r.ReasoningTokens != nil {
+		wa.reasonToks += *r.ReasoningTokens
+		generated += *r.ReasoningTokens
+	}
+	if v, ok := r.TTFT(); ok {
+		a.lat.TTFT = append(a.lat.TTFT, v)
+	}
+	if v, ok := r.TTFTAny(); ok {
+		a.lat.TTFTAny = append(a.lat.TTFTAny, v)
+	}
+	if v, ok := r.TPOT(); ok {
+		a.lat.TPOT = append(a.lat.TPOT, v)
+	}
+	a.lat.E2E = append(a.lat.E2E, r.EndS-r.StartS)
+	// The server's usage counts every generated token, reasoning
+	// included; tool-call text is not re-counted, so records with
+	// tool calls stay out of the comparison.
+	if r.UsageCompletionTokens != nil && r.ToolCallText == "" {
+		a.usage = append(a.usage, float64(*r.UsageCompletionTokens))
+		a.out = append(a.out, float64(generated))
+	}
+}
+
+// window is GoodputWindowS of the wave's records.
+func (wa *waveAgg) window() float64 {
+	if wa.key.k.Mode == ModeSustained {
+		if wa.n == 0 {
+			return 0
+		}
+		return wa.hi - wa.lo
+	}
+	return wa.maxEnd
+}
+
+// Aggregates returns the aggregates, in Aggregates' order, once Next has
+// reported false.
+func (g *Aggregator) Aggregates() []Aggregate {
+	keys := slices.Clone(g.keys)
 	rank := map[string]int{}
-	for i, s := range servers {
+	for i, s := range g.servers {
 		if _, ok := rank[s]; !ok {
 			rank[s] = i
 		}
@@ -411,68 +571,35 @@ func Aggregates(waves []Wave, records []Record, servers []string, baseline strin
 			return a.Shape < b.Shape
 		}
 	})
-
 	out := make([]Aggregate, 0, len(keys))
 	for _, k := range keys {
-		out = append(out, aggregate(k, groups[k], byWave))
+		out = append(out, g.groups[k].aggregate())
 	}
-	applySpeedup(out, baseline)
+	applySpeedup(out, g.baseline)
 	return out
 }
 
 // modeRank orders aggregates of one server by mode.
 var modeRank = map[string]int{ModeClosed: 0, ModeSustained: 1, ModeOpen: 2}
 
-func aggregate(k Key, waves []Wave, byWave map[int][]Record) Aggregate {
-	sort.SliceStable(waves, func(i, j int) bool { return waves[i].Repeat < waves[j].Repeat })
+func (ka *keyAgg) aggregate() Aggregate {
+	k := ka.k
+	waves := slices.Clone(ka.waves)
+	sort.SliceStable(waves, func(i, j int) bool { return waves[i].w.Repeat < waves[j].w.Repeat })
 	a := Aggregate{
 		Server: k.Server, Mode: k.Mode, Concurrency: k.Concurrency, RequestRateRPS: k.RequestRateRPS, LoadShape: k.Shape,
-		Repeats:  len(waves),
-		Failures: Failures{ByKind: map[string]int{}},
-		Warnings: []string{},
+		Repeats:           len(waves),
+		Failures:          ka.failures,
+		FailedWithContent: ka.failedWithContent,
+		Warnings:          []string{},
 	}
-	var goodput, reqRate, late, usageTok, outTok, reasoningRate []float64
-	var lat Latencies
-	var lengths TrafficLengths
+	a.Failures.ByKind = maps.Clone(ka.failures.ByKind)
+	var goodput, reqRate, reasoningRate []float64
 	successes, reasoningTotal := 0, 0
-	reasoning := false
-	for _, w := range waves {
-		recs := byWave[w.ID]
-		wall := GoodputWindowS(k.Mode, recs)
-		tokens, oks, reasoningTokens := 0, 0, 0
-		for _, r := range recs {
-			a.Failures.Total++
-			if r.ReasoningTokens != nil {
-				reasoning = true
-			}
-			lengths.Add(r)
-			if k.Mode == ModeOpen {
-				late = append(late, r.StartS-r.IntendedStartS)
-			}
-			if !r.OK {
-				a.Failures.Count++
-				a.Failures.ByKind[r.ErrorKind]++
-				if r.FirstContentS != nil {
-					a.FailedWithContent++
-				}
-				continue
-			}
-			oks++
-			tokens += r.OutputTokens
-			generated := r.OutputTokens
-			if r.ReasoningTokens != nil {
-				reasoningTokens += *r.ReasoningTokens
-				generated += *r.ReasoningTokens
-			}
-			lat.Add(r)
-			// The server's usage counts every generated token, reasoning
-			// included; tool-call text is not re-counted, so records with
-			// tool calls stay out of the comparison.
-			if r.UsageCompletionTokens != nil && r.ToolCallText == "" {
-				usageTok = append(usageTok, float64(*r.UsageCompletionTokens))
-				outTok = append(outTok, float64(generated))
-			}
-		}
+	for _, wa := range waves {
+		w := wa.w
+		wall := wa.window()
+		tokens, oks, reasoningTokens := wa.tokens, wa.oks, wa.reasonToks
 		successes += oks
 		a.OutputTokens += tokens
 		reasoningTotal += reasoningTokens
@@ -505,15 +632,16 @@ func aggregate(k Key, waves []Wave, byWave map[int][]Record) Aggregate {
 	}
 	a.Goodput = SpreadOf(goodput)
 	a.RequestThroughput = SpreadOf(reqRate)
-	a.TTFT, a.TPOT, a.ITL, a.E2E = Summarize(lat.TTFT), Summarize(lat.TPOT), Summarize(lat.ITL), Summarize(lat.E2E)
+	lat := &ka.lat
+	a.TTFT, a.TPOT, a.ITL, a.E2E = Summarize(lat.TTFT), Summarize(lat.TPOT), ka.itl.summary(), Summarize(lat.E2E)
 	a.TTFTAny = Summarize(lat.TTFTAny)
-	if reasoning {
+	if ka.reasoning {
 		rr := SpreadOf(reasoningRate)
 		a.ReasoningTokens, a.ReasoningRate = &reasoningTotal, &rr
 	}
-	a.InputLength, a.OutputLength = SummarizeLengths(lengths.Input), SummarizeLengths(lengths.Output)
+	a.InputLength, a.OutputLength = SummarizeLengths(ka.lengths.Input), SummarizeLengths(ka.lengths.Output)
 	if k.Mode == ModeOpen {
-		l := Summarize(late)
+		l := Summarize(ka.late)
 		a.Lateness = &l
 		if l.P99 != nil && *l.P99 > LatenessWarnS {
 			a.Warnings = append(a.Warnings, fmt.Sprintf("client lateness p99 %.0f ms: the load generator sent late; arrivals were not the schedule's", *l.P99*1000))
@@ -543,7 +671,7 @@ func aggregate(k Key, waves []Wave, byWave map[int][]Record) Aggregate {
 	if n := a.Failures.ByKind[ErrClient]; n > 0 {
 		a.Warnings = append(a.Warnings, fmt.Sprintf("%d failures were the load generator's own (client), not the server's: the client ran out of descriptors or ports, or could not build the request", n))
 	}
-	if w := usageWarning(usageTok, outTok); w != "" {
+	if w := usageWarning(ka.usage, ka.out); w != "" {
 		a.Warnings = append(a.Warnings, w)
 	}
 	return a
