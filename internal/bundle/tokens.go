@@ -72,6 +72,7 @@ func recountTokens(res *Results, o Options) ([]Problem, string) {
 // from its prompt's message contents, each prompt counted once, and
 // returns the records that disagree and how many were checked.
 func recountInputs(res *Results, c Counter, waves map[int]contract.Wave) ([]Problem, int) {
+	c = newMemo(c)
 	wl := &res.Workload
 	counted := map[int]int{}
 	count := func(p int) int {
@@ -175,6 +176,7 @@ func recount(res *Results, c Counter) []miscount {
 	for w := range workers {
 		lo, hi := w*share, min(len(recs), (w+1)*share)
 		wg.Go(func() {
+			c := newMemo(c)
 			for i := lo; i < hi; i++ {
 				rec := &recs[i]
 				if r := rec.ReasoningTokens; r != nil && *r >= 0 && *r <= maxCount && rec.ReasoningText != "" {
@@ -197,4 +199,33 @@ func recount(res *Results, c Counter) []miscount {
 		out = append(out, f...)
 	}
 	return out
+}
+
+// memoMax is how many distinct texts a memo remembers: enough for every
+// prompt and reply of a rehearsal that repeats them, bounded whatever the
+// bundle holds.
+const memoMax = 1 << 16
+
+// memo is a Counter that counts each distinct text once: counting is a
+// pure function of the text, so a remembered count is the count. Rehearsals
+// send a pool of prompts again and again, and a server at temperature 0
+// answers a prompt with the same text, so their records repeat texts. It
+// remembers the first memoMax texts it sees and counts any other each
+// time. Not safe for concurrent use: each worker has its own.
+type memo struct {
+	c Counter
+	m map[string]int
+}
+
+func newMemo(c Counter) *memo { return &memo{c: c, m: map[string]int{}} }
+
+func (m *memo) Count(text string) int {
+	if n, ok := m.m[text]; ok {
+		return n
+	}
+	n := m.c.Count(text)
+	if len(m.m) < memoMax {
+		m.m[text] = n
+	}
+	return n
 }
