@@ -40,6 +40,7 @@ func decodeStream(in io.Reader) (*Results, error) {
 		raw              json.RawMessage
 		required         = recordFieldIndex()
 		missingRecordErr error
+		sums             []recordSum
 	)
 	for dec.More() {
 		t, err := dec.Token()
@@ -53,7 +54,8 @@ func decodeStream(in io.Reader) (*Results, error) {
 		switch {
 		case strings.EqualFold(key, "records"):
 			haveRecs = true
-			records, missingRecordErr, err = decodeRecords(dec, required, records[:0])
+			sums = sums[:0]
+			records, missingRecordErr, err = decodeRecords(dec, required, records[:0], &sums)
 			if err != nil {
 				return nil, err
 			}
@@ -130,13 +132,14 @@ func decodeStream(in io.Reader) (*Results, error) {
 	}
 	if haveRecs {
 		r.Records = records
+		r.recordSums = sums
 	}
 	return finishDecode(&r, keys)
 }
 
 // decodeRecords decodes the records array at dec's position, appending to
 // out; missing is the first record that lacks a required field.
-func decodeRecords(dec *json.Decoder, required map[string]uint, out []contract.Record) (recs []contract.Record, missing, err error) {
+func decodeRecords(dec *json.Decoder, required map[string]uint, out []contract.Record, sums *[]recordSum) (recs []contract.Record, missing, err error) {
 	t, err := dec.Token()
 	if err != nil {
 		return nil, nil, readErr(err)
@@ -150,6 +153,7 @@ func decodeRecords(dec *json.Decoder, required map[string]uint, out []contract.R
 	all := uint(1)<<len(required) - 1
 	type item struct {
 		rec      contract.Record
+		sum      recordSum
 		bad      bool // not an object, or not a record
 		complete bool // every required field is there
 	}
@@ -178,6 +182,7 @@ func decodeRecords(dec *json.Decoder, required map[string]uint, out []contract.R
 		}
 		it.complete = seen == all
 		it.bad = unmarshalRecord(raw, chunks, &it.rec) != nil
+		it.sum = sumCompact(raw)
 	}
 	err = decodeOrdered(next, decode, func(it *item) error {
 		if it.bad {
@@ -187,6 +192,7 @@ func decodeRecords(dec *json.Decoder, required map[string]uint, out []contract.R
 			missing = errMalformed
 		}
 		out = append(out, it.rec)
+		*sums = append(*sums, it.sum)
 		return nil
 	})
 	if err != nil {

@@ -1,0 +1,47 @@
+package bundle
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+// TestSumCompactIsTheJournalLine checks the sum of a record as results.json
+// indents it against the sum of the line the journal writes for it, and
+// that a changed byte changes the sum.
+func TestSumCompactIsTheJournalLine(t *testing.T) {
+	fc := 0.25
+	rec := contract.Record{Kind: contract.KindRecorded, Server: "a b", Wave: 3, OK: true, StartS: 0.1, FirstContentS: &fc, EndS: 1.5,
+		ChunkTimesS: []float64{0.25, 0.5, 1e-7}, Text: "  spaced \"quoted\" \\ text\n\t ", OutputTokens: 5}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("  ", " ")
+	if err := enc.Encode(&rec); err != nil {
+		t.Fatal(err)
+	}
+	indented := buf.Bytes()
+	line, err := json.Marshal(Entry{Record: &rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(indented, []byte("\n")) {
+		t.Fatal("the record is not indented: the test compares nothing")
+	}
+	sum := sumCompact(indented)
+	if !sameSum(sum, line) {
+		t.Fatalf("the indented record's sum is not its journal line's:\n%s\n%s", indented, line)
+	}
+	for _, edit := range []func([]byte) []byte{
+		func(b []byte) []byte { return bytes.Replace(b, []byte("1.5"), []byte("1.6"), 1) },
+		func(b []byte) []byte { return bytes.Replace(b, []byte("spaced "), []byte("spaced"), 1) },
+		func(b []byte) []byte { return bytes.Replace(b, []byte(`"a b"`), []byte(`"ab"`), 1) },
+		func(b []byte) []byte { return b[:len(b)-1] },
+	} {
+		if sameSum(sum, edit(bytes.Clone(line))) {
+			t.Errorf("a changed line has the record's sum: %s", edit(bytes.Clone(line)))
+		}
+	}
+}
