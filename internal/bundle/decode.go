@@ -184,10 +184,12 @@ func decodeRecords(dec *json.Decoder, required map[string]uint, out []contract.R
 		it.bad = unmarshalRecord(raw, chunks, &it.rec) != nil
 		it.sum = sumCompact(raw)
 	}
+	texts := newInterner()
 	err = decodeOrdered(next, decode, func(it *item) error {
 		if it.bad {
 			return errMalformed
 		}
+		texts.record(&it.rec)
 		if !it.complete && missing == nil {
 			missing = errMalformed
 		}
@@ -205,6 +207,39 @@ func decodeRecords(dec *json.Decoder, required map[string]uint, out []contract.R
 		out = []contract.Record{}
 	}
 	return out, missing, nil
+}
+
+// internMax is how many distinct strings an interner keeps.
+const internMax = 1 << 16
+
+// interner makes repeated strings of the records one string: a rehearsal
+// sends a pool of prompts again and again, and a server at temperature 0
+// answers each with the same text, so a bundle of a million records holds
+// far fewer distinct texts (and a handful of servers, kinds and finish
+// reasons). A string is immutable: sharing one changes no record. It keeps
+// the first internMax distinct strings; the others stay as they are.
+type interner struct{ m map[string]string }
+
+func newInterner() *interner { return &interner{m: map[string]string{}} }
+
+func (in *interner) intern(s *string) {
+	if *s == "" {
+		return
+	}
+	if t, ok := in.m[*s]; ok {
+		*s = t
+		return
+	}
+	if len(in.m) < internMax {
+		in.m[*s] = *s
+	}
+}
+
+// record interns rec's strings.
+func (in *interner) record(rec *contract.Record) {
+	for _, s := range []*string{&rec.Kind, &rec.Server, &rec.ErrorKind, &rec.Error, &rec.Text, &rec.FinishReason, &rec.ReasoningText, &rec.ToolCallText, &rec.Retried} {
+		in.intern(s)
+	}
 }
 
 // readErr is a decoder's error: the reader's own (an interruption) as it

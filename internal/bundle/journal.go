@@ -238,6 +238,7 @@ func scanJournal(in io.Reader, onRecord func(*contract.Record) error, rawRecord 
 		notes       []string
 		lineNumber  int
 	)
+	texts := newInterner()
 	// Lines are decoded on all cores and taken in order.
 	type line struct {
 		e     Entry
@@ -349,6 +350,7 @@ func scanJournal(in io.Reader, onRecord func(*contract.Record) error, rawRecord 
 			}
 			perWave[rec.Wave]++
 			nRecords++
+			texts.record(rec)
 			if err := onRecord(rec); err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+	"unsafe"
 
 	"github.com/rehearse/rehearse/internal/contract"
 )
@@ -43,5 +44,21 @@ func TestSumCompactIsTheJournalLine(t *testing.T) {
 		if sameSum(sum, edit(bytes.Clone(line))) {
 			t.Errorf("a changed line has the record's sum: %s", edit(bytes.Clone(line)))
 		}
+	}
+}
+
+// TestInternerSharesEqualStrings checks that interned strings keep their
+// values and that equal texts end up as one string.
+func TestInternerSharesEqualStrings(t *testing.T) {
+	in := newInterner()
+	a := contract.Record{Server: "s", Text: string([]byte("same text"))}
+	b := contract.Record{Server: "s", Text: string([]byte("same text")), FinishReason: "stop"}
+	in.record(&a)
+	in.record(&b)
+	if b.Text != "same text" || b.Server != "s" || b.FinishReason != "stop" {
+		t.Fatalf("interning changed a record: %+v", b)
+	}
+	if unsafe.StringData(a.Text) != unsafe.StringData(b.Text) {
+		t.Fatal("two equal texts are still two strings")
 	}
 }
