@@ -185,7 +185,7 @@ func decodeRecords(dec *json.Decoder, required map[string]uint, out []contract.R
 		it.sum = sumCompact(raw)
 	}
 	texts := newInterner()
-	err = decodeOrdered(next, decode, func(it *item) error {
+	err = decodeRecycled(next, decode, func(it *item) error {
 		if it.bad {
 			return errMalformed
 		}
