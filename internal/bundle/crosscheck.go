@@ -42,18 +42,12 @@ func (d *Dir) compareJournal(ctx context.Context, res *Results) ([]Problem, erro
 	// the whole decode below, which lists how.
 	// Where the stream decoder hashed results.json's records, a line
 	// whose bytes are the record's (recordSum) is the same record without
-	// marshalling it.
+	// marshalling it: that is checked as the line is read, and the line
+	// is not kept. Any other line is copied and compared on all cores.
 	var differ atomic.Bool
 	sums := res.recordSums
 	if len(sums) != len(res.Records) {
 		sums = nil
-	}
-	same := func(n int, line []byte) bool {
-		rec := &res.Records[n]
-		if sums != nil && rec.Server != "" && rec.Kind != "" && sameSum(sums[n], line) {
-			return true
-		}
-		return sameLine(rec, line)
 	}
 	jobs := make(chan []rawLine, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
@@ -61,7 +55,7 @@ func (d *Dir) compareJournal(ctx context.Context, res *Results) ([]Problem, erro
 		wg.Go(func() {
 			for js := range jobs {
 				for _, l := range js {
-					if !differ.Load() && !same(l.n, l.line) {
+					if !differ.Load() && !sameLine(&res.Records[l.n], l.line) {
 						differ.Store(true)
 					}
 				}
@@ -75,12 +69,16 @@ func (d *Dir) compareJournal(ctx context.Context, res *Results) ([]Problem, erro
 			return 0, errDiffers
 		}
 		seen = n + 1
-		batch = append(batch, rawLine{n, line})
+		rec := &res.Records[n]
+		if sums != nil && rec.Server != "" && rec.Kind != "" && sameSum(sums[n], line) {
+			return rec.Wave, nil
+		}
+		batch = append(batch, rawLine{n, bytes.Clone(line)})
 		if len(batch) == orderedBatch {
 			jobs <- batch
 			batch = nil
 		}
-		return res.Records[n].Wave, nil
+		return rec.Wave, nil
 	})
 	jobs <- batch
 	close(jobs)

@@ -218,7 +218,7 @@ func DecodeJournal(in io.Reader) (*Results, error) {
 // wave times or aggregates.
 //
 // With rawRecord, a record line is not decoded: rawRecord gets its index
-// among the records and the line (valid until the scan ends) and returns
+// among the records and the line (valid until rawRecord returns) and returns
 // the record's wave, or an error that ends the scan.
 func scanJournal(in io.Reader, onRecord func(*contract.Record) error, rawRecord func(n int, line []byte) (int, error)) (*Results, error) {
 	br := bufio.NewReaderSize(in, readChunk)
@@ -360,7 +360,7 @@ func scanJournal(in io.Reader, onRecord func(*contract.Record) error, rawRecord 
 		}
 		return nil
 	}
-	if err := decodeOrdered(next, decode, use); err != nil {
+	if err := decodeRecycled(next, decode, use); err != nil {
 		return nil, err
 	}
 	if header == nil {
