@@ -212,17 +212,70 @@ func sortedCopy(xs []float64) []float64 {
 	return s
 }
 
+// WaveClock accumulates a wave's times from its records handed to it one
+// at a time (in any order): WallS, WindowS and ReleaseSpreadS are
+// WaveWallS, WaveWindowS and WaveReleaseSpreadS of the records added.
+type WaveClock struct {
+	n              int
+	maxEnd, lo, hi float64
+	released       bool
+	relLo, relHi   float64
+}
+
+// Add counts r among the wave's records.
+func (c *WaveClock) Add(r *Record) {
+	if c.n == 0 {
+		c.lo, c.hi = r.StartS, r.EndS
+	}
+	c.n++
+	if r.EndS > c.maxEnd {
+		c.maxEnd = r.EndS
+	}
+	c.lo, c.hi = min(c.lo, r.StartS), max(c.hi, r.EndS)
+	if r.Turn > 1 {
+		// A session's later turns are sent when its last reply ended,
+		// not at the release.
+		return
+	}
+	if !c.released {
+		c.relLo, c.relHi, c.released = r.StartS, r.StartS, true
+	}
+	c.relLo, c.relHi = min(c.relLo, r.StartS), max(c.relHi, r.StartS)
+}
+
+// WallS is WaveWallS of the records added.
+func (c *WaveClock) WallS() float64 { return c.maxEnd }
+
+// WindowS is WaveWindowS of the records added.
+func (c *WaveClock) WindowS() float64 {
+	if c.n == 0 {
+		return 0
+	}
+	return c.hi - c.lo
+}
+
+// ReleaseSpreadS is WaveReleaseSpreadS of the records added.
+func (c *WaveClock) ReleaseSpreadS() float64 { return c.relHi - c.relLo }
+
+// GoodputWindowS is GoodputWindowS of the records added.
+func (c *WaveClock) GoodputWindowS(mode string) float64 {
+	if mode == ModeSustained {
+		return c.WindowS()
+	}
+	return c.WallS()
+}
+
+func clockOf(records []Record) *WaveClock {
+	var c WaveClock
+	for i := range records {
+		c.Add(&records[i])
+	}
+	return &c
+}
+
 // WaveWallS is a wave's wall time by the contract: the largest end_s among
 // its records (the wave is released at 0), 0 for a wave with none.
-func WaveWallS(records []Record) float64 {
-	var m float64
-	for _, r := range records {
-		if r.EndS > m {
-			m = r.EndS
-		}
-	}
-	return m
-}
+func WaveWallS(records []Record) float64 { return clockOf(records).WallS() }
 
 // WaveWindowS is a sustained wave's measured window by the contract: from
 // its first send to its last end, the largest end_s minus the smallest
@@ -230,46 +283,19 @@ func WaveWallS(records []Record) float64 {
 // its first measured send, so the window differs from wall_s only by the
 // instant between the release and that request's own start stamp. The
 // requests of the warm-up are a separate wave and never in it.
-func WaveWindowS(records []Record) float64 {
-	if len(records) == 0 {
-		return 0
-	}
-	lo, hi := records[0].StartS, records[0].EndS
-	for _, r := range records[1:] {
-		lo, hi = min(lo, r.StartS), max(hi, r.EndS)
-	}
-	return hi - lo
-}
+func WaveWindowS(records []Record) float64 { return clockOf(records).WindowS() }
 
 // GoodputWindowS is the time a wave's goodput and request throughput are
 // divided by: the measured window (WaveWindowS) of a sustained wave, the
 // wall time (WaveWallS, from the release at 0) of a closed or open one.
 func GoodputWindowS(mode string, records []Record) float64 {
-	if mode == ModeSustained {
-		return WaveWindowS(records)
-	}
-	return WaveWallS(records)
+	return clockOf(records).GoodputWindowS(mode)
 }
 
 // WaveReleaseSpreadS is a closed wave's release spread by the contract: the
 // last start_s of its records minus the first (of a session's records, its
 // first turn's only), 0 for a wave with none.
-func WaveReleaseSpreadS(records []Record) float64 {
-	first := true
-	var lo, hi float64
-	for _, r := range records {
-		if r.Turn > 1 {
-			// A session's later turns are sent when its last reply ended,
-			// not at the release.
-			continue
-		}
-		if first {
-			lo, hi, first = r.StartS, r.StartS, false
-		}
-		lo, hi = min(lo, r.StartS), max(hi, r.StartS)
-	}
-	return hi - lo
-}
+func WaveReleaseSpreadS(records []Record) float64 { return clockOf(records).ReleaseSpreadS() }
 
 // TTFT returns first_content_s − start_s, or false when no content arrived.
 func (r Record) TTFT() (float64, bool) {
@@ -417,8 +443,7 @@ type keyAgg struct {
 type waveAgg struct {
 	w                       Wave
 	key                     *keyAgg
-	n                       int
-	maxEnd, lo, hi          float64 // WaveWallS, WaveWindowS's ends
+	clock                   WaveClock
 	tokens, oks, reasonToks int
 }
 
@@ -476,14 +501,7 @@ func (g *Aggregator) Next() bool {
 }
 
 func (wa *waveAgg) add(r *Record) {
-	if wa.n == 0 {
-		wa.lo, wa.hi = r.StartS, r.EndS
-	}
-	wa.n++
-	if r.EndS > wa.maxEnd {
-		wa.maxEnd = r.EndS
-	}
-	wa.lo, wa.hi = min(wa.lo, r.StartS), max(wa.hi, r.EndS)
+	wa.clock.Add(r)
 	a := wa.key
 	a.failures.Total++
 	if r.ReasoningTokens != nil {
@@ -528,15 +546,7 @@ func (wa *waveAgg) add(r *Record) {
 }
 
 // window is GoodputWindowS of the wave's records.
-func (wa *waveAgg) window() float64 {
-	if wa.key.k.Mode == ModeSustained {
-		if wa.n == 0 {
-			return 0
-		}
-		return wa.hi - wa.lo
-	}
-	return wa.maxEnd
-}
+func (wa *waveAgg) window() float64 { return wa.clock.GoodputWindowS(wa.key.k.Mode) }
 
 // Aggregates returns the aggregates, in Aggregates' order, once Next has
 // reported false.
