@@ -182,7 +182,7 @@ func decodeRecords(dec *json.Decoder, required map[string]uint, out []contract.R
 		}
 		it.complete = seen == all
 		it.bad = unmarshalRecord(raw, chunks, &it.rec) != nil
-		it.sum = sumCompact(raw)
+		it.sum = sumCompact(raw, chunks)
 	}
 	texts := newInterner()
 	err = decodeRecycled(next, decode, func(it *item) error {

@@ -3,6 +3,7 @@ package bundle
 import (
 	"bytes"
 	"hash/maphash"
+	"sync"
 )
 
 // recordSum is a 128-bit keyed hash of a record's JSON.
@@ -12,45 +13,66 @@ type recordSum [2]uint64
 // bundle can be made whose differing records hash alike.
 var sumSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 
-// sumCompact is the recordSum of raw, valid JSON, without the space
-// between its tokens: results.json's indented record hashes as the
-// compact line the journal holds for it.
-func sumCompact(raw []byte) recordSum {
-	var h [2]maphash.Hash
-	h[0].SetSeed(sumSeeds[0])
-	h[1].SetSeed(sumSeeds[1])
-	write := func(b []byte) {
-		h[0].Write(b)
-		h[1].Write(b)
-	}
-	for len(raw) > 0 {
-		// Up to the next space outside a string.
-		i := 0
-		for i < len(raw) {
-			c := raw[i]
-			if isSpace(c) {
-				break
-			}
+// sumCompact is the recordSum of raw, a record's valid JSON as
+// results.json holds it, in the form the journal writes the same record:
+// without the space between tokens, with <, > and & in strings escaped
+// (\u003c, \u003e, \u0026: json.Marshal escapes them, results.json does
+// not) and an empty chunk_times_s (whose value begins at raw[chunks], -1
+// for none) null.
+func sumCompact(raw []byte, chunks int) recordSum {
+	bp := sumBufs.Get().(*[]byte)
+	out := (*bp)[:0]
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		switch {
+		case isSpace(c):
 			i++
-			if c == '"' {
-				for i < len(raw) && raw[i] != '"' {
-					if raw[i] == '\\' {
-						i++
-					}
-					i++
+		case c == '"':
+			j := i + 1
+			out = append(out, '"')
+			for j < len(raw) && raw[j] != '"' {
+				switch raw[j] {
+				case '\\':
+					out = append(out, raw[j], raw[j+1])
+					j += 2
+					continue
+				case '<':
+					out = append(out, `\u003c`...)
+				case '>':
+					out = append(out, `\u003e`...)
+				case '&':
+					out = append(out, `\u0026`...)
+				default:
+					out = append(out, raw[j])
 				}
-				i++
+				j++
 			}
-		}
-		i = min(i, len(raw))
-		write(raw[:i])
-		for i < len(raw) && isSpace(raw[i]) {
+			out = append(out, '"')
+			i = j + 1
+		case i == chunks && c == '[':
+			j := i + 1
+			for j < len(raw) && isSpace(raw[j]) {
+				j++
+			}
+			if j < len(raw) && raw[j] == ']' {
+				out = append(out, "null"...)
+				i = j + 1
+				continue
+			}
+			out = append(out, c)
+			i++
+		default:
+			out = append(out, c)
 			i++
 		}
-		raw = raw[i:]
 	}
-	return recordSum{h[0].Sum64(), h[1].Sum64()}
+	sum := sumBytes(out)
+	*bp = out
+	sumBufs.Put(bp)
+	return sum
 }
+
+var sumBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // sumBytes is the recordSum of b as it is.
 func sumBytes(b []byte) recordSum {

@@ -15,7 +15,7 @@ import (
 func TestSumCompactIsTheJournalLine(t *testing.T) {
 	fc := 0.25
 	rec := contract.Record{Kind: contract.KindRecorded, Server: "a b", Wave: 3, OK: true, StartS: 0.1, FirstContentS: &fc, EndS: 1.5,
-		ChunkTimesS: []float64{0.25, 0.5, 1e-7}, Text: "  spaced \"quoted\" \\ text\n\t ", OutputTokens: 5}
+		ChunkTimesS: []float64{0.25, 0.5, 1e-7}, Text: "  spaced \"quoted\" \\ <b>text</b> & \n\t ", OutputTokens: 5}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -31,9 +31,21 @@ func TestSumCompactIsTheJournalLine(t *testing.T) {
 	if !bytes.Contains(indented, []byte("\n")) {
 		t.Fatal("the record is not indented: the test compares nothing")
 	}
-	sum := sumCompact(indented)
+	sum := sumCompact(indented, bytes.Index(indented, []byte(`"chunk_times_s": [`))+len(`"chunk_times_s": `))
 	if !sameSum(sum, line) {
 		t.Fatalf("the indented record's sum is not its journal line's:\n%s\n%s", indented, line)
+	}
+	// An empty chunk list: results.json writes [], the journal null.
+	none := rec
+	none.ChunkTimesS = []float64{}
+	buf.Reset()
+	if err := enc.Encode(&none); err != nil {
+		t.Fatal(err)
+	}
+	none.ChunkTimesS = nil
+	noneLine, _ := json.Marshal(Entry{Record: &none})
+	if !sameSum(sumCompact(buf.Bytes(), bytes.Index(buf.Bytes(), []byte(`[]`))), noneLine) {
+		t.Fatalf("an empty chunk list's sum is not its journal line's:\n%s\n%s", buf.Bytes(), noneLine)
 	}
 	for _, edit := range []func([]byte) []byte{
 		func(b []byte) []byte { return bytes.Replace(b, []byte("1.5"), []byte("1.6"), 1) },
