@@ -23,7 +23,34 @@ var errMalformed = errors.New("malformed results.json")
 // of the JSON itself (syntax, a type, a missing field, trailing data) is
 // errMalformed, or the reader's own error (an interruption); the checks of
 // SPEC §2 are Decode's.
-func decodeStream(in io.Reader) (*Results, error) {
+func decodeStream(in io.Reader) (*Results, error) { return decodeVisit(in, nil) }
+
+// recordVisitor takes results.json's records as decodeVisit reads them,
+// instead of their being kept.
+type recordVisitor struct {
+	// begin is handed what results.json holds before its records (waves
+	// with their ids); false refuses the file (errUnsupported).
+	begin func(head *Results) bool
+	// work runs for each record on the decoding cores, in any order;
+	// what it writes to x comes to record. Nil: nothing.
+	work func(rec *contract.Record, x *recordWork)
+	// record gets each record and its work in order, its index i.
+	record func(i int, rec *contract.Record, x *recordWork)
+}
+
+// recordWork is what visitor.work computed for a record.
+type recordWork struct {
+	found []miscount // its re-counted miscounts (index unset)
+}
+
+// errUnsupported is decodeVisit's error for a file its visitor refused,
+// or whose records come before the waves they need.
+var errUnsupported = errors.New("results.json cannot be verified as it streams")
+
+// decodeVisit is decodeStream, handing each record to v (where not nil)
+// in place of keeping it: the results come back without records, and
+// with their sums (recordSums).
+func decodeVisit(in io.Reader, v *recordVisitor) (*Results, error) {
 	dec := json.NewDecoder(in)
 	if t, err := dec.Token(); err != nil {
 		return nil, readErr(err)
@@ -53,9 +80,21 @@ func decodeStream(in io.Reader) (*Results, error) {
 		}
 		switch {
 		case strings.EqualFold(key, "records"):
-			haveRecs = true
 			sums = sums[:0]
-			records, missingRecordErr, err = decodeRecords(dec, required, records[:0], &sums)
+			if v != nil {
+				if haveRecs || !haveWaves {
+					return nil, errUnsupported
+				}
+				head, err := decodeHead(append(bytes.Clone(rest), '}'), waves)
+				if err != nil {
+					return nil, err
+				}
+				if !v.begin(head) {
+					return nil, errUnsupported
+				}
+			}
+			haveRecs = true
+			records, missingRecordErr, err = decodeRecords(dec, required, records[:0], &sums, v)
 			if err != nil {
 				return nil, err
 			}
@@ -139,7 +178,7 @@ func decodeStream(in io.Reader) (*Results, error) {
 
 // decodeRecords decodes the records array at dec's position, appending to
 // out; missing is the first record that lacks a required field.
-func decodeRecords(dec *json.Decoder, required map[string]uint, out []contract.Record, sums *[]recordSum) (recs []contract.Record, missing, err error) {
+func decodeRecords(dec *json.Decoder, required map[string]uint, out []contract.Record, sums *[]recordSum, v *recordVisitor) (recs []contract.Record, missing, err error) {
 	t, err := dec.Token()
 	if err != nil {
 		return nil, nil, readErr(err)
@@ -154,6 +193,7 @@ func decodeRecords(dec *json.Decoder, required map[string]uint, out []contract.R
 	type item struct {
 		rec      contract.Record
 		sum      recordSum
+		work     recordWork
 		bad      bool // not an object, or not a record
 		complete bool // every required field is there
 	}
@@ -183,18 +223,27 @@ func decodeRecords(dec *json.Decoder, required map[string]uint, out []contract.R
 		it.complete = seen == all
 		it.bad = unmarshalRecord(raw, chunks, &it.rec) != nil
 		it.sum = sumCompact(raw, chunks)
+		if !it.bad && v != nil && v.work != nil {
+			v.work(&it.rec, &it.work)
+		}
 	}
+	n := 0
 	texts := newInterner()
 	err = decodeRecycled(next, decode, func(it *item) error {
 		if it.bad {
 			return errMalformed
 		}
-		texts.record(&it.rec)
 		if !it.complete && missing == nil {
 			missing = errMalformed
 		}
-		out = append(out, it.rec)
 		*sums = append(*sums, it.sum)
+		if v != nil {
+			v.record(n, &it.rec, &it.work)
+			n++
+			return nil
+		}
+		texts.record(&it.rec)
+		out = append(out, it.rec)
 		return nil
 	})
 	if err != nil {
@@ -240,6 +289,30 @@ func (in *interner) record(rec *contract.Record) {
 	for _, s := range []*string{&rec.Kind, &rec.Server, &rec.ErrorKind, &rec.Error, &rec.Text, &rec.FinishReason, &rec.ReasoningText, &rec.ToolCallText, &rec.Retried} {
 		in.intern(s)
 	}
+}
+
+// decodeHead decodes what results.json holds before its records: rest,
+// the object of its other keys so far, and its waves, each with its id
+// (its index where absent).
+func decodeHead(rest []byte, waves []json.RawMessage) (*Results, error) {
+	var r Results
+	if err := json.Unmarshal(rest, &r); err != nil || r.Schema != Schema {
+		return nil, errMalformed
+	}
+	r.Waves = make([]contract.Wave, len(waves))
+	for i, raw := range waves {
+		m, err := checkFields(raw, requiredWaveFields)
+		if err != nil {
+			return nil, errMalformed
+		}
+		if err := json.Unmarshal(raw, &r.Waves[i]); err != nil {
+			return nil, errMalformed
+		}
+		if _, ok := m["id"]; !ok {
+			r.Waves[i].ID = i
+		}
+	}
+	return &r, nil
 }
 
 // readErr is a decoder's error: the reader's own (an interruption) as it
