@@ -419,13 +419,19 @@ func cutReason(w contract.Wave, records int) string {
 // FixWaveTimes sets each wave's wall_s (the largest end_s) and, for a closed
 // wave (not a sustained or open one), its release spread from its records by the contract, for waves whose
 // end was never journaled or whose records were cut short.
-func FixWaveTimes(r *Results) {
-	byWave := RecordsByWave(r.Records)
+func FixWaveTimes(r *Results) { fixWaveTimesOf(r, waveClocks(r.Records)) }
+
+// fixWaveTimesOf is FixWaveTimes with each wave's times from clocks.
+func fixWaveTimesOf(r *Results, clocks map[int]*contract.WaveClock) {
+	var none contract.WaveClock
 	for i := range r.Waves {
-		recs := byWave[r.Waves[i].ID]
-		r.Waves[i].WallS = contract.WaveWallS(recs)
+		c := clocks[r.Waves[i].ID]
+		if c == nil {
+			c = &none
+		}
+		r.Waves[i].WallS = c.WallS()
 		if contract.IsClosed(r.Waves[i].Mode) {
-			r.Waves[i].ReleaseSpreadS = contract.WaveReleaseSpreadS(recs)
+			r.Waves[i].ReleaseSpreadS = c.ReleaseSpreadS()
 		}
 	}
 }
