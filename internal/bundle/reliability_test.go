@@ -383,15 +383,19 @@ func TestVerifyListsEveryProblemOfAnInvalidFile(t *testing.T) {
 // its report must be the held one's, problem for problem and note for note.
 func TestVerifyStreamingIsVerifyHeld(t *testing.T) {
 	o := bundle.Options{Tokenizer: func(bundle.Provenance) (bundle.Counter, error) { return wordCounter{}, nil }}
-	rows := append([]reliabilityRow{{name: "uncorrupted"}}, reliabilityRows...)
+	same := func(*testing.T, *bundle.Results) {}
+	rows := append([]reliabilityRow{{name: "uncorrupted"}, {name: "uncorrupted, its journal", journal: same}}, reliabilityRows...)
 	took := 0
 	for _, row := range rows {
 		dir := writeRow(t, row.edit, row.journal, row.keepAggregates)
-		streamed, ok, held := bundle.VerifyBothWays(dir, o)
+		streamed, ok, whole, held := bundle.VerifyBothWays(dir, o)
 		if !ok {
 			continue
 		}
 		took++
+		if whole && row.name == "uncorrupted, its journal" {
+			t.Errorf("%s: the records were read whole for a journal that holds them", row.name)
+		}
 		if !reflect.DeepEqual(streamed, held) {
 			t.Errorf("%s: streamed\n%+v\nheld\n%+v", row.name, streamed, held)
 		}

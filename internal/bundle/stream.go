@@ -27,6 +27,12 @@ import (
 // verify then holds the records as before. Otherwise what it reports is
 // what that would: the same problems in the same order, the same notes.
 func (d *Dir) verifyStreaming(ctx context.Context, o Options, rep *Report) (bool, error) {
+	_, done, err := d.verifyStreamingState(ctx, o, rep)
+	return done, err
+}
+
+// verifyStreamingState is verifyStreaming, with its state for the tests.
+func (d *Dir) verifyStreamingState(ctx context.Context, o Options, rep *Report) (*streamVerify, bool, error) {
 	sv := &streamVerify{o: o, clocks: map[int]*contract.WaveClock{}}
 	res, err := d.visitResults(ctx, &recordVisitor{begin: sv.begin, work: sv.work, record: sv.record})
 	var invalid *InvalidError
@@ -35,20 +41,20 @@ func (d *Dir) verifyStreaming(ctx context.Context, o Options, rep *Report) (bool
 	}
 	switch {
 	case IsInterrupted(ctx, err):
-		return true, err
+		return sv, true, err
 	case err != nil, sv.unsupported, res.SLO != nil, len(res.Capacity) > 0:
-		return false, nil
+		return sv, false, nil
 	}
 	// Further passes of the ITL selection.
 	for sv.agg.Next() {
 		again := &recordVisitor{begin: func(*Results) bool { return true }, record: func(_ int, rec *contract.Record, _ *recordWork) { sv.agg.Add(rec) }}
 		if _, err := d.visitResults(ctx, again); err != nil {
 			if IsInterrupted(ctx, err) {
-				return true, err
+				return sv, true, err
 			}
 			var invalid *InvalidError
 			if !errors.As(err, &invalid) {
-				return false, nil // changed under us: verify it whole
+				return sv, false, nil // changed under us: verify it whole
 			}
 		}
 	}
@@ -65,7 +71,7 @@ func (d *Dir) verifyStreaming(ctx context.Context, o Options, rep *Report) (bool
 	probs = append(probs, checkCost(res)...)
 	rep.Problems = append(rep.Problems, probs...)
 	if ctx.Err() != nil {
-		return true, Interrupted(ctx)
+		return sv, true, Interrupted(ctx)
 	}
 
 	// The re-count, as recountTokens reports it.
@@ -85,14 +91,14 @@ func (d *Dir) verifyStreaming(ctx context.Context, o Options, rep *Report) (bool
 		rep.Notes = append(rep.Notes, note)
 	}
 
-	res.recordSums = sv.sums
 	jp, err := d.compareJournalWith(ctx, res, journalSide{
-		n: sv.n, sums: sv.sums,
+		n: sv.n, sums: res.recordSums,
 		wave:     func(n int) int { return int(sv.waves[n]) },
 		summable: func(n int) bool { return sv.summable[n] },
 		clocks:   func() map[int]*contract.WaveClock { return sv.clocks },
 		records: func() ([]contract.Record, error) {
 			// They differ: read the records whole, to list how.
+			sv.heldForJournal = true
 			r, err := d.results(ctx)
 			var invalid *InvalidError
 			if errors.As(err, &invalid) {
@@ -105,7 +111,7 @@ func (d *Dir) verifyStreaming(ctx context.Context, o Options, rep *Report) (bool
 		},
 	})
 	rep.Problems = append(rep.Problems, jp...)
-	return true, err
+	return sv, true, err
 }
 
 // visitResults streams results.json's records to v (decodeVisit).
@@ -126,10 +132,12 @@ type streamVerify struct {
 	agg         *contract.Aggregator
 	clocks      map[int]*contract.WaveClock
 	unsupported bool
+	// heldForJournal: the journal differed, and the records were read
+	// whole to list how.
+	heldForJournal bool
 
 	n           int
 	recordProbs []Problem
-	sums        []recordSum
 	waves       []int32
 	summable    []bool
 
