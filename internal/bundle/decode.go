@@ -36,6 +36,9 @@ type recordVisitor struct {
 	work func(rec *contract.Record, x *recordWork)
 	// record gets each record and its work in order, its index i.
 	record func(i int, rec *contract.Record, x *recordWork)
+	// timesOnly: record needs only kind, wave, ok and chunk_times_s;
+	// the other fields may be left zero.
+	timesOnly bool
 }
 
 // recordWork is what visitor.work computed for a record.
@@ -209,6 +212,12 @@ func decodeRecords(dec *json.Decoder, required map[string]uint, out []contract.R
 		return raw, nil
 	}
 	decode := func(raw []byte, it *item) {
+		if v != nil && v.timesOnly {
+			if decodeTimes(raw, &it.rec) {
+				it.complete = true
+				return
+			}
+		}
 		var seen uint
 		chunks := -1
 		if !objectKeys(raw, func(k []byte, at int) {
@@ -289,6 +298,66 @@ func (in *interner) record(rec *contract.Record) {
 	for _, s := range []*string{&rec.Kind, &rec.Server, &rec.ErrorKind, &rec.Error, &rec.Text, &rec.FinishReason, &rec.ReasoningText, &rec.ToolCallText, &rec.Retried} {
 		in.intern(s)
 	}
+}
+
+// decodeTimes decodes a record's kind, wave, ok and chunk_times_s from its
+// JSON as unmarshalRecord does, and no other field; false where it cannot
+// be sure to (a key that differs from one of those only in case, which
+// encoding/json would take, or a value it does not parse): the caller
+// decodes the record whole.
+func decodeTimes(raw []byte, rec *contract.Record) bool {
+	kind, wave, ok, chunks := -1, -1, -1, -1
+	exact := true
+	if !objectKeys(raw, func(k []byte, at int) {
+		switch string(k) {
+		case "kind":
+			kind = at
+		case "wave":
+			wave = at
+		case "ok":
+			ok = at
+		case "chunk_times_s":
+			chunks = at
+		default:
+			for _, name := range []string{"kind", "wave", "ok", "chunk_times_s"} {
+				if strings.EqualFold(string(k), name) {
+					exact = false
+				}
+			}
+		}
+	}) || !exact {
+		return false
+	}
+	value := func(at int) []byte {
+		if at < 0 {
+			return nil
+		}
+		end := at
+		for end < len(raw) && raw[end] != ',' && raw[end] != '}' && !(raw[end] == '"' && end > at) {
+			end++
+		}
+		if end < len(raw) && raw[end] == '"' {
+			end++
+		}
+		return raw[at:end]
+	}
+	if kind >= 0 && json.Unmarshal(value(kind), &rec.Kind) != nil {
+		return false
+	}
+	if wave >= 0 && json.Unmarshal(value(wave), &rec.Wave) != nil {
+		return false
+	}
+	if ok >= 0 && json.Unmarshal(value(ok), &rec.OK) != nil {
+		return false
+	}
+	if chunks >= 0 {
+		times, fine := parseChunkTimes(raw, chunks)
+		if !fine {
+			return false
+		}
+		rec.ChunkTimesS = times
+	}
+	return true
 }
 
 // decodeHead decodes what results.json holds before its records: rest,
@@ -406,18 +475,42 @@ func valueAt(raw []byte, i int) int {
 // none), most of a record's bytes, with strconv directly: encoding/json
 // spends several times longer on each number through reflection.
 func unmarshalRecord(raw []byte, chunks int, rec *contract.Record) error {
-	if chunks < 0 || chunks >= len(raw) || raw[chunks] != '[' {
+	times, end, ok := chunkTimes(raw, chunks)
+	if !ok {
 		return json.Unmarshal(raw, rec)
+	}
+	rest := make([]byte, 0, len(raw)-(end+1-chunks)+4)
+	rest = append(append(append(rest, raw[:chunks]...), "null"...), raw[end+1:]...)
+	if err := json.Unmarshal(rest, rec); err != nil {
+		return err
+	}
+	rec.ChunkTimesS = times
+	return nil
+}
+
+// parseChunkTimes is chunk_times_s's array at raw[chunks] as
+// unmarshalRecord parses it; false where it leaves it to encoding/json.
+func parseChunkTimes(raw []byte, chunks int) ([]float64, bool) {
+	times, _, ok := chunkTimes(raw, chunks)
+	return times, ok
+}
+
+// chunkTimes parses the array of numbers at raw[chunks] with strconv and
+// returns it and the index of its closing bracket; false for anything else
+// (then encoding/json decodes it, with its error where there is one).
+func chunkTimes(raw []byte, chunks int) ([]float64, int, bool) {
+	if chunks < 0 || chunks >= len(raw) || raw[chunks] != '[' {
+		return nil, 0, false
 	}
 	end := chunks + 1
 	for end < len(raw) && raw[end] != ']' {
 		if c := raw[end]; c == '"' || c == '[' || c == '{' {
-			return json.Unmarshal(raw, rec) // not an array of numbers
+			return nil, 0, false // not an array of numbers
 		}
 		end++
 	}
 	if end == len(raw) {
-		return json.Unmarshal(raw, rec)
+		return nil, 0, false
 	}
 	times := []float64{}
 	body := raw[chunks+1 : end]
@@ -433,21 +526,15 @@ func unmarshalRecord(raw []byte, chunks int, rec *contract.Record) error {
 			if len(times) == 0 && body == nil {
 				break // []
 			}
-			return json.Unmarshal(raw, rec)
+			return nil, 0, false
 		}
 		v, err := strconv.ParseFloat(string(item), 64)
 		if err != nil {
-			return json.Unmarshal(raw, rec) // out of range: its error
+			return nil, 0, false // out of range: its error
 		}
 		times = append(times, v)
 	}
-	rest := make([]byte, 0, len(raw)-(end+1-chunks)+4)
-	rest = append(append(append(rest, raw[:chunks]...), "null"...), raw[end+1:]...)
-	if err := json.Unmarshal(rest, rec); err != nil {
-		return err
-	}
-	rec.ChunkTimesS = times
-	return nil
+	return times, end, true
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

@@ -47,7 +47,7 @@ func (d *Dir) verifyStreamingState(ctx context.Context, o Options, rep *Report) 
 	}
 	// Further passes of the ITL selection.
 	for sv.agg.Next() {
-		again := &recordVisitor{begin: func(*Results) bool { return true }, record: func(_ int, rec *contract.Record, _ *recordWork) { sv.agg.Add(rec) }}
+		again := &recordVisitor{timesOnly: true, begin: func(*Results) bool { return true }, record: func(_ int, rec *contract.Record, _ *recordWork) { sv.agg.Add(rec) }}
 		if _, err := d.visitResults(ctx, again); err != nil {
 			if IsInterrupted(ctx, err) {
 				return sv, true, err

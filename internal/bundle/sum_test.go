@@ -3,6 +3,8 @@ package bundle
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -72,5 +74,35 @@ func TestInternerSharesEqualStrings(t *testing.T) {
 	}
 	if unsafe.StringData(a.Text) != unsafe.StringData(b.Text) {
 		t.Fatal("two equal texts are still two strings")
+	}
+}
+
+// TestDecodeTimesIsTheWholeDecode checks decodeTimes's fields against the
+// whole decode of the same record, and that it leaves to the whole decode
+// what it cannot be sure of.
+func TestDecodeTimesIsTheWholeDecode(t *testing.T) {
+	for _, raw := range []string{
+		`{"kind": "recorded", "wave": 3, "ok": true, "chunk_times_s": [0.5, 1e-3, 2]}`,
+		"{\n  \"kind\": \"warmup\",\n  \"ok\": false,\n  \"wave\": 12,\n  \"chunk_times_s\": []\n}",
+		`{"ok": true, "wave": 1, "kind": "recorded"}`,
+		`{"kind": "recorded", "wave": 1, "ok": true, "chunk_times_s": [1], "wave": 2}`,
+		`{"kind": "rec\"orded", "wave": 1, "ok": true, "chunk_times_s": [1]}`,
+		`{"Kind": "warmup", "kind": "recorded", "wave": 1, "ok": true, "chunk_times_s": [1]}`,
+		`{"kind": "recorded", "wave": 1, "ok": true, "chunk_times_s": null}`,
+	} {
+		var want contract.Record
+		if err := json.Unmarshal([]byte(raw), &want); err != nil {
+			t.Fatal(err)
+		}
+		var got contract.Record
+		if !decodeTimes([]byte(raw), &got) {
+			if strings.Contains(raw, `\"`) || strings.Contains(raw, `"Kind"`) || strings.Contains(raw, "null") {
+				continue // left to the whole decode, as it must be
+			}
+			t.Fatalf("%s: not decoded", raw)
+		}
+		if got.Kind != want.Kind || got.Wave != want.Wave || got.OK != want.OK || !reflect.DeepEqual(got.ChunkTimesS, want.ChunkTimesS) {
+			t.Errorf("%s: %+v, whole decode %+v", raw, got, want)
+		}
 	}
 }
