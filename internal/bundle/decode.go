@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -97,7 +98,7 @@ func decodeVisit(in io.Reader, v *recordVisitor) (*Results, error) {
 				}
 			}
 			haveRecs = true
-			records, missingRecordErr, err = decodeRecords(dec, required, records[:0], &sums, v)
+			records, missingRecordErr, dec, err = decodeRecords(dec, in, required, records[:0], &sums, v)
 			if err != nil {
 				return nil, err
 			}
@@ -181,17 +182,22 @@ func decodeVisit(in io.Reader, v *recordVisitor) (*Results, error) {
 
 // decodeRecords decodes the records array at dec's position, appending to
 // out; missing is the first record that lacks a required field.
-func decodeRecords(dec *json.Decoder, required map[string]uint, out []contract.Record, sums *[]recordSum, v *recordVisitor) (recs []contract.Record, missing, err error) {
+//
+// The array is cut into records by an arraySplitter reading in (the
+// reader beneath dec), not by dec; the decoder returned goes on after it,
+// at the next key of the object the records are in.
+func decodeRecords(dec *json.Decoder, in io.Reader, required map[string]uint, out []contract.Record, sums *[]recordSum, v *recordVisitor) (recs []contract.Record, missing error, after *json.Decoder, err error) {
 	t, err := dec.Token()
 	if err != nil {
-		return nil, nil, readErr(err)
+		return nil, nil, nil, readErr(err)
 	}
 	if t == nil {
-		return nil, nil, nil // null
+		return nil, nil, dec, nil // null
 	}
 	if t != json.Delim('[') {
-		return nil, nil, errMalformed
+		return nil, nil, nil, errMalformed
 	}
+	split := newArraySplitter(io.MultiReader(dec.Buffered(), in))
 	all := uint(1)<<len(required) - 1
 	type item struct {
 		rec      contract.Record
@@ -200,17 +206,7 @@ func decodeRecords(dec *json.Decoder, required map[string]uint, out []contract.R
 		bad      bool // not an object, or not a record
 		complete bool // every required field is there
 	}
-	var raw json.RawMessage
-	next := func() ([]byte, error) {
-		if !dec.More() {
-			return nil, io.EOF
-		}
-		raw = raw[:0]
-		if err := dec.Decode(&raw); err != nil {
-			return nil, err
-		}
-		return raw, nil
-	}
+	next := split.next
 	decode := func(raw []byte, it *item) {
 		if v != nil && v.timesOnly {
 			if decodeTimes(raw, &it.rec) {
@@ -256,15 +252,42 @@ func decodeRecords(dec *json.Decoder, required map[string]uint, out []contract.R
 		return nil
 	})
 	if err != nil {
-		return nil, nil, readErr(err)
+		return nil, nil, nil, readErr(err)
 	}
-	if _, err := dec.Token(); err != nil {
-		return nil, nil, readErr(err)
+	// Go on after the array: a comma there is the next key's, as the
+	// opening brace of an object; a closing brace ends the object.
+	rest := bufio.NewReader(split.rest())
+	c, err := skipSpaceByte(rest)
+	if err != nil {
+		return nil, nil, nil, readErr(err)
+	}
+	var prefix string
+	switch c {
+	case ',':
+		prefix = "{"
+	case '}':
+		prefix = "{}"
+	default:
+		return nil, nil, nil, errMalformed
+	}
+	after = json.NewDecoder(io.MultiReader(strings.NewReader(prefix), rest))
+	if _, err := after.Token(); err != nil {
+		return nil, nil, nil, readErr(err)
 	}
 	if out == nil {
 		out = []contract.Record{}
 	}
-	return out, missing, nil
+	return out, missing, after, nil
+}
+
+// skipSpaceByte reads past space and returns the byte after it.
+func skipSpaceByte(r *bufio.Reader) (byte, error) {
+	for {
+		c, err := r.ReadByte()
+		if err != nil || !isSpace(c) {
+			return c, err
+		}
+	}
 }
 
 // internMax is how many distinct strings an interner keeps.
@@ -528,6 +551,9 @@ func chunkTimes(raw []byte, chunks int) ([]float64, int, bool) {
 			}
 			return nil, 0, false
 		}
+		if !jsonNumber(item) {
+			return nil, 0, false // encoding/json's error
+		}
 		v, err := strconv.ParseFloat(string(item), 64)
 		if err != nil {
 			return nil, 0, false // out of range: its error
@@ -535,6 +561,44 @@ func chunkTimes(raw []byte, chunks int) ([]float64, int, bool) {
 		times = append(times, v)
 	}
 	return times, end, true
+}
+
+// jsonNumber reports whether b is a number as JSON writes one
+// (-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?): strconv also takes
+// "+1", ".5", "0x1p3", "Inf", which encoding/json refuses.
+func jsonNumber(b []byte) bool {
+	i := 0
+	digits := func() int {
+		j := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i - j
+	}
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	if i < len(b) && b[i] == '0' {
+		i++
+	} else if i >= len(b) || b[i] < '1' || b[i] > '9' || digits() == 0 {
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(b)
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
