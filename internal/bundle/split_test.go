@@ -2,10 +2,14 @@ package bundle
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -81,6 +85,58 @@ func TestJSONNumberIsJSONs(t *testing.T) {
 	for _, s := range []string{"0", "-0", "1", "12", "1.5", "-1.25e-7", "1E9", "1e+3", "0.001", "+1", ".5", "1.", "01", "-", "1e", "1e+", "0x1p3", "Inf", "NaN", "1_0", "--1", "1.2.3", "", " 1", "2e308"} {
 		if got, want := jsonNumber([]byte(s)), json.Valid([]byte(s)) && s != "" && s[0] != ' '; got != want {
 			t.Errorf("jsonNumber(%q) = %v, encoding/json: %v", s, got, want)
+		}
+	}
+}
+
+// TestVerifyStreamingWithoutRecords checks that a results.json with no
+// records key is left to verify holding the records (which reports it).
+func TestVerifyStreamingWithoutRecords(t *testing.T) {
+	dir := t.TempDir()
+	data := `{"schema": "` + Schema + `", "waves": []}`
+	if err := os.WriteFile(filepath.Join(dir, ResultsFile), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteSums(dir); err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var rep Report
+	if done, err := d.verifyStreaming(context.Background(), Options{}, &rep); done || err != nil {
+		t.Fatalf("streamed a results.json without records: %v %v", done, err)
+	}
+	if probs := Verify(dir); len(probs) == 0 {
+		t.Log("verify found nothing wrong with it") // whatever it finds, it must not panic
+	}
+}
+
+// TestVerifyStreamingOfOddFiles checks tiny results.json files of odd
+// shapes both ways: where the streaming path takes one, its report is
+// verify's holding the records.
+func TestVerifyStreamingOfOddFiles(t *testing.T) {
+	for _, data := range []string{
+		`{"schema": "` + Schema + `", "waves": [], "records": null}`,
+		`{"schema": "` + Schema + `", "waves": [], "records": []}`,
+		`{"schema": "` + Schema + `", "records": [], "waves": []}`,
+		`{"schema": "` + Schema + `", "waves": [], "records": [] , "aggregates": []}`,
+		`{"schema": "` + Schema + `", "waves": [], "records": [{"kind": "recorded"}]}`,
+		`{"schema": "` + Schema + `", "waves": [], "records": [1]}`,
+		`{"schema": "` + Schema + `", "waves": [], "records": []} trailing`,
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, ResultsFile), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteSums(dir); err != nil {
+			t.Fatal(err)
+		}
+		streamed, took, _, held := VerifyBothWays(dir, Options{})
+		if took && !reflect.DeepEqual(streamed, held) {
+			t.Errorf("%s: streamed\n%+v\nheld\n%+v", data, streamed, held)
 		}
 	}
 }

@@ -17,8 +17,8 @@ import (
 // (contract.Aggregator), which keeps one float64 per request per
 // population and, for the ITL, the counts of an exact selection; the
 // selection's next pass reads the records again. Memory is then the
-// per-request floats, a few batches of JSON and the per-record sum and
-// wave (28 bytes), not the records.
+// per-request floats, a few batches of JSON and the per-record sum, wave
+// and flag (21 bytes), not the records.
 //
 // It reports false, having found nothing, for a bundle it does not verify
 // this way — sessions (a turn's history is its earlier turns' text), SLO
@@ -42,7 +42,8 @@ func (d *Dir) verifyStreamingState(ctx context.Context, o Options, rep *Report) 
 	switch {
 	case IsInterrupted(ctx, err):
 		return sv, true, err
-	case err != nil, sv.unsupported, res.SLO != nil, len(res.Capacity) > 0:
+	case err != nil, sv.agg == nil, sv.unsupported, res.SLO != nil, len(res.Capacity) > 0:
+		// sv.agg is nil where results.json has no records key.
 		return sv, false, nil
 	}
 	// Further passes of the ITL selection.
