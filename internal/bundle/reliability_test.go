@@ -384,8 +384,28 @@ func TestVerifyListsEveryProblemOfAnInvalidFile(t *testing.T) {
 func TestVerifyStreamingIsVerifyHeld(t *testing.T) {
 	o := bundle.Options{Tokenizer: func(bundle.Provenance) (bundle.Counter, error) { return wordCounter{}, nil }}
 	same := func(*testing.T, *bundle.Results) {}
-	rows := append([]reliabilityRow{{name: "uncorrupted"}, {name: "uncorrupted, its journal", journal: same}}, reliabilityRows...)
-	took := 0
+	withSLO := func(t *testing.T, r *bundle.Results) {
+		o, err := contract.ParseObjectives("ttft<=500ms,tpot<=50ms,itl<=80ms")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.SLO = contract.NewSLO(o, 0.9)
+	}
+	rows := append([]reliabilityRow{{name: "uncorrupted"}, {name: "uncorrupted, its journal", journal: same},
+		{name: "with an SLO", edit: withSLO},
+		{name: "with an SLO, a good count raised", keepAggregates: true, edit: func(t *testing.T, r *bundle.Results) {
+			withSLO(t, r)
+			r.Recompute()
+			r.Aggregates[0].SLO.Good++
+		}},
+		{name: "with an SLO, an objective changed", keepAggregates: true, edit: func(t *testing.T, r *bundle.Results) {
+			withSLO(t, r)
+			r.Recompute()
+			v := 400.0
+			r.SLO.Objectives.TTFTMS = &v
+		}},
+	}, reliabilityRows...)
+	took, slo := 0, 0
 	for _, row := range rows {
 		dir := writeRow(t, row.edit, row.journal, row.keepAggregates)
 		streamed, ok, whole, held := bundle.VerifyBothWays(dir, o)
@@ -393,12 +413,18 @@ func TestVerifyStreamingIsVerifyHeld(t *testing.T) {
 			continue
 		}
 		took++
+		if strings.HasPrefix(row.name, "with an SLO") {
+			slo++
+		}
 		if whole && row.name == "uncorrupted, its journal" {
 			t.Errorf("%s: the records were read whole for a journal that holds them", row.name)
 		}
 		if !reflect.DeepEqual(streamed, held) {
 			t.Errorf("%s: streamed\n%+v\nheld\n%+v", row.name, streamed, held)
 		}
+	}
+	if slo != 3 {
+		t.Errorf("the streaming path took %d of the 3 bundles with an SLO", slo)
 	}
 	if took < len(rows)/2 {
 		t.Errorf("the streaming path took %d of %d bundles", took, len(rows))

@@ -16,13 +16,14 @@ import (
 // journal, timed into its wave's clock and handed to the one aggregator
 // (contract.Aggregator), which keeps one float64 per request per
 // population and, for the ITL, the counts of an exact selection; the
-// selection's next pass reads the records again. Memory is then the
+// selection's next pass reads the records again, and judges them against
+// the SLO where there is one (contract.SLOJudge). Memory is then the
 // per-request floats, a few batches of JSON and the per-record sum, wave
 // and flag (21 bytes), not the records.
 //
 // It reports false, having found nothing, for a bundle it does not verify
-// this way — sessions (a turn's history is its earlier turns' text), SLO
-// verdicts or capacity searches (they replay the records), a results.json
+// this way — sessions (a turn's history is its earlier turns' text),
+// capacity searches (they replay the records), a results.json
 // whose waves follow its records or that the stream cannot read — and
 // verify then holds the records as before. Otherwise what it reports is
 // what that would: the same problems in the same order, the same notes.
@@ -42,13 +43,27 @@ func (d *Dir) verifyStreamingState(ctx context.Context, o Options, rep *Report) 
 	switch {
 	case IsInterrupted(ctx, err):
 		return sv, true, err
-	case err != nil, sv.agg == nil, sv.unsupported, res.SLO != nil, len(res.Capacity) > 0:
+	case err != nil, sv.agg == nil, sv.unsupported, len(res.Capacity) > 0:
 		// sv.agg is nil where results.json has no records key.
 		return sv, false, nil
 	}
-	// Further passes of the ITL selection.
-	for sv.agg.Next() {
-		again := &recordVisitor{timesOnly: true, begin: func(*Results) bool { return true }, record: func(_ int, rec *contract.Record, _ *recordWork) { sv.agg.Add(rec) }}
+	// Further passes over the records: the ITL selection's, and (once)
+	// the SLO verdicts', whose objectives come after the records.
+	var judge *contract.SLOJudge
+	if res.SLO != nil {
+		judge = contract.NewSLOJudge(res.Waves, res.SLO)
+	}
+	more := sv.agg.Next()
+	for more || judge != nil {
+		j, itl := judge, more
+		again := &recordVisitor{timesOnly: j == nil, begin: func(*Results) bool { return true }, record: func(_ int, rec *contract.Record, _ *recordWork) {
+			if itl {
+				sv.agg.Add(rec)
+			}
+			if j != nil {
+				j.Add(rec)
+			}
+		}}
 		if _, err := d.visitResults(ctx, again); err != nil {
 			if IsInterrupted(ctx, err) {
 				return sv, true, err
@@ -58,6 +73,16 @@ func (d *Dir) verifyStreamingState(ctx context.Context, o Options, rep *Report) 
 				return sv, false, nil // changed under us: verify it whole
 			}
 		}
+		if j != nil {
+			sv.slo, judge = j, nil
+		}
+		if itl {
+			more = sv.agg.Next()
+		}
+	}
+	want := sv.agg.Aggregates()
+	if sv.slo != nil {
+		sv.slo.Apply(want)
 	}
 	rep.Records, rep.Waves, rep.Aggregates = sv.n, len(res.Waves), len(res.Aggregates)
 	wprobs, _ := checkWaves(res)
@@ -67,7 +92,7 @@ func (d *Dir) verifyStreamingState(ctx context.Context, o Options, rep *Report) 
 	probs = append(probs, checkHostHonesty(res)...)
 	probs = append(probs, checkMechanism(res)...)
 	probs = append(probs, checkSLO(res)...)
-	probs = append(probs, checkAggregatesOf(res, sv.agg.Aggregates())...)
+	probs = append(probs, checkAggregatesOf(res, want)...)
 	probs = append(probs, checkCapacity(res)...)
 	probs = append(probs, checkCost(res)...)
 	rep.Problems = append(rep.Problems, probs...)
@@ -131,6 +156,7 @@ type streamVerify struct {
 	head        *Results
 	ctx         recordContext
 	agg         *contract.Aggregator
+	slo         *contract.SLOJudge
 	clocks      map[int]*contract.WaveClock
 	unsupported bool
 	// heldForJournal: the journal differed, and the records were read
