@@ -42,7 +42,12 @@ func main() {
 	genOnly := flag.Bool("gen", false, "only synthesize the bundles")
 	reuse := flag.Bool("reuse", false, "reuse the bundles a previous run synthesized in -dir (what report and merge wrote is removed first)")
 	recountOnly := flag.Bool("recount", false, "only measure the tokenizer re-count of the largest -n texts")
+	cmds := flag.String("cmds", "verify,report,compare,merge", "the commands to measure, comma-separated")
 	flag.Parse()
+	only = map[string]bool{}
+	for _, c := range strings.Split(*cmds, ",") {
+		only[strings.TrimSpace(c)] = true
+	}
 	if *recountOnly {
 		tok, err := tokenizer.Default()
 		if err != nil {
@@ -58,6 +63,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// only names the commands -cmds measures.
+var only map[string]bool
 
 func run(bin, dir, sizes string, genOnly, reuse bool) error {
 	var ns []int
@@ -115,6 +123,9 @@ func run(bin, dir, sizes string, genOnly, reuse bool) error {
 			{"merge (+1 k part)", []string{"merge", "--baseline", "naive", "-o", merged, a, part}},
 		}
 		for _, s := range steps {
+			if !only[s.args[0]] {
+				continue
+			}
 			m := measure(bin, s.args)
 			if m.err != "" {
 				fmt.Printf("| %d | %s | failed: %s | | |\n", n, s.name, m.err)

@@ -25,6 +25,37 @@ const journalDiffsListed = 3
 // difference is a change made to one of them afterwards.
 // The error is only the interruption.
 func (d *Dir) compareJournal(ctx context.Context, res *Results) ([]Problem, error) {
+	recs := res.Records
+	return d.compareJournalWith(ctx, res, journalSide{
+		n: len(recs), sums: res.recordSums,
+		wave:     func(n int) int { return recs[n].Wave },
+		summable: func(n int) bool { return recs[n].Server != "" && recs[n].Kind != "" },
+		record:   func(n int) *contract.Record { return &recs[n] },
+		clocks:   func() map[int]*contract.WaveClock { return waveClocks(recs) },
+		records:  func() ([]contract.Record, error) { return recs, nil },
+	})
+}
+
+// journalSide is what compareJournalWith compares the journal with:
+// results.json's records held (record set), or as the stream decoder left
+// them (their sums, waves and clocks only).
+type journalSide struct {
+	n    int
+	sums []recordSum
+	wave func(n int) int
+	// summable: a sum may decide for the n-th record (one without
+	// server or kind is a bad line for the journal).
+	summable func(n int) bool
+	// record is the n-th record; nil: not held, and a line whose sum
+	// differs is a difference.
+	record func(n int) *contract.Record
+	clocks func() map[int]*contract.WaveClock
+	// records are results.json's records, to list the differences.
+	records func() ([]contract.Record, error)
+}
+
+// compareJournalWith is compareJournal against side.
+func (d *Dir) compareJournalWith(ctx context.Context, res *Results, side journalSide) ([]Problem, error) {
 	// The journal's records are compared with results.json's as they are
 	// read, none kept: where all agree, the journal's waves take their
 	// times from results.json's records, which are the same.
@@ -41,14 +72,22 @@ func (d *Dir) compareJournal(ctx context.Context, res *Results) ([]Problem, erro
 	// have written for results.json's record (json.Marshal of the same
 	// entry), on all cores; a line that differs sends the comparison to
 	// the whole decode below, which lists how.
+	// Where the stream decoder hashed results.json's records, a line
+	// whose bytes are the record's (recordSum) is the same record without
+	// marshalling it: that is checked as the line is read, and the line
+	// is not kept. Any other line is copied and compared on all cores.
 	var differ atomic.Bool
+	sums := side.sums
+	if len(sums) != side.n {
+		sums = nil
+	}
 	jobs := make(chan []rawLine, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			for js := range jobs {
 				for _, l := range js {
-					if !differ.Load() && !sameLine(&res.Records[l.n], l.line) {
+					if !differ.Load() && !sameLine(side.record(l.n), l.line) {
 						differ.Store(true)
 					}
 				}
@@ -58,24 +97,30 @@ func (d *Dir) compareJournal(ctx context.Context, res *Results) ([]Problem, erro
 	var batch []rawLine
 	seen := 0
 	j, err := scanJournal(f, func(*contract.Record) error { return errDiffers }, func(n int, line []byte) (int, error) {
-		if n >= len(res.Records) || differ.Load() {
+		if n >= side.n || differ.Load() {
 			return 0, errDiffers
 		}
 		seen = n + 1
-		batch = append(batch, rawLine{n, line})
+		if sums != nil && side.summable(n) && sameSum(sums[n], line) {
+			return side.wave(n), nil
+		}
+		if side.record == nil {
+			differ.Store(true)
+			return 0, errDiffers
+		}
+		batch = append(batch, rawLine{n, bytes.Clone(line)})
 		if len(batch) == orderedBatch {
 			jobs <- batch
 			batch = nil
 		}
-		return res.Records[n].Wave, nil
+		return side.wave(n), nil
 	})
 	jobs <- batch
 	close(jobs)
 	wg.Wait()
 	f.Close()
-	if err == nil && !differ.Load() && seen == len(res.Records) {
-		j.Records = res.Records
-		FixWaveTimes(j)
+	if err == nil && !differ.Load() && seen == side.n {
+		fixWaveTimesOf(j, side.clocks())
 		return compareLists("waves", j.Waves, res.Waves, wavesEqual), nil
 	}
 	if IsInterrupted(ctx, err) {
@@ -94,7 +139,14 @@ func (d *Dir) compareJournal(ctx context.Context, res *Results) ([]Problem, erro
 			j.Records[i].ChunkTimesS = []float64{} // as results.json writes it
 		}
 	}
-	probs := compareLists("records", j.Records, res.Records, recordsEqual)
+	recs, err := side.records()
+	switch {
+	case IsInterrupted(ctx, err):
+		return nil, err
+	case err != nil:
+		return []Problem{fileProblem(err)}, nil
+	}
+	probs := compareLists("records", j.Records, recs, recordsEqual)
 	return append(probs, compareLists("waves", j.Waves, res.Waves, wavesEqual)...), nil
 }
 

@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -23,7 +24,37 @@ var errMalformed = errors.New("malformed results.json")
 // of the JSON itself (syntax, a type, a missing field, trailing data) is
 // errMalformed, or the reader's own error (an interruption); the checks of
 // SPEC §2 are Decode's.
-func decodeStream(in io.Reader) (*Results, error) {
+func decodeStream(in io.Reader) (*Results, error) { return decodeVisit(in, nil) }
+
+// recordVisitor takes results.json's records as decodeVisit reads them,
+// instead of their being kept.
+type recordVisitor struct {
+	// begin is handed what results.json holds before its records (waves
+	// with their ids); false refuses the file (errUnsupported).
+	begin func(head *Results) bool
+	// work runs for each record on the decoding cores, in any order;
+	// what it writes to x comes to record. Nil: nothing.
+	work func(rec *contract.Record, x *recordWork)
+	// record gets each record and its work in order, its index i.
+	record func(i int, rec *contract.Record, x *recordWork)
+	// timesOnly: record needs only kind, wave, ok and chunk_times_s;
+	// the other fields may be left zero.
+	timesOnly bool
+}
+
+// recordWork is what visitor.work computed for a record.
+type recordWork struct {
+	found []miscount // its re-counted miscounts (index unset)
+}
+
+// errUnsupported is decodeVisit's error for a file its visitor refused,
+// or whose records come before the waves they need.
+var errUnsupported = errors.New("results.json cannot be verified as it streams")
+
+// decodeVisit is decodeStream, handing each record to v (where not nil)
+// in place of keeping it: the results come back without records, and
+// with their sums (recordSums).
+func decodeVisit(in io.Reader, v *recordVisitor) (*Results, error) {
 	dec := json.NewDecoder(in)
 	if t, err := dec.Token(); err != nil {
 		return nil, readErr(err)
@@ -40,6 +71,7 @@ func decodeStream(in io.Reader) (*Results, error) {
 		raw              json.RawMessage
 		required         = recordFieldIndex()
 		missingRecordErr error
+		sums             []recordSum
 	)
 	for dec.More() {
 		t, err := dec.Token()
@@ -52,8 +84,21 @@ func decodeStream(in io.Reader) (*Results, error) {
 		}
 		switch {
 		case strings.EqualFold(key, "records"):
+			sums = sums[:0]
+			if v != nil {
+				if haveRecs || !haveWaves {
+					return nil, errUnsupported
+				}
+				head, err := decodeHead(append(bytes.Clone(rest), '}'), waves)
+				if err != nil {
+					return nil, err
+				}
+				if !v.begin(head) {
+					return nil, errUnsupported
+				}
+			}
 			haveRecs = true
-			records, missingRecordErr, err = decodeRecords(dec, required, records[:0])
+			records, missingRecordErr, dec, err = decodeRecords(dec, in, required, records[:0], &sums, v)
 			if err != nil {
 				return nil, err
 			}
@@ -130,41 +175,45 @@ func decodeStream(in io.Reader) (*Results, error) {
 	}
 	if haveRecs {
 		r.Records = records
+		r.recordSums = sums
 	}
 	return finishDecode(&r, keys)
 }
 
 // decodeRecords decodes the records array at dec's position, appending to
 // out; missing is the first record that lacks a required field.
-func decodeRecords(dec *json.Decoder, required map[string]uint, out []contract.Record) (recs []contract.Record, missing, err error) {
+//
+// The array is cut into records by an arraySplitter reading in (the
+// reader beneath dec), not by dec; the decoder returned goes on after it,
+// at the next key of the object the records are in.
+func decodeRecords(dec *json.Decoder, in io.Reader, required map[string]uint, out []contract.Record, sums *[]recordSum, v *recordVisitor) (recs []contract.Record, missing error, after *json.Decoder, err error) {
 	t, err := dec.Token()
 	if err != nil {
-		return nil, nil, readErr(err)
+		return nil, nil, nil, readErr(err)
 	}
 	if t == nil {
-		return nil, nil, nil // null
+		return nil, nil, dec, nil // null
 	}
 	if t != json.Delim('[') {
-		return nil, nil, errMalformed
+		return nil, nil, nil, errMalformed
 	}
+	split := newArraySplitter(io.MultiReader(dec.Buffered(), in))
 	all := uint(1)<<len(required) - 1
 	type item struct {
 		rec      contract.Record
+		sum      recordSum
+		work     recordWork
 		bad      bool // not an object, or not a record
 		complete bool // every required field is there
 	}
-	var raw json.RawMessage
-	next := func() ([]byte, error) {
-		if !dec.More() {
-			return nil, io.EOF
-		}
-		raw = raw[:0]
-		if err := dec.Decode(&raw); err != nil {
-			return nil, err
-		}
-		return raw, nil
-	}
+	next := split.next
 	decode := func(raw []byte, it *item) {
+		if v != nil && v.timesOnly {
+			if decodeTimes(raw, &it.rec) {
+				it.complete = true
+				return
+			}
+		}
 		var seen uint
 		chunks := -1
 		if !objectKeys(raw, func(k []byte, at int) {
@@ -178,27 +227,184 @@ func decodeRecords(dec *json.Decoder, required map[string]uint, out []contract.R
 		}
 		it.complete = seen == all
 		it.bad = unmarshalRecord(raw, chunks, &it.rec) != nil
+		it.sum = sumCompact(raw, chunks)
+		if !it.bad && v != nil && v.work != nil {
+			v.work(&it.rec, &it.work)
+		}
 	}
-	err = decodeOrdered(next, decode, func(it *item) error {
+	n := 0
+	texts := newInterner()
+	err = decodeRecycled(next, decode, func(it *item) error {
 		if it.bad {
 			return errMalformed
 		}
 		if !it.complete && missing == nil {
 			missing = errMalformed
 		}
+		*sums = append(*sums, it.sum)
+		if v != nil {
+			v.record(n, &it.rec, &it.work)
+			n++
+			return nil
+		}
+		texts.record(&it.rec)
 		out = append(out, it.rec)
 		return nil
 	})
 	if err != nil {
-		return nil, nil, readErr(err)
+		return nil, nil, nil, readErr(err)
 	}
-	if _, err := dec.Token(); err != nil {
-		return nil, nil, readErr(err)
+	// Go on after the array: a comma there is the next key's, as the
+	// opening brace of an object; a closing brace ends the object.
+	rest := bufio.NewReader(split.rest())
+	c, err := skipSpaceByte(rest)
+	if err != nil {
+		return nil, nil, nil, readErr(err)
+	}
+	var prefix string
+	switch c {
+	case ',':
+		prefix = "{"
+	case '}':
+		prefix = "{}"
+	default:
+		return nil, nil, nil, errMalformed
+	}
+	after = json.NewDecoder(io.MultiReader(strings.NewReader(prefix), rest))
+	if _, err := after.Token(); err != nil {
+		return nil, nil, nil, readErr(err)
 	}
 	if out == nil {
 		out = []contract.Record{}
 	}
-	return out, missing, nil
+	return out, missing, after, nil
+}
+
+// skipSpaceByte reads past space and returns the byte after it.
+func skipSpaceByte(r *bufio.Reader) (byte, error) {
+	for {
+		c, err := r.ReadByte()
+		if err != nil || !isSpace(c) {
+			return c, err
+		}
+	}
+}
+
+// internMax is how many distinct strings an interner keeps.
+const internMax = 1 << 16
+
+// interner makes repeated strings of the records one string: a rehearsal
+// sends a pool of prompts again and again, and a server at temperature 0
+// answers each with the same text, so a bundle of a million records holds
+// far fewer distinct texts (and a handful of servers, kinds and finish
+// reasons). A string is immutable: sharing one changes no record. It keeps
+// the first internMax distinct strings; the others stay as they are.
+type interner struct{ m map[string]string }
+
+func newInterner() *interner { return &interner{m: map[string]string{}} }
+
+func (in *interner) intern(s *string) {
+	if *s == "" {
+		return
+	}
+	if t, ok := in.m[*s]; ok {
+		*s = t
+		return
+	}
+	if len(in.m) < internMax {
+		in.m[*s] = *s
+	}
+}
+
+// record interns rec's strings.
+func (in *interner) record(rec *contract.Record) {
+	for _, s := range []*string{&rec.Kind, &rec.Server, &rec.ErrorKind, &rec.Error, &rec.Text, &rec.FinishReason, &rec.ReasoningText, &rec.ToolCallText, &rec.Retried} {
+		in.intern(s)
+	}
+}
+
+// decodeTimes decodes a record's kind, wave, ok and chunk_times_s from its
+// JSON as unmarshalRecord does, and no other field; false where it cannot
+// be sure to (a key that differs from one of those only in case, which
+// encoding/json would take, or a value it does not parse): the caller
+// decodes the record whole.
+func decodeTimes(raw []byte, rec *contract.Record) bool {
+	kind, wave, ok, chunks := -1, -1, -1, -1
+	exact := true
+	if !objectKeys(raw, func(k []byte, at int) {
+		switch string(k) {
+		case "kind":
+			kind = at
+		case "wave":
+			wave = at
+		case "ok":
+			ok = at
+		case "chunk_times_s":
+			chunks = at
+		default:
+			for _, name := range []string{"kind", "wave", "ok", "chunk_times_s"} {
+				if strings.EqualFold(string(k), name) {
+					exact = false
+				}
+			}
+		}
+	}) || !exact {
+		return false
+	}
+	value := func(at int) []byte {
+		if at < 0 {
+			return nil
+		}
+		end := at
+		for end < len(raw) && raw[end] != ',' && raw[end] != '}' && !(raw[end] == '"' && end > at) {
+			end++
+		}
+		if end < len(raw) && raw[end] == '"' {
+			end++
+		}
+		return raw[at:end]
+	}
+	if kind >= 0 && json.Unmarshal(value(kind), &rec.Kind) != nil {
+		return false
+	}
+	if wave >= 0 && json.Unmarshal(value(wave), &rec.Wave) != nil {
+		return false
+	}
+	if ok >= 0 && json.Unmarshal(value(ok), &rec.OK) != nil {
+		return false
+	}
+	if chunks >= 0 {
+		times, fine := parseChunkTimes(raw, chunks)
+		if !fine {
+			return false
+		}
+		rec.ChunkTimesS = times
+	}
+	return true
+}
+
+// decodeHead decodes what results.json holds before its records: rest,
+// the object of its other keys so far, and its waves, each with its id
+// (its index where absent).
+func decodeHead(rest []byte, waves []json.RawMessage) (*Results, error) {
+	var r Results
+	if err := json.Unmarshal(rest, &r); err != nil || r.Schema != Schema {
+		return nil, errMalformed
+	}
+	r.Waves = make([]contract.Wave, len(waves))
+	for i, raw := range waves {
+		m, err := checkFields(raw, requiredWaveFields)
+		if err != nil {
+			return nil, errMalformed
+		}
+		if err := json.Unmarshal(raw, &r.Waves[i]); err != nil {
+			return nil, errMalformed
+		}
+		if _, ok := m["id"]; !ok {
+			r.Waves[i].ID = i
+		}
+	}
+	return &r, nil
 }
 
 // readErr is a decoder's error: the reader's own (an interruption) as it
@@ -292,18 +498,42 @@ func valueAt(raw []byte, i int) int {
 // none), most of a record's bytes, with strconv directly: encoding/json
 // spends several times longer on each number through reflection.
 func unmarshalRecord(raw []byte, chunks int, rec *contract.Record) error {
-	if chunks < 0 || chunks >= len(raw) || raw[chunks] != '[' {
+	times, end, ok := chunkTimes(raw, chunks)
+	if !ok {
 		return json.Unmarshal(raw, rec)
+	}
+	rest := make([]byte, 0, len(raw)-(end+1-chunks)+4)
+	rest = append(append(append(rest, raw[:chunks]...), "null"...), raw[end+1:]...)
+	if err := json.Unmarshal(rest, rec); err != nil {
+		return err
+	}
+	rec.ChunkTimesS = times
+	return nil
+}
+
+// parseChunkTimes is chunk_times_s's array at raw[chunks] as
+// unmarshalRecord parses it; false where it leaves it to encoding/json.
+func parseChunkTimes(raw []byte, chunks int) ([]float64, bool) {
+	times, _, ok := chunkTimes(raw, chunks)
+	return times, ok
+}
+
+// chunkTimes parses the array of numbers at raw[chunks] with strconv and
+// returns it and the index of its closing bracket; false for anything else
+// (then encoding/json decodes it, with its error where there is one).
+func chunkTimes(raw []byte, chunks int) ([]float64, int, bool) {
+	if chunks < 0 || chunks >= len(raw) || raw[chunks] != '[' {
+		return nil, 0, false
 	}
 	end := chunks + 1
 	for end < len(raw) && raw[end] != ']' {
 		if c := raw[end]; c == '"' || c == '[' || c == '{' {
-			return json.Unmarshal(raw, rec) // not an array of numbers
+			return nil, 0, false // not an array of numbers
 		}
 		end++
 	}
 	if end == len(raw) {
-		return json.Unmarshal(raw, rec)
+		return nil, 0, false
 	}
 	times := []float64{}
 	body := raw[chunks+1 : end]
@@ -319,21 +549,56 @@ func unmarshalRecord(raw []byte, chunks int, rec *contract.Record) error {
 			if len(times) == 0 && body == nil {
 				break // []
 			}
-			return json.Unmarshal(raw, rec)
+			return nil, 0, false
+		}
+		if !jsonNumber(item) {
+			return nil, 0, false // encoding/json's error
 		}
 		v, err := strconv.ParseFloat(string(item), 64)
 		if err != nil {
-			return json.Unmarshal(raw, rec) // out of range: its error
+			return nil, 0, false // out of range: its error
 		}
 		times = append(times, v)
 	}
-	rest := make([]byte, 0, len(raw)-(end+1-chunks)+4)
-	rest = append(append(append(rest, raw[:chunks]...), "null"...), raw[end+1:]...)
-	if err := json.Unmarshal(rest, rec); err != nil {
-		return err
+	return times, end, true
+}
+
+// jsonNumber reports whether b is a number as JSON writes one
+// (-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?): strconv also takes
+// "+1", ".5", "0x1p3", "Inf", which encoding/json refuses.
+func jsonNumber(b []byte) bool {
+	i := 0
+	digits := func() int {
+		j := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i - j
 	}
-	rec.ChunkTimesS = times
-	return nil
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	if i < len(b) && b[i] == '0' {
+		i++
+	} else if i >= len(b) || b[i] < '1' || b[i] > '9' || digits() == 0 {
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(b)
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

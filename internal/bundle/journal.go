@@ -218,7 +218,7 @@ func DecodeJournal(in io.Reader) (*Results, error) {
 // wave times or aggregates.
 //
 // With rawRecord, a record line is not decoded: rawRecord gets its index
-// among the records and the line (valid until the scan ends) and returns
+// among the records and the line (valid until rawRecord returns) and returns
 // the record's wave, or an error that ends the scan.
 func scanJournal(in io.Reader, onRecord func(*contract.Record) error, rawRecord func(n int, line []byte) (int, error)) (*Results, error) {
 	br := bufio.NewReaderSize(in, readChunk)
@@ -238,6 +238,7 @@ func scanJournal(in io.Reader, onRecord func(*contract.Record) error, rawRecord 
 		notes       []string
 		lineNumber  int
 	)
+	texts := newInterner()
 	// Lines are decoded on all cores and taken in order.
 	type line struct {
 		e     Entry
@@ -349,6 +350,7 @@ func scanJournal(in io.Reader, onRecord func(*contract.Record) error, rawRecord 
 			}
 			perWave[rec.Wave]++
 			nRecords++
+			texts.record(rec)
 			if err := onRecord(rec); err != nil {
 				return err
 			}
@@ -358,7 +360,7 @@ func scanJournal(in io.Reader, onRecord func(*contract.Record) error, rawRecord 
 		}
 		return nil
 	}
-	if err := decodeOrdered(next, decode, use); err != nil {
+	if err := decodeRecycled(next, decode, use); err != nil {
 		return nil, err
 	}
 	if header == nil {
@@ -417,13 +419,19 @@ func cutReason(w contract.Wave, records int) string {
 // FixWaveTimes sets each wave's wall_s (the largest end_s) and, for a closed
 // wave (not a sustained or open one), its release spread from its records by the contract, for waves whose
 // end was never journaled or whose records were cut short.
-func FixWaveTimes(r *Results) {
-	byWave := RecordsByWave(r.Records)
+func FixWaveTimes(r *Results) { fixWaveTimesOf(r, waveClocks(r.Records)) }
+
+// fixWaveTimesOf is FixWaveTimes with each wave's times from clocks.
+func fixWaveTimesOf(r *Results, clocks map[int]*contract.WaveClock) {
+	var none contract.WaveClock
 	for i := range r.Waves {
-		recs := byWave[r.Waves[i].ID]
-		r.Waves[i].WallS = contract.WaveWallS(recs)
+		c := clocks[r.Waves[i].ID]
+		if c == nil {
+			c = &none
+		}
+		r.Waves[i].WallS = c.WallS()
 		if contract.IsClosed(r.Waves[i].Mode) {
-			r.Waves[i].ReleaseSpreadS = contract.WaveReleaseSpreadS(recs)
+			r.Waves[i].ReleaseSpreadS = c.ReleaseSpreadS()
 		}
 	}
 }

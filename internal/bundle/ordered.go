@@ -22,6 +22,19 @@ var errStop = errors.New("stop")
 // batches are held at once. It returns next's error (not io.EOF) or
 // use's (not errStop).
 func decodeOrdered[T any](next func() ([]byte, error), decode func(raw []byte, out *T), use func(*T) error) error {
+	return decodeOrderedOpt(next, decode, use, false)
+}
+
+// decodeRecycled is decodeOrdered for a use that keeps nothing of the raw
+// bytes or of the item it is handed once it returns (it copies what it
+// keeps): the batches' buffers are then used again, and a file of
+// gigabytes is decoded through a few megabytes of them instead of
+// allocating its size again in garbage.
+func decodeRecycled[T any](next func() ([]byte, error), decode func(raw []byte, out *T), use func(*T) error) error {
+	return decodeOrderedOpt(next, decode, use, true)
+}
+
+func decodeOrderedOpt[T any](next func() ([]byte, error), decode func(raw []byte, out *T), use func(*T) error, recycle bool) error {
 	workers := runtime.GOMAXPROCS(0)
 	type batch struct {
 		buf  []byte
@@ -35,7 +48,12 @@ func decodeOrdered[T any](next func() ([]byte, error), decode func(raw []byte, o
 	for range workers {
 		wg.Go(func() {
 			for b := range work {
-				b.out = make([]T, len(b.ends))
+				if cap(b.out) >= len(b.ends) {
+					b.out = b.out[:len(b.ends)]
+					clear(b.out)
+				} else {
+					b.out = make([]T, len(b.ends))
+				}
 				start := 0
 				for i, e := range b.ends {
 					decode(b.buf[start:e], &b.out[i])
@@ -48,6 +66,7 @@ func decodeOrdered[T any](next func() ([]byte, error), decode func(raw []byte, o
 	var stopped sync.Once
 	stop := make(chan struct{})
 	useErr := make(chan error, 1)
+	free := make(chan *batch, 3*workers)
 	go func() {
 		var err error
 		for b := range order {
@@ -55,13 +74,27 @@ func decodeOrdered[T any](next func() ([]byte, error), decode func(raw []byte, o
 			for i := 0; err == nil && i < len(b.out); i++ {
 				err = use(&b.out[i])
 			}
+			if recycle {
+				select {
+				case free <- b:
+				default:
+				}
+			}
 			if err != nil {
 				stopped.Do(func() { close(stop) })
 			}
 		}
 		useErr <- err
 	}()
-	newBatch := func() *batch { return &batch{done: make(chan struct{})} }
+	newBatch := func() *batch {
+		select {
+		case b := <-free:
+			b.buf, b.ends, b.done = b.buf[:0], b.ends[:0], make(chan struct{})
+			return b
+		default:
+			return &batch{done: make(chan struct{})}
+		}
+	}
 	var readErr error
 	b := newBatch()
 read:

@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -238,12 +239,14 @@ func (c *countingCounter) Count(text string) int {
 }
 
 // Re-counting is one pass over the records, shared among the cores: each
-// text is counted once, whatever the number of records.
+// text is counted once, whatever the number of records; a text repeated
+// is counted once by each core (memo).
 func TestRecountCountsEachTextOnce(t *testing.T) {
 	for _, n := range []int{1, 255, 256, 1000, 4099} {
 		res := &Results{}
 		for i := range n {
 			rec := validRecord()
+			rec.Text = fmt.Sprintf(" a b t%d", i) // three words, every text its own
 			if i%7 == 3 {
 				rec.OutputTokens = 4 // a miscount
 			}

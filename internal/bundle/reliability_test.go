@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -113,13 +114,15 @@ func isFailedWithContent(r contract.Record) bool {
 // set, the wave times and aggregates are then recomputed so that only the
 // check under test can catch the corruption. journal, when set, changes the
 // journal written beside results.json (no journal is written otherwise).
-var reliabilityRows = []struct {
+type reliabilityRow struct {
 	name           string
 	edit           func(t *testing.T, r *bundle.Results)
 	journal        func(t *testing.T, r *bundle.Results)
 	keepAggregates bool
 	want           string
-}{
+}
+
+var reliabilityRows = []reliabilityRow{
 	{name: "unknown error_kind", edit: func(t *testing.T, r *bundle.Results) {
 		r.Records[firstRecord(t, r, isFailedWithContent)].ErrorKind = "gremlins"
 	}, want: `.error_kind: "gremlins" is not a failure kind`},
@@ -372,4 +375,59 @@ func TestVerifyListsEveryProblemOfAnInvalidFile(t *testing.T) {
 			t.Errorf("problems %q do not contain %q", probs, want)
 		}
 	}
+}
+
+// TestVerifyStreamingIsVerifyHeld runs every corruption of
+// TestReliabilityBadRecords (and none) through verify as it streams the
+// records and as it holds them: where the streaming path takes the bundle,
+// its report must be the held one's, problem for problem and note for note.
+func TestVerifyStreamingIsVerifyHeld(t *testing.T) {
+	o := bundle.Options{Tokenizer: func(bundle.Provenance) (bundle.Counter, error) { return wordCounter{}, nil }}
+	same := func(*testing.T, *bundle.Results) {}
+	withSLO := func(t *testing.T, r *bundle.Results) {
+		o, err := contract.ParseObjectives("ttft<=500ms,tpot<=50ms,itl<=80ms")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.SLO = contract.NewSLO(o, 0.9)
+	}
+	rows := append([]reliabilityRow{{name: "uncorrupted"}, {name: "uncorrupted, its journal", journal: same},
+		{name: "with an SLO", edit: withSLO},
+		{name: "with an SLO, a good count raised", keepAggregates: true, edit: func(t *testing.T, r *bundle.Results) {
+			withSLO(t, r)
+			r.Recompute()
+			r.Aggregates[0].SLO.Good++
+		}},
+		{name: "with an SLO, an objective changed", keepAggregates: true, edit: func(t *testing.T, r *bundle.Results) {
+			withSLO(t, r)
+			r.Recompute()
+			v := 400.0
+			r.SLO.Objectives.TTFTMS = &v
+		}},
+	}, reliabilityRows...)
+	took, slo := 0, 0
+	for _, row := range rows {
+		dir := writeRow(t, row.edit, row.journal, row.keepAggregates)
+		streamed, ok, whole, held := bundle.VerifyBothWays(dir, o)
+		if !ok {
+			continue
+		}
+		took++
+		if strings.HasPrefix(row.name, "with an SLO") {
+			slo++
+		}
+		if whole && row.name == "uncorrupted, its journal" {
+			t.Errorf("%s: the records were read whole for a journal that holds them", row.name)
+		}
+		if !reflect.DeepEqual(streamed, held) {
+			t.Errorf("%s: streamed\n%+v\nheld\n%+v", row.name, streamed, held)
+		}
+	}
+	if slo != 3 {
+		t.Errorf("the streaming path took %d of the 3 bundles with an SLO", slo)
+	}
+	if took < len(rows)/2 {
+		t.Errorf("the streaming path took %d of %d bundles", took, len(rows))
+	}
+	t.Logf("the streaming path took %d of %d bundles", took, len(rows))
 }

@@ -50,6 +50,11 @@ type Results struct {
 	// stored holds the keys the decoded results.json carried (nil for
 	// results built in memory).
 	stored *storedKeys
+	// recordSums are, where the stream decoder read the records, a keyed
+	// hash of each record's bytes as results.json holds them, less the
+	// space between tokens (recordSum): what compareJournal compares the
+	// journal's record lines with before it marshals anything.
+	recordSums []recordSum
 }
 
 // storedKeys are the keys of each wave and aggregate of a decoded

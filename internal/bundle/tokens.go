@@ -14,6 +14,37 @@ import (
 // that disagree and a note saying what was done. Output tokens taken from
 // the server's usage are checked against it by checkRecord instead.
 func recountTokens(res *Results, o Options) ([]Problem, string) {
+	c, note := recountCounter(res, o, len(res.Records))
+	if c == nil {
+		return nil, note
+	}
+	sha := res.Provenance.Tokenizer.SHA256
+	bad := recount(res, c)
+	waves := wavesByID(res.Waves)
+	probs := make([]Problem, 0, len(bad))
+	reasoning := 0
+	for _, m := range bad {
+		rec := &res.Records[m.index]
+		probs = append(probs, miscountProblem(m, rec, waves))
+	}
+	for i := range res.Records {
+		if res.Records[i].ReasoningTokens != nil {
+			reasoning++
+		}
+	}
+	note = recountNote(len(res.Records), reasoning, sha)
+	inputs, n := recountInputs(res, c, waves)
+	if n > 0 {
+		probs = append(probs, inputs...)
+		note += fmt.Sprintf("; input_tokens of %d records from their prompts", n)
+	}
+	return probs, note
+}
+
+// recountCounter is the Counter output_tokens are re-counted with, or nil
+// and the note that says why they are not (or "" where nothing is to
+// say), for results of that many records.
+func recountCounter(res *Results, o Options, records int) (Counter, string) {
 	switch res.Provenance.OutputTokensSource {
 	case SourceUsage:
 		return nil, "output_tokens checked against usage_completion_tokens (provenance.output_tokens_source is usage)"
@@ -21,7 +52,7 @@ func recountTokens(res *Results, o Options) ([]Problem, string) {
 	default:
 		return nil, "" // checkHeader names the unknown source
 	}
-	if len(res.Records) == 0 {
+	if records == 0 {
 		return nil, ""
 	}
 	sha := res.Provenance.Tokenizer.SHA256
@@ -35,55 +66,64 @@ func recountTokens(res *Results, o Options) ([]Problem, string) {
 	if c == nil {
 		return nil, fmt.Sprintf("output_tokens not re-counted: no tokenizer with sha256 %s at hand", orNone(sha))
 	}
-	bad := recount(res, c)
-	waves := wavesByID(res.Waves)
-	probs := make([]Problem, 0, len(bad))
-	reasoning := 0
-	for _, m := range bad {
-		rec := &res.Records[m.index]
-		if m.reasoning {
-			probs = append(probs, Problem{File: ResultsFile, Server: rec.Server, Load: recordLabel(waves, rec),
-				Field: fmt.Sprintf("records[%d].reasoning_tokens", m.index),
-				Msg:   fmt.Sprintf("stored %d, its reasoning_text re-counted with the tokenizer is %d", *rec.ReasoningTokens, m.count)})
-			continue
-		}
-		probs = append(probs, Problem{File: ResultsFile, Server: rec.Server, Load: recordLabel(waves, rec),
-			Field: fmt.Sprintf("records[%d].output_tokens", m.index),
-			Msg:   fmt.Sprintf("stored %d, its text re-counted with the tokenizer is %d", rec.OutputTokens, m.count)})
-	}
-	for i := range res.Records {
-		if res.Records[i].ReasoningTokens != nil {
-			reasoning++
-		}
-	}
-	note := fmt.Sprintf("output_tokens of %d records re-counted from their text with the tokenizer of sha256 %s", len(res.Records), sha)
+	return c, ""
+}
+
+// recountNote says what was re-counted.
+func recountNote(records, reasoning int, sha string) string {
+	note := fmt.Sprintf("output_tokens of %d records re-counted from their text with the tokenizer of sha256 %s", records, sha)
 	if reasoning > 0 {
 		note += fmt.Sprintf("; reasoning_tokens of %d records from their reasoning_text", reasoning)
 	}
-	inputs, n := recountInputs(res, c, waves)
-	if n > 0 {
-		probs = append(probs, inputs...)
-		note += fmt.Sprintf("; input_tokens of %d records from their prompts", n)
+	return note
+}
+
+// miscountProblem is the problem of a miscounted record.
+func miscountProblem(m miscount, rec *contract.Record, waves map[int]contract.Wave) Problem {
+	if m.reasoning {
+		return Problem{File: ResultsFile, Server: rec.Server, Load: recordLabel(waves, rec),
+			Field: fmt.Sprintf("records[%d].reasoning_tokens", m.index),
+			Msg:   fmt.Sprintf("stored %d, its reasoning_text re-counted with the tokenizer is %d", *rec.ReasoningTokens, m.count)}
 	}
-	return probs, note
+	return Problem{File: ResultsFile, Server: rec.Server, Load: recordLabel(waves, rec),
+		Field: fmt.Sprintf("records[%d].output_tokens", m.index),
+		Msg:   fmt.Sprintf("stored %d, its text re-counted with the tokenizer is %d", rec.OutputTokens, m.count)}
+}
+
+// inputProblem is the problem of a record whose input_tokens is not want,
+// or nil.
+func inputProblem(i int, rec *contract.Record, want int, waves map[int]contract.Wave) *Problem {
+	if *rec.InputTokens == want {
+		return nil
+	}
+	return &Problem{File: ResultsFile, Server: rec.Server, Load: recordLabel(waves, rec),
+		Field: fmt.Sprintf("records[%d].input_tokens", i),
+		Msg:   fmt.Sprintf("stored %d, prompt %d%s re-counted with the tokenizer is %d", *rec.InputTokens, rec.Prompt, historyNote(rec), want)}
+}
+
+// promptCount is the tokens of prompt p's message contents, counted with c.
+func promptCount(wl *Workload, c Counter, p int) int {
+	if p < len(wl.PromptMessages) && wl.PromptMessages[p] != nil {
+		want := 0
+		for _, m := range wl.PromptMessages[p] {
+			want += c.Count(m.Content)
+		}
+		return want
+	}
+	return c.Count(wl.Prompts[p])
 }
 
 // recountInputs re-counts the input_tokens of every record that has one
 // from its prompt's message contents, each prompt counted once, and
 // returns the records that disagree and how many were checked.
 func recountInputs(res *Results, c Counter, waves map[int]contract.Wave) ([]Problem, int) {
+	c = newMemo(c)
 	wl := &res.Workload
 	counted := map[int]int{}
 	count := func(p int) int {
 		want, ok := counted[p]
 		if !ok {
-			if p < len(wl.PromptMessages) && wl.PromptMessages[p] != nil {
-				for _, m := range wl.PromptMessages[p] {
-					want += c.Count(m.Content)
-				}
-			} else {
-				want = c.Count(wl.Prompts[p])
-			}
+			want = promptCount(wl, c, p)
 			counted[p] = want
 		}
 		return want
@@ -129,10 +169,8 @@ func recountInputs(res *Results, c Counter, waves map[int]contract.Wave) ([]Prob
 			want = count(rec.Prompt)
 		}
 		n++
-		if *rec.InputTokens != want {
-			probs = append(probs, Problem{File: ResultsFile, Server: rec.Server, Load: recordLabel(waves, rec),
-				Field: fmt.Sprintf("records[%d].input_tokens", i),
-				Msg:   fmt.Sprintf("stored %d, prompt %d%s re-counted with the tokenizer is %d", *rec.InputTokens, rec.Prompt, historyNote(rec), want)})
+		if p := inputProblem(i, rec, want, waves); p != nil {
+			probs = append(probs, *p)
 		}
 	}
 	return probs, n
@@ -175,19 +213,9 @@ func recount(res *Results, c Counter) []miscount {
 	for w := range workers {
 		lo, hi := w*share, min(len(recs), (w+1)*share)
 		wg.Go(func() {
+			c := newMemo(c)
 			for i := lo; i < hi; i++ {
-				rec := &recs[i]
-				if r := rec.ReasoningTokens; r != nil && *r >= 0 && *r <= maxCount && rec.ReasoningText != "" {
-					if n := c.Count(rec.ReasoningText); n != *r {
-						found[w] = append(found[w], miscount{i, n, true})
-					}
-				}
-				if rec.OutputTokens < 0 || rec.OutputTokens > maxCount || tokensForText(rec) != "" {
-					continue
-				}
-				if n := c.Count(rec.Text); n != rec.OutputTokens {
-					found[w] = append(found[w], miscount{i, n, false})
-				}
+				found[w] = recountOne(i, &recs[i], c, found[w])
 			}
 		})
 	}
@@ -197,4 +225,49 @@ func recount(res *Results, c Counter) []miscount {
 		out = append(out, f...)
 	}
 	return out
+}
+
+// recountOne appends rec's miscounts (rec is the i-th record) to found.
+func recountOne(i int, rec *contract.Record, c Counter, found []miscount) []miscount {
+	if r := rec.ReasoningTokens; r != nil && *r >= 0 && *r <= maxCount && rec.ReasoningText != "" {
+		if n := c.Count(rec.ReasoningText); n != *r {
+			found = append(found, miscount{i, n, true})
+		}
+	}
+	if rec.OutputTokens < 0 || rec.OutputTokens > maxCount || tokensForText(rec) != "" {
+		return found
+	}
+	if n := c.Count(rec.Text); n != rec.OutputTokens {
+		found = append(found, miscount{i, n, false})
+	}
+	return found
+}
+
+// memoMax is how many distinct texts a memo remembers: enough for every
+// prompt and reply of a rehearsal that repeats them, bounded whatever the
+// bundle holds.
+const memoMax = 1 << 16
+
+// memo is a Counter that counts each distinct text once: counting is a
+// pure function of the text, so a remembered count is the count. Rehearsals
+// send a pool of prompts again and again, and a server at temperature 0
+// answers a prompt with the same text, so their records repeat texts. It
+// remembers the first memoMax texts it sees and counts any other each
+// time. Not safe for concurrent use: each worker has its own.
+type memo struct {
+	c Counter
+	m map[string]int
+}
+
+func newMemo(c Counter) *memo { return &memo{c: c, m: map[string]int{}} }
+
+func (m *memo) Count(text string) int {
+	if n, ok := m.m[text]; ok {
+		return n
+	}
+	n := m.c.Count(text)
+	if len(m.m) < memoMax {
+		m.m[text] = n
+	}
+	return n
 }

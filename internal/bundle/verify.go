@@ -101,12 +101,18 @@ type Report struct {
 // within each: the error is then the interruption (IsInterrupted) and the
 // problems are those found so far.
 func VerifyWith(ctx context.Context, dir string, o Options) (Report, error) {
-	_, rep, err := verifyDir(ctx, dir, o)
+	_, rep, err := verifyDirOpt(ctx, dir, o, true)
 	return rep, err
 }
 
 // verifyDir verifies dir and returns its results where they could be read.
 func verifyDir(ctx context.Context, dir string, o Options) (*Results, Report, error) {
+	return verifyDirOpt(ctx, dir, o, false)
+}
+
+// verifyDirOpt is verifyDir; stream: the results are not wanted, and a
+// bundle verifyStreaming takes is verified without holding its records.
+func verifyDirOpt(ctx context.Context, dir string, o Options, stream bool) (*Results, Report, error) {
 	var rep Report
 	d, err := OpenDir(dir)
 	if err != nil {
@@ -114,18 +120,23 @@ func verifyDir(ctx context.Context, dir string, o Options) (*Results, Report, er
 		return nil, rep, nil
 	}
 	defer d.Close()
-	res, err := d.verify(ctx, o, &rep)
+	res, err := d.verify(ctx, o, &rep, stream)
 	rep.Problems = dedupe(rep.Problems)
 	return res, rep, err
 }
 
 // verify fills rep and returns the results it read; the error is only the
 // interruption.
-func (d *Dir) verify(ctx context.Context, o Options, rep *Report) (*Results, error) {
+func (d *Dir) verify(ctx context.Context, o Options, rep *Report, stream bool) (*Results, error) {
 	probs, err := d.verifySums(ctx)
 	rep.Problems = append(rep.Problems, probs...)
 	if err != nil {
 		return nil, err
+	}
+	if stream {
+		if done, err := d.verifyStreaming(ctx, o, rep); done {
+			return nil, err
+		}
 	}
 	res, err := d.results(ctx)
 	var invalid *InvalidError
@@ -342,16 +353,39 @@ func checkHeader(res *Results) []Problem {
 // wave's release_spread_s (a sustained or open wave has none: its
 // requests are not released together).
 func checkWaveTimes(res *Results) []Problem {
+	return checkWaveTimesOf(res, waveClocks(res.Records))
+}
+
+// waveClocks are the clocks of records' waves, by id.
+func waveClocks(records []contract.Record) map[int]*contract.WaveClock {
+	clocks := map[int]*contract.WaveClock{}
+	for i := range records {
+		c := clocks[records[i].Wave]
+		if c == nil {
+			c = &contract.WaveClock{}
+			clocks[records[i].Wave] = c
+		}
+		c.Add(&records[i])
+	}
+	return clocks
+}
+
+// checkWaveTimesOf is checkWaveTimes with each wave's times from clocks.
+func checkWaveTimesOf(res *Results, clocks map[int]*contract.WaveClock) []Problem {
 	var probs []Problem
-	byWave := RecordsByWave(res.Records)
+	var none contract.WaveClock
 	for i, w := range res.Waves {
-		want := contract.WaveWallS(byWave[w.ID])
+		c := clocks[w.ID]
+		if c == nil {
+			c = &none
+		}
+		want := c.WallS()
 		if !near(w.WallS, want) {
 			probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Load: contract.KeyOf(w).LoadLabel(),
 				Field: fmt.Sprintf("waves[%d].wall_s", i), Msg: fmt.Sprintf("stored %v, largest end_s of its records is %v", w.WallS, want)})
 		}
 		if contract.IsClosed(w.Mode) && res.waveHas(i, "release_spread_s") {
-			want := contract.WaveReleaseSpreadS(byWave[w.ID])
+			want := c.ReleaseSpreadS()
 			if !near(w.ReleaseSpreadS, want) {
 				probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Load: contract.KeyOf(w).LoadLabel(),
 					Field: fmt.Sprintf("waves[%d].release_spread_s", i), Msg: fmt.Sprintf("stored %v, last start_s minus first of its records is %v", w.ReleaseSpreadS, want)})
@@ -431,8 +465,13 @@ var aggregateFields = map[string]bool{
 // checkAggregates recomputes every aggregate from the records and compares
 // it with the stored one, field by field.
 func checkAggregates(res *Results) []Problem {
+	return checkAggregatesOf(res, res.ComputeAggregates())
+}
+
+// checkAggregatesOf is checkAggregates against want, the aggregates
+// recomputed.
+func checkAggregatesOf(res *Results, want []contract.Aggregate) []Problem {
 	var probs []Problem
-	want := res.ComputeAggregates()
 	got := map[contract.Key]int{}
 	for i, a := range res.Aggregates {
 		k := a.Key()

@@ -2,7 +2,9 @@ package contract
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -219,17 +221,70 @@ func sortedCopy(xs []float64) []float64 {
 	return s
 }
 
+// WaveClock accumulates a wave's times from its records handed to it one
+// at a time (in any order): WallS, WindowS and ReleaseSpreadS are
+// WaveWallS, WaveWindowS and WaveReleaseSpreadS of the records added.
+type WaveClock struct {
+	n              int
+	maxEnd, lo, hi float64
+	released       bool
+	relLo, relHi   float64
+}
+
+// Add counts r among the wave's records.
+func (c *WaveClock) Add(r *Record) {
+	if c.n == 0 {
+		c.lo, c.hi = r.StartS, r.EndS
+	}
+	c.n++
+	if r.EndS > c.maxEnd {
+		c.maxEnd = r.EndS
+	}
+	c.lo, c.hi = min(c.lo, r.StartS), max(c.hi, r.EndS)
+	if r.Turn > 1 {
+		// A session's later turns are sent when its last reply ended,
+		// not at the release.
+		return
+	}
+	if !c.released {
+		c.relLo, c.relHi, c.released = r.StartS, r.StartS, true
+	}
+	c.relLo, c.relHi = min(c.relLo, r.StartS), max(c.relHi, r.StartS)
+}
+
+// WallS is WaveWallS of the records added.
+func (c *WaveClock) WallS() float64 { return c.maxEnd }
+
+// WindowS is WaveWindowS of the records added.
+func (c *WaveClock) WindowS() float64 {
+	if c.n == 0 {
+		return 0
+	}
+	return c.hi - c.lo
+}
+
+// ReleaseSpreadS is WaveReleaseSpreadS of the records added.
+func (c *WaveClock) ReleaseSpreadS() float64 { return c.relHi - c.relLo }
+
+// GoodputWindowS is GoodputWindowS of the records added.
+func (c *WaveClock) GoodputWindowS(mode string) float64 {
+	if mode == ModeSustained {
+		return c.WindowS()
+	}
+	return c.WallS()
+}
+
+func clockOf(records []Record) *WaveClock {
+	var c WaveClock
+	for i := range records {
+		c.Add(&records[i])
+	}
+	return &c
+}
+
 // WaveWallS is a wave's wall time by the contract: the largest end_s among
 // its records (the wave is released at 0), 0 for a wave with none.
-func WaveWallS(records []Record) float64 {
-	var m float64
-	for _, r := range records {
-		if r.EndS > m {
-			m = r.EndS
-		}
-	}
-	return m
-}
+func WaveWallS(records []Record) float64 { return clockOf(records).WallS() }
 
 // WaveWindowS is a sustained wave's measured window by the contract: from
 // its first send to its last end, the largest end_s minus the smallest
@@ -237,46 +292,19 @@ func WaveWallS(records []Record) float64 {
 // its first measured send, so the window differs from wall_s only by the
 // instant between the release and that request's own start stamp. The
 // requests of the warm-up are a separate wave and never in it.
-func WaveWindowS(records []Record) float64 {
-	if len(records) == 0 {
-		return 0
-	}
-	lo, hi := records[0].StartS, records[0].EndS
-	for _, r := range records[1:] {
-		lo, hi = min(lo, r.StartS), max(hi, r.EndS)
-	}
-	return hi - lo
-}
+func WaveWindowS(records []Record) float64 { return clockOf(records).WindowS() }
 
 // GoodputWindowS is the time a wave's goodput and request throughput are
 // divided by: the measured window (WaveWindowS) of a sustained wave, the
 // wall time (WaveWallS, from the release at 0) of a closed or open one.
 func GoodputWindowS(mode string, records []Record) float64 {
-	if mode == ModeSustained {
-		return WaveWindowS(records)
-	}
-	return WaveWallS(records)
+	return clockOf(records).GoodputWindowS(mode)
 }
 
 // WaveReleaseSpreadS is a closed wave's release spread by the contract: the
 // last start_s of its records minus the first (of a session's records, its
 // first turn's only), 0 for a wave with none.
-func WaveReleaseSpreadS(records []Record) float64 {
-	first := true
-	var lo, hi float64
-	for _, r := range records {
-		if r.Turn > 1 {
-			// A session's later turns are sent when its last reply ended,
-			// not at the release.
-			continue
-		}
-		if first {
-			lo, hi, first = r.StartS, r.StartS, false
-		}
-		lo, hi = min(lo, r.StartS), max(hi, r.StartS)
-	}
-	return hi - lo
-}
+func WaveReleaseSpreadS(records []Record) float64 { return clockOf(records).ReleaseSpreadS() }
 
 // TTFT returns first_content_s − start_s, or false when no content arrived.
 func (r Record) TTFT() (float64, bool) {
@@ -373,26 +401,168 @@ func EachPooled(waves []Wave, records []Record, k Key, add func(Record)) {
 // client count (TrafficLengths). baseline names the
 // speed-up denominator ("" for none).
 func Aggregates(waves []Wave, records []Record, servers []string, baseline string) []Aggregate {
-	byWave := map[int][]Record{}
-	for _, r := range records {
-		if r.Kind == KindRecorded {
-			byWave[r.Wave] = append(byWave[r.Wave], r)
+	g := NewAggregator(waves, servers, baseline)
+	for {
+		for i := range records {
+			g.Add(&records[i])
+		}
+		if !g.Next() {
+			break
 		}
 	}
-	groups := map[Key][]Wave{}
-	var keys []Key
+	return g.Aggregates()
+}
+
+// Aggregator computes Aggregates from records handed to it one at a time,
+// without holding them: what it keeps is what the exact figures need, one
+// float64 per request for each per-request population (TTFT, TPOT, E2E,
+// lengths, lateness, usage) and, for the ITL (a population of every
+// inter-chunk gap, two orders of magnitude larger), the counts of an exact
+// selection (selector) that finds the order statistics its percentiles
+// read. The figures are those of sorting every pooled value: the same
+// values, the same arithmetic.
+//
+// Use: Add every record (any order, records of other kinds or waves are
+// ignored), then Next; while Next reports true, Add the same records again
+// (only their chunk times are read) and call Next again; then Aggregates.
+// Aggregates is the in-memory form of that loop.
+type Aggregator struct {
+	servers  []string
+	baseline string
+	keys     []Key
+	groups   map[Key]*keyAgg
+	byID     map[int][]*waveAgg
+	pass     int
+}
+
+// keyAgg is the state of one aggregate.
+type keyAgg struct {
+	k                 Key
+	waves             []*waveAgg
+	failures          Failures
+	failedWithContent int
+	reasoning         bool
+	late, usage, out  []float64
+	lat               Latencies // ITL unused: itl holds it
+	lengths           TrafficLengths
+	itl               *selector
+}
+
+// waveAgg is the state of one recorded wave.
+type waveAgg struct {
+	w                       Wave
+	key                     *keyAgg
+	clock                   WaveClock
+	tokens, oks, reasonToks int
+}
+
+// NewAggregator starts the aggregates of the recorded waves of waves;
+// servers and baseline are Aggregates'.
+func NewAggregator(waves []Wave, servers []string, baseline string) *Aggregator {
+	g := &Aggregator{servers: servers, baseline: baseline, groups: map[Key]*keyAgg{}, byID: map[int][]*waveAgg{}}
 	for _, w := range waves {
 		if w.Kind != KindRecorded {
 			continue
 		}
 		k := KeyOf(w)
-		if _, ok := groups[k]; !ok {
-			keys = append(keys, k)
+		ka, ok := g.groups[k]
+		if !ok {
+			ka = &keyAgg{k: k, failures: Failures{ByKind: map[string]int{}}, itl: newSelector()}
+			g.groups[k] = ka
+			g.keys = append(g.keys, k)
 		}
-		groups[k] = append(groups[k], w)
+		wa := &waveAgg{w: w, key: ka}
+		ka.waves = append(ka.waves, wa)
+		g.byID[w.ID] = append(g.byID[w.ID], wa)
 	}
+	return g
+}
+
+// Add hands the aggregator one record of the current pass.
+func (g *Aggregator) Add(r *Record) {
+	if r.Kind != KindRecorded {
+		return
+	}
+	for _, wa := range g.byID[r.Wave] {
+		if g.pass == 0 {
+			wa.add(r)
+		}
+		if itl := wa.key.itl; r.OK && (g.pass == 0 || len(itl.nodes) > 0) {
+			for i := 1; i < len(r.ChunkTimesS); i++ {
+				itl.add(r.ChunkTimesS[i] - r.ChunkTimesS[i-1])
+			}
+		}
+	}
+}
+
+// Next ends a pass over the records and reports whether the ITL selection
+// needs them once more.
+func (g *Aggregator) Next() bool {
+	more := false
+	for _, k := range g.keys {
+		ka := g.groups[k]
+		if (g.pass == 0 || len(ka.itl.nodes) > 0) && ka.itl.next(typeSevenRanks(summaryPs)) {
+			more = true
+		}
+	}
+	g.pass++
+	return more
+}
+
+func (wa *waveAgg) add(r *Record) {
+	wa.clock.Add(r)
+	a := wa.key
+	a.failures.Total++
+	if r.ReasoningTokens != nil {
+		a.reasoning = true
+	}
+	a.lengths.Add(*r)
+	if a.k.Mode == ModeOpen {
+		a.late = append(a.late, r.StartS-r.IntendedStartS)
+	}
+	if !r.OK {
+		a.failures.Count++
+		a.failures.ByKind[r.ErrorKind]++
+		if r.FirstContentS != nil {
+			a.failedWithContent++
+		}
+		return
+	}
+	wa.oks++
+	wa.tokens += r.OutputTokens
+	generated := r.OutputTokens
+	if r.ReasoningTokens != nil {
+		wa.reasonToks += *r.ReasoningTokens
+		generated += *r.ReasoningTokens
+	}
+	if v, ok := r.TTFT(); ok {
+		a.lat.TTFT = append(a.lat.TTFT, v)
+	}
+	if v, ok := r.TTFTAny(); ok {
+		a.lat.TTFTAny = append(a.lat.TTFTAny, v)
+	}
+	if v, ok := r.TPOT(); ok {
+		a.lat.TPOT = append(a.lat.TPOT, v)
+	}
+	a.lat.E2E = append(a.lat.E2E, r.EndS-r.StartS)
+	// The server's usage counts every generated token, reasoning
+	// included; tool-call text is not re-counted, so records with
+	// tool calls stay out of the comparison.
+	if r.UsageCompletionTokens != nil && r.ToolCallText == "" {
+		a.usage = append(a.usage, float64(*r.UsageCompletionTokens))
+		a.out = append(a.out, float64(generated))
+	}
+}
+
+// window is GoodputWindowS of the wave's records.
+func (wa *waveAgg) window() float64 { return wa.clock.GoodputWindowS(wa.key.k.Mode) }
+
+// Aggregates returns the aggregates, in Aggregates' order, once Next has
+// reported false.
+func (g *Aggregator) Aggregates() []Aggregate {
+	keys := slices.Clone(g.keys)
 	rank := map[string]int{}
-	for i, s := range servers {
+	for i, s := range g.servers {
 		if _, ok := rank[s]; !ok {
 			rank[s] = i
 		}
@@ -420,68 +590,35 @@ func Aggregates(waves []Wave, records []Record, servers []string, baseline strin
 			return a.Shape < b.Shape
 		}
 	})
-
 	out := make([]Aggregate, 0, len(keys))
 	for _, k := range keys {
-		out = append(out, aggregate(k, groups[k], byWave))
+		out = append(out, g.groups[k].aggregate())
 	}
-	applySpeedup(out, baseline)
+	applySpeedup(out, g.baseline)
 	return out
 }
 
 // modeRank orders aggregates of one server by mode.
 var modeRank = map[string]int{ModeClosed: 0, ModeSustained: 1, ModeOpen: 2}
 
-func aggregate(k Key, waves []Wave, byWave map[int][]Record) Aggregate {
-	sort.SliceStable(waves, func(i, j int) bool { return waves[i].Repeat < waves[j].Repeat })
+func (ka *keyAgg) aggregate() Aggregate {
+	k := ka.k
+	waves := slices.Clone(ka.waves)
+	sort.SliceStable(waves, func(i, j int) bool { return waves[i].w.Repeat < waves[j].w.Repeat })
 	a := Aggregate{
 		Server: k.Server, Mode: k.Mode, Concurrency: k.Concurrency, RequestRateRPS: k.RequestRateRPS, LoadShape: k.Shape,
-		Repeats:  len(waves),
-		Failures: Failures{ByKind: map[string]int{}},
-		Warnings: []string{},
+		Repeats:           len(waves),
+		Failures:          ka.failures,
+		FailedWithContent: ka.failedWithContent,
+		Warnings:          []string{},
 	}
-	var goodput, reqRate, late, usageTok, outTok, reasoningRate []float64
-	var lat Latencies
-	var lengths TrafficLengths
+	a.Failures.ByKind = maps.Clone(ka.failures.ByKind)
+	var goodput, reqRate, reasoningRate []float64
 	successes, reasoningTotal := 0, 0
-	reasoning := false
-	for _, w := range waves {
-		recs := byWave[w.ID]
-		wall := GoodputWindowS(k.Mode, recs)
-		tokens, oks, reasoningTokens := 0, 0, 0
-		for _, r := range recs {
-			a.Failures.Total++
-			if r.ReasoningTokens != nil {
-				reasoning = true
-			}
-			lengths.Add(r)
-			if k.Mode == ModeOpen {
-				late = append(late, r.StartS-r.IntendedStartS)
-			}
-			if !r.OK {
-				a.Failures.Count++
-				a.Failures.ByKind[r.ErrorKind]++
-				if r.FirstContentS != nil {
-					a.FailedWithContent++
-				}
-				continue
-			}
-			oks++
-			tokens += r.OutputTokens
-			generated := r.OutputTokens
-			if r.ReasoningTokens != nil {
-				reasoningTokens += *r.ReasoningTokens
-				generated += *r.ReasoningTokens
-			}
-			lat.Add(r)
-			// The server's usage counts every generated token, reasoning
-			// included; tool-call text is not re-counted, so records with
-			// tool calls stay out of the comparison.
-			if r.UsageCompletionTokens != nil && r.ToolCallText == "" {
-				usageTok = append(usageTok, float64(*r.UsageCompletionTokens))
-				outTok = append(outTok, float64(generated))
-			}
-		}
+	for _, wa := range waves {
+		w := wa.w
+		wall := wa.window()
+		tokens, oks, reasoningTokens := wa.tokens, wa.oks, wa.reasonToks
 		successes += oks
 		a.OutputTokens += tokens
 		reasoningTotal += reasoningTokens
@@ -514,15 +651,16 @@ func aggregate(k Key, waves []Wave, byWave map[int][]Record) Aggregate {
 	}
 	a.Goodput = SpreadOf(goodput)
 	a.RequestThroughput = SpreadOf(reqRate)
-	a.TTFT, a.TPOT, a.ITL, a.E2E = Summarize(lat.TTFT), Summarize(lat.TPOT), Summarize(lat.ITL), Summarize(lat.E2E)
+	lat := &ka.lat
+	a.TTFT, a.TPOT, a.ITL, a.E2E = Summarize(lat.TTFT), Summarize(lat.TPOT), ka.itl.summary(), Summarize(lat.E2E)
 	a.TTFTAny = Summarize(lat.TTFTAny)
-	if reasoning {
+	if ka.reasoning {
 		rr := SpreadOf(reasoningRate)
 		a.ReasoningTokens, a.ReasoningRate = &reasoningTotal, &rr
 	}
-	a.InputLength, a.OutputLength = SummarizeLengths(lengths.Input), SummarizeLengths(lengths.Output)
+	a.InputLength, a.OutputLength = SummarizeLengths(ka.lengths.Input), SummarizeLengths(ka.lengths.Output)
 	if k.Mode == ModeOpen {
-		l := Summarize(late)
+		l := Summarize(ka.late)
 		a.Lateness = &l
 		if l.P99 != nil && *l.P99 > LatenessWarnS {
 			a.Warnings = append(a.Warnings, fmt.Sprintf("client lateness p99 %.0f ms: the load generator sent late; arrivals were not the schedule's", *l.P99*1000))
@@ -552,7 +690,7 @@ func aggregate(k Key, waves []Wave, byWave map[int][]Record) Aggregate {
 	if n := a.Failures.ByKind[ErrClient]; n > 0 {
 		a.Warnings = append(a.Warnings, fmt.Sprintf("%d failures were the load generator's own (client), not the server's: the client ran out of descriptors or ports, or could not build the request", n))
 	}
-	if w := usageWarning(usageTok, outTok); w != "" {
+	if w := usageWarning(ka.usage, ka.out); w != "" {
 		a.Warnings = append(a.Warnings, w)
 	}
 	return a

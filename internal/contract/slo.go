@@ -2,7 +2,9 @@ package contract
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -310,19 +312,42 @@ type Attainment struct {
 // Attain judges records against o and returns their attainment. Every
 // record given is an attempt.
 func Attain(records []Record, o Objectives) Attainment {
-	a := Attainment{N: len(records), Missed: map[string]int{}}
-	for _, r := range records {
-		v := Judge(r, o)
-		switch {
-		case !r.OK:
-			a.Failed++
-		case v.Good:
-			a.Good++
-		}
-		for _, m := range v.Missed {
-			a.Missed[m]++
-		}
+	t := newAttainer(o)
+	for i := range records {
+		t.add(&records[i])
 	}
+	return t.attainment()
+}
+
+// attainer is Attain over records handed to it one at a time.
+type attainer struct {
+	o Objectives
+	a Attainment
+}
+
+func newAttainer(o Objectives) *attainer {
+	return &attainer{o: o, a: Attainment{Missed: map[string]int{}}}
+}
+
+// add judges r and counts it; it returns the verdict.
+func (t *attainer) add(r *Record) RequestVerdict {
+	v := Judge(*r, t.o)
+	t.a.N++
+	switch {
+	case !r.OK:
+		t.a.Failed++
+	case v.Good:
+		t.a.Good++
+	}
+	for _, m := range v.Missed {
+		t.a.Missed[m]++
+	}
+	return v
+}
+
+func (t *attainer) attainment() Attainment {
+	a := t.a
+	a.Missed = maps.Clone(t.a.Missed)
 	a.fill()
 	return a
 }
@@ -454,47 +479,90 @@ func ApplySLO(aggs []Aggregate, waves []Wave, records []Record, slo *SLO) {
 		}
 		return
 	}
-	byWave := map[int][]Record{}
-	for _, r := range records {
-		if r.Kind == KindRecorded {
-			byWave[r.Wave] = append(byWave[r.Wave], r)
-		}
+	j := NewSLOJudge(waves, slo)
+	for i := range records {
+		j.Add(&records[i])
 	}
-	groups := map[Key][]Wave{}
+	j.Apply(aggs)
+}
+
+// SLOJudge is ApplySLO over records handed to it one at a time (in any
+// order), keeping counts only: per recorded wave its good requests, their
+// output tokens and its clock, per population its attainment.
+type SLOJudge struct {
+	slo    *SLO
+	groups map[Key][]*sloWave
+	byID   map[int][]*sloWave
+	pooled map[Key]*attainer
+}
+
+type sloWave struct {
+	w            Wave
+	key          Key
+	clock        WaveClock
+	good, tokens int
+}
+
+// NewSLOJudge starts the SLO figures of the recorded waves of waves.
+func NewSLOJudge(waves []Wave, slo *SLO) *SLOJudge {
+	j := &SLOJudge{slo: slo, groups: map[Key][]*sloWave{}, byID: map[int][]*sloWave{}, pooled: map[Key]*attainer{}}
 	for _, w := range waves {
-		if w.Kind == KindRecorded {
-			groups[KeyOf(w)] = append(groups[KeyOf(w)], w)
+		if w.Kind != KindRecorded {
+			continue
+		}
+		k := KeyOf(w)
+		sw := &sloWave{w: w, key: k}
+		j.groups[k] = append(j.groups[k], sw)
+		j.byID[w.ID] = append(j.byID[w.ID], sw)
+		if j.pooled[k] == nil {
+			j.pooled[k] = newAttainer(slo.Objectives)
 		}
 	}
+	return j
+}
+
+// Add judges one record.
+func (j *SLOJudge) Add(r *Record) {
+	if r.Kind != KindRecorded {
+		return
+	}
+	for _, sw := range j.byID[r.Wave] {
+		sw.clock.Add(r)
+		if j.pooled[sw.key].add(r).Good {
+			sw.good++
+			sw.tokens += r.OutputTokens
+		}
+	}
+}
+
+// Apply sets the slo field of every aggregate of aggs.
+func (j *SLOJudge) Apply(aggs []Aggregate) {
 	for i := range aggs {
-		ws := groups[aggs[i].Key()]
-		sort.SliceStable(ws, func(a, b int) bool { return ws[a].Repeat < ws[b].Repeat })
-		s := sloAggregate(aggs[i].Mode, ws, byWave, slo)
+		k := aggs[i].Key()
+		ws := slices.Clone(j.groups[k])
+		sort.SliceStable(ws, func(a, b int) bool { return ws[a].w.Repeat < ws[b].w.Repeat })
+		s := j.sloAggregate(aggs[i].Mode, k, ws)
 		aggs[i].SLO = &s
 	}
 }
 
-func sloAggregate(mode string, waves []Wave, byWave map[int][]Record, slo *SLO) SLOAggregate {
-	var pooled []Record
+func (j *SLOJudge) sloAggregate(mode string, k Key, waves []*sloWave) SLOAggregate {
+	slo := j.slo
 	var reqRate, tokRate []float64
-	for _, w := range waves {
-		recs := byWave[w.ID]
-		pooled = append(pooled, recs...)
-		window := GoodputWindowS(mode, recs)
+	for _, sw := range waves {
+		window := sw.clock.GoodputWindowS(mode)
 		if window <= 0 {
 			continue
 		}
-		good, tokens := 0, 0
-		for _, r := range recs {
-			if Judge(r, slo.Objectives).Good {
-				good++
-				tokens += r.OutputTokens
-			}
-		}
-		reqRate = append(reqRate, float64(good)/window)
-		tokRate = append(tokRate, float64(tokens)/window)
+		reqRate = append(reqRate, float64(sw.good)/window)
+		tokRate = append(tokRate, float64(sw.tokens)/window)
 	}
-	a := Attain(pooled, slo.Objectives)
+	var a Attainment
+	if t := j.pooled[k]; t != nil {
+		a = t.attainment()
+	} else {
+		a = Attain(nil, slo.Objectives)
+	}
 	out := SLOAggregate{
 		N: a.N, Good: a.Good, Verdict: a.Verdict(slo.AttainmentTarget, 1),
 		RequestGoodput: SpreadOf(reqRate), TokenGoodput: SpreadOf(tokRate),

@@ -1,0 +1,154 @@
+package bundle
+
+import (
+	"bytes"
+	"io"
+)
+
+// arraySplitter cuts the elements of a JSON array of objects out of a
+// stream positioned just past the array's '[', without decoding them: it
+// finds each object's end by its braces outside strings, at memchr speed
+// through the strings, where json.Decoder runs its scanner over every byte
+// (most of the time of reading a big results.json). It checks what lies
+// between the elements (space, commas, the closing bracket) and that each
+// is an object; what is inside an object is the JSON decoder's to check,
+// which decodes each element it hands out.
+type arraySplitter struct {
+	r     io.Reader
+	buf   []byte
+	pos   int
+	err   error // the reader's, once met
+	first bool
+	done  bool
+}
+
+func newArraySplitter(r io.Reader) *arraySplitter {
+	return &arraySplitter{r: r, buf: make([]byte, 0, readChunk), first: true}
+}
+
+// fill reads more after buf[keep:], moving that to the front; false when
+// the reader has nothing more.
+func (s *arraySplitter) fill(keep int) bool {
+	if s.err != nil {
+		return false
+	}
+	n := copy(s.buf[:cap(s.buf)], s.buf[keep:])
+	s.buf = s.buf[:n]
+	s.pos -= keep
+	if len(s.buf) == cap(s.buf) {
+		s.buf = append(s.buf, make([]byte, cap(s.buf))...)[:n]
+	}
+	m, err := s.r.Read(s.buf[n:cap(s.buf)])
+	s.buf = s.buf[:n+m]
+	if err != nil {
+		s.err = err
+	}
+	return m > 0 || s.err == nil
+}
+
+// skipSpace moves past space; false at the end of the input.
+func (s *arraySplitter) skipSpace() bool {
+	for {
+		for s.pos < len(s.buf) && isSpace(s.buf[s.pos]) {
+			s.pos++
+		}
+		if s.pos < len(s.buf) {
+			return true
+		}
+		if !s.fill(s.pos) {
+			return false
+		}
+	}
+}
+
+// next is the next element (valid until the next call), io.EOF past the
+// closing bracket, errMalformed for anything but objects separated by
+// commas, or the reader's error.
+func (s *arraySplitter) next() ([]byte, error) {
+	if s.done {
+		return nil, io.EOF
+	}
+	if !s.skipSpace() {
+		return nil, s.readErr()
+	}
+	switch c := s.buf[s.pos]; {
+	case c == ']':
+		s.pos++
+		s.done = true
+		return nil, io.EOF
+	case !s.first && c != ',':
+		return nil, errMalformed
+	case !s.first:
+		s.pos++
+		if !s.skipSpace() {
+			return nil, s.readErr()
+		}
+	}
+	s.first = false
+	if s.buf[s.pos] != '{' {
+		return nil, errMalformed
+	}
+	start, i, depth := s.pos, s.pos, 0
+	for {
+		if i == len(s.buf) {
+			s.pos = i
+			if !s.fill(start) {
+				return nil, s.readErr()
+			}
+			i, start = s.pos, 0
+			continue
+		}
+		switch s.buf[i] {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				s.pos = i + 1
+				return s.buf[start : i+1], nil
+			}
+		case '"':
+			// To the closing quote: one not preceded by an odd run of
+			// backslashes.
+			j := i + 1
+			for {
+				k := bytes.IndexByte(s.buf[j:], '"')
+				if k < 0 {
+					// Not in the buffer: read more, and look again from
+					// the string's start.
+					off := i - start
+					s.pos = start
+					if !s.fill(start) {
+						return nil, s.readErr()
+					}
+					start, i = 0, off
+					j = i + 1
+					continue
+				}
+				q := j + k
+				b := 0
+				for q-1-b > i && s.buf[q-1-b] == '\\' {
+					b++
+				}
+				if b%2 == 0 {
+					i = q
+					break
+				}
+				j = q + 1
+			}
+		}
+		i++
+	}
+}
+
+func (s *arraySplitter) readErr() error {
+	if s.err == nil || s.err == io.EOF {
+		return errMalformed
+	}
+	return s.err
+}
+
+// rest is the input after the array's closing bracket.
+func (s *arraySplitter) rest() io.Reader {
+	return io.MultiReader(bytes.NewReader(bytes.Clone(s.buf[s.pos:])), s.r)
+}

@@ -1,0 +1,142 @@
+package bundle
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// TestArraySplitterIsTheDecoders cuts random arrays of objects (strings
+// with braces, quotes, backslashes; nested values; odd spacing), read a
+// byte or a few at a time through a tiny buffer, and checks each element
+// against json.Decoder's, and the rest after the array.
+func TestArraySplitterIsTheDecoders(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	pieces := []string{`"a"`, `"{"`, `"}"`, `"\""`, `"\\"`, `"\\\""`, `"x\\\\"`, `"[]"`, `1`, `-2.5e3`, `true`, `null`, `[1, {"k": "}"}]`, `{"n": {"m": "\\{"}}`}
+	for n := range 200 {
+		var objs []string
+		for range rng.IntN(6) {
+			var b strings.Builder
+			b.WriteString("{")
+			for k := range rng.IntN(5) {
+				if k > 0 {
+					b.WriteString(",")
+				}
+				fmt.Fprintf(&b, "%s\"k%d\" :%s%s", strings.Repeat(" ", rng.IntN(3)), k, strings.Repeat("\n", rng.IntN(2)), pieces[rng.IntN(len(pieces))])
+			}
+			b.WriteString("}")
+			objs = append(objs, b.String())
+		}
+		text := "[" + strings.Join(objs, " ,\n ") + " ] , \"after\": 1}"
+		var r io.Reader = strings.NewReader(text[1:])
+		if n%2 == 0 {
+			r = iotest.OneByteReader(r)
+		} else {
+			r = iotest.HalfReader(r)
+		}
+		s := &arraySplitter{r: r, buf: make([]byte, 0, 4), first: true}
+		dec := json.NewDecoder(strings.NewReader(text))
+		dec.Token()
+		for dec.More() {
+			var want json.RawMessage
+			if err := dec.Decode(&want); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.next()
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%s: element %q (%v), the decoder's %q", text, got, err, want)
+			}
+		}
+		if _, err := s.next(); err != io.EOF {
+			t.Fatalf("%s: %v past the last element", text, err)
+		}
+		rest, _ := io.ReadAll(s.rest())
+		if string(rest) != ` , "after": 1}` {
+			t.Fatalf("%s: rest %q", text, rest)
+		}
+	}
+	for _, bad := range []string{`{"a":1} {"b":2}]`, `1]`, `{"a":1},]`, `{"a":"}`, `{"a":1}`, `[]]`} {
+		s := newArraySplitter(strings.NewReader(bad))
+		var err error
+		for err == nil {
+			_, err = s.next()
+		}
+		if err == io.EOF && !strings.HasSuffix(bad, "]") {
+			t.Errorf("%s: cut without an error", bad)
+		}
+		if err == io.EOF && (strings.Contains(bad, "} {") || bad == "1]" || strings.Contains(bad, ",]") || bad == "[]]") {
+			t.Errorf("%s: cut without an error", bad)
+		}
+	}
+}
+
+// TestJSONNumberIsJSONs checks jsonNumber against encoding/json on numbers
+// and near-numbers.
+func TestJSONNumberIsJSONs(t *testing.T) {
+	for _, s := range []string{"0", "-0", "1", "12", "1.5", "-1.25e-7", "1E9", "1e+3", "0.001", "+1", ".5", "1.", "01", "-", "1e", "1e+", "0x1p3", "Inf", "NaN", "1_0", "--1", "1.2.3", "", " 1", "2e308"} {
+		if got, want := jsonNumber([]byte(s)), json.Valid([]byte(s)) && s != "" && s[0] != ' '; got != want {
+			t.Errorf("jsonNumber(%q) = %v, encoding/json: %v", s, got, want)
+		}
+	}
+}
+
+// TestVerifyStreamingWithoutRecords checks that a results.json with no
+// records key is left to verify holding the records (which reports it).
+func TestVerifyStreamingWithoutRecords(t *testing.T) {
+	dir := t.TempDir()
+	data := `{"schema": "` + Schema + `", "waves": []}`
+	if err := os.WriteFile(filepath.Join(dir, ResultsFile), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteSums(dir); err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var rep Report
+	if done, err := d.verifyStreaming(context.Background(), Options{}, &rep); done || err != nil {
+		t.Fatalf("streamed a results.json without records: %v %v", done, err)
+	}
+	if probs := Verify(dir); len(probs) == 0 {
+		t.Log("verify found nothing wrong with it") // whatever it finds, it must not panic
+	}
+}
+
+// TestVerifyStreamingOfOddFiles checks tiny results.json files of odd
+// shapes both ways: where the streaming path takes one, its report is
+// verify's holding the records.
+func TestVerifyStreamingOfOddFiles(t *testing.T) {
+	for _, data := range []string{
+		`{"schema": "` + Schema + `", "waves": [], "records": null}`,
+		`{"schema": "` + Schema + `", "waves": [], "records": []}`,
+		`{"schema": "` + Schema + `", "records": [], "waves": []}`,
+		`{"schema": "` + Schema + `", "waves": [], "records": [] , "aggregates": []}`,
+		`{"schema": "` + Schema + `", "waves": [], "records": [{"kind": "recorded"}]}`,
+		`{"schema": "` + Schema + `", "waves": [], "records": [1]}`,
+		`{"schema": "` + Schema + `", "waves": [], "records": []} trailing`,
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, ResultsFile), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteSums(dir); err != nil {
+			t.Fatal(err)
+		}
+		streamed, took, _, held := VerifyBothWays(dir, Options{})
+		if took && !reflect.DeepEqual(streamed, held) {
+			t.Errorf("%s: streamed\n%+v\nheld\n%+v", data, streamed, held)
+		}
+	}
+}

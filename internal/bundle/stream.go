@@ -1,0 +1,264 @@
+package bundle
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+// verifyStreaming verifies results.json, and the journal against it, as
+// the records stream past, keeping none: each record is checked against
+// SPEC §2 (checkRecord), re-counted (on the decoding cores), summed for the
+// journal, timed into its wave's clock and handed to the one aggregator
+// (contract.Aggregator), which keeps one float64 per request per
+// population and, for the ITL, the counts of an exact selection; the
+// selection's next pass reads the records again, and judges them against
+// the SLO where there is one (contract.SLOJudge). Memory is then the
+// per-request floats, a few batches of JSON and the per-record sum, wave
+// and flag (21 bytes), not the records.
+//
+// It reports false, having found nothing, for a bundle it does not verify
+// this way — sessions (a turn's history is its earlier turns' text),
+// capacity searches (they replay the records), a results.json
+// whose waves follow its records or that the stream cannot read — and
+// verify then holds the records as before. Otherwise what it reports is
+// what that would: the same problems in the same order, the same notes.
+func (d *Dir) verifyStreaming(ctx context.Context, o Options, rep *Report) (bool, error) {
+	_, done, err := d.verifyStreamingState(ctx, o, rep)
+	return done, err
+}
+
+// verifyStreamingState is verifyStreaming, with its state for the tests.
+func (d *Dir) verifyStreamingState(ctx context.Context, o Options, rep *Report) (*streamVerify, bool, error) {
+	sv := &streamVerify{o: o, clocks: map[int]*contract.WaveClock{}}
+	res, err := d.visitResults(ctx, &recordVisitor{begin: sv.begin, work: sv.work, record: sv.record})
+	var invalid *InvalidError
+	if errors.As(err, &invalid) {
+		res, err = invalid.Results, nil // checkWaves's problems, made again below
+	}
+	switch {
+	case IsInterrupted(ctx, err):
+		return sv, true, err
+	case err != nil, sv.agg == nil, sv.unsupported, len(res.Capacity) > 0:
+		// sv.agg is nil where results.json has no records key.
+		return sv, false, nil
+	}
+	// Further passes over the records: the ITL selection's, and (once)
+	// the SLO verdicts', whose objectives come after the records.
+	var judge *contract.SLOJudge
+	if res.SLO != nil {
+		judge = contract.NewSLOJudge(res.Waves, res.SLO)
+	}
+	more := sv.agg.Next()
+	for more || judge != nil {
+		j, itl := judge, more
+		again := &recordVisitor{timesOnly: j == nil, begin: func(*Results) bool { return true }, record: func(_ int, rec *contract.Record, _ *recordWork) {
+			if itl {
+				sv.agg.Add(rec)
+			}
+			if j != nil {
+				j.Add(rec)
+			}
+		}}
+		if _, err := d.visitResults(ctx, again); err != nil {
+			if IsInterrupted(ctx, err) {
+				return sv, true, err
+			}
+			var invalid *InvalidError
+			if !errors.As(err, &invalid) {
+				return sv, false, nil // changed under us: verify it whole
+			}
+		}
+		if j != nil {
+			sv.slo, judge = j, nil
+		}
+		if itl {
+			more = sv.agg.Next()
+		}
+	}
+	want := sv.agg.Aggregates()
+	if sv.slo != nil {
+		sv.slo.Apply(want)
+	}
+	rep.Records, rep.Waves, rep.Aggregates = sv.n, len(res.Waves), len(res.Aggregates)
+	wprobs, _ := checkWaves(res)
+	probs := append(wprobs, sv.recordProbs...)
+	probs = append(probs, checkHeader(res)...)
+	probs = append(probs, checkWaveTimesOf(res, sv.clocks)...)
+	probs = append(probs, checkHostHonesty(res)...)
+	probs = append(probs, checkMechanism(res)...)
+	probs = append(probs, checkSLO(res)...)
+	probs = append(probs, checkAggregatesOf(res, want)...)
+	probs = append(probs, checkCapacity(res)...)
+	probs = append(probs, checkCost(res)...)
+	rep.Problems = append(rep.Problems, probs...)
+	if ctx.Err() != nil {
+		return sv, true, Interrupted(ctx)
+	}
+
+	// The re-count, as recountTokens reports it.
+	note := sv.countNote
+	if sv.n == 0 {
+		_, note = recountCounter(res, o, 0)
+	}
+	if sv.counter != nil && sv.n > 0 {
+		rep.Problems = append(rep.Problems, sv.countProbs...)
+		note = recountNote(sv.n, sv.reasoning, res.Provenance.Tokenizer.SHA256)
+		if sv.inputs > 0 {
+			rep.Problems = append(rep.Problems, sv.inputProbs...)
+			note += fmt.Sprintf("; input_tokens of %d records from their prompts", sv.inputs)
+		}
+	}
+	if note != "" {
+		rep.Notes = append(rep.Notes, note)
+	}
+
+	jp, err := d.compareJournalWith(ctx, res, journalSide{
+		n: sv.n, sums: res.recordSums,
+		wave:     func(n int) int { return int(sv.waves[n]) },
+		summable: func(n int) bool { return sv.summable[n] },
+		clocks:   func() map[int]*contract.WaveClock { return sv.clocks },
+		records: func() ([]contract.Record, error) {
+			// They differ: read the records whole, to list how.
+			sv.heldForJournal = true
+			r, err := d.results(ctx)
+			var invalid *InvalidError
+			if errors.As(err, &invalid) {
+				return invalid.Results.Records, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			return r.Records, nil
+		},
+	})
+	rep.Problems = append(rep.Problems, jp...)
+	return sv, true, err
+}
+
+// visitResults streams results.json's records to v (decodeVisit).
+func (d *Dir) visitResults(ctx context.Context, v *recordVisitor) (*Results, error) {
+	f, err := d.Open(ctx, ResultsFile, ResultsLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return decodeVisit(bufio.NewReaderSize(f, readChunk), v)
+}
+
+// streamVerify is the state of verifyStreaming's pass over the records.
+type streamVerify struct {
+	o           Options
+	head        *Results
+	ctx         recordContext
+	agg         *contract.Aggregator
+	slo         *contract.SLOJudge
+	clocks      map[int]*contract.WaveClock
+	unsupported bool
+	// heldForJournal: the journal differed, and the records were read
+	// whole to list how.
+	heldForJournal bool
+
+	n           int
+	recordProbs []Problem
+	waves       []int32
+	summable    []bool
+
+	counter                Counter
+	countNote              string
+	memo                   *syncMemo
+	prompts                map[int]int
+	reasoning, inputs      int
+	countProbs, inputProbs []Problem
+}
+
+// begin sets up the pass from what results.json holds before its records.
+func (sv *streamVerify) begin(head *Results) bool {
+	if len(head.Workload.Sessions) > 0 {
+		return false
+	}
+	sv.head = head
+	_, waves := checkWaves(head)
+	sv.ctx = recordContext{waves: waves, prompts: len(head.Workload.Prompts), source: head.Provenance.OutputTokensSource, workload: &head.Workload}
+	sv.agg = contract.NewAggregator(head.Waves, head.ServerNames(), head.BaselineName())
+	sv.counter, sv.countNote = recountCounter(head, sv.o, 1)
+	if sv.counter != nil {
+		sv.memo = &syncMemo{c: sv.counter, m: map[string]int{}}
+		sv.prompts = map[int]int{}
+	}
+	return true
+}
+
+// work re-counts a record on a decoding core.
+func (sv *streamVerify) work(rec *contract.Record, x *recordWork) {
+	if sv.memo != nil {
+		x.found = recountOne(-1, rec, sv.memo, x.found[:0])
+	}
+}
+
+// record takes the i-th record, in order.
+func (sv *streamVerify) record(i int, rec *contract.Record, x *recordWork) {
+	if rec.Session != nil || rec.Turn > 0 {
+		sv.unsupported = true // sessionRuns needs the records together
+	}
+	sv.n = i + 1
+	sv.recordProbs = append(sv.recordProbs, checkRecord(i, rec, sv.ctx)...)
+	sv.waves = append(sv.waves, int32(rec.Wave))
+	sv.summable = append(sv.summable, rec.Server != "" && rec.Kind != "")
+	c := sv.clocks[rec.Wave]
+	if c == nil {
+		c = &contract.WaveClock{}
+		sv.clocks[rec.Wave] = c
+	}
+	c.Add(rec)
+	sv.agg.Add(rec)
+	if sv.memo == nil {
+		return
+	}
+	if rec.ReasoningTokens != nil {
+		sv.reasoning++
+	}
+	for _, m := range x.found {
+		m.index = i
+		sv.countProbs = append(sv.countProbs, miscountProblem(m, rec, sv.ctx.waves))
+	}
+	wl := &sv.head.Workload
+	if rec.InputTokens != nil && rec.Prompt >= 0 && rec.Prompt < len(wl.Prompts) {
+		want, ok := sv.prompts[rec.Prompt]
+		if !ok {
+			want = promptCount(wl, sv.memo, rec.Prompt)
+			sv.prompts[rec.Prompt] = want
+		}
+		sv.inputs++
+		if p := inputProblem(i, rec, want, sv.ctx.waves); p != nil {
+			sv.inputProbs = append(sv.inputProbs, *p)
+		}
+	}
+}
+
+// syncMemo is a memo for the decoding cores together.
+type syncMemo struct {
+	c  Counter
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (m *syncMemo) Count(text string) int {
+	m.mu.Lock()
+	n, ok := m.m[text]
+	m.mu.Unlock()
+	if ok {
+		return n
+	}
+	n = m.c.Count(text)
+	m.mu.Lock()
+	if len(m.m) < memoMax {
+		m.m[text] = n
+	}
+	m.mu.Unlock()
+	return n
+}

@@ -1,0 +1,98 @@
+package bundle
+
+import (
+	"bytes"
+	"hash/maphash"
+	"sync"
+)
+
+// recordSum is a 128-bit keyed hash of a record's JSON.
+type recordSum [2]uint64
+
+// sumSeeds key recordSum: chosen at random by each process, so that no
+// bundle can be made whose differing records hash alike.
+var sumSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+// sumCompact is the recordSum of raw, a record's valid JSON as
+// results.json holds it, in the form the journal writes the same record:
+// without the space between tokens, with <, > and & in strings escaped
+// (\u003c, \u003e, \u0026: json.Marshal escapes them, results.json does
+// not) and an empty chunk_times_s (whose value begins at raw[chunks], -1
+// for none) null.
+func sumCompact(raw []byte, chunks int) recordSum {
+	bp := sumBufs.Get().(*[]byte)
+	out := (*bp)[:0]
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		switch {
+		case isSpace(c):
+			i++
+		case c == '"':
+			j := i + 1
+			out = append(out, '"')
+			for j < len(raw) && raw[j] != '"' {
+				switch raw[j] {
+				case '\\':
+					out = append(out, raw[j], raw[j+1])
+					j += 2
+					continue
+				case '<':
+					out = append(out, `\u003c`...)
+				case '>':
+					out = append(out, `\u003e`...)
+				case '&':
+					out = append(out, `\u0026`...)
+				default:
+					out = append(out, raw[j])
+				}
+				j++
+			}
+			out = append(out, '"')
+			i = j + 1
+		case i == chunks && c == '[':
+			j := i + 1
+			for j < len(raw) && isSpace(raw[j]) {
+				j++
+			}
+			if j < len(raw) && raw[j] == ']' {
+				out = append(out, "null"...)
+				i = j + 1
+				continue
+			}
+			out = append(out, c)
+			i++
+		default:
+			out = append(out, c)
+			i++
+		}
+	}
+	sum := sumBytes(out)
+	*bp = out
+	sumBufs.Put(bp)
+	return sum
+}
+
+var sumBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// sumBytes is the recordSum of b as it is.
+func sumBytes(b []byte) recordSum {
+	return recordSum{maphash.Bytes(sumSeeds[0], b), maphash.Bytes(sumSeeds[1], b)}
+}
+
+// journalRecordPrefix and journalRecordSuffix frame a record line.
+var journalRecordPrefix, journalRecordSuffix = []byte(`{"record":`), []byte(`}`)
+
+// sameSum reports whether the journal's record line holds, byte for byte
+// (less the space between tokens), the record whose results.json bytes
+// hash to sum: then the two decode to the same record, whatever
+// json.Marshal would write for it. False says nothing: sameLine decides.
+//
+// Equal sums of unequal bytes happen with a probability of about 2^-128
+// per record for bytes chosen without knowing the seeds, which nobody
+// outside this process knows.
+func sameSum(sum recordSum, line []byte) bool {
+	if !bytes.HasPrefix(line, journalRecordPrefix) || !bytes.HasSuffix(line, journalRecordSuffix) {
+		return false
+	}
+	return sumBytes(line[len(journalRecordPrefix):len(line)-len(journalRecordSuffix)]) == sum
+}

@@ -1,0 +1,113 @@
+package contract
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// selectAll runs a selector over xs as its caller does, one pass after
+// another, and returns its summary and the number of passes.
+func selectAll(xs []float64) (Percentiles, int) {
+	s := newSelector()
+	passes := 0
+	for {
+		passes++
+		for _, v := range xs {
+			s.add(v)
+		}
+		if !s.next(typeSevenRanks(summaryPs)) {
+			break
+		}
+	}
+	return s.summary(), passes
+}
+
+func samePercentiles(t *testing.T, name string, got, want Percentiles) {
+	t.Helper()
+	if got.N != want.N {
+		t.Fatalf("%s: n %d, pooled %d", name, got.N, want.N)
+	}
+	for _, p := range []struct {
+		name string
+		a, b *float64
+	}{{"p50", got.P50, want.P50}, {"p90", got.P90, want.P90}, {"p95", got.P95, want.P95}, {"p99", got.P99, want.P99}} {
+		if (p.a == nil) != (p.b == nil) {
+			t.Fatalf("%s %s: %v, pooled %v", name, p.name, p.a, p.b)
+		}
+		if p.a != nil && math.Float64bits(*p.a) != math.Float64bits(*p.b) && !(*p.a == 0 && *p.b == 0) {
+			t.Fatalf("%s %s: %v (%#x), pooled %v (%#x)", name, p.name, *p.a, math.Float64bits(*p.a), *p.b, math.Float64bits(*p.b))
+		}
+	}
+}
+
+// TestSelectorIsTheSortedPercentiles checks the exact selection against
+// sorting every value (Summarize) on random populations of every shape
+// that could trip it: ties, a single value, negatives and zeros, values
+// a few ulps apart (every pass down to the last bit), and buckets past the
+// collect limit.
+func TestSelectorIsTheSortedPercentiles(t *testing.T) {
+	defer func(c int) { selectCollect = c }(selectCollect)
+	rng := rand.New(rand.NewPCG(1, 2))
+	gens := map[string]func(i int) float64{
+		"exponential ms": func(int) float64 { return rng.ExpFloat64() * 0.02 },
+		"uniform":        func(int) float64 { return rng.Float64() },
+		"constant":       func(int) float64 { return 0.015 },
+		"few values":     func(int) float64 { return float64(rng.IntN(4)) * 0.001 },
+		"signed":         func(int) float64 { return rng.NormFloat64() },
+		"zeros":          func(i int) float64 { return []float64{0, math.Copysign(0, -1), 1e-3, -1e-3}[i%4] },
+		"ulps apart":     func(int) float64 { return math.Float64frombits(math.Float64bits(0.0123) + uint64(rng.IntN(300))) },
+		"huge and tiny":  func(int) float64 { return math.Ldexp(rng.Float64(), rng.IntN(2000)-1000) },
+		"microseconds":   func(int) float64 { return float64(rng.IntN(20000)) / 1e6 },
+	}
+	for _, collect := range []int{1 << 20, 7} {
+		selectCollect = collect
+		for name, gen := range gens {
+			for _, n := range []int{0, 1, 2, 3, 10, 101, 5000} {
+				xs := make([]float64, n)
+				for i := range xs {
+					xs[i] = gen(i)
+				}
+				got, passes := selectAll(xs)
+				samePercentiles(t, name, got, Summarize(xs))
+				if passes > 64/selectWidth+2 {
+					t.Errorf("%s, n %d: %d passes", name, n, passes)
+				}
+			}
+		}
+	}
+}
+
+// TestAggregatesITLIsThePooledGaps checks the aggregates' ITL, found by
+// selection in passes over the records, against every gap pooled and
+// sorted (PooledLatencies), on random records of several waves.
+func TestAggregatesITLIsThePooledGaps(t *testing.T) {
+	defer func(c int) { selectCollect = c }(selectCollect)
+	rng := rand.New(rand.NewPCG(3, 4))
+	var waves []Wave
+	var recs []Record
+	for id := range 6 {
+		waves = append(waves, Wave{ID: id, Server: []string{"a", "b"}[id%2], Concurrency: 4 << (id / 2 % 2), Repeat: id / 4, Kind: KindRecorded})
+		for range 200 {
+			r := Record{Wave: id, Server: waves[id].Server, Kind: KindRecorded, OK: rng.IntN(10) > 0, EndS: 3}
+			t := rng.Float64()
+			for range rng.IntN(40) {
+				r.ChunkTimesS = append(r.ChunkTimesS, t)
+				t += rng.ExpFloat64() * 0.01
+			}
+			r.OutputTokens = len(r.ChunkTimesS)
+			recs = append(recs, r)
+		}
+	}
+	for _, collect := range []int{1 << 20, 3} {
+		selectCollect = collect
+		aggs := Aggregates(waves, recs, nil, "")
+		if len(aggs) == 0 {
+			t.Fatal("no aggregates")
+		}
+		for _, a := range aggs {
+			l := PooledLatencies(waves, recs, a.Key())
+			samePercentiles(t, a.LoadLabel(), a.ITL, Summarize(l.ITL))
+		}
+	}
+}
