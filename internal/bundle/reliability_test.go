@@ -404,8 +404,20 @@ func TestVerifyStreamingIsVerifyHeld(t *testing.T) {
 			v := 400.0
 			r.SLO.Objectives.TTFTMS = &v
 		}},
+		{name: "with replicas", edit: withReplicas},
+		{name: "with replicas, a replica's count raised", keepAggregates: true, edit: func(t *testing.T, r *bundle.Results) {
+			withReplicas(t, r)
+			r.Recompute()
+			for i := range r.Aggregates {
+				if r.Aggregates[i].ReplicaRequests != nil {
+					r.Aggregates[i].ReplicaRequests[1]++
+					return
+				}
+			}
+			t.Fatal("no aggregate with replica requests")
+		}},
 	}, reliabilityRows...)
-	took, slo := 0, 0
+	took, slo, replicas := 0, 0, 0
 	for _, row := range rows {
 		dir := writeRow(t, row.edit, row.journal, row.keepAggregates)
 		streamed, ok, whole, held := bundle.VerifyBothWays(dir, o)
@@ -416,12 +428,21 @@ func TestVerifyStreamingIsVerifyHeld(t *testing.T) {
 		if strings.HasPrefix(row.name, "with an SLO") {
 			slo++
 		}
+		if strings.HasPrefix(row.name, "with replicas") {
+			replicas++
+			if row.keepAggregates && !strings.Contains(problems(streamed.Problems), "replica_requests") {
+				t.Errorf("%s: the streaming path misses it:\n%s", row.name, problems(streamed.Problems))
+			}
+		}
 		if whole && row.name == "uncorrupted, its journal" {
 			t.Errorf("%s: the records were read whole for a journal that holds them", row.name)
 		}
 		if !reflect.DeepEqual(streamed, held) {
 			t.Errorf("%s: streamed\n%+v\nheld\n%+v", row.name, streamed, held)
 		}
+	}
+	if replicas != 2 {
+		t.Errorf("the streaming path took %d of the 2 bundles with replicas", replicas)
 	}
 	if slo != 3 {
 		t.Errorf("the streaming path took %d of the 3 bundles with an SLO", slo)
@@ -430,4 +451,18 @@ func TestVerifyStreamingIsVerifyHeld(t *testing.T) {
 		t.Errorf("the streaming path took %d of %d bundles", took, len(rows))
 	}
 	t.Logf("the streaming path took %d of %d bundles", took, len(rows))
+}
+
+// withReplicas makes every server of r two client-balanced replicas on
+// GPUs 0 and 1, its records alternating between them by client.
+func withReplicas(_ *testing.T, r *bundle.Results) {
+	for i := range r.Servers {
+		r.Servers[i].GPUs = [][]int{{0}, {1}}
+		r.Servers[i].Balance = "round-robin"
+		r.Servers[i].Replicas = []bundle.Replica{{Index: 0, BaseURL: "http://127.0.0.1:1"}, {Index: 1, BaseURL: "http://127.0.0.1:2"}}
+	}
+	for i := range r.Records {
+		k := r.Records[i].Client % 2
+		r.Records[i].Replica = &k
+	}
 }

@@ -84,6 +84,7 @@ func (d *Dir) verifyStreamingState(ctx context.Context, o Options, rep *Report) 
 	if sv.slo != nil {
 		sv.slo.Apply(want)
 	}
+	sv.replicas.Apply(want, res.Shapes())
 	rep.Records, rep.Waves, rep.Aggregates = sv.n, len(res.Waves), len(res.Aggregates)
 	wprobs, _ := checkWaves(res)
 	probs := append(wprobs, sv.recordProbs...)
@@ -156,6 +157,7 @@ type streamVerify struct {
 	head        *Results
 	ctx         recordContext
 	agg         *contract.Aggregator
+	replicas    *contract.ReplicaCounter
 	slo         *contract.SLOJudge
 	clocks      map[int]*contract.WaveClock
 	unsupported bool
@@ -185,6 +187,7 @@ func (sv *streamVerify) begin(head *Results) bool {
 	_, waves := checkWaves(head)
 	sv.ctx = recordContext{waves: waves, prompts: len(head.Workload.Prompts), source: head.Provenance.OutputTokensSource, workload: &head.Workload}
 	sv.agg = contract.NewAggregator(head.Waves, head.ServerNames(), head.BaselineName())
+	sv.replicas = contract.NewReplicaCounter(head.Waves)
 	sv.counter, sv.countNote = recountCounter(head, sv.o, 1)
 	if sv.counter != nil {
 		sv.memo = &syncMemo{c: sv.counter, m: map[string]int{}}
@@ -216,6 +219,7 @@ func (sv *streamVerify) record(i int, rec *contract.Record, x *recordWork) {
 	}
 	c.Add(rec)
 	sv.agg.Add(rec)
+	sv.replicas.Add(rec)
 	if sv.memo == nil {
 		return
 	}

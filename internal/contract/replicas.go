@@ -10,6 +10,51 @@ type Shape struct{ Replicas, GPUs int }
 // a replica (client balancing), one count per replica of the server's shape.
 // Both are recomputable from the records and the servers' shapes alone.
 func ApplyReplicas(aggs []Aggregate, waves []Wave, records []Record, shapes map[string]Shape) {
+	c := NewReplicaCounter(waves)
+	for i := range records {
+		c.Add(&records[i])
+	}
+	c.Apply(aggs, shapes)
+}
+
+// ReplicaCounter counts, one record at a time, the recorded attempts each
+// replica of a population was sent (the streaming form of ApplyReplicas:
+// verify reads a bundle's records once and keeps none).
+type ReplicaCounter struct {
+	keys   map[int]Key // recorded wave id → its population
+	counts map[Key][]int
+}
+
+// NewReplicaCounter starts the counts of the recorded waves of waves.
+func NewReplicaCounter(waves []Wave) *ReplicaCounter {
+	c := &ReplicaCounter{keys: map[int]Key{}, counts: map[Key][]int{}}
+	for _, w := range waves {
+		if w.Kind == KindRecorded {
+			c.keys[w.ID] = KeyOf(w)
+		}
+	}
+	return c
+}
+
+// Add counts one record.
+func (c *ReplicaCounter) Add(r *Record) {
+	if r.Kind != KindRecorded || r.Replica == nil || *r.Replica < 0 {
+		return
+	}
+	k, ok := c.keys[r.Wave]
+	if !ok {
+		return
+	}
+	counts := c.counts[k]
+	for len(counts) <= *r.Replica {
+		counts = append(counts, 0)
+	}
+	counts[*r.Replica]++
+	c.counts[k] = counts
+}
+
+// Apply sets GPUCount, GoodputPerGPU and ReplicaRequests on aggs.
+func (c *ReplicaCounter) Apply(aggs []Aggregate, shapes map[string]Shape) {
 	for i := range aggs {
 		a := &aggs[i]
 		sh := shapes[a.Server]
@@ -22,19 +67,11 @@ func ApplyReplicas(aggs []Aggregate, waves []Wave, records []Record, shapes map[
 			s := SpreadOf(per)
 			a.GoodputPerGPU = &s
 		}
-		var counts []int
-		EachPooled(waves, records, a.Key(), func(r Record) {
-			if r.Replica == nil || *r.Replica < 0 {
-				return
-			}
-			if counts == nil {
-				counts = make([]int, sh.Replicas)
-			}
-			for len(counts) <= *r.Replica {
-				counts = append(counts, 0)
-			}
-			counts[*r.Replica]++
-		})
-		a.ReplicaRequests = counts
+		a.ReplicaRequests = nil
+		if counts, ok := c.counts[a.Key()]; ok {
+			out := make([]int, max(len(counts), sh.Replicas))
+			copy(out, counts)
+			a.ReplicaRequests = out
+		}
 	}
 }
