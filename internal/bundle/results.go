@@ -210,13 +210,16 @@ type Workload struct {
 	WarmupWaves   int      `json:"warmup_waves"`
 	// WarmupConcurrency is the clients of each warm-up wave; 0 (absent)
 	// means the first concurrency.
-	WarmupConcurrency int            `json:"warmup_concurrency,omitempty"`
-	PercentileMethod  string         `json:"percentile_method"`
-	Endpoint          string         `json:"endpoint,omitempty"`
-	IncludeUsage      bool           `json:"include_usage"`
-	ExtraBody         map[string]any `json:"extra_body,omitempty"`
-	Open              *OpenLoop      `json:"open_loop,omitempty"`
-	MechanismCheck    *MechanismSpec `json:"mechanism_check,omitempty"`
+	WarmupConcurrency int `json:"warmup_concurrency,omitempty"`
+	// WarmupWavesPerLoad is the unrecorded closed-loop waves at each
+	// concurrency just before its recorded ones (0: none).
+	WarmupWavesPerLoad int            `json:"warmup_waves_per_load,omitempty"`
+	PercentileMethod   string         `json:"percentile_method"`
+	Endpoint           string         `json:"endpoint,omitempty"`
+	IncludeUsage       bool           `json:"include_usage"`
+	ExtraBody          map[string]any `json:"extra_body,omitempty"`
+	Open               *OpenLoop      `json:"open_loop,omitempty"`
+	MechanismCheck     *MechanismSpec `json:"mechanism_check,omitempty"`
 	// Sustained, when set, makes the waves at each concurrency sustained
 	// closed loops (mode "sustained") instead of closed-loop waves.
 	Sustained *Sustained `json:"sustained,omitempty"`

@@ -36,6 +36,7 @@ type benchOptions struct {
 	concurrencies []int
 	repeats       int
 	warmupWaves   int
+	warmupPerLoad int
 	warmupClients int
 	promptsPath   string
 	maxTokens     int
@@ -234,6 +235,7 @@ canceled, and the bundle of what finished is written.`,
 	f.IntVar(&o.repeats, "repeats", config.DefaultRepeats, "recorded waves per concurrency (and per request rate)")
 	f.IntVar(&o.warmupWaves, "warmup-waves", 0, "unrecorded warm-up waves before the recorded ones")
 	f.IntVar(&o.warmupClients, "warmup-concurrency", 0, "clients per warm-up wave (default: the first --concurrency)")
+	f.IntVar(&o.warmupPerLoad, "warmup-waves-per-load", 0, "unrecorded warm-up waves at each --concurrency, just before its recorded ones")
 	f.Float64SliceVar(&o.requestRates, "request-rate", nil, "open-loop request rates in requests per second, comma-separated; inf with --max-concurrency C: the sustained closed loop at C")
 	f.StringVar(&o.arrival, "arrival", config.DefaultArrival, "open-loop arrival process: fixed, poisson or gamma")
 	f.Float64Var(&o.burstiness, "burstiness", 0, "gamma shape: 1 is Poisson, below 1 burstier (gamma arrivals only)")
@@ -324,6 +326,9 @@ func (o *benchOptions) validate() error {
 	}
 	if o.repeats < 1 {
 		return usageError("--repeats %d: want at least 1", o.repeats)
+	}
+	if o.warmupPerLoad < 0 {
+		return usageError("--warmup-waves-per-load %d: want 0 or more", o.warmupPerLoad)
 	}
 	if o.warmupWaves < 0 {
 		return usageError("--warmup-waves %d: want 0 or more", o.warmupWaves)
@@ -613,7 +618,7 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 	w := config.Workload{
 		Concurrencies: o.concurrencies, Repeats: o.repeats, Prompts: o.dataset.prompts(o.promptsPath, o.seed),
 		MaxTokens: o.maxTokens, Temperature: &temperature, Timeout: config.Duration(o.timeout),
-		WarmupWaves: o.warmupWaves, WarmupConcurrency: o.warmupClients,
+		WarmupWaves: o.warmupWaves, WarmupConcurrency: o.warmupClients, WarmupWavesPerLoad: o.warmupPerLoad,
 		Endpoint: o.endpoint, IncludeUsage: &includeUsage, ExtraBody: extra,
 		Sessions: o.dataset.sessions(),
 	}

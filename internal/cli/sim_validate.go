@@ -500,6 +500,9 @@ func validateLiveConfig(res *bundle.Results, vals []*sim.Validation, work string
 	if wl.WarmupConcurrency > 0 {
 		workload["warmup_concurrency"] = wl.WarmupConcurrency
 	}
+	if wl.WarmupWavesPerLoad > 0 {
+		workload["warmup_waves_per_load"] = wl.WarmupWavesPerLoad
+	}
 	if len(wl.ExtraBody) > 0 {
 		workload["extra_body"] = wl.ExtraBody
 	}

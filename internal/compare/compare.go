@@ -326,6 +326,7 @@ func differences(a, b *bundle.Results) []string {
 	diff("client timeouts (s)", wa.TimeoutS, wb.TimeoutS)
 	diff("temperatures", wa.Temperature, wb.Temperature)
 	diff("warm-up waves", wa.WarmupWaves, wb.WarmupWaves)
+	diff("warm-up waves per load", wa.WarmupWavesPerLoad, wb.WarmupWavesPerLoad)
 	if !reflect.DeepEqual(wa.Prompts, wb.Prompts) {
 		notes = append(notes, fmt.Sprintf("prompts differ (A %d, B %d)", len(wa.Prompts), len(wb.Prompts)))
 	}

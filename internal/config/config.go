@@ -150,11 +150,16 @@ type Workload struct {
 	WarmupWaves int      `yaml:"warmup_waves"`
 	// WarmupConcurrency is the clients of each warm-up wave (0: the first
 	// concurrency).
-	WarmupConcurrency int            `yaml:"warmup_concurrency"`
-	Endpoint          string         `yaml:"endpoint"`
-	IncludeUsage      *bool          `yaml:"include_usage"`
-	ExtraBody         map[string]any `yaml:"extra_body"`
-	OpenLoop          *OpenLoop      `yaml:"open_loop"`
+	WarmupConcurrency int `yaml:"warmup_concurrency"`
+	// WarmupWavesPerLoad is unrecorded closed-loop waves at each
+	// concurrency, just before its recorded ones (an engine that prepares
+	// for each batch shape the first time it meets one, e.g. by capturing a
+	// CUDA graph, then pays that in a warm-up and not in repeat 1).
+	WarmupWavesPerLoad int            `yaml:"warmup_waves_per_load"`
+	Endpoint           string         `yaml:"endpoint"`
+	IncludeUsage       *bool          `yaml:"include_usage"`
+	ExtraBody          map[string]any `yaml:"extra_body"`
+	OpenLoop           *OpenLoop      `yaml:"open_loop"`
 	// Mode is the load at each concurrency: closed (the default: waves of
 	// N clients released together, one request each) or sustained (N
 	// clients each sending its next request as soon as its last ended,

@@ -363,8 +363,8 @@ func TestReadyModeAndWarmupConcurrency(t *testing.T) {
 	if r.Servers[0].Ready.Mode != ReadyFull || r.Servers[1].Ready.Mode != ReadyModels || r.Workload.WarmupConcurrency != 4 {
 		t.Errorf("ready modes %q %q, warmup_concurrency %d", r.Servers[0].Ready.Mode, r.Servers[1].Ready.Mode, r.Workload.WarmupConcurrency)
 	}
-	_, err = Parse([]byte("model: {id: m}\nservers: [{name: a, base_url: 'http://x', ready: {mode: sometimes}}]\nworkload: {warmup_concurrency: -1}\n"), "x.yaml", t.TempDir())
-	for _, want := range []string{`servers[0].ready.mode: "sometimes": want full, models or answer`, "workload.warmup_concurrency: -1: must be 1 or more"} {
+	_, err = Parse([]byte("model: {id: m}\nservers: [{name: a, base_url: 'http://x', ready: {mode: sometimes}}]\nworkload: {warmup_concurrency: -1, warmup_waves_per_load: -2}\n"), "x.yaml", t.TempDir())
+	for _, want := range []string{`servers[0].ready.mode: "sometimes": want full, models or answer`, "workload.warmup_concurrency: -1: must be 1 or more", "workload.warmup_waves_per_load: -2: must be 0 or more"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v, want %q", err, want)
 		}

@@ -642,6 +642,9 @@ func (r *Rehearsal) validate(p *Problems) {
 	if w.WarmupWaves < 0 {
 		p.add("workload.warmup_waves", "%d: must be 0 or more", w.WarmupWaves)
 	}
+	if w.WarmupWavesPerLoad < 0 {
+		p.add("workload.warmup_waves_per_load", "%d: must be 0 or more", w.WarmupWavesPerLoad)
+	}
 	if w.WarmupConcurrency < 0 {
 		p.add("workload.warmup_concurrency", "%d: must be 1 or more (0: the first concurrency)", w.WarmupConcurrency)
 	}

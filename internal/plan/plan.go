@@ -98,7 +98,8 @@ func WarmupConcurrency(wl bundle.Workload) int {
 }
 
 // Server returns the waves of the named server, in the order they run:
-// wl.WarmupWaves warm-up waves, then for each concurrency wl.Repeats
+// wl.WarmupWaves warm-up waves, then for each concurrency
+// wl.WarmupWavesPerLoad closed-loop warm-up waves at it and wl.Repeats
 // recorded closed-loop waves (the first flagged cold when there is no
 // warm-up, SPEC §1) or, when wl.Sustained is set, wl.Repeats sustained
 // closed-loop waves with its bounds (the first cold when there are neither
@@ -113,7 +114,7 @@ func Server(wl bundle.Workload, server string) []Wave {
 	for r := 1; r <= wl.WarmupWaves; r++ {
 		out = append(out, Wave{Kind: contract.KindWarmup, Mode: contract.ModeClosed, Concurrency: warm, Repeat: r})
 	}
-	cold := wl.WarmupWaves == 0
+	cold := wl.WarmupWaves == 0 && wl.WarmupWavesPerLoad == 0
 	mode, bounds := contract.ModeClosed, (*Bounds)(nil)
 	if s := wl.Sustained; s != nil {
 		mode = contract.ModeSustained
@@ -121,6 +122,9 @@ func Server(wl bundle.Workload, server string) []Wave {
 		cold = cold && s.WarmupRequests == 0
 	}
 	for _, c := range wl.Concurrencies {
+		for r := 1; r <= wl.WarmupWavesPerLoad; r++ {
+			out = append(out, Wave{Kind: contract.KindWarmup, Mode: contract.ModeClosed, Concurrency: c, Repeat: r})
+		}
 		for r := 1; r <= wl.Repeats; r++ {
 			out = append(out, Wave{Kind: contract.KindRecorded, Mode: mode, Concurrency: c, Repeat: r, Cold: cold, Sustained: bounds})
 			cold = false
@@ -162,21 +166,22 @@ func Server(wl bundle.Workload, server string) []Wave {
 func Workload(cfg *config.Rehearsal, prompts workload.Set) bundle.Workload {
 	w := cfg.Workload
 	out := bundle.Workload{
-		Kind:              contract.ModeClosed,
-		Concurrencies:     append([]int{}, w.Concurrencies...),
-		Repeats:           w.Repeats,
-		Prompts:           prompts.Texts(),
-		PromptMaxTokens:   prompts.MaxTokens(),
-		PromptMessages:    promptMessages(prompts),
-		MaxTokens:         w.MaxTokens,
-		Temperature:       *w.Temperature,
-		TimeoutS:          w.Timeout.Seconds(),
-		WarmupWaves:       w.WarmupWaves,
-		WarmupConcurrency: w.WarmupConcurrency,
-		PercentileMethod:  contract.PercentileMethod,
-		Endpoint:          w.Endpoint,
-		IncludeUsage:      *w.IncludeUsage,
-		ExtraBody:         w.ExtraBody,
+		Kind:               contract.ModeClosed,
+		Concurrencies:      append([]int{}, w.Concurrencies...),
+		Repeats:            w.Repeats,
+		Prompts:            prompts.Texts(),
+		PromptMaxTokens:    prompts.MaxTokens(),
+		PromptMessages:     promptMessages(prompts),
+		MaxTokens:          w.MaxTokens,
+		Temperature:        *w.Temperature,
+		TimeoutS:           w.Timeout.Seconds(),
+		WarmupWaves:        w.WarmupWaves,
+		WarmupConcurrency:  w.WarmupConcurrency,
+		WarmupWavesPerLoad: w.WarmupWavesPerLoad,
+		PercentileMethod:   contract.PercentileMethod,
+		Endpoint:           w.Endpoint,
+		IncludeUsage:       *w.IncludeUsage,
+		ExtraBody:          w.ExtraBody,
 	}
 	if s := w.Sustained; w.Mode == contract.ModeSustained && s != nil {
 		out.Kind = contract.ModeSustained

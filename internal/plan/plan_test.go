@@ -46,6 +46,13 @@ func TestServer(t *testing.T) {
 		{"warm-up at warmup_concurrency", bundle.Workload{Concurrencies: []int{8}, Repeats: 1, WarmupWaves: 1, WarmupConcurrency: 2}, "a", []string{
 			"warmup/closed 2 clients r1", "recorded/closed 8 clients r1",
 		}},
+		{"warm-up waves at each concurrency, just before its repeats: none is cold", bundle.Workload{Concurrencies: []int{1, 8}, Repeats: 2, WarmupWavesPerLoad: 1}, "a", []string{
+			"warmup/closed 1 client r1", "recorded/closed 1 client r1", "recorded/closed 1 client r2",
+			"warmup/closed 8 clients r1", "recorded/closed 8 clients r1", "recorded/closed 8 clients r2",
+		}},
+		{"warm-up waves first and at each concurrency", bundle.Workload{Concurrencies: []int{8}, Repeats: 1, WarmupWaves: 1, WarmupConcurrency: 2, WarmupWavesPerLoad: 2}, "a", []string{
+			"warmup/closed 2 clients r1", "warmup/closed 8 clients r1", "warmup/closed 8 clients r2", "recorded/closed 8 clients r1",
+		}},
 		{"open loop: a seed per repeat", bundle.Workload{Concurrencies: []int{1}, Repeats: 2, Open: open}, "a", []string{
 			"recorded/closed 1 client r1 cold", "recorded/closed 1 client r2",
 			"recorded/open 2.5 req/s r1 gamma seed=9 n=5 d=30s cap=3", "recorded/open 2.5 req/s r2 gamma seed=10 n=5 d=30s cap=3",

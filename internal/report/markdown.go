@@ -219,11 +219,11 @@ func writeWorkload(b *bytes.Buffer, res *bundle.Results) {
 		if s.DurationS > 0 {
 			line += fmt.Sprintf(", at most %s s of them", Number(s.DurationS))
 		}
-		fmt.Fprintf(b, "%s, after %d warm-up requests (a warm-up wave of their own, never counted); %d recorded repeats per server and concurrency; %d warm-up waves before them. Goodput and request throughput are over the measured window: from the first measured send to the last measured end.\n",
-			line, s.WarmupRequests, wl.Repeats, wl.WarmupWaves)
+		fmt.Fprintf(b, "%s, after %d warm-up requests (a warm-up wave of their own, never counted); %d recorded repeats per server and concurrency; %s. Goodput and request throughput are over the measured window: from the first measured send to the last measured end.\n",
+			line, s.WarmupRequests, wl.Repeats, warmupText(wl))
 	case len(wl.Concurrencies) > 0:
-		fmt.Fprintf(b, "- Closed-loop waves of %s simultaneous clients; %d recorded repeats per server and concurrency; %d warm-up waves before them.\n",
-			Ints(wl.Concurrencies), wl.Repeats, wl.WarmupWaves)
+		fmt.Fprintf(b, "- Closed-loop waves of %s simultaneous clients; %d recorded repeats per server and concurrency; %s.\n",
+			Ints(wl.Concurrencies), wl.Repeats, warmupText(wl))
 	}
 	if o := wl.Open; o != nil {
 		rates := make([]string, len(o.RequestRatesRPS))
@@ -593,4 +593,15 @@ func writeTraffic(b *bytes.Buffer, res *bundle.Results) {
 			fmt.Sprint(a.OutputLength.N), Tokens(a.OutputLength.Mean), LengthSpread(a.OutputLength)})
 	}
 	b.WriteString("\n")
+}
+
+// warmupText says the warm-up waves of wl: "2 warm-up waves before them",
+// and, with warm-up waves per load, "and 1 at each concurrency just before
+// its repeats".
+func warmupText(wl bundle.Workload) string {
+	t := fmt.Sprintf("%d warm-up waves before them", wl.WarmupWaves)
+	if n := wl.WarmupWavesPerLoad; n > 0 {
+		t += fmt.Sprintf(", and %d at each concurrency just before its repeats", n)
+	}
+	return t
 }
