@@ -101,16 +101,7 @@ func MergeWith(parts []*Results, names []string, o MergeOptions) (*Results, erro
 				out.Notes = append(out.Notes, fmt.Sprintf("[%s] This part was written by %s; the bundle's tool record is %s's: %s.",
 					names[i], toolName(p.Provenance.Tool), names[0], toolName(first.Provenance.Tool)))
 			}
-			for _, g := range p.Provenance.GPUs {
-				if !slices.Contains(out.Provenance.GPUs, g) {
-					out.Provenance.GPUs = append(out.Provenance.GPUs, g)
-				}
-			}
-			for _, r := range p.Provenance.Runtimes {
-				if !slices.Contains(out.Provenance.Runtimes, r) {
-					out.Provenance.Runtimes = append(out.Provenance.Runtimes, r)
-				}
-			}
+			out.Provenance.addMachines(p.Provenance)
 		}
 		for _, c := range p.Workload.Concurrencies {
 			concs[c] = true
@@ -458,4 +449,19 @@ func costText(c *CostBasis) string {
 		return "no price"
 	}
 	return fmt.Sprintf("$%v per GPU-hour × %d GPUs", c.GPUHourUSD, c.GPUs)
+}
+
+// addMachines adds the GPUs and runtimes of another part's provenance q
+// that p does not list yet, in q's order.
+func (p *Provenance) addMachines(q Provenance) {
+	for _, g := range q.GPUs {
+		if !slices.Contains(p.GPUs, g) {
+			p.GPUs = append(p.GPUs, g)
+		}
+	}
+	for _, r := range q.Runtimes {
+		if !slices.Contains(p.Runtimes, r) {
+			p.Runtimes = append(p.Runtimes, r)
+		}
+	}
 }

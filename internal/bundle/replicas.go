@@ -35,15 +35,7 @@ func (s Server) Logs() []string {
 }
 
 // GPUCount is the server's distinct GPUs (0: not said).
-func (s Server) GPUCount() int {
-	seen := map[int]bool{}
-	for _, set := range s.GPUs {
-		for _, g := range set {
-			seen[g] = true
-		}
-	}
-	return len(seen)
-}
+func (s Server) GPUCount() int { return contract.DistinctGPUs(s.GPUs) }
 
 // checkReplicas checks what a server of several replicas adds: each
 // record's replica names one of its server's replicas (and only a

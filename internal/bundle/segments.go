@@ -156,16 +156,7 @@ func segmentsHeader(parts []*Results, order []int) *Results {
 		if p.Provenance.FinishedAt > out.Provenance.FinishedAt {
 			out.Provenance.FinishedAt = p.Provenance.FinishedAt
 		}
-		for _, g := range p.Provenance.GPUs {
-			if !slices.Contains(out.Provenance.GPUs, g) {
-				out.Provenance.GPUs = append(out.Provenance.GPUs, g)
-			}
-		}
-		for _, r := range p.Provenance.Runtimes {
-			if !slices.Contains(out.Provenance.Runtimes, r) {
-				out.Provenance.Runtimes = append(out.Provenance.Runtimes, r)
-			}
-		}
+		out.Provenance.addMachines(p.Provenance)
 		for j, s := range p.Servers {
 			if k > 0 && j < len(out.Servers) && s.Exit != "" && s.Exit != out.Servers[j].Exit {
 				out.Servers[j].Exit = joinNonEmpty(out.Servers[j].Exit, s.Exit)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rehearse/rehearse/internal/contract"
 )
 
 // A server of several processes (SPEC §10): `replicas: N` launches N
@@ -53,15 +55,7 @@ func (s Server) GPUList(i int) string {
 }
 
 // GPUCount is the number of distinct GPUs the server uses (0: not said).
-func (s Server) GPUCount() int {
-	seen := map[int]bool{}
-	for _, set := range s.GPUs {
-		for _, g := range set {
-			seen[g] = true
-		}
-	}
-	return len(seen)
-}
+func (s Server) GPUCount() int { return contract.DistinctGPUs(s.GPUs) }
 
 // Balanced reports whether the client balances the server's requests over
 // its replicas (several replicas, no router).

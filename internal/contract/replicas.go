@@ -4,6 +4,18 @@ package contract
 // replica count and its distinct GPUs (0: not known).
 type Shape struct{ Replicas, GPUs int }
 
+// DistinctGPUs is the number of distinct GPUs in a server's GPU sets (one
+// set per replica; 0 when none is said).
+func DistinctGPUs(sets [][]int) int {
+	seen := map[int]bool{}
+	for _, set := range sets {
+		for _, g := range set {
+			seen[g] = true
+		}
+	}
+	return len(seen)
+}
+
 // ApplyReplicas sets the figures of servers of several replicas or GPUs on
 // aggs (SPEC §10): GPUCount and GoodputPerGPU where gpus gives the server's
 // GPU count (> 0), and ReplicaRequests where the population's records name

@@ -501,12 +501,16 @@ func (c *Client) predial(ctx context.Context, baseURL string, n int) error {
 }
 
 // Drop closes every pre-dialed connection no request has taken.
-func (c *Client) Drop() {
+func (c *Client) Drop() { c.closeAll(&c.ready) }
+
+// closeAll empties the connection set *m (c.ready or c.idle) under the
+// client's lock and closes what it held.
+func (c *Client) closeAll(m *map[string][]readyConn) {
 	c.mu.Lock()
-	ready := c.ready
-	c.ready = map[string][]readyConn{}
+	held := *m
+	*m = map[string][]readyConn{}
 	c.mu.Unlock()
-	for _, conns := range ready {
+	for _, conns := range held {
 		for _, rc := range conns {
 			rc.conn.Close()
 		}

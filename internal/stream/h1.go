@@ -555,14 +555,4 @@ func (c *Client) h1Put(addr string, conn net.Conn) {
 }
 
 // closeIdle closes every pooled connection of the own path.
-func (c *Client) closeIdle() {
-	c.mu.Lock()
-	idle := c.idle
-	c.idle = map[string][]readyConn{}
-	c.mu.Unlock()
-	for _, conns := range idle {
-		for _, rc := range conns {
-			rc.conn.Close()
-		}
-	}
-}
+func (c *Client) closeIdle() { c.closeAll(&c.idle) }
