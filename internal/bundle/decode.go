@@ -209,11 +209,26 @@ func decodeRecords(dec *json.Decoder, in io.Reader, required map[string]uint, ou
 	next := split.next
 	decode := func(raw []byte, it *item) {
 		if v != nil && v.timesOnly {
+			if _, _, ok := fastRecord(raw, &it.rec, true); ok {
+				it.complete = true
+				return
+			}
+			it.rec = contract.Record{}
 			if decodeTimes(raw, &it.rec) {
 				it.complete = true
 				return
 			}
+			it.rec = contract.Record{}
 		}
+		if seen, chunks, ok := fastRecord(raw, &it.rec, false); ok {
+			it.complete = seen == all
+			it.sum = sumCompact(raw, chunks)
+			if v != nil && v.work != nil {
+				v.work(&it.rec, &it.work)
+			}
+			return
+		}
+		it.rec = contract.Record{} // fastRecord's half, then encoding/json's word
 		var seen uint
 		chunks := -1
 		if !objectKeys(raw, func(k []byte, at int) {
