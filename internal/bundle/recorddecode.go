@@ -211,9 +211,11 @@ type recDecoder struct {
 }
 
 func (d *recDecoder) space() {
-	for d.i < len(d.b) && isSpace(d.b[d.i]) {
-		d.i++
+	b, i := d.b, d.i
+	for i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
+		i++
 	}
+	d.i = i
 }
 
 func (d *recDecoder) peek() byte {
@@ -363,38 +365,51 @@ func (d *recDecoder) str(s *string) bool {
 	if !d.byte('"') {
 		return false
 	}
-	start := d.i
-	plain := true
-	for d.i < len(d.b) {
-		c := d.b[d.i]
+	b, i := d.b, d.i
+	start := i
+	for i < len(b) && !strSpecial[b[i]] {
+		i++
+	}
+	if i < len(b) && b[i] == '"' {
+		d.i = i + 1
+		*s = string(b[start:i])
+		return true
+	}
+	// Escapes or non-ASCII: encoding/json's own decoding of the string
+	// (it replaces invalid UTF-8, it checks the escapes), unless it is
+	// valid UTF-8 without escapes, which it keeps as it is.
+	escaped := false
+	for i < len(b) {
+		c := b[i]
 		switch {
 		case c == '"':
-			d.i++
-			if plain {
-				*s = string(d.b[start : d.i-1])
-				return true
-			}
-			// Escapes or non-ASCII: encoding/json's own decoding of the
-			// string (it replaces invalid UTF-8, it checks the escapes).
-			body := d.b[start : d.i-1]
-			if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+			d.i = i + 1
+			body := b[start:i]
+			if !escaped && utf8.Valid(body) {
 				*s = string(body)
 				return true
 			}
-			return json.Unmarshal(d.b[start-1:d.i], s) == nil
+			return json.Unmarshal(b[start-1:d.i], s) == nil
 		case c < 0x20:
 			return false // a syntax error: encoding/json's
 		case c == '\\':
-			plain = false
-			d.i += 2
+			escaped = true
+			i += 2
 			continue
-		case c >= 0x80:
-			plain = false
 		}
-		d.i++
+		i++
 	}
 	return false
 }
+
+// strSpecial are the bytes that end a string's plain run: the quote, the
+// backslash, control bytes (an error) and non-ASCII bytes.
+var strSpecial = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c == '"' || c == '\\' || c < 0x20 || c >= 0x80
+	}
+	return t
+}()
 
 // int decodes an integer that fits in 18 digits; null leaves it as it is.
 func (d *recDecoder) int(v *int) bool {

@@ -39,12 +39,15 @@ func checkFastRecord(t *testing.T, raw []byte) (taken bool) {
 	required := recordFieldIndex()
 	var wseen uint
 	wchunks := -1
-	keysOK := objectKeys(raw, func(k []byte, at int) {
-		wseen |= required[string(k)]
-		if string(k) == "chunk_times_s" {
-			wchunks = at
-		}
-	})
+	keysOK := false
+	if json.Valid(raw) { // objectKeys takes valid JSON only
+		keysOK = objectKeys(raw, func(k []byte, at int) {
+			wseen |= required[string(k)]
+			if string(k) == "chunk_times_s" {
+				wchunks = at
+			}
+		})
+	}
 	var got contract.Record
 	seen, chunks, ok := fastRecord(raw, &got, false)
 	if ok {
@@ -220,4 +223,78 @@ func TestParseJSONFloat(t *testing.T) {
 		}
 		check(b.String())
 	}
+}
+
+// benchRecord is a record as bench/bundle synthesizes them (128 chunk
+// times, about 600 bytes of text), indented as results.json holds it.
+func benchRecord(b *testing.B) []byte {
+	ft := 0.0521
+	chunks := make([]float64, 128)
+	for k := range chunks {
+		chunks[k] = float64(int64((0.0521+0.0137*float64(k))*1e6+0.5)) / 1e6
+	}
+	u := 128
+	rec := contract.Record{Kind: "recorded", Server: "vllm-a", Concurrency: 64, Repeat: 1, Wave: 4, Client: 17, Prompt: 3,
+		IntendedStartS: 0, StartS: 0.000123, EndS: chunks[127], FirstContentS: &ft, ChunkTimesS: chunks, OK: true,
+		Text: strings.Repeat("cache key value attention layer ", 19), OutputTokens: 128, UsageCompletionTokens: &u, UsagePromptTokens: &u, FinishReason: "length"}
+	raw, err := json.MarshalIndent(rec, "  ", " ")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return raw
+}
+
+func BenchmarkRecordDecode(b *testing.B) {
+	raw := benchRecord(b)
+	b.Run("fastRecord", func(b *testing.B) {
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			var rec contract.Record
+			if _, _, ok := fastRecord(raw, &rec, false); !ok {
+				b.Fatal("not taken")
+			}
+		}
+	})
+	b.Run("times-only", func(b *testing.B) {
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			var rec contract.Record
+			if _, _, ok := fastRecord(raw, &rec, true); !ok {
+				b.Fatal("not taken")
+			}
+		}
+	})
+	b.Run("before", func(b *testing.B) {
+		b.SetBytes(int64(len(raw)))
+		required := recordFieldIndex()
+		for b.Loop() {
+			var rec contract.Record
+			var seen uint
+			chunks := -1
+			objectKeys(raw, func(k []byte, at int) {
+				seen |= required[string(k)]
+				if string(k) == "chunk_times_s" {
+					chunks = at
+				}
+			})
+			if err := unmarshalRecord(raw, chunks, &rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("before-times-only", func(b *testing.B) {
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			var rec contract.Record
+			if !decodeTimes(raw, &rec) {
+				b.Fatal("not taken")
+			}
+		}
+	})
+	b.Run("sumCompact", func(b *testing.B) {
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			sumCompact(raw, 100)
+		}
+	})
 }
