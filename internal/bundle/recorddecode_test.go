@@ -48,6 +48,9 @@ func checkFastRecord(t *testing.T, raw []byte) (taken bool) {
 			}
 		})
 	}
+	if keysOK && sumCompact(raw, wchunks) != sumCompactRef(raw, wchunks) {
+		t.Fatalf("%q: sumCompact differs from its reference", raw)
+	}
 	var got contract.Record
 	seen, chunks, ok := fastRecord(raw, &got, false)
 	if ok {
@@ -297,4 +300,59 @@ func BenchmarkRecordDecode(b *testing.B) {
 			sumCompact(raw, 100)
 		}
 	})
+}
+
+// sumCompactRef is sumCompact as it was written first, byte by byte: the
+// reference the run-copying one is checked against.
+func sumCompactRef(raw []byte, chunks int) recordSum {
+	bp := sumBufs.Get().(*[]byte)
+	out := (*bp)[:0]
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		switch {
+		case isSpace(c):
+			i++
+		case c == '"':
+			j := i + 1
+			out = append(out, '"')
+			for j < len(raw) && raw[j] != '"' {
+				switch raw[j] {
+				case '\\':
+					out = append(out, raw[j], raw[j+1])
+					j += 2
+					continue
+				case '<':
+					out = append(out, `\u003c`...)
+				case '>':
+					out = append(out, `\u003e`...)
+				case '&':
+					out = append(out, `\u0026`...)
+				default:
+					out = append(out, raw[j])
+				}
+				j++
+			}
+			out = append(out, '"')
+			i = j + 1
+		case i == chunks && c == '[':
+			j := i + 1
+			for j < len(raw) && isSpace(raw[j]) {
+				j++
+			}
+			if j < len(raw) && raw[j] == ']' {
+				out = append(out, "null"...)
+				i = j + 1
+				continue
+			}
+			out = append(out, c)
+			i++
+		default:
+			out = append(out, c)
+			i++
+		}
+	}
+	sum := sumBytes(out)
+	*bp = out
+	sumBufs.Put(bp)
+	return sum
 }

@@ -23,6 +23,14 @@ func sumCompact(raw []byte, chunks int) recordSum {
 	bp := sumBufs.Get().(*[]byte)
 	out := (*bp)[:0]
 	for i := 0; i < len(raw); {
+		j := i
+		for j < len(raw) && !compactSpecial[raw[j]] {
+			j++
+		}
+		out = append(out, raw[i:j]...)
+		if i = j; i == len(raw) {
+			break
+		}
 		c := raw[i]
 		switch {
 		case isSpace(c):
@@ -31,6 +39,14 @@ func sumCompact(raw []byte, chunks int) recordSum {
 			j := i + 1
 			out = append(out, '"')
 			for j < len(raw) && raw[j] != '"' {
+				k := j
+				for k < len(raw) && !compactStringSpecial[raw[k]] {
+					k++
+				}
+				out = append(out, raw[j:k]...)
+				if j = k; j == len(raw) || raw[j] == '"' {
+					break
+				}
 				switch raw[j] {
 				case '\\':
 					out = append(out, raw[j], raw[j+1])
@@ -42,8 +58,6 @@ func sumCompact(raw []byte, chunks int) recordSum {
 					out = append(out, `\u003e`...)
 				case '&':
 					out = append(out, `\u0026`...)
-				default:
-					out = append(out, raw[j])
 				}
 				j++
 			}
@@ -71,6 +85,20 @@ func sumCompact(raw []byte, chunks int) recordSum {
 	sumBufs.Put(bp)
 	return sum
 }
+
+// compactSpecial are the bytes sumCompact does not copy as they are
+// outside strings: space, a string's quote, an array's bracket (an empty
+// chunk_times_s is written null); compactStringSpecial those inside a
+// string: its end, an escape, and what json.Marshal escapes.
+var compactSpecial, compactStringSpecial = func() (out, str [256]bool) {
+	for _, c := range " \t\n\r\"[" {
+		out[c] = true
+	}
+	for _, c := range "\"\\<>&" {
+		str[c] = true
+	}
+	return out, str
+}()
 
 var sumBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
