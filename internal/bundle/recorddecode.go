@@ -579,15 +579,17 @@ func parseJSONFloat(b []byte, i int) (float64, int, bool) {
 	case i < len(b) && b[i] == '0':
 		i++
 	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		for ; i < len(b); i++ {
+			c := b[i] - '0'
+			if c > 9 {
+				break
+			}
 			if nd < 19 {
-				mant = mant*10 + uint64(b[i]-'0')
+				mant = mant*10 + uint64(c)
 				nd++
 				continue
 			}
-			if b[i] != '0' {
-				trunc = true
-			}
+			trunc = trunc || c != 0
 			exp++ // a digit not kept: its place
 		}
 	default:
@@ -596,17 +598,21 @@ func parseJSONFloat(b []byte, i int) (float64, int, bool) {
 	if i < len(b) && b[i] == '.' {
 		i++
 		fs := i
-		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
-			switch {
-			case nd == 0 && b[i] == '0':
-				exp-- // a leading zero: it moves the point only
-			case nd < 19:
-				mant = mant*10 + uint64(b[i]-'0')
-				nd++
-				exp--
-			case b[i] != '0':
-				trunc = true
+		for ; i < len(b); i++ {
+			c := b[i] - '0'
+			if c > 9 {
+				break
 			}
+			if nd < 19 {
+				// A leading zero (mant still 0) moves the point only.
+				mant = mant*10 + uint64(c)
+				if mant != 0 {
+					nd++
+				}
+				exp--
+				continue
+			}
+			trunc = trunc || c != 0
 		}
 		if i == fs {
 			return 0, 0, false
