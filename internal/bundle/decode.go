@@ -236,11 +236,12 @@ func decodeRecords(dec *json.Decoder, in io.Reader, required map[string]uint, ou
 			}
 			it.rec = contract.Record{}
 		}
-		if seen, chunks, ok := fastRecord(raw, &it.rec, false); ok {
+		sum := &it.sum
+		if sums == nil {
+			sum = nil
+		}
+		if seen, _, ok := fastRecordSum(raw, &it.rec, false, sum); ok {
 			it.complete = seen == all
-			if sums != nil {
-				it.sum = sumCompact(raw, chunks)
-			}
 			if v != nil && v.work != nil {
 				v.work(&it.rec, &it.work)
 			}

@@ -33,7 +33,26 @@ import (
 // values (as decodeTimes does: the record was checked whole on an earlier
 // pass); seen and the syntax of the skipped values are then not checked.
 func fastRecord(raw []byte, rec *contract.Record, timesOnly bool) (seen uint, chunks int, ok bool) {
+	return fastRecordSum(raw, rec, timesOnly, nil)
+}
+
+// fastRecordSum is fastRecord, also setting *sum, where sum is not nil, to
+// the record's sumCompact, which it takes in the same pass: the bytes
+// between the space it skips are what sumCompact copies.
+func fastRecordSum(raw []byte, rec *contract.Record, timesOnly bool, sum *recordSum) (seen uint, chunks int, ok bool) {
 	d := recDecoder{b: raw}
+	if sum != nil {
+		bp := sumBufs.Get().(*[]byte)
+		d.sum, d.out = true, (*bp)[:0]
+		defer func() {
+			if ok {
+				d.flush(len(d.b))
+				*sum = sumBytes(d.out)
+			}
+			*bp = d.out
+			sumBufs.Put(bp)
+		}()
+	}
 	chunks = -1
 	d.space()
 	if !d.byte('{') {
@@ -208,12 +227,29 @@ func recordFieldNum(key []byte) int {
 type recDecoder struct {
 	b []byte
 	i int
+	// sum: out is the record in sumCompact's form up to b[last], the
+	// bytes from there on not yet looked at or plain.
+	sum  bool
+	out  []byte
+	last int
+}
+
+// flush copies the plain bytes up to b[to] to out.
+func (d *recDecoder) flush(to int) {
+	if d.sum {
+		d.out = append(d.out, d.b[d.last:to]...)
+		d.last = to
+	}
 }
 
 func (d *recDecoder) space() {
 	b, i := d.b, d.i
-	for i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
-		i++
+	if i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
+		d.flush(i)
+		for i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
+			i++
+		}
+		d.last = i
 	}
 	d.i = i
 }
@@ -352,6 +388,11 @@ func (d *recDecoder) value(f int, rec *contract.Record, timesOnly bool) bool {
 		if !d.skip() {
 			return false
 		}
+		if d.sum {
+			d.flush(start)
+			d.out = appendCompact(d.out, d.b[start:d.i], -1)
+			d.last = d.i
+		}
 		return json.Unmarshal(d.b[start:d.i], &rec.ClientAddedS) == nil
 	}
 	return false
@@ -396,17 +437,27 @@ func (d *recDecoder) str(s *string) bool {
 			escaped = true
 			i += 2
 			continue
+		case c == '<' || c == '>' || c == '&':
+			// json.Marshal escapes them, as the journal's line has them.
+			if d.sum {
+				d.flush(i)
+				d.out = append(d.out, htmlEscapes[c]...)
+				d.last = i + 1
+			}
 		}
 		i++
 	}
 	return false
 }
 
+var htmlEscapes = [256]string{'<': `\u003c`, '>': `\u003e`, '&': `\u0026`}
+
 // strSpecial are the bytes that end a string's plain run: the quote, the
-// backslash, control bytes (an error) and non-ASCII bytes.
+// backslash, control bytes (an error), non-ASCII bytes, and what
+// json.Marshal escapes for HTML (sumCompact's form has them escaped).
 var strSpecial = func() (t [256]bool) {
 	for c := range t {
-		t[c] = c == '"' || c == '\\' || c < 0x20 || c >= 0x80
+		t[c] = c == '"' || c == '\\' || c < 0x20 || c >= 0x80 || c == '<' || c == '>' || c == '&'
 	}
 	return t
 }()
@@ -508,8 +559,23 @@ func (d *recDecoder) floats(v *[]float64) bool {
 		*v = nil
 		return true
 	}
+	open := d.i
 	if !d.byte('[') {
 		return false
+	}
+	if d.sum {
+		// An empty list is null in sumCompact's form.
+		j := d.i
+		for j < len(d.b) && isSpace(d.b[j]) {
+			j++
+		}
+		if j < len(d.b) && d.b[j] == ']' {
+			d.flush(open)
+			d.out = append(d.out, "null"...)
+			d.i, d.last = j+1, j+1
+			*v = []float64{}
+			return true
+		}
 	}
 	n := 0
 	if end := bytes.IndexByte(d.b[d.i:], ']'); end >= 0 {

@@ -63,6 +63,11 @@ func checkFastRecord(t *testing.T, raw []byte) (taken bool) {
 		if seen != wseen || chunks != wchunks {
 			t.Fatalf("%q: fastRecord saw fields %b at %d, objectKeys %b at %d", raw, seen, chunks, wseen, wchunks)
 		}
+		var sum recordSum
+		var again contract.Record
+		if _, _, ok := fastRecordSum(raw, &again, false, &sum); !ok || sum != sumCompact(raw, wchunks) || !sameRecord(t, &again, &got) {
+			t.Fatalf("%q: fastRecordSum's sum is not sumCompact's (taken %v)", raw, ok)
+		}
 	}
 	// The pass of times only, on a record that decodes.
 	if werr == nil {

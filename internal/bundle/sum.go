@@ -21,7 +21,15 @@ var sumSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 // for none) null.
 func sumCompact(raw []byte, chunks int) recordSum {
 	bp := sumBufs.Get().(*[]byte)
-	out := (*bp)[:0]
+	out := appendCompact((*bp)[:0], raw, chunks)
+	sum := sumBytes(out)
+	*bp = out
+	sumBufs.Put(bp)
+	return sum
+}
+
+// appendCompact appends raw to out in sumCompact's form.
+func appendCompact(out, raw []byte, chunks int) []byte {
 	for i := 0; i < len(raw); {
 		j := i
 		for j < len(raw) && !compactSpecial[raw[j]] {
@@ -80,10 +88,7 @@ func sumCompact(raw []byte, chunks int) recordSum {
 			i++
 		}
 	}
-	sum := sumBytes(out)
-	*bp = out
-	sumBufs.Put(bp)
-	return sum
+	return out
 }
 
 // compactSpecial are the bytes sumCompact does not copy as they are
