@@ -742,15 +742,24 @@ func (d *recDecoder) skip() bool {
 	for d.i < len(d.b) {
 		switch c := d.b[d.i]; c {
 		case '"':
-			d.i++
-			for d.i < len(d.b) && d.b[d.i] != '"' {
-				if d.b[d.i] == '\\' {
-					d.i++
+			// To the closing quote: one not preceded by an odd run of
+			// backslashes.
+			j := d.i + 1
+			for {
+				k := bytes.IndexByte(d.b[j:], '"')
+				if k < 0 {
+					return false
 				}
-				d.i++
-			}
-			if d.i >= len(d.b) {
-				return false
+				q := j + k
+				n := 0
+				for q-1-n > d.i && d.b[q-1-n] == '\\' {
+					n++
+				}
+				if n%2 == 0 {
+					d.i = q
+					break
+				}
+				j = q + 1
 			}
 			d.i++
 			if depth == 0 {
