@@ -196,7 +196,7 @@ func ReadResultsContext(ctx context.Context, dir string) (*Results, error) {
 		return nil, err
 	}
 	defer d.Close()
-	return d.results(ctx)
+	return d.resultsLean(ctx, false)
 }
 
 // wholeLimit is the largest results.json read whole to name the line of
@@ -208,6 +208,12 @@ const wholeLimit = 1 << 30
 // stream cannot take is read whole and decoded again, for Decode's
 // message naming the line.
 func (d *Dir) results(ctx context.Context) (*Results, error) {
+	return d.resultsLean(ctx, true)
+}
+
+// resultsLean is results, with the records' sums (for verify's journal
+// comparison) only where sums.
+func (d *Dir) resultsLean(ctx context.Context, sums bool) (*Results, error) {
 	f, err := d.Open(ctx, ResultsFile, ResultsLimit)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -215,7 +221,11 @@ func (d *Dir) results(ctx context.Context) (*Results, error) {
 		}
 		return nil, err
 	}
-	r, err := decodeStream(bufio.NewReaderSize(f, readChunk))
+	decode := decodeStream
+	if !sums {
+		decode = decodeLean
+	}
+	r, err := decode(bufio.NewReaderSize(f, readChunk))
 	f.Close()
 	switch {
 	case err == nil:

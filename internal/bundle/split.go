@@ -98,6 +98,15 @@ func (s *arraySplitter) next() ([]byte, error) {
 			i, start = s.pos, 0
 			continue
 		}
+		if !splitSpecial[s.buf[i]] {
+			// Numbers, space, literals, commas, colons: to the next
+			// bracket, brace or quote.
+			i++
+			for i < len(s.buf) && !splitSpecial[s.buf[i]] {
+				i++
+			}
+			continue
+		}
 		switch s.buf[i] {
 		case '{', '[':
 			depth++
@@ -140,6 +149,15 @@ func (s *arraySplitter) next() ([]byte, error) {
 		i++
 	}
 }
+
+// splitSpecial are the bytes the splitter looks at: brackets, braces and
+// quotes.
+var splitSpecial = func() (t [256]bool) {
+	for _, c := range "{}[]\"" {
+		t[c] = true
+	}
+	return t
+}()
 
 func (s *arraySplitter) readErr() error {
 	if s.err == nil || s.err == io.EOF {

@@ -21,8 +21,24 @@ var sumSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 // for none) null.
 func sumCompact(raw []byte, chunks int) recordSum {
 	bp := sumBufs.Get().(*[]byte)
-	out := (*bp)[:0]
+	out := appendCompact((*bp)[:0], raw, chunks)
+	sum := sumBytes(out)
+	*bp = out
+	sumBufs.Put(bp)
+	return sum
+}
+
+// appendCompact appends raw to out in sumCompact's form.
+func appendCompact(out, raw []byte, chunks int) []byte {
 	for i := 0; i < len(raw); {
+		j := i
+		for j < len(raw) && !compactSpecial[raw[j]] {
+			j++
+		}
+		out = append(out, raw[i:j]...)
+		if i = j; i == len(raw) {
+			break
+		}
 		c := raw[i]
 		switch {
 		case isSpace(c):
@@ -31,6 +47,14 @@ func sumCompact(raw []byte, chunks int) recordSum {
 			j := i + 1
 			out = append(out, '"')
 			for j < len(raw) && raw[j] != '"' {
+				k := j
+				for k < len(raw) && !compactStringSpecial[raw[k]] {
+					k++
+				}
+				out = append(out, raw[j:k]...)
+				if j = k; j == len(raw) || raw[j] == '"' {
+					break
+				}
 				switch raw[j] {
 				case '\\':
 					out = append(out, raw[j], raw[j+1])
@@ -42,8 +66,6 @@ func sumCompact(raw []byte, chunks int) recordSum {
 					out = append(out, `\u003e`...)
 				case '&':
 					out = append(out, `\u0026`...)
-				default:
-					out = append(out, raw[j])
 				}
 				j++
 			}
@@ -66,11 +88,22 @@ func sumCompact(raw []byte, chunks int) recordSum {
 			i++
 		}
 	}
-	sum := sumBytes(out)
-	*bp = out
-	sumBufs.Put(bp)
-	return sum
+	return out
 }
+
+// compactSpecial are the bytes sumCompact does not copy as they are
+// outside strings: space, a string's quote, an array's bracket (an empty
+// chunk_times_s is written null); compactStringSpecial those inside a
+// string: its end, an escape, and what json.Marshal escapes.
+var compactSpecial, compactStringSpecial = func() (out, str [256]bool) {
+	for _, c := range " \t\n\r\"[" {
+		out[c] = true
+	}
+	for _, c := range "\"\\<>&" {
+		str[c] = true
+	}
+	return out, str
+}()
 
 var sumBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 

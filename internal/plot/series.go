@@ -146,8 +146,19 @@ func cdfFigure(d *data, mode string) ([]Figure, error) {
 	ttft := map[string][]float64{}
 	tpot := map[string][]float64{}
 	for _, s := range d.servers {
-		l := contract.PooledLatencies(d.res.Waves, d.res.Records, contract.Key{Server: s, Mode: mode, Concurrency: top})
-		ttft[s], tpot[s] = l.TTFT, l.TPOT
+		// PooledLatencies's TTFT and TPOT, without pooling its every
+		// inter-chunk gap (a hundred floats a record), which no panel draws.
+		contract.EachPooled(d.res.Waves, d.res.Records, contract.Key{Server: s, Mode: mode, Concurrency: top}, func(r contract.Record) {
+			if !r.OK {
+				return
+			}
+			if v, ok := r.TTFT(); ok {
+				ttft[s] = append(ttft[s], v)
+			}
+			if v, ok := r.TPOT(); ok {
+				tpot[s] = append(tpot[s], v)
+			}
+		})
 	}
 	file, load := "cdf.svg", fmt.Sprintf("%d clients", top)
 	if mode == contract.ModeSustained {
