@@ -162,6 +162,9 @@ func (sr *sessionRunner) run(ctx context.Context, run int, send turnFunc) bool {
 // once the wave is released, and keeps it with the client's records.
 func (sr *sessionRunner) settle(rel *release, client, prompt int, intended time.Duration, res stream.Result, total int, tl *tally, tag turnTag) contract.Record {
 	<-rel.done
+	if rel.dropped {
+		return contract.Record{}
+	}
 	r := sr.d.record(rel.wave, rel.at, client, prompt, intended, res)
 	rel.stamp(&r)
 	tag.apply(&r)

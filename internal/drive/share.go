@@ -21,11 +21,37 @@ type Share struct {
 	// ReleaseStamp is the instant as the coordinator wrote it, journaled
 	// as the wave's release_at.
 	ReleaseStamp string
+	// Agree, when set, is asked for ReleaseAt and ReleaseStamp once the
+	// wave is armed: its requests prepared, its connections pre-dialed
+	// and (closed wave) its first requests buffered on them, so that the
+	// workers agree on an instant only when each is ready to fire, and
+	// the coordinator's margin covers no preparation (plan.Wave.Agree).
+	Agree func(ctx context.Context) (at time.Time, stamp string, err error)
 }
+
+// NotReleasedError is a wave whose workers could not agree on its release
+// (Share.Agree failed): nothing of it was sent or journaled.
+type NotReleasedError struct{ Err error }
+
+func (e *NotReleasedError) Error() string { return "not released: " + e.Err.Error() }
+func (e *NotReleasedError) Unwrap() error { return e.Err }
 
 // ShareOf is the share a planned wave carries.
 func ShareOf(w plan.Wave) Share {
-	return Share{Segment: w.Segment, ReleaseAt: w.ReleaseAt, ReleaseStamp: w.ReleaseStamp}
+	return Share{Segment: w.Segment, ReleaseAt: w.ReleaseAt, ReleaseStamp: w.ReleaseStamp, Agree: w.Agree}
+}
+
+// arm is called once the wave is armed: it asks Agree (when set) for the
+// release instant, then waits for it, and returns it (await's).
+func (s *Share) arm(ctx context.Context) (time.Time, error) {
+	if s.Agree != nil {
+		at, stamp, err := s.Agree(ctx)
+		if err != nil {
+			return time.Time{}, &NotReleasedError{Err: err}
+		}
+		s.ReleaseAt, s.ReleaseStamp = at, stamp
+	}
+	return s.await(ctx), nil
 }
 
 // worker is the index records carry, nil for the whole plan.

@@ -334,8 +334,12 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 		return i, meas, true
 	}
 
-	// A split plan's workers start their clients at the agreed instant.
-	start := spec.await(ctx)
+	// A split plan's workers agree on the release now that their
+	// connections are dialed, and start their clients at that instant.
+	start, err := spec.arm(ctx)
+	if err != nil {
+		return WaveResult{}, fmt.Errorf("%s: sustained wave %w", t.Name, err)
+	}
 	if warm != nil {
 		warmEnded.Add(warm.total)
 		spec.stampWave(&warm.wave, time.Now())

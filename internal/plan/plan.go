@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"maps"
 	"time"
 
@@ -37,6 +38,13 @@ type Wave struct {
 	// it is ready.
 	ReleaseAt    time.Time
 	ReleaseStamp string
+	// Agree, when set, is asked for ReleaseAt and ReleaseStamp once the
+	// wave is armed (its requests prepared, its connections dialed, a
+	// closed wave's first requests buffered on them): a split plan's
+	// workers agree on the release only when every one of them is ready
+	// to fire. The runner sets it; an error means the workers could not
+	// agree, and the wave is not released.
+	Agree func(ctx context.Context) (at time.Time, stamp string, err error)
 }
 
 // Bounds are the bounds of one sustained closed-loop wave: NumRequests
