@@ -612,7 +612,7 @@ func (r *Rehearsal) validate(p *Problems) {
 		if s.MaxModelLen < 0 {
 			p.add(at+".max_model_len", "%d: must be 0 (unknown) or more", s.MaxModelLen)
 		}
-		validateReplicas(at, s, r.Workload.Sessions != nil, p)
+		validateReplicas(at, s, p)
 	}
 	checkLogNames(r.Servers, p)
 	if r.Baseline != "" {

@@ -90,7 +90,7 @@ func (s *Server) applyReplicaDefaults() {
 
 // validateReplicas checks replicas, gpus, router and balance of server s at
 // field path at.
-func validateReplicas(at string, s Server, sessions bool, p *Problems) {
+func validateReplicas(at string, s Server, p *Problems) {
 	if s.Replicas < 0 {
 		p.add(at+".replicas", "%d: want 1 or more", s.Replicas)
 	}
@@ -143,9 +143,6 @@ func validateReplicas(at string, s Server, sessions bool, p *Problems) {
 		p.add(at+".balance", "given with a router: the router balances (drop one of them)")
 	} else if s.Balance != "" && n == 1 {
 		p.add(at+".balance", "given, but the server has one replica: nothing to balance")
-	}
-	if s.Balanced() && sessions {
-		p.add(at+".replicas", "client balancing over replicas does not keep a session on one replica yet: name a router for workload.sessions")
 	}
 	if rt := s.Router; rt != nil {
 		rat := at + ".router"

@@ -90,15 +90,20 @@ func TestReplicasValidation(t *testing.T) {
 	}
 }
 
-func TestSessionsNeedARouterWithReplicas(t *testing.T) {
-	_, err := Parse([]byte(`model: {id: m}
+// TestSessionsWithClientBalancing: sessions over replicas the client
+// balances are accepted (each session keeps to one replica).
+func TestSessionsWithClientBalancing(t *testing.T) {
+	r, err := Parse([]byte(`model: {id: m}
 servers:
-  - {name: a, launch: [s, "{port}"], replicas: 2}
+  - {name: a, launch: [s, "{port}"], replicas: 2, balance: least-outstanding}
 workload:
   prompts: {source: synthetic, input_len: {fixed: 8}, output_len: {fixed: 4}, count: 4}
   sessions: {turns: 2}
 `), "r.yaml", "/cfg")
-	if err == nil || !strings.Contains(err.Error(), "servers[0].replicas: client balancing over replicas does not keep a session") {
-		t.Errorf("error %v", err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := r.Servers[0]; !s.Balanced() || s.Balance != BalanceLeastOutstanding {
+		t.Errorf("server %+v: want client-balanced, least-outstanding", s)
 	}
 }
