@@ -241,6 +241,11 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 		if prepared, err = d.prepareReplicas(t, spec.Load, requests); err != nil {
 			return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 		}
+		if spec.NumRequests == 0 {
+			// Bound by duration: how many requests the run has is
+			// known only when it ended, from this worker's picks.
+			prepared.planned = 0
+		}
 		defer d.advance(t, prepared)
 	}
 	if err := ctx.Err(); err != nil {
