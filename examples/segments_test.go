@@ -116,4 +116,26 @@ func TestSegmentsExampleWithWorkers(t *testing.T) {
 	if s := res.Servers[1]; len(s.Replicas) != 2 || s.Balance != "round-robin" {
 		t.Errorf("pair: %+v", s)
 	}
+	// Each worker measured its clock offset afresh at every barrier; the
+	// merged waves carry the largest uncertainty of their workers'.
+	w0, err := bundle.ReadResults(filepath.Join(dir+".workers", "worker-0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range w0.Waves {
+		if w.Kind == "mechanism_check" {
+			continue // worker 0 runs it whole, alone, with no barrier
+		}
+		if w.ClockOffsetS == nil || w.OffsetUncertaintyS == nil || w.ReleaseLateS == nil {
+			t.Errorf("worker 0's wave %d (%s %s %s): clock offset %v, uncertainty %v, release_late_s %v", w.ID, w.Server, w.Kind, w.Mode, w.ClockOffsetS, w.OffsetUncertaintyS, w.ReleaseLateS)
+		}
+	}
+	for _, w := range res.Waves {
+		if w.Kind == "mechanism_check" {
+			continue
+		}
+		if w.OffsetUncertaintyS == nil || w.WorkerReleaseSpreadS == nil {
+			t.Errorf("merged wave %d: offset uncertainty %v, release spread %v", w.ID, w.OffsetUncertaintyS, w.WorkerReleaseSpreadS)
+		}
+	}
 }

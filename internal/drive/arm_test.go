@@ -48,14 +48,14 @@ func (o *orderSender) SendAt(ctx context.Context, p *stream.Prepared, gate <-cha
 	})
 }
 
-func (o *orderSender) agree(at time.Duration, err error) func(context.Context) (time.Time, string, error) {
-	return func(context.Context) (time.Time, string, error) {
+func (o *orderSender) agree(at time.Duration, err error) func(context.Context) (plan.Release, error) {
+	return func(context.Context) (plan.Release, error) {
 		o.add("agree")
 		if err != nil {
-			return time.Time{}, "", err
+			return plan.Release{}, err
 		}
 		t := time.Now().Add(at)
-		return t, t.UTC().Format(time.RFC3339Nano), nil
+		return plan.Release{At: t, Stamp: t.UTC().Format(time.RFC3339Nano), Measured: true, Offset: 3 * time.Millisecond, Uncertainty: time.Millisecond}, nil
 	}
 }
 
@@ -85,6 +85,9 @@ func TestWavesAgreeOnTheReleaseOnceArmed(t *testing.T) {
 			}
 			if res.Wave.ReleaseAt == "" || res.Wave.ReleaseLateS == nil {
 				t.Errorf("release_at %q, release_late_s %v: want the agreed release recorded", res.Wave.ReleaseAt, res.Wave.ReleaseLateS)
+			}
+			if o, u := res.Wave.ClockOffsetS, res.Wave.OffsetUncertaintyS; o == nil || u == nil || *o != 0.003 || *u != 0.001 {
+				t.Errorf("clock_offset_s %v, offset_uncertainty_s %v: want the offset measured at the barrier, 0.003 and 0.001", o, u)
 			}
 			k := slices.Index(o.log, "agree")
 			before, after := o.log[:max(k, 0)], o.log[k+1:]

@@ -26,7 +26,10 @@ type Share struct {
 	// and (closed wave) its first requests buffered on them, so that the
 	// workers agree on an instant only when each is ready to fire, and
 	// the coordinator's margin covers no preparation (plan.Wave.Agree).
-	Agree func(ctx context.Context) (at time.Time, stamp string, err error)
+	Agree func(ctx context.Context) (plan.Release, error)
+	// Offset, when set, is this worker's clock offset and its uncertainty
+	// measured at the wave's barrier (Agree's), recorded on the wave.
+	Offset *plan.Release
 }
 
 // NotReleasedError is a wave whose workers could not agree on its release
@@ -45,11 +48,14 @@ func ShareOf(w plan.Wave) Share {
 // release instant, then waits for it, and returns it (await's).
 func (s *Share) arm(ctx context.Context) (time.Time, error) {
 	if s.Agree != nil {
-		at, stamp, err := s.Agree(ctx)
+		rel, err := s.Agree(ctx)
 		if err != nil {
 			return time.Time{}, &NotReleasedError{Err: err}
 		}
-		s.ReleaseAt, s.ReleaseStamp = at, stamp
+		s.ReleaseAt, s.ReleaseStamp = rel.At, rel.Stamp
+		if rel.Measured {
+			s.Offset = &rel
+		}
 	}
 	return s.await(ctx), nil
 }
@@ -87,4 +93,8 @@ func (s Share) stampWave(w *contract.Wave, actual time.Time) {
 	w.ReleaseAt = s.ReleaseStamp
 	late := max(actual.Sub(s.ReleaseAt).Seconds(), 0)
 	w.ReleaseLateS = &late
+	if o := s.Offset; o != nil {
+		off, unc := o.Offset.Seconds(), o.Uncertainty.Seconds()
+		w.ClockOffsetS, w.OffsetUncertaintyS = &off, &unc
+	}
 }

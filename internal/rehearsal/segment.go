@@ -3,7 +3,6 @@ package rehearsal
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
@@ -14,10 +13,11 @@ import (
 // Synchronizer releases the waves of a split plan's workers together: it
 // is asked, before each wave a worker runs (seq counts them from 0 over
 // every server), for the instant every worker releases it, on this
-// process's clock and as the coordinator wrote it. A coordinate.Client
-// is one (it waits at the wave's barrier), coordinate.Fixed another.
+// process's clock and as the coordinator wrote it, with the clock offset
+// measured at the barrier. A coordinate.Client is one (it re-measures its
+// offset and waits at the wave's barrier), coordinate.Fixed another.
 type Synchronizer interface {
-	Release(ctx context.Context, seq int) (at time.Time, stamp string, err error)
+	Release(ctx context.Context, seq int) (plan.Release, error)
 }
 
 // SegmentError is a split plan refused before any work.
@@ -90,13 +90,13 @@ func (r *runner) release(ctx context.Context, w *plan.Wave, seq int) (bool, func
 		return true, func() {}
 	}
 	var asked bool
-	w.Agree = func(ctx context.Context) (time.Time, string, error) {
+	w.Agree = func(ctx context.Context) (plan.Release, error) {
 		asked = true
 		return r.o.Sync.Release(ctx, seq)
 	}
 	return true, func() {
 		if !asked && ctx.Err() == nil {
-			_, _, _ = r.o.Sync.Release(ctx, seq)
+			_, _ = r.o.Sync.Release(ctx, seq)
 		}
 	}
 }
