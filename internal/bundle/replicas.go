@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/rehearse/rehearse/internal/contract"
 )
@@ -80,6 +81,7 @@ func checkReplicas(res *Results) []Problem {
 				Msg: "set, but the server's requests went through its router, which chose the replica"})
 		}
 	}
+	probs = append(probs, checkSessionReplicas(res.Records)...)
 	if m := res.MechanismCheck; m != nil {
 		check := func(field string, stored *float64, series [][2]float64) {
 			if want := seriesMax(series); !closePtr(stored, want) {
@@ -110,4 +112,37 @@ func seriesMax(series [][2]float64) *float64 {
 		}
 	}
 	return m
+}
+
+// checkSessionReplicas checks that no session changed replica: with client
+// balancing a session keeps to the replica of its first turn. A
+// conversation is the records of one wave, client and session in start
+// order, a new one at each first turn (one client may run a session
+// again, a sustained wave's sessions back to back).
+func checkSessionReplicas(recs []contract.Record) []Problem {
+	type key struct{ wave, client, session int }
+	idx := make([]int, 0)
+	for i, r := range recs {
+		if r.Session != nil && r.Replica != nil {
+			idx = append(idx, i)
+		}
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return recs[idx[a]].StartS < recs[idx[b]].StartS })
+	first := map[key]int{} // the conversation's first record
+	var probs []Problem
+	for _, i := range idx {
+		r := recs[i]
+		k := key{r.Wave, r.Client, *r.Session}
+		f, ok := first[k]
+		if !ok || r.Turn <= 1 {
+			first[k] = i
+			continue
+		}
+		if *recs[f].Replica != *r.Replica {
+			probs = append(probs, Problem{File: ResultsFile, Server: r.Server, Field: fmt.Sprintf("records[%d].replica", i),
+				Msg: fmt.Sprintf("%d, but turn %d of session %d (client %d, wave %d) went to replica %d (records[%d]): a session keeps to one replica",
+					*r.Replica, recs[f].Turn, *r.Session, r.Client, r.Wave, *recs[f].Replica, f)})
+		}
+	}
+	return probs
 }

@@ -113,3 +113,40 @@ func problems(ps []bundle.Problem) string {
 	}
 	return b.String()
 }
+
+// TestSessionChangingReplicaIsFound: a session whose turns went to two
+// replicas is a problem; the same session run again by the client (a new
+// conversation, its turn 1) may go to another.
+func TestSessionChangingReplicaIsFound(t *testing.T) {
+	res := replicated()
+	var rs []int
+	for i, r := range res.Records {
+		if r.Server != "batching" || len(rs) == 3 {
+			continue
+		}
+		rs = append(rs, i)
+	}
+	if len(rs) < 3 {
+		t.Fatal("want 3 batching records")
+	}
+	// Records rs[0..2]: one client's session 0, turns 1, 2, then turn 1
+	// again (a second conversation), in start order.
+	mk := func(k, turn, replica int) {
+		r := &res.Records[rs[k]]
+		s := 0
+		r.Session, r.Turn, r.Client = &s, turn, 0
+		r.Wave = res.Records[rs[0]].Wave
+		r.StartS = float64(k)
+		r.Replica = &replica
+	}
+	mk(0, 1, 0)
+	mk(1, 2, 0)
+	mk(2, 1, 1)
+	if text := problems(bundle.VerifyResults(res)); strings.Contains(text, "keeps to one replica") {
+		t.Errorf("a session run again on another replica is flagged:\n%s", text)
+	}
+	mk(1, 2, 1)
+	if text := problems(bundle.VerifyResults(res)); !strings.Contains(text, "a session keeps to one replica") {
+		t.Errorf("verify misses a session that changed replica:\n%s", text)
+	}
+}

@@ -78,7 +78,8 @@ func mergeSegments(parts []*Results, names []string, o MergeOptions) (*Results, 
 }
 
 // checkSegments refuses parts that are not the segments of one plan, each
-// once, all there, each worker's clock known well enough; it returns the
+// once, all there, each worker's clock known well enough (at its start and
+// at every wave's barrier); it returns the
 // parts' indices in worker order.
 func checkSegments(parts []*Results, names []string, o MergeOptions) ([]int, error) {
 	first := parts[0]
@@ -107,6 +108,13 @@ func checkSegments(parts []*Results, names []string, o MergeOptions) ([]int, err
 			return nil, fmt.Errorf("%s: provenance.worker.index %d is also %s's: overlapping segments (segment %d/%d given twice)", names[i], w.Index, names[j], w.Index, n)
 		}
 		byIndex[w.Index] = i
+		if o.MaxOffsetUncertaintyS > 0 {
+			for _, wv := range p.Waves {
+				if u := waveUncertainty(wv, w); u > o.MaxOffsetUncertaintyS {
+					return nil, fmt.Errorf("%s: waves[id %d].offset_uncertainty_s %.6f exceeds the bound %.6f (--max-offset-uncertainty): worker %d's clock at that wave's barrier is not known well enough to rejoin it", names[i], wv.ID, u, o.MaxOffsetUncertaintyS, w.Index)
+				}
+			}
+		}
 		if err := sameWorkload(first.Workload, p.Workload); err != nil {
 			return nil, fmt.Errorf("%s: workload differs from %s's: %v", names[i], names[0], err)
 		}
@@ -257,7 +265,7 @@ func (g *waveGroup) origins(parts []*Results, names []string, order []int) (orig
 		if err != nil {
 			return time.Time{}, false, fmt.Errorf("%s: waves[id %d].started_at %q: %v", names[pi], m.wave.ID, m.wave.StartedAt, err)
 		}
-		m.origin = at.Add(seconds(parts[pi].Provenance.Worker.ClockOffsetS))
+		m.origin = at.Add(seconds(waveOffset(m.wave, parts[pi].Provenance.Worker)))
 		if origin.IsZero() || m.origin.Before(origin) {
 			origin = m.origin
 		}
@@ -274,7 +282,7 @@ func (g *waveGroup) join(id int, parts []*Results, names []string, order []int) 
 		return contract.Wave{}, nil, err
 	}
 	w := g.members[0].wave
-	w.ID, w.ReleaseLateS = id, nil
+	w.ID, w.ReleaseLateS, w.ClockOffsetS = id, nil, nil
 	w.Waited, w.NotSent, w.ClientCPUS, w.Stopped, w.Workers = 0, 0, 0, "", nil
 	w.StartedAt = origin.UTC().Format(time.RFC3339Nano)
 	var recs []contract.Record
@@ -303,7 +311,7 @@ func (g *waveGroup) join(id int, parts []*Results, names []string, order []int) 
 		if mi == 0 || rel > hi {
 			hi = rel
 		}
-		unc = max(unc, parts[order[m.worker]].Provenance.Worker.OffsetUncertaintyS)
+		unc = max(unc, waveUncertainty(mw, parts[order[m.worker]].Provenance.Worker))
 		w.Workers = append(w.Workers, contract.WorkerRelease{Worker: m.worker, StartedAt: mw.StartedAt, ReleaseS: rel, Records: len(m.recs)})
 		for _, r := range m.recs {
 			r.Wave = id
@@ -375,4 +383,21 @@ func shortDigest(digest string) string {
 		return digest[:12]
 	}
 	return digest
+}
+
+// waveOffset is a worker's clock offset at wave w: the one measured at the
+// wave's barrier, else the worker's (measured once, at its start).
+func waveOffset(w contract.Wave, worker *Worker) float64 {
+	if w.ClockOffsetS != nil {
+		return *w.ClockOffsetS
+	}
+	return worker.ClockOffsetS
+}
+
+// waveUncertainty is the uncertainty of waveOffset's offset.
+func waveUncertainty(w contract.Wave, worker *Worker) float64 {
+	if w.ClockOffsetS != nil && w.OffsetUncertaintyS != nil {
+		return *w.OffsetUncertaintyS
+	}
+	return worker.OffsetUncertaintyS
 }

@@ -165,6 +165,12 @@ func TestMergeSegmentsRefusals(t *testing.T) {
 			p[1].Provenance.Worker.OffsetUncertaintyS = 0.02
 			return p, n
 		}, 0.005, []string{"w1", "provenance.worker.offset_uncertainty_s", "--max-offset-uncertainty"}},
+		{"a wave's offset uncertainty beyond the bound", func() ([]*bundle.Results, []string) {
+			p, n := segments(4)
+			off, unc := 0.0, 0.03
+			p[2].Waves[1].ClockOffsetS, p[2].Waves[1].OffsetUncertaintyS = &off, &unc
+			return p, n
+		}, 0.005, []string{"w2", "waves[id 2].offset_uncertainty_s 0.030000", "--max-offset-uncertainty"}},
 		{"a part that is no segment", func() ([]*bundle.Results, []string) {
 			p, n := segments(2)
 			p[1].Provenance.Worker = nil
@@ -233,5 +239,41 @@ func TestMergeSegmentsRefusesARecordOfAnotherShare(t *testing.T) {
 	_, err := bundle.MergeWith(parts, names, bundle.MergeOptions{})
 	if err == nil || !strings.Contains(err.Error(), "w1: records[0].client 0 is worker 0's share") {
 		t.Errorf("%v", err)
+	}
+}
+
+// TestMergeUsesEachWavesOffset: a wave that carries the offset its worker
+// measured at its barrier is rejoined with it, not with the worker's
+// offset of its start: worker 1's clock, 0.3 s behind the coordinator's at
+// the barrier, started the wave 0.3 s after worker 0 by the coordinator's
+// clock though its own started_at equals worker 0's. The merged wave's
+// offset uncertainty is the largest of its workers' at that barrier.
+func TestMergeUsesEachWavesOffset(t *testing.T) {
+	parts, names := segments(2)
+	for i, p := range parts {
+		for k := range p.Waves {
+			p.Waves[k].ReleaseAt, p.Waves[k].ReleaseLateS = "", nil
+			p.Waves[k].StartedAt = "2026-12-01T12:00:01Z"
+			off, unc := 0.3*float64(i), 0.001*float64(i+1)
+			p.Waves[k].ClockOffsetS, p.Waves[k].OffsetUncertaintyS = &off, &unc
+		}
+		p.Provenance.Worker.ClockOffsetS = 0
+	}
+	out, err := bundle.MergeWith(parts, names, bundle.MergeOptions{MaxOffsetUncertaintyS: 0.005})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := out.Waves[0]
+	if s := w.WorkerReleaseSpreadS; s == nil || *s < 0.299 || *s > 0.301 {
+		t.Errorf("spread %v, want 0.3 s from the waves' own offsets", s)
+	}
+	if u := w.OffsetUncertaintyS; u == nil || *u != 0.002 {
+		t.Errorf("merged offset uncertainty %v, want the waves' largest, 0.002", u)
+	}
+	if w.ClockOffsetS != nil {
+		t.Errorf("a merged wave carries a worker's clock offset %v", *w.ClockOffsetS)
+	}
+	if probs := bundle.VerifyResults(out); len(probs) > 0 {
+		t.Errorf("does not verify: %v", probs)
 	}
 }

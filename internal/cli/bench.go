@@ -28,7 +28,11 @@ import (
 )
 
 type benchOptions struct {
-	baseURL       string
+	baseURL string
+	// baseURLs are --base-url as given: several are the replicas of one
+	// server, balanced by the client as balance says.
+	baseURLs      []string
+	balance       string
 	endpoint      string
 	model         string
 	name          string
@@ -258,7 +262,8 @@ canceled, and the bundle of what finished is written.`,
 // endpointFlags are the flags of bench and capacity alike: the endpoint,
 // the request, the tokenizer, the bundle, the progress view and readiness.
 func endpointFlags(f *pflag.FlagSet, o *benchOptions, command string) {
-	f.StringVar(&o.baseURL, "base-url", "", "base URL of the running server (required), e.g. http://127.0.0.1:8000")
+	f.StringSliceVar(&o.baseURLs, "base-url", nil, "base URL of the running server (required), e.g. http://127.0.0.1:8000; repeat it (or give a comma list) for the replicas of one server, balanced by the client (--balance)")
+	f.StringVar(&o.balance, "balance", "", "with several --base-url: the client's balancing over them, round-robin (default) or least-outstanding; sessions keep to one replica")
 	f.StringVar(&o.endpoint, "endpoint", config.DefaultEndpoint, "API path: chat completions, or the completions API when it ends in /completions but not /chat/completions (e.g. /v1/completions)")
 	f.StringVar(&o.model, "model", "", "model name to request (default: the first model of GET /v1/models)")
 	f.StringVar(&o.name, "name", config.DefaultServerName, "server label in the bundle")
@@ -293,12 +298,31 @@ func commandLine(cmd *cobra.Command) []string {
 
 // validate checks every flag before any work; errors name the flag.
 func (o *benchOptions) validate() error {
+	if len(o.baseURLs) > 0 {
+		o.baseURL = o.baseURLs[0]
+	}
 	if o.baseURL == "" {
 		return usageError("--base-url is required (or vllm bench serve's --host and --port)")
 	}
-	u, err := url.Parse(o.baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usageError("--base-url %q: want an absolute http:// or https:// URL", o.baseURL)
+	seen := map[string]bool{}
+	for _, b := range o.endpoints() {
+		u, err := url.Parse(b)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usageError("--base-url %q: want an absolute http:// or https:// URL", b)
+		}
+		if seen[b] {
+			return usageError("--base-url %q is given twice: each replica has its own address", b)
+		}
+		seen[b] = true
+	}
+	n := len(o.endpoints())
+	switch {
+	case o.balance != "" && o.balance != config.BalanceRoundRobin && o.balance != config.BalanceLeastOutstanding:
+		return usageError("--balance %q: want %s or %s", o.balance, config.BalanceRoundRobin, config.BalanceLeastOutstanding)
+	case o.balance != "" && n < 2:
+		return usageError("--balance %s: give several --base-url to balance over", o.balance)
+	case o.cost.gpusSet && o.cost.gpus%n != 0:
+		return usageError("--gpus %d over %d endpoints: give a multiple of %d (each replica the same number of GPUs)", o.cost.gpus, n, n)
 	}
 	if !strings.HasPrefix(o.endpoint, "/") {
 		return usageError("--endpoint %q: want a path starting with /", o.endpoint)
@@ -662,6 +686,7 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 		Tokenizer:       tok,
 		OnServerFailure: config.OnFailureStop,
 	}
+	o.replicas(&cfg.Servers[0])
 	if err := o.slo.apply(cfg); err != nil {
 		return nil, nil, err
 	}
@@ -721,5 +746,43 @@ func printBenchSummary(w io.Writer, res *bundle.Results) {
 	printReasoning(w, res)
 	for _, l := range report.Warnings(res) {
 		fmt.Fprintf(w, "note: %s\n", l)
+	}
+}
+
+// endpoints are the server's addresses: each --base-url (trimmed of a
+// trailing /), or the one of --host/--port.
+func (o *benchOptions) endpoints() []string {
+	if len(o.baseURLs) == 0 {
+		return []string{strings.TrimRight(o.baseURL, "/")}
+	}
+	out := make([]string, len(o.baseURLs))
+	for i, b := range o.baseURLs {
+		out[i] = strings.TrimRight(b, "/")
+	}
+	return out
+}
+
+// replicas makes s the server of several --base-url (replicas already
+// running, balanced by the client; SPEC §10) and gives it --gpus's GPUs,
+// split evenly over its replicas, for the per-GPU figures. The GPU
+// indices are labels 0 to N-1: rehearse sets no device of a server it
+// did not launch.
+func (o *benchOptions) replicas(s *config.Server) {
+	urls := o.endpoints()
+	if len(urls) > 1 {
+		s.BaseURLs, s.Replicas, s.Balance = urls, len(urls), o.balance
+		if s.Balance == "" {
+			s.Balance = config.BalanceRoundRobin
+		}
+	}
+	if !o.cost.gpusSet {
+		return
+	}
+	per := o.cost.gpus / len(urls)
+	s.GPUs = make([][]int, len(urls))
+	for j := range s.GPUs {
+		for g := range per {
+			s.GPUs[j] = append(s.GPUs[j], j*per+g)
+		}
 	}
 }

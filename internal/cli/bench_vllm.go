@@ -253,7 +253,7 @@ func (o *benchOptions) applyVLLM(f *pflag.FlagSet) error {
 		return err
 	}
 	if ch["host"] || ch["port"] {
-		if o.baseURL != "" {
+		if o.baseURL != "" || len(o.baseURLs) > 0 {
 			return usageError("--base-url and --host/--port: give one")
 		}
 		if v.port < 1 || v.port > 65535 {

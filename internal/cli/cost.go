@@ -20,7 +20,7 @@ type costOptions struct {
 
 func costFlags(f *pflag.FlagSet, o *costOptions) {
 	f.Float64Var(&o.gpuHourUSD, "gpu-hour-cost", 0, "price of one GPU-hour in US dollars: the report gives the cost per million output tokens (at the capacity answer, and at every load)")
-	f.IntVar(&o.gpus, "gpus", 1, "GPUs the server under test occupies, for --gpu-hour-cost")
+	f.IntVar(&o.gpus, "gpus", 1, "GPUs the server under test occupies (split evenly over several --base-url): the results give goodput per GPU, and --gpu-hour-cost prices them")
 }
 
 // noteChanged records which cost flags were given.
@@ -28,16 +28,13 @@ func (o *costOptions) noteChanged(f *pflag.FlagSet) {
 	o.gpusSet, o.priceSet = f.Changed("gpus"), f.Changed("gpu-hour-cost")
 }
 
-// check refuses a price that is not a positive number, and --gpus without
-// a price or below 1.
+// check refuses a price that is not a positive number, and --gpus below 1.
 func (o *costOptions) check() error {
 	switch {
 	case o.priceSet && !(o.gpuHourUSD > 0) || o.gpuHourUSD < 0 || math.IsInf(o.gpuHourUSD, 0):
 		return usageError("--gpu-hour-cost %v: want a positive number of US dollars per GPU-hour, e.g. 3.50", o.gpuHourUSD)
 	case o.gpus < 1:
 		return usageError("--gpus %d: want at least 1", o.gpus)
-	case o.gpusSet && !o.priceSet:
-		return usageError("--gpus prices the run with --gpu-hour-cost: give both, e.g. --gpu-hour-cost 3.50 --gpus %d", o.gpus)
 	}
 	return nil
 }

@@ -102,7 +102,12 @@ func TestCostFlagErrors(t *testing.T) {
 	}{
 		{[]string{"bench", "--base-url", "http://127.0.0.1:9", "--gpu-hour-cost", "-1"}, "--gpu-hour-cost -1: want a positive number of US dollars per GPU-hour"},
 		{[]string{"bench", "--base-url", "http://127.0.0.1:9", "--gpu-hour-cost", "0"}, "--gpu-hour-cost 0: want a positive number"},
-		{[]string{"bench", "--base-url", "http://127.0.0.1:9", "--gpus", "2"}, "--gpus prices the run with --gpu-hour-cost"},
+		{[]string{"bench", "--base-url", "http://127.0.0.1:9,http://127.0.0.1:10", "--gpus", "3"}, "--gpus 3 over 2 endpoints: give a multiple of 2"},
+		{[]string{"bench", "--base-url", "http://127.0.0.1:9", "--base-url", "http://127.0.0.1:9/"}, `--base-url "http://127.0.0.1:9" is given twice`},
+		{[]string{"bench", "--base-url", "http://127.0.0.1:9", "--base-url", "ftp://x"}, `--base-url "ftp://x": want an absolute http:// or https:// URL`},
+		{[]string{"bench", "--base-url", "http://127.0.0.1:9", "--balance", "round-robin"}, "--balance round-robin: give several --base-url"},
+		{[]string{"bench", "--base-url", "http://127.0.0.1:9,http://127.0.0.1:10", "--balance", "random"}, `--balance "random": want round-robin or least-outstanding`},
+		{[]string{"bench", "--host", "127.0.0.1", "--port", "9", "--base-url", "http://127.0.0.1:10"}, "--base-url and --host/--port: give one"},
 		{[]string{"capacity", "--base-url", "http://127.0.0.1:9", "--slo", "ttft<=1s", "--gpu-hour-cost", "3", "--gpus", "0"}, "--gpus 0: want at least 1"},
 		{[]string{"capacity", "--base-url", "http://127.0.0.1:9", "--slo", "ttft<=1s", "--gpu-hour-cost", "NaN"}, "--gpu-hour-cost NaN"},
 	} {

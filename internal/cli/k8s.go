@@ -233,6 +233,11 @@ func k8sRun(st *State, spec *k8s.Spec, fs *pflag.FlagSet, args []string) ([]stri
 		if err := noPassword(s.BaseURL); err != nil {
 			return nil, usageError("%s: base_url %v", at, err)
 		}
+		for j, u := range s.BaseURLs {
+			if err := noPassword(u); err != nil {
+				return nil, usageError("%s: base_urls[%d] %v", at, j, err)
+			}
+		}
 		if s.APIKeyEnv != "" && !slices.Contains(spec.APIKeyEnvs, s.APIKeyEnv) {
 			spec.APIKeyEnvs = append(spec.APIKeyEnvs, s.APIKeyEnv)
 		}
@@ -285,12 +290,14 @@ func k8sBench(st *State, spec *k8s.Spec, fs *pflag.FlagSet) error {
 	if err := checkRefused(fs); err != nil {
 		return err
 	}
-	base, _ := fs.GetString("base-url")
-	if base == "" && !fs.Changed("host") {
+	bases, _ := fs.GetStringSlice("base-url")
+	if len(bases) == 0 && !fs.Changed("host") {
 		return usageError("k8s bench: --base-url is required (the engine's address inside the cluster, e.g. http://vllm.NAMESPACE.svc:8000)")
 	}
-	if err := noPassword(base); err != nil {
-		return usageError("k8s bench: --base-url %v", err)
+	for _, base := range bases {
+		if err := noPassword(base); err != nil {
+			return usageError("k8s bench: --base-url %v", err)
+		}
 	}
 	if env, _ := fs.GetString("api-key-env"); env != "" {
 		spec.APIKeyEnvs = append(spec.APIKeyEnvs, env)

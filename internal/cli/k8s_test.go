@@ -169,6 +169,7 @@ func TestK8sRefusals(t *testing.T) {
 		{append(base, "run", "-f", good, "extra"), `unexpected argument "extra"`},
 		{append(base, "bench", "--request-rate", "4"), "--base-url is required"},
 		{append(base, "bench", "--base-url", "http://u:pw@vllm:8000"), "carries a password"},
+		{append(base, "bench", "--base-url", "http://vllm:8000", "--base-url", "http://u:pw@vllm-b:8000"), "carries a password"},
 		{append(base, "bench", "--base-url", "http://vllm:8000", "--frob"), "unknown flag: --frob"},
 		{append(base, "bench", "--base-url", "http://vllm:8000", "--use-beam-search"), "--use-beam-search (vllm bench serve's)"},
 		{append(base[:3], "--start-at", "2026-12-01T20:00:00Z", "--start-delay", "1m", "--image", "img", "run", "-f", good), "give one"},

@@ -35,7 +35,7 @@ func segmentFlags(f *pflag.FlagSet, o *segmentOptions) {
 	f.StringVar(&o.coordinator, "coordinator", "", "base URL of the coordinator (rehearse coordinate) that releases a split plan's waves together and measures this worker's clock offset")
 	f.DurationVar(&o.barrierTimeout, "barrier-timeout", time.Duration(config.DefaultBarrierTimeout)*time.Second, "how long a worker waits at a wave's barrier for the others before it stops with an error")
 	f.IntVar(&o.workers, "workers", 0, "run the plan as N worker processes of this binary on this machine, with a coordinator, and merge their segments into one bundle")
-	f.DurationVar(&o.releaseMargin, "release-margin", time.Duration(config.DefaultReleaseMargin*float64(time.Second)), "with --workers: how long after the last worker reached a wave's barrier the wave is released (it must cover a worker preparing and connecting its share)")
+	f.DurationVar(&o.releaseMargin, "release-margin", time.Duration(config.DefaultReleaseMargin*float64(time.Second)), "with --workers: how long after the last worker reached a wave's barrier the wave is released: it covers the barrier's reply reaching every worker (a worker reaches the barrier with its share already armed)")
 }
 
 // apply sets cfg's segment from --segment (which overrides the file's

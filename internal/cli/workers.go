@@ -272,6 +272,11 @@ func printWorkers(w io.Writer, res *bundle.Results) {
 		if s := wv.WorkerReleaseSpreadS; s != nil {
 			spread = max(spread, *s)
 		}
+		// A merged wave's uncertainty is its workers' largest, measured at
+		// its barrier.
+		if u := wv.OffsetUncertaintyS; u != nil {
+			worstUnc = max(worstUnc, *u)
+		}
 	}
 	fmt.Fprintf(w, "; largest cross-worker release spread %.3f ms (clock offset uncertainty up to %.3f ms)\n", spread*1000, worstUnc*1000)
 }

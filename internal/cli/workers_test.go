@@ -199,7 +199,7 @@ func TestWorkerThatIsLeftAloneStops(t *testing.T) {
 		for deadline := time.Now().Add(20 * time.Second); len(coord.Arrived(0)) == 0 && time.Now().Before(deadline); {
 			time.Sleep(5 * time.Millisecond)
 		}
-		_, _, _ = (&coordinate.Client{URL: cs.URL, Worker: 1, Count: 2, Digest: coord.Digest()}).Release(context.Background(), 0)
+		_, _ = (&coordinate.Client{URL: cs.URL, Worker: 1, Count: 2, Digest: coord.Digest()}).Release(context.Background(), 0)
 	}()
 	dir := filepath.Join(t.TempDir(), "alone")
 	code, _, stderr := runMain(context.Background(), "bench", "--base-url", srv.URL, "--model", "m", "--tokenizer", "usage", "--progress", "never",

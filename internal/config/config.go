@@ -69,10 +69,14 @@ type Server struct {
 	Launch []string          `yaml:"launch"`
 	Env    map[string]string `yaml:"env"`
 	// Port is the port a launched server listens on; 0 picks a free one.
-	Port    int     `yaml:"port"`
-	BaseURL string  `yaml:"base_url"`
-	Ready   Ready   `yaml:"ready"`
-	Metrics Metrics `yaml:"metrics"`
+	Port    int    `yaml:"port"`
+	BaseURL string `yaml:"base_url"`
+	// BaseURLs are the replicas of a server already running, one address
+	// each, balanced by the client (Balance); replicas defaults to their
+	// number and base_url to the first (see replicas.go).
+	BaseURLs []string `yaml:"base_urls"`
+	Ready    Ready    `yaml:"ready"`
+	Metrics  Metrics  `yaml:"metrics"`
 	// APIKeyEnv names the environment variable holding the API key; the
 	// key itself is never written anywhere.
 	APIKeyEnv string `yaml:"api_key_env"`
@@ -97,7 +101,9 @@ type Server struct {
 	// else 1); see replicas.go.
 	Replicas int `yaml:"replicas"`
 	// GPUs is one GPU set per replica (CUDA_VISIBLE_DEVICES and {gpus});
-	// the server's GPU count is the number of distinct GPUs in it.
+	// the server's GPU count is the number of distinct GPUs in it. For a
+	// server already running it only says which GPUs it runs on, for the
+	// per-GPU figures (rehearse sets nothing).
 	GPUs [][]int `yaml:"gpus"`
 	// Router, when set, is where the replicas' requests go (launched too
 	// when it has an argv); without it requests are balanced by the

@@ -555,7 +555,7 @@ func (r *Rehearsal) validate(p *Problems) {
 		if s.Launch == nil && s.BaseURL == "" {
 			p.add(at, "needs launch (an argv to start it) or base_url (a server already running)")
 		}
-		if s.BaseURL != "" {
+		if s.BaseURL != "" && len(s.BaseURLs) == 0 {
 			u, err := url.Parse(s.BaseURL)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				p.add(at+".base_url", "%q is not an http(s) URL", s.BaseURL)
@@ -612,7 +612,7 @@ func (r *Rehearsal) validate(p *Problems) {
 		if s.MaxModelLen < 0 {
 			p.add(at+".max_model_len", "%d: must be 0 (unknown) or more", s.MaxModelLen)
 		}
-		validateReplicas(at, s, r.Workload.Sessions != nil, p)
+		validateReplicas(at, s, p)
 	}
 	checkLogNames(r.Servers, p)
 	if r.Baseline != "" {

@@ -71,6 +71,17 @@ func (r *Rehearsal) RouterArgv(s Server, port int, replicaURLs []string, rehears
 }
 
 func (s *Server) applyReplicaDefaults() {
+	for j, u := range s.BaseURLs {
+		s.BaseURLs[j] = strings.TrimRight(u, "/")
+	}
+	if len(s.BaseURLs) > 0 {
+		if s.Replicas == 0 {
+			s.Replicas = len(s.BaseURLs)
+		}
+		if s.BaseURL == "" {
+			s.BaseURL = s.BaseURLs[0]
+		}
+	}
 	if s.Replicas == 0 && len(s.GPUs) > 0 {
 		s.Replicas = len(s.GPUs)
 	}
@@ -84,7 +95,7 @@ func (s *Server) applyReplicaDefaults() {
 
 // validateReplicas checks replicas, gpus, router and balance of server s at
 // field path at.
-func validateReplicas(at string, s Server, sessions bool, p *Problems) {
+func validateReplicas(at string, s Server, p *Problems) {
 	if s.Replicas < 0 {
 		p.add(at+".replicas", "%d: want 1 or more", s.Replicas)
 	}
@@ -114,14 +125,33 @@ func validateReplicas(at string, s Server, sessions bool, p *Problems) {
 		if _, set := s.Env["CUDA_VISIBLE_DEVICES"]; set {
 			p.add(at+".env.CUDA_VISIBLE_DEVICES", "set, and gpus sets it too: give the GPUs in one place")
 		}
-		if !s.Launched() {
-			p.add(at+".gpus", "only meaningful for a launched server")
+	}
+	if len(s.BaseURLs) > 0 {
+		switch {
+		case s.Launched():
+			p.add(at+".base_urls", "given for a launched server: its replicas listen on the ports rehearse gives them (use replicas)")
+		case s.BaseURL != s.BaseURLs[0]:
+			p.add(at+".base_url", "given with base_urls: give the addresses in one place")
+		case s.Replicas != len(s.BaseURLs):
+			p.add(at+".replicas", "%d, but base_urls has %d addresses: one replica per address", s.Replicas, len(s.BaseURLs))
+		case s.Router != nil:
+			p.add(at+".router", "given with base_urls: point base_url at the router instead")
+		}
+		seen := map[string]int{}
+		for j, u := range s.BaseURLs {
+			if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+				p.add(fmt.Sprintf("%s.base_urls[%d]", at, j), "%q is not an http(s) URL", u)
+			} else if k, dup := seen[u]; dup {
+				p.add(fmt.Sprintf("%s.base_urls[%d]", at, j), "%q is base_urls[%d] again: each replica has its own address", u, k)
+			}
+			seen[u] = j
 		}
 	}
 	if n > 1 {
 		switch {
+		case !s.Launched() && len(s.BaseURLs) > 0:
 		case !s.Launched():
-			p.add(at+".replicas", "%d, but the server is not launched: replicas are processes rehearse starts (name a router for endpoints already running)", n)
+			p.add(at+".replicas", "%d, but the server is not launched: replicas are processes rehearse starts (list endpoints already running in base_urls, or point base_url at their router)", n)
 		case s.Port != 0:
 			p.add(at+".port", "%d, but the server has %d replicas: each needs its own port (leave port out and put {port} in launch)", s.Port, n)
 		case s.BaseURL != "":
@@ -137,9 +167,6 @@ func validateReplicas(at string, s Server, sessions bool, p *Problems) {
 		p.add(at+".balance", "given with a router: the router balances (drop one of them)")
 	} else if s.Balance != "" && n == 1 {
 		p.add(at+".balance", "given, but the server has one replica: nothing to balance")
-	}
-	if s.Balanced() && sessions {
-		p.add(at+".replicas", "client balancing over replicas does not keep a session on one replica yet: name a router for workload.sessions")
 	}
 	if rt := s.Router; rt != nil {
 		rat := at + ".router"

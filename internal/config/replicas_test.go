@@ -73,6 +73,11 @@ func TestReplicasValidation(t *testing.T) {
 		{`  - {name: a, launch: [s, "{port}"], replicas: 2, router: {launch: [r]}}`, `servers[0].router.launch: no {port} placeholder`},
 		{`  - {name: a, launch: [s, "{port}"], gpus: [[0]], env: {CUDA_VISIBLE_DEVICES: "1"}}`, `servers[0].env.CUDA_VISIBLE_DEVICES: set, and gpus sets it too`},
 		{`  - {name: a, launch: [s, "{port}"], replicas: 2, routr: {}}`, `servers[0].routr: unknown key`},
+		{`  - {name: a, launch: [s, "{port}"], base_urls: ["http://h:1", "http://h:2"]}`, `servers[0].base_urls: given for a launched server`},
+		{`  - {name: a, base_url: "http://h:0", base_urls: ["http://h:1", "http://h:2"]}`, `servers[0].base_url: given with base_urls`},
+		{`  - {name: a, base_urls: ["http://h:1", "http://h:2"], replicas: 3}`, `servers[0].replicas: 3, but base_urls has 2 addresses`},
+		{`  - {name: a, base_urls: ["http://h:1", "ftp://h:2"]}`, `servers[0].base_urls[1]: "ftp://h:2" is not an http(s) URL`},
+		{`  - {name: a, base_urls: ["http://h:1", "http://h:1/"]}`, `servers[0].base_urls[1]: "http://h:1" is base_urls[0] again`},
 		{"  - {name: a, launch: [s, \"{port}\"], replicas: 2}\n  - {name: a.replica-1, launch: [s, \"{port}\"]}", `servers[1].name: "a.replica-1": its log a.replica-1.log would be one of server a's`},
 	} {
 		_, err := parseServer(t, c.server+"\n")
@@ -90,15 +95,39 @@ func TestReplicasValidation(t *testing.T) {
 	}
 }
 
-func TestSessionsNeedARouterWithReplicas(t *testing.T) {
-	_, err := Parse([]byte(`model: {id: m}
+// TestSessionsWithClientBalancing: sessions over replicas the client
+// balances are accepted (each session keeps to one replica).
+func TestSessionsWithClientBalancing(t *testing.T) {
+	r, err := Parse([]byte(`model: {id: m}
 servers:
-  - {name: a, launch: [s, "{port}"], replicas: 2}
+  - {name: a, launch: [s, "{port}"], replicas: 2, balance: least-outstanding}
 workload:
   prompts: {source: synthetic, input_len: {fixed: 8}, output_len: {fixed: 4}, count: 4}
   sessions: {turns: 2}
 `), "r.yaml", "/cfg")
-	if err == nil || !strings.Contains(err.Error(), "servers[0].replicas: client balancing over replicas does not keep a session") {
-		t.Errorf("error %v", err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := r.Servers[0]; !s.Balanced() || s.Balance != BalanceLeastOutstanding {
+		t.Errorf("server %+v: want client-balanced, least-outstanding", s)
+	}
+}
+
+// TestBaseURLsAreReplicasAlreadyRunning: base_urls makes a server of that
+// many replicas already running, balanced by the client, its GPUs only
+// stated.
+func TestBaseURLsAreReplicasAlreadyRunning(t *testing.T) {
+	r, err := parseServer(t, `  - name: pair
+    base_urls: ["http://10.0.0.1:8000/", "http://10.0.0.2:8000"]
+    balance: least-outstanding
+    gpus: [[0], [1]]
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.Servers[0]
+	if s.ReplicaCount() != 2 || !s.Balanced() || s.Balance != BalanceLeastOutstanding || s.GPUCount() != 2 ||
+		s.BaseURL != "http://10.0.0.1:8000" || !slices.Equal(s.BaseURLs, []string{"http://10.0.0.1:8000", "http://10.0.0.2:8000"}) {
+		t.Errorf("server %+v", s)
 	}
 }

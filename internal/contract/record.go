@@ -241,8 +241,14 @@ type Wave struct {
 	// earliest (coordinator clock), beside OffsetUncertaintyS, the largest
 	// clock-offset uncertainty of those workers, which bounds how well the
 	// spread is known.
+	//
+	// On a worker's own wave, ClockOffsetS and OffsetUncertaintyS are its
+	// clock offset against the coordinator (the coordinator's clock minus
+	// its own) and that offset's uncertainty, measured afresh at the
+	// wave's barrier; merge rejoins the wave with them.
 	Workers              []WorkerRelease `json:"workers,omitempty"`
 	WorkerReleaseSpreadS *float64        `json:"worker_release_spread_s,omitempty"`
+	ClockOffsetS         *float64        `json:"clock_offset_s,omitempty"`
 	OffsetUncertaintyS   *float64        `json:"offset_uncertainty_s,omitempty"`
 }
 

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/rehearse/rehearse/internal/plan"
 )
 
 // Client is worker Worker of Count's link to the coordinator at URL.
@@ -30,21 +32,41 @@ type Client struct {
 	// instant at the earliest (--start-at).
 	StartAt time.Time
 
+	// WaveSamples is how many samples of the coordinator's clock Release
+	// takes at each barrier to measure the offset afresh (0:
+	// DefaultWaveSamples; negative: none, the last offset is kept).
+	WaveSamples int
+
 	// Offset is the coordinator's clock minus this one's, and Uncertainty
-	// the half round trip of the sample that measured it (Measure).
+	// the half round trip of the sample that measured it (Measure; each
+	// Release measures them again).
 	Offset, Uncertainty time.Duration
 }
+
+// DefaultWaveSamples is how many samples of the coordinator's clock a
+// worker takes at each wave's barrier: a few round trips on a local
+// network, so clock drift over a long plan is followed wave by wave.
+const DefaultWaveSamples = 4
 
 // Measure takes samples of the coordinator's clock and keeps the one of
 // least round trip (NTP-style): offset = server time − (t0 + t1) / 2,
 // uncertainty = round trip / 2.
 func (c *Client) Measure(ctx context.Context, samples int) error {
+	off, unc, err := c.measure(ctx, samples)
+	if err != nil {
+		return err
+	}
+	c.Offset, c.Uncertainty = off, unc
+	return nil
+}
+
+func (c *Client) measure(ctx context.Context, samples int) (offset, uncertainty time.Duration, err error) {
 	best := time.Duration(-1)
 	for range max(samples, 1) {
 		t0 := time.Now()
 		var tr TimeReply
 		if err := c.call(ctx, http.MethodGet, TimePath, nil, &tr); err != nil {
-			return fmt.Errorf("coordinator %s: clock offset: %w", c.URL, err)
+			return 0, 0, fmt.Errorf("coordinator %s: clock offset: %w", c.URL, err)
 		}
 		t1 := time.Now()
 		rtt := t1.Sub(t0)
@@ -53,10 +75,10 @@ func (c *Client) Measure(ctx context.Context, samples int) error {
 		}
 		best = rtt
 		mid := t0.Add(rtt / 2)
-		c.Offset = time.Unix(0, tr.UnixNano).Sub(mid.Round(0))
-		c.Uncertainty = rtt / 2
+		offset = time.Unix(0, tr.UnixNano).Sub(mid.Round(0))
+		uncertainty = rtt / 2
 	}
-	return nil
+	return offset, uncertainty, nil
 }
 
 // Local is the coordinator's instant at on this process's clock, with a
@@ -66,9 +88,21 @@ func (c *Client) Local(at time.Time) time.Time {
 	return now.Add(at.Sub(now.Round(0).Add(c.Offset)))
 }
 
-// Release posts "ready for wave seq" and waits for the barrier: it returns
-// the release instant on this clock and as the coordinator wrote it.
-func (c *Client) Release(ctx context.Context, seq int) (time.Time, string, error) {
+// Release measures the clock offset afresh (WaveSamples samples), posts
+// "ready for wave seq" and waits for the barrier: it returns the release
+// instant on this clock (by the fresh offset) and as the coordinator
+// wrote it, with the offset and its uncertainty.
+func (c *Client) Release(ctx context.Context, seq int) (plan.Release, error) {
+	if n := c.WaveSamples; n >= 0 {
+		if n == 0 {
+			n = DefaultWaveSamples
+		}
+		off, unc, err := c.measure(ctx, n)
+		if err != nil {
+			return plan.Release{}, fmt.Errorf("wave %d: %w", seq, err)
+		}
+		c.Offset, c.Uncertainty = off, unc
+	}
 	if c.BarrierTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.BarrierTimeout)
@@ -84,9 +118,9 @@ func (c *Client) Release(ctx context.Context, seq int) (time.Time, string, error
 		if errors.Is(err, context.DeadlineExceeded) && c.BarrierTimeout > 0 {
 			err = fmt.Errorf("the other workers did not reach it within %v", c.BarrierTimeout)
 		}
-		return time.Time{}, "", fmt.Errorf("coordinator %s: barrier of wave %d: %w", c.URL, seq, err)
+		return plan.Release{}, fmt.Errorf("coordinator %s: barrier of wave %d: %w", c.URL, seq, err)
 	}
-	return c.Local(time.Unix(0, br.UnixNano)), br.ReleaseAt, nil
+	return plan.Release{At: c.Local(time.Unix(0, br.UnixNano)), Stamp: br.ReleaseAt, Measured: true, Offset: c.Offset, Uncertainty: c.Uncertainty}, nil
 }
 
 // Done reports that this worker has walked its plan.
@@ -142,10 +176,10 @@ func (c *Client) call(ctx context.Context, method, path string, body, out any) e
 type Fixed struct{ At time.Time }
 
 // Release returns At for the first wave.
-func (f Fixed) Release(_ context.Context, seq int) (time.Time, string, error) {
+func (f Fixed) Release(_ context.Context, seq int) (plan.Release, error) {
 	if seq > 0 {
-		return time.Time{}, "", fmt.Errorf("wave %d: without a coordinator only one wave can be released together", seq)
+		return plan.Release{}, fmt.Errorf("wave %d: without a coordinator only one wave can be released together", seq)
 	}
 	now := time.Now()
-	return now.Add(f.At.Sub(now.Round(0))), f.At.UTC().Format(time.RFC3339Nano), nil
+	return plan.Release{At: now.Add(f.At.Sub(now.Round(0))), Stamp: f.At.UTC().Format(time.RFC3339Nano)}, nil
 }

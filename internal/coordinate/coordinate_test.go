@@ -5,8 +5,11 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rehearse/rehearse/internal/plan"
 )
 
 func start(t *testing.T, s *Server) string {
@@ -39,7 +42,9 @@ func TestBarrierReleasesEveryWorkerAtOneInstant(t *testing.T) {
 				if c.Uncertainty < 0 {
 					t.Errorf("worker %d: uncertainty %v", i, c.Uncertainty)
 				}
-				_, stamps[i], errs[i] = c.Release(context.Background(), wave)
+				var rel plan.Release
+				rel, errs[i] = c.Release(context.Background(), wave)
+				stamps[i] = rel.Stamp
 			}()
 		}
 		wg.Wait()
@@ -78,7 +83,7 @@ func TestBarrierRefusals(t *testing.T) {
 	url := start(t, s)
 	first := make(chan error, 1)
 	go func() {
-		_, _, err := (&Client{URL: url, Worker: 0, Count: 2, Digest: "aaa"}).Release(context.Background(), 0)
+		_, err := (&Client{URL: url, Worker: 0, Count: 2, Digest: "aaa"}).Release(context.Background(), 0)
 		first <- err
 	}()
 	for deadline := time.Now().Add(5 * time.Second); len(s.Arrived(0)) == 0; time.Sleep(5 * time.Millisecond) {
@@ -97,12 +102,12 @@ func TestBarrierRefusals(t *testing.T) {
 	} {
 		c := tc.c
 		c.URL = url
-		_, _, err := c.Release(context.Background(), 0)
+		_, err := c.Release(context.Background(), 0)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want an error saying %q", tc.c, err, tc.want)
 		}
 	}
-	if _, _, err := (&Client{URL: url, Worker: 1, Count: 2, Digest: "aaa"}).Release(context.Background(), 0); err != nil {
+	if _, err := (&Client{URL: url, Worker: 1, Count: 2, Digest: "aaa"}).Release(context.Background(), 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-first; err != nil {
@@ -117,7 +122,7 @@ func TestBarrierTimesOutNamingTheMissingWorker(t *testing.T) {
 	errs := make(chan error, 2)
 	for i := range 2 {
 		go func() {
-			_, _, err := (&Client{URL: url, Worker: i, Count: 3}).Release(context.Background(), 4)
+			_, err := (&Client{URL: url, Worker: i, Count: 3}).Release(context.Background(), 4)
 			errs <- err
 		}()
 	}
@@ -128,7 +133,7 @@ func TestBarrierTimesOutNamingTheMissingWorker(t *testing.T) {
 		}
 	}
 	// The worker's own bound ends the wait too.
-	_, _, err := (&Client{URL: url, Worker: 0, Count: 3, BarrierTimeout: 50 * time.Millisecond}).Release(context.Background(), 5)
+	_, err := (&Client{URL: url, Worker: 0, Count: 3, BarrierTimeout: 50 * time.Millisecond}).Release(context.Background(), 5)
 	if err == nil || !strings.Contains(err.Error(), "did not reach it within") {
 		t.Errorf("client-side bound: %v", err)
 	}
@@ -138,11 +143,12 @@ func TestBarrierTimesOutNamingTheMissingWorker(t *testing.T) {
 func TestFixed(t *testing.T) {
 	at := time.Now().Add(time.Hour)
 	f := Fixed{At: at}
-	local, stamp, err := f.Release(context.Background(), 0)
+	rel, err := f.Release(context.Background(), 0)
+	local, stamp := rel.At, rel.Stamp
 	if err != nil || stamp != at.UTC().Format(time.RFC3339Nano) || local.Sub(at).Abs() > time.Second {
 		t.Errorf("wave 0: %v %q %v", local, stamp, err)
 	}
-	if _, _, err := f.Release(context.Background(), 1); err == nil {
+	if _, err := f.Release(context.Background(), 1); err == nil {
 		t.Error("wave 1 released without a coordinator")
 	}
 }
@@ -160,7 +166,7 @@ func TestBarrierFailsAtOnceForAWorkerThatWillNotCome(t *testing.T) {
 		{"done", func(_ *Server, url string) { _ = (&Client{URL: url, Worker: 1, Count: 2}).Done(context.Background()) }, "worker 1 reported done"},
 		{"skipped", func(_ *Server, url string) {
 			go func() {
-				_, _, _ = (&Client{URL: url, Worker: 1, Count: 2, BarrierTimeout: 2 * time.Second}).Release(context.Background(), 3)
+				_, _ = (&Client{URL: url, Worker: 1, Count: 2, BarrierTimeout: 2 * time.Second}).Release(context.Background(), 3)
 			}()
 		}, "worker 1 skipped it (it waits at wave 3)"},
 	} {
@@ -168,7 +174,7 @@ func TestBarrierFailsAtOnceForAWorkerThatWillNotCome(t *testing.T) {
 		url := start(t, s)
 		errc := make(chan error, 1)
 		go func() {
-			_, _, err := (&Client{URL: url, Worker: 0, Count: 2}).Release(context.Background(), 0)
+			_, err := (&Client{URL: url, Worker: 0, Count: 2}).Release(context.Background(), 0)
 			errc <- err
 		}()
 		for deadline := time.Now().Add(5 * time.Second); len(s.Arrived(0)) == 0; time.Sleep(5 * time.Millisecond) {
@@ -185,5 +191,53 @@ func TestBarrierFailsAtOnceForAWorkerThatWillNotCome(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%s: the barrier still waits", tc.name)
 		}
+	}
+}
+
+// TestReleaseMeasuresTheOffsetAgain: each barrier re-measures the clock
+// offset, so a coordinator clock that moved between waves (here by 40 s,
+// far beyond any round trip) is followed: the wave's release carries the
+// new offset, and its instant on this clock is the coordinator's instant
+// less it.
+func TestReleaseMeasuresTheOffsetAgain(t *testing.T) {
+	var shift atomic.Int64
+	s := &Server{Workers: 1, Timeout: 10 * time.Second}
+	s.now = func() time.Time { return time.Now().Add(time.Duration(shift.Load())) }
+	c := &Client{URL: start(t, s), Worker: 0, Count: 1}
+	if err := c.Measure(context.Background(), 4); err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.Release(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shift.Store(int64(40 * time.Second))
+	second, err := c.Release(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near := func(d, want time.Duration) bool { return (d - want).Abs() < 5*time.Second }
+	if !first.Measured || !second.Measured || !near(first.Offset, 0) || !near(second.Offset, 40*time.Second) {
+		t.Fatalf("offsets %v then %v (measured %v, %v): want about 0 then 40 s", first.Offset, second.Offset, first.Measured, second.Measured)
+	}
+	if second.Uncertainty <= 0 || second.Uncertainty > 5*time.Second {
+		t.Errorf("uncertainty %v", second.Uncertainty)
+	}
+	stamp, err := time.Parse(time.RFC3339Nano, second.Stamp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := stamp.Sub(second.At.Round(0)); !near(d, 40*time.Second) {
+		t.Errorf("the release on this clock is %v before the coordinator's instant, want about 40 s", d)
+	}
+	// WaveSamples < 0 keeps the offset of the last measurement.
+	c.WaveSamples = -1
+	shift.Store(0)
+	third, err := c.Release(context.Background(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(third.Offset, 40*time.Second) {
+		t.Errorf("offset %v without re-measuring: want the last one, about 40 s", third.Offset)
 	}
 }

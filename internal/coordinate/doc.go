@@ -3,7 +3,8 @@
 // worker's NTP-style clock-offset measurement, and holds a barrier per
 // wave, releasing it at one instant once every worker has reached it; and
 // the worker's client of both. Waves are sequential, so each wave of every
-// worker is released together: a worker posts "ready for wave s" and gets
-// back the release instant on the coordinator's clock, which it turns into
-// its own with its measured offset.
+// worker is released together: a worker, its share of wave s armed,
+// re-measures its clock offset (a few samples), posts "ready for wave s"
+// and gets back the release instant on the coordinator's clock, which it
+// turns into its own with that offset.
 package coordinate

@@ -79,6 +79,10 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 	rel.load, rel.worker = spec.Load, spec.worker()
 	armed.Add(len(clients))
 	ended.Add(len(clients))
+	// The sends' context: canceled, without the wave's, when the workers
+	// do not agree on a release, so the buffered requests end unsent.
+	sctx, unarm := context.WithCancel(ctx)
+	defer unarm()
 	for slot, i := range clients {
 		go func() {
 			defer ended.Done()
@@ -87,12 +91,12 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 				// buffered now and let go with the others at the release.
 				armedOnce := sync.OnceFunc(armed.Done)
 				defer armedOnce()
-				ss.run(ctx, i, func(tag turnTag, prompt int, p *stream.Prepared, intended time.Duration) (contract.Record, bool) {
+				ss.run(sctx, i, func(tag turnTag, prompt int, p *stream.Prepared, intended time.Duration) (contract.Record, bool) {
 					var res stream.Result
 					if tag.turn == 1 {
-						res = d.client.SendAt(ctx, p, gate, armedOnce)
+						res = d.client.SendAt(sctx, p, gate, armedOnce)
 					} else {
-						res = d.client.Send(ctx, p)
+						res = d.client.Send(sctx, p)
 					}
 					return ss.settle(rel, i, prompt, intended, res, total, &tl, tag), true
 				})
@@ -102,15 +106,22 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 			// bytes leave when the gate opens.
 			prompt := workload.PromptIndex(i, prepared.prompts())
 			rep := prepared.pick(i)
-			res := d.client.SendAt(ctx, prepared.get(rep, prompt), gate, armed.Done)
+			res := d.client.SendAt(sctx, prepared.get(rep, prompt), gate, armed.Done)
 			prepared.done(rep)
 			d.settle(rel, records, slot, i, prompt, 0, res, len(clients), &tl, rep)
 		}()
 	}
 	armed.Wait()
-	// A split plan's workers let their clients go at the instant they
-	// agreed on, and time their records from it.
-	release := spec.await(ctx)
+	// A split plan's workers agree on the release now that every client
+	// is buffered on its connection, let their clients go at that
+	// instant, and time their records from it.
+	release, err := spec.arm(ctx)
+	if err != nil {
+		unarm()
+		rel.drop()
+		ended.Wait()
+		return WaveResult{}, fmt.Errorf("%s: closed wave %w", t.Name, err)
+	}
 	cpu0 := cpuTime()
 	stalls := d.watchStalls()
 	close(gate)

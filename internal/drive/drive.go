@@ -327,6 +327,9 @@ type release struct {
 	load Load
 	// worker is the worker index records carry (nil: the whole plan).
 	worker *int
+	// dropped is set when the wave was never released (its workers did
+	// not agree): requests that waited on done record nothing.
+	dropped bool
 }
 
 // stamp sets what r's prompt asked for and the worker that sent it.
@@ -340,6 +343,13 @@ func (r *release) stamp(rec *contract.Record) {
 
 func newRelease() *release { return &release{done: make(chan struct{})} }
 
+// drop lets every request that waits on done go without a record: the
+// wave was not released.
+func (r *release) drop() {
+	r.dropped = true
+	close(r.done)
+}
+
 // publish sets the wave and its release instant and lets every request
 // that waits on done go.
 func (r *release) publish(w contract.Wave, at time.Time) {
@@ -352,6 +362,9 @@ func (r *release) publish(w contract.Wave, at time.Time) {
 // progress events.
 func (d *Driver) settle(rel *release, records []contract.Record, slot, i, prompt int, intended time.Duration, res stream.Result, total int, tl *tally, replica int) {
 	<-rel.done
+	if rel.dropped {
+		return
+	}
 	r := d.record(rel.wave, rel.at, i, prompt, intended, res)
 	rel.stamp(&r)
 	r.Replica = replicaTag(replica)

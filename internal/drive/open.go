@@ -121,10 +121,14 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 	timer.Stop()
 	defer timer.Stop()
 
-	// A split plan's workers start their schedules at the instant they
-	// agreed on: request k goes at that instant + offset(k) on every
+	// A split plan's workers agree on the release now that their
+	// connections are dialed, and start their schedules at that instant:
+	// request k goes at that instant + offset(k) on every
 	// worker's clock.
-	release := spec.await(ctx)
+	release, err := spec.arm(ctx)
+	if err != nil {
+		return WaveResult{}, fmt.Errorf("%s: open wave %w", t.Name, err)
+	}
 	cpu0 := cpuTime()
 	stalls := d.watchStalls()
 	spec.stampWave(&w, time.Now())

@@ -35,6 +35,11 @@ type replicaSet struct {
 	outstanding []int
 	// picks is one more than the largest request index picked.
 	picks int
+	// planned is the wave's requests over every worker of a split plan
+	// (0: not known ahead, a sustained run bound by duration): the next
+	// wave is numbered on from it, so every worker numbers it alike even
+	// though each picked only its share.
+	planned int
 }
 
 // prepareReplicas builds the requests of a wave of requests: prepare's,
@@ -48,6 +53,7 @@ func (d *Driver) prepareReplicas(t Target, l Load, requests int) (*replicaSet, e
 	d.mu.Lock()
 	rs.base = d.rrNext[t.Name]
 	d.mu.Unlock()
+	rs.planned = requests
 	return rs, nil
 }
 
@@ -57,7 +63,7 @@ func (d *Driver) advance(t Target, rs *replicaSet) {
 		return
 	}
 	rs.mu.Lock()
-	n := rs.picks
+	n := max(rs.picks, rs.planned)
 	rs.mu.Unlock()
 	d.mu.Lock()
 	if d.rrNext == nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/plan"
 	"github.com/rehearse/rehearse/internal/stream"
 	"github.com/rehearse/rehearse/internal/workload"
 )
@@ -154,5 +155,32 @@ func TestRefusedReplicaIsThatReplicasFailure(t *testing.T) {
 				t.Errorf("replica 1's request: ok %v, kind %q", r.OK, r.ErrorKind)
 			}
 		}
+	}
+}
+
+// TestRoundRobinNumbersAlikeOnEveryWorker: a split plan's workers number a
+// balanced target's next wave on from the whole wave's requests, not from
+// their share, so client k of the next wave goes to the replica it goes to
+// in one process.
+func TestRoundRobinNumbersAlikeOnEveryWorker(t *testing.T) {
+	tg, _ := balancedTarget(t, BalanceRoundRobin)
+	replicaOf := map[int]int{} // client of the second wave -> replica
+	for i := range 2 {
+		d := New(Options{})
+		s := Share{Segment: plan.Segment{Index: i, Count: 2}}
+		if _, err := d.ClosedWave(context.Background(), tg, WaveSpec{Load: testLoad(), Kind: contract.KindRecorded, Concurrency: 7, Share: s}); err != nil {
+			t.Fatal(err)
+		}
+		next, err := d.ClosedWave(context.Background(), tg, WaveSpec{Load: testLoad(), Kind: contract.KindRecorded, Concurrency: 2, Share: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range next.Records {
+			replicaOf[r.Client] = *r.Replica
+		}
+	}
+	// One process: the second wave's clients are the pair's requests 7, 8.
+	if replicaOf[0] != 1 || replicaOf[1] != 0 {
+		t.Errorf("the second wave's clients went to replicas %v, want client 0 to 1 and client 1 to 0 as in one process", replicaOf)
 	}
 }

@@ -40,15 +40,27 @@ import (
 // Driver has a Counter. A turn's body is built when it is sent, from a
 // stream.Template marshalled once per wave and the session's history kept
 // encoded, so a turn costs one copy of its history.
+//
+// Against replicas the client balances over, a session keeps to one
+// replica, its history being that replica's cache: round-robin sends
+// session s (its index in the workload) to replica s mod N; least-
+// outstanding picks, at a session's first turn, the replica with the
+// fewest sessions under way (the lowest index on a tie) and keeps it to
+// the session's end. Each turn's record names the replica.
 type sessionRunner struct {
-	d    *Driver
-	l    Load
-	tmpl *stream.Template
+	d *Driver
+	l Load
+	// tmpls is one template per replica (one for a single address).
+	tmpls   []*stream.Template
+	balance string
 
 	runs atomic.Int64 // sessions started, for a sustained wave's run index
 
 	mu       sync.Mutex
 	byClient map[int][]contract.Record
+	// underway counts each replica's sessions under way (least-
+	// outstanding).
+	underway []int
 }
 
 // turnTag is what a session's turn adds to its record.
@@ -80,15 +92,55 @@ func (d *Driver) newSessionRunner(t Target, l Load) (*sessionRunner, error) {
 	if len(l.Sessions) == 0 {
 		return nil, nil
 	}
-	tmpl, err := stream.NewTemplate(stream.Request{
-		BaseURL: t.BaseURL, Endpoint: t.Endpoint, Model: t.Model, APIKey: t.APIKey,
-		Temperature: l.Temperature, IncludeUsage: t.IncludeUsage, ExtraBody: t.ExtraBody,
-		Timeout: l.Timeout, FollowRedirects: t.FollowRedirects,
-	})
-	if err != nil {
-		return nil, err
+	urls := []string{t.BaseURL}
+	if len(t.Replicas) > 1 {
+		urls = t.Replicas
 	}
-	return &sessionRunner{d: d, l: l, tmpl: tmpl, byClient: map[int][]contract.Record{}}, nil
+	sr := &sessionRunner{d: d, l: l, balance: t.Balance, byClient: map[int][]contract.Record{}, underway: make([]int, len(urls))}
+	for _, u := range urls {
+		tmpl, err := stream.NewTemplate(stream.Request{
+			BaseURL: u, Endpoint: t.Endpoint, Model: t.Model, APIKey: t.APIKey,
+			Temperature: l.Temperature, IncludeUsage: t.IncludeUsage, ExtraBody: t.ExtraBody,
+			Timeout: l.Timeout, FollowRedirects: t.FollowRedirects,
+		})
+		if err != nil {
+			return nil, err
+		}
+		sr.tmpls = append(sr.tmpls, tmpl)
+	}
+	return sr, nil
+}
+
+// replica picks the replica session s goes to (-1: a single address) and
+// counts it under way until its end (leave).
+func (sr *sessionRunner) replica(s int) int {
+	n := len(sr.tmpls)
+	if n < 2 {
+		return -1
+	}
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	r := s % n
+	if sr.balance == BalanceLeastOutstanding {
+		r = 0
+		for j, k := range sr.underway {
+			if k < sr.underway[r] {
+				r = j
+			}
+		}
+	}
+	sr.underway[r]++
+	return r
+}
+
+// leave ends a session's time under way on replica r.
+func (sr *sessionRunner) leave(r int) {
+	if r < 0 {
+		return
+	}
+	sr.mu.Lock()
+	sr.underway[r]--
+	sr.mu.Unlock()
 }
 
 // session is the session index that run (the run-th session a wave
@@ -114,6 +166,11 @@ func (sr *sessionRunner) run(ctx context.Context, run int, send turnFunc) bool {
 	s := sr.session(run)
 	l := sr.l
 	counted := l.InputTokens != nil
+	// The replica is chosen at the first turn, before it is built, and
+	// kept for every later one.
+	rep := sr.replica(s)
+	defer sr.leave(rep)
+	tmpl := sr.tmpls[max(rep, 0)]
 	var (
 		msgs     []byte // the history's messages, encoded
 		history  int    // its tokens
@@ -134,13 +191,13 @@ func (sr *sessionRunner) run(ctx context.Context, run int, send turnFunc) bool {
 		} else {
 			msgs = stream.AppendMessage(msgs, stream.Message{Role: "user", Content: l.Prompts[prompt]})
 		}
-		tag := turnTag{session: s, turn: turn}
+		tag := turnTag{session: s, turn: turn, replica: replicaTag(rep)}
 		if counted {
 			history += l.InputTokens[prompt]
 			n := history
 			tag.input = &n
 		}
-		r, sent := send(tag, prompt, sr.tmpl.Prepare(msgs, l.maxTokens(prompt)), intended)
+		r, sent := send(tag, prompt, tmpl.Prepare(msgs, l.maxTokens(prompt)), intended)
 		if !sent {
 			return false
 		}
@@ -162,6 +219,9 @@ func (sr *sessionRunner) run(ctx context.Context, run int, send turnFunc) bool {
 // once the wave is released, and keeps it with the client's records.
 func (sr *sessionRunner) settle(rel *release, client, prompt int, intended time.Duration, res stream.Result, total int, tl *tally, tag turnTag) contract.Record {
 	<-rel.done
+	if rel.dropped {
+		return contract.Record{}
+	}
 	r := sr.d.record(rel.wave, rel.at, client, prompt, intended, res)
 	rel.stamp(&r)
 	tag.apply(&r)

@@ -21,11 +21,43 @@ type Share struct {
 	// ReleaseStamp is the instant as the coordinator wrote it, journaled
 	// as the wave's release_at.
 	ReleaseStamp string
+	// Agree, when set, is asked for ReleaseAt and ReleaseStamp once the
+	// wave is armed: its requests prepared, its connections pre-dialed
+	// and (closed wave) its first requests buffered on them, so that the
+	// workers agree on an instant only when each is ready to fire, and
+	// the coordinator's margin covers no preparation (plan.Wave.Agree).
+	Agree func(ctx context.Context) (plan.Release, error)
+	// Offset, when set, is this worker's clock offset and its uncertainty
+	// measured at the wave's barrier (Agree's), recorded on the wave.
+	Offset *plan.Release
 }
+
+// NotReleasedError is a wave whose workers could not agree on its release
+// (Share.Agree failed): nothing of it was sent or journaled.
+type NotReleasedError struct{ Err error }
+
+func (e *NotReleasedError) Error() string { return "not released: " + e.Err.Error() }
+func (e *NotReleasedError) Unwrap() error { return e.Err }
 
 // ShareOf is the share a planned wave carries.
 func ShareOf(w plan.Wave) Share {
-	return Share{Segment: w.Segment, ReleaseAt: w.ReleaseAt, ReleaseStamp: w.ReleaseStamp}
+	return Share{Segment: w.Segment, ReleaseAt: w.ReleaseAt, ReleaseStamp: w.ReleaseStamp, Agree: w.Agree}
+}
+
+// arm is called once the wave is armed: it asks Agree (when set) for the
+// release instant, then waits for it, and returns it (await's).
+func (s *Share) arm(ctx context.Context) (time.Time, error) {
+	if s.Agree != nil {
+		rel, err := s.Agree(ctx)
+		if err != nil {
+			return time.Time{}, &NotReleasedError{Err: err}
+		}
+		s.ReleaseAt, s.ReleaseStamp = rel.At, rel.Stamp
+		if rel.Measured {
+			s.Offset = &rel
+		}
+	}
+	return s.await(ctx), nil
 }
 
 // worker is the index records carry, nil for the whole plan.
@@ -61,4 +93,8 @@ func (s Share) stampWave(w *contract.Wave, actual time.Time) {
 	w.ReleaseAt = s.ReleaseStamp
 	late := max(actual.Sub(s.ReleaseAt).Seconds(), 0)
 	w.ReleaseLateS = &late
+	if o := s.Offset; o != nil {
+		off, unc := o.Offset.Seconds(), o.Uncertainty.Seconds()
+		w.ClockOffsetS, w.OffsetUncertaintyS = &off, &unc
+	}
 }

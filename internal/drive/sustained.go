@@ -241,6 +241,11 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 		if prepared, err = d.prepareReplicas(t, spec.Load, requests); err != nil {
 			return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 		}
+		if spec.NumRequests == 0 {
+			// Bound by duration: how many requests the run has is
+			// known only when it ended, from this worker's picks.
+			prepared.planned = 0
+		}
 		defer d.advance(t, prepared)
 	}
 	if err := ctx.Err(); err != nil {
@@ -334,8 +339,12 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 		return i, meas, true
 	}
 
-	// A split plan's workers start their clients at the agreed instant.
-	start := spec.await(ctx)
+	// A split plan's workers agree on the release now that their
+	// connections are dialed, and start their clients at that instant.
+	start, err := spec.arm(ctx)
+	if err != nil {
+		return WaveResult{}, fmt.Errorf("%s: sustained wave %w", t.Name, err)
+	}
 	if warm != nil {
 		warmEnded.Add(warm.total)
 		spec.stampWave(&warm.wave, time.Now())

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"maps"
 	"time"
 
@@ -37,6 +38,25 @@ type Wave struct {
 	// it is ready.
 	ReleaseAt    time.Time
 	ReleaseStamp string
+	// Agree, when set, is asked for ReleaseAt and ReleaseStamp once the
+	// wave is armed (its requests prepared, its connections dialed, a
+	// closed wave's first requests buffered on them): a split plan's
+	// workers agree on the release only when every one of them is ready
+	// to fire. The runner sets it; an error means the workers could not
+	// agree, and the wave is not released.
+	Agree func(ctx context.Context) (Release, error)
+}
+
+// Release is a wave's release as a split plan's workers agreed on it: the
+// instant on this process's clock (At) and as the coordinator wrote it
+// (Stamp), and, when Measured, this worker's clock offset against the
+// coordinator (its clock minus this one's) and its uncertainty, measured
+// afresh at the wave's barrier.
+type Release struct {
+	At                  time.Time
+	Stamp               string
+	Measured            bool
+	Offset, Uncertainty time.Duration
 }
 
 // Bounds are the bounds of one sustained closed-loop wave: NumRequests

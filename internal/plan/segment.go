@@ -51,20 +51,26 @@ func ShareCap(s Segment, c int) int {
 
 // Digest is the SHA-256 (hex) of the canonical plan: the recorded workload
 // (prompts, loads, seeds, schedules, sessions) and the servers it drives
-// (name, base URL, model), with no segment in it. Segments of one plan
+// (name, base URL or URLs, model), with no segment in it. Segments of one plan
 // carry the same digest; merge refuses segments whose digests differ.
 func Digest(cfg *config.Rehearsal, wl bundle.Workload) string {
 	type server struct {
 		Name    string `json:"name"`
 		BaseURL string `json:"base_url"`
 		Model   string `json:"model"`
+		// BaseURLs are a balanced server's replicas already running.
+		BaseURLs []string `json:"base_urls,omitempty"`
 	}
 	canon := struct {
 		Workload bundle.Workload `json:"workload"`
 		Servers  []server        `json:"servers"`
 	}{Workload: wl}
 	for _, s := range cfg.Servers {
-		canon.Servers = append(canon.Servers, server{Name: s.Name, BaseURL: config.RedactURL(s.BaseURL), Model: s.Model})
+		sv := server{Name: s.Name, BaseURL: config.RedactURL(s.BaseURL), Model: s.Model}
+		for _, u := range s.BaseURLs {
+			sv.BaseURLs = append(sv.BaseURLs, config.RedactURL(u))
+		}
+		canon.Servers = append(canon.Servers, sv)
 	}
 	data, err := json.Marshal(canon)
 	if err != nil {

@@ -13,6 +13,7 @@
 //
 // On a split plan (config.Rehearsal.Segment, SPEC §10) the same runner is
 // a worker: each wave runs this worker's share (plan.Share), released at
-// the instant a Synchronizer (a coordinate.Client: one barrier per wave)
-// gives for it; the bundle carries provenance.worker with the plan digest.
+// the instant a Synchronizer (a coordinate.Client: one barrier per wave,
+// taken once the wave is armed, its clock offset re-measured there) gives
+// for it; the bundle carries provenance.worker with the plan digest.
 package rehearsal

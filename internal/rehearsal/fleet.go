@@ -66,6 +66,19 @@ func (r *runner) launch(ctx context.Context, i int, apiKey string) (*fleet, bool
 	f := &fleet{baseURL: s.BaseURL}
 	if !s.Launched() {
 		f.urls = []string{s.BaseURL}
+		if len(s.BaseURLs) > 1 {
+			// Replicas already running, balanced by the client.
+			f.urls, f.replicated = s.BaseURLs, true
+			r.setServer(i, func(b *bundle.Server) {
+				b.Replicas = make([]bundle.Replica, len(s.BaseURLs))
+				for j, u := range s.BaseURLs {
+					b.Replicas[j] = bundle.Replica{Index: j, BaseURL: config.RedactURL(u)}
+					if j < len(s.GPUs) {
+						b.Replicas[j].GPUs = s.GPUs[j]
+					}
+				}
+			})
+		}
 		return f, true
 	}
 	n := s.ReplicaCount()
@@ -194,13 +207,21 @@ func (r *runner) ready(ctx context.Context, i int, f *fleet, apiKey string) (log
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[j] = supervise.WaitReady(ctx, f.group.Proc(j), probe(s.Name, url, s.Ready))
+				var proc *supervise.Process
+				if f.launched() {
+					proc = f.group.Proc(j)
+				}
+				errs[j] = supervise.WaitReady(ctx, proc, probe(s.Name, url, s.Ready))
 			}()
 		}
 		wg.Wait()
 		for j, e := range errs {
 			if e != nil {
-				return f.logs[j], replicaError(j, e)
+				log := ""
+				if j < len(f.logs) {
+					log = f.logs[j]
+				}
+				return log, replicaError(j, e)
 			}
 		}
 	}

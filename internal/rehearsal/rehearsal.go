@@ -416,18 +416,9 @@ func (r *runner) waves(ctx context.Context, i int, t Target, proc *fleet, apiKey
 		if r.died(i, proc, fmt.Sprintf("between waves, before the %s wave at %s (repeat %d)", w.Kind, w.Label(), w.Repeat), nil) {
 			return false
 		}
-		run, err := r.release(ctx, &w, seq)
+		run, settled := r.release(ctx, &w, seq)
 		if w.Kind != contract.KindMechanismCheck {
 			seq++
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return true
-			}
-			r.out.Unsynced = err
-			r.note("worker %s: the %s wave of %s at %s (repeat %d) was not released, and no later wave ran: %v", r.cfg.Segment, w.Kind, t.Name, w.Label(), w.Repeat, err)
-			r.progress(t.Name, "fail", "not released: %v", err)
-			return true
 		}
 		if !run {
 			continue
@@ -440,6 +431,17 @@ func (r *runner) waves(ctx context.Context, i int, t Target, proc *fleet, apiKey
 		}
 		clock := r.simClock(ctx, i, proc.urls[0], apiKey)
 		res, err := r.driver.Wave(ctx, t, w)
+		settled()
+		var unsynced *drive.NotReleasedError
+		if errors.As(err, &unsynced) {
+			if ctx.Err() != nil {
+				return true
+			}
+			r.out.Unsynced = unsynced.Err
+			r.note("worker %s: the %s wave of %s at %s (repeat %d) was not released, and no later wave ran: %v", r.cfg.Segment, w.Kind, t.Name, w.Label(), w.Repeat, unsynced.Err)
+			r.progress(t.Name, "fail", "not released: %v", unsynced.Err)
+			return true
+		}
 		if clock != nil {
 			r.serverSlip(ctx, clock, &res)
 		}

@@ -3,7 +3,6 @@ package rehearsal
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
@@ -14,10 +13,11 @@ import (
 // Synchronizer releases the waves of a split plan's workers together: it
 // is asked, before each wave a worker runs (seq counts them from 0 over
 // every server), for the instant every worker releases it, on this
-// process's clock and as the coordinator wrote it. A coordinate.Client
-// is one (it waits at the wave's barrier), coordinate.Fixed another.
+// process's clock and as the coordinator wrote it, with the clock offset
+// measured at the barrier. A coordinate.Client is one (it re-measures its
+// offset and waits at the wave's barrier), coordinate.Fixed another.
 type Synchronizer interface {
-	Release(ctx context.Context, seq int) (at time.Time, stamp string, err error)
+	Release(ctx context.Context, seq int) (plan.Release, error)
 }
 
 // SegmentError is a split plan refused before any work.
@@ -68,28 +68,35 @@ func syncBase(cfg *config.Rehearsal, wl bundle.Workload, i int) int {
 }
 
 // release prepares wave w of a split plan, the seq-th the workers release
-// together: this worker's share of it, and the instant the workers release
-// it at (from the synchronizer). A false skips the wave (a mechanism check
-// on a worker other than 0); an error means the workers could not agree,
-// and no later wave runs.
-func (r *runner) release(ctx context.Context, w *plan.Wave, seq int) (bool, error) {
+// together: this worker's share of it, and how the driver asks for the
+// instant the workers release it at (plan.Wave.Agree: from the
+// synchronizer, once the wave is armed). A false skips the wave (a
+// mechanism check on a worker other than 0). The returned func is called
+// once the driver is done with the wave: if the wave never got as far as
+// agreeing (it failed before it was armed), it still takes the wave's
+// barrier, so the other workers are not held for it.
+func (r *runner) release(ctx context.Context, w *plan.Wave, seq int) (bool, func()) {
 	seg := r.cfg.Segment
 	if seg.Whole() {
-		return true, nil
+		return true, func() {}
 	}
 	if w.Kind == contract.KindMechanismCheck {
 		// Its metric is the server's, not a worker's: worker 0 runs it
 		// whole, once the others are done with the waves before it.
-		return seg.Index == 0, nil
+		return seg.Index == 0, func() {}
 	}
 	w.Segment = seg
 	if r.o.Sync == nil {
-		return true, nil
+		return true, func() {}
 	}
-	at, stamp, err := r.o.Sync.Release(ctx, seq)
-	if err != nil {
-		return false, err
+	var asked bool
+	w.Agree = func(ctx context.Context) (plan.Release, error) {
+		asked = true
+		return r.o.Sync.Release(ctx, seq)
 	}
-	w.ReleaseAt, w.ReleaseStamp = at, stamp
-	return true, nil
+	return true, func() {
+		if !asked && ctx.Err() == nil {
+			_, _ = r.o.Sync.Release(ctx, seq)
+		}
+	}
 }
