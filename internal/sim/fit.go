@@ -189,6 +189,10 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 	points := make([]fitPoint, 0, len(keys))
 	var all []contract.Record
 	for _, k := range keys {
+		if kept, why := warmRepeats(k.LoadLabel(), recs[k]); why != "" {
+			recs[k] = kept
+			note("%s", why)
+		}
 		pt, err := readPoint(k, recs[k])
 		if err != nil {
 			return nil, fmt.Errorf("sim: fit: server %s: %w", o.Server, err)
@@ -382,6 +386,21 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 			note("decode step at batch %g (%s): %.4f s = median generated TPOT of the %d successful requests at %s", batch, how, step, pt.ok, pt.label())
 		}
 		p.DecodeStepS = pts
+		if occ, ns := occupancySteps(all, p.MaxNumSeqs); len(occ) >= 2 {
+			if miss, at, model := worstMiss(pts, occ); miss > occupancyMiss {
+				if p.PrefillPerTokenS > 0 || p.DecodePerContextTokenS > 0 {
+					unexplained("the per-load decode points miss the step measured at %g streaming requests by %.0f %% (%.4f s against %.4f s), but the fit has prefill or context terms the occupancy curve would count twice; the per-load points are kept", at, 100*miss, model, occupancyAt(occ, at))
+				} else {
+					total := 0
+					for _, n := range ns {
+						total += n
+					}
+					p.DecodeStepS = thinSteps(occ)
+					note("decode step by occupancy: the per-load points miss the step measured at %g streaming requests by %.0f %% (%.4f s against %.4f s), so the curve is read from the %d inter-token gaps of the fitted requests instead, binned by how many of their wave's requests were streaming at each gap's midpoint: the median gap of each occupancy with at least %d gaps (%d occupancies from %g to %g), made non-decreasing, points the line between their neighbours misses by under %.0f %% dropped: %s", at, 100*miss, model, occupancyAt(occ, at), total, minGapsPerBin, len(occ), occ[0][0], occ[len(occ)-1][0], 100*occupancyKeep, formatSteps(p.DecodeStepS))
+					pts = p.DecodeStepS
+				}
+			}
+		}
 		if len(pts) > 1 {
 			note("decode step between the points: linear; beyond batch %g: along the last segment (not measured)", pts[len(pts)-1][0])
 		} else {
