@@ -111,6 +111,19 @@ func (pt fitPoint) label() string { return pt.key.LoadLabel() }
 //     each request, the time-averaged number of its wave's requests
 //     streaming (between their first content and their end) while it
 //     streams, the median over the load's requests;
+//   - decode step by occupancy (batching, no prefill or context term): where
+//     those per-load points miss by over 15 % the step measured at some
+//     occupancy, the curve is read from every inter-token gap of the fitted
+//     requests instead, binned by the number of its wave's requests
+//     streaming at the gap's midpoint (the median of each occupancy with at
+//     least 100 gaps, made non-decreasing): a closed wave drains through
+//     every occupancy below its concurrency, which shows a step cost that
+//     jumps between two fitted loads (the H200 transformers server's, from
+//     25 to 43 ms between 32 and 39 sequences);
+//   - cold repeats (batching): a repeat of a fitted load whose median TTFT
+//     is over 1.5× and 20 ms above its warmest repeat's is left out of every
+//     number (a server capturing CUDA graphs lazily pays it in the first
+//     repeat to meet a batch shape), and the derivation says so;
 //   - decode per context token: where the lowest load's requests differ in
 //     context (prompt + half the output, by at least half), the least-squares
 //     slope of their TPOT on it; the decode points are then what is left of
@@ -189,7 +202,10 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 	points := make([]fitPoint, 0, len(keys))
 	var all []contract.Record
 	for _, k := range keys {
-		if kept, why := warmRepeats(k.LoadLabel(), recs[k]); why != "" {
+		// A batching engine's cold repeats are left out; a serial one's
+		// TTFT is mostly the wait for the lock, whose spread between
+		// repeats says nothing of a warm-up.
+		if kept, why := warmRepeats(k.LoadLabel(), recs[k]); why != "" && o.Engine == EngineBatching {
 			recs[k] = kept
 			note("%s", why)
 		}
