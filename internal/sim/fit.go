@@ -484,6 +484,12 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 		note("output lengths: per prompt, the median generated tokens of its fitted requests that stopped on their own (%d prompts); a prompt that always reached max_tokens gets max_model_len; any other prompt %d", len(byPrompt), fallback)
 	}
 
+	if o.Engine == EngineBatching && perTok == 0 && len(closedPts) > 1 {
+		if err := fitStaggeredPrefill(res, server, f, p, low, closedPts[len(closedPts)-1], o.Tokenizer); err != nil {
+			return nil, err
+		}
+	}
+
 	p.Name = o.Name
 	if p.Name == "" {
 		p.Name = o.Server + "-" + o.Engine + "-fit"

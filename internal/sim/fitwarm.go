@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
 )
 
@@ -222,4 +223,118 @@ func formatSteps(pts [][2]float64) string {
 		parts[i] = fmt.Sprintf("%g: %.4f s", p[0], p[1])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// fitBatchTokens is the per-step token budget assumed when the launch argv
+// does not say one: transformers' continuous batching caps its
+// max_batch_tokens at 8192 by default, as vLLM's chunked prefill often
+// runs.
+const fitBatchTokens = 8192
+
+// argvBatchTokens reads a per-step token budget from a launch argv: vLLM's
+// --max-num-batched-tokens, the batching reference server's
+// --max-batch-tokens, or rehearse sim's --max-num-batched-tokens.
+func argvBatchTokens(argv []string) (int, string) {
+	for _, flag := range []string{"--max-num-batched-tokens", "--max-batch-tokens"} {
+		if n, ok := argvInt(argv, flag); ok && n > 0 {
+			return n, "from the launch argv's " + flag
+		}
+	}
+	return 0, ""
+}
+
+// fitStaggeredPrefill reads the TTFT growth between the lowest and the
+// highest fitted closed waves as prefill instead of a frontend queue, where
+// the highest wave's prompts do not fit one step's token budget: its
+// first tokens then come in groups, one per prefill step, and the same
+// prefill slows every decode step it shares, which a frontend queue does
+// not. The prefill cost per token is the one whose predicted median TTFT
+// of the highest wave (the bundle's prompts through this engine) is the
+// measured one, found by bisection; the request overhead is what is left
+// of the lowest load's first token after one step and its prompt's
+// prefill. Where the prompts fit one step, the frontend stays.
+func fitStaggeredPrefill(res *bundle.Results, server *bundle.Server, f *Fit, p *Profile, low, high fitPoint, tk Counter) error {
+	budget, how := argvBatchTokens(server.LaunchArgv)
+	if budget == 0 {
+		budget, how = fitBatchTokens, fmt.Sprintf("assumed (the launch argv says no per-step budget; %d is transformers' default cap)", fitBatchTokens)
+	}
+	medianPrompt := func(pt fitPoint) float64 {
+		var xs []float64
+		for _, r := range pt.recs {
+			if n := promptTokensOf(r); r.OK && n >= 0 {
+				xs = append(xs, float64(n))
+			}
+		}
+		if len(xs) == 0 {
+			return 0
+		}
+		return *contract.Median(xs)
+	}
+	promptHigh, promptLow := medianPrompt(high), medianPrompt(low)
+	if promptHigh*float64(high.concurrency) <= float64(budget) {
+		return nil // one prefill step holds the wave: the growth is a frontend's
+	}
+	wl, _, err := WorkloadOf(res)
+	if err != nil {
+		return err
+	}
+	wl.Concurrencies, wl.Repeats = []int{high.concurrency}, 1
+	q := *p
+	q.Name = "fit" // Predict validates it; the name is set later
+	q.FrontendSPerRequest, q.MaxNumBatchedTokens = 0, budget
+	overhead := func(perTok float64) float64 { return max(0, low.ttftLessTPO-perTok*promptLow) }
+	medianTTFT := func(perTok float64) (float64, error) {
+		q.PrefillPerTokenS, q.RequestOverheadS = perTok, overhead(perTok)
+		pr, err := Predict(&q, wl, PredictOptions{Server: server.Name, Tokenizer: tk})
+		if err != nil {
+			return 0, err
+		}
+		var ttft []float64
+		for _, r := range pr.Records {
+			if r.OK && r.FirstContentS != nil {
+				ttft = append(ttft, *r.FirstContentS-r.StartS)
+			}
+		}
+		if len(ttft) == 0 {
+			return 0, fmt.Errorf("sim: fit: the predicted %s wave has no first token", high.label())
+		}
+		return *contract.Median(ttft), nil
+	}
+	lo, hi := 0.0, 1e-3
+	if t, err := medianTTFT(lo); err != nil {
+		return err
+	} else if t >= high.ttftS {
+		return nil // no prefill cost is needed to reach it
+	}
+	if t, err := medianTTFT(hi); err != nil {
+		return err
+	} else if t < high.ttftS {
+		return nil
+	}
+	for range 40 {
+		mid := (lo + hi) / 2
+		t, err := medianTTFT(mid)
+		if err != nil {
+			return err
+		}
+		if t < high.ttftS {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	perTok := round9((lo + hi) / 2)
+	p.FrontendSPerRequest, p.MaxNumBatchedTokens, p.PrefillPerTokenS = 0, budget, perTok
+	p.RequestOverheadS = round6(overhead(perTok))
+	// The frontend, overhead and prefill lines of the per-load fit are
+	// superseded.
+	f.Derivation = slices.DeleteFunc(f.Derivation, func(s string) bool {
+		return strings.HasPrefix(s, "frontend:") || strings.HasPrefix(s, "request overhead:") || strings.HasPrefix(s, "prefill: 0")
+	})
+	f.Unexplained = slices.DeleteFunc(f.Unexplained, func(s string) bool { return strings.Contains(s, "frontend slot") })
+	f.Derivation = append(f.Derivation,
+		fmt.Sprintf("staggered prefill: the %s wave's prompts (median %g tokens × %d) do not fit one step's budget of %d tokens %s, so its first tokens come in groups, one per prefill step: its TTFT growth is read as prefill, not a frontend queue (frontend 0)", high.label(), promptHigh, high.concurrency, budget, how),
+		fmt.Sprintf("prefill per token: %.4g s, the cost whose predicted median TTFT of the %s wave (this engine, the bundle's prompts) is the measured %.4f s (bisection)", perTok, high.label(), high.ttftS),
+		fmt.Sprintf("request overhead: %.4f s = median of TTFT − TPOT over the %d successful requests at %s, less the median prompt's prefill (%.4f s)", p.RequestOverheadS, low.ok, low.label(), perTok*promptLow))
+	return nil
 }
