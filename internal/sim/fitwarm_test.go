@@ -102,3 +102,35 @@ func TestOccupancyStepsFindsAJump(t *testing.T) {
 		t.Errorf("thinned %v from %v", thin, pts)
 	}
 }
+
+// TestFitReadsStaggeredPrefill: a batching engine whose 64-client wave's
+// prompts (about 300 tokens each) overflow its 4096-token step budget
+// staggers their first tokens by prefill; the fit reads the prefill cost
+// from the TTFT growth, with no frontend.
+func TestFitReadsStaggeredPrefill(t *testing.T) {
+	truth, err := BuiltinProfile("t4-qwen2.5-1.5b-batching")
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth.DecodeStepS = [][2]float64{{1, 0.020}, {64, 0.030}}
+	truth.RequestOverheadS, truth.FrontendSPerRequest = 0.002, 0
+	truth.PrefillBaseS, truth.PrefillPerTokenS, truth.MaxNumBatchedTokens = 0, 20e-6, 4096
+	truth.MaxNumSeqs, truth.MaxModelLen, truth.PrefixCaching = 64, 32768, false
+	prompts := make([]string, 8)
+	for i := range prompts {
+		prompts[i] = strings.Repeat("the quiet harbour at dawn ", 60) + strings.Repeat("x", i)
+	}
+	w := ClosedWorkload{Concurrencies: []int{1, 64}, Repeats: 1, Prompts: prompts, MaxTokens: 64, TimeoutS: 60, IgnoreEOS: true}
+	res := syntheticBundle(t, truth, w, "batching", []string{"python3", "batching_server.py", "--max-num-seqs=64", "--max-num-batched-tokens", "4096"}, 1)
+	f, err := FitProfile(res, FitOptions{Server: "batching", Engine: EngineBatching, FitConcurrencies: []int{1, 64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.Profile
+	if p.FrontendSPerRequest != 0 || p.MaxNumBatchedTokens != 4096 {
+		t.Errorf("frontend %g s, budget %d: want 0 and 4096 from the argv", p.FrontendSPerRequest, p.MaxNumBatchedTokens)
+	}
+	if math.Abs(p.PrefillPerTokenS-20e-6) > 0.15*20e-6 {
+		t.Errorf("prefill per token %.3g s, want 2e-05 within 15 %%\n%s", p.PrefillPerTokenS, strings.Join(f.Derivation, "\n"))
+	}
+}
