@@ -192,12 +192,33 @@ func thinSteps(pts [][2]float64) [][2]float64 {
 	return append(out, pts[len(pts)-1])
 }
 
-// worstMiss is the occupancy the curve misses most, relative to the
-// measured step there, and by how much.
+// occupancyAgree is how close (relative) the occupancy curve must come to
+// every per-load point for its gaps to be read as the steps the per-load
+// TPOTs time: where it does not (a simulator at a high time scale, whose
+// wall-clock gaps carry the host's noise; prefills that lengthen the odd
+// step), the per-load points stay.
+const occupancyAgree = 0.05
+
+// worstMiss is the occupancy strictly between two of the curve's points
+// that the curve misses most, relative to the measured step there, and by
+// how much; 0 where the measured steps disagree with the curve's own points
+// by more than occupancyAgree (the gaps do not time the same steps).
 func worstMiss(curve, measured [][2]float64) (float64, float64, float64) {
 	p := &Profile{DecodeStepS: curve}
+	m := &Profile{DecodeStepS: measured}
+	for _, c := range curve {
+		if c[0] < measured[0][0] || c[0] > measured[len(measured)-1][0] {
+			return 0, 0, 0 // the gaps do not reach this point
+		}
+		if v := m.decodeS(c[0]); math.Abs(v-c[1]) > occupancyAgree*c[1] {
+			return 0, 0, 0
+		}
+	}
 	worst, at, model := 0.0, 0.0, 0.0
 	for _, m := range measured {
+		if m[0] <= curve[0][0] || m[0] >= curve[len(curve)-1][0] || slices.ContainsFunc(curve, func(c [2]float64) bool { return c[0] == m[0] }) {
+			continue
+		}
 		s := p.decodeS(m[0])
 		if d := math.Abs(s-m[1]) / m[1]; d > worst {
 			worst, at, model = d, m[0], s
