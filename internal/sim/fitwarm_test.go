@@ -134,3 +134,40 @@ func TestFitReadsStaggeredPrefill(t *testing.T) {
 		t.Errorf("prefill per token %.3g s, want 2e-05 within 15 %%\n%s", p.PrefillPerTokenS, strings.Join(f.Derivation, "\n"))
 	}
 }
+
+// TestSustainedSuccessorMissesTheStartedStep: with no request overhead or
+// frontend, a sustained client's next request, sent as its last one ends
+// at a step's end, joins the batch one step later (the served engine has
+// started that step before the client's request is read), unless the engine
+// is idle.
+func TestSustainedSuccessorMissesTheStartedStep(t *testing.T) {
+	p := &Profile{Name: "t", Engine: EngineBatching, Model: "m", MaxModelLen: 1024, ChatTemplate: "chatml",
+		DecodeStepS: [][2]float64{{1, 0.01}}, MaxNumSeqs: 8, KVTokenBudget: 1 << 20, OutputTokens: []int{2}}
+	a := &virtualRequest{client: 0, promptTokens: 10, outputTokens: 2, maxTokens: 2}
+	b := &virtualRequest{client: 1, promptTokens: 10, outputTokens: 10, maxTokens: 10}
+	var succ *virtualRequest
+	once := func(r *virtualRequest, endS float64) *virtualRequest {
+		if r == a {
+			succ = &virtualRequest{client: 0, promptTokens: 10, outputTokens: 2, maxTokens: 2}
+			return succ
+		}
+		return nil
+	}
+	if err := runVirtual(p, []*virtualRequest{a, b}, 60, nil, once); err != nil {
+		t.Fatal(err)
+	}
+	// a: tokens at 0.01 and 0.02; its successor is sent at 0.02, misses
+	// the step 0.02–0.03 (b alone) and prefills in 0.03–0.04.
+	if succ == nil || len(succ.tokensS) != 2 || math.Abs(succ.tokensS[0]-0.04) > 1e-9 || succ.sentS != 0.02 {
+		t.Fatalf("successor sent at %v, tokens at %v: want sent at 0.02, first token at 0.04", succ.sentS, succ.tokensS)
+	}
+	// An idle engine takes it at once: a alone, then its successor.
+	succ = nil
+	a = &virtualRequest{client: 0, promptTokens: 10, outputTokens: 2, maxTokens: 2}
+	if err := runVirtual(p, []*virtualRequest{a}, 60, nil, once); err != nil {
+		t.Fatal(err)
+	}
+	if succ == nil || math.Abs(succ.tokensS[0]-0.03) > 1e-9 {
+		t.Fatalf("successor on an idle engine: tokens at %v, want the first at 0.03", succ.tokensS)
+	}
+}
