@@ -120,7 +120,14 @@ func (pt fitPoint) label() string { return pt.key.LoadLabel() }
 //     every occupancy below its concurrency, which shows a step cost that
 //     jumps between two fitted loads (the H200 transformers server's, from
 //     25 to 43 ms between 32 and 39 sequences);
-//   - cold repeats (batching): a repeat of a fitted load whose median TTFT
+//   - staggered prefill (batching, no prefill slope): where the highest
+//     closed wave's prompts overflow one step's token budget (the argv's,
+//     else 8192), its TTFT growth may be prefill rather than a frontend
+//     queue: the prefill cost whose predicted median TTFT there is the
+//     measured one (bisection on the predictor), with no frontend, is kept
+//     when it predicts the fitted closed waves' goodput better than the
+//     frontend does;
+//   - cold repeats (batching, no prefix caching): a repeat of a fitted load whose median TTFT
 //     is over 1.5× and 20 ms above its warmest repeat's is left out of every
 //     number (a server capturing CUDA graphs lazily pays it in the first
 //     repeat to meet a batch shape), and the derivation says so;
@@ -199,13 +206,16 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 	note := func(format string, a ...any) { f.Derivation = append(f.Derivation, fmt.Sprintf(format, a...)) }
 	unexplained := func(format string, a ...any) { f.Unexplained = append(f.Unexplained, fmt.Sprintf(format, a...)) }
 
+	caching, _ := argvPrefixCaching(server.LaunchArgv)
 	points := make([]fitPoint, 0, len(keys))
 	var all []contract.Record
 	for _, k := range keys {
 		// A batching engine's cold repeats are left out; a serial one's
 		// TTFT is mostly the wait for the lock, whose spread between
 		// repeats says nothing of a warm-up.
-		if kept, why := warmRepeats(k.LoadLabel(), recs[k]); why != "" && o.Engine == EngineBatching {
+		// A prefix-caching server's first repeat is slower by design (it
+		// fills the cache the later ones hit), and the model has it.
+		if kept, why := warmRepeats(k.LoadLabel(), recs[k]); why != "" && o.Engine == EngineBatching && !caching {
 			recs[k] = kept
 			note("%s", why)
 		}
@@ -484,8 +494,10 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 		note("output lengths: per prompt, the median generated tokens of its fitted requests that stopped on their own (%d prompts); a prompt that always reached max_tokens gets max_model_len; any other prompt %d", len(byPrompt), fallback)
 	}
 
-	if o.Engine == EngineBatching && perTok == 0 && len(closedPts) > 1 {
-		if err := fitStaggeredPrefill(res, server, f, p, low, closedPts[len(closedPts)-1], o.Tokenizer); err != nil {
+	// With prefix caching a prompt's prefill is mostly a cache hit: TTFT
+	// growth cannot be read as its prompt tokens.
+	if o.Engine == EngineBatching && perTok == 0 && len(closedPts) > 1 && !p.PrefixCaching {
+		if err := fitStaggeredPrefill(res, server, f, p, low, closedPts, o.Tokenizer); err != nil {
 			return nil, err
 		}
 	}

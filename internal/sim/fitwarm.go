@@ -274,7 +274,8 @@ func argvBatchTokens(argv []string) (int, string) {
 // measured one, found by bisection; the request overhead is what is left
 // of the lowest load's first token after one step and its prompt's
 // prefill. Where the prompts fit one step, the frontend stays.
-func fitStaggeredPrefill(res *bundle.Results, server *bundle.Server, f *Fit, p *Profile, low, high fitPoint, tk Counter) error {
+func fitStaggeredPrefill(res *bundle.Results, server *bundle.Server, f *Fit, p *Profile, low fitPoint, closedPts []fitPoint, tk Counter) error {
+	high := closedPts[len(closedPts)-1]
 	budget, how := argvBatchTokens(server.LaunchArgv)
 	if budget == 0 {
 		budget, how = fitBatchTokens, fmt.Sprintf("assumed (the launch argv says no per-step budget; %d is transformers' default cap)", fitBatchTokens)
@@ -316,8 +317,8 @@ func fitStaggeredPrefill(res *bundle.Results, server *bundle.Server, f *Fit, p *
 				ttft = append(ttft, *r.FirstContentS-r.StartS)
 			}
 		}
-		if len(ttft) == 0 {
-			return 0, fmt.Errorf("sim: fit: the predicted %s wave has no first token", high.label())
+		if 2*len(ttft) <= len(pr.Records) {
+			return math.Inf(1), nil // most time out before a first token: too slow
 		}
 		return *contract.Median(ttft), nil
 	}
@@ -345,6 +346,27 @@ func fitStaggeredPrefill(res *bundle.Results, server *bundle.Server, f *Fit, p *
 		}
 	}
 	perTok := round9((lo + hi) / 2)
+	// Keep it only where it predicts the fitted closed waves' goodput
+	// better than the frontend does: both models meet the highest wave's
+	// median TTFT, and the goodput tells a prefill that slows the decode
+	// steps it shares from a queue before the engine.
+	q.PrefillPerTokenS, q.RequestOverheadS = perTok, round6(overhead(perTok))
+	var fitted []int
+	for _, pt := range closedPts {
+		fitted = append(fitted, pt.concurrency)
+	}
+	errFrontend, err := goodputMiss(res, server.Name, closedPts, p, wl, fitted, tk)
+	if err != nil {
+		return err
+	}
+	errPrefill, err := goodputMiss(res, server.Name, closedPts, &q, wl, fitted, tk)
+	if err != nil {
+		return err
+	}
+	if errPrefill >= errFrontend {
+		f.Derivation = append(f.Derivation, fmt.Sprintf("staggered prefill not used: the %s wave's prompts (median %g tokens × %d) overflow one step's budget of %d tokens, but its TTFT growth read as prefill (%.4g s per token, no frontend) predicts the fitted closed waves' goodput worse (mean |error| %.1f %%) than the frontend queue (%.1f %%)", high.label(), promptHigh, high.concurrency, budget, perTok, 100*errPrefill, 100*errFrontend))
+		return nil
+	}
 	p.FrontendSPerRequest, p.MaxNumBatchedTokens, p.PrefillPerTokenS = 0, budget, perTok
 	p.RequestOverheadS = round6(overhead(perTok))
 	// The frontend, overhead and prefill lines of the per-load fit are
@@ -355,7 +377,56 @@ func fitStaggeredPrefill(res *bundle.Results, server *bundle.Server, f *Fit, p *
 	f.Unexplained = slices.DeleteFunc(f.Unexplained, func(s string) bool { return strings.Contains(s, "frontend slot") })
 	f.Derivation = append(f.Derivation,
 		fmt.Sprintf("staggered prefill: the %s wave's prompts (median %g tokens × %d) do not fit one step's budget of %d tokens %s, so its first tokens come in groups, one per prefill step: its TTFT growth is read as prefill, not a frontend queue (frontend 0)", high.label(), promptHigh, high.concurrency, budget, how),
-		fmt.Sprintf("prefill per token: %.4g s, the cost whose predicted median TTFT of the %s wave (this engine, the bundle's prompts) is the measured %.4f s (bisection)", perTok, high.label(), high.ttftS),
+		fmt.Sprintf("prefill per token: %.4g s, the cost whose predicted median TTFT of the %s wave (this engine, the bundle's prompts) is the measured %.4f s (bisection); it predicts the fitted closed waves' goodput with a mean |error| of %.1f %% against the frontend queue's %.1f %%", perTok, high.label(), high.ttftS, 100*errPrefill, 100*errFrontend),
 		fmt.Sprintf("request overhead: %.4f s = median of TTFT − TPOT over the %d successful requests at %s, less the median prompt's prefill (%.4f s)", p.RequestOverheadS, low.ok, low.label(), perTok*promptLow))
 	return nil
+}
+
+// goodputMiss is the mean relative error of the profile's predicted median
+// goodput at the fitted closed concurrencies against the fitted records'
+// (their warm repeats, counted in generated tokens).
+func goodputMiss(res *bundle.Results, server string, closedPts []fitPoint, p *Profile, wl ClosedWorkload, fitted []int, tk Counter) (float64, error) {
+	w := wl
+	w.Concurrencies, w.Repeats = fitted, 1
+	q := *p
+	if q.Name == "" {
+		q.Name = "fit"
+	}
+	pr, err := Predict(&q, w, PredictOptions{Server: server, Tokenizer: tk})
+	if err != nil {
+		return 0, err
+	}
+	predicted := map[int]float64{}
+	for _, a := range pr.Aggregates {
+		if a.Goodput.Median != nil {
+			predicted[a.Concurrency] = *a.Goodput.Median
+		}
+	}
+	sum, n := 0.0, 0
+	for _, pt := range closedPts {
+		var recs []contract.Record
+		ids := map[int]bool{}
+		for _, r := range pt.recs {
+			recs = append(recs, r)
+			ids[r.Wave] = true
+		}
+		var waves []contract.Wave
+		for _, wv := range res.Waves {
+			if ids[wv.ID] {
+				waves = append(waves, wv)
+			}
+		}
+		for _, a := range contract.Aggregates(waves, GeneratedCounts(recs), []string{server}, "") {
+			if a.Mode == contract.ModeClosed && a.Concurrency == pt.concurrency && a.Goodput.Median != nil && *a.Goodput.Median > 0 {
+				if v, ok := predicted[pt.concurrency]; ok {
+					sum += math.Abs(v-*a.Goodput.Median) / *a.Goodput.Median
+					n++
+				}
+			}
+		}
+	}
+	if n == 0 {
+		return math.Inf(1), nil
+	}
+	return sum / float64(n), nil
 }
