@@ -349,6 +349,9 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 		note("prefill per token: %.3g s = the least-squares slope of TTFT − TPOT on usage_prompt_tokens over the %s requests at %s that ran alone (or all, when fewer than %d did)", p.PrefillPerTokenS, preHow, slopeAt.label(), minVariedN)
 	}
 
+	// loadPts are the loads the batching decode points came from; nil
+	// once the occupancy curve replaces them.
+	var loadPts []fitPoint
 	switch o.Engine {
 	case EngineSerial:
 		sum := 0.0
@@ -396,6 +399,7 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 				unexplained("%s runs at the same batch size (%g) as a lower fitted load; its TPOT %.4f s is not used", pt.label(), batch, pt.tpotS)
 				continue
 			}
+			loadPts = append(loadPts, pt)
 			tpot := pt.tpotS
 			if p.PrefillPerTokenS > 0 {
 				tpot = decodeTPOT(pt.recs, p.PrefillPerTokenS)
@@ -421,7 +425,7 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 					for _, n := range ns {
 						total += n
 					}
-					p.DecodeStepS = thinSteps(occ)
+					p.DecodeStepS, loadPts = thinSteps(occ), nil
 					note("decode step by occupancy: the per-load points miss the step measured at %g streaming requests by %.0f %% (%.4f s against %.4f s), so the curve is read from the %d inter-token gaps of the fitted requests instead, binned by how many of their wave's requests were streaming at each gap's midpoint: the median gap of each occupancy with at least %d gaps (%d occupancies from %g to %g), made non-decreasing, points the line between their neighbours misses by under %.0f %% dropped: %s", at, 100*miss, model, occupancyAt(occ, at), total, minGapsPerBin, len(occ), occ[0][0], occ[len(occ)-1][0], 100*occupancyKeep, formatSteps(p.DecodeStepS))
 					pts = p.DecodeStepS
 				}
@@ -497,7 +501,20 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 	// With prefix caching a prompt's prefill is mostly a cache hit: TTFT
 	// growth cannot be read as its prompt tokens.
 	if o.Engine == EngineBatching && perTok == 0 && len(closedPts) > 1 && !p.PrefixCaching {
-		if err := fitStaggeredPrefill(res, server, f, p, low, closedPts, o.Tokenizer); err != nil {
+		// The per-load decode points, with the prefill of the other
+		// requests that shared their steps taken out (the occupancy curve's
+		// median gaps are mostly steps without one).
+		decodeAt := func(perTok float64) [][2]float64 {
+			if loadPts == nil || perTok == 0 {
+				return p.DecodeStepS
+			}
+			out := slices.Clone(p.DecodeStepS)
+			for i, pt := range loadPts {
+				out[i][1] = round6(max(decodeTPOT(pt.recs, perTok)-ctxPart(pt), 1e-6))
+			}
+			return out
+		}
+		if err := fitStaggeredPrefill(res, server, f, p, low, closedPts, decodeAt, o.Tokenizer); err != nil {
 			return nil, err
 		}
 	}

@@ -271,10 +271,12 @@ func argvBatchTokens(argv []string) (int, string) {
 // prefill slows every decode step it shares, which a frontend queue does
 // not. The prefill cost per token is the one whose predicted median TTFT
 // of the highest wave (the bundle's prompts through this engine) is the
-// measured one, found by bisection; the request overhead is what is left
+// measured one, found by bisection (per-load decode points less the
+// prefill their steps shared, as the fit does with a prefill slope); the
+// request overhead is what is left
 // of the lowest load's first token after one step and its prompt's
 // prefill. Where the prompts fit one step, the frontend stays.
-func fitStaggeredPrefill(res *bundle.Results, server *bundle.Server, f *Fit, p *Profile, low fitPoint, closedPts []fitPoint, tk Counter) error {
+func fitStaggeredPrefill(res *bundle.Results, server *bundle.Server, f *Fit, p *Profile, low fitPoint, closedPts []fitPoint, decodeAt func(perTok float64) [][2]float64, tk Counter) error {
 	high := closedPts[len(closedPts)-1]
 	budget, how := argvBatchTokens(server.LaunchArgv)
 	if budget == 0 {
@@ -306,7 +308,7 @@ func fitStaggeredPrefill(res *bundle.Results, server *bundle.Server, f *Fit, p *
 	q.FrontendSPerRequest, q.MaxNumBatchedTokens = 0, budget
 	overhead := func(perTok float64) float64 { return max(0, low.ttftLessTPO-perTok*promptLow) }
 	medianTTFT := func(perTok float64) (float64, error) {
-		q.PrefillPerTokenS, q.RequestOverheadS = perTok, overhead(perTok)
+		q.PrefillPerTokenS, q.RequestOverheadS, q.DecodeStepS = perTok, overhead(perTok), decodeAt(perTok)
 		pr, err := Predict(&q, wl, PredictOptions{Server: server.Name, Tokenizer: tk})
 		if err != nil {
 			return 0, err
@@ -350,7 +352,7 @@ func fitStaggeredPrefill(res *bundle.Results, server *bundle.Server, f *Fit, p *
 	// better than the frontend does: both models meet the highest wave's
 	// median TTFT, and the goodput tells a prefill that slows the decode
 	// steps it shares from a queue before the engine.
-	q.PrefillPerTokenS, q.RequestOverheadS = perTok, round6(overhead(perTok))
+	q.PrefillPerTokenS, q.RequestOverheadS, q.DecodeStepS = perTok, round6(overhead(perTok)), decodeAt(perTok)
 	var fitted []int
 	for _, pt := range closedPts {
 		fitted = append(fitted, pt.concurrency)
@@ -367,7 +369,7 @@ func fitStaggeredPrefill(res *bundle.Results, server *bundle.Server, f *Fit, p *
 		f.Derivation = append(f.Derivation, fmt.Sprintf("staggered prefill not used: the %s wave's prompts (median %g tokens × %d) overflow one step's budget of %d tokens, but its TTFT growth read as prefill (%.4g s per token, no frontend) predicts the fitted closed waves' goodput worse (mean |error| %.1f %%) than the frontend queue (%.1f %%)", high.label(), promptHigh, high.concurrency, budget, perTok, 100*errPrefill, 100*errFrontend))
 		return nil
 	}
-	p.FrontendSPerRequest, p.MaxNumBatchedTokens, p.PrefillPerTokenS = 0, budget, perTok
+	p.FrontendSPerRequest, p.MaxNumBatchedTokens, p.PrefillPerTokenS, p.DecodeStepS = 0, budget, perTok, q.DecodeStepS
 	p.RequestOverheadS = round6(overhead(perTok))
 	// The frontend, overhead and prefill lines of the per-load fit are
 	// superseded.
@@ -378,6 +380,7 @@ func fitStaggeredPrefill(res *bundle.Results, server *bundle.Server, f *Fit, p *
 	f.Derivation = append(f.Derivation,
 		fmt.Sprintf("staggered prefill: the %s wave's prompts (median %g tokens × %d) do not fit one step's budget of %d tokens %s, so its first tokens come in groups, one per prefill step: its TTFT growth is read as prefill, not a frontend queue (frontend 0)", high.label(), promptHigh, high.concurrency, budget, how),
 		fmt.Sprintf("prefill per token: %.4g s, the cost whose predicted median TTFT of the %s wave (this engine, the bundle's prompts) is the measured %.4f s (bisection); it predicts the fitted closed waves' goodput with a mean |error| of %.1f %% against the frontend queue's %.1f %%", perTok, high.label(), high.ttftS, 100*errPrefill, 100*errFrontend),
+		fmt.Sprintf("decode step: %s (where they are per-load points, each load's TPOT less the prefill of the other requests whose first token came while it streamed)", formatSteps(p.DecodeStepS)),
 		fmt.Sprintf("request overhead: %.4f s = median of TTFT − TPOT over the %d successful requests at %s, less the median prompt's prefill (%.4f s)", p.RequestOverheadS, low.ok, low.label(), perTok*promptLow))
 	return nil
 }
