@@ -111,6 +111,26 @@ func (pt fitPoint) label() string { return pt.key.LoadLabel() }
 //     each request, the time-averaged number of its wave's requests
 //     streaming (between their first content and their end) while it
 //     streams, the median over the load's requests;
+//   - decode step by occupancy (batching, no prefill or context term): where
+//     those per-load points miss by over 15 % the step measured at some
+//     occupancy, the curve is read from every inter-token gap of the fitted
+//     requests instead, binned by the number of its wave's requests
+//     streaming at the gap's midpoint (the median of each occupancy with at
+//     least 100 gaps, made non-decreasing): a closed wave drains through
+//     every occupancy below its concurrency, which shows a step cost that
+//     jumps between two fitted loads (the H200 transformers server's, from
+//     25 to 43 ms between 32 and 39 sequences);
+//   - staggered prefill (batching, no prefill slope): where the highest
+//     closed wave's prompts overflow one step's token budget (the argv's,
+//     else 8192), its TTFT growth may be prefill rather than a frontend
+//     queue: the prefill cost whose predicted median TTFT there is the
+//     measured one (bisection on the predictor), with no frontend, is kept
+//     when it predicts the fitted closed waves' goodput better than the
+//     frontend does;
+//   - cold repeats (batching, no prefix caching): a repeat of a fitted load whose median TTFT
+//     is over 1.5× and 20 ms above its warmest repeat's is left out of every
+//     number (a server capturing CUDA graphs lazily pays it in the first
+//     repeat to meet a batch shape), and the derivation says so;
 //   - decode per context token: where the lowest load's requests differ in
 //     context (prompt + half the output, by at least half), the least-squares
 //     slope of their TPOT on it; the decode points are then what is left of
@@ -186,9 +206,19 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 	note := func(format string, a ...any) { f.Derivation = append(f.Derivation, fmt.Sprintf(format, a...)) }
 	unexplained := func(format string, a ...any) { f.Unexplained = append(f.Unexplained, fmt.Sprintf(format, a...)) }
 
+	caching, _ := argvPrefixCaching(server.LaunchArgv)
 	points := make([]fitPoint, 0, len(keys))
 	var all []contract.Record
 	for _, k := range keys {
+		// A batching engine's cold repeats are left out; a serial one's
+		// TTFT is mostly the wait for the lock, whose spread between
+		// repeats says nothing of a warm-up.
+		// A prefix-caching server's first repeat is slower by design (it
+		// fills the cache the later ones hit), and the model has it.
+		if kept, why := warmRepeats(k.LoadLabel(), recs[k]); why != "" && o.Engine == EngineBatching && !caching {
+			recs[k] = kept
+			note("%s", why)
+		}
 		pt, err := readPoint(k, recs[k])
 		if err != nil {
 			return nil, fmt.Errorf("sim: fit: server %s: %w", o.Server, err)
@@ -319,6 +349,9 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 		note("prefill per token: %.3g s = the least-squares slope of TTFT − TPOT on usage_prompt_tokens over the %s requests at %s that ran alone (or all, when fewer than %d did)", p.PrefillPerTokenS, preHow, slopeAt.label(), minVariedN)
 	}
 
+	// loadPts are the loads the batching decode points came from; nil
+	// once the occupancy curve replaces them.
+	var loadPts []fitPoint
 	switch o.Engine {
 	case EngineSerial:
 		sum := 0.0
@@ -366,6 +399,7 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 				unexplained("%s runs at the same batch size (%g) as a lower fitted load; its TPOT %.4f s is not used", pt.label(), batch, pt.tpotS)
 				continue
 			}
+			loadPts = append(loadPts, pt)
 			tpot := pt.tpotS
 			if p.PrefillPerTokenS > 0 {
 				tpot = decodeTPOT(pt.recs, p.PrefillPerTokenS)
@@ -382,6 +416,21 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 			note("decode step at batch %g (%s): %.4f s = median generated TPOT of the %d successful requests at %s", batch, how, step, pt.ok, pt.label())
 		}
 		p.DecodeStepS = pts
+		if occ, ns := occupancySteps(all, p.MaxNumSeqs); len(occ) >= 2 {
+			if miss, at, model := worstMiss(pts, occ); miss > occupancyMiss {
+				if p.PrefillPerTokenS > 0 || p.DecodePerContextTokenS > 0 {
+					unexplained("the per-load decode points miss the step measured at %g streaming requests by %.0f %% (%.4f s against %.4f s), but the fit has prefill or context terms the occupancy curve would count twice; the per-load points are kept", at, 100*miss, model, occupancyAt(occ, at))
+				} else {
+					total := 0
+					for _, n := range ns {
+						total += n
+					}
+					p.DecodeStepS, loadPts = thinSteps(occ), nil
+					note("decode step by occupancy: the per-load points miss the step measured at %g streaming requests by %.0f %% (%.4f s against %.4f s), so the curve is read from the %d inter-token gaps of the fitted requests instead, binned by how many of their wave's requests were streaming at each gap's midpoint: the median gap of each occupancy with at least %d gaps (%d occupancies from %g to %g), made non-decreasing, points the line between their neighbours misses by under %.0f %% dropped: %s", at, 100*miss, model, occupancyAt(occ, at), total, minGapsPerBin, len(occ), occ[0][0], occ[len(occ)-1][0], 100*occupancyKeep, formatSteps(p.DecodeStepS))
+					pts = p.DecodeStepS
+				}
+			}
+		}
 		if len(pts) > 1 {
 			note("decode step between the points: linear; beyond batch %g: along the last segment (not measured)", pts[len(pts)-1][0])
 		} else {
@@ -447,6 +496,27 @@ func FitProfile(res *bundle.Results, o FitOptions) (*Fit, error) {
 		p.OutputTokensByPrompt = byPrompt
 		p.OutputTokens = []int{fallback}
 		note("output lengths: per prompt, the median generated tokens of its fitted requests that stopped on their own (%d prompts); a prompt that always reached max_tokens gets max_model_len; any other prompt %d", len(byPrompt), fallback)
+	}
+
+	// With prefix caching a prompt's prefill is mostly a cache hit: TTFT
+	// growth cannot be read as its prompt tokens.
+	if o.Engine == EngineBatching && perTok == 0 && len(closedPts) > 1 && !p.PrefixCaching {
+		// The per-load decode points, with the prefill of the other
+		// requests that shared their steps taken out (the occupancy curve's
+		// median gaps are mostly steps without one).
+		decodeAt := func(perTok float64) [][2]float64 {
+			if loadPts == nil || perTok == 0 {
+				return p.DecodeStepS
+			}
+			out := slices.Clone(p.DecodeStepS)
+			for i, pt := range loadPts {
+				out[i][1] = round6(max(decodeTPOT(pt.recs, perTok)-ctxPart(pt), 1e-6))
+			}
+			return out
+		}
+		if err := fitStaggeredPrefill(res, server, f, p, low, closedPts, decodeAt, o.Tokenizer); err != nil {
+			return nil, err
+		}
 	}
 
 	p.Name = o.Name

@@ -355,6 +355,13 @@ type virtualRequest struct {
 	sentS     float64   // when its client sends it
 	engineAtS float64   // when the request reaches the engine's queue
 	deadlineS float64   // when its client gives up
+	// afterStep is the engine step before whose end the request cannot
+	// join the batch: a sustained client's next request, sent with no
+	// overhead or frontend at the end of the step that ended its last one,
+	// reaches the engine after it has planned the next step (the served
+	// engine starts that step as it applies the last, before the client's
+	// next request is read), unless the engine is idle.
+	afterStep int64
 }
 
 // nextRequest is a virtual run's clients' behaviour: once request r has
@@ -404,6 +411,9 @@ func runVirtual(p *Profile, first []*virtualRequest, timeoutS float64, cache *pr
 		}
 		if n := next(r, atS); n != nil {
 			send(n, atS)
+			if n.engineAtS <= atS {
+				n.afterStep = e.steps.Load() + 1
+			}
 		}
 	}
 	for i, r := range first {
@@ -430,6 +440,9 @@ func runVirtual(p *Profile, first []*virtualRequest, timeoutS float64, cache *pr
 		inFlight = kept
 		for len(pending) > 0 && pending[0].engineAtS <= vnow {
 			r := pending[0]
+			if r.afterStep > e.steps.Load() && (len(e.running) > 0 || len(e.waiting) > 0) {
+				break // it joins after the step the engine starts now
+			}
 			pending = pending[1:]
 			if r.engineAtS < r.deadlineS {
 				e.waiting = append(e.waiting, r.seq)
