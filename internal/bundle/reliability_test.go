@@ -416,6 +416,12 @@ func TestVerifyStreamingIsVerifyHeld(t *testing.T) {
 			}
 			t.Fatal("no aggregate with replica requests")
 		}},
+		{name: "with replicas, a record's replica out of range", keepAggregates: true, edit: func(t *testing.T, r *bundle.Results) {
+			withReplicas(t, r)
+			r.Recompute()
+			k := 7
+			r.Records[len(r.Records)-1].Replica = &k
+		}},
 	}, reliabilityRows...)
 	took, slo, replicas := 0, 0, 0
 	for _, row := range rows {
@@ -430,7 +436,11 @@ func TestVerifyStreamingIsVerifyHeld(t *testing.T) {
 		}
 		if strings.HasPrefix(row.name, "with replicas") {
 			replicas++
-			if row.keepAggregates && !strings.Contains(problems(streamed.Problems), "replica_requests") {
+			want := "replica_requests"
+			if strings.Contains(row.name, "out of range") {
+				want = "is not one of the server's 2 replicas"
+			}
+			if row.keepAggregates && !strings.Contains(problems(streamed.Problems), want) {
 				t.Errorf("%s: the streaming path misses it:\n%s", row.name, problems(streamed.Problems))
 			}
 		}
@@ -441,8 +451,8 @@ func TestVerifyStreamingIsVerifyHeld(t *testing.T) {
 			t.Errorf("%s: streamed\n%+v\nheld\n%+v", row.name, streamed, held)
 		}
 	}
-	if replicas != 2 {
-		t.Errorf("the streaming path took %d of the 2 bundles with replicas", replicas)
+	if replicas != 3 {
+		t.Errorf("the streaming path took %d of the 3 bundles with replicas", replicas)
 	}
 	if slo != 3 {
 		t.Errorf("the streaming path took %d of the 3 bundles with an SLO", slo)

@@ -43,10 +43,31 @@ func (s Server) GPUCount() int { return contract.DistinctGPUs(s.GPUs) }
 // client-balanced server's records name one), replica indices are their
 // positions, and each mechanism-check series' max is its series' maximum.
 func checkReplicas(res *Results) []Problem {
-	var probs []Problem
+	probs := checkReplicaServers(res)
+	servers := serversByName(res)
+	for i := range res.Records {
+		if p := recordReplicaProblem(i, &res.Records[i], servers); p != nil {
+			probs = append(probs, *p)
+		}
+	}
+	probs = append(probs, checkSessionReplicas(res.Records)...)
+	return append(probs, checkReplicaSeries(res)...)
+}
+
+// serversByName indexes res's servers by name.
+func serversByName(res *Results) map[string]Server {
 	servers := map[string]Server{}
-	for i, s := range res.Servers {
+	for _, s := range res.Servers {
 		servers[s.Name] = s
+	}
+	return servers
+}
+
+// checkReplicaServers checks that replica indices are their positions and
+// GPU indices are indices.
+func checkReplicaServers(res *Results) []Problem {
+	var probs []Problem
+	for i, s := range res.Servers {
 		for j, rp := range s.Replicas {
 			if rp.Index != j {
 				probs = append(probs, Problem{File: ResultsFile, Server: s.Name, Field: fmt.Sprintf("servers[%d].replicas[%d].index", i, j),
@@ -62,26 +83,35 @@ func checkReplicas(res *Results) []Problem {
 			}
 		}
 	}
-	for i, r := range res.Records {
-		if r.Replica == nil {
-			continue
-		}
-		s, ok := servers[r.Server]
-		n := len(s.Replicas)
-		switch {
-		case !ok:
-		case n == 0:
-			probs = append(probs, Problem{File: ResultsFile, Server: r.Server, Field: fmt.Sprintf("records[%d].replica", i),
-				Msg: fmt.Sprintf("%d, but server %s has no replicas", *r.Replica, r.Server)})
-		case *r.Replica < 0 || *r.Replica >= n:
-			probs = append(probs, Problem{File: ResultsFile, Server: r.Server, Field: fmt.Sprintf("records[%d].replica", i),
-				Msg: fmt.Sprintf("%d is not one of the server's %d replicas (0 to %d)", *r.Replica, n, n-1)})
-		case s.Router != nil:
-			probs = append(probs, Problem{File: ResultsFile, Server: r.Server, Field: fmt.Sprintf("records[%d].replica", i),
-				Msg: "set, but the server's requests went through its router, which chose the replica"})
-		}
+	return probs
+}
+
+// recordReplicaProblem is what is wrong with the i-th record's replica, if
+// anything: it must name one of its server's replicas, and only where the
+// client balanced them.
+func recordReplicaProblem(i int, r *contract.Record, servers map[string]Server) *Problem {
+	if r.Replica == nil {
+		return nil
 	}
-	probs = append(probs, checkSessionReplicas(res.Records)...)
+	s, ok := servers[r.Server]
+	n := len(s.Replicas)
+	field := fmt.Sprintf("records[%d].replica", i)
+	switch {
+	case !ok:
+	case n == 0:
+		return &Problem{File: ResultsFile, Server: r.Server, Field: field, Msg: fmt.Sprintf("%d, but server %s has no replicas", *r.Replica, r.Server)}
+	case *r.Replica < 0 || *r.Replica >= n:
+		return &Problem{File: ResultsFile, Server: r.Server, Field: field, Msg: fmt.Sprintf("%d is not one of the server's %d replicas (0 to %d)", *r.Replica, n, n-1)}
+	case s.Router != nil:
+		return &Problem{File: ResultsFile, Server: r.Server, Field: field, Msg: "set, but the server's requests went through its router, which chose the replica"}
+	}
+	return nil
+}
+
+// checkReplicaSeries checks that each mechanism-check series' max is its
+// series' maximum, per label set and per replica.
+func checkReplicaSeries(res *Results) []Problem {
+	var probs []Problem
 	if m := res.MechanismCheck; m != nil {
 		check := func(field string, stored *float64, series [][2]float64) {
 			if want := seriesMax(series); !closePtr(stored, want) {

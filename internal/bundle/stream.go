@@ -92,6 +92,9 @@ func (d *Dir) verifyStreamingState(ctx context.Context, o Options, rep *Report) 
 	probs = append(probs, checkWaveTimesOf(res, sv.clocks)...)
 	probs = append(probs, checkHostHonesty(res)...)
 	probs = append(probs, checkMechanism(res)...)
+	probs = append(probs, checkReplicaServers(res)...)
+	probs = append(probs, sv.replicaProbs...)
+	probs = append(probs, checkReplicaSeries(res)...)
 	probs = append(probs, checkSLO(res)...)
 	probs = append(probs, checkAggregatesOf(res, want)...)
 	probs = append(probs, checkCapacity(res)...)
@@ -153,14 +156,17 @@ func (d *Dir) visitResults(ctx context.Context, v *recordVisitor) (*Results, err
 
 // streamVerify is the state of verifyStreaming's pass over the records.
 type streamVerify struct {
-	o           Options
-	head        *Results
-	ctx         recordContext
-	agg         *contract.Aggregator
-	replicas    *contract.ReplicaCounter
-	slo         *contract.SLOJudge
-	clocks      map[int]*contract.WaveClock
-	unsupported bool
+	o        Options
+	head     *Results
+	ctx      recordContext
+	agg      *contract.Aggregator
+	replicas *contract.ReplicaCounter
+	servers  map[string]Server
+	// replicaProbs are the records' replica problems, in order.
+	replicaProbs []Problem
+	slo          *contract.SLOJudge
+	clocks       map[int]*contract.WaveClock
+	unsupported  bool
 	// heldForJournal: the journal differed, and the records were read
 	// whole to list how.
 	heldForJournal bool
@@ -188,6 +194,7 @@ func (sv *streamVerify) begin(head *Results) bool {
 	sv.ctx = recordContext{waves: waves, prompts: len(head.Workload.Prompts), source: head.Provenance.OutputTokensSource, workload: &head.Workload}
 	sv.agg = contract.NewAggregator(head.Waves, head.ServerNames(), head.BaselineName())
 	sv.replicas = contract.NewReplicaCounter(head.Waves)
+	sv.servers = serversByName(head)
 	sv.counter, sv.countNote = recountCounter(head, sv.o, 1)
 	if sv.counter != nil {
 		sv.memo = &syncMemo{c: sv.counter, m: map[string]int{}}
@@ -220,6 +227,9 @@ func (sv *streamVerify) record(i int, rec *contract.Record, x *recordWork) {
 	c.Add(rec)
 	sv.agg.Add(rec)
 	sv.replicas.Add(rec)
+	if p := recordReplicaProblem(i, rec, sv.servers); p != nil {
+		sv.replicaProbs = append(sv.replicaProbs, *p)
+	}
 	if sv.memo == nil {
 		return
 	}
