@@ -112,12 +112,7 @@ func (rs *replicaSet) pick(i int) int {
 	rs.picks = max(rs.picks, i+1)
 	r := (rs.base + i) % len(rs.prepared)
 	if rs.balance == BalanceLeastOutstanding {
-		r = 0
-		for j, n := range rs.outstanding {
-			if n < rs.outstanding[r] {
-				r = j
-			}
-		}
+		r = leastLoaded(rs.outstanding)
 	}
 	rs.outstanding[r]++
 	return r
@@ -158,4 +153,16 @@ func (d *Driver) warm(ctx context.Context, t Target, n int) {
 		return
 	}
 	_ = d.client.Warm(ctx, t.Replicas[0], (n+len(t.Replicas)-1)/len(t.Replicas))
+}
+
+// leastLoaded is the replica with the fewest of counts (requests in flight,
+// or sessions under way), the lowest index among equals.
+func leastLoaded(counts []int) int {
+	r := 0
+	for j, n := range counts {
+		if n < counts[r] {
+			r = j
+		}
+	}
+	return r
 }

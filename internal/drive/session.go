@@ -122,12 +122,7 @@ func (sr *sessionRunner) replica(s int) int {
 	defer sr.mu.Unlock()
 	r := s % n
 	if sr.balance == BalanceLeastOutstanding {
-		r = 0
-		for j, k := range sr.underway {
-			if k < sr.underway[r] {
-				r = j
-			}
-		}
+		r = leastLoaded(sr.underway)
 	}
 	sr.underway[r]++
 	return r
