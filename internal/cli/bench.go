@@ -524,6 +524,9 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 	if err := o.validate(); err != nil {
 		return err
 	}
+	if err := o.seg.check(); err != nil {
+		return err // before the model is asked of the server
+	}
 	cfg, notes, err := o.rehearsal(ctx)
 	if err != nil {
 		return err

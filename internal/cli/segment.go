@@ -41,11 +41,8 @@ func segmentFlags(f *pflag.FlagSet, o *segmentOptions) {
 // apply sets cfg's segment from --segment (which overrides the file's
 // segment:) and checks the segment flags; errors name the flag (exit 2).
 func (o *segmentOptions) apply(cfg *config.Rehearsal) error {
-	if o.workers != 0 && (o.segment != "" || o.coordinator != "") {
-		return usageError("--workers runs every segment here: it takes no --segment or --coordinator")
-	}
-	if o.workers < 0 || o.workers == 1 {
-		return usageError("--workers %d: want 2 or more worker processes", o.workers)
+	if err := o.check(); err != nil {
+		return err
 	}
 	if o.workers > 0 {
 		if !cfg.Segment.Whole() {
@@ -67,15 +64,32 @@ func (o *segmentOptions) apply(cfg *config.Rehearsal) error {
 			return usageError("--segment %s", msg)
 		}
 	}
+	if cfg.Segment.Whole() && o.workers == 0 && (o.coordinator != "" || o.startAt != "") {
+		return usageError("--coordinator and --start-at are for a split plan: give --segment i/N (or segment: in the file)")
+	}
+	return nil
+}
+
+// check checks what the segment flags say on their own, before anything
+// is resolved or asked of a server: apply checks them against the plan.
+func (o *segmentOptions) check() error {
+	if o.workers != 0 && (o.segment != "" || o.coordinator != "") {
+		return usageError("--workers runs every segment here: it takes no --segment or --coordinator")
+	}
+	if o.workers < 0 || o.workers == 1 {
+		return usageError("--workers %d: want 2 or more worker processes", o.workers)
+	}
+	if o.segment != "" {
+		if _, err := config.ParseSegment(o.segment, nil); err != nil {
+			return usageError("--segment %v", err)
+		}
+	}
 	if o.startAt != "" {
 		t, err := time.Parse(time.RFC3339Nano, o.startAt)
 		if err != nil {
 			return usageError("--start-at %q: want an RFC 3339 instant, e.g. 2026-12-01T12:00:00Z", o.startAt)
 		}
 		o.start = t
-	}
-	if cfg.Segment.Whole() && o.workers == 0 && (o.coordinator != "" || o.startAt != "") {
-		return usageError("--coordinator and --start-at are for a split plan: give --segment i/N (or segment: in the file)")
 	}
 	if o.releaseMargin < 0 {
 		return usageError("--release-margin %v: want 0 or more", o.releaseMargin)

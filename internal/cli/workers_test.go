@@ -3,10 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -159,6 +161,20 @@ func TestSegmentRefusals(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line saying %q", tc.args, code, stderr, tc.want)
 		}
+	}
+	// Without --model the server would be asked which model it serves: a
+	// malformed segment flag is refused before that, with no request sent.
+	var hits atomic.Int64
+	quiet := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	t.Cleanup(quiet.Close)
+	for _, flag := range [][]string{{"--segment", "3/2"}, {"--segment", "0/2", "--start-at", "noon"}, {"--workers", "1"}} {
+		code, _, stderr := runMain(context.Background(), append([]string{"bench", "--base-url", quiet.URL, "-o", filepath.Join(t.TempDir(), "b")}, flag...)...)
+		if code != 2 || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line", flag, code, stderr)
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the server got %d requests before the segment flags were refused", n)
 	}
 	// One wave: worker 1 of 2 runs its share, released at --start-at.
 	dir := filepath.Join(t.TempDir(), "one-wave")
