@@ -1,8 +1,10 @@
 package rehearsal_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -302,7 +304,18 @@ func testRouter(args []string) int {
 	}
 	var next atomic.Int64
 	proxy := &httputil.ReverseProxy{
-		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(backends[int(next.Add(1)-1)%len(backends)]) },
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(backends[int(next.Add(1)-1)%len(backends)])
+			// The body is read whole before it is forwarded: Go's server
+			// may close an inbound body once the response head is
+			// flushed, and a transport still waiting for its EOF then
+			// drops the backend connection mid-stream.
+			body, err := io.ReadAll(pr.In.Body)
+			if err != nil {
+				return
+			}
+			pr.Out.Body, pr.Out.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		},
 		FlushInterval: -1,
 	}
 	fmt.Printf("test router on port %s for %s\n", args[0], args[1])
@@ -337,7 +350,7 @@ func TestLaunchedRouter(t *testing.T) {
 	}
 	for _, rec := range out.Results.Records {
 		if !rec.OK || rec.Replica != nil {
-			t.Errorf("record: ok %v, replica %v", rec.OK, rec.Replica)
+			t.Errorf("record: ok %v (%s: %s), replica %v", rec.OK, rec.ErrorKind, rec.Error, rec.Replica)
 		}
 	}
 	// Three processes (two replicas, the router), all gone.

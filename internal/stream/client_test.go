@@ -17,14 +17,17 @@ import (
 	"github.com/rehearse/rehearse/internal/contract"
 )
 
-// step is one action of a scripted server: write bytes and flush, or wait.
+// step is one action of a scripted server: write bytes and flush, wait,
+// or note the time it reached this step.
 type step struct {
 	write string
 	wait  time.Duration
+	mark  *atomic.Int64 // UnixNano
 }
 
 func w(s string) step            { return step{write: s} }
 func pause(d time.Duration) step { return step{wait: d} }
+func mark(at *atomic.Int64) step { return step{mark: at} }
 func content(s string) string {
 	return fmt.Sprintf(`data: {"choices":[{"index":0,"delta":{"content":%q},"finish_reason":null}]}`+"\n\n", s)
 }
@@ -46,6 +49,10 @@ func scripted(t *testing.T, steps ...step) *httptest.Server {
 		rc := http.NewResponseController(rw)
 		rc.Flush()
 		for _, s := range steps {
+			if s.mark != nil {
+				s.mark.Store(time.Now().UnixNano())
+				continue
+			}
 			if s.wait > 0 {
 				select {
 				case <-time.After(s.wait):
