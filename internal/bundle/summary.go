@@ -1,0 +1,232 @@
+package bundle
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"hash"
+	"io"
+	"io/fs"
+
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+// ReportInput is what `rehearse report` renders a bundle from
+// (ReadReport).
+type ReportInput struct {
+	// Results holds the bundle's results. Where Lean, its aggregates
+	// (and cost) are recomputed from the raw records, as Recompute
+	// computes them, and its records are lean (LeanRecord): the report's
+	// figures and tables read nothing else of them. Otherwise it is
+	// ReadPart's, records whole, aggregates as stored.
+	Results *Results
+	// FromJournal: the bundle had no results.json and Results was
+	// rebuilt from its journal (ReadPart); it is not written yet.
+	FromJournal bool
+	// Disagree counts, where Lean, the stored figures that disagree with
+	// the raw records: len(VerifyResults) of the bundle as it was read.
+	Disagree int
+	// Known are digests taken as the files were read (results.json,
+	// hashed in the pass that decoded it), for SHA256SUMS.
+	Known []Digest
+	// Lean: the records were streamed, and kept lean.
+	Lean bool
+}
+
+// ReadReport reads dir for its report. results.json is read once as it
+// streams, as verify's streaming path reads it (the recordVisitor of
+// decodeVisit): each record is handed to the one aggregator
+// (contract.Aggregator), timed into its wave's clock, checked, and kept
+// lean (LeanRecord: no chunk times, no texts); the aggregator's further
+// passes (the ITL selection, the SLO verdicts, whose objectives come after
+// the records) read results.json again, the times alone where there is no
+// SLO. The aggregates are computed once, and results.json is hashed for
+// SHA256SUMS in the pass that decodes it.
+//
+// A bundle the stream does not take this way is read whole (ReadPart)
+// and its aggregates recomputed from its records: one without
+// results.json (rebuilt from the journal), with sessions or capacity
+// searches, or one that ReadResults refuses (which then gives its error).
+func ReadReport(ctx context.Context, dir string) (*ReportInput, error) {
+	in, ok, err := readReportStreaming(ctx, dir)
+	if ok || err != nil {
+		return in, err
+	}
+	res, fromJournal, err := ReadPart(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	// The crash case, and the others above, hold the records whole; the
+	// caller checks and recomputes them (VerifyResults, Recompute).
+	return &ReportInput{Results: res, FromJournal: fromJournal}, nil
+}
+
+// readReportStreaming is ReadReport's streaming path; false (no error)
+// where the bundle is not read that way.
+func readReportStreaming(ctx context.Context, dir string) (*ReportInput, bool, error) {
+	d, err := OpenDir(dir)
+	if err != nil {
+		return nil, false, nil // ReadPart names it
+	}
+	defer d.Close()
+	// The verifier's pass, less the re-count (no tokenizer) and the
+	// journal, which report does not read.
+	sv := &streamVerify{clocks: map[int]*contract.WaveClock{}}
+	lean := &leanRecords{texts: newInterner()}
+	v := &recordVisitor{begin: sv.begin, record: func(i int, rec *contract.Record, x *recordWork) {
+		sv.record(i, rec, x)
+		lean.add(rec)
+	}}
+	res, sum, err := d.visitResultsHashed(ctx, v)
+	switch {
+	case IsInterrupted(ctx, err):
+		return nil, false, err
+	case err != nil, sv.agg == nil, sv.unsupported, len(sv.recordProbs) > 0, len(res.Capacity) > 0:
+		// sv.agg is nil where results.json has no records key; a record
+		// problem is ReadResults's error, which the held path gives.
+		return nil, false, nil
+	}
+	var judge *contract.SLOJudge
+	if res.SLO != nil {
+		judge = contract.NewSLOJudge(res.Waves, res.SLO)
+	}
+	more := sv.agg.Next()
+	for more || judge != nil {
+		j, itl := judge, more
+		again := &recordVisitor{timesOnly: j == nil, begin: func(*Results) bool { return true }, record: func(_ int, rec *contract.Record, _ *recordWork) {
+			if itl {
+				sv.agg.Add(rec)
+			}
+			if j != nil {
+				j.Add(rec)
+			}
+		}}
+		if _, err := d.visitResults(ctx, again); err != nil {
+			if IsInterrupted(ctx, err) {
+				return nil, false, err
+			}
+			return nil, false, nil // changed under us: read it whole
+		}
+		if j != nil {
+			sv.slo, judge = j, nil
+		}
+		if itl {
+			more = sv.agg.Next()
+		}
+	}
+	want := sv.agg.Aggregates()
+	if sv.slo != nil {
+		sv.slo.Apply(want)
+	}
+	sv.replicas.Apply(want, res.Shapes())
+	in := &ReportInput{Results: res, Lean: true, Disagree: len(streamedProblems(res, sv, want))}
+	if sum != "" {
+		in.Known = []Digest{{File: ResultsFile, SHA256: sum}}
+	}
+	res.Records = lean.recs
+	if res.Records == nil {
+		res.Records = []contract.Record{}
+	}
+	res.lean, res.generatedText = true, lean.generated
+	// Recompute, from the aggregates computed once (no capacity here).
+	res.Aggregates = want
+	res.Cost = res.ComputeCost()
+	return in, true, nil
+}
+
+// streamedProblems are VerifyResults's problems of a bundle streamed by
+// sv with no record problem (readReportStreaming falls back otherwise),
+// no session and no capacity search, want its aggregates recomputed: the
+// list of verifyStreamingState, whose record checks are sv's. Tested
+// against VerifyResults of the records held.
+func streamedProblems(res *Results, sv *streamVerify, want []contract.Aggregate) []Problem {
+	probs := checkHeader(res)
+	probs = append(probs, checkWaveTimesOf(res, sv.clocks)...)
+	probs = append(probs, checkHostHonesty(res)...)
+	probs = append(probs, checkMechanism(res)...)
+	probs = append(probs, checkReplicaServers(res)...)
+	probs = append(probs, sv.replicaProbs...)
+	probs = append(probs, checkReplicaSeries(res)...)
+	probs = append(probs, checkSLO(res)...)
+	probs = append(probs, checkAggregatesOf(res, want)...)
+	probs = append(probs, checkCost(res)...)
+	return probs
+}
+
+// visitResultsHashed is visitResults, hashing results.json (SHA-256, as
+// Hash does) in the same read: the bytes the decoder reads pass through
+// the hash, then what it left unread. The digest is "" where the visit
+// failed.
+func (d *Dir) visitResultsHashed(ctx context.Context, v *recordVisitor) (*Results, string, error) {
+	f, err := d.Open(ctx, ResultsFile, ResultsLimit)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, "", errUnsupported // the crash case: ReadPart
+		}
+		return nil, "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	res, err := decodeVisit(bufio.NewReaderSize(io.TeeReader(f, h), readChunk), v)
+	if err != nil {
+		return res, "", err
+	}
+	return res, drainHash(h, f), nil
+}
+
+// drainHash hashes the rest of r into h and returns the digest, or ""
+// where r could not be read to its end.
+func drainHash(h hash.Hash, r io.Reader) string {
+	if _, err := io.CopyBuffer(h, r, make([]byte, readChunk)); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// leanRecords keeps the records a report reads, lean (LeanRecord).
+type leanRecords struct {
+	recs      []contract.Record
+	texts     *interner
+	generated bool
+}
+
+func (l *leanRecords) add(rec *contract.Record) {
+	if rec.ReasoningText != "" || rec.ToolCallText != "" {
+		l.generated = true
+	}
+	r := LeanRecord(*rec)
+	l.texts.record(&r)
+	l.recs = append(l.recs, r)
+}
+
+// LeanRecord is rec less what no report figure or table reads of a
+// record: its chunk times and its texts (text, reasoning_text,
+// tool_call_text, error, retried). Its timing, counts, kind, server, wave,
+// client, ok and error kind stay; so do its pointers (each record's own).
+func LeanRecord(rec contract.Record) contract.Record {
+	rec.ChunkTimesS = nil
+	rec.Text, rec.ReasoningText, rec.ToolCallText = "", "", ""
+	rec.Error, rec.Retried = "", ""
+	return rec
+}
+
+// LeanRecords reports whether r's records are lean (LeanRecord), as
+// ReadReport keeps them.
+func (r *Results) LeanRecords() bool { return r.lean }
+
+// HasGeneratedText reports whether any record streamed text beside its
+// content: reasoning or tool-call arguments. Lean records (ReadReport)
+// answer from their texts as they were read.
+func (r *Results) HasGeneratedText() bool {
+	if r.lean {
+		return r.generatedText
+	}
+	for i := range r.Records {
+		if rec := &r.Records[i]; rec.ReasoningText != "" || rec.ToolCallText != "" {
+			return true
+		}
+	}
+	return false
+}
