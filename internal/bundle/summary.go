@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"hash"
 	"io"
 	"io/fs"
+	"math"
+	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
 )
@@ -75,9 +78,13 @@ func readReportStreaming(ctx context.Context, dir string) (*ReportInput, bool, e
 	// journal, which report does not read.
 	sv := &streamVerify{clocks: map[int]*contract.WaveClock{}}
 	lean := &leanRecords{texts: newInterner()}
+	var times keptTimes
 	v := &recordVisitor{begin: sv.begin, record: func(i int, rec *contract.Record, x *recordWork) {
 		sv.record(i, rec, x)
 		lean.add(rec)
+		if itlReads(rec) {
+			times.add(rec.ChunkTimesS)
+		}
 	}}
 	res, sum, err := d.visitResultsHashed(ctx, v)
 	switch {
@@ -93,6 +100,20 @@ func readReportStreaming(ctx context.Context, dir string) (*ReportInput, bool, e
 		judge = contract.NewSLOJudge(res.Waves, res.SLO)
 	}
 	more := sv.agg.Next()
+	// The ITL selection's further passes read the kept times, where
+	// there is no SLO to judge (its verdicts read whole records).
+	for more && judge == nil && !times.dropped {
+		r := times.reader()
+		var rec contract.Record
+		for i := range lean.recs {
+			if l := &lean.recs[i]; itlReads(l) {
+				rec.Kind, rec.Wave, rec.OK, rec.ChunkTimesS = l.Kind, l.Wave, l.OK, r.next()
+				sv.agg.Add(&rec)
+			}
+		}
+		more = sv.agg.Next()
+	}
+	times = keptTimes{}
 	for more || judge != nil {
 		j, itl := judge, more
 		again := &recordVisitor{timesOnly: j == nil, begin: func(*Results) bool { return true }, record: func(_ int, rec *contract.Record, _ *recordWork) {
@@ -103,7 +124,7 @@ func readReportStreaming(ctx context.Context, dir string) (*ReportInput, bool, e
 				j.Add(rec)
 			}
 		}}
-		if _, err := d.visitResults(ctx, again); err != nil {
+		if _, err := d.visitResultsLean(ctx, again); err != nil {
 			if IsInterrupted(ctx, err) {
 				return nil, false, err
 			}
@@ -155,7 +176,7 @@ func streamedProblems(res *Results, sv *streamVerify, want []contract.Aggregate)
 	return probs
 }
 
-// visitResultsHashed is visitResults, hashing results.json (SHA-256, as
+// visitResultsHashed is visitResultsLean, hashing results.json (SHA-256, as
 // Hash does) in the same read: the bytes the decoder reads pass through
 // the hash, then what it left unread. The digest is "" where the visit
 // failed.
@@ -169,11 +190,22 @@ func (d *Dir) visitResultsHashed(ctx context.Context, v *recordVisitor) (*Result
 	}
 	defer f.Close()
 	h := sha256.New()
-	res, err := decodeVisit(bufio.NewReaderSize(io.TeeReader(f, h), readChunk), v)
+	res, err := decodeVisitSums(bufio.NewReaderSize(io.TeeReader(f, h), readChunk), v, false)
 	if err != nil {
 		return res, "", err
 	}
 	return res, drainHash(h, f), nil
+}
+
+// visitResultsLean is visitResults without the records' sums, which only
+// verify's journal comparison reads.
+func (d *Dir) visitResultsLean(ctx context.Context, v *recordVisitor) (*Results, error) {
+	f, err := d.Open(ctx, ResultsFile, ResultsLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return decodeVisitSums(bufio.NewReaderSize(f, readChunk), v, false)
 }
 
 // drainHash hashes the rest of r into h and returns the digest, or ""
@@ -184,6 +216,10 @@ func drainHash(h hash.Hash, r io.Reader) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// itlReads reports whether the ITL selection's further passes read rec's
+// chunk times (contract.Aggregator.Add).
+func itlReads(rec *contract.Record) bool { return rec.Kind == contract.KindRecorded && rec.OK }
 
 // leanRecords keeps the records a report reads, lean (LeanRecord).
 type leanRecords struct {
@@ -229,4 +265,130 @@ func (r *Results) HasGeneratedText() bool {
 		}
 	}
 	return false
+}
+
+// timesLimit is the most bytes of chunk times ReadReport keeps for the
+// ITL selection's further passes; a bundle that needs more re-reads
+// results.json for them (its times alone).
+const timesLimit = 1 << 30
+
+// timesBlock is the size of one block of kept times.
+const timesBlock = 16 << 20
+
+// Modes of a record's kept chunk times (the low two bits of its header).
+const (
+	timesNanos   = 0 // float64(ns) / 1e9, ns as zig-zag deltas
+	timesSeconds = 1 // time.Duration(ns).Seconds(), ns as zig-zag deltas
+	timesRaw     = 2 // the float64 bits, 8 bytes each
+)
+
+// keptTimes keeps, in order, the chunk times of the records the ITL
+// selection reads (recorded and successful: contract.Aggregator.Add reads
+// no other's in its further passes), exactly and compactly: a time of
+// whole nanoseconds, as a rehearsal stamps them (Duration.Seconds) or as
+// a decimal of at most nine places parses, is kept as its nanoseconds,
+// a delta from the one before it in a varint of 3 or 4 bytes; a record
+// with any other time keeps its float64s as they are. Each kept value is
+// checked to come back bit for bit as it is stored.
+type keptTimes struct {
+	blocks  [][]byte
+	size    int
+	dropped bool
+	nanos   []int64 // scratch
+}
+
+// add keeps ts, the chunk times of the next record the ITL reads.
+func (c *keptTimes) add(ts []float64) {
+	if c.dropped {
+		return
+	}
+	need := binary.MaxVarintLen64 * (1 + len(ts))
+	if len(c.blocks) == 0 || cap(c.blocks[len(c.blocks)-1])-len(c.blocks[len(c.blocks)-1]) < need {
+		c.blocks = append(c.blocks, make([]byte, 0, max(timesBlock, need)))
+	}
+	b := c.blocks[len(c.blocks)-1]
+	mark := len(b)
+	mode := timesRaw
+	c.nanos = c.nanos[:0]
+	for _, t := range ts {
+		f := math.Round(t * 1e9)
+		if !(math.Abs(f) < 1<<53) {
+			break
+		}
+		c.nanos = append(c.nanos, int64(f))
+	}
+	if len(c.nanos) == len(ts) {
+		for m := timesNanos; m <= timesSeconds; m++ {
+			same := true
+			for i, ns := range c.nanos {
+				if math.Float64bits(fromNanos(ns, m)) != math.Float64bits(ts[i]) {
+					same = false
+					break
+				}
+			}
+			if same {
+				mode = m
+				break
+			}
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(ts))<<2|uint64(mode))
+	if mode == timesRaw {
+		for _, t := range ts {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(t))
+		}
+	} else {
+		prev := int64(0)
+		for _, ns := range c.nanos {
+			b = binary.AppendVarint(b, ns-prev)
+			prev = ns
+		}
+	}
+	c.blocks[len(c.blocks)-1] = b
+	if c.size += len(b) - mark; c.size > timesLimit {
+		c.blocks, c.dropped = nil, true
+	}
+}
+
+// fromNanos is the time in seconds of ns nanoseconds by mode.
+func fromNanos(ns int64, mode int) float64 {
+	if mode == timesSeconds {
+		return time.Duration(ns).Seconds()
+	}
+	return float64(ns) / 1e9
+}
+
+// timesReader reads keptTimes back in the order they were added.
+type timesReader struct {
+	blocks [][]byte
+	b      []byte
+	buf    []float64
+}
+
+func (c *keptTimes) reader() *timesReader { return &timesReader{blocks: c.blocks} }
+
+// next returns the next record's chunk times (valid until the next call).
+func (r *timesReader) next() []float64 {
+	for len(r.b) == 0 {
+		r.b, r.blocks = r.blocks[0], r.blocks[1:]
+	}
+	h, k := binary.Uvarint(r.b)
+	r.b = r.b[k:]
+	n, mode := int(h>>2), int(h&3)
+	r.buf = r.buf[:0]
+	if mode == timesRaw {
+		for range n {
+			r.buf = append(r.buf, math.Float64frombits(binary.LittleEndian.Uint64(r.b)))
+			r.b = r.b[8:]
+		}
+		return r.buf
+	}
+	prev := int64(0)
+	for range n {
+		d, k := binary.Varint(r.b)
+		r.b = r.b[k:]
+		prev += d
+		r.buf = append(r.buf, fromNanos(prev, mode))
+	}
+	return r.buf
 }
