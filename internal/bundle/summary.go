@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
@@ -31,8 +32,9 @@ type ReportInput struct {
 	// Disagree counts, where Lean, the stored figures that disagree with
 	// the raw records: len(VerifyResults) of the bundle as it was read.
 	Disagree int
-	// Known are digests taken as the files were read (results.json,
-	// hashed in the pass that decoded it), for SHA256SUMS.
+	// Known are digests taken as the files were read, for SHA256SUMS:
+	// results.json's, hashed in the pass that decoded it, and the
+	// journal's, hashed beside that pass.
 	Known []Digest
 	// Lean: the records were streamed, and kept lean.
 	Lean bool
@@ -44,9 +46,11 @@ type ReportInput struct {
 // (contract.Aggregator), timed into its wave's clock, checked, and kept
 // lean (LeanRecord: no chunk times, no texts); the aggregator's further
 // passes (the ITL selection, the SLO verdicts, whose objectives come after
-// the records) read results.json again, the times alone where there is no
-// SLO. The aggregates are computed once, and results.json is hashed for
-// SHA256SUMS in the pass that decodes it.
+// the records) read the chunk times kept in the first pass (keptTimes), or
+// results.json again where there is an SLO or the times would take more
+// than timesLimit. The aggregates are computed once; results.json is
+// hashed for SHA256SUMS in the pass that decodes it, the journal (which
+// a report does not read) beside it.
 //
 // A bundle the stream does not take this way is read whole (ReadPart)
 // and its aggregates recomputed from its records: one without
@@ -86,6 +90,19 @@ func readReportStreaming(ctx context.Context, dir string) (*ReportInput, bool, e
 			times.add(rec.ChunkTimesS)
 		}
 	}}
+	// The journal, which report does not read, is hashed for SHA256SUMS
+	// beside the decode, on whatever core the decode leaves.
+	journal := make(chan string, 1)
+	hctx, stopHash := context.WithCancel(ctx)
+	var hashing sync.WaitGroup
+	defer func() { stopHash(); hashing.Wait() }() // before d closes
+	hashing.Go(func() {
+		sum, err := d.Hash(hctx, JournalFile, JournalLimit)
+		if err != nil {
+			sum = "" // Digests hashes it again, and names what is wrong
+		}
+		journal <- sum
+	})
 	res, sum, err := d.visitResultsHashed(ctx, v)
 	switch {
 	case IsInterrupted(ctx, err):
@@ -145,6 +162,9 @@ func readReportStreaming(ctx context.Context, dir string) (*ReportInput, bool, e
 	in := &ReportInput{Results: res, Lean: true, Disagree: len(streamedProblems(res, sv, want))}
 	if sum != "" {
 		in.Known = []Digest{{File: ResultsFile, SHA256: sum}}
+	}
+	if sum := <-journal; sum != "" {
+		in.Known = append(in.Known, Digest{File: JournalFile, SHA256: sum})
 	}
 	res.Records = lean.recs
 	if res.Records == nil {

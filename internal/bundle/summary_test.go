@@ -28,6 +28,7 @@ func TestReadReportIsReadHeld(t *testing.T) {
 		r.SLO = contract.NewSLO(o, 0.9)
 	}
 	rows := append([]reliabilityRow{{name: "uncorrupted"},
+		{name: "uncorrupted, its journal", journal: func(*testing.T, *bundle.Results) {}},
 		{name: "with an SLO", edit: withSLO},
 		{name: "with an SLO, a good count raised", keepAggregates: true, edit: func(t *testing.T, r *bundle.Results) {
 			withSLO(t, r)
@@ -79,8 +80,15 @@ func TestReadReportIsReadHeld(t *testing.T) {
 			disagreeing++
 		}
 		sum, err := bundle.HashFile(filepath.Join(dir, bundle.ResultsFile))
-		if err != nil || len(in.Known) != 1 || in.Known[0] != (bundle.Digest{File: bundle.ResultsFile, SHA256: sum}) {
+		if err != nil || len(in.Known) == 0 || in.Known[0] != (bundle.Digest{File: bundle.ResultsFile, SHA256: sum}) {
 			t.Errorf("%s: known digests %v, results.json's is %s (%v)", row.name, in.Known, sum, err)
+		}
+		if sum, err := bundle.HashFile(filepath.Join(dir, bundle.JournalFile)); err == nil {
+			if len(in.Known) != 2 || in.Known[1] != (bundle.Digest{File: bundle.JournalFile, SHA256: sum}) {
+				t.Errorf("%s: known digests %v, the journal's is %s", row.name, in.Known, sum)
+			}
+		} else if len(in.Known) != 1 {
+			t.Errorf("%s: known digests %v without a journal", row.name, in.Known)
 		}
 		held.Recompute()
 		got := in.Results
