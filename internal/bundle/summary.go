@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -122,10 +123,12 @@ func readReportStreaming(ctx context.Context, dir string) (*ReportInput, bool, e
 	for more && judge == nil && !times.dropped {
 		r := times.reader()
 		var rec contract.Record
-		for i := range lean.recs {
-			if l := &lean.recs[i]; itlReads(l) {
-				rec.Kind, rec.Wave, rec.OK, rec.ChunkTimesS = l.Kind, l.Wave, l.OK, r.next()
-				sv.agg.Add(&rec)
+		for _, block := range lean.blocks {
+			for i := range block {
+				if l := &block[i]; itlReads(l) {
+					rec.Kind, rec.Wave, rec.OK, rec.ChunkTimesS = l.Kind, l.Wave, l.OK, r.next()
+					sv.agg.Add(&rec)
+				}
 			}
 		}
 		more = sv.agg.Next()
@@ -166,10 +169,7 @@ func readReportStreaming(ctx context.Context, dir string) (*ReportInput, bool, e
 	if sum := <-journal; sum != "" {
 		in.Known = append(in.Known, Digest{File: JournalFile, SHA256: sum})
 	}
-	res.Records = lean.recs
-	if res.Records == nil {
-		res.Records = []contract.Record{}
-	}
+	res.Records = lean.records()
 	res.lean, res.generatedText = true, lean.generated
 	// Recompute, from the aggregates computed once (no capacity here).
 	res.Aggregates = want
@@ -241,20 +241,41 @@ func drainHash(h hash.Hash, r io.Reader) string {
 // chunk times (contract.Aggregator.Add).
 func itlReads(rec *contract.Record) bool { return rec.Kind == contract.KindRecorded && rec.OK }
 
-// leanRecords keeps the records a report reads, lean (LeanRecord).
+// leanRecords keeps the records a report reads, lean (LeanRecord), in
+// blocks: a slice grown record by record would copy them all several
+// times over, and hold two copies as it grows.
 type leanRecords struct {
-	recs      []contract.Record
+	blocks    [][]contract.Record
+	n         int
 	texts     *interner
 	generated bool
 }
+
+// leanBlock is the records of one block.
+const leanBlock = 1 << 14
 
 func (l *leanRecords) add(rec *contract.Record) {
 	if rec.ReasoningText != "" || rec.ToolCallText != "" {
 		l.generated = true
 	}
-	r := LeanRecord(*rec)
-	l.texts.record(&r)
-	l.recs = append(l.recs, r)
+	if len(l.blocks) == 0 || len(l.blocks[len(l.blocks)-1]) == leanBlock {
+		l.blocks = append(l.blocks, make([]contract.Record, 0, leanBlock))
+	}
+	b := &l.blocks[len(l.blocks)-1]
+	*b = append(*b, LeanRecord(*rec))
+	l.texts.record(&(*b)[len(*b)-1])
+	l.n++
+}
+
+// records are the records in one slice (the blocks are let go).
+func (l *leanRecords) records() []contract.Record {
+	out := make([]contract.Record, 0, l.n)
+	for i, b := range l.blocks {
+		out = append(out, b...)
+		l.blocks[i] = nil
+	}
+	l.blocks = nil
+	return out
 }
 
 // LeanRecord is rec less what no report figure or table reads of a
@@ -297,19 +318,20 @@ const timesBlock = 16 << 20
 
 // Modes of a record's kept chunk times (the low two bits of its header).
 const (
-	timesNanos   = 0 // float64(ns) / 1e9, ns as zig-zag deltas
-	timesSeconds = 1 // time.Duration(ns).Seconds(), ns as zig-zag deltas
+	timesNanos   = 0 // float64(ns) / 1e9
+	timesSeconds = 1 // time.Duration(ns).Seconds()
 	timesRaw     = 2 // the float64 bits, 8 bytes each
 )
 
 // keptTimes keeps, in order, the chunk times of the records the ITL
-// selection reads (recorded and successful: contract.Aggregator.Add reads
-// no other's in its further passes), exactly and compactly: a time of
-// whole nanoseconds, as a rehearsal stamps them (Duration.Seconds) or as
-// a decimal of at most nine places parses, is kept as its nanoseconds,
-// a delta from the one before it in a varint of 3 or 4 bytes; a record
-// with any other time keeps its float64s as they are. Each kept value is
-// checked to come back bit for bit as it is stored.
+// selection reads (itlReads: contract.Aggregator.Add reads no other's in
+// its further passes), exactly and compactly: where every time of a record
+// is a whole number of nanoseconds, as a rehearsal stamps them
+// (Duration.Seconds) or as a decimal of at most nine places parses, and
+// no two follow each other by more than 2.1 s, they are kept as the
+// first one's nanoseconds (8 bytes) and then each one's difference from
+// the one before it (4 bytes); any other record keeps its float64s as
+// they are. Each kept time is checked to come back bit for bit.
 type keptTimes struct {
 	blocks  [][]byte
 	size    int
@@ -322,7 +344,7 @@ func (c *keptTimes) add(ts []float64) {
 	if c.dropped {
 		return
 	}
-	need := binary.MaxVarintLen64 * (1 + len(ts))
+	need := binary.MaxVarintLen64 + 8*len(ts)
 	if len(c.blocks) == 0 || cap(c.blocks[len(c.blocks)-1])-len(c.blocks[len(c.blocks)-1]) < need {
 		c.blocks = append(c.blocks, make([]byte, 0, max(timesBlock, need)))
 	}
@@ -330,12 +352,18 @@ func (c *keptTimes) add(ts []float64) {
 	mark := len(b)
 	mode := timesRaw
 	c.nanos = c.nanos[:0]
-	for _, t := range ts {
+	prev := int64(0)
+	for i, t := range ts {
 		f := math.Round(t * 1e9)
 		if !(math.Abs(f) < 1<<53) {
 			break
 		}
-		c.nanos = append(c.nanos, int64(f))
+		ns := int64(f)
+		if d := ns - prev; i > 0 && (d < math.MinInt32 || d > math.MaxInt32) {
+			break
+		}
+		c.nanos = append(c.nanos, ns)
+		prev = ns
 	}
 	if len(c.nanos) == len(ts) {
 		for m := timesNanos; m <= timesSeconds; m++ {
@@ -353,15 +381,15 @@ func (c *keptTimes) add(ts []float64) {
 		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(ts))<<2|uint64(mode))
-	if mode == timesRaw {
+	switch {
+	case mode == timesRaw:
 		for _, t := range ts {
 			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(t))
 		}
-	} else {
-		prev := int64(0)
-		for _, ns := range c.nanos {
-			b = binary.AppendVarint(b, ns-prev)
-			prev = ns
+	case len(ts) > 0:
+		b = binary.LittleEndian.AppendUint64(b, uint64(c.nanos[0]))
+		for i := 1; i < len(c.nanos); i++ {
+			b = binary.LittleEndian.AppendUint32(b, uint32(int32(c.nanos[i]-c.nanos[i-1])))
 		}
 	}
 	c.blocks[len(c.blocks)-1] = b
@@ -393,22 +421,26 @@ func (r *timesReader) next() []float64 {
 		r.b, r.blocks = r.blocks[0], r.blocks[1:]
 	}
 	h, k := binary.Uvarint(r.b)
-	r.b = r.b[k:]
+	b := r.b[k:]
 	n, mode := int(h>>2), int(h&3)
-	r.buf = r.buf[:0]
-	if mode == timesRaw {
-		for range n {
-			r.buf = append(r.buf, math.Float64frombits(binary.LittleEndian.Uint64(r.b)))
-			r.b = r.b[8:]
+	r.buf = slices.Grow(r.buf[:0], n)[:n]
+	switch {
+	case mode == timesRaw:
+		for i := range r.buf {
+			r.buf[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
 		}
-		return r.buf
+		b = b[8*n:]
+	case n > 0:
+		ns := int64(binary.LittleEndian.Uint64(b))
+		b = b[8:]
+		r.buf[0] = fromNanos(ns, mode)
+		d := b[:4*(n-1)]
+		for i := 1; i < n; i++ {
+			ns += int64(int32(binary.LittleEndian.Uint32(d[4*(i-1):])))
+			r.buf[i] = fromNanos(ns, mode)
+		}
+		b = b[4*(n-1):]
 	}
-	prev := int64(0)
-	for range n {
-		d, k := binary.Varint(r.b)
-		r.b = r.b[k:]
-		prev += d
-		r.buf = append(r.buf, fromNanos(prev, mode))
-	}
+	r.b = b
 	return r.buf
 }
