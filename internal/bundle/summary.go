@@ -124,6 +124,9 @@ func readReportStreaming(ctx context.Context, dir string) (*ReportInput, bool, e
 		r := times.reader()
 		var rec contract.Record
 		for _, block := range lean.blocks {
+			if ctx.Err() != nil {
+				return nil, false, Interrupted(ctx)
+			}
 			for i := range block {
 				if l := &block[i]; itlReads(l) {
 					rec.Kind, rec.Wave, rec.OK, rec.ChunkTimesS = l.Kind, l.Wave, l.OK, r.next()
