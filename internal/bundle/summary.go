@@ -339,7 +339,6 @@ type keptTimes struct {
 	blocks  [][]byte
 	size    int
 	dropped bool
-	nanos   []int64 // scratch
 }
 
 // add keeps ts, the chunk times of the next record the ITL reads.
@@ -353,46 +352,52 @@ func (c *keptTimes) add(ts []float64) {
 	}
 	b := c.blocks[len(c.blocks)-1]
 	mark := len(b)
-	mode := timesRaw
-	c.nanos = c.nanos[:0]
+	// The header's first byte holds the mode in its low two bits: it is
+	// written as nanos and mended once the times have said which.
+	b = binary.AppendUvarint(b, uint64(len(ts))<<2|timesNanos)
+	body := len(b)
+	mode := timesNanos
 	prev := int64(0)
 	for i, t := range ts {
 		f := math.Round(t * 1e9)
 		if !(math.Abs(f) < 1<<53) {
+			mode = timesRaw
 			break
 		}
 		ns := int64(f)
-		if d := ns - prev; i > 0 && (d < math.MinInt32 || d > math.MaxInt32) {
+		if i == 0 {
+			b = binary.LittleEndian.AppendUint64(b, uint64(ns))
+		} else if d := ns - prev; d >= math.MinInt32 && d <= math.MaxInt32 {
+			b = binary.LittleEndian.AppendUint32(b, uint32(int32(d)))
+		} else {
+			mode = timesRaw
 			break
 		}
-		c.nanos = append(c.nanos, ns)
 		prev = ns
+		if mode == timesNanos && math.Float64bits(float64(ns)/1e9) != math.Float64bits(t) {
+			mode = timesSeconds
+		}
 	}
-	if len(c.nanos) == len(ts) {
-		for m := timesNanos; m <= timesSeconds; m++ {
-			same := true
-			for i, ns := range c.nanos {
-				if math.Float64bits(fromNanos(ns, m)) != math.Float64bits(ts[i]) {
-					same = false
-					break
-				}
+	if mode == timesSeconds {
+		// Every time again, as Duration.Seconds makes them.
+		ns := int64(0)
+		for i, t := range ts {
+			if i == 0 {
+				ns = int64(binary.LittleEndian.Uint64(b[body:]))
+			} else {
+				ns += int64(int32(binary.LittleEndian.Uint32(b[body+8+4*(i-1):])))
 			}
-			if same {
-				mode = m
+			if math.Float64bits(time.Duration(ns).Seconds()) != math.Float64bits(t) {
+				mode = timesRaw
 				break
 			}
 		}
 	}
-	b = binary.AppendUvarint(b, uint64(len(ts))<<2|uint64(mode))
-	switch {
-	case mode == timesRaw:
+	b[mark] |= byte(mode)
+	if mode == timesRaw {
+		b = b[:body]
 		for _, t := range ts {
 			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(t))
-		}
-	case len(ts) > 0:
-		b = binary.LittleEndian.AppendUint64(b, uint64(c.nanos[0]))
-		for i := 1; i < len(c.nanos); i++ {
-			b = binary.LittleEndian.AppendUint32(b, uint32(int32(c.nanos[i]-c.nanos[i-1])))
 		}
 	}
 	c.blocks[len(c.blocks)-1] = b
