@@ -172,6 +172,9 @@ func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 // WriteResults writes dir/results.json atomically.
 func WriteResults(dir string, r *Results) error {
 	path := filepath.Join(dir, ResultsFile)
+	if r.lean {
+		return fmt.Errorf("%s: not written: its records are lean (read for a report), not the records", path)
+	}
 	var encErr error
 	err := writeAtomic(path, func(w io.Writer) error {
 		encErr = encodeTo(w, r)

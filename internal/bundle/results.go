@@ -55,6 +55,10 @@ type Results struct {
 	// space between tokens (recordSum): what compareJournal compares the
 	// journal's record lines with before it marshals anything.
 	recordSums []recordSum
+	// lean: the records are lean (LeanRecord, ReadReport);
+	// generatedText is then whether any streamed reasoning or tool-call
+	// text (HasGeneratedText).
+	lean, generatedText bool
 }
 
 // storedKeys are the keys of each wave and aggregate of a decoded

@@ -28,13 +28,16 @@ rebuilt from journal.jsonl (every request that finished is there).`,
 }
 
 func runReport(ctx context.Context, st *State, dir string) error {
-	// A rehearsal that crashed before writing results.json left its
-	// journal: results.json is then rebuilt from it.
-	res, fromJournal, err := bundle.ReadPart(ctx, dir)
+	// results.json is streamed once, its records kept lean, its
+	// aggregates computed once (bundle.ReadReport); a rehearsal that
+	// crashed before writing it left its journal: results.json is then
+	// rebuilt from it, and the records held.
+	in, err := bundle.ReadReport(ctx, dir)
 	if err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
-	if fromJournal {
+	res, disagree := in.Results, in.Disagree
+	if in.FromJournal {
 		res.Notes = append(res.Notes, "results.json was rebuilt from journal.jsonl by rehearse report (the rehearsal stopped before writing it).")
 		if err := bundle.WriteResults(dir, res); err != nil {
 			return err
@@ -51,11 +54,16 @@ func runReport(ctx context.Context, st *State, dir string) error {
 		}
 		fmt.Fprintf(st.Stderr, "rehearse: %s: results.json rebuilt from %s (%d records%s)\n", dir, bundle.JournalFile, len(res.Records), cutNote)
 	}
-	if n := len(bundle.VerifyResults(res)); n > 0 {
-		fmt.Fprintf(st.Stderr, "rehearse: %s: %d stored figures disagree with the raw records; the report shows the recomputed ones and `rehearse verify` will fail until results.json is rebuilt\n", dir, n)
+	if !in.Lean {
+		disagree = len(bundle.VerifyResults(res))
 	}
-	res.Recompute()
-	if err := report.WriteContext(ctx, dir, res); err != nil {
+	if disagree > 0 {
+		fmt.Fprintf(st.Stderr, "rehearse: %s: %d stored figures disagree with the raw records; the report shows the recomputed ones and `rehearse verify` will fail until results.json is rebuilt\n", dir, disagree)
+	}
+	if !in.Lean {
+		res.Recompute() // ReadReport recomputed the streamed ones
+	}
+	if err := report.WriteKnown(ctx, dir, res, in.Known); err != nil {
 		return err
 	}
 	fmt.Fprintf(st.Stdout, "wrote %s/README.md and refreshed %s/SHA256SUMS\n", dir, dir)

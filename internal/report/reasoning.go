@@ -18,12 +18,7 @@ func HasReasoning(res *bundle.Results) bool {
 			return true
 		}
 	}
-	for i := range res.Records {
-		if r := &res.Records[i]; r.ReasoningText != "" || r.ToolCallText != "" {
-			return true
-		}
-	}
-	return false
+	return res.HasGeneratedText()
 }
 
 // ReasoningTable is, for a bundle whose servers streamed reasoning (or tool

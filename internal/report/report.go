@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/rehearse/rehearse/internal/bundle"
@@ -21,6 +22,14 @@ func Write(dir string, res *bundle.Results) error {
 // interrupted report leaves the bundle as it was, and one that has begun
 // writing finishes, so a bundle is never left half re-rendered.
 func WriteContext(ctx context.Context, dir string, res *bundle.Results) error {
+	return WriteKnown(ctx, dir, res, nil)
+}
+
+// WriteKnown is WriteContext taking the digest of a file from known where
+// it is listed there (the caller hashed it as it read it, and it has not
+// changed since: bundle.ReadReport hashes results.json in the pass that
+// decodes it) instead of hashing it again.
+func WriteKnown(ctx context.Context, dir string, res *bundle.Results, known []bundle.Digest) error {
 	figs, err := plot.Render(res)
 	if err != nil {
 		return fmt.Errorf("figures: %w", err)
@@ -35,6 +44,12 @@ func WriteContext(ctx context.Context, dir string, res *bundle.Results) error {
 	}
 	// Every file but README.md, report.html and the figures, which are
 	// about to be written, is hashed as it is now.
+	for _, k := range known {
+		if !slices.Contains(skip, k.File) {
+			skip = append(skip, k.File)
+			listed = append(listed, k)
+		}
+	}
 	hashed, err := bundle.Digests(ctx, dir, skip...)
 	if err != nil {
 		return err
