@@ -76,6 +76,20 @@ const recordsKey = "\n \"records\": []"
 // encodeTo writes results.json's bytes to w, the records one at a time
 // (the bytes are Encode's: a million records are gigabytes, never held).
 func encodeTo(w io.Writer, r *Results) error {
+	return encodeRecords(w, r, len(r.Records) > 0, func(yield func(*contract.Record) error) error {
+		for i := range r.Records {
+			if err := yield(&r.Records[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// encodeRecords is encodeTo of r's header (its Records are not read) with
+// the records records hands to yield, in order; some says whether it
+// hands any (none: the header's empty list is written as it is).
+func encodeRecords(w io.Writer, r *Results, some bool, records func(yield func(*contract.Record) error) error) error {
 	head := *r
 	head.Records = nil
 	data, err := encodeWhole(&head)
@@ -83,7 +97,7 @@ func encodeTo(w io.Writer, r *Results) error {
 		return err
 	}
 	before, after, ok := strings.Cut(string(data), recordsKey)
-	if !ok || len(r.Records) == 0 {
+	if !ok || !some {
 		_, err := io.WriteString(w, string(data))
 		return err
 	}
@@ -94,8 +108,8 @@ func encodeTo(w io.Writer, r *Results) error {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("  ", " ")
-	for i := range r.Records {
-		rec := &r.Records[i]
+	i := 0
+	err = records(func(rec *contract.Record) error {
 		if rec.ChunkTimesS == nil {
 			c := *rec
 			c.ChunkTimesS = []float64{}
@@ -109,10 +123,13 @@ func encodeTo(w io.Writer, r *Results) error {
 		if err := enc.Encode(rec); err != nil {
 			return fmt.Errorf("records[%d]: %w", i, err)
 		}
+		i++
 		buf.Truncate(buf.Len() - 1) // the Encoder's newline
-		if _, err := w.Write(buf.Bytes()); err != nil {
-			return err
-		}
+		_, err := w.Write(buf.Bytes())
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	_, err = io.WriteString(w, "\n ]"+after)
 	return err
