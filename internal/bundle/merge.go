@@ -295,18 +295,8 @@ func ReadVerified(ctx context.Context, dir string) (*Results, error) {
 // results.json, a folder with its journal (rebuilt from it, as `rehearse
 // report` would). The same folder given twice is refused.
 func ReadParts(ctx context.Context, dirs []string) ([]*Results, error) {
-	stats := make([]os.FileInfo, len(dirs))
-	for i, dir := range dirs {
-		st, err := os.Stat(dir)
-		if err != nil {
-			break // ReadVerified names it
-		}
-		for j := range i {
-			if stats[j] != nil && os.SameFile(stats[j], st) {
-				return nil, fmt.Errorf("part %d (%s) is part %d (%s) given twice: merged, its records would count twice", i+1, dir, j+1, dirs[j])
-			}
-		}
-		stats[i] = st
+	if err := sameFolderTwice(dirs); err != nil {
+		return nil, err
 	}
 	parts := make([]*Results, 0, len(dirs))
 	for _, dir := range dirs {

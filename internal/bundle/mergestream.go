@@ -84,13 +84,26 @@ type PartSet struct {
 
 // ReadPartSet is ReadParts keeping no records: each part is verified as
 // its records stream past (a part verify does not stream, and one read
-// from its journal, keeps them, as ReadParts does). The refusals are
-// ReadParts'.
+// from its journal, keeps them, as ReadParts does). Segments of a split
+// plan, which Merge merges holding their records, are read by ReadParts.
+// The refusals are ReadParts'.
 func ReadPartSet(ctx context.Context, dirs []string) (*PartSet, error) {
 	if err := sameFolderTwice(dirs); err != nil {
 		return nil, err
 	}
 	ps := &PartSet{}
+	if segments(ctx, dirs) {
+		// Merged holding every record (PartSet.Merge): read so, once.
+		parts, err := ReadParts(ctx, dirs)
+		if err != nil {
+			return nil, err
+		}
+		for i, res := range parts {
+			ps.Results = append(ps.Results, res)
+			ps.srcs = append(ps.srcs, &partSource{dir: dirs[i], res: res, n: len(res.Records), held: true})
+		}
+		return ps, nil
+	}
 	for _, dir := range dirs {
 		p, err := readVerifiedPart(ctx, dir)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -107,6 +120,23 @@ func ReadPartSet(ctx context.Context, dirs []string) (*PartSet, error) {
 		ps.srcs = append(ps.srcs, p)
 	}
 	return ps, nil
+}
+
+// segments reports whether a part in dirs is a segment of a split plan
+// (provenance.worker), from what its results.json holds before its
+// records; a part that cannot be read so is taken for none.
+func segments(ctx context.Context, dirs []string) bool {
+	for _, dir := range dirs {
+		var worker bool
+		visitPart(ctx, dir, &recordVisitor{begin: func(head *Results) bool {
+			worker = head.Provenance.Worker != nil
+			return false // nothing more
+		}})
+		if worker {
+			return true
+		}
+	}
+	return false
 }
 
 // sameFolderTwice refuses the same folder given twice among dirs.
