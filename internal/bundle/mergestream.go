@@ -84,26 +84,13 @@ type PartSet struct {
 
 // ReadPartSet is ReadParts keeping no records: each part is verified as
 // its records stream past (a part verify does not stream, and one read
-// from its journal, keeps them, as ReadParts does). Segments of a split
-// plan, which Merge merges holding their records, are read by ReadParts.
-// The refusals are ReadParts'.
+// from its journal, keeps them, as ReadParts does). The refusals are
+// ReadParts'.
 func ReadPartSet(ctx context.Context, dirs []string) (*PartSet, error) {
 	if err := sameFolderTwice(dirs); err != nil {
 		return nil, err
 	}
 	ps := &PartSet{}
-	if segments(ctx, dirs) {
-		// Merged holding every record (PartSet.Merge): read so, once.
-		parts, err := ReadParts(ctx, dirs)
-		if err != nil {
-			return nil, err
-		}
-		for i, res := range parts {
-			ps.Results = append(ps.Results, res)
-			ps.srcs = append(ps.srcs, &partSource{dir: dirs[i], res: res, n: len(res.Records), held: true})
-		}
-		return ps, nil
-	}
 	for _, dir := range dirs {
 		p, err := readVerifiedPart(ctx, dir)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -120,23 +107,6 @@ func ReadPartSet(ctx context.Context, dirs []string) (*PartSet, error) {
 		ps.srcs = append(ps.srcs, p)
 	}
 	return ps, nil
-}
-
-// segments reports whether a part in dirs is a segment of a split plan
-// (provenance.worker), from what its results.json holds before its
-// records; a part that cannot be read so is taken for none.
-func segments(ctx context.Context, dirs []string) bool {
-	for _, dir := range dirs {
-		var worker bool
-		visitPart(ctx, dir, &recordVisitor{begin: func(head *Results) bool {
-			worker = head.Provenance.Worker != nil
-			return false // nothing more
-		}})
-		if worker {
-			return true
-		}
-	}
-	return false
 }
 
 // sameFolderTwice refuses the same folder given twice among dirs.
@@ -164,13 +134,16 @@ type MergedParts struct {
 	Results *Results
 	// Records counts the merged records.
 	Records int
-	// Held: Results holds the records (a merge of segments, or of parts
-	// with capacity searches, whose recomputation needs them together).
+	// Held: Results holds the records (a merge of parts with capacity
+	// searches, whose recomputation needs them together, or of segments
+	// whose records are out of order).
 	Held bool
 
 	ps    *PartSet
 	names []string
 	waves []map[int]int // each part's wave ids, old → merged
+	// seg: a merge of segments, its records streamed (segmentStream).
+	seg *segmentStream
 }
 
 // Merge is MergeWith of the parts, reading each streamed part's records
@@ -182,10 +155,12 @@ type MergedParts struct {
 // results are MergeWith's, figure for figure, and Write writes
 // WriteResults' bytes.
 //
-// Segments of a split plan (their waves are rejoined, and each merged
-// wave's records sorted) and parts with capacity searches (replayed from
-// the merged records) are merged by MergeWith, holding every record, as
-// before: Held says so.
+// Segments of a split plan are merged as mergeSegments merges them, their
+// records streamed too, one merged wave's records held at a time (they
+// are sorted by client, turn and start: segmentStream); segments whose
+// records are not in the order of their waves, and parts with capacity
+// searches (replayed from the merged records), are merged by MergeWith,
+// holding every record, as before: Held says so.
 //
 // Where two parts hold as many records, whether they are the same is
 // decided by one more pass over each (json.Marshal of its records, as
@@ -196,17 +171,26 @@ func (ps *PartSet) Merge(ctx context.Context, names []string, o MergeOptions) (*
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("nothing to merge")
 	}
+	segmented, capacity := false, false
 	for _, p := range parts {
-		if p.Provenance.Worker != nil || len(p.Capacity) > 0 {
-			if err := ps.hold(ctx); err != nil {
-				return nil, err
-			}
-			out, err := MergeWith(parts, names, o)
-			if err != nil {
-				return nil, err
-			}
-			return &MergedParts{Results: out, Records: len(out.Records), Held: true}, nil
+		segmented = segmented || p.Provenance.Worker != nil
+		capacity = capacity || len(p.Capacity) > 0
+	}
+	if segmented && !capacity {
+		m, ok, err := ps.mergeSegmentsStreamed(ctx, names, o)
+		if err != nil || ok {
+			return m, err
 		}
+	}
+	if segmented || capacity {
+		if err := ps.hold(ctx); err != nil {
+			return nil, err
+		}
+		out, err := MergeWith(parts, names, o)
+		if err != nil {
+			return nil, err
+		}
+		return &MergedParts{Results: out, Records: len(out.Records), Held: true}, nil
 	}
 	m := &MergedParts{ps: ps, names: names, waves: make([]map[int]int, len(parts))}
 	ids := make([][sha256.Size]byte, len(parts))
@@ -263,12 +247,24 @@ func (ps *PartSet) Merge(ctx context.Context, names []string, o MergeOptions) (*
 	if err != nil {
 		return nil, err
 	}
+	if err := m.finish(ctx, out, agg, replicas, judge); err != nil {
+		return nil, err
+	}
+	m.Records = n
+	return m, nil
+}
+
+// finish is the rest of Recompute once the first pass has fed agg,
+// replicas and judge: the ITL selection's further passes, then the
+// aggregates, their SLO and replica figures, and the cost (no capacity
+// search is merged streamed). The results are then m's.
+func (m *MergedParts) finish(ctx context.Context, out *Results, agg *contract.Aggregator, replicas *contract.ReplicaCounter, judge *contract.SLOJudge) error {
 	for agg.Next() {
 		if _, err := m.pass(ctx, true, func(rec *contract.Record) error {
 			agg.Add(rec)
 			return nil
 		}); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	aggs := agg.Aggregates()
@@ -282,8 +278,8 @@ func (ps *PartSet) Merge(ctx context.Context, names []string, o MergeOptions) (*
 	replicas.Apply(aggs, out.Shapes())
 	out.Aggregates = aggs
 	out.Cost = out.ComputeCost()
-	m.Results, m.Records = out, n
-	return m, nil
+	m.Results = out
+	return nil
 }
 
 // hold reads the records of every streamed part, for MergeWith.
@@ -327,6 +323,15 @@ func changedError(dir string, err error) error {
 // timesOnly requires every streamed part's records to be those verified
 // (their sums). f's error ends the pass.
 func (m *MergedParts) pass(ctx context.Context, timesOnly bool, f func(*contract.Record) error) (int, error) {
+	if m.seg != nil {
+		// Segments: every pass is whole (a merged wave's records are
+		// sorted by client, turn and start).
+		_, n, ok, err := m.seg.pass(ctx, f)
+		if err == nil && !ok {
+			err = changedError(m.seg.ps.srcs[m.seg.order[0]].dir+" (or another segment)", nil)
+		}
+		return n, err
+	}
 	n := 0
 	for i, s := range m.ps.srcs {
 		waveIDs := m.waves[i]

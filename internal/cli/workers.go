@@ -231,8 +231,8 @@ func mergeWorkers(ctx context.Context, st *State, dir string, parts, failed []st
 	if len(have) == 0 {
 		return nil, nil, &ExitError{Code: 1, Err: fmt.Errorf("no worker wrote a segment (%s)", strings.Join(failed, "; "))}
 	}
-	// As rehearse merge merges (runMerge): segments are still merged
-	// holding their records (bundle.PartSet.Merge).
+	// As rehearse merge merges (runMerge): the segments' records are
+	// streamed, one merged wave's held at a time (bundle.PartSet.Merge).
 	set, err := bundle.ReadPartSet(mctx, have)
 	if err != nil {
 		if uerr := unverifiedInput(st, err); uerr != nil {
