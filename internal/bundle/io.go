@@ -76,7 +76,7 @@ const recordsKey = "\n \"records\": []"
 // encodeTo writes results.json's bytes to w, the records one at a time
 // (the bytes are Encode's: a million records are gigabytes, never held).
 func encodeTo(w io.Writer, r *Results) error {
-	return encodeRecords(w, r, len(r.Records) > 0, func(yield func(*contract.Record) error) error {
+	return encodeRecords(w, r, len(r.Records) > 0, nil, func(yield func(*contract.Record) error) error {
 		for i := range r.Records {
 			if err := yield(&r.Records[i]); err != nil {
 				return err
@@ -88,8 +88,17 @@ func encodeTo(w io.Writer, r *Results) error {
 
 // encodeRecords is encodeTo of r's header (its Records are not read) with
 // the records records hands to yield, in order; some says whether it
-// hands any (none: the header's empty list is written as it is).
-func encodeRecords(w io.Writer, r *Results, some bool, records func(yield func(*contract.Record) error) error) error {
+// hands any (none: the header's empty list is written as it is). then,
+// where not nil, runs once the records are handed (or, with none, before
+// anything is written), and may set what follows them in results.json
+// (aggregates, cost): what precedes them is written before.
+func encodeRecords(w io.Writer, r *Results, some bool, then func() error, records func(yield func(*contract.Record) error) error) error {
+	if !some && then != nil {
+		if err := then(); err != nil {
+			return err
+		}
+		then = nil
+	}
 	head := *r
 	head.Records = nil
 	data, err := encodeWhole(&head)
@@ -130,6 +139,17 @@ func encodeRecords(w io.Writer, r *Results, some bool, records func(yield func(*
 	})
 	if err != nil {
 		return err
+	}
+	if then != nil {
+		if err := then(); err != nil {
+			return err
+		}
+		head = *r
+		head.Records = nil
+		if data, err = encodeWhole(&head); err != nil {
+			return err
+		}
+		_, after, _ = strings.Cut(string(data), recordsKey)
 	}
 	_, err = io.WriteString(w, "\n ]"+after)
 	return err

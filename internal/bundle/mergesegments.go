@@ -54,27 +54,19 @@ func (ps *PartSet) mergeSegmentsStreamed(ctx context.Context, names []string, o 
 		return nil, false, nil
 	}
 	m := &MergedParts{ps: ps, names: names, seg: &segmentStream{ps: ps, names: names, order: order, groups: groups}}
-	agg := contract.NewAggregator(out.Waves, out.ServerNames(), out.BaselineName())
-	replicas := contract.NewReplicaCounter(out.Waves)
-	var judge *contract.SLOJudge
-	if out.SLO != nil {
-		judge = contract.NewSLOJudge(out.Waves, out.SLO)
-	}
+	r := newRecomputation(out)
 	waves, n, ok, err := m.seg.pass(ctx, func(rec *contract.Record) error {
-		agg.Add(rec)
-		replicas.Add(rec)
-		if judge != nil {
-			judge.Add(rec)
-		}
+		r.add(rec)
 		return nil
 	})
 	if err != nil || !ok {
 		return nil, false, err
 	}
 	out.Waves = waves
-	if err := m.finish(ctx, out, agg, replicas, judge); err != nil {
+	if err := m.finish(ctx, out, r); err != nil {
 		return nil, false, err
 	}
+	m.Results = out
 	m.Records = n
 	return m, true, nil
 }

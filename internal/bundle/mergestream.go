@@ -129,8 +129,10 @@ func sameFolderTwice(dirs []string) error {
 
 // MergedParts is a merge of a PartSet (PartSet.Merge), to be written.
 type MergedParts struct {
-	// Results are the merged results: header, waves and aggregates, with
-	// the records only where Held.
+	// Results are the merged results, with the records only where Held;
+	// their aggregates and cost, which follow the records in
+	// results.json, are those of the pass that writes them where the
+	// merge was not of segments (set by Write).
 	Results *Results
 	// Records counts the merged records.
 	Records int
@@ -144,16 +146,19 @@ type MergedParts struct {
 	waves []map[int]int // each part's wave ids, old → merged
 	// seg: a merge of segments, its records streamed (segmentStream).
 	seg *segmentStream
+	// late: the aggregates and cost are computed by Write.
+	late bool
 }
 
 // Merge is MergeWith of the parts, reading each streamed part's records
-// as they stream, part after part, in the order MergeWith takes them:
-// once for the aggregates (contract.Aggregator, with the SLO verdicts and
-// the replicas' counts), again for each further pass of the ITL's exact
-// selection (times only), and once more when the merge is written (Write).
-// What it keeps is what the aggregator keeps, not the records. The merged
-// results are MergeWith's, figure for figure, and Write writes
-// WriteResults' bytes.
+// as they stream, part after part, in the order MergeWith takes them,
+// when the merge is written (Write): the pass that writes them feeds the
+// aggregator (contract.Aggregator, with the SLO verdicts and the
+// replicas' counts), the ITL's exact selection reads them again (times
+// only) where it needs to, and the aggregates, which follow the records
+// in results.json, are written last. What it keeps is what the aggregator
+// keeps, not the records. The merged results are MergeWith's, figure for
+// figure, and Write writes WriteResults' bytes.
 //
 // Segments of a split plan are merged as mergeSegments merges them, their
 // records streamed too, one merged wave's records held at a time (they
@@ -227,58 +232,67 @@ func (ps *PartSet) Merge(ctx context.Context, names []string, o MergeOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	// Recompute, streamed: ComputeAggregates (contract.Aggregates, then
-	// ApplySLO and ApplyReplicas) over the records one at a time, then
-	// the cost (no capacity search here).
-	agg := contract.NewAggregator(out.Waves, out.ServerNames(), out.BaselineName())
-	replicas := contract.NewReplicaCounter(out.Waves)
-	var judge *contract.SLOJudge
-	if out.SLO != nil {
-		judge = contract.NewSLOJudge(out.Waves, out.SLO)
+	// The aggregates follow the records in results.json: Write computes
+	// them in the pass that writes the records.
+	m.Results, m.late = out, true
+	for _, c := range counts {
+		m.Records += c
 	}
-	n, err := m.pass(ctx, false, func(rec *contract.Record) error {
-		agg.Add(rec)
-		replicas.Add(rec)
-		if judge != nil {
-			judge.Add(rec)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := m.finish(ctx, out, agg, replicas, judge); err != nil {
-		return nil, err
-	}
-	m.Records = n
 	return m, nil
 }
 
-// finish is the rest of Recompute once the first pass has fed agg,
-// replicas and judge: the ITL selection's further passes, then the
-// aggregates, their SLO and replica figures, and the cost (no capacity
-// search is merged streamed). The results are then m's.
-func (m *MergedParts) finish(ctx context.Context, out *Results, agg *contract.Aggregator, replicas *contract.ReplicaCounter, judge *contract.SLOJudge) error {
-	for agg.Next() {
+// recomputation is Recompute streamed: ComputeAggregates (contract.
+// Aggregates, then ApplySLO and ApplyReplicas) fed the records one at a
+// time, then the cost (no capacity search is merged streamed).
+type recomputation struct {
+	agg      *contract.Aggregator
+	replicas *contract.ReplicaCounter
+	judge    *contract.SLOJudge
+}
+
+func newRecomputation(out *Results) *recomputation {
+	r := &recomputation{
+		agg:      contract.NewAggregator(out.Waves, out.ServerNames(), out.BaselineName()),
+		replicas: contract.NewReplicaCounter(out.Waves),
+	}
+	if out.SLO != nil {
+		r.judge = contract.NewSLOJudge(out.Waves, out.SLO)
+	}
+	return r
+}
+
+// add takes a record of the first pass.
+func (r *recomputation) add(rec *contract.Record) {
+	r.agg.Add(rec)
+	r.replicas.Add(rec)
+	if r.judge != nil {
+		r.judge.Add(rec)
+	}
+}
+
+// finish is the rest of Recompute once the first pass has fed r: the ITL
+// selection's further passes, then the aggregates, their SLO and replica
+// figures, and the cost. The results are then out.
+func (m *MergedParts) finish(ctx context.Context, out *Results, r *recomputation) error {
+	for r.agg.Next() {
 		if _, err := m.pass(ctx, true, func(rec *contract.Record) error {
-			agg.Add(rec)
+			r.agg.Add(rec)
 			return nil
 		}); err != nil {
 			return err
 		}
 	}
-	aggs := agg.Aggregates()
-	if judge != nil {
-		judge.Apply(aggs)
+	aggs := r.agg.Aggregates()
+	if r.judge != nil {
+		r.judge.Apply(aggs)
 	} else {
 		for i := range aggs {
 			aggs[i].SLO = nil
 		}
 	}
-	replicas.Apply(aggs, out.Shapes())
+	r.replicas.Apply(aggs, out.Shapes())
 	out.Aggregates = aggs
 	out.Cost = out.ComputeCost()
-	m.Results = out
 	return nil
 }
 
@@ -445,9 +459,20 @@ func (m *MergedParts) Write(ctx context.Context, dir string) error {
 	}
 	path := filepath.Join(dir, ResultsFile)
 	var encErr error
+	var r *recomputation
+	var then func() error
+	if m.late {
+		r = newRecomputation(m.Results)
+		then = func() error { return m.finish(ctx, m.Results, r) }
+	}
 	err := writeAtomic(path, func(w io.Writer) error {
-		encErr = encodeRecords(w, m.Results, m.Records > 0, func(yield func(*contract.Record) error) error {
-			n, err := m.pass(ctx, false, yield)
+		encErr = encodeRecords(w, m.Results, m.Records > 0, then, func(yield func(*contract.Record) error) error {
+			n, err := m.pass(ctx, false, func(rec *contract.Record) error {
+				if r != nil {
+					r.add(rec)
+				}
+				return yield(rec)
+			})
 			if err == nil && n != m.Records {
 				err = fmt.Errorf("%d records, %d when merged: a part changed", n, m.Records)
 			}
@@ -455,6 +480,7 @@ func (m *MergedParts) Write(ctx context.Context, dir string) error {
 		})
 		return encErr
 	})
+	m.late = false
 	if encErr != nil {
 		if IsInterrupted(ctx, encErr) {
 			return encErr
