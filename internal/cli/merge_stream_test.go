@@ -164,6 +164,17 @@ func TestStreamedMergeIsTheHeldMerge(t *testing.T) {
 	for i := range 2 {
 		segments = append(segments, filepath.Join(segs+".workers", fmt.Sprintf("worker-%d", i)))
 	}
+	// Sustained waves after warm-up requests: each worker's share is
+	// released at its own instant, and the records are rebased.
+	sus := filepath.Join(t.TempDir(), "sus")
+	if code, _, stderr := runMain(context.Background(), "bench", "--base-url", url, "--name", "s", "--tokenizer", "usage", "--progress", "never",
+		"--request-rate", "inf", "--max-concurrency", "4", "--num-requests", "12", "--warmup-requests", "4", "--workers", "3", "-o", sus); code != 0 {
+		t.Fatalf("bench sustained --workers 3: exit %d: %s", code, stderr)
+	}
+	var sustained []string
+	for i := range 3 {
+		sustained = append(sustained, filepath.Join(sus+".workers", fmt.Sprintf("worker-%d", i)))
+	}
 	// A segment whose records are not in the order of its waves (no
 	// journal, which would not match them): merged holding them.
 	shuffled := filepath.Join(t.TempDir(), "shuffled")
@@ -182,6 +193,13 @@ func TestStreamedMergeIsTheHeldMerge(t *testing.T) {
 	if err := report.Write(shuffled, res); err != nil {
 		t.Fatal(err)
 	}
+	// A segment whose worker stopped before writing results.json.
+	segJournal := filepath.Join(t.TempDir(), "seg-journal")
+	if err := os.CopyFS(segJournal, os.DirFS(segments[1])); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(segJournal, bundle.ResultsFile))
+	os.Remove(filepath.Join(segJournal, bundle.SumsFile))
 	copyOf := filepath.Join(t.TempDir(), "copy")
 	if err := os.CopyFS(copyOf, os.DirFS(simA)); err != nil {
 		t.Fatal(err)
@@ -202,6 +220,8 @@ func TestStreamedMergeIsTheHeldMerge(t *testing.T) {
 		{"parts with an SLO", "", []string{sloA, sloB}, false, false},
 		{"worker segments", "", segments, false, false},
 		{"segments out of order", "", []string{segments[0], shuffled}, false, true},
+		{"a segment from its journal", "", []string{segments[0], segJournal}, false, false},
+		{"segments of sustained waves", "", sustained, false, false},
 		{"a part and its copy", "", []string{simA, simB, copyOf}, true, false},
 		{"different workloads", "", []string{naive, simA}, true, false},
 	}
@@ -232,7 +252,7 @@ func TestStreamedMergeIsTheHeldMerge(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, res := range set.Results {
-				if n := len(res.Records); n > 0 && tt.parts[i] != crashed {
+				if n := len(res.Records); n > 0 && tt.parts[i] != crashed && tt.parts[i] != segJournal {
 					t.Errorf("%s: %d records held", tt.parts[i], n)
 				}
 			}
