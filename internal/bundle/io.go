@@ -113,10 +113,12 @@ func encodeRecords(w io.Writer, r *Results, some bool, then func() error, record
 	if _, err := io.WriteString(w, before+"\n \"records\": ["); err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	// Each record is encoded compact and indented by appendIndented, the
+	// bytes of an Encoder with SetIndent("  ", " ").
+	var compact bytes.Buffer
+	enc := json.NewEncoder(&compact)
 	enc.SetEscapeHTML(false)
-	enc.SetIndent("  ", " ")
+	var out []byte
 	i := 0
 	err = records(func(rec *contract.Record) error {
 		if rec.ChunkTimesS == nil {
@@ -124,17 +126,18 @@ func encodeRecords(w io.Writer, r *Results, some bool, then func() error, record
 			c.ChunkTimesS = []float64{}
 			rec = &c
 		}
-		buf.Reset()
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.WriteString("\n  ")
+		compact.Reset()
 		if err := enc.Encode(rec); err != nil {
 			return fmt.Errorf("records[%d]: %w", i, err)
 		}
+		out = out[:0]
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, "\n  "...)
+		out = appendIndented(out, bytes.TrimSuffix(compact.Bytes(), []byte{'\n'}), "  ", " ")
 		i++
-		buf.Truncate(buf.Len() - 1) // the Encoder's newline
-		_, err := w.Write(buf.Bytes())
+		_, err := w.Write(out)
 		return err
 	})
 	if err != nil {
