@@ -76,6 +76,29 @@ const recordsKey = "\n \"records\": []"
 // encodeTo writes results.json's bytes to w, the records one at a time
 // (the bytes are Encode's: a million records are gigabytes, never held).
 func encodeTo(w io.Writer, r *Results) error {
+	return encodeRecords(w, r, len(r.Records) > 0, nil, func(yield func(*contract.Record) error) error {
+		for i := range r.Records {
+			if err := yield(&r.Records[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// encodeRecords is encodeTo of r's header (its Records are not read) with
+// the records records hands to yield, in order; some says whether it
+// hands any (none: the header's empty list is written as it is). then,
+// where not nil, runs once the records are handed (or, with none, before
+// anything is written), and may set what follows them in results.json
+// (aggregates, cost): what precedes them is written before.
+func encodeRecords(w io.Writer, r *Results, some bool, then func() error, records func(yield func(*contract.Record) error) error) error {
+	if !some && then != nil {
+		if err := then(); err != nil {
+			return err
+		}
+		then = nil
+	}
 	head := *r
 	head.Records = nil
 	data, err := encodeWhole(&head)
@@ -83,36 +106,53 @@ func encodeTo(w io.Writer, r *Results) error {
 		return err
 	}
 	before, after, ok := strings.Cut(string(data), recordsKey)
-	if !ok || len(r.Records) == 0 {
+	if !ok || !some {
 		_, err := io.WriteString(w, string(data))
 		return err
 	}
 	if _, err := io.WriteString(w, before+"\n \"records\": ["); err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	// Each record is encoded compact and indented by appendIndented, the
+	// bytes of an Encoder with SetIndent("  ", " ").
+	var compact bytes.Buffer
+	enc := json.NewEncoder(&compact)
 	enc.SetEscapeHTML(false)
-	enc.SetIndent("  ", " ")
-	for i := range r.Records {
-		rec := &r.Records[i]
+	var out []byte
+	i := 0
+	err = records(func(rec *contract.Record) error {
 		if rec.ChunkTimesS == nil {
 			c := *rec
 			c.ChunkTimesS = []float64{}
 			rec = &c
 		}
-		buf.Reset()
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.WriteString("\n  ")
+		compact.Reset()
 		if err := enc.Encode(rec); err != nil {
 			return fmt.Errorf("records[%d]: %w", i, err)
 		}
-		buf.Truncate(buf.Len() - 1) // the Encoder's newline
-		if _, err := w.Write(buf.Bytes()); err != nil {
+		out = out[:0]
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, "\n  "...)
+		out = appendIndented(out, bytes.TrimSuffix(compact.Bytes(), []byte{'\n'}), "  ", " ")
+		i++
+		_, err := w.Write(out)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if then != nil {
+		if err := then(); err != nil {
 			return err
 		}
+		head = *r
+		head.Records = nil
+		if data, err = encodeWhole(&head); err != nil {
+			return err
+		}
+		_, after, _ = strings.Cut(string(data), recordsKey)
 	}
 	_, err = io.WriteString(w, "\n ]"+after)
 	return err

@@ -52,12 +52,43 @@ func MergeWith(parts []*Results, names []string, o MergeOptions) (*Results, erro
 			return mergeSegments(parts, names, o)
 		}
 	}
+	ids := make([][sha256.Size]byte, len(parts))
+	counts := make([]int, len(parts))
+	for i, p := range parts {
+		ids[i], counts[i] = rehearsalID(p), len(p.Records)
+	}
+	out, err := mergeHeads(parts, ids, counts, names, o, func(i int, waveIDs map[int]int, out *Results) error {
+		for _, r := range parts[i].Records {
+			id, ok := waveIDs[r.Wave]
+			if !ok {
+				return noWave(names[i], r.Wave)
+			}
+			r.Wave = id
+			out.Records = append(out.Records, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.Recompute()
+	return out, nil
+}
+
+// noWave is the error of a part's record naming a wave it does not have.
+func noWave(name string, wave int) error {
+	return fmt.Errorf("%s: a record names wave %d, which the part does not have", name, wave)
+}
+
+// mergeHeads is MergeWith less the records and the aggregates: the
+// merged results of parts that are no segments, without records, their
+// aggregates not recomputed. ids are the parts' rehearsalIDs and counts
+// their numbers of records; records is called for each part in turn,
+// where MergeWith takes its records, with the part's wave ids renumbered
+// (old id → merged id), and may add them to out.
+func mergeHeads(parts []*Results, ids [][sha256.Size]byte, counts []int, names []string, o MergeOptions, records func(i int, waveIDs map[int]int, out *Results) error) (*Results, error) {
 	mechanismServer := o.MechanismServer
 	first := parts[0]
-	ids := make([][sha256.Size]byte, len(parts))
-	for i, p := range parts {
-		ids[i] = rehearsalID(p)
-	}
 	out := &Results{
 		Schema:     Schema,
 		Provenance: first.Provenance,
@@ -75,7 +106,7 @@ func MergeWith(parts []*Results, names []string, o MergeOptions) (*Results, erro
 		if !sameSLO(first.SLO, p.SLO) {
 			return nil, fmt.Errorf("%s: slo %s differs from %s's %s: the parts' attainments would not be of one objective", names[i], sloLabel(p.SLO), names[0], sloLabel(first.SLO))
 		}
-		if err := distinctRehearsal(parts, ids, i, names); err != nil {
+		if err := distinctRehearsal(parts, ids, counts, i, names); err != nil {
 			return nil, err
 		}
 		if p.Baseline != nil {
@@ -127,13 +158,8 @@ func MergeWith(parts []*Results, names []string, o MergeOptions) (*Results, erro
 			nextID++
 			out.Waves = append(out.Waves, w)
 		}
-		for _, r := range p.Records {
-			id, ok := ids[r.Wave]
-			if !ok {
-				return nil, fmt.Errorf("%s: a record names wave %d, which the part does not have", names[i], r.Wave)
-			}
-			r.Wave = id
-			out.Records = append(out.Records, r)
+		if err := records(i, ids, out); err != nil {
+			return nil, err
 		}
 		if p.MechanismCheck != nil {
 			m := *p.MechanismCheck
@@ -193,7 +219,6 @@ func MergeWith(parts []*Results, names []string, o MergeOptions) (*Results, erro
 		}
 	}
 	out.Notes = append(out.Notes, fmt.Sprintf("Merged by rehearse merge from %d parts: %v.", len(parts), names))
-	out.Recompute()
 	return out, nil
 }
 
@@ -201,14 +226,15 @@ func MergeWith(parts []*Results, names []string, o MergeOptions) (*Results, erro
 // an earlier part (a bundle and its copy, or one part given twice): merged,
 // every record of it would count twice. Two parts are the same rehearsal
 // when they hold the same records, or, holding none, started at the same
-// instant on the same host with the same waves (ids, from rehearsalID).
-func distinctRehearsal(parts []*Results, ids [][sha256.Size]byte, i int, names []string) error {
+// instant on the same host with the same waves (ids, from rehearsalID;
+// counts are the parts' numbers of records).
+func distinctRehearsal(parts []*Results, ids [][sha256.Size]byte, counts []int, i int, names []string) error {
 	for j := range i {
 		if ids[j] != ids[i] {
 			continue
 		}
-		what := fmt.Sprintf("the same %d records", len(parts[i].Records))
-		if len(parts[i].Records) == 0 {
+		what := fmt.Sprintf("the same %d records", counts[i])
+		if counts[i] == 0 {
 			p := parts[i].Provenance
 			what = fmt.Sprintf("no records, the same start %s on %s and the same waves", p.StartedAt, p.Host.Hostname)
 		}
@@ -269,18 +295,8 @@ func ReadVerified(ctx context.Context, dir string) (*Results, error) {
 // results.json, a folder with its journal (rebuilt from it, as `rehearse
 // report` would). The same folder given twice is refused.
 func ReadParts(ctx context.Context, dirs []string) ([]*Results, error) {
-	stats := make([]os.FileInfo, len(dirs))
-	for i, dir := range dirs {
-		st, err := os.Stat(dir)
-		if err != nil {
-			break // ReadVerified names it
-		}
-		for j := range i {
-			if stats[j] != nil && os.SameFile(stats[j], st) {
-				return nil, fmt.Errorf("part %d (%s) is part %d (%s) given twice: merged, its records would count twice", i+1, dir, j+1, dirs[j])
-			}
-		}
-		stats[i] = st
+	if err := sameFolderTwice(dirs); err != nil {
+		return nil, err
 	}
 	parts := make([]*Results, 0, len(dirs))
 	for _, dir := range dirs {

@@ -51,11 +51,22 @@ func mergeSegments(parts []*Results, names []string, o MergeOptions) (*Results, 
 		out.Waves = append(out.Waves, w)
 		out.Records = append(out.Records, recs...)
 	}
+	if err := segmentsTail(out, parts, names, order, waveOf, ids); err != nil {
+		return nil, err
+	}
+	out.Recompute()
+	return out, nil
+}
+
+// segmentsTail is mergeSegments after the waves are joined (ids: each
+// group's merged wave id): the mechanism check, the parts' notes and the
+// merge's own.
+func segmentsTail(out *Results, parts []*Results, names []string, order []int, waveOf []map[int]*waveGroup, ids map[*waveGroup]int) error {
 	for k, pi := range order {
 		p := parts[pi]
 		if m := p.MechanismCheck; m != nil {
 			if out.MechanismCheck != nil {
-				return nil, fmt.Errorf("%s: a second mechanism check (worker 0 runs it alone)", names[pi])
+				return fmt.Errorf("%s: a second mechanism check (worker 0 runs it alone)", names[pi])
 			}
 			c := *m
 			if g, ok := waveOf[k][m.Wave]; ok {
@@ -73,8 +84,7 @@ func mergeSegments(parts []*Results, names []string, o MergeOptions) (*Results, 
 	w := parts[order[0]].Provenance.Worker
 	out.Notes = append(out.Notes, fmt.Sprintf("Merged by rehearse merge from the %d segments of plan %s: %v; each wave's records are all its workers', rejoined by their global client and request indices.",
 		w.Count, shortDigest(w.PlanDigest), orderedNames(names, order)))
-	out.Recompute()
-	return out, nil
+	return nil
 }
 
 // checkSegments refuses parts that are not the segments of one plan, each

@@ -85,6 +85,7 @@ func (d *Dir) verifyStreamingState(ctx context.Context, o Options, rep *Report) 
 		sv.slo.Apply(want)
 	}
 	sv.replicas.Apply(want, res.Shapes())
+	sv.res = res
 	rep.Records, rep.Waves, rep.Aggregates = sv.n, len(res.Waves), len(res.Aggregates)
 	wprobs, _ := checkWaves(res)
 	probs := append(wprobs, sv.recordProbs...)
@@ -156,8 +157,10 @@ func (d *Dir) visitResults(ctx context.Context, v *recordVisitor) (*Results, err
 
 // streamVerify is the state of verifyStreaming's pass over the records.
 type streamVerify struct {
-	o        Options
-	head     *Results
+	o    Options
+	head *Results
+	// res is results.json less its records, once the passes are done.
+	res      *Results
 	ctx      recordContext
 	agg      *contract.Aggregator
 	replicas *contract.ReplicaCounter

@@ -110,8 +110,9 @@ func verifyDir(ctx context.Context, dir string, o Options) (*Results, Report, er
 	return verifyDirOpt(ctx, dir, o, false)
 }
 
-// verifyDirOpt is verifyDir; stream: the results are not wanted, and a
-// bundle verifyStreaming takes is verified without holding its records.
+// verifyDirOpt is verifyDir; stream: the records are not wanted, and a
+// bundle verifyStreaming takes is verified without holding them (its
+// results then come back without records).
 func verifyDirOpt(ctx context.Context, dir string, o Options, stream bool) (*Results, Report, error) {
 	var rep Report
 	d, err := OpenDir(dir)
@@ -134,8 +135,9 @@ func (d *Dir) verify(ctx context.Context, o Options, rep *Report, stream bool) (
 		return nil, err
 	}
 	if stream {
-		if done, err := d.verifyStreaming(ctx, o, rep); done {
-			return nil, err
+		// The results come back without their records (ReadVerifiedHead).
+		if sv, done, err := d.verifyStreamingState(ctx, o, rep); done {
+			return sv.res, err
 		}
 	}
 	res, err := d.results(ctx)

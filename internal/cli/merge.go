@@ -65,7 +65,10 @@ worker whose offset uncertainty exceeds --max-offset-uncertainty.`,
 }
 
 func runMerge(ctx context.Context, st *State, out, baseline string, o bundle.MergeOptions, parts []string) error {
-	all, err := bundle.ReadParts(ctx, parts)
+	// Each part is verified as its records stream past, and the merged
+	// results.json is written streaming them again: no part's records
+	// are held (bundle.PartSet.Merge says which merges still hold them).
+	set, err := bundle.ReadPartSet(ctx, parts)
 	if err != nil {
 		if uerr := unverifiedInput(st, err); uerr != nil {
 			return uerr
@@ -73,18 +76,21 @@ func runMerge(ctx context.Context, st *State, out, baseline string, o bundle.Mer
 		return &ExitError{Code: 2, Err: err}
 	}
 	if baseline != "" {
-		for _, res := range all {
+		for _, res := range set.Results {
 			res.Baseline = &baseline
 		}
 	}
-	merged, err := bundle.MergeWith(all, parts, o)
+	merged, err := set.Merge(ctx, parts, o)
 	if err != nil {
+		if bundle.IsInterrupted(ctx, err) {
+			return err
+		}
 		return &ExitError{Code: 2, Err: err}
 	}
 	if err := makeEmptyDir(out); err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
-	if err := bundle.AppendPartLogs(ctx, out, parts, all); err != nil {
+	if err := bundle.AppendPartLogs(ctx, out, parts, set.Results); err != nil {
 		if bundle.IsInterrupted(ctx, err) {
 			return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("merge into %s: interrupted (%v); %s holds a partial merge (logs, no results.json): remove it", out, context.Cause(ctx), out)}
 		}
@@ -96,13 +102,21 @@ func runMerge(ctx context.Context, st *State, out, baseline string, o bundle.Mer
 	}
 	// Once results.json is written the merge completes: an interruption
 	// from here on would leave a bundle without its report and manifest.
-	if err := bundle.WriteResults(out, merged); err != nil {
+	wctx := context.WithoutCancel(ctx)
+	if err := merged.Write(wctx, out); err != nil {
 		return err
 	}
-	if err := report.Write(out, merged); err != nil {
+	res := merged.Results
+	if !merged.Held {
+		// The report reads the records: those just written.
+		if res, err = bundle.ReadResultsContext(wctx, out); err != nil {
+			return err
+		}
+	}
+	if err := report.Write(out, res); err != nil {
 		return err
 	}
-	fmt.Fprintf(st.Stdout, "merged %d parts into %s: %d servers, %d waves, %d records\n", len(parts), out, len(merged.Servers), len(merged.Waves), len(merged.Records))
+	fmt.Fprintf(st.Stdout, "merged %d parts into %s: %d servers, %d waves, %d records\n", len(parts), out, len(res.Servers), len(res.Waves), merged.Records)
 	return nil
 }
 

@@ -231,22 +231,30 @@ func mergeWorkers(ctx context.Context, st *State, dir string, parts, failed []st
 	if len(have) == 0 {
 		return nil, nil, &ExitError{Code: 1, Err: fmt.Errorf("no worker wrote a segment (%s)", strings.Join(failed, "; "))}
 	}
-	all, err := bundle.ReadParts(mctx, have)
+	// As rehearse merge merges (runMerge): the segments' records are
+	// streamed, one merged wave's held at a time (bundle.PartSet.Merge).
+	set, err := bundle.ReadPartSet(mctx, have)
 	if err != nil {
 		if uerr := unverifiedInput(st, err); uerr != nil {
 			return nil, nil, uerr
 		}
 		return nil, nil, &ExitError{Code: 1, Err: err}
 	}
-	merged, err := bundle.MergeWith(all, have, bundle.MergeOptions{MaxOffsetUncertaintyS: config.DefaultMaxOffsetUncertainty})
+	m, err := set.Merge(mctx, have, bundle.MergeOptions{MaxOffsetUncertaintyS: config.DefaultMaxOffsetUncertainty})
 	if err != nil {
 		return nil, nil, &ExitError{Code: 1, Err: fmt.Errorf("merging the workers' segments: %w", err)}
 	}
 	if err := makeEmptyDir(dir); err != nil {
 		return nil, nil, &ExitError{Code: 2, Err: err}
 	}
-	if err := bundle.WriteResults(dir, merged); err != nil {
+	if err := m.Write(mctx, dir); err != nil {
 		return nil, nil, err
+	}
+	merged := m.Results
+	if !m.Held {
+		if merged, err = bundle.ReadResultsContext(mctx, dir); err != nil {
+			return nil, nil, err
+		}
 	}
 	if err := report.Write(dir, merged); err != nil {
 		return nil, nil, err

@@ -81,7 +81,7 @@ func load(ctx context.Context, path string) (res *bundle.Results, vllm bool, err
 		res, err = ReadVLLM(ctx, path)
 		return res, true, err
 	}
-	res, err = bundle.ReadVerified(ctx, path)
+	res, err = bundle.ReadVerifiedHead(ctx, path)
 	return res, false, err
 }
 
