@@ -106,14 +106,17 @@ func runMerge(ctx context.Context, st *State, out, baseline string, o bundle.Mer
 	if err := merged.Write(wctx, out); err != nil {
 		return err
 	}
-	res := merged.Results
+	res, known := merged.Results, []bundle.Digest(nil)
 	if !merged.Held {
-		// The report reads the records: those just written.
-		if res, err = bundle.ReadResultsContext(wctx, out); err != nil {
+		// The report reads the records just written, as rehearse report
+		// does: streamed once, kept lean.
+		in, err := bundle.ReadReport(wctx, out)
+		if err != nil {
 			return err
 		}
+		res, known = in.Results, in.Known
 	}
-	if err := report.Write(out, res); err != nil {
+	if err := report.WriteKnown(wctx, out, res, known); err != nil {
 		return err
 	}
 	fmt.Fprintf(st.Stdout, "merged %d parts into %s: %d servers, %d waves, %d records\n", len(parts), out, len(res.Servers), len(res.Waves), merged.Records)
