@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sort"
@@ -28,7 +29,21 @@ import (
 // So at most ⌈64 / selectWidth⌉ + 1 passes are needed and memory is the
 // counts of the buckets touched plus at most selectCollect values per
 // wanted rank. Real latencies vary below a bucket's width (2^-12 of an
-// octave, 0.017 %), so two passes are the rule.
+// octave, 0.017 %), so two passes would be the rule.
+//
+// The second pass is mostly saved by windows chosen in the first: its
+// first selectSample values are kept whole; the buckets where the
+// summary's percentiles fall among them, selectMargin of the ranks either
+// side, become windows, and from then on every value of the first pass in
+// a window is kept too. At the end of the first pass a wanted rank whose
+// bucket lies in a window has every value of that bucket at hand (the
+// window kept them all from the first value on; the counts say how many
+// there are and which rank within them is wanted), so it is found without
+// another pass; only a rank whose bucket lies outside every window (the
+// population drifted from its first values, or the windows outgrew
+// selectWindowMax) takes the passes above. A population of at most
+// selectSample values is sorted whole. Either way the values found are
+// those of the sorted population.
 //
 // Negative zero counts as zero (orderKey maps both to one key; sort.Float64s
 // orders the two arbitrarily, so a sorted copy would not decide between
@@ -40,7 +55,35 @@ type selector struct {
 	nodes []*selectNode
 	found map[int]float64 // rank → value, once known
 	pass  int
+
+	// sample holds the first pass's values until the windows are chosen
+	// (sampled); kept counts the values the windows hold.
+	sample  []float64
+	sampled bool
+	windows []selectWindow
+	kept    int
+	// sampledAt is the count at which the windows were chosen, narrowAt
+	// the count at which they are narrowed next.
+	sampledAt, narrowAt int
 }
+
+// selectWindow is a range of buckets of the first pass (the top
+// selectWidth bits of a key, lo to hi inclusive) whose values are all kept.
+type selectWindow struct {
+	lo, hi uint64
+	values []float64
+}
+
+// selectSample is how many values of the first pass are kept whole before
+// the windows are chosen from them (0: no windows; a variable so that a
+// test can choose), selectMargin the fraction of the ranks a window takes
+// either side of a percentile, and selectWindowMax how many values the
+// windows of one selector may keep before they are given up.
+var (
+	selectSample    = 1 << 20
+	selectMargin    = 0.03
+	selectWindowMax = 1 << 22
+)
 
 const (
 	selectWidth = 24 // bits a pass counts by
@@ -91,15 +134,21 @@ func fromKey(k uint64) float64 {
 }
 
 func newSelector() *selector {
-	return &selector{nodes: []*selectNode{{pages: map[uint64]*[1 << selectPage]int{}}}, found: map[int]float64{}}
+	return &selector{nodes: []*selectNode{{pages: map[uint64]*[1 << selectPage]int{}}}, found: map[int]float64{}, sampled: selectSample <= 0}
 }
 
 // add hands the selector one value of the current pass.
 func (s *selector) add(v float64) {
+	k := orderKey(v)
 	if s.pass == 0 {
 		s.n++
+		switch {
+		case !s.sampled:
+			s.sample = append(s.sample, v)
+		case len(s.windows) > 0:
+			s.keep(v, k>>(64-selectWidth))
+		}
 	}
-	k := orderKey(v)
 	for _, nd := range s.nodes {
 		if nd.plen > 0 && k>>(64-nd.plen) != nd.prefix {
 			continue
@@ -121,6 +170,111 @@ func (s *selector) add(v float64) {
 		}
 		nd.last[d&(1<<selectPage-1)]++
 	}
+	if s.pass == 0 && (!s.sampled && len(s.sample) >= selectSample || len(s.windows) > 0 && s.n >= s.narrowAt) {
+		s.choose()
+	}
+}
+
+// choose sets the windows from the sample (the first pass's values so
+// far, all counted in the root's buckets), and narrows them as the pass
+// goes on (each time the values counted double): for each percentile of
+// the summary, the buckets from the one holding the rank margin below it
+// among the values counted so far to the one holding the rank margin
+// above, joined where they meet, and, after the first time, only where
+// they were windows before (a bucket added later would lack the values
+// before it). The margin is selectMargin at the sample and shrinks as
+// the square root of the values counted. The values kept that fall
+// outside the new windows are dropped, and so is the sample.
+func (s *selector) choose() {
+	first := !s.sampled
+	s.sampled = true
+	if first {
+		s.sampledAt = s.n
+	}
+	s.narrowAt = 2 * s.n
+	margin := selectMargin * math.Sqrt(float64(s.sampledAt)/float64(s.n))
+	var ranks []int
+	for _, p := range summaryPs {
+		ranks = append(ranks, int(math.Floor(float64(s.n-1)*max(0, p-margin))), int(math.Ceil(float64(s.n-1)*min(1, p+margin))))
+	}
+	b := bucketsOfRanks(s.nodes[0], ranks)
+	var spans [][2]uint64
+	for i := 0; i < len(b); i += 2 {
+		spans = append(spans, [2]uint64{b[i], b[i+1]})
+	}
+	slices.SortFunc(spans, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
+	var windows []selectWindow
+	add := func(lo, hi uint64) {
+		if n := len(windows); n > 0 && lo <= windows[n-1].hi+1 {
+			windows[n-1].hi = max(windows[n-1].hi, hi)
+			return
+		}
+		windows = append(windows, selectWindow{lo: lo, hi: hi})
+	}
+	for _, sp := range spans {
+		if first {
+			add(sp[0], sp[1])
+			continue
+		}
+		for _, w := range s.windows { // in order, apart
+			if lo, hi := max(sp[0], w.lo), min(sp[1], w.hi); lo <= hi {
+				add(lo, hi)
+			}
+		}
+	}
+	olds := [][]float64{s.sample}
+	for _, w := range s.windows {
+		olds = append(olds, w.values)
+	}
+	s.windows, s.sample, s.kept = windows, nil, 0
+	for _, old := range olds {
+		for _, v := range old {
+			s.keep(v, orderKey(v)>>(64-selectWidth))
+		}
+	}
+}
+
+// keep keeps v, of bucket b, in the window that holds b, if one does.
+func (s *selector) keep(v float64, b uint64) {
+	for i := range s.windows {
+		if w := &s.windows[i]; b >= w.lo && b <= w.hi {
+			w.values = append(w.values, v)
+			if s.kept++; s.kept > selectWindowMax {
+				s.windows = nil // too many: the passes find them
+			}
+			return
+		}
+	}
+}
+
+// bucketsOfRanks are the buckets of the root's first-pass counts that
+// hold the values of ranks qs (0: the smallest) among those counted.
+func bucketsOfRanks(root *selectNode, qs []int) []uint64 {
+	idxs := make([]uint64, 0, len(root.pages))
+	for i := range root.pages {
+		idxs = append(idxs, i)
+	}
+	slices.Sort(idxs)
+	out := make([]uint64, len(qs))
+	for i, q := range qs {
+		below := 0
+		last := uint64(0)
+	walk:
+		for _, pi := range idxs {
+			for slot, c := range root.pages[pi] {
+				if c == 0 {
+					continue
+				}
+				last = pi<<selectPage | uint64(slot)
+				if q < below+c {
+					break walk
+				}
+				below += c
+			}
+		}
+		out[i] = last
+	}
+	return out
 }
 
 // next ends a pass; wanted names the ranks to find (used at the end of the
@@ -140,7 +294,16 @@ func (s *selector) next(wanted func(n int) []int) bool {
 		if len(s.ranks) == 0 {
 			s.nodes = nil
 		}
+		if !s.sampled {
+			// Every value is in the sample: sort it and index it.
+			sort.Float64s(s.sample)
+			for _, q := range s.ranks {
+				s.found[q] = s.sample[q]
+			}
+			s.sample, s.sampled, s.nodes = nil, true, nil
+		}
 	}
+	first := s.pass == 0
 	s.pass++
 	var next []*selectNode
 	for _, nd := range s.nodes {
@@ -151,10 +314,41 @@ func (s *selector) next(wanted func(n int) []int) bool {
 			}
 			continue
 		}
-		next = append(next, nd.children(s.found)...)
+		for _, c := range nd.children(s.found) {
+			if !first || !s.fromWindow(c) {
+				next = append(next, c)
+			}
+		}
 	}
+	s.windows = nil
 	s.nodes = next
 	return len(s.nodes) > 0
+}
+
+// fromWindow finds the ranks of c, a bucket of the first pass, where a
+// window kept every value of it: false where none did.
+func (s *selector) fromWindow(c *selectNode) bool {
+	for i := range s.windows {
+		w := &s.windows[i]
+		if c.prefix < w.lo || c.prefix > w.hi {
+			continue
+		}
+		var vals []float64
+		for _, v := range w.values {
+			if orderKey(v)>>(64-selectWidth) == c.prefix {
+				vals = append(vals, v)
+			}
+		}
+		if len(vals) != c.count {
+			return false // cannot be: the window saw every value
+		}
+		sort.Float64s(vals)
+		for i, o := range c.offsets {
+			s.found[c.ranks[i]] = vals[o]
+		}
+		return true
+	}
+	return false
 }
 
 // children are the ranges of the next pass: for each wanted offset, the

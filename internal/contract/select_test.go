@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -60,20 +61,60 @@ func TestSelectorIsTheSortedPercentiles(t *testing.T) {
 		"huge and tiny":  func(int) float64 { return math.Ldexp(rng.Float64(), rng.IntN(2000)-1000) },
 		"microseconds":   func(int) float64 { return float64(rng.IntN(20000)) / 1e6 },
 	}
-	for _, collect := range []int{1 << 20, 7} {
-		selectCollect = collect
-		for name, gen := range gens {
-			for _, n := range []int{0, 1, 2, 3, 10, 101, 5000} {
-				xs := make([]float64, n)
-				for i := range xs {
-					xs[i] = gen(i)
-				}
-				got, passes := selectAll(xs)
-				samePercentiles(t, name, got, Summarize(xs))
-				if passes > 64/selectWidth+2 {
-					t.Errorf("%s, n %d: %d passes", name, n, passes)
+	defer func(s, m int) { selectSample, selectWindowMax = s, m }(selectSample, selectWindowMax)
+	for _, sample := range []int{0, 1 << 20, 1, 3, 64, 1000} {
+		for _, windowMax := range []int{1 << 22, 50} {
+			selectSample, selectWindowMax = sample, windowMax
+			for _, collect := range []int{1 << 20, 7} {
+				selectCollect = collect
+				for name, gen := range gens {
+					for _, n := range []int{0, 1, 2, 3, 10, 101, 5000} {
+						xs := make([]float64, n)
+						for i := range xs {
+							xs[i] = gen(i)
+						}
+						got, passes := selectAll(xs)
+						samePercentiles(t, fmt.Sprintf("%s (sample %d, window max %d, collect %d)", name, sample, windowMax, collect), got, Summarize(xs))
+						if passes > 64/selectWidth+2 {
+							t.Errorf("%s, n %d: %d passes", name, n, passes)
+						}
+					}
 				}
 			}
+		}
+	}
+}
+
+// TestSelectorWindowsSaveThePass checks that the windows chosen from the
+// first values find every percentile in one pass where the population
+// does not drift from them, and that where it does (or the windows would
+// hold too much) the further passes still give the sorted figures.
+func TestSelectorWindowsSaveThePass(t *testing.T) {
+	defer func(s, m int) { selectSample, selectWindowMax = s, m }(selectSample, selectWindowMax)
+	rng := rand.New(rand.NewPCG(5, 6))
+	steady := make([]float64, 300000)
+	for i := range steady {
+		steady[i] = 0.01 * (0.8 + 0.4*rng.Float64())
+	}
+	drifting := make([]float64, 300000)
+	for i := range drifting {
+		drifting[i] = 0.01 * (1 + float64(i)/100000) * (0.8 + 0.4*rng.Float64())
+	}
+	for _, c := range []struct {
+		name      string
+		xs        []float64
+		windowMax int
+		onePass   bool
+	}{
+		{"steady", steady, 1 << 22, true},
+		{"steady, windows over their limit", steady, 1000, false},
+		{"drifting", drifting, 1 << 22, false},
+	} {
+		selectSample, selectWindowMax = 20000, c.windowMax
+		got, passes := selectAll(c.xs)
+		samePercentiles(t, c.name, got, Summarize(c.xs))
+		if (passes == 1) != c.onePass {
+			t.Errorf("%s: %d passes, want one: %v", c.name, passes, c.onePass)
 		}
 	}
 }
@@ -99,15 +140,19 @@ func TestAggregatesITLIsThePooledGaps(t *testing.T) {
 			recs = append(recs, r)
 		}
 	}
-	for _, collect := range []int{1 << 20, 3} {
-		selectCollect = collect
-		aggs := Aggregates(waves, recs, nil, "")
-		if len(aggs) == 0 {
-			t.Fatal("no aggregates")
-		}
-		for _, a := range aggs {
-			l := PooledLatencies(waves, recs, a.Key())
-			samePercentiles(t, a.LoadLabel(), a.ITL, Summarize(l.ITL))
+	defer func(s int) { selectSample = s }(selectSample)
+	for _, sample := range []int{0, 1 << 20, 100} {
+		selectSample = sample
+		for _, collect := range []int{1 << 20, 3} {
+			selectCollect = collect
+			aggs := Aggregates(waves, recs, nil, "")
+			if len(aggs) == 0 {
+				t.Fatal("no aggregates")
+			}
+			for _, a := range aggs {
+				l := PooledLatencies(waves, recs, a.Key())
+				samePercentiles(t, a.LoadLabel(), a.ITL, Summarize(l.ITL))
+			}
 		}
 	}
 }
