@@ -129,15 +129,38 @@ func verifyDirOpt(ctx context.Context, dir string, o Options, stream bool) (*Res
 // verify fills rep and returns the results it read; the error is only the
 // interruption.
 func (d *Dir) verify(ctx context.Context, o Options, rep *Report, stream bool) (*Results, error) {
-	probs, err := d.verifySums(ctx)
-	rep.Problems = append(rep.Problems, probs...)
-	if err != nil {
-		return nil, err
-	}
 	if stream {
+		// The digests are checked on the side, while the records stream
+		// past on the other cores: their problems come first, as they
+		// would checked before.
+		type sums struct {
+			probs []Problem
+			err   error
+		}
+		hashed := make(chan sums, 1)
+		go func() {
+			probs, err := d.verifySums(ctx)
+			hashed <- sums{probs, err}
+		}()
+		var srep Report
 		// The results come back without their records (ReadVerifiedHead).
-		if sv, done, err := d.verifyStreamingState(ctx, o, rep); done {
+		sv, done, err := d.verifyStreamingState(ctx, o, &srep)
+		h := <-hashed
+		rep.Problems = append(rep.Problems, h.probs...)
+		if h.err != nil {
+			return nil, h.err
+		}
+		if done {
+			rep.Problems = append(rep.Problems, srep.Problems...)
+			rep.Notes = append(rep.Notes, srep.Notes...)
+			rep.Records, rep.Waves, rep.Aggregates = srep.Records, srep.Waves, srep.Aggregates
 			return sv.res, err
+		}
+	} else {
+		probs, err := d.verifySums(ctx)
+		rep.Problems = append(rep.Problems, probs...)
+		if err != nil {
+			return nil, err
 		}
 	}
 	res, err := d.results(ctx)
