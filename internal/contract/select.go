@@ -35,7 +35,7 @@ import (
 // first selectSample values are kept whole; the buckets where the
 // summary's percentiles fall among them, selectMargin of the ranks either
 // side, become windows, and from then on every value of the first pass in
-// a window is kept too. At the end of the first pass a wanted rank whose
+// a window is kept too (the windows narrow as the count grows: choose). At the end of the first pass a wanted rank whose
 // bucket lies in a window has every value of that bucket at hand (the
 // window kept them all from the first value on; the counts say how many
 // there are and which rank within them is wanted), so it is found without
@@ -144,10 +144,29 @@ func (s *selector) add(v float64) {
 		s.n++
 		switch {
 		case !s.sampled:
+			if s.sample == nil {
+				s.sample = make([]float64, 0, min(selectSample, 1<<16))
+			}
 			s.sample = append(s.sample, v)
 		case len(s.windows) > 0:
 			s.keep(v, k>>(64-selectWidth))
 		}
+		// The first pass counts by the root's buckets alone.
+		root := s.nodes[0]
+		d := k >> (64 - selectWidth)
+		if idx := d >> selectPage; root.last == nil || idx != root.lastIdx {
+			p := root.pages[idx]
+			if p == nil {
+				p = new([1 << selectPage]int)
+				root.pages[idx] = p
+			}
+			root.last, root.lastIdx = p, idx
+		}
+		root.last[d&(1<<selectPage-1)]++
+		if !s.sampled && len(s.sample) >= selectSample || len(s.windows) > 0 && s.n >= s.narrowAt {
+			s.choose()
+		}
+		return
 	}
 	for _, nd := range s.nodes {
 		if nd.plen > 0 && k>>(64-nd.plen) != nd.prefix {
@@ -169,9 +188,6 @@ func (s *selector) add(v float64) {
 			nd.last, nd.lastIdx = p, idx
 		}
 		nd.last[d&(1<<selectPage-1)]++
-	}
-	if s.pass == 0 && (!s.sampled && len(s.sample) >= selectSample || len(s.windows) > 0 && s.n >= s.narrowAt) {
-		s.choose()
 	}
 }
 
@@ -222,15 +238,41 @@ func (s *selector) choose() {
 			}
 		}
 	}
-	olds := [][]float64{s.sample}
-	for _, w := range s.windows {
-		olds = append(olds, w.values)
-	}
-	s.windows, s.sample, s.kept = windows, nil, 0
-	for _, old := range olds {
-		for _, v := range old {
+	if first {
+		s.windows, s.kept = windows, 0
+		for _, v := range s.sample {
 			s.keep(v, orderKey(v)>>(64-selectWidth))
 		}
+		s.sample = nil
+		return
+	}
+	// Each new window lies inside one old one (old windows are apart):
+	// the first new window inside an old one takes its values in place,
+	// after the others have copied theirs.
+	old := s.windows
+	s.windows, s.kept = windows, 0
+	for i := len(windows) - 1; i >= 0; i-- {
+		nw := &windows[i]
+		j := 0
+		for old[j].hi < nw.lo {
+			j++
+		}
+		src := old[j].values
+		var dst []float64
+		if i == 0 || windows[i-1].hi < old[j].lo {
+			dst = src[:0] // the first new window of old[j]: the others are done
+			old[j].values = nil
+		}
+		for _, v := range src {
+			if b := orderKey(v) >> (64 - selectWidth); b >= nw.lo && b <= nw.hi {
+				dst = append(dst, v)
+			}
+		}
+		nw.values = dst
+		s.kept += len(dst)
+	}
+	if s.kept > selectWindowMax {
+		s.windows = nil
 	}
 }
 
