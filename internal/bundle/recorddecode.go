@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -645,6 +646,15 @@ func parseJSONFloat(b []byte, i int) (float64, int, bool) {
 	case i < len(b) && b[i] == '0':
 		i++
 	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i+8 <= len(b) && nd+8 <= 19 {
+			x, ok := eightDigits(b[i:])
+			if !ok {
+				break
+			}
+			mant = mant*1e8 + x
+			nd += 8
+			i += 8
+		}
 		for ; i < len(b); i++ {
 			c := b[i] - '0'
 			if c > 9 {
@@ -664,6 +674,20 @@ func parseJSONFloat(b []byte, i int) (float64, int, bool) {
 	if i < len(b) && b[i] == '.' {
 		i++
 		fs := i
+		for i+8 <= len(b) && nd+8 <= 19 {
+			x, ok := eightDigits(b[i:])
+			if !ok {
+				break
+			}
+			if mant == 0 {
+				nd += digitCount(x) // leading zeros move the point only
+			} else {
+				nd += 8
+			}
+			mant = mant*1e8 + x
+			exp -= 8
+			i += 8
+		}
 		for ; i < len(b); i++ {
 			c := b[i] - '0'
 			if c > 9 {
@@ -732,6 +756,29 @@ func parseJSONFloat(b []byte, i int) (float64, int, bool) {
 		return 0, 0, false
 	}
 	return f, i, true
+}
+
+// eightDigits is the value of b[:8] where those are eight decimal digits
+// (false otherwise), read as one little-endian word (SWAR: the digits
+// checked and combined in a few multiplications, not one at a time).
+func eightDigits(b []byte) (uint64, bool) {
+	x := binary.LittleEndian.Uint64(b)
+	if x&0xF0F0F0F0F0F0F0F0 != 0x3030303030303030 || (x+0x0606060606060606)&0xF0F0F0F0F0F0F0F0 != 0x3030303030303030 {
+		return 0, false
+	}
+	x -= 0x3030303030303030
+	x = x*10 + x>>8 // pairs of digits
+	x = ((x&0x000000FF000000FF)*(100+1000000<<32) + (x>>16&0x000000FF000000FF)*(1+10000<<32)) >> 32
+	return x, true
+}
+
+// digitCount is the number of decimal digits of x below 10^8 (0 for 0).
+func digitCount(x uint64) int {
+	n := 0
+	for ; x > 0; x /= 10 {
+		n++
+	}
+	return n
 }
 
 // skip moves past one JSON value without decoding it (fastRecord's

@@ -200,7 +200,12 @@ func TestParseJSONFloat(t *testing.T) {
 		"1.7976931348623157e308", "1.7976931348623159e308", "0.1", "0.2", "0.3", "1.7596060420000001",
 		"0.093993789", "1234567890123456789", "12345678901234567890", "1.234567890123456789012", "100000000000000000000000",
 		"0.1000000000000000055511151231257827021181583404541015625", "1E5", "1e+05", "1e-05", "-1.5e-7",
-		"000", "01", "1.", ".1", "-", "1e", "1e+", "+1"} {
+		"000", "01", "1.", ".1", "-", "1e", "1e+", "+1",
+		// Eight digits at a time (eightDigits): runs of 8 with and
+		// without leading zeros, straddling the 19 digits kept.
+		"12345678", "12345678.12345678", "0.00000000", "0.00000001", "0.000000001234567890123", "0.12345678e5",
+		"1234567890123456.12345678", "12345678901.23456789", "99999999999999999999.99999999", "1.2345678a",
+		"0.1234567/", "0.1234567:", "12345678e-30"} {
 		check(s)
 	}
 	for range 200000 {
@@ -230,6 +235,22 @@ func TestParseJSONFloat(t *testing.T) {
 			b.WriteString("e" + strconv.Itoa(rng.IntN(700)-350))
 		}
 		check(b.String())
+	}
+}
+
+// BenchmarkParseJSONFloat parses chunk times as a rehearsal writes them
+// (nanoseconds of a few seconds, as bench/bundle synthesizes them).
+func BenchmarkParseJSONFloat(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var nums [][]byte
+	for range 1024 {
+		nums = append(nums, []byte(strconv.FormatFloat(float64(rng.Int64N(1e12))/1e9, 'f', -1, 64)))
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		if _, _, ok := parseJSONFloat(nums[i%len(nums)], 0); !ok {
+			b.Fatal("not parsed")
+		}
 	}
 }
 
