@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 
@@ -247,6 +248,15 @@ func (d *recDecoder) space() {
 	b, i := d.b, d.i
 	if i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
 		d.flush(i)
+		i++
+		// Indentation: the spaces of a word at a time.
+		for i+8 <= len(b) {
+			n := bits.TrailingZeros64(binary.LittleEndian.Uint64(b[i:])^0x2020202020202020) / 8
+			i += n
+			if n < 8 {
+				break
+			}
+		}
 		for i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
 			i++
 		}
@@ -632,6 +642,9 @@ var float64pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9
 // (Clinger's fast path, which strconv takes first too); anything else goes
 // to strconv itself.
 func parseJSONFloat(b []byte, i int) (float64, int, bool) {
+	if f, end, ok := shortDecimal(b, i); ok {
+		return f, end, true
+	}
 	start := i
 	neg := false
 	if i < len(b) && b[i] == '-' {
@@ -756,6 +769,75 @@ func parseJSONFloat(b []byte, i int) (float64, int, bool) {
 		return 0, 0, false
 	}
 	return f, i, true
+}
+
+// shortDecimal is parseJSONFloat's path for what a rehearsal writes: an
+// integer part of 1 to 7 digits (no leading zero) and, optionally, a
+// point and 1 to 7 digits, then neither a digit nor an exponent; each run
+// of digits is read a word at a time. Such a mantissa is below 10^14 <
+// 2^53, so the float64 is the exact mantissa divided by an exact power of
+// ten, correctly rounded: strconv's value. False for anything else, left
+// to the rest of parseJSONFloat.
+func shortDecimal(b []byte, i int) (float64, int, bool) {
+	neg := i < len(b) && b[i] == '-'
+	if neg {
+		i++
+	}
+	if i+8 > len(b) {
+		return 0, 0, false
+	}
+	x := binary.LittleEndian.Uint64(b[i:])
+	k := leadingDigits(x)
+	if k == 0 || k == 8 || k > 1 && b[i] == '0' {
+		return 0, 0, false
+	}
+	mant := digitsValue(x, k)
+	i += k
+	m := 0
+	if b[i] == '.' {
+		i++
+		if i+8 > len(b) {
+			return 0, 0, false
+		}
+		y := binary.LittleEndian.Uint64(b[i:])
+		if m = leadingDigits(y); m == 0 || m == 8 {
+			return 0, 0, false
+		}
+		mant = mant*uint64pow10[m] + digitsValue(y, m)
+		i += m
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		return 0, 0, false
+	}
+	f := float64(mant)
+	if neg {
+		f = -f
+	}
+	if m > 0 {
+		f /= float64pow10[m]
+	}
+	return f, i, true
+}
+
+// uint64pow10 are the powers of ten below 10^8.
+var uint64pow10 = [...]uint64{1, 10, 100, 1000, 10000, 100000, 1000000, 10000000}
+
+// leadingDigits is how many of the eight bytes of x (the first in its
+// low byte) are decimal digits before the first that is not.
+func leadingDigits(x uint64) int {
+	hi := (x & 0xF0F0F0F0F0F0F0F0) ^ 0x3030303030303030                        // 0 where the high nibble is 3
+	lo := ((x & 0x0F0F0F0F0F0F0F0F) + 0x0606060606060606) & 0xF0F0F0F0F0F0F0F0 // not 0 where the low one is above 9
+	return bits.TrailingZeros64(hi|lo) / 8
+}
+
+// digitsValue is the value of the first k (1 to 8) bytes of x, digits:
+// the others are shifted out (the borrow of subtracting '0' from them
+// runs only upwards, into them) and zeros shifted in above the first
+// digit.
+func digitsValue(x uint64, k int) uint64 {
+	x = (x - 0x3030303030303030) << (8 * (8 - k))
+	x = x*10 + x>>8
+	return ((x&0x000000FF000000FF)*(100+1000000<<32) + (x>>16&0x000000FF000000FF)*(1+10000<<32)) >> 32
 }
 
 // eightDigits is the value of b[:8] where those are eight decimal digits

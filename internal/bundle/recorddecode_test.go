@@ -180,18 +180,23 @@ func FuzzRecordDecode(f *testing.F) {
 // float64s, decimals of every length and exponent, and edge cases.
 func TestParseJSONFloat(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
+	// Each number is parsed alone and followed by what may follow it in
+	// a record (shortDecimal reads words past it).
+	suffixes := []string{"", ",", ",\n    0.1234567", "\n   ]", "}       ", ", 12345678901234567"}
 	check := func(s string) {
 		t.Helper()
 		want, werr := strconv.ParseFloat(s, 64)
-		got, end, ok := parseJSONFloat([]byte(s), 0)
-		if werr != nil || !jsonNumber([]byte(s)) {
-			if ok && end == len(s) {
-				t.Fatalf("%q: parsed as %v, strconv: %v", s, got, werr)
+		for _, suffix := range suffixes {
+			got, end, ok := parseJSONFloat([]byte(s+suffix), 0)
+			if werr != nil || !jsonNumber([]byte(s)) {
+				if ok && end == len(s) {
+					t.Fatalf("%q then %q: parsed as %v, strconv: %v", s, suffix, got, werr)
+				}
+				continue
 			}
-			return
-		}
-		if !ok || end != len(s) || math.Float64bits(got) != math.Float64bits(want) {
-			t.Fatalf("%q: %v (%x, ok %v, end %d), strconv %v (%x)", s, got, math.Float64bits(got), ok, end, want, math.Float64bits(want))
+			if !ok || end != len(s) || math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("%q then %q: %v (%x, ok %v, end %d), strconv %v (%x)", s, suffix, got, math.Float64bits(got), ok, end, want, math.Float64bits(want))
+			}
 		}
 	}
 	for _, s := range []string{"0", "-0", "0.0", "-0.0", "0e0", "0e-400", "1", "-1", "1e22", "1e23", "9007199254740993",
@@ -205,7 +210,10 @@ func TestParseJSONFloat(t *testing.T) {
 		// without leading zeros, straddling the 19 digits kept.
 		"12345678", "12345678.12345678", "0.00000000", "0.00000001", "0.000000001234567890123", "0.12345678e5",
 		"1234567890123456.12345678", "12345678901.23456789", "99999999999999999999.99999999", "1.2345678a",
-		"0.1234567/", "0.1234567:", "12345678e-30"} {
+		"0.1234567/", "0.1234567:", "12345678e-30",
+		// shortDecimal: 1 to 7 digits either side of the point.
+		"0.069358", "-0.069358", "1234567.1234567", "9999999.9999999", "1.0000001", "0.0000001", "-0.0", "7", "-7",
+		"1234567", "0.5e1", "1.5E-3", "10.000000", "0.00000000000"} {
 		check(s)
 	}
 	for range 200000 {
@@ -219,6 +227,8 @@ func TestParseJSONFloat(t *testing.T) {
 		ns := rng.Int64N(1e12)
 		check(strconv.FormatFloat(float64(ns)/1e9, 'f', -1, 64))
 		check(strconv.FormatFloat(float64(ns)/1e9, 'f', rng.IntN(12), 64))
+		check(strconv.FormatFloat(-float64(ns)/1e9, 'f', -1, 64))
+		check(strconv.FormatFloat(float64(rng.Int64N(1e13))/1e6, 'f', -1, 64))
 		// Random decimals: digits, a point, an exponent.
 		var b strings.Builder
 		if rng.IntN(2) == 0 {
@@ -280,6 +290,16 @@ func BenchmarkRecordDecode(b *testing.B) {
 		for b.Loop() {
 			var rec contract.Record
 			if _, _, ok := fastRecord(raw, &rec, false); !ok {
+				b.Fatal("not taken")
+			}
+		}
+	})
+	b.Run("fastRecordSum", func(b *testing.B) {
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			var rec contract.Record
+			var sum recordSum
+			if _, _, ok := fastRecordSum(raw, &rec, false, &sum); !ok {
 				b.Fatal("not taken")
 			}
 		}
