@@ -488,9 +488,7 @@ func (g *Aggregator) Add(r *Record) {
 			wa.add(r)
 		}
 		if itl := wa.key.itl; r.OK && (g.pass == 0 || len(itl.nodes) > 0) {
-			for i := 1; i < len(r.ChunkTimesS); i++ {
-				itl.add(r.ChunkTimesS[i] - r.ChunkTimesS[i-1])
-			}
+			itl.addGaps(r.ChunkTimesS)
 		}
 	}
 }

@@ -191,6 +191,39 @@ func (s *selector) add(v float64) {
 	}
 }
 
+// addGaps hands the selector the gaps between consecutive values of t, as
+// add does each: the first pass once the windows are chosen counts them
+// in one loop, with the root's page at hand.
+func (s *selector) addGaps(t []float64) {
+	if s.pass != 0 || !s.sampled {
+		for i := 1; i < len(t); i++ {
+			s.add(t[i] - t[i-1])
+		}
+		return
+	}
+	root := s.nodes[0]
+	for i := 1; i < len(t); i++ {
+		v := t[i] - t[i-1]
+		d := orderKey(v) >> (64 - selectWidth)
+		s.n++
+		if len(s.windows) > 0 {
+			s.keep(v, d)
+		}
+		if idx := d >> selectPage; root.last == nil || idx != root.lastIdx {
+			p := root.pages[idx]
+			if p == nil {
+				p = new([1 << selectPage]int)
+				root.pages[idx] = p
+			}
+			root.last, root.lastIdx = p, idx
+		}
+		root.last[d&(1<<selectPage-1)]++
+		if len(s.windows) > 0 && s.n >= s.narrowAt {
+			s.choose()
+		}
+	}
+}
+
 // choose sets the windows from the sample (the first pass's values so
 // far, all counted in the root's buckets), and narrows them as the pass
 // goes on (each time the values counted double): for each percentile of

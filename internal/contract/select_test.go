@@ -116,6 +116,32 @@ func TestSelectorWindowsSaveThePass(t *testing.T) {
 		if (passes == 1) != c.onePass {
 			t.Errorf("%s: %d passes, want one: %v", c.name, passes, c.onePass)
 		}
+		// The same values as the gaps of records' chunk times (addGaps).
+		var recs [][]float64
+		var gaps []float64
+		for i := 0; i < len(c.xs); i += 127 {
+			times := []float64{float64(i)}
+			for _, x := range c.xs[i:min(i+127, len(c.xs))] {
+				times = append(times, times[len(times)-1]+x)
+			}
+			for j := 1; j < len(times); j++ {
+				gaps = append(gaps, times[j]-times[j-1])
+			}
+			recs = append(recs, times)
+		}
+		sel := newSelector()
+		passes = 0
+		for more := true; more; {
+			passes++
+			for _, times := range recs {
+				sel.addGaps(times)
+			}
+			more = sel.next(typeSevenRanks(summaryPs))
+		}
+		samePercentiles(t, c.name+", as gaps", sel.summary(), Summarize(gaps))
+		if (passes == 1) != c.onePass {
+			t.Errorf("%s, as gaps: %d passes, want one: %v", c.name, passes, c.onePass)
+		}
 	}
 }
 
