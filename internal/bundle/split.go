@@ -2,7 +2,9 @@ package bundle
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
+	"math/bits"
 )
 
 // arraySplitter cuts the elements of a JSON array of objects out of a
@@ -100,8 +102,15 @@ func (s *arraySplitter) next() ([]byte, error) {
 		}
 		if !splitSpecial[s.buf[i]] {
 			// Numbers, space, literals, commas, colons: to the next
-			// bracket, brace or quote.
+			// bracket, brace or quote, a word at a time.
 			i++
+			for i+8 <= len(s.buf) {
+				n := splitCandidate(binary.LittleEndian.Uint64(s.buf[i:]))
+				i += n
+				if n < 8 {
+					break
+				}
+			}
 			for i < len(s.buf) && !splitSpecial[s.buf[i]] {
 				i++
 			}
@@ -148,6 +157,21 @@ func (s *arraySplitter) next() ([]byte, error) {
 		}
 		i++
 	}
+}
+
+// splitCandidate is how many of the eight bytes of x (the first in its
+// low byte) come before the first that may be a bracket, a brace or a
+// quote: masked with 0xD9, the four brackets and braces are 0x59, as are
+// only Y, _, y and DEL besides (which JSON has only inside strings, where
+// the splitter does not look this way; should one be met, the byte loop
+// after this decides). A zero byte of v is found by the borrow of
+// subtracting one from each byte: the lowest borrow marks the first.
+func splitCandidate(x uint64) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	b := x&(0xD9*ones) ^ 0x59*ones
+	q := x ^ '"'*ones
+	t := (b-ones)&^b&highs | (q-ones)&^q&highs
+	return bits.TrailingZeros64(t) / 8
 }
 
 // splitSpecial are the bytes the splitter looks at: brackets, braces and

@@ -3,6 +3,7 @@ package bundle
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,8 +22,9 @@ import (
 // against json.Decoder's, and the rest after the array.
 func TestArraySplitterIsTheDecoders(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	pieces := []string{`"a"`, `"{"`, `"}"`, `"\""`, `"\\"`, `"\\\""`, `"x\\\\"`, `"[]"`, `1`, `-2.5e3`, `true`, `null`, `[1, {"k": "}"}]`, `{"n": {"m": "\\{"}}`}
-	for n := range 200 {
+	pieces := []string{`"a"`, `"{"`, `"}"`, `"\""`, `"\\"`, `"\\\""`, `"x\\\\"`, `"[]"`, `1`, `-2.5e3`, `true`, `null`, `[1, {"k": "}"}]`, `{"n": {"m": "\\{"}}`,
+		"[0.069358, 0.078843,\n    0.088329, 12345678901234567890]", `"YyZ_"`, `[true, false, null, -0.5e-7]`}
+	for n := range 600 {
 		var objs []string
 		for range rng.IntN(6) {
 			var b strings.Builder
@@ -38,12 +40,16 @@ func TestArraySplitterIsTheDecoders(t *testing.T) {
 		}
 		text := "[" + strings.Join(objs, " ,\n ") + " ] , \"after\": 1}"
 		var r io.Reader = strings.NewReader(text[1:])
-		if n%2 == 0 {
+		size := 4
+		switch n % 3 {
+		case 0:
 			r = iotest.OneByteReader(r)
-		} else {
+		case 1:
 			r = iotest.HalfReader(r)
+		default:
+			size = 1 << 16 // whole: the word-at-a-time search runs
 		}
-		s := &arraySplitter{r: r, buf: make([]byte, 0, 4), first: true}
+		s := &arraySplitter{r: r, buf: make([]byte, 0, size), first: true}
 		dec := json.NewDecoder(strings.NewReader(text))
 		dec.Token()
 		for dec.More() {
@@ -137,6 +143,35 @@ func TestVerifyStreamingOfOddFiles(t *testing.T) {
 		streamed, took, _, held := VerifyBothWays(dir, Options{})
 		if took && !reflect.DeepEqual(streamed, held) {
 			t.Errorf("%s: streamed\n%+v\nheld\n%+v", data, streamed, held)
+		}
+	}
+}
+
+// TestSplitCandidate checks the word-at-a-time search for brackets,
+// braces and quotes against a byte loop, on words of the bytes found
+// between a record's strings and of every byte.
+func TestSplitCandidate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	candidate := func(c byte) bool { return splitSpecial[c] || c == 'Y' || c == '_' || c == 'y' || c == 0x7F }
+	jsonish := []byte(" \n\t\r0123456789.-+eE,:truefalsn{}[]\"")
+	for n := range 400000 {
+		var w [8]byte
+		for i := range w {
+			if n%2 == 0 {
+				w[i] = jsonish[rng.IntN(len(jsonish))]
+			} else {
+				w[i] = byte(rng.IntN(256))
+			}
+		}
+		want := 8
+		for i, c := range w {
+			if candidate(c) {
+				want = i
+				break
+			}
+		}
+		if got := splitCandidate(binary.LittleEndian.Uint64(w[:])); got != want {
+			t.Fatalf("%q: %d, want %d", w, got, want)
 		}
 	}
 }
