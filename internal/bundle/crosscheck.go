@@ -96,12 +96,12 @@ func (d *Dir) compareJournalWith(ctx context.Context, res *Results, side journal
 	}
 	var batch []rawLine
 	seen := 0
-	j, err := scanJournal(f, func(*contract.Record) error { return errDiffers }, func(n int, line []byte) (int, error) {
+	j, err := scanJournal(f, func(*contract.Record) error { return errDiffers }, func(n int, line []byte, sum recordSum, summed bool) (int, error) {
 		if n >= side.n || differ.Load() {
 			return 0, errDiffers
 		}
 		seen = n + 1
-		if sums != nil && side.summable(n) && sameSum(sums[n], line) {
+		if sums != nil && side.summable(n) && summed && sum == sums[n] { // sameSum, hashed on the decoding cores
 			return side.wave(n), nil
 		}
 		if side.record == nil {

@@ -218,9 +218,11 @@ func DecodeJournal(in io.Reader) (*Results, error) {
 // wave times or aggregates.
 //
 // With rawRecord, a record line is not decoded: rawRecord gets its index
-// among the records and the line (valid until rawRecord returns) and returns
-// the record's wave, or an error that ends the scan.
-func scanJournal(in io.Reader, onRecord func(*contract.Record) error, rawRecord func(n int, line []byte) (int, error)) (*Results, error) {
+// among the records, the line (valid until rawRecord returns) and the
+// record's sum as lineSum takes it from the line (taken on the decoding
+// cores; ok false where the line is not of that form), and returns the
+// record's wave, or an error that ends the scan.
+func scanJournal(in io.Reader, onRecord func(*contract.Record) error, rawRecord func(n int, line []byte, sum recordSum, ok bool) (int, error)) (*Results, error) {
 	br := bufio.NewReaderSize(in, readChunk)
 	var (
 		header    *Results
@@ -244,6 +246,8 @@ func scanJournal(in io.Reader, onRecord func(*contract.Record) error, rawRecord 
 		e     Entry
 		derr  error
 		raw   []byte // a record line left to rawRecord
+		sum   recordSum
+		sumOK bool // sum is raw's lineSum
 		blank bool
 		torn  bool // no final newline: the last write did not finish
 	}
@@ -279,6 +283,7 @@ func scanJournal(in io.Reader, onRecord func(*contract.Record) error, rawRecord 
 		}
 		if rawRecord != nil && !l.torn && bytes.HasPrefix(trimmed, recordPrefix) {
 			l.raw = trimmed
+			l.sum, l.sumOK = lineSum(trimmed)
 			return
 		}
 		l.derr = json.Unmarshal(trimmed, &l.e)
@@ -292,7 +297,7 @@ func scanJournal(in io.Reader, onRecord func(*contract.Record) error, rawRecord 
 			return nil
 		}
 		if l.raw != nil {
-			id, err := rawRecord(nRecords, l.raw)
+			id, err := rawRecord(nRecords, l.raw, l.sum, l.sumOK)
 			if err != nil {
 				return err
 			}

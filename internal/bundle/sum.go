@@ -124,8 +124,15 @@ var journalRecordPrefix, journalRecordSuffix = []byte(`{"record":`), []byte(`}`)
 // per record for bytes chosen without knowing the seeds, which nobody
 // outside this process knows.
 func sameSum(sum recordSum, line []byte) bool {
+	s, ok := lineSum(line)
+	return ok && s == sum
+}
+
+// lineSum is the recordSum of the record a journal record line holds, as
+// sameSum compares it; false for a line not of that form.
+func lineSum(line []byte) (recordSum, bool) {
 	if !bytes.HasPrefix(line, journalRecordPrefix) || !bytes.HasSuffix(line, journalRecordSuffix) {
-		return false
+		return recordSum{}, false
 	}
-	return sumBytes(line[len(journalRecordPrefix):len(line)-len(journalRecordSuffix)]) == sum
+	return sumBytes(line[len(journalRecordPrefix) : len(line)-len(journalRecordSuffix)]), true
 }
