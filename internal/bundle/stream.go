@@ -15,9 +15,12 @@ import (
 // SPEC §2 (checkRecord), re-counted (on the decoding cores), summed for the
 // journal, timed into its wave's clock and handed to the one aggregator
 // (contract.Aggregator), which keeps one float64 per request per
-// population and, for the ITL, the counts of an exact selection; the
-// selection's next pass reads the records again, and judges them against
-// the SLO where there is one (contract.SLOJudge). Memory is then the
+// population and, for the ITL, the counts of an exact selection (whose
+// windows, chosen from each population's first gaps, usually hold every
+// value it needs by the end of this pass); a further pass, where the
+// selection needs one, reads the records again, and judges them against
+// the SLO where there is one (contract.SLOJudge). SHA256SUMS is checked
+// meanwhile on another goroutine (Dir.verify). Memory is then the
 // per-request floats, a few batches of JSON and the per-record sum, wave
 // and flag (21 bytes), not the records.
 //
