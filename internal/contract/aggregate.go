@@ -433,6 +433,8 @@ type Aggregator struct {
 	groups   map[Key]*keyAgg
 	byID     map[int][]*waveAgg
 	pass     int
+	// itlBudget is what the ITL selections may still hold (selectBudget).
+	itlBudget int
 }
 
 // keyAgg is the state of one aggregate.
@@ -459,7 +461,7 @@ type waveAgg struct {
 // NewAggregator starts the aggregates of the recorded waves of waves;
 // servers and baseline are Aggregates'.
 func NewAggregator(waves []Wave, servers []string, baseline string) *Aggregator {
-	g := &Aggregator{servers: servers, baseline: baseline, groups: map[Key]*keyAgg{}, byID: map[int][]*waveAgg{}}
+	g := &Aggregator{servers: servers, baseline: baseline, groups: map[Key]*keyAgg{}, byID: map[int][]*waveAgg{}, itlBudget: selectBudget}
 	for _, w := range waves {
 		if w.Kind != KindRecorded {
 			continue
@@ -468,6 +470,7 @@ func NewAggregator(waves []Wave, servers []string, baseline string) *Aggregator 
 		ka, ok := g.groups[k]
 		if !ok {
 			ka = &keyAgg{k: k, failures: Failures{ByKind: map[string]int{}}, itl: newSelector()}
+			ka.itl.budget = &g.itlBudget
 			g.groups[k] = ka
 			g.keys = append(g.keys, k)
 		}

@@ -65,6 +65,10 @@ type selector struct {
 	// sampledAt is the count at which the windows were chosen, narrowAt
 	// the count at which they are narrowed next.
 	sampledAt, narrowAt int
+	// budget, where not nil, is how many more values the sample and the
+	// windows of every selector sharing it may hold; a selector that
+	// would take it below zero gives its up (giveUp).
+	budget *int
 }
 
 // selectWindow is a range of buckets of the first pass (the top
@@ -79,11 +83,38 @@ type selectWindow struct {
 // test can choose), selectMargin the fraction of the ranks a window takes
 // either side of a percentile, and selectWindowMax how many values the
 // windows of one selector may keep before they are given up.
+// selectBudget is how many values the selections of one Aggregator may
+// hold together in their samples and windows (128 MB): a bundle of many
+// populations of up to selectSample gaps would otherwise hold them all.
 var (
 	selectSample    = 1 << 20
 	selectMargin    = 0.03
 	selectWindowMax = 1 << 22
+	selectBudget    = 1 << 24
 )
+
+// spend takes one value held from the budget.
+func (s *selector) spend() {
+	if s.budget != nil {
+		if *s.budget--; *s.budget < 0 {
+			s.giveUp()
+		}
+	}
+}
+
+// refund gives n values held back to the budget.
+func (s *selector) refund(n int) {
+	if s.budget != nil {
+		*s.budget += n
+	}
+}
+
+// giveUp drops the sample and the windows: the ranks are then found by
+// the further passes.
+func (s *selector) giveUp() {
+	s.refund(len(s.sample) + s.kept)
+	s.sample, s.windows, s.kept, s.sampled = nil, nil, 0, true
+}
 
 const (
 	selectWidth = 24 // bits a pass counts by
@@ -148,6 +179,7 @@ func (s *selector) add(v float64) {
 				s.sample = make([]float64, 0, min(selectSample, 1<<16))
 			}
 			s.sample = append(s.sample, v)
+			s.spend()
 		case len(s.windows) > 0:
 			s.keep(v, k>>(64-selectWidth))
 		}
@@ -272,17 +304,19 @@ func (s *selector) choose() {
 		}
 	}
 	if first {
-		s.windows, s.kept = windows, 0
-		for _, v := range s.sample {
+		sample := s.sample
+		s.refund(len(sample)) // kept again below, those in a window
+		s.sample, s.windows, s.kept = nil, windows, 0
+		for _, v := range sample {
 			s.keep(v, orderKey(v)>>(64-selectWidth))
 		}
-		s.sample = nil
 		return
 	}
 	// Each new window lies inside one old one (old windows are apart):
 	// the first new window inside an old one takes its values in place,
 	// after the others have copied theirs.
 	old := s.windows
+	s.refund(s.kept) // less what the new windows keep, below
 	s.windows, s.kept = windows, 0
 	for i := len(windows) - 1; i >= 0; i-- {
 		nw := &windows[i]
@@ -304,9 +338,7 @@ func (s *selector) choose() {
 		nw.values = dst
 		s.kept += len(dst)
 	}
-	if s.kept > selectWindowMax {
-		s.windows = nil
-	}
+	s.refund(-s.kept)
 }
 
 // keep keeps v, of bucket b, in the window that holds b, if one does.
@@ -315,8 +347,10 @@ func (s *selector) keep(v float64, b uint64) {
 		if w := &s.windows[i]; b >= w.lo && b <= w.hi {
 			w.values = append(w.values, v)
 			if s.kept++; s.kept > selectWindowMax {
-				s.windows = nil // too many: the passes find them
+				s.giveUp() // too many: the passes find them
+				return
 			}
+			s.spend()
 			return
 		}
 	}
@@ -375,6 +409,7 @@ func (s *selector) next(wanted func(n int) []int) bool {
 			for _, q := range s.ranks {
 				s.found[q] = s.sample[q]
 			}
+			s.refund(len(s.sample))
 			s.sample, s.sampled, s.nodes = nil, true, nil
 		}
 	}
@@ -395,7 +430,10 @@ func (s *selector) next(wanted func(n int) []int) bool {
 			}
 		}
 	}
-	s.windows = nil
+	if first {
+		s.refund(s.kept)
+		s.windows, s.kept = nil, 0
+	}
 	s.nodes = next
 	return len(s.nodes) > 0
 }

@@ -166,9 +166,9 @@ func TestAggregatesITLIsThePooledGaps(t *testing.T) {
 			recs = append(recs, r)
 		}
 	}
-	defer func(s int) { selectSample = s }(selectSample)
-	for _, sample := range []int{0, 1 << 20, 100} {
-		selectSample = sample
+	defer func(s, b int) { selectSample, selectBudget = s, b }(selectSample, selectBudget)
+	for _, sb := range [][2]int{{0, 1 << 24}, {1 << 20, 1 << 24}, {100, 1 << 24}, {100, 300}, {1 << 20, 2000}} {
+		selectSample, selectBudget = sb[0], sb[1]
 		for _, collect := range []int{1 << 20, 3} {
 			selectCollect = collect
 			aggs := Aggregates(waves, recs, nil, "")
@@ -180,5 +180,58 @@ func TestAggregatesITLIsThePooledGaps(t *testing.T) {
 				samePercentiles(t, a.LoadLabel(), a.ITL, Summarize(l.ITL))
 			}
 		}
+	}
+}
+
+// TestSelectorBudget checks that selections sharing a budget never hold
+// more than it, and that those that gave up still find the sorted
+// figures by further passes.
+func TestSelectorBudget(t *testing.T) {
+	defer func(s int) { selectSample = s }(selectSample)
+	selectSample = 3000
+	rng := rand.New(rand.NewPCG(9, 10))
+	budget := 4000
+	var sels []*selector
+	var pops [][]float64
+	for range 3 {
+		s := newSelector()
+		s.budget = &budget
+		sels = append(sels, s)
+		xs := make([]float64, 20000)
+		for i := range xs {
+			xs[i] = rng.ExpFloat64()
+		}
+		pops = append(pops, xs)
+	}
+	held := func() int {
+		n := 0
+		for _, s := range sels {
+			n += len(s.sample)
+			for _, w := range s.windows {
+				n += len(w.values)
+			}
+		}
+		return n
+	}
+	for more := true; more; {
+		more = false
+		for i := range 20000 {
+			for j, s := range sels {
+				if s.pass == 0 || len(s.nodes) > 0 {
+					s.add(pops[j][i])
+				}
+			}
+			if h := held(); h > 4000 || budget != 4000-h {
+				t.Fatalf("holding %d values, budget left %d of 4000", h, budget)
+			}
+		}
+		for _, s := range sels {
+			if (s.pass == 0 || len(s.nodes) > 0) && s.next(typeSevenRanks(summaryPs)) {
+				more = true
+			}
+		}
+	}
+	for j, s := range sels {
+		samePercentiles(t, fmt.Sprintf("population %d", j), s.summary(), Summarize(pops[j]))
 	}
 }
