@@ -50,38 +50,8 @@ func (d *Dir) verifyStreamingState(ctx context.Context, o Options, rep *Report) 
 		// sv.agg is nil where results.json has no records key.
 		return sv, false, nil
 	}
-	// Further passes over the records: the ITL selection's, and (once)
-	// the SLO verdicts', whose objectives come after the records.
-	var judge *contract.SLOJudge
-	if res.SLO != nil {
-		judge = contract.NewSLOJudge(res.Waves, res.SLO)
-	}
-	more := sv.agg.Next()
-	for more || judge != nil {
-		j, itl := judge, more
-		again := &recordVisitor{timesOnly: j == nil, begin: func(*Results) bool { return true }, record: func(_ int, rec *contract.Record, _ *recordWork) {
-			if itl {
-				sv.agg.Add(rec)
-			}
-			if j != nil {
-				j.Add(rec)
-			}
-		}}
-		if _, err := d.visitResults(ctx, again); err != nil {
-			if IsInterrupted(ctx, err) {
-				return sv, true, err
-			}
-			var invalid *InvalidError
-			if !errors.As(err, &invalid) {
-				return sv, false, nil // changed under us: verify it whole
-			}
-		}
-		if j != nil {
-			sv.slo, judge = j, nil
-		}
-		if itl {
-			more = sv.agg.Next()
-		}
+	if ok, err := sv.furtherPasses(ctx, res, d.visitResults); err != nil || !ok {
+		return sv, ok, err
 	}
 	want := sv.agg.Aggregates()
 	if sv.slo != nil {
@@ -92,17 +62,7 @@ func (d *Dir) verifyStreamingState(ctx context.Context, o Options, rep *Report) 
 	rep.Records, rep.Waves, rep.Aggregates = sv.n, len(res.Waves), len(res.Aggregates)
 	wprobs, _ := checkWaves(res)
 	probs := append(wprobs, sv.recordProbs...)
-	probs = append(probs, checkHeader(res)...)
-	probs = append(probs, checkWaveTimesOf(res, sv.clocks)...)
-	probs = append(probs, checkHostHonesty(res)...)
-	probs = append(probs, checkMechanism(res)...)
-	probs = append(probs, checkReplicaServers(res)...)
-	probs = append(probs, sv.replicaProbs...)
-	probs = append(probs, checkReplicaSeries(res)...)
-	probs = append(probs, checkSLO(res)...)
-	probs = append(probs, checkAggregatesOf(res, want)...)
-	probs = append(probs, checkCapacity(res)...)
-	probs = append(probs, checkCost(res)...)
+	probs = append(probs, streamedProblems(res, sv, want)...) // no capacity here: checkCapacity has none
 	rep.Problems = append(rep.Problems, probs...)
 	if ctx.Err() != nil {
 		return sv, true, Interrupted(ctx)
@@ -146,6 +106,47 @@ func (d *Dir) verifyStreamingState(ctx context.Context, o Options, rep *Report) 
 	})
 	rep.Problems = append(rep.Problems, jp...)
 	return sv, true, err
+}
+
+// furtherPasses runs the passes over the records that follow the first:
+// the ITL selection's, while it asks for one (contract.Aggregator.Next),
+// and once the SLO verdicts', whose objectives come after the records.
+// visit reads results.json's records again. It reports false, with no
+// error, where the file changed under it: the caller then reads the
+// records whole.
+func (sv *streamVerify) furtherPasses(ctx context.Context, res *Results, visit func(context.Context, *recordVisitor) (*Results, error)) (bool, error) {
+	var judge *contract.SLOJudge
+	if res.SLO != nil {
+		judge = contract.NewSLOJudge(res.Waves, res.SLO)
+	}
+	more := sv.agg.Next()
+	for more || judge != nil {
+		j, itl := judge, more
+		again := &recordVisitor{timesOnly: j == nil, begin: func(*Results) bool { return true }, record: func(_ int, rec *contract.Record, _ *recordWork) {
+			if itl {
+				sv.agg.Add(rec)
+			}
+			if j != nil {
+				j.Add(rec)
+			}
+		}}
+		if _, err := visit(ctx, again); err != nil {
+			if IsInterrupted(ctx, err) {
+				return true, err
+			}
+			var invalid *InvalidError
+			if !errors.As(err, &invalid) {
+				return false, nil
+			}
+		}
+		if j != nil {
+			sv.slo, judge = j, nil
+		}
+		if itl {
+			more = sv.agg.Next()
+		}
+	}
+	return true, nil
 }
 
 // visitResults streams results.json's records to v (decodeVisit).

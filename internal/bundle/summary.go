@@ -4,16 +4,12 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"hash"
 	"io"
 	"io/fs"
-	"math"
-	"slices"
 	"sync"
-	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
 )
@@ -46,10 +42,10 @@ type ReportInput struct {
 // decodeVisit): each record is handed to the one aggregator
 // (contract.Aggregator), timed into its wave's clock, checked, and kept
 // lean (LeanRecord: no chunk times, no texts); the aggregator's further
-// passes (the ITL selection, the SLO verdicts, whose objectives come after
-// the records) read the chunk times kept in the first pass (keptTimes), or
-// results.json again where there is an SLO or the times would take more
-// than timesLimit. The aggregates are computed once; results.json is
+// passes (the ITL selection where its windows missed a rank, which is
+// rare, and the SLO verdicts, whose objectives come after the records)
+// read results.json again (furtherPasses, as verify does). The aggregates
+// are computed once; results.json is
 // hashed for SHA256SUMS in the pass that decodes it, the journal (which
 // a report does not read) beside it.
 //
@@ -83,13 +79,9 @@ func readReportStreaming(ctx context.Context, dir string) (*ReportInput, bool, e
 	// journal, which report does not read.
 	sv := &streamVerify{clocks: map[int]*contract.WaveClock{}}
 	lean := &leanRecords{texts: newInterner()}
-	var times keptTimes
 	v := &recordVisitor{begin: sv.begin, record: func(i int, rec *contract.Record, x *recordWork) {
 		sv.record(i, rec, x)
 		lean.add(rec)
-		if itlReads(rec) {
-			times.add(rec.ChunkTimesS)
-		}
 	}}
 	// The journal, which report does not read, is hashed for SHA256SUMS
 	// beside the decode, on whatever core the decode leaves.
@@ -113,52 +105,10 @@ func readReportStreaming(ctx context.Context, dir string) (*ReportInput, bool, e
 		// problem is ReadResults's error, which the held path gives.
 		return nil, false, nil
 	}
-	var judge *contract.SLOJudge
-	if res.SLO != nil {
-		judge = contract.NewSLOJudge(res.Waves, res.SLO)
-	}
-	more := sv.agg.Next()
-	// The ITL selection's further passes read the kept times, where
-	// there is no SLO to judge (its verdicts read whole records).
-	for more && judge == nil && !times.dropped {
-		r := times.reader()
-		var rec contract.Record
-		for _, block := range lean.blocks {
-			if ctx.Err() != nil {
-				return nil, false, Interrupted(ctx)
-			}
-			for i := range block {
-				if l := &block[i]; itlReads(l) {
-					rec.Kind, rec.Wave, rec.OK, rec.ChunkTimesS = l.Kind, l.Wave, l.OK, r.next()
-					sv.agg.Add(&rec)
-				}
-			}
-		}
-		more = sv.agg.Next()
-	}
-	times = keptTimes{}
-	for more || judge != nil {
-		j, itl := judge, more
-		again := &recordVisitor{timesOnly: j == nil, begin: func(*Results) bool { return true }, record: func(_ int, rec *contract.Record, _ *recordWork) {
-			if itl {
-				sv.agg.Add(rec)
-			}
-			if j != nil {
-				j.Add(rec)
-			}
-		}}
-		if _, err := d.visitResultsLean(ctx, again); err != nil {
-			if IsInterrupted(ctx, err) {
-				return nil, false, err
-			}
-			return nil, false, nil // changed under us: read it whole
-		}
-		if j != nil {
-			sv.slo, judge = j, nil
-		}
-		if itl {
-			more = sv.agg.Next()
-		}
+	// The ITL selection rarely asks for a further pass (its windows
+	// keep what the first saw); one re-reads results.json, times only.
+	if ok, err := sv.furtherPasses(ctx, res, d.visitResultsLean); err != nil || !ok {
+		return nil, false, err
 	}
 	want := sv.agg.Aggregates()
 	if sv.slo != nil {
@@ -240,10 +190,6 @@ func drainHash(h hash.Hash, r io.Reader) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// itlReads reports whether the ITL selection's further passes read rec's
-// chunk times (contract.Aggregator.Add).
-func itlReads(rec *contract.Record) bool { return rec.Kind == contract.KindRecorded && rec.OK }
-
 // leanRecords keeps the records a report reads, lean (LeanRecord), in
 // blocks: a slice grown record by record would copy them all several
 // times over, and hold two copies as it grows.
@@ -309,146 +255,4 @@ func (r *Results) HasGeneratedText() bool {
 		}
 	}
 	return false
-}
-
-// timesLimit is the most bytes of chunk times ReadReport keeps for the
-// ITL selection's further passes; a bundle that needs more re-reads
-// results.json for them (its times alone).
-const timesLimit = 1 << 30
-
-// timesBlock is the size of one block of kept times.
-const timesBlock = 16 << 20
-
-// Modes of a record's kept chunk times (the low two bits of its header).
-const (
-	timesNanos   = 0 // float64(ns) / 1e9
-	timesSeconds = 1 // time.Duration(ns).Seconds()
-	timesRaw     = 2 // the float64 bits, 8 bytes each
-)
-
-// keptTimes keeps, in order, the chunk times of the records the ITL
-// selection reads (itlReads: contract.Aggregator.Add reads no other's in
-// its further passes), exactly and compactly: where every time of a record
-// is a whole number of nanoseconds, as a rehearsal stamps them
-// (Duration.Seconds) or as a decimal of at most nine places parses, and
-// no two follow each other by more than 2.1 s, they are kept as the
-// first one's nanoseconds (8 bytes) and then each one's difference from
-// the one before it (4 bytes); any other record keeps its float64s as
-// they are. Each kept time is checked to come back bit for bit.
-type keptTimes struct {
-	blocks  [][]byte
-	size    int
-	dropped bool
-}
-
-// add keeps ts, the chunk times of the next record the ITL reads.
-func (c *keptTimes) add(ts []float64) {
-	if c.dropped {
-		return
-	}
-	need := binary.MaxVarintLen64 + 8*len(ts)
-	if len(c.blocks) == 0 || cap(c.blocks[len(c.blocks)-1])-len(c.blocks[len(c.blocks)-1]) < need {
-		c.blocks = append(c.blocks, make([]byte, 0, max(timesBlock, need)))
-	}
-	b := c.blocks[len(c.blocks)-1]
-	mark := len(b)
-	// The header's first byte holds the mode in its low two bits: it is
-	// written as nanos and mended once the times have said which.
-	b = binary.AppendUvarint(b, uint64(len(ts))<<2|timesNanos)
-	body := len(b)
-	mode := timesNanos
-	prev := int64(0)
-	for i, t := range ts {
-		f := math.Round(t * 1e9)
-		if !(math.Abs(f) < 1<<53) {
-			mode = timesRaw
-			break
-		}
-		ns := int64(f)
-		if i == 0 {
-			b = binary.LittleEndian.AppendUint64(b, uint64(ns))
-		} else if d := ns - prev; d >= math.MinInt32 && d <= math.MaxInt32 {
-			b = binary.LittleEndian.AppendUint32(b, uint32(int32(d)))
-		} else {
-			mode = timesRaw
-			break
-		}
-		prev = ns
-		if mode == timesNanos && math.Float64bits(float64(ns)/1e9) != math.Float64bits(t) {
-			mode = timesSeconds
-		}
-	}
-	if mode == timesSeconds {
-		// Every time again, as Duration.Seconds makes them.
-		ns := int64(0)
-		for i, t := range ts {
-			if i == 0 {
-				ns = int64(binary.LittleEndian.Uint64(b[body:]))
-			} else {
-				ns += int64(int32(binary.LittleEndian.Uint32(b[body+8+4*(i-1):])))
-			}
-			if math.Float64bits(time.Duration(ns).Seconds()) != math.Float64bits(t) {
-				mode = timesRaw
-				break
-			}
-		}
-	}
-	b[mark] |= byte(mode)
-	if mode == timesRaw {
-		b = b[:body]
-		for _, t := range ts {
-			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(t))
-		}
-	}
-	c.blocks[len(c.blocks)-1] = b
-	if c.size += len(b) - mark; c.size > timesLimit {
-		c.blocks, c.dropped = nil, true
-	}
-}
-
-// fromNanos is the time in seconds of ns nanoseconds by mode.
-func fromNanos(ns int64, mode int) float64 {
-	if mode == timesSeconds {
-		return time.Duration(ns).Seconds()
-	}
-	return float64(ns) / 1e9
-}
-
-// timesReader reads keptTimes back in the order they were added.
-type timesReader struct {
-	blocks [][]byte
-	b      []byte
-	buf    []float64
-}
-
-func (c *keptTimes) reader() *timesReader { return &timesReader{blocks: c.blocks} }
-
-// next returns the next record's chunk times (valid until the next call).
-func (r *timesReader) next() []float64 {
-	for len(r.b) == 0 {
-		r.b, r.blocks = r.blocks[0], r.blocks[1:]
-	}
-	h, k := binary.Uvarint(r.b)
-	b := r.b[k:]
-	n, mode := int(h>>2), int(h&3)
-	r.buf = slices.Grow(r.buf[:0], n)[:n]
-	switch {
-	case mode == timesRaw:
-		for i := range r.buf {
-			r.buf[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
-		}
-		b = b[8*n:]
-	case n > 0:
-		ns := int64(binary.LittleEndian.Uint64(b))
-		b = b[8:]
-		r.buf[0] = fromNanos(ns, mode)
-		d := b[:4*(n-1)]
-		for i := 1; i < n; i++ {
-			ns += int64(int32(binary.LittleEndian.Uint32(d[4*(i-1):])))
-			r.buf[i] = fromNanos(ns, mode)
-		}
-		b = b[4*(n-1):]
-	}
-	r.b = b
-	return r.buf
 }
