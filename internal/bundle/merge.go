@@ -275,19 +275,29 @@ func (e *UnverifiedError) Error() string {
 // does not verify gives an *UnverifiedError listing every problem.
 func ReadVerified(ctx context.Context, dir string) (*Results, error) {
 	res, rep, err := verifyDir(ctx, dir, Options{})
-	probs := rep.Problems
-	switch {
-	case err != nil:
+	if err := refusal(ctx, dir, res, rep.Problems, err); err != nil {
 		return nil, err
-	case res == nil:
-		if _, rerr := ReadResultsContext(ctx, dir); rerr != nil {
-			return nil, rerr
-		}
-		return nil, &UnverifiedError{Dir: dir, Problems: probs}
-	case len(probs) > 0:
-		return nil, &UnverifiedError{Dir: dir, Problems: probs}
 	}
 	return res, nil
+}
+
+// refusal is what a reader of verified bundles says of dir, which verify
+// read as res (nil where results.json did not read) with probs and err:
+// err, results.json's own error, an *UnverifiedError listing probs, or
+// nil where the bundle verifies.
+func refusal(ctx context.Context, dir string, res *Results, probs []Problem, err error) error {
+	switch {
+	case err != nil:
+		return err
+	case res == nil:
+		if _, rerr := ReadResultsContext(ctx, dir); rerr != nil {
+			return rerr
+		}
+		return &UnverifiedError{Dir: dir, Problems: probs}
+	case len(probs) > 0:
+		return &UnverifiedError{Dir: dir, Problems: probs}
+	}
+	return nil
 }
 
 // ReadParts reads the parts of a merge: each must be a bundle that

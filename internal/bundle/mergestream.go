@@ -51,17 +51,8 @@ type partSource struct {
 // streams them.
 func readVerifiedPart(ctx context.Context, dir string) (*partSource, error) {
 	res, rep, err := verifyDirOpt(ctx, dir, Options{}, true)
-	probs := rep.Problems
-	switch {
-	case err != nil:
+	if err := refusal(ctx, dir, res, rep.Problems, err); err != nil {
 		return nil, err
-	case res == nil:
-		if _, rerr := ReadResultsContext(ctx, dir); rerr != nil {
-			return nil, rerr
-		}
-		return nil, &UnverifiedError{Dir: dir, Problems: probs}
-	case len(probs) > 0:
-		return nil, &UnverifiedError{Dir: dir, Problems: probs}
 	}
 	p := &partSource{dir: dir, res: res, n: rep.Records, held: len(res.Records) == rep.Records}
 	if !p.held {

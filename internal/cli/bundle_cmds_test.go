@@ -89,32 +89,7 @@ func TestReportCommandRerenders(t *testing.T) {
 
 func TestMergeCommand(t *testing.T) {
 	full := bundletest.SeedLike()
-	// Split the rehearsal into one part per server, as two GPU sessions would.
-	split := func(server string) *bundle.Results {
-		p := *full
-		p.Waves, p.Records, p.Servers, p.MechanismCheck = nil, nil, nil, nil
-		for _, s := range full.Servers {
-			if s.Name == server {
-				p.Servers = append(p.Servers, s)
-			}
-		}
-		for _, w := range full.Waves {
-			if w.Server == server {
-				p.Waves = append(p.Waves, w)
-			}
-		}
-		for _, r := range full.Records {
-			if r.Server == server {
-				p.Records = append(p.Records, r)
-			}
-		}
-		if full.MechanismCheck.Server == server {
-			p.MechanismCheck = full.MechanismCheck
-		}
-		p.Recompute()
-		return &p
-	}
-	a, b := seedBundle(t, split("naive")), seedBundle(t, split("batching"))
+	a, b := seedBundle(t, splitSeed(full, "naive")), seedBundle(t, splitSeed(full, "batching"))
 	out := filepath.Join(t.TempDir(), "merged")
 	code, stdout, errs := run(t, "merge", "-o", out, a, b)
 	if code != 0 {
@@ -140,7 +115,7 @@ func TestMergeCommand(t *testing.T) {
 		t.Fatalf("merged bundle does not verify: %s", out)
 	}
 	// Parts that each name their own server as baseline need --baseline.
-	bb := split("batching")
+	bb := splitSeed(full, "batching")
 	own := "batching"
 	bb.Baseline = &own
 	d := seedBundle(t, bb)
@@ -156,7 +131,7 @@ func TestMergeCommand(t *testing.T) {
 		t.Error("merged with --baseline: speed-ups against naive missing")
 	}
 	// A part with another workload is refused with a one-line reason.
-	other := split("batching")
+	other := splitSeed(full, "batching")
 	other.Workload.MaxTokens = 64
 	c := seedBundle(t, other)
 	code, _, errs = run(t, "merge", "-o", filepath.Join(t.TempDir(), "m2"), a, c)

@@ -184,17 +184,7 @@ func (s *selector) add(v float64) {
 			s.keep(v, k>>(64-selectWidth))
 		}
 		// The first pass counts by the root's buckets alone.
-		root := s.nodes[0]
-		d := k >> (64 - selectWidth)
-		if idx := d >> selectPage; root.last == nil || idx != root.lastIdx {
-			p := root.pages[idx]
-			if p == nil {
-				p = new([1 << selectPage]int)
-				root.pages[idx] = p
-			}
-			root.last, root.lastIdx = p, idx
-		}
-		root.last[d&(1<<selectPage-1)]++
+		s.nodes[0].countRoot(k >> (64 - selectWidth))
 		if !s.sampled && len(s.sample) >= selectSample || len(s.windows) > 0 && s.n >= s.narrowAt {
 			s.choose()
 		}
@@ -223,6 +213,20 @@ func (s *selector) add(v float64) {
 	}
 }
 
+// countRoot counts bucket d (a key's top selectWidth bits) in the root's
+// pages, the last page used at hand.
+func (nd *selectNode) countRoot(d uint64) {
+	if idx := d >> selectPage; nd.last == nil || idx != nd.lastIdx {
+		p := nd.pages[idx]
+		if p == nil {
+			p = new([1 << selectPage]int)
+			nd.pages[idx] = p
+		}
+		nd.last, nd.lastIdx = p, idx
+	}
+	nd.last[d&(1<<selectPage-1)]++
+}
+
 // addGaps hands the selector the gaps between consecutive values of t, as
 // add does each: the first pass once the windows are chosen counts them
 // in one loop, with the root's page at hand.
@@ -241,15 +245,7 @@ func (s *selector) addGaps(t []float64) {
 		if len(s.windows) > 0 {
 			s.keep(v, d)
 		}
-		if idx := d >> selectPage; root.last == nil || idx != root.lastIdx {
-			p := root.pages[idx]
-			if p == nil {
-				p = new([1 << selectPage]int)
-				root.pages[idx] = p
-			}
-			root.last, root.lastIdx = p, idx
-		}
-		root.last[d&(1<<selectPage-1)]++
+		root.countRoot(d)
 		if len(s.windows) > 0 && s.n >= s.narrowAt {
 			s.choose()
 		}
