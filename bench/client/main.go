@@ -13,7 +13,11 @@
 //   - rehearse: this program re-executed in its client mode, which drives
 //     internal/stream as rehearse's waves do (Client.Warm, then N requests
 //     released together, each Client.Send), over the client's own
-//     HTTP/1.1 path (the default);
+//     HTTP/1.1 path (the default), each read stamped with the kernel's
+//     receive time (SO_TIMESTAMPNS);
+//   - rehearse-read: the same path with each read stamped by time.Now
+//     after it (REHEARSE_RXSTAMP=read), as before kernel stamps: what
+//     the client's own queue adds when it stamps for itself;
 //   - nethttp: the same over net/http (REHEARSE_HTTP=nethttp), the path
 //     the own one replaced, for comparison;
 //   - the peer: bench/peer/asyncio_peer.py (asyncio + aiohttp, one task
@@ -71,9 +75,13 @@ type wave struct {
 	// content event (its second stamped one, after the role chunk): what
 	// the client adds to the TTFT it records.
 	AddedTTFTP99S *float64 `json:"added_ttft_p99_s,omitempty"`
-	TTFTP50S      *float64 `json:"ttft_p50_s"`
-	TTFTP95S      *float64 `json:"ttft_p95_s"`
-	ErrorKinds    []string `json:"error_kinds,omitempty"`
+	// LagP99S is rehearse's p99 over stamped events of how long after
+	// its stamp of an event it parsed it (stream.Result.LagNS): its own
+	// queue, outside the stamps where they are the kernel's.
+	LagP99S    *float64 `json:"lag_p99_s,omitempty"`
+	TTFTP50S   *float64 `json:"ttft_p50_s"`
+	TTFTP95S   *float64 `json:"ttft_p95_s"`
+	ErrorKinds []string `json:"error_kinds,omitempty"`
 	// RunqueueWaitS is the time rehearse's threads spent runnable but
 	// waiting for a CPU during the wave (/proc/self/task/*/schedstat),
 	// summed over threads: CPU the client wanted and the machine, shared
@@ -97,7 +105,7 @@ func main() {
 		python     = flag.String("python", "/usr/bin/python3", "the Python with aiohttp (Debian's python3-aiohttp)")
 		peer       = flag.String("peer", "bench/peer/asyncio_peer.py", "the asyncio peer")
 		noPeer     = flag.Bool("no-peer", false, "leave the peer out of -clients")
-		clientsArg = flag.String("clients", "rehearse,nethttp,peer", "comma-separated clients to run: rehearse (the own HTTP/1.1 path), nethttp (rehearse over net/http), peer (asyncio)")
+		clientsArg = flag.String("clients", "rehearse,rehearse-read,nethttp,peer", "comma-separated clients to run: rehearse (the own HTTP/1.1 path, kernel receive stamps), rehearse-read (the same, stamped after each read), nethttp (rehearse over net/http), peer (asyncio)")
 		// Client mode (the re-executed child).
 		clientRun  = flag.Int("client-run", 0, "internal: run rehearse's client mode with this many streams")
 		baseURL    = flag.String("base-url", "", "internal: the simulator's URL (client mode)")
@@ -132,12 +140,12 @@ func main() {
 	var clients []string
 	for _, f := range strings.Split(*clientsArg, ",") {
 		switch f = strings.TrimSpace(f); f {
-		case "rehearse", "nethttp", "peer":
+		case "rehearse", "rehearse-read", "nethttp", "peer":
 			if f != "peer" || !*noPeer {
 				clients = append(clients, f)
 			}
 		default:
-			fmt.Fprintf(os.Stderr, "-clients %q: want rehearse, nethttp or peer, separated by commas\n", *clientsArg)
+			fmt.Fprintf(os.Stderr, "-clients %q: want rehearse, rehearse-read, nethttp or peer, separated by commas\n", *clientsArg)
 			os.Exit(2)
 		}
 	}
@@ -212,15 +220,19 @@ func orchestrate(rehearse string, counts []int, maxTokens, repeats int, timeScal
 			args := []string{self, "-client-run", fmt.Sprint(n), "-base-url", url, "-max-tokens", fmt.Sprint(maxTokens), "-repeats", fmt.Sprint(repeats)}
 			if cpuprofile != "" && n == profileAt {
 				path := cpuprofile
-				if client == "nethttp" {
-					path += ".nethttp"
+				if client != "rehearse" {
+					path += "." + client
 				}
 				args = append(args, "-cpuprofile", path)
 			}
 			cmd := pinned(clientCPU, args...)
-			cmd.Env = append(os.Environ(), "REHEARSE_HTTP=h1")
-			if client == "nethttp" {
+			switch client {
+			case "nethttp":
 				cmd.Env = append(os.Environ(), "REHEARSE_HTTP=nethttp")
+			case "rehearse-read":
+				cmd.Env = append(os.Environ(), "REHEARSE_HTTP=h1", "REHEARSE_RXSTAMP=read")
+			default:
+				cmd.Env = append(os.Environ(), "REHEARSE_HTTP=h1")
 			}
 			ours, err := runLines(cmd, client)
 			if err != nil {
@@ -232,8 +244,8 @@ func orchestrate(rehearse string, counts []int, maxTokens, repeats int, timeScal
 		rows = append(rows, row)
 	}
 	fmt.Println()
-	fmt.Println("| streams | client | ok | CPU per content chunk | added p50 | added p99 | added max | added TTFT p99 | p99 first event / rest | TTFT p50 | client CPU ÷ wall | waiting for a CPU ÷ wall |")
-	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| streams | client | ok | CPU per content chunk | added p50 | added p99 | added max | added TTFT p99 | p99 first event / rest | client lag p99 | TTFT p50 | client CPU ÷ wall | waiting for a CPU ÷ wall |")
+	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, row := range rows {
 		for _, w := range row {
 			split := "–"
@@ -244,8 +256,8 @@ func orchestrate(rehearse string, counts []int, maxTokens, repeats int, timeScal
 			if w.RunqueueWaitS != nil {
 				waited = fmt.Sprintf("%.0f %%", 100**w.RunqueueWaitS/w.WallS)
 			}
-			fmt.Printf("| %d | %s | %d/%d | %.2f µs | %s | %s | %s | %s | %s | %s | %.0f %% | %s |\n", w.Streams, w.Client, w.OK, w.Streams,
-				w.CPUPerChunkUS, ms(w.AddedP50S), ms(w.AddedP99S), ms(w.AddedMaxS), ms(w.AddedTTFTP99S), split, ms(w.TTFTP50S), 100*w.CPUS/w.WallS, waited)
+			fmt.Printf("| %d | %s | %d/%d | %.2f µs | %s | %s | %s | %s | %s | %s | %s | %.0f %% | %s |\n", w.Streams, w.Client, w.OK, w.Streams,
+				w.CPUPerChunkUS, ms(w.AddedP50S), ms(w.AddedP99S), ms(w.AddedMaxS), ms(w.AddedTTFTP99S), split, ms(w.LagP99S), ms(w.TTFTP50S), 100*w.CPUS/w.WallS, waited)
 		}
 	}
 	return nil
@@ -356,7 +368,7 @@ func clientMode(url string, n, maxTokens, repeats int, cpuprofile string) error 
 			v := (runqueueWait() - rq0).Seconds()
 			w.RunqueueWaitS = &v
 		}
-		var added, first, rest, ttft, ttftAdded []float64
+		var added, first, rest, ttft, ttftAdded, lag []float64
 		kinds := map[string]bool{}
 		for _, r := range results {
 			for j, d := range r.AddedNS {
@@ -369,6 +381,9 @@ func clientMode(url string, n, maxTokens, repeats int, cpuprofile string) error 
 				} else {
 					rest = append(rest, float64(d)/1e9)
 				}
+			}
+			for _, d := range r.LagNS {
+				lag = append(lag, float64(d)/1e9)
 			}
 			if !r.OK {
 				kinds[r.ErrorKind] = true
@@ -392,6 +407,8 @@ func clientMode(url string, n, maxTokens, repeats int, cpuprofile string) error 
 		slices.Sort(first)
 		slices.Sort(rest)
 		slices.Sort(ttftAdded)
+		slices.Sort(lag)
+		w.LagP99S = pct(lag, 0.99)
 		w.AddedTTFTP99S = pct(ttftAdded, 0.99)
 		w.AddedFirstP99S, w.AddedRestP99S = pct(first, 0.99), pct(rest, 0.99)
 		w.AddedP50S, w.AddedP99S = pct(added, 0.5), pct(added, 0.99)

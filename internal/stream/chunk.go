@@ -115,6 +115,7 @@ func (s *state) handle(ev Event, now time.Time, res *Result, text *strings.Build
 	}
 	if c.SentNS != 0 {
 		res.AddedNS = append(res.AddedNS, now.UnixNano()-c.SentNS)
+		res.LagNS = append(res.LagNS, int64(time.Since(now)))
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		s.fail, s.failMsg = contract.ErrServerError, "in-band error: "+errorMessage(data)

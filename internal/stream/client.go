@@ -105,6 +105,12 @@ type Result struct {
 	// the kernel and the client added before the event was timed. nil when
 	// the server sent no stamps.
 	AddedNS []int64
+	// LagNS holds, for the same events, how long after the client's stamp
+	// of each it got to the event (time.Now when the event was parsed
+	// minus the stamp): the client's own queue, which a kernel receive
+	// stamp leaves out of AddedNS and every recorded time. nil with
+	// AddedNS.
+	LagNS []int64
 	// Retried says why the request was sent a second time on a freshly
 	// dialed connection: its first connection had sat unused and failed
 	// before any byte of the request was written. "" when sent once.
@@ -283,7 +289,7 @@ type readyConn struct {
 // NewClient returns a client. A nil tlsConfig uses the system roots.
 func NewClient(tlsConfig *tls.Config) *Client {
 	c := &Client{
-		dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
+		dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: rxStampControl()},
 		ready:  map[string][]readyConn{},
 		idle:   map[string][]readyConn{},
 		alive:  checkAlive,
@@ -785,7 +791,8 @@ func drain(body io.Reader, cancel func()) {
 var errTimeout = errors.New("request timeout")
 
 // stamper is a body that knows when the bytes of its last Read reached
-// the process (the own path's: one clock reading per read system call).
+// the host (the own path's: the kernel's receive stamp of each read system
+// call, rxReader).
 type stamper interface{ readTime() time.Time }
 
 // maxHint bounds the chunk times a stream's hint preallocates (more grow

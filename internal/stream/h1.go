@@ -20,9 +20,10 @@ import (
 // "nethttp"). One goroutine per request does it all: it takes a pooled
 // keep-alive connection (or a pre-dialed one, or dials), writes the request
 // in one write, parses the response head by hand, and reads the body over
-// one buffer: each read system call is stamped once, its chunked framing is
-// removed in place, and every server-sent event it completed gets that
-// stamp, the moment its bytes reached the process. There is no transport
+// one buffer: each read system call is stamped once (on Linux with the
+// kernel's receive time, rxstamp_linux.go), its chunked framing is removed
+// in place, and every server-sent event it completed gets that stamp, the
+// moment its bytes reached the host. There is no transport
 // goroutine pair, no channel hop and no per-chunk allocation between the
 // socket and the record.
 //
@@ -175,7 +176,9 @@ func (c *Client) attemptH1(ctx context.Context, p *Prepared, release <-chan stru
 
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
-	hr := readResponseHead(conn, *bp, trace)
+	rx := newRxReader(conn)
+	defer rx.release()
+	hr := readResponseHead(rx, *bp, trace)
 	if hr.err != nil {
 		tctx.note(ctx, hr.err)
 		res.End = time.Now()
@@ -186,7 +189,7 @@ func (c *Client) attemptH1(ctx context.Context, p *Prepared, release <-chan stru
 		return res, ""
 	}
 	h := hr.head
-	body := newH1Body(conn, h, hr)
+	body := newH1Body(rx, h, hr)
 	defer body.release()
 	body.ctx, body.tctx = ctx, tctx
 	res.HTTPStatus = h.status
@@ -268,13 +271,15 @@ func (c *Client) answeredEarly(ctx context.Context, conn net.Conn, p *Prepared, 
 	conn.SetDeadline(time.Now().Add(headWait))
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
-	hr := readResponseHead(conn, *bp, nil)
+	rx := newRxReader(conn)
+	defer rx.release()
+	hr := readResponseHead(rx, *bp, nil)
 	if hr.err != nil || hr.head.status < 100 {
 		res.ErrorKind, res.Error = contract.ErrConnect, fmt.Sprintf("the server hung up before the request was sent (%v)", why)
 		return
 	}
 	h := hr.head
-	body := newH1Body(conn, h, hr)
+	body := newH1Body(rx, h, hr)
 	defer body.release()
 	res.HTTPStatus = h.status
 	res.ErrorKind = contract.ErrHTTPStatus
@@ -318,7 +323,7 @@ type headRead struct {
 
 // readResponseHead reads the response head over buf: informational (1xx)
 // heads are skipped, and the head may grow buf up to maxHeadBytes.
-func readResponseHead(conn net.Conn, buf []byte, trace *httptrace.ClientTrace) headRead {
+func readResponseHead(rx *rxReader, buf []byte, trace *httptrace.ClientTrace) headRead {
 	hr := headRead{buf: buf}
 	var rerr error
 	for {
@@ -356,8 +361,8 @@ func readResponseHead(conn net.Conn, buf []byte, trace *httptrace.ClientTrace) h
 			copy(nb, hr.buf[:hr.fill])
 			hr.buf = nb
 		}
-		n, err := conn.Read(hr.buf[hr.fill:])
-		hr.at = time.Now()
+		n, at, err := rx.read(hr.buf[hr.fill:])
+		hr.at = at
 		if n > 0 && hr.read == 0 && trace != nil && trace.GotFirstResponseByte != nil {
 			trace.GotFirstResponseByte()
 		}
@@ -371,7 +376,7 @@ func readResponseHead(conn net.Conn, buf []byte, trace *httptrace.ClientTrace) h
 // read system call, stamps it once (readTime), and returns the body bytes
 // it brought, the chunked framing removed in place in the caller's buffer.
 type h1Body struct {
-	conn    net.Conn
+	rx      *rxReader
 	framing framingKind
 	remain  int64 // Content-Length bytes left
 	ch      chunked
@@ -390,9 +395,9 @@ type h1Body struct {
 
 var h1BodyPool = sync.Pool{New: func() any { return new(h1Body) }}
 
-func newH1Body(conn net.Conn, h respHead, hr headRead) *h1Body {
+func newH1Body(rx *rxReader, h respHead, hr headRead) *h1Body {
 	b := h1BodyPool.Get().(*h1Body)
-	*b = h1Body{conn: conn, framing: h.framing, remain: h.length,
+	*b = h1Body{rx: rx, framing: h.framing, remain: h.length,
 		pending: hr.buf[hr.bodyAt:hr.fill], pendAt: hr.at, pendErr: hr.pendErr}
 	if h.framing == bodyNone || (h.framing == bodyLength && h.length == 0) {
 		b.done = true
@@ -406,7 +411,7 @@ func (b *h1Body) release() {
 	h1BodyPool.Put(b)
 }
 
-// readTime is when the bytes the last Read returned reached the process.
+// readTime is when the bytes the last Read returned reached the host.
 func (b *h1Body) readTime() time.Time { return b.at }
 
 func (b *h1Body) Read(p []byte) (int, error) {
@@ -428,8 +433,7 @@ func (b *h1Body) Read(p []byte) (int, error) {
 	} else if b.pendErr != nil {
 		rerr, b.pendErr = b.pendErr, nil
 	} else {
-		n, rerr = b.conn.Read(p)
-		b.at = time.Now()
+		n, b.at, rerr = b.rx.read(p)
 	}
 	out, err := b.decode(p[:n])
 	if err != nil {

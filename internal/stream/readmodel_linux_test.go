@@ -52,12 +52,16 @@ func writeRounds() {
 const readModelChunk = 250
 
 // BenchmarkReadModel measures, before anything is built on it, what the
-// read side of a stream costs per chunk under two ways of waiting for many
+// read side of a stream costs per chunk under four ways of waiting for many
 // sockets: a goroutine per connection blocked in conn.Read (the client's
 // way: Go's poller wakes one goroutine per arrival, whose read first finds
-// nothing and parks), and one goroutine over a level-triggered epoll set
-// of all of them (every ready socket read in one pass, no read that finds
-// nothing). Rounds of one 250-byte chunk on each of 1,024 loopback
+// nothing and parks); the same waiting for readiness before each read
+// after one that drained the socket (no read that finds nothing; a model
+// only: a close that came with the last bytes would never be seen); one
+// goroutine over a level-triggered epoll set of all of them (every ready
+// socket read in one pass); and io_uring (multishot receives into a
+// provided-buffer ring, completions taken from shared memory: no system
+// call per chunk at all). Rounds of one 250-byte chunk on each of 1,024 loopback
 // connections, written by a child process, the next round once every
 // chunk of the last was read: every stream idle between its chunks, as at
 // a server's pace. The reading process's CPU per chunk (getrusage): each
@@ -126,6 +130,54 @@ func BenchmarkReadModel(b *testing.B) {
 			c.Close()
 		}
 		wg.Wait()
+	})
+	// The client's way again, but each read after one that drained the
+	// socket waits for readiness first (syscall.RawConn.Read with a
+	// callback that declines its first call): the read that would find
+	// nothing is not made.
+	b.Run("goroutine-wait-first", func(b *testing.B) {
+		client, round := setup(b)
+		var read atomic.Int64
+		var wg sync.WaitGroup
+		for _, c := range client {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rc, err := c.(*net.TCPConn).SyscallConn()
+				if err != nil {
+					return
+				}
+				buf := make([]byte, 16<<10)
+				var n int
+				var rerr error
+				skip := false
+				f := func(fd uintptr) bool {
+					if skip {
+						skip = false
+						return false
+					}
+					n, rerr = syscall.Read(int(fd), buf)
+					return rerr != syscall.EAGAIN
+				}
+				for {
+					if err := rc.Read(f); err != nil || rerr != nil || n <= 0 {
+						return
+					}
+					_ = time.Now()
+					read.Add(int64(n))
+					skip = n < len(buf)
+				}
+			}()
+		}
+		drive(b, round, &read)
+		for _, c := range client {
+			c.Close()
+		}
+		wg.Wait()
+	})
+	b.Run("io_uring", func(b *testing.B) {
+		client, round := setup(b)
+		benchReadModelUring(b, client, func(b *testing.B, read *atomic.Int64) { drive(b, round, read) })
 	})
 	b.Run("epoll", func(b *testing.B) {
 		client, round := setup(b)
