@@ -137,8 +137,10 @@ type Record struct {
 	// ClientAddedS summarizes, over the events of the stream that carried
 	// the server's send stamp (rehearse sim --stamp-sends), the client's
 	// receive stamp minus the server's send stamp on the same host's wall
-	// clock: the latency loopback, the kernel and the client itself added
-	// to the times above. nil (absent) when the server sent no stamps.
+	// clock: the latency loopback, the kernel and (where the client stamps
+	// its reads itself rather than taking the kernel's receive stamp) the
+	// client's own queue added to the times above. nil (absent) when the
+	// server sent no stamps.
 	ClientAddedS *ClientAdded `json:"client_added_s,omitempty"`
 	// Worker is which load-generator worker sent the request, when the
 	// plan was split into segments (SPEC §10); nil (absent) otherwise. Its

@@ -212,7 +212,7 @@ func writeClientAdded(b *bytes.Buffer, res *bundle.Results) {
 	if len(order) == 0 {
 		return
 	}
-	b.WriteString("The server stamped each chunk with its send time, so the latency the client added is measured: receive stamp minus send stamp, on the same host's wall clock, for every stamped event of a recorded request (`client_added_s`; loopback, the kernel and rehearse itself). Every time above includes it.\n\n")
+	b.WriteString("The server stamped each chunk with its send time, so the latency the client added is measured: receive stamp minus send stamp, on the same host's wall clock, for every stamped event of a recorded request (`client_added_s`). On Linux rehearse's own HTTP/1.1 path takes each receive stamp from the kernel (when the bytes reached the host), so this is loopback and the kernel on both sides, not rehearse's own queue; over net/http (https, a proxy) it stamps after each read and rehearse's queue is in it. Every time above includes it.\n\n")
 	writeRow(b, []string{"Server", "Load", "Requests", "Events", "Median of requests' p50", "p99 of requests' p99", "Largest"})
 	writeRow(b, []string{"---", "---", "---:", "---:", "---:", "---:", "---:"})
 	us := func(v *float64) string {
