@@ -16,7 +16,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -394,40 +393,21 @@ func writeJournal(path string, res *bundle.Results) error {
 	return j.Close()
 }
 
-// writeResults writes results.json as bundle.Encode does, the records
+// writeResults writes results.json through bundle.EncodeTo, the records
 // encoded one at a time (Encode would hold the whole file, gigabytes at
-// 1 M records, in memory twice over).
+// 1 M records, in memory).
 func writeResults(path string, res *bundle.Results) error {
-	head := *res
-	head.Records = []contract.Record{}
-	data, err := bundle.Encode(&head)
-	if err != nil {
-		return err
-	}
-	const empty = "\n \"records\": [],\n"
-	before, after, ok := strings.Cut(string(data), empty)
-	if !ok {
-		return fmt.Errorf("bundle.Encode wrote no %q", empty)
-	}
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	w.WriteString(before + "\n \"records\": [\n  ")
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("  ", " ")
-	for i := range res.Records {
-		if i > 0 {
-			w.WriteString("  ,")
-		}
-		if err := enc.Encode(&res.Records[i]); err != nil {
-			return err
-		}
+	if err := bundle.EncodeTo(w, res); err != nil {
+		f.Close()
+		return err
 	}
-	w.WriteString(" ],\n" + after)
 	if err := w.Flush(); err != nil {
+		f.Close()
 		return err
 	}
 	return f.Close()

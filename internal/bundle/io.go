@@ -73,6 +73,10 @@ func Encode(r *Results) ([]byte, error) {
 // recordsKey is how the empty records list of an encoded header reads.
 const recordsKey = "\n \"records\": []"
 
+// EncodeTo writes Encode's bytes to w, the records one at a time (a
+// million records are gigabytes: their encoding is never held whole).
+func EncodeTo(w io.Writer, r *Results) error { return encodeTo(w, r) }
+
 // encodeTo writes results.json's bytes to w, the records one at a time
 // (the bytes are Encode's: a million records are gigabytes, never held).
 func encodeTo(w io.Writer, r *Results) error {
@@ -200,11 +204,13 @@ func encodeWhole(r *Results) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	enc.SetIndent("", " ")
 	if err := enc.Encode(&c); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	// Indented by appendIndented, as the streamed records are (arrays of
+	// numbers on one line).
+	out := appendIndented(make([]byte, 0, buf.Len()*2), bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), "", " ")
+	return append(out, '\n'), nil
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
