@@ -11,6 +11,33 @@ import (
 	"time"
 )
 
+// stampedPair is a loopback connection dialed as the client dials (receive
+// stamps on) and the server's end of it, both closed when the test ends.
+func stampedPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		s, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- s
+	}()
+	client = dialStamped(t, ln.Addr().String())
+	server, ok := <-accepted
+	if !ok {
+		t.Fatal("no connection accepted")
+	}
+	t.Cleanup(func() { server.Close() })
+	return client, server
+}
+
 // dialStamped dials addr as the client does, receive stamps on.
 func dialStamped(t *testing.T, addr string) net.Conn {
 	t.Helper()
@@ -30,21 +57,7 @@ func dialStamped(t *testing.T, addr string) net.Conn {
 // off again when the last such socket closes.
 func stampsOn(t *testing.T) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		s, err := ln.Accept()
-		if err == nil {
-			accepted <- s
-		}
-	}()
-	conn := dialStamped(t, ln.Addr().String())
-	s := <-accepted
-	t.Cleanup(func() { s.Close() })
+	conn, s := stampedPair(t)
 	rx := newRxReader(conn)
 	defer rx.release()
 	buf := make([]byte, 8)
@@ -65,25 +78,10 @@ func stampsOn(t *testing.T) {
 // stamped within the write.
 func TestReadStampIsArrivalNotRead(t *testing.T) {
 	stampsOn(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	wrote := make(chan [2]time.Time, 1)
-	go func() {
-		s, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer s.Close()
-		t0 := time.Now()
-		s.Write([]byte("hello"))
-		wrote <- [2]time.Time{t0, time.Now()}
-		time.Sleep(time.Second)
-	}()
-	conn := dialStamped(t, ln.Addr().String())
-	w := <-wrote
+	conn, s := stampedPair(t)
+	t0 := time.Now()
+	s.Write([]byte("hello"))
+	w := [2]time.Time{t0, time.Now()}
 	time.Sleep(200 * time.Millisecond)
 	rx := newRxReader(conn)
 	defer rx.release()
@@ -154,26 +152,15 @@ func TestLateReadCarriesTheLastArrival(t *testing.T) {
 
 // A stamped read allocates nothing: it runs once per streamed chunk.
 func TestStampedReadDoesNotAllocate(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	conn, s := stampedPair(t)
 	go func() {
-		s, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer s.Close()
 		chunk := make([]byte, 200)
 		for range 2000 {
 			if _, err := s.Write(chunk); err != nil {
 				return
 			}
 		}
-		time.Sleep(time.Second)
 	}()
-	conn := dialStamped(t, ln.Addr().String())
 	rx := newRxReader(conn)
 	defer rx.release()
 	buf := make([]byte, 200)
