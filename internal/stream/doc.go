@@ -15,7 +15,11 @@
 // in one write, the response head parsed by hand, and the body read over
 // one buffer, each read system call stamped once and its chunked framing
 // removed in place before the SSE decoder splits it into events, all of
-// which get that read's stamp. https://, proxies and requests that follow
+// which get that read's stamp. On Linux that stamp is the kernel's receive
+// time of the read's bytes (SO_TIMESTAMPNS, rxstamp_linux.go), moved onto
+// the monotonic clock, so a client slow to read does not lengthen the times
+// it records; REHEARSE_RXSTAMP=read stamps after each read instead, as
+// net/http's path always does. https://, proxies and requests that follow
 // redirects go over net/http, as does every request when the environment
 // sets REHEARSE_HTTP=nethttp (for comparison; the stream tests run under
 // both). Both give the same records and the same failure classes.
