@@ -18,6 +18,7 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -42,7 +43,13 @@ func main() {
 	reuse := flag.Bool("reuse", false, "reuse the bundles a previous run synthesized in -dir (what report and merge wrote is removed first)")
 	recountOnly := flag.Bool("recount", false, "only measure the tokenizer re-count of the largest -n texts")
 	cmds := flag.String("cmds", "verify,report,compare,merge", "the commands to measure, comma-separated")
+	digits := flag.Int("time-digits", 9, "decimal places of the synthesized times: 9 (nanoseconds), as a rehearsal's records carry them; rounds 1 to 5 used 6")
 	flag.Parse()
+	if *digits < 0 || *digits > 9 {
+		fmt.Fprintf(os.Stderr, "-time-digits %d: want 0 to 9\n", *digits)
+		os.Exit(2)
+	}
+	timeScale = math.Pow10(*digits)
 	only = map[string]bool{}
 	for _, c := range strings.Split(*cmds, ",") {
 		only[strings.TrimSpace(c)] = true
@@ -413,7 +420,9 @@ func writeResults(path string, res *bundle.Results) error {
 	return f.Close()
 }
 
+// timeScale is 10^-time-digits seconds: the synthesized times' grain.
+var timeScale = 1e9
+
 func round(v float64) float64 {
-	const q = 1e6
-	return float64(int64(v*q+0.5)) / q
+	return float64(int64(v*timeScale+0.5)) / timeScale
 }

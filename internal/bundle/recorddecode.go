@@ -773,8 +773,9 @@ func parseJSONFloat(b []byte, i int) (float64, int, bool) {
 
 // shortDecimal is parseJSONFloat's path for what a rehearsal writes: an
 // integer part of 1 to 7 digits (no leading zero) and, optionally, a
-// point and 1 to 7 digits, then neither a digit nor an exponent; each run
-// of digits is read a word at a time. Such a mantissa is below 10^14 <
+// point and 1 to 15 digits (a rehearsal's times have nine: nanoseconds),
+// at most 15 digits in all, then neither a digit nor an exponent; each run
+// of digits is read a word at a time. Such a mantissa is below 10^15 <
 // 2^53, so the float64 is the exact mantissa divided by an exact power of
 // ten, correctly rounded: strconv's value. False for anything else, left
 // to the rest of parseJSONFloat.
@@ -800,11 +801,30 @@ func shortDecimal(b []byte, i int) (float64, int, bool) {
 			return 0, 0, false
 		}
 		y := binary.LittleEndian.Uint64(b[i:])
-		if m = leadingDigits(y); m == 0 || m == 8 {
+		if m = leadingDigits(y); m == 0 {
 			return 0, 0, false
 		}
-		mant = mant*uint64pow10[m] + digitsValue(y, m)
-		i += m
+		if m == 8 {
+			// Eight digits, and up to seven more in the next word.
+			mant = mant*1e8 + digitsValue(y, 8)
+			i += 8
+			if i+8 > len(b) {
+				return 0, 0, false
+			}
+			z := binary.LittleEndian.Uint64(b[i:])
+			m2 := leadingDigits(z)
+			if m2 == 8 || k+8+m2 > 15 {
+				return 0, 0, false
+			}
+			if m2 > 0 {
+				mant = mant*uint64pow10[m2] + digitsValue(z, m2)
+				i += m2
+			}
+			m = 8 + m2
+		} else {
+			mant = mant*uint64pow10[m] + digitsValue(y, m)
+			i += m
+		}
 	}
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
 		return 0, 0, false
