@@ -599,6 +599,20 @@ func (d *recDecoder) floats(v *[]float64) bool {
 		return true
 	}
 	for {
+		// A compact list (numbers and commas alone, as results.json
+		// writes chunk times) goes a number at a time without the space
+		// checks; anything else goes the general way below.
+		if i := d.i; i < len(d.b) && d.b[i] > ' ' {
+			if f, end, ok := shortDecimal(d.b, i); ok && end < len(d.b) && (d.b[end] == ',' || d.b[end] == ']') {
+				out = append(out, f)
+				d.i = end + 1
+				if d.b[end] == ']' {
+					*v = out
+					return true
+				}
+				continue
+			}
+		}
 		d.space()
 		f, ok := d.number()
 		if !ok {
