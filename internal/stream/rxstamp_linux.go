@@ -31,12 +31,33 @@ const maxStampLag = time.Minute
 const rxStampEnv = "REHEARSE_RXSTAMP"
 
 // rxStampControl is the dialer's Control: enableRxStamps, or nil where
-// rxStampEnv turns the stamps off.
+// rxStampEnv turns the stamps off. It also turns the host's stamping on
+// for the rest of the process (holdRxStamps).
 func rxStampControl() func(network, address string, c syscall.RawConn) error {
 	if os.Getenv(rxStampEnv) == "read" {
 		return nil
 	}
+	holdOnce.Do(holdRxStamps)
 	return enableRxStamps
+}
+
+var holdOnce sync.Once
+
+// holdRxStamps keeps one socket that asks for receive stamps open for the
+// life of the process. The kernel stamps packets only while some socket of
+// the host asks, and turns that on a moment after the first one does (a
+// deferred static key): held from the first client on, it is on before the
+// first request's bytes arrive, and stays on between waves whose
+// connections all closed. A UDP socket that never sends or receives; where
+// it cannot be made, connections ask for themselves as before.
+func holdRxStamps() {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	if syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1) != nil {
+		syscall.Close(fd)
+	}
 }
 
 // enableRxStamps asks the kernel to stamp what the socket receives; it is
