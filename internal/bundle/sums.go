@@ -106,6 +106,34 @@ func WriteSumsKnown(dir string, known []Digest) error {
 	return WriteFileAtomic(filepath.Join(dir, SumsFile), []byte(b.String()))
 }
 
+// ListedDigests is SHA256SUMS's digests, for a command that re-renders a
+// bundle (rehearse report): it keeps them for every file it does not write
+// itself instead of hashing the files again, so that a file changed since
+// it was listed is still flagged by verify after the re-render rather than
+// listed anew. nil, with no error, where the bundle has no SHA256SUMS (a
+// rehearsal that crashed before writing it); an error for a manifest that
+// cannot be read or that names a file outside the bundle.
+func ListedDigests(ctx context.Context, dir string) ([]Digest, error) {
+	d, err := OpenDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	ds, err := d.sums(ctx)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	for _, x := range ds {
+		if err := d.checkName(x.File); err != nil {
+			return nil, err
+		}
+	}
+	return ds, nil
+}
+
 // ReadSums parses dir/SHA256SUMS.
 func ReadSums(dir string) ([]Digest, error) {
 	d, err := OpenDir(dir)

@@ -193,3 +193,41 @@ func TestReportRebuildsFromJournal(t *testing.T) {
 		t.Fatalf("rebuilt bundle does not verify: %s", out)
 	}
 }
+
+// report re-renders a bundle but never re-signs it: a file changed since
+// SHA256SUMS listed it keeps its listed digest (named on stderr), so verify
+// goes on reporting it; a manifest naming a file outside the bundle is
+// refused before anything is written.
+func TestReportKeepsListedDigests(t *testing.T) {
+	dir := seedBundle(t, bundletest.SeedLike())
+	res, err := bundle.ReadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Records[0].OutputTokens += 7
+	if err := bundle.WriteResults(dir, res); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := run(t, "report", dir)
+	if code != 0 || !strings.Contains(errs, "results.json does not match SHA256SUMS") {
+		t.Fatalf("report of a changed bundle: code %d, stderr %q", code, errs)
+	}
+	code, out, _ := run(t, "verify", dir)
+	if code != 1 || !strings.Contains(out, "results.json: SHA-256") {
+		t.Fatalf("verify after report: code %d, out %q (want the digest mismatch still reported)", code, out)
+	}
+
+	bad := seedBundle(t, bundletest.SeedLike())
+	sums := filepath.Join(bad, bundle.SumsFile)
+	data, _ := os.ReadFile(sums)
+	os.WriteFile(sums, append(data, []byte(strings.Repeat("0", 64)+"  ../outside\n")...), 0o644)
+	readme, _ := os.ReadFile(filepath.Join(bad, bundle.ReadmeFile))
+	os.WriteFile(filepath.Join(bad, bundle.ReadmeFile), []byte("stale"), 0o644)
+	code, _, errs = run(t, "report", bad)
+	if code != 2 || !strings.Contains(errs, "../outside: not a file name inside the bundle") {
+		t.Fatalf("report with ../ in SHA256SUMS: code %d, stderr %q", code, errs)
+	}
+	if got, _ := os.ReadFile(filepath.Join(bad, bundle.ReadmeFile)); string(got) != "stale" || len(readme) == 0 {
+		t.Fatalf("report wrote README.md before refusing the manifest")
+	}
+}
