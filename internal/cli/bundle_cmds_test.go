@@ -170,20 +170,7 @@ func TestAnnotateCommand(t *testing.T) {
 }
 
 func TestReportRebuildsFromJournal(t *testing.T) {
-	res := bundletest.SeedLike()
-	dir := t.TempDir()
-	j, err := bundle.CreateJournal(filepath.Join(dir, bundle.JournalFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	j.WriteHeader(res)
-	for _, w := range res.Waves {
-		j.WriteWave(w)
-	}
-	for _, r := range res.Records[:40] { // the tool died after 40 requests
-		j.WriteRecord(r)
-	}
-	j.Close()
+	dir := journalOnly(t, bundletest.SeedLike(), 40) // the tool died after 40 requests
 	code, _, errs := run(t, "report", dir)
 	// Every wave was journaled once and never ended: each is cut.
 	if code != 0 || !strings.Contains(errs, "results.json rebuilt from journal.jsonl (40 records; 19 wave(s) cut by the journal's end, marked stopped)") {
