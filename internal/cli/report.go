@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -31,12 +32,6 @@ is there).`,
 }
 
 func runReport(ctx context.Context, st *State, dir string) error {
-	// The digests SHA256SUMS lists are kept for every file report does
-	// not write, so a re-render never re-signs a file changed since.
-	listed, err := bundle.ListedDigests(ctx, dir)
-	if err != nil {
-		return &ExitError{Code: 2, Err: fmt.Errorf("%w (report keeps the digests SHA256SUMS lists; see rehearse verify %s)", err, dir)}
-	}
 	// results.json is streamed once, its records kept lean, its
 	// aggregates computed once (bundle.ReadReport); a rehearsal that
 	// crashed before writing it left its journal: results.json is then
@@ -44,6 +39,13 @@ func runReport(ctx context.Context, st *State, dir string) error {
 	in, err := bundle.ReadReport(ctx, dir)
 	if err != nil {
 		return &ExitError{Code: 2, Err: err}
+	}
+	// The digests SHA256SUMS lists are kept for every file report does
+	// not write, so a re-render never re-signs a file changed since; it is
+	// read before anything is written.
+	listed, err := bundle.ListedDigests(ctx, dir)
+	if err != nil {
+		return &ExitError{Code: 2, Err: fmt.Errorf("%w (report keeps the digests SHA256SUMS lists; see rehearse verify %s)", err, dir)}
 	}
 	known := keptDigests(st, dir, listed, in.Known, in.FromJournal)
 	res, disagree := in.Results, in.Disagree
@@ -76,7 +78,7 @@ func runReport(ctx context.Context, st *State, dir string) error {
 	if err := report.WriteKnown(ctx, dir, res, known); err != nil {
 		return err
 	}
-	fmt.Fprintf(st.Stdout, "wrote %s/README.md and refreshed %s/SHA256SUMS\n", dir, dir)
+	fmt.Fprintf(st.Stdout, "wrote %s and refreshed %s\n", filepath.Join(dir, bundle.ReadmeFile), filepath.Join(dir, bundle.SumsFile))
 	return nil
 }
 
