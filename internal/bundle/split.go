@@ -90,6 +90,11 @@ func (s *arraySplitter) next() ([]byte, error) {
 	if s.buf[s.pos] != '{' {
 		return nil, errMalformed
 	}
+	if end := fastEnd(s.buf, s.pos); end > 0 {
+		start := s.pos
+		s.pos = end
+		return s.buf[start:end], nil
+	}
 	start, i, depth := s.pos, s.pos, 0
 	for {
 		if i == len(s.buf) {
@@ -157,6 +162,34 @@ func (s *arraySplitter) next() ([]byte, error) {
 		}
 		i++
 	}
+}
+
+// fastEnd is the index past the closing brace of the object that opens
+// at b[start], where two searches at memchr speed can tell it (0 where
+// they cannot: the scan of next then decides): the first closing brace
+// after it must follow a newline, a tab or a return with nothing but
+// spaces between, and no brace may open before it. That brace is then
+// the object's own. It is outside every string, as JSON strings hold none
+// of those three raw (in a file whose strings do, the decoder refuses
+// the element as it would the scan's). And it cannot close anything
+// nested: that would have opened with a brace after start. Every record
+// results.json writes ends so ("\n  }"), unless its strings hold braces.
+func fastEnd(b []byte, start int) int {
+	rest := b[start+1:]
+	k := bytes.IndexByte(rest, '}')
+	if k < 0 || bytes.IndexByte(rest[:k], '{') >= 0 {
+		return 0
+	}
+	for j := k - 1; j >= 0; j-- {
+		switch rest[j] {
+		case ' ':
+			continue
+		case '\n', '\r', '\t':
+			return start + 1 + k + 1
+		}
+		return 0
+	}
+	return 0
 }
 
 // splitCandidate is how many of the eight bytes of x (the first in its

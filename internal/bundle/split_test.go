@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/rehearse/rehearse/internal/contract"
 )
 
 // TestArraySplitterIsTheDecoders cuts random arrays of objects (strings
@@ -23,7 +25,13 @@ import (
 func TestArraySplitterIsTheDecoders(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	pieces := []string{`"a"`, `"{"`, `"}"`, `"\""`, `"\\"`, `"\\\""`, `"x\\\\"`, `"[]"`, `1`, `-2.5e3`, `true`, `null`, `[1, {"k": "}"}]`, `{"n": {"m": "\\{"}}`,
-		"[0.069358, 0.078843,\n    0.088329, 12345678901234567890]", `"YyZ_"`, `[true, false, null, -0.5e-7]`}
+		"[0.069358, 0.078843,\n    0.088329, 12345678901234567890]", `"YyZ_"`, `[true, false, null, -0.5e-7]`,
+		// What fastEnd must not take for an object's end: a brace after
+		// an escaped newline, after spaces in a string, closing a nested
+		// object on its own line.
+		`"x\n  }"`, `" }"`, `"\t}"`, "{\"in\": 1\n  }", "[{}\n ]", `"{"`}
+	// How an object closes: the last three are fastEnd's.
+	closings := []string{"}", " }", "  }", "\n}", "\n  }", " \t }", "\r\n }"}
 	for n := range 600 {
 		var objs []string
 		for range rng.IntN(6) {
@@ -35,7 +43,7 @@ func TestArraySplitterIsTheDecoders(t *testing.T) {
 				}
 				fmt.Fprintf(&b, "%s\"k%d\" :%s%s", strings.Repeat(" ", rng.IntN(3)), k, strings.Repeat("\n", rng.IntN(2)), pieces[rng.IntN(len(pieces))])
 			}
-			b.WriteString("}")
+			b.WriteString(closings[rng.IntN(len(closings))])
 			objs = append(objs, b.String())
 		}
 		text := "[" + strings.Join(objs, " ,\n ") + " ] , \"after\": 1}"
@@ -82,6 +90,66 @@ func TestArraySplitterIsTheDecoders(t *testing.T) {
 		if err == io.EOF && (strings.Contains(bad, "} {") || bad == "1]" || strings.Contains(bad, ",]") || bad == "[]]") {
 			t.Errorf("%s: cut without an error", bad)
 		}
+	}
+}
+
+// TestFastEndTakesWrittenRecords checks that the splitter cuts the records
+// results.json writes without scanning them, but for those whose strings
+// hold braces, and that a brace in a string with a raw newline before it
+// (not JSON) cut there is refused by the decoder, as the scan's cut is.
+func TestFastEndTakesWrittenRecords(t *testing.T) {
+	res := &Results{Schema: Schema}
+	for i := range 50 {
+		text := fmt.Sprintf("token %d", i)
+		if i%10 == 3 {
+			text = "func() { return }" // braces in a string: the scan's
+		}
+		res.Records = append(res.Records, contract.Record{Kind: contract.KindRecorded, Server: "s", Wave: 0, Client: i, OK: true,
+			StartS: 0.1, EndS: 1.5, ChunkTimesS: []float64{0.2, 0.3}, Text: text})
+	}
+	var buf bytes.Buffer
+	if err := EncodeTo(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	at := bytes.Index(data, []byte(`"records": [`)) + len(`"records": [`)
+	s := newArraySplitter(bytes.NewReader(data[at:]))
+	fast := 0
+	for n := 0; ; n++ {
+		if !s.skipSpace() {
+			t.Fatal("no records end")
+		}
+		j := s.pos // the whole file is in the buffer: where next starts
+		for j < len(s.buf) && (s.buf[j] == ',' || isSpace(s.buf[j])) {
+			j++
+		}
+		if j < len(s.buf) && s.buf[j] == '{' && fastEnd(s.buf, j) > 0 {
+			fast++
+		}
+		raw, err := s.next()
+		if err == io.EOF {
+			break
+		}
+		var rec contract.Record
+		if err != nil || json.Unmarshal(raw, &rec) != nil || rec.Client != n {
+			t.Fatalf("record %d: %q, %v", n, raw, err)
+		}
+	}
+	if fast != 45 {
+		t.Errorf("%d of 50 records cut without a scan, want the 45 without braces in their text", fast)
+	}
+
+	// Not JSON: a raw newline in a string, a brace after it.
+	bad := "{\"text\": \"a\n }\", \"kind\": \"recorded\"\n}"
+	if end := fastEnd([]byte(bad), 0); end != strings.Index(bad, "}")+1 {
+		t.Fatalf("fastEnd %d", end)
+	}
+	var rec contract.Record
+	if _, _, ok := fastRecordSum([]byte(bad[:strings.Index(bad, "}")+1]), &rec, false, nil); ok {
+		t.Error("the decoder took a cut inside a string")
+	}
+	if json.Valid([]byte(bad)) {
+		t.Error("a raw newline in a string is JSON")
 	}
 }
 
