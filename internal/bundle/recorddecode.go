@@ -602,17 +602,25 @@ func (d *recDecoder) floats(v *[]float64) bool {
 		// A compact list (numbers and commas alone, as results.json
 		// writes chunk times) goes a number at a time without the space
 		// checks; anything else goes the general way below.
-		if i := d.i; i < len(d.b) && d.b[i] > ' ' {
-			if f, end, ok := shortDecimal(d.b, i); ok && end < len(d.b) && (d.b[end] == ',' || d.b[end] == ']') {
-				out = append(out, f)
-				d.i = end + 1
-				if d.b[end] == ']' {
-					*v = out
-					return true
-				}
-				continue
+		// The position is kept in a local, not in d, while it goes.
+		b, i := d.b, d.i
+		for i < len(b) && b[i] > ' ' {
+			f, end, ok := timeDecimal(b, i)
+			if !ok {
+				f, end, ok = shortDecimal(b, i)
+			}
+			if !ok || end >= len(b) || b[end] != ',' && b[end] != ']' {
+				break
+			}
+			out = append(out, f)
+			i = end + 1
+			if b[end] == ']' {
+				d.i = i
+				*v = out
+				return true
 			}
 		}
+		d.i = i
 		d.space()
 		f, ok := d.number()
 		if !ok {
@@ -853,15 +861,67 @@ func shortDecimal(b []byte, i int) (float64, int, bool) {
 	return f, i, true
 }
 
-// uint64pow10 are the powers of ten below 10^8.
-var uint64pow10 = [...]uint64{1, 10, 100, 1000, 10000, 100000, 1000000, 10000000}
+// timeDecimal is shortDecimal for a time as results.json writes it, 1 to
+// 7 digits, a point and 1 to 15 digits, 15 digits in all, with at least
+// 24 bytes from b[i] on (false for anything else, shortDecimal's then).
+// It finds where the number ends from two words loaded at once, so the
+// next number's position waits on a few operations, not on three loads
+// one after another; its value comes after, off that path.
+func timeDecimal(b []byte, i int) (float64, int, bool) {
+	if i+24 > len(b) {
+		return 0, 0, false
+	}
+	w0, w1 := binary.LittleEndian.Uint64(b[i:]), binary.LittleEndian.Uint64(b[i+8:])
+	n0, n1 := nonDigits(w0), nonDigits(w1)
+	if n0 == 0 {
+		return 0, 0, false // eight digits before the point, or none
+	}
+	p := bits.TrailingZeros64(n0) / 8 // the point's place
+	if p == 0 || p > 1 && b[i] == '0' || b[i+p] != '.' {
+		return 0, 0, false
+	}
+	// The first byte after the point that is not a digit.
+	var q int
+	if rest := n0 &^ (1<<(8*p+8) - 1); rest != 0 {
+		q = bits.TrailingZeros64(rest) / 8
+	} else if n1 != 0 {
+		q = 8 + bits.TrailingZeros64(n1)/8
+	} else if c := b[i+16]; c < '0' || c > '9' {
+		q = 16 // fifteen digits and the point
+	} else {
+		return 0, 0, false
+	}
+	// The digits after the point; with those before it, at most 15 (q is
+	// at most 16), so the mantissa is exact.
+	m := q - p - 1
+	if m == 0 || b[i+q]|0x20 == 'e' {
+		return 0, 0, false
+	}
+	mant := digitsValue(w0, p)
+	frac := binary.LittleEndian.Uint64(b[i+p+1:])
+	if m <= 8 {
+		mant = mant*uint64pow10[m] + digitsValue(frac, m)
+	} else {
+		mant = mant*uint64pow10[m] + digitsValue(frac, 8)*uint64pow10[m-8] + digitsValue(binary.LittleEndian.Uint64(b[i+p+9:]), m-8)
+	}
+	return float64(mant) / float64pow10[m], i + q, true
+}
+
+// nonDigits is x (eight bytes, the first in its low byte) with a byte not
+// zero where x's is not a decimal digit, zero where it is.
+func nonDigits(x uint64) uint64 {
+	hi := (x & 0xF0F0F0F0F0F0F0F0) ^ 0x3030303030303030                        // 0 where the high nibble is 3
+	lo := ((x & 0x0F0F0F0F0F0F0F0F) + 0x0606060606060606) & 0xF0F0F0F0F0F0F0F0 // not 0 where the low one is above 9
+	return hi | lo
+}
+
+// uint64pow10 are the powers of ten below 10^16.
+var uint64pow10 = [...]uint64{1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
 
 // leadingDigits is how many of the eight bytes of x (the first in its
 // low byte) are decimal digits before the first that is not.
 func leadingDigits(x uint64) int {
-	hi := (x & 0xF0F0F0F0F0F0F0F0) ^ 0x3030303030303030                        // 0 where the high nibble is 3
-	lo := ((x & 0x0F0F0F0F0F0F0F0F) + 0x0606060606060606) & 0xF0F0F0F0F0F0F0F0 // not 0 where the low one is above 9
-	return bits.TrailingZeros64(hi|lo) / 8
+	return bits.TrailingZeros64(nonDigits(x)) / 8
 }
 
 // digitsValue is the value of the first k (1 to 8) bytes of x, digits:

@@ -198,6 +198,24 @@ func TestParseJSONFloat(t *testing.T) {
 				t.Fatalf("%q then %q: %v (%x, ok %v, end %d), strconv %v (%x)", s, suffix, got, math.Float64bits(got), ok, end, want, math.Float64bits(want))
 			}
 		}
+		// timeDecimal, which wants 24 bytes to read: where it takes a
+		// number it is strconv's, and it ends where the number does.
+		for _, suffix := range suffixes {
+			in := []byte(s + suffix + strings.Repeat(" ", 24))
+			got, end, ok := timeDecimal(in, 0)
+			if !ok || (werr != nil || !jsonNumber([]byte(s))) && end != len(s) {
+				continue // refused, or ended before what is not a number
+			}
+			if werr != nil || !jsonNumber([]byte(s)) || end != len(s) || math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("%q then %q: timeDecimal %v (%x, end %d), strconv %v (%x, %v)", s, suffix, got, math.Float64bits(got), end, want, math.Float64bits(want), werr)
+			}
+		}
+	}
+	// What a rehearsal writes, timeDecimal takes.
+	for _, s := range []string{"0.063977843", "5129.757370307", "123456.123456789", "1234567.1234567", "0.5", "12.018930701"} {
+		if _, _, ok := timeDecimal([]byte(s+strings.Repeat(",", 24)), 0); !ok {
+			t.Errorf("timeDecimal refused %q", s)
+		}
 	}
 	for _, s := range []string{"0", "-0", "0.0", "-0.0", "0e0", "0e-400", "1", "-1", "1e22", "1e23", "9007199254740993",
 		"4503599627370495", "4503599627370496", "4503599627370497", "1e15", "1e37", "9e37", "123456789012345e22",
@@ -404,4 +422,26 @@ func sumCompactRef(raw []byte, chunks int) recordSum {
 	*bp = out
 	sumBufs.Put(bp)
 	return sum
+}
+
+// BenchmarkChunkTimes decodes a list of 100 chunk times as a rehearsal
+// writes them (nanoseconds, seconds into a wave), a number at a time.
+func BenchmarkChunkTimes(b *testing.B) {
+	var list []byte
+	list = append(list, '[')
+	for k := range 100 {
+		if k > 0 {
+			list = append(list, ',')
+		}
+		list = strconv.AppendFloat(list, float64(63977843+10105248*int64(k))/1e9, 'f', -1, 64)
+	}
+	list = append(list, "],\n   \"ok\": true\n  }"...)
+	b.SetBytes(int64(len(list)))
+	for b.Loop() {
+		d := recDecoder{b: list}
+		var v []float64
+		if !d.floats(&v) || len(v) != 100 {
+			b.Fatal("not decoded")
+		}
+	}
 }
