@@ -899,12 +899,16 @@ func timeDecimal(b []byte, i int) (float64, int, bool) {
 	}
 	mant := digitsValue(w0, p)
 	frac := binary.LittleEndian.Uint64(b[i+p+1:])
-	if m <= 8 {
+	switch {
+	case m <= 8:
 		mant = mant*uint64pow10[m] + digitsValue(frac, m)
-	} else {
+	case m == 9: // nanoseconds
+		mant = mant*1e9 + digitsValue(frac, 8)*10 + uint64(b[i+p+9]-'0')
+	default:
 		mant = mant*uint64pow10[m] + digitsValue(frac, 8)*uint64pow10[m-8] + digitsValue(binary.LittleEndian.Uint64(b[i+p+9:]), m-8)
 	}
-	return float64(mant) / float64pow10[m], i + q, true
+	// Below 2^53: as a signed integer, one conversion instruction.
+	return float64(int64(mant)) / float64pow10[m], i + q, true
 }
 
 // nonDigits is x (eight bytes, the first in its low byte) with a byte not
