@@ -12,9 +12,11 @@
 //
 //   - rehearse: this program re-executed in its client mode, which drives
 //     internal/stream as rehearse's waves do (Client.Warm, then N requests
-//     released together, each Client.Send), over the client's own
-//     HTTP/1.1 path (the default), each read stamped with the kernel's
-//     receive time (SO_TIMESTAMPNS);
+//     released together by a stream.Barrier, each Client.Send), over the
+//     client's own HTTP/1.1 path (the default), each read stamped with
+//     the kernel's receive time (SO_TIMESTAMPNS);
+//   - rehearse-all: the same with every request let go at once, as
+//     closed-loop waves were released before stream.Barrier;
 //   - rehearse-read: the same path with each read stamped by time.Now
 //     after it (REHEARSE_RXSTAMP=read), as before kernel stamps: what
 //     the client's own queue adds when it stamps for itself;
@@ -105,16 +107,17 @@ func main() {
 		python     = flag.String("python", "/usr/bin/python3", "the Python with aiohttp (Debian's python3-aiohttp)")
 		peer       = flag.String("peer", "bench/peer/asyncio_peer.py", "the asyncio peer")
 		noPeer     = flag.Bool("no-peer", false, "leave the peer out of -clients")
-		clientsArg = flag.String("clients", "rehearse,rehearse-read,nethttp,peer", "comma-separated clients to run: rehearse (the own HTTP/1.1 path, kernel receive stamps), rehearse-read (the same, stamped after each read), nethttp (rehearse over net/http), peer (asyncio)")
+		clientsArg = flag.String("clients", "rehearse,rehearse-read,nethttp,peer", "comma-separated clients to run: rehearse (the own HTTP/1.1 path, kernel receive stamps, released by stream.Barrier), rehearse-all (the same, every request released at once), rehearse-read (stamped after each read), nethttp (rehearse over net/http), peer (asyncio)")
 		// Client mode (the re-executed child).
 		clientRun  = flag.Int("client-run", 0, "internal: run rehearse's client mode with this many streams")
 		baseURL    = flag.String("base-url", "", "internal: the simulator's URL (client mode)")
 		cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of rehearse's client at -profile-streams (the nethttp client's to this path + \".nethttp\")")
 		profileAt  = flag.Int("profile-streams", 4096, "the stream count -cpuprofile profiles")
+		releaseAll = flag.Bool("release-all", false, "internal: release every request at once (client mode, the rehearse-all client)")
 	)
 	flag.Parse()
 	if *clientRun > 0 {
-		if err := clientMode(*baseURL, *clientRun, *maxTokens, *repeats, *cpuprofile); err != nil {
+		if err := clientMode(*baseURL, *clientRun, *maxTokens, *repeats, *cpuprofile, *releaseAll); err != nil {
 			fmt.Fprintln(os.Stderr, "client:", err)
 			os.Exit(1)
 		}
@@ -140,12 +143,12 @@ func main() {
 	var clients []string
 	for _, f := range strings.Split(*clientsArg, ",") {
 		switch f = strings.TrimSpace(f); f {
-		case "rehearse", "rehearse-read", "nethttp", "peer":
+		case "rehearse", "rehearse-all", "rehearse-read", "nethttp", "peer":
 			if f != "peer" || !*noPeer {
 				clients = append(clients, f)
 			}
 		default:
-			fmt.Fprintf(os.Stderr, "-clients %q: want rehearse, rehearse-read, nethttp or peer, separated by commas\n", *clientsArg)
+			fmt.Fprintf(os.Stderr, "-clients %q: want rehearse, rehearse-all, rehearse-read, nethttp or peer, separated by commas\n", *clientsArg)
 			os.Exit(2)
 		}
 	}
@@ -224,6 +227,9 @@ func orchestrate(rehearse string, counts []int, maxTokens, repeats int, timeScal
 					path += "." + client
 				}
 				args = append(args, "-cpuprofile", path)
+			}
+			if client == "rehearse-all" {
+				args = append(args, "-release-all")
 			}
 			cmd := pinned(clientCPU, args...)
 			switch client {
@@ -328,7 +334,7 @@ func runqueueWait() time.Duration {
 // client and prints one JSON line per wave. The CPU time is the process's
 // from the release to the last stream's end (connections are opened
 // before, by Warm, as rehearse's closed-loop waves do).
-func clientMode(url string, n, maxTokens, repeats int, cpuprofile string) error {
+func clientMode(url string, n, maxTokens, repeats int, cpuprofile string, releaseAll bool) error {
 	p, err := stream.Prepare(stream.Request{BaseURL: url, Model: model, Prompt: prompt, MaxTokens: maxTokens, Timeout: 10 * time.Minute})
 	if err != nil {
 		return err
@@ -350,18 +356,28 @@ func clientMode(url string, n, maxTokens, repeats int, cpuprofile string) error 
 			return err
 		}
 		var wg sync.WaitGroup
-		release := make(chan struct{})
+		// The release: rehearse's closed-loop waves' (stream.Barrier), or
+		// every request at once (-release all, as before it).
+		barrier, all := stream.NewBarrier(n), make(chan struct{})
+		gate := func(i int) <-chan struct{} { return barrier.Gate(i) }
+		if releaseAll {
+			gate = func(int) <-chan struct{} { return all }
+		}
 		for i := range n {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				<-release
+				<-gate(i)
 				results[i] = c.Send(context.Background(), p)
 			}()
 		}
 		time.Sleep(50 * time.Millisecond) // every goroutine parked at the release
 		cpu0, t0, rq0 := cpuNow(), time.Now(), runqueueWait()
-		close(release)
+		if releaseAll {
+			close(all)
+		} else {
+			go barrier.Open()
+		}
 		wg.Wait()
 		w := wave{Streams: n, WallS: time.Since(t0).Seconds(), CPUS: (cpuNow() - cpu0).Seconds()}
 		if rq0 >= 0 {
