@@ -365,9 +365,13 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 	}()
 
 	running.Add(len(clients))
-	for _, client := range clients {
+	// The clients start a group at a time, the responses that came
+	// meanwhile read between (stream.Barrier), as a closed wave's.
+	gates := stream.NewBarrier(len(clients))
+	for k, client := range clients {
 		go func() {
 			defer running.Done()
+			<-gates.Gate(k)
 			if ss != nil {
 				// The client runs sessions back to back, each turn
 				// taking the run's next request.
@@ -410,6 +414,7 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 			}
 		}()
 	}
+	go gates.Open()
 	running.Wait()
 	releasing.Wait()
 	settling.Wait()
