@@ -144,6 +144,14 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 	rel.publish(w, release)
 
 	sent := 0
+	// Arrivals due at once (a burst, a trace's simultaneous requests, a
+	// dispatcher running late) go ReleaseGroup at a time, and the
+	// dispatcher waits for the scheduler's next network poll between, so
+	// a response that came meanwhile is read then, not after the whole run
+	// of writes: as a closed wave's release (stream.Barrier).
+	poll := stream.NewPollWait()
+	defer poll.Close()
+	due := 0
 	sleepUntil := func(at time.Time) bool {
 		if wait := time.Until(at); wait > 0 {
 			timer.Reset(wait)
@@ -210,8 +218,17 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 			d.settle(rel, records, slot, i, prompt, off, res, len(mine), &tl, rep)
 		}()
 		// Canceled here, the armed request ends as canceled.
+		if time.Until(release.Add(off)) > 0 {
+			due = 0
+		} else {
+			due++
+		}
 		sleepUntil(release.Add(off))
 		close(gate)
+		if due == stream.ReleaseGroup {
+			poll.Wait()
+			due = 0
+		}
 	}
 	ended.Wait()
 	records = records[:sent]

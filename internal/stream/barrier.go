@@ -7,11 +7,13 @@ import (
 	"time"
 )
 
-// barrierGroup is how many requests a Barrier lets go at a time.
-const barrierGroup = 16
+// ReleaseGroup is how many requests go between two polls of the network:
+// a Barrier's group, and the run of an open-loop wave's arrivals due at
+// once after which its dispatcher waits for a poll (PollWait).
+const ReleaseGroup = 16
 
 // Barrier is the release of a closed-loop wave: every request waits on its
-// Gate, and Open lets them go in groups of barrierGroup, letting the
+// Gate, and Open lets them go in groups of ReleaseGroup, letting the
 // responses that arrived meanwhile be read between two groups.
 //
 // Released all at once, the requests' goroutines queue behind one another
@@ -34,7 +36,7 @@ type Barrier struct {
 
 // NewBarrier is the barrier of n requests.
 func NewBarrier(n int) *Barrier {
-	b := &Barrier{gates: make([]chan struct{}, max(1, (n+barrierGroup-1)/barrierGroup))}
+	b := &Barrier{gates: make([]chan struct{}, max(1, (n+ReleaseGroup-1)/ReleaseGroup))}
 	for i := range b.gates {
 		b.gates[i] = make(chan struct{})
 	}
@@ -43,27 +45,27 @@ func NewBarrier(n int) *Barrier {
 
 // Gate is the channel request i (0 to n−1) waits on.
 func (b *Barrier) Gate(i int) <-chan struct{} {
-	return b.gates[min(max(i, 0)/barrierGroup, len(b.gates)-1)]
+	return b.gates[min(max(i, 0)/ReleaseGroup, len(b.gates)-1)]
 }
 
 // Open lets every request go, a group at a time, and returns when the last
 // group is let go. Where the process has no socket pair to wait on, the
 // groups go one after another without waiting.
 func (b *Barrier) Open() {
-	y := newPollWait()
-	if y != nil {
-		defer y.close()
-	}
+	y := NewPollWait()
+	defer y.Close()
 	for i, g := range b.gates {
-		if i > 0 && y != nil {
-			y.wait()
+		if i > 0 {
+			y.Wait()
 		}
 		close(g)
 	}
 }
 
-// pollWait parks a goroutine until the scheduler next polls the network.
-type pollWait struct {
+// PollWait parks a goroutine until the scheduler next polls the network
+// (Wait); a nil PollWait, where the process has no socket pair for it,
+// does not wait.
+type PollWait struct {
 	r, w net.Conn
 	kick chan struct{}
 	buf  [1]byte
@@ -73,7 +75,8 @@ type pollWait struct {
 // every 10 ms (its monitor does), so only a lost byte would reach it.
 const pollWaitMax = 50 * time.Millisecond
 
-func newPollWait() *pollWait {
+// NewPollWait is a PollWait, nil where a socket pair cannot be made.
+func NewPollWait() *PollWait {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
 	if err != nil {
 		return nil
@@ -96,7 +99,7 @@ func newPollWait() *pollWait {
 		}
 		return nil
 	}
-	y := &pollWait{r: r, w: w, kick: make(chan struct{})}
+	y := &PollWait{r: r, w: w, kick: make(chan struct{})}
 	go func() {
 		one := []byte{0}
 		for range y.kick {
@@ -106,15 +109,24 @@ func newPollWait() *pollWait {
 	return y
 }
 
-// wait wakes the writer, which runs next, after this goroutine parks on the
-// empty socket; the byte it writes is found at the next poll.
-func (y *pollWait) wait() {
+// Wait returns once the scheduler has polled the network: it wakes the
+// writer, which runs after this goroutine parks on the empty socket, and
+// the byte it writes is found at the next poll, with every socket that
+// became readable meanwhile.
+func (y *PollWait) Wait() {
+	if y == nil {
+		return
+	}
 	y.kick <- struct{}{}
 	y.r.SetReadDeadline(time.Now().Add(pollWaitMax))
 	y.r.Read(y.buf[:])
 }
 
-func (y *pollWait) close() {
+// Close releases the socket pair and the writer.
+func (y *PollWait) Close() {
+	if y == nil {
+		return
+	}
 	close(y.kick)
 	y.r.Close()
 	y.w.Close()

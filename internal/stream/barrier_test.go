@@ -10,15 +10,15 @@ import (
 )
 
 // TestBarrierGates checks that every request has a gate, groups of
-// barrierGroup share one, and Open lets every one go.
+// ReleaseGroup share one, and Open lets every one go.
 func TestBarrierGates(t *testing.T) {
-	for _, n := range []int{0, 1, barrierGroup, barrierGroup + 1, 5*barrierGroup - 1} {
+	for _, n := range []int{0, 1, ReleaseGroup, ReleaseGroup + 1, 5*ReleaseGroup - 1} {
 		b := NewBarrier(n)
-		if want := max(1, (n+barrierGroup-1)/barrierGroup); len(b.gates) != want {
+		if want := max(1, (n+ReleaseGroup-1)/ReleaseGroup); len(b.gates) != want {
 			t.Fatalf("n %d: %d gates, want %d", n, len(b.gates), want)
 		}
 		for i := range n {
-			if b.Gate(i) != b.gates[i/barrierGroup] {
+			if b.Gate(i) != b.gates[i/ReleaseGroup] {
 				t.Fatalf("n %d: request %d has another group's gate", n, i)
 			}
 		}
@@ -57,7 +57,7 @@ func TestBarrierReadsBetweenGroups(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		const n = 6 * barrierGroup
+		const n = 6 * ReleaseGroup
 		var (
 			mu    sync.Mutex
 			order []int // a request's group, or -1: the read
@@ -87,7 +87,7 @@ func TestBarrierReadsBetweenGroups(t *testing.T) {
 				<-gate
 				// A request's write: a system call, as in the client.
 				time.Sleep(0)
-				note(i / barrierGroup)
+				note(i / ReleaseGroup)
 			}()
 		}
 		time.Sleep(20 * time.Millisecond) // all of them parked
@@ -99,7 +99,7 @@ func TestBarrierReadsBetweenGroups(t *testing.T) {
 		}
 		wg.Wait()
 		readAt = slices.Index(order, -1)
-		lastGroupAt = slices.Index(order, n/barrierGroup-1)
+		lastGroupAt = slices.Index(order, n/ReleaseGroup-1)
 		return readAt, lastGroupAt
 	}
 	if r, l := run(false); r < l {
