@@ -67,13 +67,16 @@ func (b *Barrier) Open() {
 // does not wait.
 type PollWait struct {
 	r, w net.Conn
-	kick chan struct{}
-	buf  [1]byte
+	kick chan byte
+	seq  byte // the last wait's byte
+	buf  [64]byte
 }
 
 // pollWaitMax bounds one wait: the scheduler polls the network at least
-// every 10 ms (its monitor does), so only a lost byte would reach it.
-const pollWaitMax = 50 * time.Millisecond
+// every 10 ms (its monitor does), so only a process the system starved of
+// CPU that long, or a lost byte, reaches it; the group then goes without
+// the poll, and the next wait still waits for its own byte.
+const pollWaitMax = 100 * time.Millisecond
 
 // NewPollWait is a PollWait, nil where a socket pair cannot be made.
 func NewPollWait() *PollWait {
@@ -99,11 +102,13 @@ func NewPollWait() *PollWait {
 		}
 		return nil
 	}
-	y := &PollWait{r: r, w: w, kick: make(chan struct{})}
+	y := &PollWait{r: r, w: w, kick: make(chan byte)}
 	go func() {
-		one := []byte{0}
-		for range y.kick {
-			y.w.Write(one)
+		var one [1]byte
+		for one[0] = range y.kick {
+			if _, err := y.w.Write(one[:]); err != nil {
+				y.r.Close() // every wait from now on returns at once
+			}
 		}
 	}()
 	return y
@@ -112,14 +117,21 @@ func NewPollWait() *PollWait {
 // Wait returns once the scheduler has polled the network: it wakes the
 // writer, which runs after this goroutine parks on the empty socket, and
 // the byte it writes is found at the next poll, with every socket that
-// became readable meanwhile.
+// became readable meanwhile. A byte of an earlier wait that ended at its
+// deadline is read past.
 func (y *PollWait) Wait() {
 	if y == nil {
 		return
 	}
-	y.kick <- struct{}{}
+	y.seq++
+	y.kick <- y.seq
 	y.r.SetReadDeadline(time.Now().Add(pollWaitMax))
-	y.r.Read(y.buf[:])
+	for {
+		n, err := y.r.Read(y.buf[:])
+		if n > 0 && y.buf[n-1] == y.seq || err != nil {
+			return
+		}
+	}
 }
 
 // Close releases the socket pair and the writer.
