@@ -183,6 +183,8 @@ func TestParseJSONFloat(t *testing.T) {
 	// Each number is parsed alone and followed by what may follow it in
 	// a record (shortDecimal reads words past it).
 	suffixes := []string{"", ",", ",\n    0.1234567", "\n   ]", "}       ", ", 12345678901234567"}
+	var buf []byte
+	pad := strings.Repeat(" ", 24)
 	check := func(s string) {
 		t.Helper()
 		want, werr := strconv.ParseFloat(s, 64)
@@ -198,10 +200,17 @@ func TestParseJSONFloat(t *testing.T) {
 				t.Fatalf("%q then %q: %v (%x, ok %v, end %d), strconv %v (%x)", s, suffix, got, math.Float64bits(got), ok, end, want, math.Float64bits(want))
 			}
 		}
-		// timeDecimal, which wants 24 bytes to read: where it takes a
-		// number it is strconv's, and it ends where the number does.
-		for _, suffix := range suffixes {
-			in := []byte(s + suffix + strings.Repeat(" ", 24))
+		// timeDecimal, which wants 24 bytes to read and takes only numbers
+		// with a point: where it takes one it is strconv's, and it ends
+		// where the number does (what follows: the separators a list has,
+		// then more digits within its reach).
+		if strings.IndexByte(s, '.') < 0 {
+			return
+		}
+		for _, suffix := range []string{",0.1234567", "]"} {
+			in := append(append(buf[:0], s...), suffix...)
+			in = append(in, pad...)
+			buf = in
 			got, end, ok := timeDecimal(in, 0)
 			if !ok || (werr != nil || !jsonNumber([]byte(s))) && end != len(s) {
 				continue // refused, or ended before what is not a number
