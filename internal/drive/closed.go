@@ -70,11 +70,11 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 	}
 	records := make([]contract.Record, len(clients))
 	var (
-		tl    tally
-		armed sync.WaitGroup
-		ended sync.WaitGroup
-		gate  = stream.NewBarrier(len(clients))
-		rel   = newRelease()
+		tl      tally
+		armed   sync.WaitGroup
+		ended   sync.WaitGroup
+		barrier = stream.NewBarrier(len(clients))
+		rel     = newRelease()
 	)
 	rel.load, rel.worker = spec.Load, spec.worker()
 	armed.Add(len(clients))
@@ -94,7 +94,7 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 				ss.run(sctx, i, func(tag turnTag, prompt int, p *stream.Prepared, intended time.Duration) (contract.Record, bool) {
 					var res stream.Result
 					if tag.turn == 1 {
-						res = d.client.SendAt(sctx, p, gate.Gate(slot), armedOnce)
+						res = d.client.SendAt(sctx, p, barrier.Gate(slot), armedOnce)
 					} else {
 						res = d.client.Send(sctx, p)
 					}
@@ -106,7 +106,7 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 			// bytes leave when the gate opens.
 			prompt := workload.PromptIndex(i, prepared.prompts())
 			rep := prepared.pick(i)
-			res := d.client.SendAt(sctx, prepared.get(rep, prompt), gate.Gate(slot), armed.Done)
+			res := d.client.SendAt(sctx, prepared.get(rep, prompt), barrier.Gate(slot), armed.Done)
 			prepared.done(rep)
 			d.settle(rel, records, slot, i, prompt, 0, res, len(clients), &tl, rep)
 		}()
@@ -126,7 +126,7 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 	stalls := d.watchStalls()
 	// The requests go a group at a time, the responses that came
 	// meanwhile read between (stream.Barrier).
-	go gate.Open()
+	go barrier.Open()
 	spec.stampWave(&w, time.Now())
 	w.StartedAt = anchor(release)
 	if err := d.journalWave(w); err != nil {
