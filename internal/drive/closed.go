@@ -103,7 +103,7 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 				return
 			}
 			// The request takes its connection and is buffered now; its
-			// bytes leave when the gate opens.
+			// bytes leave when its group of the barrier opens.
 			prompt := workload.PromptIndex(i, prepared.prompts())
 			rep := prepared.pick(i)
 			res := d.client.SendAt(sctx, prepared.get(rep, prompt), barrier.Gate(slot), armed.Done)
