@@ -2,6 +2,7 @@ package drive
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -143,4 +144,37 @@ func TestConnectionsNeededByTraceAndRamp(t *testing.T) {
 	if got := ConnectionsNeeded(wl); got.Connections != 500+openWarm {
 		t.Errorf("ramp: %+v, want the start rate's 500 + %d", got, openWarm)
 	}
+}
+
+// TestOpenWaveBurstOfArrivals: a trace whose arrivals fall due together
+// (50 at once, then 10 more) is let go ReleaseGroup at a time with a
+// network poll between; every request is still sent, once, at its time,
+// in order.
+func TestOpenWaveBurstOfArrivals(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		load := Load{MaxTokens: 8, Timeout: 10 * time.Second}
+		for i := range 60 {
+			at := time.Duration(0)
+			if i >= 50 {
+				at = time.Second
+			}
+			load.Prompts = append(load.Prompts, fmt.Sprintf("p%d", i))
+			load.Arrivals = append(load.Arrivals, at)
+		}
+		res, err := fakeDriver(100*time.Millisecond).Wave(context.Background(), tgt, load, plan.Wave{
+			Kind: contract.KindRecorded, Mode: contract.ModeOpen, Repeat: 1, Open: &plan.Schedule{Arrival: workload.ArrivalTrace},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Records) != 60 || res.Wave.NotSent != 0 {
+			t.Fatalf("%d records, wave %+v", len(res.Records), res.Wave)
+		}
+		for i, r := range res.Records {
+			want := load.Arrivals[i].Seconds()
+			if r.Client != i || r.IntendedStartS != want || r.StartS != want || !r.OK {
+				t.Fatalf("request %d: client %d, intended %v, start %v, ok %v; want start %v", i, r.Client, r.IntendedStartS, r.StartS, r.OK, want)
+			}
+		}
+	})
 }
