@@ -4,7 +4,10 @@
 // (and client, for the load generator's own), and keeps what arrived before
 // a failure. For closed-loop waves it can pre-dial connections and hold
 // requests that are already on their connections until one release, so a
-// wave's requests leave together. A connection that sat unused is checked
+// wave's requests leave together; the release (Barrier, barrier.go) lets
+// them go sixteen at a time with a network poll between, so a response
+// that comes during the release is read, and stamped, then, not after the
+// last request's write (a read takes one stamp for all it takes). A connection that sat unused is checked
 // before a request is written on it, and a request whose stale connection
 // carried none of its bytes is sent once more on a fresh one; a redirect is
 // an outcome unless the request follows redirects.
