@@ -217,6 +217,7 @@ func recordsEqual(a, b *contract.Record) bool {
 		a.IntendedStartS != b.IntendedStartS || a.StartS != b.StartS || a.EndS != b.EndS ||
 		!equalPtr(a.FirstContentS, b.FirstContentS) ||
 		a.OK != b.OK || a.ErrorKind != b.ErrorKind || a.Error != b.Error || a.HTTPStatus != b.HTTPStatus ||
+		!equalPtr(a.RetryAfterS, b.RetryAfterS) || a.Redacted != b.Redacted ||
 		a.Text != b.Text || a.OutputTokens != b.OutputTokens ||
 		!equalPtr(a.UsageCompletionTokens, b.UsageCompletionTokens) || !equalPtr(a.UsagePromptTokens, b.UsagePromptTokens) ||
 		a.FinishReason != b.FinishReason || a.Retried != b.Retried ||

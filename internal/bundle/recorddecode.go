@@ -141,11 +141,13 @@ const (
 	fReplica
 	fClientAdded
 	fWorker
+	fRetryAfter
+	fRedacted
 )
 
 // requiredBits is each field's bit in recordFieldIndex, 0 for a field
 // that is not required.
-var requiredBits = func() (bits [fWorker + 1]uint) {
+var requiredBits = func() (bits [fRedacted + 1]uint) {
 	for k, bit := range recordFieldIndex() {
 		bits[recordFieldNum([]byte(k))] = bit
 	}
@@ -221,6 +223,10 @@ func recordFieldNum(key []byte) int {
 		return fClientAdded
 	case "worker":
 		return fWorker
+	case "retry_after_s":
+		return fRetryAfter
+	case "redacted":
+		return fRedacted
 	}
 	return -1
 }
@@ -392,6 +398,10 @@ func (d *recDecoder) value(f int, rec *contract.Record, timesOnly bool) bool {
 		return d.floatPtr(&rec.FirstTokenS)
 	case fOK:
 		return d.bool(&rec.OK)
+	case fRedacted:
+		return d.bool(&rec.Redacted)
+	case fRetryAfter:
+		return d.floatPtr(&rec.RetryAfterS)
 	case fChunkTimes:
 		return d.floats(&rec.ChunkTimesS)
 	case fClientAdded:

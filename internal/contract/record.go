@@ -88,6 +88,14 @@ type Record struct {
 	ErrorKind  string `json:"error_kind,omitempty"`
 	Error      string `json:"error,omitempty"`
 	HTTPStatus int    `json:"http_status,omitempty"`
+	// RetryAfterS is the server's Retry-After on an HTTP 429 or 503, in
+	// seconds (from either form, delay-seconds or an HTTP date); nil
+	// (absent) when the server sent none.
+	RetryAfterS *float64 `json:"retry_after_s,omitempty"`
+	// Redacted is true when a secret was scrubbed from this record's text
+	// or error; OutputTokens was counted before the scrub, so verify skips
+	// its re-count.
+	Redacted bool `json:"redacted,omitempty"`
 
 	Text string `json:"text"`
 	// OutputTokens is Text re-tokenized with the pinned tokenizer.
