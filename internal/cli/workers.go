@@ -295,6 +295,30 @@ func printWorkers(w io.Writer, res *bundle.Results) {
 	fmt.Fprintf(w, "; largest cross-worker release spread %.3f ms (clock offset uncertainty up to %.3f ms)\n", spread*1000, worstUnc*1000)
 }
 
+// serveCoordinator serves s on listen until every worker is done or ctx
+// ends (exit 130).
+func serveCoordinator(ctx context.Context, st *State, s *coordinate.Server, listen string) error {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return usageError("--listen %s: %v", listen, err)
+	}
+	go func() { _ = s.Serve(ln) }()
+	fmt.Fprintf(st.Stderr, "rehearse coordinate: %d workers, listening on http://%s\n", s.Workers, ln.Addr())
+	var err2 error
+	select {
+	case <-s.Done():
+		fmt.Fprintf(st.Stderr, "rehearse coordinate: all %d workers are done\n", s.Workers)
+	case <-ctx.Done():
+		err2 = &ExitError{Code: exitInterrupted, Err: fmt.Errorf("coordinate: interrupted (%v)", context.Cause(ctx))}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := s.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return err2
+}
+
 func newCoordinateCmd(st *State) *cobra.Command {
 	var (
 		workers        int
@@ -347,25 +371,7 @@ exits once all N workers reported done, or on Ctrl-C.`,
 				}
 				s.StartAt = t
 			}
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				return usageError("--listen %s: %v", listen, err)
-			}
-			go func() { _ = s.Serve(ln) }()
-			fmt.Fprintf(st.Stderr, "rehearse coordinate: %d workers, listening on http://%s\n", workers, ln.Addr())
-			var err2 error
-			select {
-			case <-s.Done():
-				fmt.Fprintf(st.Stderr, "rehearse coordinate: all %d workers are done\n", workers)
-			case <-cmd.Context().Done():
-				err2 = &ExitError{Code: exitInterrupted, Err: fmt.Errorf("coordinate: interrupted (%v)", context.Cause(cmd.Context()))}
-			}
-			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			if err := s.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-				return err
-			}
-			return err2
+			return serveCoordinator(cmd.Context(), st, s, listen)
 		},
 	}
 	f := cmd.Flags()
