@@ -60,7 +60,13 @@ rehearse k8s sets). The rehearsal file is loaded and checked here; its
 servers must be reached at base_url (a launched server would be launched by
 every worker). An API key is never written: each api_key_env (or bench's
 --api-key-env) is read in the workers from the Secret --api-key-secret
-(default NAME-api-keys), under a key of the variable's name. Files the
+(default NAME-api-keys), under a key of the variable's name. The
+coordinator and the workers share a token, read from the Secret
+--coordinator-token-secret (default NAME-coordinator-token, key
+REHEARSE_COORDINATOR_TOKEN), which you create before applying:
+  kubectl create secret generic NAME-coordinator-token \
+      --from-literal=REHEARSE_COORDINATOR_TOKEN=$(openssl rand -hex 32)
+Files the
 rehearsal reads (a prompts file, a dataset, a tokenizer) must be in the
 image or a volume: a warning names each. The image must have rehearse on
 its PATH.`,
@@ -93,6 +99,7 @@ its PATH.`,
 	f.StringVar(&o.cpu, "cpu", "", "CPU request of each worker, e.g. 2 or 500m")
 	f.StringVar(&o.memory, "memory", "", "memory request of each worker, e.g. 4Gi")
 	f.StringVar(&o.spec.APIKeySecret, "api-key-secret", "", "Secret holding the API keys, one key per variable name (default NAME-api-keys)")
+	f.StringVar(&o.spec.TokenSecret, "coordinator-token-secret", "", "Secret holding the coordinator's shared token under the key REHEARSE_COORDINATOR_TOKEN (default NAME-coordinator-token)")
 	f.StringVar(&o.spec.StartAt, "start-at", "", "RFC 3339 instant at which every worker releases its load")
 	f.DurationVar(&o.startDelay, "start-delay", 0, "--start-at this long after the manifests are written (apply them before then)")
 	f.StringVarP(&o.out, "output", "o", "", "write the manifests to this file (default: stdout)")

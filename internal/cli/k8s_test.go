@@ -99,8 +99,8 @@ func TestK8sRunShipsTheFile(t *testing.T) {
 			keys = append(keys, e.Name+"="+e.ValueFrom.SecretKeyRef.Name+"/"+e.ValueFrom.SecretKeyRef.Key)
 		}
 	}
-	if !slices.Equal(keys, []string{"REHEARSE_K8S_KEY=qwen-api-keys/REHEARSE_K8S_KEY"}) {
-		t.Errorf("secret references %v: want the one variable both servers name, once", keys)
+	if !slices.Equal(keys, []string{"REHEARSE_COORDINATOR_TOKEN=qwen-coordinator-token/REHEARSE_COORDINATOR_TOKEN", "REHEARSE_K8S_KEY=qwen-api-keys/REHEARSE_K8S_KEY"}) {
+		t.Errorf("secret references %v: want the coordinator's token, then the one variable both servers name, once", keys)
 	}
 	if got := c.Resources.Requests.Cpu().String() + " " + c.Resources.Requests.Memory().String(); got != "2 4Gi" {
 		t.Errorf("worker requests %s", got)

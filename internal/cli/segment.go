@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -120,7 +122,7 @@ func (o *segmentOptions) synchronizer(ctx context.Context, cfg *config.Rehearsal
 		return coordinate.Fixed{At: o.start}, w, func() {}, nil
 	}
 	c := &coordinate.Client{
-		URL: o.coordinator, Worker: cfg.Segment.Index, Count: cfg.Segment.Count,
+		URL: o.coordinator, Worker: cfg.Segment.Index, Count: cfg.Segment.Count, Token: os.Getenv(coordinate.TokenEnv),
 		Digest: plan.Digest(cfg, plan.Workload(cfg, prompts)), BarrierTimeout: o.barrierTimeout, StartAt: o.start,
 	}
 	if err := measureOffset(ctx, c); err != nil {
@@ -137,12 +139,13 @@ func (o *segmentOptions) synchronizer(ctx context.Context, cfg *config.Rehearsal
 
 // measureOffset measures c's clock offset, trying again for up to
 // config.DefaultCoordinatorWait while the coordinator cannot be reached
-// (a worker may start before it serves).
+// (a worker may start before it serves), but not once it refused the
+// token.
 func measureOffset(ctx context.Context, c *coordinate.Client) error {
 	deadline := time.Now().Add(time.Duration(config.DefaultCoordinatorWait) * time.Second)
 	for {
 		err := c.Measure(ctx, config.DefaultOffsetSamples)
-		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) || errors.Is(err, coordinate.ErrUnauthorized) {
 			return err
 		}
 		select {

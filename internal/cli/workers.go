@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,10 +86,16 @@ func runWorkers(ctx context.Context, st *State, job workersJob) error {
 	if err != nil {
 		return fmt.Errorf("--workers: the coordinator cannot listen: %w", err)
 	}
-	coord := &coordinate.Server{Workers: n, StartAt: job.seg.start, Margin: job.seg.releaseMargin, Timeout: job.seg.barrierTimeout}
-	srv := &http.Server{Handler: coord, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
+	// A token of its own: another local user cannot reach these workers'
+	// coordinator either.
+	token := coordinate.NewToken()
+	coord := &coordinate.Server{Workers: n, StartAt: job.seg.start, Margin: job.seg.releaseMargin, Timeout: job.seg.barrierTimeout, Token: token}
+	go func() { _ = coord.Serve(ln) }()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = coord.Shutdown(sctx)
+	}()
 	url := "http://" + ln.Addr().String()
 	fmt.Fprintf(st.Stderr, "rehearse: %d workers, coordinator at %s, segments in %s\n", n, url, segDir)
 
@@ -98,7 +103,7 @@ func runWorkers(ctx context.Context, st *State, job workersJob) error {
 	for i := range n {
 		parts[i] = filepath.Join(segDir, "worker-"+strconv.Itoa(i))
 	}
-	procs, closeLogs, err := startWorkers(job, url, parts)
+	procs, closeLogs, err := startWorkers(job, url, token, parts)
 	if err != nil {
 		return err
 	}
@@ -135,7 +140,7 @@ func runWorkers(ctx context.Context, st *State, job workersJob) error {
 
 // startWorkers starts worker i writing its segment to parts[i], its output
 // to parts[i].log; on an error none is left running.
-func startWorkers(job workersJob, url string, parts []string) ([]*exec.Cmd, func(), error) {
+func startWorkers(job workersJob, url, token string, parts []string) ([]*exec.Cmd, func(), error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, nil, fmt.Errorf("--workers: cannot find the rehearse executable: %w", err)
@@ -172,6 +177,7 @@ func startWorkers(job workersJob, url string, parts []string) ([]*exec.Cmd, func
 		logs = append(logs, logf)
 		c := exec.Command(exe, args...)
 		c.Stdout, c.Stderr = logf, logf
+		c.Env = append(os.Environ(), coordinate.TokenEnv+"="+token)
 		if err := c.Start(); err != nil {
 			return abort(fmt.Errorf("worker %d did not start: %w", i, err))
 		}
@@ -289,6 +295,30 @@ func printWorkers(w io.Writer, res *bundle.Results) {
 	fmt.Fprintf(w, "; largest cross-worker release spread %.3f ms (clock offset uncertainty up to %.3f ms)\n", spread*1000, worstUnc*1000)
 }
 
+// serveCoordinator serves s on listen until every worker is done or ctx
+// ends (exit 130).
+func serveCoordinator(ctx context.Context, st *State, s *coordinate.Server, listen string) error {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return usageError("--listen %s: %v", listen, err)
+	}
+	go func() { _ = s.Serve(ln) }()
+	fmt.Fprintf(st.Stderr, "rehearse coordinate: %d workers, listening on http://%s\n", s.Workers, ln.Addr())
+	var err2 error
+	select {
+	case <-s.Done():
+		fmt.Fprintf(st.Stderr, "rehearse coordinate: all %d workers are done\n", s.Workers)
+	case <-ctx.Done():
+		err2 = &ExitError{Code: exitInterrupted, Err: fmt.Errorf("coordinate: interrupted (%v)", context.Cause(ctx))}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := s.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return err2
+}
+
 func newCoordinateCmd(st *State) *cobra.Command {
 	var (
 		workers        int
@@ -311,9 +341,15 @@ which each worker turns into its own clock with its offset. A worker that does
 not come within --barrier-timeout makes the others stop with an error naming
 it; what they recorded stays in their bundles. The workers must run the same
 plan: one with another plan digest, another count, or a segment another
-worker already runs is refused. The coordinator exits once all N workers
-reported done, or on Ctrl-C.`,
-		Example: `  rehearse coordinate --workers 4 --listen 0.0.0.0:7070
+worker already runs is refused; a worker whose wait at a barrier ends (it
+died, its connection closed) no longer counts there, and its restart is
+accepted. Every request must carry the shared token in $REHEARSE_COORDINATOR_TOKEN
+(the coordinator's and each worker's environment); without one the
+coordinator listens on loopback only. Connections are bounded (64 plus two
+per worker at once; 10 s for a header or a body, 60 s idle). The coordinator
+exits once all N workers reported done, or on Ctrl-C.`,
+		Example: `  export REHEARSE_COORDINATOR_TOKEN=$(openssl rand -hex 32)   # the same for every worker
+  rehearse coordinate --workers 4 --listen 0.0.0.0:7070
   rehearse bench --base-url http://10.0.0.5:8000 --concurrency 64 --segment 0/4 --coordinator http://10.0.0.2:7070`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -323,7 +359,11 @@ reported done, or on Ctrl-C.`,
 			if listen == "" {
 				return usageError("--listen HOST:PORT is required")
 			}
-			s := &coordinate.Server{Workers: workers, Margin: margin, Timeout: barrierTimeout}
+			token := os.Getenv(coordinate.TokenEnv)
+			if token == "" && coordinate.NeedsToken(listen) {
+				return usageError("--listen %s can be reached from other machines: set %s to a shared secret (the workers need the same), or listen on 127.0.0.1", listen, coordinate.TokenEnv)
+			}
+			s := &coordinate.Server{Workers: workers, Margin: margin, Timeout: barrierTimeout, Token: token}
 			if startAt != "" {
 				t, err := time.Parse(time.RFC3339Nano, startAt)
 				if err != nil {
@@ -331,26 +371,7 @@ reported done, or on Ctrl-C.`,
 				}
 				s.StartAt = t
 			}
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				return usageError("--listen %s: %v", listen, err)
-			}
-			srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-			go func() { _ = srv.Serve(ln) }()
-			fmt.Fprintf(st.Stderr, "rehearse coordinate: %d workers, listening on http://%s\n", workers, ln.Addr())
-			var err2 error
-			select {
-			case <-s.Done():
-				fmt.Fprintf(st.Stderr, "rehearse coordinate: all %d workers are done\n", workers)
-			case <-cmd.Context().Done():
-				err2 = &ExitError{Code: exitInterrupted, Err: fmt.Errorf("coordinate: interrupted (%v)", context.Cause(cmd.Context()))}
-			}
-			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-				return err
-			}
-			return err2
+			return serveCoordinator(cmd.Context(), st, s, listen)
 		},
 	}
 	f := cmd.Flags()

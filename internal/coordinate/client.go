@@ -18,6 +18,9 @@ import (
 type Client struct {
 	URL           string
 	Worker, Count int
+	// Token is the coordinator's shared token (TokenEnv), sent with every
+	// request ("": none).
+	Token string
 	// Digest is the worker's plan digest (plan.Digest): the coordinator
 	// refuses workers of another plan.
 	Digest string
@@ -144,6 +147,9 @@ func (c *Client) call(ctx context.Context, method, path string, body, out any) e
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
@@ -156,6 +162,9 @@ func (c *Client) call(ctx context.Context, method, path string, body, out any) e
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	if err != nil {
 		return err
+	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		return ErrUnauthorized
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e errorReply

@@ -65,7 +65,7 @@ func TestBarrierReleasesEveryWorkerAtOneInstant(t *testing.T) {
 		}
 	}
 	for i := range 3 {
-		if err := (&Client{URL: url, Worker: i, Count: 3}).Done(context.Background()); err != nil {
+		if err := (&Client{URL: url, Worker: i, Count: 3, Digest: "d"}).Done(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -122,7 +122,7 @@ func TestBarrierTimesOutNamingTheMissingWorker(t *testing.T) {
 	errs := make(chan error, 2)
 	for i := range 2 {
 		go func() {
-			_, err := (&Client{URL: url, Worker: i, Count: 3}).Release(context.Background(), 4)
+			_, err := (&Client{URL: url, Worker: i, Count: 3, Digest: "d"}).Release(context.Background(), 4)
 			errs <- err
 		}()
 	}
@@ -133,7 +133,7 @@ func TestBarrierTimesOutNamingTheMissingWorker(t *testing.T) {
 		}
 	}
 	// The worker's own bound ends the wait too.
-	_, err := (&Client{URL: url, Worker: 0, Count: 3, BarrierTimeout: 50 * time.Millisecond}).Release(context.Background(), 5)
+	_, err := (&Client{URL: url, Worker: 0, Count: 3, BarrierTimeout: 50 * time.Millisecond, Digest: "d"}).Release(context.Background(), 5)
 	if err == nil || !strings.Contains(err.Error(), "did not reach it within") {
 		t.Errorf("client-side bound: %v", err)
 	}
@@ -163,10 +163,12 @@ func TestBarrierFailsAtOnceForAWorkerThatWillNotCome(t *testing.T) {
 		want  string
 	}{
 		{"gone", func(s *Server, _ string) { s.Gone(1, "exit status 1") }, "worker 1 is gone (exit status 1)"},
-		{"done", func(_ *Server, url string) { _ = (&Client{URL: url, Worker: 1, Count: 2}).Done(context.Background()) }, "worker 1 reported done"},
+		{"done", func(_ *Server, url string) {
+			_ = (&Client{URL: url, Worker: 1, Count: 2, Digest: "d"}).Done(context.Background())
+		}, "worker 1 reported done"},
 		{"skipped", func(_ *Server, url string) {
 			go func() {
-				_, _ = (&Client{URL: url, Worker: 1, Count: 2, BarrierTimeout: 2 * time.Second}).Release(context.Background(), 3)
+				_, _ = (&Client{URL: url, Worker: 1, Count: 2, BarrierTimeout: 2 * time.Second, Digest: "d"}).Release(context.Background(), 3)
 			}()
 		}, "worker 1 skipped it (it waits at wave 3)"},
 	} {
@@ -174,7 +176,7 @@ func TestBarrierFailsAtOnceForAWorkerThatWillNotCome(t *testing.T) {
 		url := start(t, s)
 		errc := make(chan error, 1)
 		go func() {
-			_, err := (&Client{URL: url, Worker: 0, Count: 2}).Release(context.Background(), 0)
+			_, err := (&Client{URL: url, Worker: 0, Count: 2, Digest: "d"}).Release(context.Background(), 0)
 			errc <- err
 		}()
 		for deadline := time.Now().Add(5 * time.Second); len(s.Arrived(0)) == 0; time.Sleep(5 * time.Millisecond) {
@@ -203,7 +205,7 @@ func TestReleaseMeasuresTheOffsetAgain(t *testing.T) {
 	var shift atomic.Int64
 	s := &Server{Workers: 1, Timeout: 10 * time.Second}
 	s.now = func() time.Time { return time.Now().Add(time.Duration(shift.Load())) }
-	c := &Client{URL: start(t, s), Worker: 0, Count: 1}
+	c := &Client{URL: start(t, s), Worker: 0, Count: 1, Digest: "d"}
 	if err := c.Measure(context.Background(), 4); err != nil {
 		t.Fatal(err)
 	}

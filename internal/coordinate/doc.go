@@ -7,4 +7,10 @@
 // re-measures its clock offset (a few samples), posts "ready for wave s"
 // and gets back the release instant on the coordinator's clock, which it
 // turns into its own with that offset.
+//
+// Every request carries a shared token (TokenEnv) and is checked whole
+// before it changes anything; connections are bounded in number and in
+// time. A worker's arrival at a barrier lasts as long as the request that
+// made it: if its connection closes before the release (the worker died),
+// the arrival is withdrawn and the worker's restart may arrive again.
 package coordinate

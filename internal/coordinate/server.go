@@ -1,8 +1,10 @@
 package coordinate
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -32,12 +34,24 @@ type Server struct {
 	// a worker that died makes the wait end with an error naming who is
 	// missing.
 	Timeout time.Duration
+	// Token, when set, is the shared secret (TokenEnv) every request must
+	// carry as "Authorization: Bearer TOKEN"; any other is refused with
+	// 401 before it is read. "" serves anyone (loopback only: NeedsToken).
+	Token string
+	// ReadHeaderTimeout, BodyTimeout and IdleTimeout bound how long a
+	// connection may take to send a request's header, then its body, and
+	// how long it may stay idle between requests (0: the Default ones).
+	ReadHeaderTimeout, BodyTimeout, IdleTimeout time.Duration
+	// MaxConns bounds the connections Serve serves at once (0:
+	// DefaultConnsBase plus two per worker).
+	MaxConns int
 
 	// now is the coordinator's clock (nil: time.Now); tests set it.
 	now func() time.Time
 
 	once     sync.Once
 	mu       sync.Mutex
+	http     *http.Server
 	barriers map[int]*barrier
 	digest   string
 	done     map[int]bool
@@ -111,82 +125,126 @@ type errorReply struct {
 	Error string `json:"error"`
 }
 
-// ServeHTTP serves the time, the barriers and the done reports.
+// ServeHTTP serves the time, the barriers and the done reports. Every
+// request is checked (token, method, body size and deadline, JSON, the
+// fields against this coordinator) before it changes anything.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.init()
+	if !s.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="rehearse coordinate"`)
+		reply(w, http.StatusUnauthorized, errorReply{"unauthorized: this coordinator needs its token (" + TokenEnv + ")"})
+		return
+	}
 	switch r.URL.Path {
 	case TimePath:
+		if r.Method != http.MethodGet {
+			reply(w, http.StatusMethodNotAllowed, errorReply{"GET only"})
+			return
+		}
 		reply(w, http.StatusOK, TimeReply{UnixNano: s.now().UnixNano()})
 	case BarrierPath:
 		s.serveBarrier(w, r)
 	case DonePath:
-		var req DoneRequest
-		if !decode(w, r, &req) {
-			return
-		}
-		if req.Worker < 0 || req.Worker >= s.Workers {
-			reply(w, http.StatusConflict, errorReply{fmt.Sprintf("worker %d: this coordinator has workers 0 to %d", req.Worker, s.Workers-1)})
-			return
-		}
-		s.mu.Lock()
-		s.done[req.Worker] = true
-		s.wakeLocked()
-		if len(s.done) == s.Workers {
-			select {
-			case <-s.allDone:
-			default:
-				close(s.allDone)
-			}
-		}
-		s.mu.Unlock()
-		reply(w, http.StatusOK, struct{}{})
+		s.serveDone(w, r)
 	default:
 		http.NotFound(w, r)
 	}
 }
 
-func (s *Server) serveBarrier(w http.ResponseWriter, r *http.Request) {
-	var req BarrierRequest
-	if !decode(w, r, &req) {
+func (s *Server) serveDone(w http.ResponseWriter, r *http.Request) {
+	var req DoneRequest
+	if !s.decode(w, r, &req) {
 		return
 	}
-	arrived := s.now()
-	s.mu.Lock()
-	switch {
-	case req.Count != s.Workers:
-		s.mu.Unlock()
-		reply(w, http.StatusConflict, errorReply{fmt.Sprintf("worker %d counts %d workers; this coordinator serves %d", req.Worker, req.Count, s.Workers)})
-		return
-	case req.Worker < 0 || req.Worker >= s.Workers:
-		s.mu.Unlock()
+	if req.Worker < 0 || req.Worker >= s.Workers {
 		reply(w, http.StatusConflict, errorReply{fmt.Sprintf("worker %d: this coordinator has workers 0 to %d", req.Worker, s.Workers-1)})
 		return
-	case s.digest != "" && req.Digest != s.digest:
-		s.mu.Unlock()
-		reply(w, http.StatusConflict, errorReply{fmt.Sprintf("worker %d runs plan %s, the others plan %s: the segments are of different plans", req.Worker, short(req.Digest), short(s.digest))})
+	}
+	s.mu.Lock()
+	s.done[req.Worker] = true
+	s.wakeLocked()
+	if len(s.done) == s.Workers {
+		select {
+		case <-s.allDone:
+		default:
+			close(s.allDone)
+		}
+	}
+	s.mu.Unlock()
+	reply(w, http.StatusOK, struct{}{})
+}
+
+// checkBarrier checks a barrier request against this coordinator alone
+// (nothing of the other workers'), and parses its start_at.
+func (s *Server) checkBarrier(req BarrierRequest) (time.Time, int, string) {
+	switch {
+	case req.Count != s.Workers:
+		return time.Time{}, http.StatusConflict, fmt.Sprintf("worker %d counts %d workers; this coordinator serves %d", req.Worker, req.Count, s.Workers)
+	case req.Worker < 0 || req.Worker >= s.Workers:
+		return time.Time{}, http.StatusConflict, fmt.Sprintf("worker %d: this coordinator has workers 0 to %d", req.Worker, s.Workers-1)
+	case req.Wave < 0:
+		return time.Time{}, http.StatusBadRequest, fmt.Sprintf("worker %d: wave %d: want 0 or more", req.Worker, req.Wave)
+	case req.Digest == "":
+		return time.Time{}, http.StatusBadRequest, fmt.Sprintf("worker %d: no plan_digest", req.Worker)
+	}
+	if req.StartAt == "" {
+		return time.Time{}, 0, ""
+	}
+	at, err := time.Parse(time.RFC3339Nano, req.StartAt)
+	if err != nil {
+		return time.Time{}, http.StatusBadRequest, fmt.Sprintf("worker %d: start_at %q: %v", req.Worker, req.StartAt, err)
+	}
+	return at, 0, ""
+}
+
+func (s *Server) serveBarrier(w http.ResponseWriter, r *http.Request) {
+	var req BarrierRequest
+	if !s.decode(w, r, &req) {
 		return
 	}
-	s.digest = req.Digest
+	startAt, code, msg := s.checkBarrier(req)
+	if code != 0 {
+		reply(w, code, errorReply{msg})
+		return
+	}
+	b, code, msg := s.arrive(req, startAt)
+	if code != 0 {
+		reply(w, code, errorReply{msg})
+		return
+	}
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	code, v := s.wait(r, b, req.Wave, timeout)
+	if code == 0 {
+		s.withdraw(b, req.Worker)
+		return
+	}
+	reply(w, code, v)
+}
+
+// arrive records worker req.Worker at the barrier of req.Wave, unless it
+// runs another plan or is there already (its arrival's request is still
+// open); the last to arrive sets the release.
+func (s *Server) arrive(req BarrierRequest, startAt time.Time) (*barrier, int, string) {
+	arrived := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.digest != "" && req.Digest != s.digest {
+		return nil, http.StatusConflict, fmt.Sprintf("worker %d runs plan %s, the others plan %s: the segments are of different plans", req.Worker, short(req.Digest), short(s.digest))
+	}
 	b := s.barriers[req.Wave]
 	if b == nil {
 		b = &barrier{arrived: map[int]time.Time{}, ready: make(chan struct{})}
 		s.barriers[req.Wave] = b
 	}
 	if _, dup := b.arrived[req.Worker]; dup {
-		s.mu.Unlock()
-		reply(w, http.StatusConflict, errorReply{fmt.Sprintf("worker %d reached the barrier of wave %d twice: two workers run segment %d/%d", req.Worker, req.Wave, req.Worker, s.Workers)})
-		return
+		return nil, http.StatusConflict, fmt.Sprintf("worker %d reached the barrier of wave %d twice: two workers run segment %d/%d", req.Worker, req.Wave, req.Worker, s.Workers)
 	}
-	if req.StartAt != "" {
-		at, err := time.Parse(time.RFC3339Nano, req.StartAt)
-		if err != nil {
-			s.mu.Unlock()
-			reply(w, http.StatusBadRequest, errorReply{fmt.Sprintf("worker %d: start_at %q: %v", req.Worker, req.StartAt, err)})
-			return
-		}
-		if req.Wave == 0 && at.After(b.startAt) {
-			b.startAt = at
-		}
+	s.digest = req.Digest
+	if req.Wave == 0 && startAt.After(b.startAt) {
+		b.startAt = startAt
 	}
 	b.arrived[req.Worker] = arrived
 	if l, ok := s.latest[req.Worker]; !ok || req.Wave > l {
@@ -194,30 +252,41 @@ func (s *Server) serveBarrier(w http.ResponseWriter, r *http.Request) {
 		s.wakeLocked()
 	}
 	if len(b.arrived) == s.Workers {
-		last := time.Time{}
-		for _, t := range b.arrived {
-			if t.After(last) {
-				last = t
-			}
-		}
-		b.release = last.Add(s.Margin)
-		if req.Wave == 0 && b.release.Before(s.StartAt) {
-			b.release = s.StartAt
-		}
-		if b.release.Before(b.startAt) {
-			b.release = b.startAt
-		}
-		close(b.ready)
+		s.releaseLocked(b, req.Wave)
 	}
-	s.mu.Unlock()
+	return b, 0, ""
+}
 
-	timeout := s.Timeout
-	if timeout <= 0 {
-		timeout = 10 * time.Minute
+// releaseLocked sets barrier b's release: the last arrival plus Margin,
+// the first wave not before StartAt or a worker's start_at.
+func (s *Server) releaseLocked(b *barrier, wave int) {
+	last := time.Time{}
+	for _, t := range b.arrived {
+		if t.After(last) {
+			last = t
+		}
 	}
-	code, v := s.wait(r, b, req.Wave, timeout)
-	if code != 0 {
-		reply(w, code, v)
+	b.release = last.Add(s.Margin)
+	if wave == 0 && b.release.Before(s.StartAt) {
+		b.release = s.StartAt
+	}
+	if b.release.Before(b.startAt) {
+		b.release = b.startAt
+	}
+	close(b.ready)
+}
+
+// withdraw takes back worker i's arrival at barrier b when its request
+// ended (its connection closed: the worker died or gave up) before the
+// release: a wave is released only to workers that are still waiting,
+// and the worker's restart may arrive again.
+func (s *Server) withdraw(b *barrier, i int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-b.ready:
+	default:
+		delete(b.arrived, i)
 	}
 }
 
@@ -246,19 +315,22 @@ func (s *Server) wait(r *http.Request, b *barrier, wave int, timeout time.Durati
 		case <-r.Context().Done():
 			return 0, nil
 		case <-t.C:
-			s.mu.Lock()
-			var missing []string
-			for i := range s.Workers {
-				if _, ok := b.arrived[i]; !ok {
-					missing = append(missing, strconv.Itoa(i))
-				}
-			}
-			n := len(b.arrived)
-			s.mu.Unlock()
-			return http.StatusGatewayTimeout, errorReply{fmt.Sprintf("wave %d: %d of %d workers reached its barrier within %v (missing: %s): a worker died or is stuck",
-				wave, n, s.Workers, timeout, strings.Join(missing, ", "))}
+			return http.StatusGatewayTimeout, s.timedOut(b, wave, timeout)
 		}
 	}
+}
+
+func (s *Server) timedOut(b *barrier, wave int, timeout time.Duration) errorReply {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var missing []string
+	for i := range s.Workers {
+		if _, ok := b.arrived[i]; !ok {
+			missing = append(missing, strconv.Itoa(i))
+		}
+	}
+	return errorReply{fmt.Sprintf("wave %d: %d of %d workers reached its barrier within %v (missing: %s): a worker died or is stuck",
+		wave, len(b.arrived), s.Workers, timeout, strings.Join(missing, ", "))}
 }
 
 // absentLocked says why a worker barrier b of wave still waits for will
@@ -323,15 +395,36 @@ func (s *Server) Digest() string {
 	return s.digest
 }
 
-func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+// maxBody is the largest request body the coordinator reads.
+const maxBody = 1 << 16
+
+// decode reads a POST's JSON body, whole (so a hang-up is seen as the
+// request's end) and within BodyTimeout, strictly into v.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	if r.Method != http.MethodPost {
 		reply(w, http.StatusMethodNotAllowed, errorReply{"POST only"})
 		return false
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(orDefault(s.BodyTimeout, DefaultBodyTimeout)))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		// The deadline stays: the server's drain of the rest of the body
+		// ends at once, and the connection is closed.
+		w.Header().Set("Connection", "close")
+		reply(w, http.StatusBadRequest, errorReply{"bad request: body: " + err.Error()})
+		return false
+	}
+	// The wait at a barrier that follows has no read deadline.
+	_ = rc.SetReadDeadline(time.Time{})
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		reply(w, http.StatusBadRequest, errorReply{"bad request: " + err.Error()})
+		return false
+	}
+	if dec.More() {
+		reply(w, http.StatusBadRequest, errorReply{"bad request: more than one JSON value"})
 		return false
 	}
 	return true

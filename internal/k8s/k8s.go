@@ -2,7 +2,8 @@
 // segments at scale: an Indexed Job of N workers, each running its share
 // of the plan (rehearse run or bench with --segment auto/N, the index from
 // the Job's completion index), a coordinator that the workers measure
-// their clock offset against, and the collection that merges the N
+// their clock offset against (every request carrying a shared token read
+// from a Secret the user creates), and the collection that merges the N
 // segment bundles into one and verifies it. The objects are the official
 // k8s.io/api types, written as multi-document YAML in a fixed order.
 //
@@ -21,6 +22,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/rehearse/rehearse/internal/coordinate"
 )
 
 // Paths and names inside the pods.
@@ -83,6 +86,10 @@ type Spec struct {
 	// under a key of the same name; the manifests only reference it.
 	APIKeySecret string
 	APIKeyEnvs   []string
+	// TokenSecret is the Secret that holds the coordinator's shared token
+	// under the key coordinate.TokenEnv ("": NAME-coordinator-token); the
+	// coordinator and every worker read it by reference, never by value.
+	TokenSecret string
 }
 
 // File is a rehearsal file's name (a ConfigMap key) and content.
@@ -96,6 +103,24 @@ func (s Spec) ServiceName() string   { return s.Name + "-coordinator" }
 func (s Spec) WorkersName() string   { return s.Name + "-workers" }
 func (s Spec) CollectName() string   { return s.Name + "-collect" }
 func (s Spec) ConfigMapName() string { return s.Name + "-rehearsal" }
+
+// TokenSecretName is the Secret holding the coordinator's token.
+func (s Spec) TokenSecretName() string {
+	if s.TokenSecret != "" {
+		return s.TokenSecret
+	}
+	return s.Name + "-coordinator-token"
+}
+
+// tokenEnv reads the coordinator's token from TokenSecretName.
+func (s Spec) tokenEnv() corev1.EnvVar {
+	return corev1.EnvVar{Name: coordinate.TokenEnv, ValueFrom: &corev1.EnvVarSource{
+		SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: s.TokenSecretName()},
+			Key:                  coordinate.TokenEnv,
+		},
+	}}
+}
 
 // ClaimName is the results claim: Spec.PVC, or the one Manifests creates.
 func (s Spec) ClaimName() string {
@@ -217,8 +242,11 @@ func (s Spec) service() *corev1.Service {
 		ObjectMeta: s.meta(s.ServiceName(), "coordinator"),
 		Spec: corev1.ServiceSpec{
 			Selector: s.labels("coordinator"),
+			// A numeric targetPort: Kubernetes resolves a named one only
+			// from containers and sidecar (restartPolicy Always) init
+			// containers, and the coordinator is an ordinary init container.
 			Ports: []corev1.ServicePort{{
-				Name: "coordinate", Port: int32(s.port()), TargetPort: intstr.FromString("coordinate"),
+				Name: "coordinate", Port: int32(s.port()), TargetPort: intstr.FromInt32(int32(s.port())),
 			}},
 			// The coordinator runs as an init container: its pod is not
 			// ready while it serves, so its address is published anyway.
@@ -231,12 +259,13 @@ func (s Spec) service() *corev1.Service {
 // coordinator (it exits once all N workers are done), then merge, then
 // verify. Init containers give the order without a shell in the image.
 func (s Spec) collectJob() *batchv1.Job {
-	coordinate := s.container("coordinate", []string{"coordinate", "--workers", strconv.Itoa(s.Workers), "--listen", "0.0.0.0:" + strconv.Itoa(s.port())})
-	coordinate.Ports = []corev1.ContainerPort{{Name: "coordinate", ContainerPort: int32(s.port())}}
+	coord := s.container("coordinate", []string{"coordinate", "--workers", strconv.Itoa(s.Workers), "--listen", "0.0.0.0:" + strconv.Itoa(s.port())})
+	coord.Ports = []corev1.ContainerPort{{Name: "coordinate", ContainerPort: int32(s.port())}}
+	coord.Env = []corev1.EnvVar{s.tokenEnv()}
 	merge := s.container("merge", append(append([]string{"merge"}, s.WorkerDirs()...), "-o", MergedDir))
 	verify := s.container("verify", []string{"verify", MergedDir})
 	pod := s.podSpec()
-	pod.InitContainers = []corev1.Container{coordinate, merge}
+	pod.InitContainers = []corev1.Container{coord, merge}
 	pod.Containers = []corev1.Container{verify}
 	return s.job(s.CollectName(), "coordinator", pod, nil)
 }
@@ -262,6 +291,7 @@ func (s Spec) workersJob() *batchv1.Job {
 			FieldPath: "metadata.annotations['" + IndexAnnotation + "']",
 		}},
 	}}, c.Env...)
+	c.Env = append(c.Env, s.tokenEnv())
 	for _, env := range s.APIKeyEnvs {
 		c.Env = append(c.Env, corev1.EnvVar{Name: env, ValueFrom: &corev1.EnvVarSource{
 			SecretKeyRef: &corev1.SecretKeySelector{

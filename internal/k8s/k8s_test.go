@@ -174,8 +174,11 @@ func TestSegmentWiring(t *testing.T) {
 	if !slices.Equal(coord.Args, []string{"coordinate", "--workers", "3", "--listen", "0.0.0.0:7171"}) {
 		t.Errorf("coordinator args %v", coord.Args)
 	}
-	if len(coord.Ports) != 1 || coord.Ports[0].ContainerPort != svc.Spec.Ports[0].Port || coord.Ports[0].Name != svc.Spec.Ports[0].TargetPort.StrVal {
+	if len(coord.Ports) != 1 || coord.Ports[0].ContainerPort != svc.Spec.Ports[0].Port {
 		t.Errorf("coordinator ports %+v do not match the Service's %+v", coord.Ports, svc.Spec.Ports)
+	}
+	if got, err := findPort(&cp, &svc.Spec.Ports[0]); err != nil || got != int(coord.Ports[0].ContainerPort) {
+		t.Errorf("the Service's targetPort %s resolves to %d (%v) in the collect pod, want the coordinator's %d", svc.Spec.Ports[0].TargetPort.String(), got, err, coord.Ports[0].ContainerPort)
 	}
 
 	// merge lists each worker's folder once, then verify checks the merged one.
@@ -298,6 +301,7 @@ func TestValidate(t *testing.T) {
 		{func(s *Spec) { s.PVC = "Bad" }, `pvc "Bad"`},
 		{func(s *Spec) { s.Port = 70000 }, "port 70000"},
 		{func(s *Spec) { s.APIKeySecret = "" }, "api key secret: empty"},
+		{func(s *Spec) { s.TokenSecret = "Bad_Secret" }, `coordinator token secret "Bad_Secret"`},
 		{func(s *Spec) { s.File.Name = "my file.yaml" }, `rehearsal file name "my file.yaml"`},
 		{func(s *Spec) { s.StartAt = "tomorrow" }, `start-at "tomorrow"`},
 		{func(s *Spec) { s.File.Content = strings.Repeat("#", 1<<20) }, "over the 1000000 a ConfigMap holds"},

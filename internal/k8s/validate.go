@@ -39,6 +39,7 @@ func (s Spec) Validate() error {
 		{"pvc", s.PVC, validation.IsDNS1123Subdomain},
 		{"service account", s.ServiceAccount, validation.IsDNS1123Subdomain},
 		{"api key secret", s.APIKeySecret, validation.IsDNS1123Subdomain},
+		{"coordinator token secret", s.TokenSecret, validation.IsDNS1123Subdomain},
 	}
 	for _, n := range names {
 		if n.v == "" {
