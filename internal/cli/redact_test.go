@@ -181,3 +181,55 @@ func TestEchoedAPIKeyIsNeverWritten(t *testing.T) {
 		t.Errorf("the API key is in the output:\n%s", all.String())
 	}
 }
+
+// TestSecretsInAShellLaunchAreNeverWritten: a server launched through a
+// shell string carries its secrets inside one argv item — a variable's
+// assignment and flags as --api-key X, --hf-token=X and --admin-key "X" —
+// and prints them into its log; none reaches any file of the bundle
+// (results.json's launch_argv, README.md, report.html, the server log)
+// nor the output, and the launch shown keeps its shape.
+func TestSecretsInAShellLaunchAreNeverWritten(t *testing.T) {
+	t.Setenv(rehearseMainEnv, "1") // {rehearse} sim runs this binary as rehearse
+	secrets := []string{"tok-inside-1", "sk-inside-2", "hf_inside-3", "sk-quoted-4"}
+	script := `export FOO_TOKEN=tok-inside-1; serve() { echo "serving: $*"; env | grep FOO_TOKEN; ` +
+		`exec "$0" sim --engine batching --port "$PORT" --time-scale 20 --model "$MODEL" --quiet; }; ` +
+		`PORT=$1; MODEL=$2; serve --api-key sk-inside-2 --hf-token=hf_inside-3 --admin-key "sk-quoted-4"`
+	file := filepath.Join(t.TempDir(), "r.yaml")
+	yaml := "model: {id: test-model}\nservers:\n  - name: shell\n    launch: [sh, -c, '" + script + "', '{rehearse}', '{port}', '{model}']\n" +
+		"    ready: {timeout: 20s}\n    stop_grace: 3s\nworkload: {concurrencies: [1], repeats: 1, max_tokens: 4}\nmechanism_check: ~\ntokenizer: {variant: usage}\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	code, out, errs := runMain(context.Background(), "run", "-f", file, "-o", dir)
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, s := range secrets {
+		if hits := filesContaining(t, dir, s); len(hits) > 0 {
+			t.Errorf("%q is in %v", s, hits)
+		}
+		if strings.Contains(out+errs, s) {
+			t.Errorf("%q is in the output:\n%s\n%s", s, out, errs)
+		}
+	}
+	res, err := bundle.ReadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := res.Servers[0].LaunchArgv[2]
+	for _, want := range []string{"export FOO_TOKEN=[redacted];", "--api-key [redacted] --hf-token=[redacted] --admin-key \"[redacted]\""} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("launch_argv %q lacks %q", shown, want)
+		}
+	}
+	log, err := os.ReadFile(filepath.Join(dir, res.Servers[0].Log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"serving: --api-key [redacted] --hf-token=[redacted] --admin-key [redacted]", "FOO_TOKEN=[redacted]"} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("the server log lacks %q:\n%s", want, log)
+		}
+	}
+}
