@@ -177,6 +177,17 @@ func TestEchoedAPIKeyIsNeverWritten(t *testing.T) {
 			t.Errorf("the API key is in %v", hits)
 		}
 	}
+	// A server that refuses even the model list, echoing the key: bench
+	// fails, and its error quotes the body without the key.
+	refusing := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		rw.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(rw, `{"error":{"message":"Incorrect API key provided: %s"}}`, r.Header.Get("Authorization"))
+	}))
+	defer refusing.Close()
+	if out := run(1, "bench", "--base-url", refusing.URL, "--api-key-env", "REHEARSE_ECHO_KEY", "--tokenizer", "usage",
+		"-o", filepath.Join(t.TempDir(), "refused")); !strings.Contains(out, "Incorrect API key provided: Bearer [redacted]") {
+		t.Errorf("the refusal is not shown, redacted:\n%s", out)
+	}
 	if strings.Contains(all.String(), key) {
 		t.Errorf("the API key is in the output:\n%s", all.String())
 	}
