@@ -260,7 +260,8 @@ func checkRecord(i int, rec *contract.Record, c recordContext) []Problem {
 			bad("output_tokens", "%d, usage_completion_tokens %d (provenance.output_tokens_source is usage)", rec.OutputTokens, *u)
 		}
 	case SourceTokenizer, "":
-		if msg := tokensForText(rec); msg != "" {
+		// A redacted record was counted before its secret was replaced.
+		if msg := tokensForText(rec); msg != "" && !rec.Redacted {
 			bad("output_tokens", "%s", msg)
 		}
 	}
@@ -381,7 +382,7 @@ func checkTimes(rec *contract.Record, bad func(field, format string, args ...any
 		bad("text", "empty, but chunk_times_s has %d content chunks", len(chunks))
 	case len(chunks) == 0 && rec.Text != "":
 		bad("chunk_times_s", "empty, but text has %d bytes", len(rec.Text))
-	case len(chunks) > len(rec.Text):
+	case len(chunks) > len(rec.Text) && !rec.Redacted:
 		bad("chunk_times_s", "%d content chunks for %d bytes of text (a content chunk carries at least one byte)", len(chunks), len(rec.Text))
 	}
 	if ft := rec.FirstTokenS; ft != nil && valid("first_token_s", *ft) {
@@ -431,7 +432,7 @@ func checkReasoning(rec *contract.Record, source string, bad func(field, format 
 	case n == nil:
 	case text == "":
 		bad("reasoning_tokens", "%d, but reasoning_text is empty (null when no reasoning arrived)", *n)
-	case *n > len(text):
+	case *n > len(text) && !rec.Redacted:
 		bad("reasoning_tokens", "%d for %d bytes of reasoning_text (a token is at least one byte)", *n, len(text))
 	case *n == 0:
 		bad("reasoning_tokens", "0 for %d bytes of reasoning_text", len(text))

@@ -120,7 +120,8 @@ func continuesWarmup(waves map[int]contract.Wave, rec *contract.Record) bool {
 // sessionInputBytes is the bytes of the message contents record i sent:
 // its own prompt's and, through prev, those of every turn before it in its
 // session run, with their replies' text; false when the history is broken
-// (a later turn whose turn before was not found).
+// (a later turn whose turn before was not found) or no longer what was sent
+// (a reply before it redacted).
 func sessionInputBytes(r *Results, prev map[int]int, i int, promptBytes func(int) int) (int, bool) {
 	n := 0
 	for {
@@ -130,7 +131,8 @@ func sessionInputBytes(r *Results, prev map[int]int, i int, promptBytes func(int
 			return n, true
 		}
 		j, ok := prev[i]
-		if !ok {
+		if !ok || r.Records[j].Redacted {
+			// A redacted reply is shorter than the history that was sent.
 			return 0, false
 		}
 		n += len(r.Records[j].Text)

@@ -75,7 +75,7 @@ func (d *Dir) verifyStreamingState(ctx context.Context, o Options, rep *Report) 
 	}
 	if sv.counter != nil && sv.n > 0 {
 		rep.Problems = append(rep.Problems, sv.countProbs...)
-		note = recountNote(sv.n, sv.reasoning, res.Provenance.Tokenizer.SHA256)
+		note = recountNote(sv.n, sv.reasoning, sv.redacted, res.Provenance.Tokenizer.SHA256)
 		if sv.inputs > 0 {
 			rep.Problems = append(rep.Problems, sv.inputProbs...)
 			note += fmt.Sprintf("; input_tokens of %d records from their prompts", sv.inputs)
@@ -188,6 +188,7 @@ type streamVerify struct {
 	memo                   *syncMemo
 	prompts                map[int]int
 	reasoning, inputs      int
+	redacted               int
 	countProbs, inputProbs []Problem
 }
 
@@ -240,7 +241,10 @@ func (sv *streamVerify) record(i int, rec *contract.Record, x *recordWork) {
 	if sv.memo == nil {
 		return
 	}
-	if rec.ReasoningTokens != nil {
+	switch {
+	case rec.Redacted:
+		sv.redacted++
+	case rec.ReasoningTokens != nil:
 		sv.reasoning++
 	}
 	for _, m := range x.found {

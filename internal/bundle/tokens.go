@@ -22,17 +22,19 @@ func recountTokens(res *Results, o Options) ([]Problem, string) {
 	bad := recount(res, c)
 	waves := wavesByID(res.Waves)
 	probs := make([]Problem, 0, len(bad))
-	reasoning := 0
+	reasoning, redacted := 0, 0
 	for _, m := range bad {
 		rec := &res.Records[m.index]
 		probs = append(probs, miscountProblem(m, rec, waves))
 	}
 	for i := range res.Records {
-		if res.Records[i].ReasoningTokens != nil {
+		if res.Records[i].Redacted {
+			redacted++
+		} else if res.Records[i].ReasoningTokens != nil {
 			reasoning++
 		}
 	}
-	note = recountNote(len(res.Records), reasoning, sha)
+	note = recountNote(len(res.Records), reasoning, redacted, sha)
 	inputs, n := recountInputs(res, c, waves)
 	if n > 0 {
 		probs = append(probs, inputs...)
@@ -69,11 +71,16 @@ func recountCounter(res *Results, o Options, records int) (Counter, string) {
 	return c, ""
 }
 
-// recountNote says what was re-counted.
-func recountNote(records, reasoning int, sha string) string {
-	note := fmt.Sprintf("output_tokens of %d records re-counted from their text with the tokenizer of sha256 %s", records, sha)
+// recountNote says what was re-counted: the records but the redacted ones
+// (of records in all), whose tokens were counted before a secret in their
+// text was replaced.
+func recountNote(records, reasoning, redacted int, sha string) string {
+	note := fmt.Sprintf("output_tokens of %d records re-counted from their text with the tokenizer of sha256 %s", records-redacted, sha)
 	if reasoning > 0 {
 		note += fmt.Sprintf("; reasoning_tokens of %d records from their reasoning_text", reasoning)
+	}
+	if redacted > 0 {
+		note += fmt.Sprintf("; %d redacted records not re-counted (their tokens were counted before a secret was scrubbed from their text)", redacted)
 	}
 	return note
 }
@@ -155,8 +162,10 @@ func recountInputs(res *Results, c Counter, waves map[int]contract.Wave) ([]Prob
 					break
 				}
 				k, found := prev[j]
-				if !found {
-					ok = false // checkRecords reports the broken session
+				if !found || res.Records[k].Redacted {
+					// checkRecords reports a broken session; a redacted
+					// reply is no longer the history that was sent.
+					ok = false
 					break
 				}
 				want += c.Count(res.Records[k].Text)
@@ -229,6 +238,9 @@ func recount(res *Results, c Counter) []miscount {
 
 // recountOne appends rec's miscounts (rec is the i-th record) to found.
 func recountOne(i int, rec *contract.Record, c Counter, found []miscount) []miscount {
+	if rec.Redacted {
+		return found // counted before its secret was scrubbed
+	}
 	if r := rec.ReasoningTokens; r != nil && *r >= 0 && *r <= maxCount && rec.ReasoningText != "" {
 		if n := c.Count(rec.ReasoningText); n != *r {
 			found = append(found, miscount{i, n, true})

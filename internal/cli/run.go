@@ -60,7 +60,8 @@ keeper (a "rehearse-keeper" process): should rehearse itself be killed, even
 by SIGKILL, the keeper kills the server and everything it started, and
 "rehearse report DIR" rebuilds results.json from the journal. Secrets the
 rehearsal file names (secret-named variables, api_key_env, --api-key-style
-flags) are scrubbed from the stored server logs.
+flags, inside a "sh -c" string too) are scrubbed from the stored server logs,
+and from what a server sends back (a record so scrubbed is marked redacted).
 Exit status 1 when a server failed or the bundle does not verify, 2 for a bad
 rehearsal file (every problem is listed with its field path).`,
 		Example: `  rehearse run -f examples/simulated.yaml -o /tmp/sim

@@ -646,34 +646,13 @@ func RedactEnv(env map[string]string, apiKeyEnv string) map[string]string {
 	return out
 }
 
-// RedactArgv replaces the value following a secret-named flag
-// (--api-key X, --hf-token=X) with "[redacted]".
+// RedactArgv replaces the value of a secret-named flag (--api-key X,
+// --hf-token=X) or variable (HF_TOKEN=X), as its own item or inside a
+// shell string (sh -c "… --api-key 'X'"), with "[redacted]".
 func RedactArgv(argv []string) []string {
 	out := append([]string(nil), argv...)
-	forSecretArgs(out, func(i int, prefix, _ string) { out[i] = prefix + Redacted })
+	redactSpans(out, secretSpans(argv))
 	return out
-}
-
-// forSecretArgs calls f for each argument of argv that carries a secret:
-// the element, the part of it before the value ("--hf-token=" or ""), and
-// the value.
-func forSecretArgs(argv []string, f func(i int, prefix, value string)) {
-	for i := 0; i < len(argv); i++ {
-		a := argv[i]
-		if !strings.HasPrefix(a, "-") {
-			continue
-		}
-		name, value, hasValue := strings.Cut(a, "=")
-		if !IsSecretName(strings.TrimLeft(name, "-")) {
-			continue
-		}
-		if hasValue {
-			f(i, name+"=", value)
-		} else if i+1 < len(argv) && !strings.HasPrefix(argv[i+1], "-") {
-			f(i+1, "", argv[i+1])
-			i++
-		}
-	}
 }
 
 // SecretValues returns the values RedactEnv and RedactArgv hide, for
@@ -700,6 +679,9 @@ func SecretValues(env map[string]string, apiKeyEnv string, argv []string) []stri
 			add(env[k])
 		}
 	}
-	forSecretArgs(argv, func(_ int, _, v string) { add(v) })
+	for _, sp := range secretSpans(argv) {
+		add(sp.value)
+		add(argv[sp.item][sp.start:sp.end]) // as written, where quoting changed it
+	}
 	return out
 }

@@ -76,7 +76,7 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 		barrier = stream.NewBarrier(len(clients))
 		rel     = newRelease()
 	)
-	rel.load, rel.worker = spec.Load, spec.worker()
+	rel.load, rel.worker, rel.secrets = spec.Load, spec.worker(), t.Secrets
 	armed.Add(len(clients))
 	ended.Add(len(clients))
 	// The sends' context: canceled, without the wave's, when the workers

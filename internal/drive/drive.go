@@ -9,6 +9,7 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/secret"
 	"github.com/rehearse/rehearse/internal/stream"
 	"github.com/rehearse/rehearse/internal/workload"
 )
@@ -21,6 +22,9 @@ type Target struct {
 	APIKey       string
 	IncludeUsage bool
 	ExtraBody    map[string]any
+	// Secrets are scrubbed from every record's text, reasoning, tool calls
+	// and error after its tokens are counted (nil: none to scrub).
+	Secrets *secret.Set
 	// FollowRedirects follows a 3xx answer; without it the 3xx is the
 	// request's outcome (http_status), so no other host is credited.
 	FollowRedirects bool
@@ -327,6 +331,8 @@ type release struct {
 	load Load
 	// worker is the worker index records carry (nil: the whole plan).
 	worker *int
+	// secrets are scrubbed from each record (the target's).
+	secrets *secret.Set
 	// dropped is set when the wave was never released (its workers did
 	// not agree): requests that waited on done record nothing.
 	dropped bool
@@ -339,6 +345,24 @@ func (r *release) stamp(rec *contract.Record) {
 		w := *r.worker
 		rec.Worker = &w
 	}
+}
+
+// scrub replaces the secrets in what the server sent back (text,
+// reasoning, tool calls, error), its tokens counted already, and marks the
+// record redacted where it found one. With no secrets it does nothing.
+func (r *release) scrub(rec *contract.Record) {
+	if r.secrets == nil {
+		return
+	}
+	changed := false
+	for _, s := range []*string{&rec.Text, &rec.ReasoningText, &rec.ToolCallText, &rec.Error} {
+		if *s != "" {
+			var c bool
+			*s, c = r.secrets.Scrub(*s)
+			changed = changed || c
+		}
+	}
+	rec.Redacted = rec.Redacted || changed
 }
 
 func newRelease() *release { return &release{done: make(chan struct{})} }
@@ -366,6 +390,7 @@ func (d *Driver) settle(rel *release, records []contract.Record, slot, i, prompt
 		return
 	}
 	r := d.record(rel.wave, rel.at, i, prompt, intended, res)
+	rel.scrub(&r)
 	rel.stamp(&r)
 	r.Replica = replicaTag(replica)
 	records[slot] = r

@@ -140,7 +140,7 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 	// The requests see the wave as released; the dispatcher goes on
 	// counting in w.
 	rel := newRelease()
-	rel.load, rel.worker = spec.Load, spec.worker()
+	rel.load, rel.worker, rel.secrets = spec.Load, spec.worker(), t.Secrets
 	rel.publish(w, release)
 
 	sent := 0

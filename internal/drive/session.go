@@ -218,6 +218,7 @@ func (sr *sessionRunner) settle(rel *release, client, prompt int, intended time.
 		return contract.Record{}
 	}
 	r := sr.d.record(rel.wave, rel.at, client, prompt, intended, res)
+	rel.scrub(&r)
 	rel.stamp(&r)
 	tag.apply(&r)
 	sr.mu.Lock()

@@ -140,6 +140,7 @@ func (d *Driver) releasePart(p *sustainedPart, at time.Time) {
 func (d *Driver) settlePart(p *sustainedPart, i, client, prompt int, res stream.Result, tag turnTag) contract.Record {
 	<-p.rel.done
 	r := d.record(p.rel.wave, p.rel.at, client, prompt, 0, res)
+	p.rel.scrub(&r)
 	p.rel.stamp(&r)
 	tag.apply(&r)
 	p.mu.Lock()
@@ -277,7 +278,7 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 		ww := base
 		ww.ID, ww.Kind = d.NextWaveID(), contract.KindWarmup
 		warm = &sustainedPart{wave: ww, rel: newRelease(), total: owned(0, warmN), quiet: true}
-		warm.rel.load, warm.rel.worker = spec.Load, spec.worker()
+		warm.rel.load, warm.rel.worker, warm.rel.secrets = spec.Load, spec.worker(), t.Secrets
 	}
 	mw := base
 	mw.ID, mw.Kind, mw.Cold, mw.Probe = d.NextWaveID(), spec.Kind, spec.Cold, spec.Probe
@@ -286,7 +287,7 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 		total = -1
 	}
 	meas := &sustainedPart{wave: mw, rel: newRelease(), total: total, until: spec.Until, every: max(1, spec.UntilEvery)}
-	meas.rel.load, meas.rel.worker = spec.Load, spec.worker()
+	meas.rel.load, meas.rel.worker, meas.rel.secrets = spec.Load, spec.worker(), t.Secrets
 
 	var (
 		mu         sync.Mutex

@@ -168,7 +168,7 @@ func (r *runner) launchFailed(i int, f *fleet, err error) {
 	}
 	r.setServer(i, func(b *bundle.Server) {
 		if b.Exit == "" {
-			b.Exit = "not launched: " + err.Error()
+			b.Exit = "not launched: " + r.shown(err.Error())
 		}
 	})
 	r.note("server %s could not be launched: %v", s.Name, err)

@@ -2,12 +2,14 @@ package rehearsal
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/url"
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/provenance"
+	"github.com/rehearse/rehearse/internal/secret"
 	"github.com/rehearse/rehearse/internal/stream"
 )
 
@@ -49,11 +51,19 @@ func ServedModel(ctx context.Context, baseURL, apiKey string) (string, error) {
 
 // FirstModel is the first model the server at baseURL lists on GET
 // /v1/models, with the max_model_len it reports there (vLLM does; 0 when
-// the server reports none).
+// the server reports none). Its error may quote the server's answer: the
+// API key and the URL's password are scrubbed from it.
 func FirstModel(ctx context.Context, baseURL, apiKey string) (stream.Model, error) {
 	c := stream.NewClient(nil)
 	defer c.Close()
-	return c.FirstModel(ctx, baseURL, apiKey)
+	m, err := c.FirstModel(ctx, baseURL, apiKey)
+	if err != nil {
+		if msg, changed := secret.New(apiKey, urlSecret(baseURL)).Scrub(err.Error()); changed {
+			// Not wrapped: the error's own text holds the secret.
+			err = errors.New(msg)
+		}
+	}
+	return m, err
 }
 
 func isLoopback(base string) bool {

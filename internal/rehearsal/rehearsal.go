@@ -16,6 +16,7 @@ import (
 	"github.com/rehearse/rehearse/internal/drive"
 	"github.com/rehearse/rehearse/internal/plan"
 	"github.com/rehearse/rehearse/internal/promscrape"
+	"github.com/rehearse/rehearse/internal/secret"
 	"github.com/rehearse/rehearse/internal/supervise"
 	"github.com/rehearse/rehearse/internal/workload"
 )
@@ -127,7 +128,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if driver == nil {
 		driver = newDriveDriver(journal, o.Counter, plan.Workload(cfg, o.Prompts), o.WaveEvents)
 	}
-	r := &runner{o: o, cfg: cfg, journal: journal, driver: driver, out: &Outcome{Dir: o.Dir}, predicted: predicted}
+	r := &runner{o: o, cfg: cfg, journal: journal, driver: driver, out: &Outcome{Dir: o.Dir}, predicted: predicted, secrets: rehearsalSecrets(cfg)}
 	r.res = header(o, driver, time.Now())
 	if seg := cfg.Segment; !seg.Whole() {
 		w := bundle.Worker{}
@@ -214,22 +215,31 @@ type runner struct {
 	// predicted are the capacity brackets predicted per server.
 	predicted map[string]Predicted
 
+	// secrets are scrubbed from records, notes, failures and progress.
+	secrets *secret.Set
+
 	mu  sync.Mutex
 	res *bundle.Results
+}
+
+// shown is text as the bundle and the terminal may show it: no URL's
+// password, no secret.
+func (r *runner) shown(text string) string {
+	return r.secrets.Text(config.RedactURL(text))
 }
 
 // progress reports a step; like notes and failures, its text may name a
 // server's URL, whose password it never shows.
 func (r *runner) progress(server, step, format string, a ...any) {
 	if r.o.Progress != nil {
-		r.o.Progress(Event{Server: server, Step: step, Text: config.RedactURL(fmt.Sprintf(format, a...))})
+		r.o.Progress(Event{Server: server, Step: step, Text: r.shown(fmt.Sprintf(format, a...))})
 	}
 }
 
 // note adds a line to the bundle's notes and journals the header again.
 func (r *runner) note(format string, a ...any) {
 	r.mu.Lock()
-	r.res.Notes = append(r.res.Notes, config.RedactURL(fmt.Sprintf(format, a...)))
+	r.res.Notes = append(r.res.Notes, r.shown(fmt.Sprintf(format, a...)))
 	r.mu.Unlock()
 	r.writeHeader()
 }
@@ -251,7 +261,7 @@ func (r *runner) setServer(i int, f func(*bundle.Server)) {
 func (r *runner) fail(i int, why string) {
 	name := r.cfg.Servers[i].Name
 	// Errors from supervise already begin with the server's name.
-	why = config.RedactURL(strings.TrimPrefix(why, name+": "))
+	why = r.shown(strings.TrimPrefix(why, name+": "))
 	r.out.Failed = append(r.out.Failed, name+": "+why)
 	r.progress(name, "fail", "%s", why)
 }
@@ -311,7 +321,8 @@ func (r *runner) server(ctx context.Context, i int) bool {
 	// The body's extra fields are the recorded workload's: extra_body and
 	// what the prompt source adds (ignore_eos), so body and bundle agree.
 	target := Target{Name: s.Name, BaseURL: baseURL, Endpoint: r.cfg.Workload.Endpoint, Model: s.Model, APIKey: apiKey,
-		IncludeUsage: *r.cfg.Workload.IncludeUsage, ExtraBody: r.res.Workload.ExtraBody, FollowRedirects: s.FollowRedirects}
+		IncludeUsage: *r.cfg.Workload.IncludeUsage, ExtraBody: r.res.Workload.ExtraBody, FollowRedirects: s.FollowRedirects,
+		Secrets: r.secrets}
 	if s.Balanced() {
 		target.Replicas, target.Balance = fl.urls, s.Balance
 	}
@@ -331,22 +342,6 @@ func (r *runner) readyWhat(f *fleet) string {
 		return fmt.Sprintf("%d replicas (%s)", len(f.urls), strings.Join(f.urls, ", "))
 	}
 	return f.urls[0]
-}
-
-// serverSecrets are the values scrubbed from a launched server's log: its
-// environment's secrets (inherited ones too: a launcher may print them all),
-// its argv's, and the API key.
-func serverSecrets(s config.Server, argv []string, apiKey string) []string {
-	env := map[string]string{}
-	for _, kv := range os.Environ() {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
-	}
-	for k, v := range s.Env {
-		env[k] = v
-	}
-	return append(config.SecretValues(env, s.APIKeyEnv, argv), apiKey)
 }
 
 // died reports (once) a launched server one of whose processes exited

@@ -5,21 +5,21 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
-	"sort"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/secret"
 )
 
-// MinSecretLen is the shortest secret scrubbed from a server log: a shorter
-// value ("1", "abc") is everywhere in a log, and replacing it would garble
-// every line without hiding anything.
-const MinSecretLen = 4
+// MinSecretLen is the shortest secret scrubbed from a server log (see
+// secret.MinLen).
+const MinSecretLen = secret.MinLen
 
 // scrubber replaces every occurrence of its secrets in a byte stream with
-// config.Redacted, holding back a tail that could be the start of one until
+// config.Redacted (finding them with a secret.Matcher, as records' text is
+// scrubbed), holding back a tail that could be the start of one until
 // the next bytes say whether it is: a secret split across two writes is
 // still caught. One more pattern, the barrier, stands for a marker line:
 // rehearse writes it into the server's output pipe, so the line lands in
@@ -28,32 +28,15 @@ const MinSecretLen = 4
 // pieces with a barrier between them is still one secret; its marker line
 // then follows the redaction instead of splitting it.
 type scrubber struct {
-	patterns [][]byte // longest first
-	barrier  int      // index of the barrier in patterns
-	starts   [256]bool
-	held     []byte
+	m       *secret.Matcher // the secrets and the barrier
+	barrier []byte
+	held    []byte
 	// marks are the offsets in held where barriers were cut out.
 	marks []int
 }
 
 func newScrubber(secrets []string, barrier []byte) *scrubber {
-	s := &scrubber{}
-	seen := map[string]bool{}
-	for _, v := range secrets {
-		if len(v) >= MinSecretLen && !seen[v] {
-			seen[v] = true
-			s.patterns = append(s.patterns, []byte(v))
-		}
-	}
-	s.patterns = append(s.patterns, barrier)
-	sort.SliceStable(s.patterns, func(i, j int) bool { return len(s.patterns[i]) > len(s.patterns[j]) })
-	for i, p := range s.patterns {
-		if bytes.Equal(p, barrier) {
-			s.barrier = i
-		}
-		s.starts[p[0]] = true
-	}
-	return s
+	return &scrubber{m: secret.NewMatcher(append(secret.Values(secrets), string(barrier))), barrier: barrier}
 }
 
 // scrub appends to dst what of p (after the bytes held back before) can be
@@ -81,7 +64,7 @@ func (s *scrubber) flush(dst []byte, marker func() []byte) []byte {
 // cut removes every whole barrier from buf and returns what is left, with
 // the offsets (in what is left, ascending, after marks) where they were.
 func (s *scrubber) cut(buf []byte, marks []int) ([]byte, []int) {
-	barrier := s.patterns[s.barrier]
+	barrier := s.barrier
 	out := buf[:0:0]
 	for {
 		i := bytes.Index(buf, barrier)
@@ -123,18 +106,18 @@ func (s *scrubber) scan(dst, buf []byte, marks []int, marker func() []byte, fina
 	}
 	for i < len(buf) {
 		emit()
-		if !s.starts[buf[i]] {
+		if !s.m.Starts(buf[i]) {
 			i++
 			continue
 		}
-		k, n := s.matchAt(buf[i:])
-		if !final && (s.mayStartAt(buf[i:], n) || (i < open && open < len(buf) && s.mayStartAt(buf[i:open], n))) {
+		k, n := s.m.Match(buf[i:])
+		if !final && (s.m.MayStart(buf[i:], n) || (i < open && open < len(buf) && s.m.MayStart(buf[i:open], n))) {
 			break
 		}
-		if n == 0 && final && len(buf)-i >= MinSecretLen && s.mayStartAt(buf[i:], 0) {
+		if n == 0 && final && len(buf)-i >= MinSecretLen && s.m.MayStart(buf[i:], 0) {
 			k, n = -1, len(buf)-i
 		}
-		if n == 0 || k == s.barrier {
+		if n == 0 || (k >= 0 && s.m.Pattern(k) == string(s.barrier)) {
 			// A barrier here is the start of one a later read completes
 			// only at the end of the stream: it is the server's bytes.
 			i++
@@ -154,34 +137,13 @@ func (s *scrubber) scan(dst, buf []byte, marks []int, marker func() []byte, fina
 // barrierTail is the length of the longest end of buf that is the start,
 // not the whole, of the barrier.
 func (s *scrubber) barrierTail(buf []byte) int {
-	barrier := s.patterns[s.barrier]
+	barrier := s.barrier
 	for n := min(len(buf), len(barrier)-1); n > 0; n-- {
 		if bytes.HasPrefix(barrier, buf[len(buf)-n:]) {
 			return n
 		}
 	}
 	return 0
-}
-
-// matchAt returns the pattern b starts with (the longest) and its length.
-func (s *scrubber) matchAt(b []byte) (int, int) {
-	for k, p := range s.patterns {
-		if bytes.HasPrefix(b, p) {
-			return k, len(p)
-		}
-	}
-	return -1, 0
-}
-
-// mayStartAt reports whether b, the end of what arrived, is the beginning
-// of a pattern longer than n bytes.
-func (s *scrubber) mayStartAt(b []byte, n int) bool {
-	for _, p := range s.patterns {
-		if len(b) < len(p) && len(p) > n && bytes.HasPrefix(p, b) {
-			return true
-		}
-	}
-	return false
 }
 
 // serverLog is a server's log file and the pipe its output comes through:
