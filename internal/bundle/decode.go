@@ -193,7 +193,7 @@ func decodeVisitSums(in io.Reader, v *recordVisitor, wantSums bool) (*Results, e
 			r.recordSums = sums
 		}
 	}
-	return finishDecode(&r, keys)
+	return finishDecode(&r, keys, v != nil)
 }
 
 // decodeRecords decodes the records array at dec's position, appending to
@@ -642,15 +642,17 @@ func jsonNumber(b []byte) bool {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // finishDecode is what Decode does once the JSON is decoded: a wave's
-// absent id is its index, and the records are checked against SPEC §2.
-func finishDecode(r *Results, keys *storedKeys) (*Results, error) {
+// absent id is its index, and the records are checked against SPEC §2;
+// visited: the records went to a visitor, which checks them (and their
+// waves' plans) itself.
+func finishDecode(r *Results, keys *storedKeys, visited bool) (*Results, error) {
 	for i := range r.Waves {
 		if !keys.waves[i]["id"] {
 			r.Waves[i].ID = i
 		}
 	}
 	r.stored = keys
-	if probs := checkRecords(r); len(probs) > 0 {
+	if probs := checkRecordsOf(r, !visited); len(probs) > 0 {
 		return nil, &InvalidError{Results: r, Problems: probs}
 	}
 	return r, nil
