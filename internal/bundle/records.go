@@ -58,7 +58,7 @@ func checkRecords(r *Results) []Problem { return checkRecordsOf(r, true) }
 func checkRecordsOf(r *Results, plans bool) []Problem {
 	probs, waves := checkWaves(r)
 	c := recordContext{waves: waves, prompts: len(r.Workload.Prompts), source: r.Provenance.OutputTokensSource, workload: &r.Workload}
-	plan := newPlanCheck(r.Waves, &r.Workload)
+	plan := newPlanCheck(r.Waves, &r.Workload, r.Provenance.Worker)
 	for i := range r.Records {
 		probs = append(probs, checkRecord(i, &r.Records[i], c)...)
 		plan.add(i, &r.Records[i])

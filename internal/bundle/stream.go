@@ -150,8 +150,10 @@ func (sv *streamVerify) furtherPasses(ctx context.Context, res *Results, visit f
 	return true, nil
 }
 
-// visitResults streams results.json's records to v (decodeVisit).
+// visitResults streams results.json's records to v (decodeVisit),
+// stopping when ctx ends.
 func (d *Dir) visitResults(ctx context.Context, v *recordVisitor) (*Results, error) {
+	v.ctx = ctx
 	f, err := d.Open(ctx, ResultsFile, ResultsLimit)
 	if err != nil {
 		return nil, err
@@ -201,7 +203,7 @@ func (sv *streamVerify) begin(head *Results) bool {
 	sv.head = head
 	_, waves := checkWaves(head)
 	sv.ctx = recordContext{waves: waves, prompts: len(head.Workload.Prompts), source: head.Provenance.OutputTokensSource, workload: &head.Workload}
-	sv.plan = newPlanCheck(head.Waves, &head.Workload)
+	sv.plan = newPlanCheck(head.Waves, &head.Workload, head.Provenance.Worker)
 	sv.agg = contract.NewAggregator(head.Waves, head.ServerNames(), head.BaselineName())
 	sv.replicas = contract.NewReplicaCounter(head.Waves)
 	sv.servers = serversByName(head)

@@ -22,6 +22,8 @@ import (
 //     does (workload.sustained: num_requests, warmup_requests for its
 //     warm-up wave; not a capacity probe, which stops when resolved).
 //
+// A worker's segment of a split plan (provenance.worker) plans its share
+// of each wave: the units k with k mod count = index (plan.Share).
 // A wave that stopped early (its stopped field: interrupted, or cut where
 // the journal ends) may lack the records past its cut, but never holds a
 // request twice. Its memory is a bit per planned index, bounded by the
@@ -32,6 +34,9 @@ type planCheck struct {
 	// last is the wave of the record before (records of a wave mostly
 	// come together).
 	last *wavePlan
+	// segIndex of segCount is the bundle's segment of a split plan (0 of
+	// 1: the whole plan).
+	segIndex, segCount int
 	// words is the bitset words held; records the records seen.
 	words, records int
 	probs          []Problem
@@ -41,20 +46,26 @@ type planCheck struct {
 type wavePlan struct {
 	w     contract.Wave
 	index int // in results.json's waves
-	// n counts the wave's records; indexed those with a request index
-	// (every one but a session's later turns), distinct the distinct ones.
-	n, indexed, distinct int
-	max                  int // the largest request index, -1 for none
-	seen                 []uint64
-	far                  map[int]bool // indices at or past len(seen)·64
+	// n counts the wave's records, distinct its distinct units (clients
+	// of a closed wave, requests of an open one; renumbered, unit).
+	n, distinct int
+	max         int // the largest unit, -1 for none
+	seen        []uint64
+	far         map[int]bool // indices at or past len(seen)·64
 }
 
 // planBits is the bitset bits planCheck may hold beyond one per record
 // seen: enough for any wave whose records come in any order.
 const planBits = 1 << 20
 
-func newPlanCheck(waves []contract.Wave, wl *Workload) *planCheck {
-	p := &planCheck{waves: make(map[int]*wavePlan, len(waves)), wl: wl}
+// newPlanCheck checks the records of waves; worker, where not nil, is the
+// segment of a split plan the bundle holds (SPEC §10): its units are
+// those k with k mod count = index, renumbered k div count.
+func newPlanCheck(waves []contract.Wave, wl *Workload, worker *Worker) *planCheck {
+	p := &planCheck{waves: make(map[int]*wavePlan, len(waves)), wl: wl, segCount: 1}
+	if worker != nil && worker.Count > 1 && worker.Index >= 0 && worker.Index < worker.Count {
+		p.segIndex, p.segCount = worker.Index, worker.Count
+	}
 	for i, w := range waves {
 		if _, dup := p.waves[w.ID]; !dup {
 			p.waves[w.ID] = &wavePlan{w: w, index: i, max: -1}
@@ -62,6 +73,20 @@ func newPlanCheck(waves []contract.Wave, wl *Workload) *planCheck {
 	}
 	return p
 }
+
+// share is how many of units 0 … n−1 are the bundle's.
+func (p *planCheck) share(n int) int {
+	return max(0, (n-p.segIndex+p.segCount-1)/p.segCount)
+}
+
+// unit is the index k of the bundle's units renumbered (k itself for a
+// whole plan), false where k is another worker's.
+func (p *planCheck) unit(k int) (int, bool) {
+	return k / p.segCount, k%p.segCount == p.segIndex
+}
+
+// global is unit u of the bundle's units in the whole plan's numbering.
+func (p *planCheck) global(u int) int { return u*p.segCount + p.segIndex }
 
 // add takes the i-th record.
 func (p *planCheck) add(i int, rec *contract.Record) {
@@ -82,21 +107,19 @@ func (p *planCheck) add(i int, rec *contract.Record) {
 		p.probs = append(p.probs, Problem{File: ResultsFile, Server: rec.Server, Load: waveLabel(*w),
 			Field: fmt.Sprintf("records[%d].client", i), Msg: fmt.Sprintf(format, args...)})
 	}
-	switch w.Mode {
-	case contract.ModeSustained:
-		if rec.Client >= w.Concurrency {
-			bad("%d is not one of the wave's %d clients", rec.Client, w.Concurrency)
-		}
+	if w.Mode != contract.ModeOpen && rec.Client >= w.Concurrency {
+		bad("%d is not one of the wave's %d clients", rec.Client, w.Concurrency)
 		return
-	case contract.ModeOpen:
-	default:
-		if rec.Client >= w.Concurrency {
-			bad("%d is not one of the wave's %d clients", rec.Client, w.Concurrency)
-			return
-		}
 	}
-	wp.indexed++
-	if !p.mark(wp, rec.Client) {
+	u, mine := p.unit(rec.Client)
+	if !mine {
+		bad("%d is not worker %d's (of %d workers, its units are those k with k mod %d = %d)", rec.Client, p.segIndex, p.segCount, p.segCount, p.segIndex)
+		return
+	}
+	if w.Mode == contract.ModeSustained {
+		return // its clients send many requests each: the count is checked
+	}
+	if !p.mark(wp, u) {
 		if contract.IsClosed(w.Mode) {
 			bad("%d sent a second request in a closed wave (one per client)", rec.Client)
 		} else {
@@ -105,7 +128,7 @@ func (p *planCheck) add(i int, rec *contract.Record) {
 		return
 	}
 	wp.distinct++
-	wp.max = max(wp.max, rec.Client)
+	wp.max = max(wp.max, u)
 }
 
 // mark sets index k of wp and reports whether it was unset. An index
@@ -174,13 +197,13 @@ func (p *planCheck) missing(wp *wavePlan) string {
 		}
 	case contract.ModeOpen:
 		if wp.distinct != wp.max+1 {
-			return fmt.Sprintf("requests 0 to %d sent, but request %d has no record (%d missing) and the wave was not stopped",
-				wp.max, wp.firstUnset(), wp.max+1-wp.distinct)
+			return fmt.Sprintf("requests %d to %d sent, but request %d has no record (%d missing) and the wave was not stopped",
+				p.global(0), p.global(wp.max), p.global(wp.firstUnset()), wp.max+1-wp.distinct)
 		}
 	default:
-		if wp.distinct != w.Concurrency {
+		if want := p.share(w.Concurrency); wp.distinct != want {
 			return fmt.Sprintf("%d of its %d clients have a record (client %d has none) and the wave was not stopped",
-				wp.distinct, w.Concurrency, wp.firstUnset())
+				wp.distinct, want, p.global(wp.firstUnset()))
 		}
 	}
 	return ""
@@ -194,9 +217,9 @@ func (p *planCheck) sustainedCount(w *contract.Wave) int {
 		return 0
 	}
 	if w.Kind == contract.KindWarmup {
-		return s.WarmupRequests
+		return p.share(s.WarmupRequests)
 	}
-	return s.NumRequests
+	return p.share(s.WarmupRequests+s.NumRequests) - p.share(s.WarmupRequests)
 }
 
 // firstUnset is the smallest index wp has no record of.
