@@ -3,6 +3,7 @@ package bundle
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,7 +45,15 @@ type recordVisitor struct {
 	// timesOnly: record needs only kind, wave, ok and chunk_times_s;
 	// the other fields may be left zero.
 	timesOnly bool
+	// ctx, where not nil, stops the pass when it ends: it is looked at
+	// every stopEvery records, whatever the reader does (a file's read
+	// may hand over many records at once).
+	ctx context.Context
 }
+
+// stopEvery is how many records a pass over them takes between two looks
+// at its context.
+const stopEvery = 2048
 
 // recordWork is what visitor.work computed for a record.
 type recordWork struct {
@@ -281,6 +290,9 @@ func decodeRecords(dec *json.Decoder, in io.Reader, required map[string]uint, ou
 			*sums = append(*sums, it.sum)
 		}
 		if v != nil {
+			if v.ctx != nil && n%stopEvery == 0 && v.ctx.Err() != nil {
+				return Interrupted(v.ctx)
+			}
 			v.record(n, &it.rec, &it.work)
 			n++
 			return nil

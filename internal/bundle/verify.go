@@ -78,6 +78,39 @@ type Options struct {
 	Tokenizer func(Provenance) (Counter, error)
 }
 
+// until is o whose Counter stops counting once ctx ends: each count is
+// then 0 at once, so a re-count over every record ends within a text per
+// core, and verify returns the interruption without what it found.
+func (o Options) until(ctx context.Context) Options {
+	find := o.Tokenizer
+	if find == nil {
+		return o
+	}
+	o.Tokenizer = func(p Provenance) (Counter, error) {
+		c, err := find(p)
+		if c == nil || err != nil {
+			return c, err
+		}
+		return stoppingCounter{c, ctx.Done()}, nil
+	}
+	return o
+}
+
+// stoppingCounter is a Counter that counts nothing once done is closed.
+type stoppingCounter struct {
+	c    Counter
+	done <-chan struct{}
+}
+
+func (s stoppingCounter) Count(text string) int {
+	select {
+	case <-s.done:
+		return 0
+	default:
+		return s.c.Count(text)
+	}
+}
+
 // Report is what verification found.
 type Report struct {
 	// Problems are what is wrong, one per line; none: the bundle verifies.
@@ -129,6 +162,7 @@ func verifyDirOpt(ctx context.Context, dir string, o Options, stream bool) (*Res
 // verify fills rep and returns the results it read; the error is only the
 // interruption.
 func (d *Dir) verify(ctx context.Context, o Options, rep *Report, stream bool) (*Results, error) {
+	o = o.until(ctx)
 	if stream {
 		// The digests are checked on the side, while the records stream
 		// past on the other cores: their problems come first, as they
@@ -183,12 +217,12 @@ func (d *Dir) verify(ctx context.Context, o Options, rep *Report, stream bool) (
 		return nil, Interrupted(ctx)
 	}
 	probs, note := recountTokens(res, o)
+	if ctx.Err() != nil {
+		return nil, Interrupted(ctx) // the counts stopped: probs are not
+	}
 	rep.Problems = append(rep.Problems, probs...)
 	if note != "" {
 		rep.Notes = append(rep.Notes, note)
-	}
-	if ctx.Err() != nil {
-		return nil, Interrupted(ctx)
 	}
 	probs, err = d.compareJournal(ctx, res)
 	rep.Problems = append(rep.Problems, probs...)
