@@ -52,13 +52,17 @@ const (
 // Verify checks a bundle as VerifyWith does with no options: output_tokens
 // are not re-counted, and nothing stops it.
 func Verify(dir string) []Problem {
-	rep, _ := VerifyWith(context.Background(), dir, Options{})
+	rep, err := VerifyWith(context.Background(), dir, Options{})
+	if err != nil {
+		return append(rep.Problems, fileProblem(err))
+	}
 	return rep.Problems
 }
 
 // VerifyContext is Verify stopping when ctx ends, between files and
 // within each: the error is then the interruption (IsInterrupted) and the
-// problems are those found so far.
+// problems are those found so far. A dir that cannot be opened as a
+// directory is its error (a *FileError naming it), as VerifyWith's.
 func VerifyContext(ctx context.Context, dir string) ([]Problem, error) {
 	rep, err := VerifyWith(ctx, dir, Options{})
 	return rep.Problems, err
@@ -132,7 +136,10 @@ type Report struct {
 // opened: an entry outside it, a symbolic link, a FIFO or a device is a
 // problem naming the entry. It stops when ctx ends, between files and
 // within each: the error is then the interruption (IsInterrupted) and the
-// problems are those found so far.
+// problems are those found so far. A dir that is no directory it can
+// open is no bundle to find problems in: that is its error (a *FileError
+// naming dir, fs.ErrNotExist where it does not exist), as every other
+// reader of a bundle gives it (OpenDir).
 func VerifyWith(ctx context.Context, dir string, o Options) (Report, error) {
 	_, rep, err := verifyDirOpt(ctx, dir, o, true)
 	return rep, err
@@ -150,8 +157,7 @@ func verifyDirOpt(ctx context.Context, dir string, o Options, stream bool) (*Res
 	var rep Report
 	d, err := OpenDir(dir)
 	if err != nil {
-		rep.Problems = []Problem{fileProblem(err)}
-		return nil, rep, nil
+		return nil, rep, err
 	}
 	defer d.Close()
 	res, err := d.verify(ctx, o, &rep, stream)
