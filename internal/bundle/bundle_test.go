@@ -339,7 +339,7 @@ func TestVerifyNamesOpenLoopLoadByRate(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		start := 0.4 * float64(i)
 		first := start + 0.3
-		res.Records = append(res.Records, contract.Record{Kind: contract.KindRecorded, Server: "batching", Wave: id,
+		res.Records = append(res.Records, contract.Record{Kind: contract.KindRecorded, Server: "batching", Wave: id, Client: i,
 			IntendedStartS: start, StartS: start, FirstContentS: &first, ChunkTimesS: []float64{first, 2}, EndS: 2,
 			Text: " the the", OutputTokens: 2, OK: true, FinishReason: "stop"})
 	}

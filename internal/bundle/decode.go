@@ -3,6 +3,7 @@ package bundle
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,7 +45,15 @@ type recordVisitor struct {
 	// timesOnly: record needs only kind, wave, ok and chunk_times_s;
 	// the other fields may be left zero.
 	timesOnly bool
+	// ctx, where not nil, stops the pass when it ends: it is looked at
+	// every stopEvery records, whatever the reader does (a file's read
+	// may hand over many records at once).
+	ctx context.Context
 }
+
+// stopEvery is how many records a pass over them takes between two looks
+// at its context.
+const stopEvery = 2048
 
 // recordWork is what visitor.work computed for a record.
 type recordWork struct {
@@ -193,7 +202,7 @@ func decodeVisitSums(in io.Reader, v *recordVisitor, wantSums bool) (*Results, e
 			r.recordSums = sums
 		}
 	}
-	return finishDecode(&r, keys)
+	return finishDecode(&r, keys, v != nil)
 }
 
 // decodeRecords decodes the records array at dec's position, appending to
@@ -281,6 +290,9 @@ func decodeRecords(dec *json.Decoder, in io.Reader, required map[string]uint, ou
 			*sums = append(*sums, it.sum)
 		}
 		if v != nil {
+			if v.ctx != nil && n%stopEvery == 0 && v.ctx.Err() != nil {
+				return Interrupted(v.ctx)
+			}
 			v.record(n, &it.rec, &it.work)
 			n++
 			return nil
@@ -642,15 +654,17 @@ func jsonNumber(b []byte) bool {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // finishDecode is what Decode does once the JSON is decoded: a wave's
-// absent id is its index, and the records are checked against SPEC §2.
-func finishDecode(r *Results, keys *storedKeys) (*Results, error) {
+// absent id is its index, and the records are checked against SPEC §2;
+// visited: the records went to a visitor, which checks them (and their
+// waves' plans) itself.
+func finishDecode(r *Results, keys *storedKeys, visited bool) (*Results, error) {
 	for i := range r.Waves {
 		if !keys.waves[i]["id"] {
 			r.Waves[i].ID = i
 		}
 	}
 	r.stored = keys
-	if probs := checkRecords(r); len(probs) > 0 {
+	if probs := checkRecordsOf(r, !visited); len(probs) > 0 {
 		return nil, &InvalidError{Results: r, Problems: probs}
 	}
 	return r, nil

@@ -55,3 +55,44 @@ func TestVerifyMinimalResultsTampered(t *testing.T) {
 		})
 	}
 }
+
+// A cold repeat makes the tool warn of it, but an aggregate's warnings
+// are the tool's own free text (SPEC §4a): an aggregate without them
+// verifies, and warnings that are there are checked.
+func TestVerifyMinimalResultsColdRepeat(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(minimalDir, bundle.ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const warnings = `,
+   "warnings": ["p95/p99 of TTFT, TPOT, E2E from 2 or fewer samples (< 20): the tail is close to the maximum"]}`
+	cold := bytes.Replace(data, []byte(`"cold": false`), []byte(`"cold": true`), 1)
+	for _, tc := range []struct{ name, warnings, want string }{
+		{"without warnings", "}", ""},
+		{"with warnings that miss it", warnings, `warnings: stored ["p95/p99 of TTFT`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !bytes.Contains(cold, []byte(warnings)) || bytes.Equal(cold, data) {
+				t.Fatal("testdata has changed")
+			}
+			dir := t.TempDir()
+			edited := bytes.Replace(cold, []byte(warnings), []byte(tc.warnings), 1)
+			if err := os.WriteFile(filepath.Join(dir, bundle.ResultsFile), edited, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := bundle.WriteSums(dir); err != nil {
+				t.Fatal(err)
+			}
+			streamed, ok, _, held := bundle.VerifyBothWays(dir, bundle.Options{})
+			if !ok {
+				t.Fatal("not streamed")
+			}
+			for _, rep := range []bundle.Report{streamed, held} {
+				got := problems(rep.Problems)
+				if tc.want == "" && got != "" || !strings.Contains(got, tc.want) || len(rep.Problems) > 1 {
+					t.Errorf("got %s, want %q", got, tc.want)
+				}
+			}
+		})
+	}
+}

@@ -47,16 +47,27 @@ func (e *InvalidError) Error() string {
 	return msg
 }
 
-// checkRecords checks every wave and record of r against SPEC §2 and §4a:
-// the shape a record must have whatever its figures. It does not look at
+// checkRecords checks every wave and record of r against SPEC §2 and §4a,
+// and each wave's records against its plan (planCheck): the shape a
+// record must have whatever its figures. It does not look at
 // aggregates, and does not re-count tokens.
-func checkRecords(r *Results) []Problem {
+func checkRecords(r *Results) []Problem { return checkRecordsOf(r, true) }
+
+// checkRecordsOf is checkRecords, less the plans where !plans (the
+// records went past a visitor and are not here).
+func checkRecordsOf(r *Results, plans bool) []Problem {
 	probs, waves := checkWaves(r)
 	c := recordContext{waves: waves, prompts: len(r.Workload.Prompts), source: r.Provenance.OutputTokensSource, workload: &r.Workload}
+	plan := newPlanCheck(r.Waves, &r.Workload, r.Provenance.Worker)
 	for i := range r.Records {
 		probs = append(probs, checkRecord(i, &r.Records[i], c)...)
+		plan.add(i, &r.Records[i])
 	}
-	return append(probs, checkSessionInputs(r, waves)...)
+	probs = append(probs, checkSessionInputs(r, waves)...)
+	if !plans {
+		return probs
+	}
+	return append(probs, plan.problems()...)
 }
 
 // checkSessionInputs checks the order of every session's turns

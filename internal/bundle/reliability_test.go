@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,9 +59,10 @@ func firstRecord(t *testing.T, res *bundle.Results, keep func(contract.Record) b
 	return -1
 }
 
-// asSession makes two OK records of one recorded wave the two turns of a
-// session of the workload (prompts 0 then 1) sent by one client, the
-// second after the first ended, and returns their indices.
+// asSession makes an OK record of a recorded wave the first turn of a
+// session of the workload (prompts 0 then 1), and a copy of another OK
+// record of that wave, added at the end, its second turn sent by the same
+// client after the first ended, and returns their indices.
 func asSession(t *testing.T, r *bundle.Results) (int, int) {
 	t.Helper()
 	first, second := -1, -1
@@ -76,6 +78,9 @@ func asSession(t *testing.T, r *bundle.Results) (int, int) {
 	}
 	r.Workload.Sessions = []bundle.Session{{Turns: []int{0, 1}}}
 	s := 0
+	r.Records = append(r.Records, r.Records[second])
+	second = len(r.Records) - 1
+	r.Records[second].ChunkTimesS = slices.Clone(r.Records[second].ChunkTimesS)
 	a, b := &r.Records[first], &r.Records[second]
 	a.Session, a.Turn, a.Prompt = &s, 1, 0
 	b.Session, b.Turn, b.Prompt, b.Client = &s, 2, 1, a.Client
@@ -284,6 +289,13 @@ var reliabilityRows = []reliabilityRow{
 		_, second := asSession(t, r)
 		r.Records[second].Prompt = 0
 	}, want: "but turn 2 of session 0 is prompt 1"},
+	{name: "closed wave with a record duplicated", edit: func(t *testing.T, r *bundle.Results) {
+		r.Records = append(r.Records, r.Records[firstRecord(t, r, isOK)])
+	}, want: "sent a second request in a closed wave (one per client)"},
+	{name: "closed wave with a record dropped", edit: func(t *testing.T, r *bundle.Results) {
+		i := firstRecord(t, r, func(r contract.Record) bool { return r.Concurrency == 8 && r.Client == 3 })
+		r.Records = slices.Delete(r.Records, i, i+1)
+	}, want: "7 of its 8 clients have a record (client 3 has none) and the wave was not stopped"},
 	{name: "journal with a record fewer", journal: func(t *testing.T, r *bundle.Results) {
 		r.Records = r.Records[:len(r.Records)-1]
 	}, want: "journal.jsonl: 277 records, results.json 278"},

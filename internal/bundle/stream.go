@@ -62,6 +62,7 @@ func (d *Dir) verifyStreamingState(ctx context.Context, o Options, rep *Report) 
 	rep.Records, rep.Waves, rep.Aggregates = sv.n, len(res.Waves), len(res.Aggregates)
 	wprobs, _ := checkWaves(res)
 	probs := append(wprobs, sv.recordProbs...)
+	probs = append(probs, sv.plan.problems()...)
 	probs = append(probs, streamedProblems(res, sv, want)...) // no capacity here: checkCapacity has none
 	rep.Problems = append(rep.Problems, probs...)
 	if ctx.Err() != nil {
@@ -149,8 +150,10 @@ func (sv *streamVerify) furtherPasses(ctx context.Context, res *Results, visit f
 	return true, nil
 }
 
-// visitResults streams results.json's records to v (decodeVisit).
+// visitResults streams results.json's records to v (decodeVisit),
+// stopping when ctx ends.
 func (d *Dir) visitResults(ctx context.Context, v *recordVisitor) (*Results, error) {
+	v.ctx = ctx
 	f, err := d.Open(ctx, ResultsFile, ResultsLimit)
 	if err != nil {
 		return nil, err
@@ -166,6 +169,7 @@ type streamVerify struct {
 	// res is results.json less its records, once the passes are done.
 	res      *Results
 	ctx      recordContext
+	plan     *planCheck
 	agg      *contract.Aggregator
 	replicas *contract.ReplicaCounter
 	servers  map[string]Server
@@ -200,6 +204,7 @@ func (sv *streamVerify) begin(head *Results) bool {
 	sv.head = head
 	_, waves := checkWaves(head)
 	sv.ctx = recordContext{waves: waves, prompts: len(head.Workload.Prompts), source: head.Provenance.OutputTokensSource, workload: &head.Workload}
+	sv.plan = newPlanCheck(head.Waves, &head.Workload, head.Provenance.Worker)
 	sv.agg = contract.NewAggregator(head.Waves, head.ServerNames(), head.BaselineName())
 	sv.replicas = contract.NewReplicaCounter(head.Waves)
 	sv.servers = serversByName(head)
@@ -225,6 +230,7 @@ func (sv *streamVerify) record(i int, rec *contract.Record, x *recordWork) {
 	}
 	sv.n = i + 1
 	sv.recordProbs = append(sv.recordProbs, checkRecord(i, rec, sv.ctx)...)
+	sv.plan.add(i, rec)
 	sv.waves = append(sv.waves, int32(rec.Wave))
 	sv.summable = append(sv.summable, rec.Server != "" && rec.Kind != "")
 	c := sv.clocks[rec.Wave]

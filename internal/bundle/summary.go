@@ -100,9 +100,10 @@ func readReportStreaming(ctx context.Context, dir string) (*ReportInput, bool, e
 	switch {
 	case IsInterrupted(ctx, err):
 		return nil, false, err
-	case err != nil, sv.agg == nil, sv.unsupported, len(sv.recordProbs) > 0, len(res.Capacity) > 0:
+	case err != nil, sv.agg == nil, sv.unsupported, len(sv.recordProbs) > 0, len(sv.plan.problems()) > 0, len(res.Capacity) > 0:
 		// sv.agg is nil where results.json has no records key; a record
-		// problem is ReadResults's error, which the held path gives.
+		// problem (or a wave's plan's) is ReadResults's error, which the
+		// held path gives.
 		return nil, false, nil
 	}
 	// The ITL selection rarely asks for a further pass (its windows
@@ -154,6 +155,7 @@ func streamedProblems(res *Results, sv *streamVerify, want []contract.Aggregate)
 // the hash, then what it left unread. The digest is "" where the visit
 // failed.
 func (d *Dir) visitResultsHashed(ctx context.Context, v *recordVisitor) (*Results, string, error) {
+	v.ctx = ctx
 	f, err := d.Open(ctx, ResultsFile, ResultsLimit)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -173,6 +175,7 @@ func (d *Dir) visitResultsHashed(ctx context.Context, v *recordVisitor) (*Result
 // visitResultsLean is visitResults without the records' sums, which only
 // verify's journal comparison reads.
 func (d *Dir) visitResultsLean(ctx context.Context, v *recordVisitor) (*Results, error) {
+	v.ctx = ctx
 	f, err := d.Open(ctx, ResultsFile, ResultsLimit)
 	if err != nil {
 		return nil, err

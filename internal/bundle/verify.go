@@ -52,13 +52,17 @@ const (
 // Verify checks a bundle as VerifyWith does with no options: output_tokens
 // are not re-counted, and nothing stops it.
 func Verify(dir string) []Problem {
-	rep, _ := VerifyWith(context.Background(), dir, Options{})
+	rep, err := VerifyWith(context.Background(), dir, Options{})
+	if err != nil {
+		return append(rep.Problems, fileProblem(err))
+	}
 	return rep.Problems
 }
 
 // VerifyContext is Verify stopping when ctx ends, between files and
 // within each: the error is then the interruption (IsInterrupted) and the
-// problems are those found so far.
+// problems are those found so far. A dir that cannot be opened as a
+// directory is its error (a *FileError naming it), as VerifyWith's.
 func VerifyContext(ctx context.Context, dir string) ([]Problem, error) {
 	rep, err := VerifyWith(ctx, dir, Options{})
 	return rep.Problems, err
@@ -76,6 +80,39 @@ type Options struct {
 	// (provenance.tokenizer.sha256), or an error saying why none is at
 	// hand. Nil: output_tokens are not re-counted.
 	Tokenizer func(Provenance) (Counter, error)
+}
+
+// until is o whose Counter stops counting once ctx ends: each count is
+// then 0 at once, so a re-count over every record ends within a text per
+// core, and verify returns the interruption without what it found.
+func (o Options) until(ctx context.Context) Options {
+	find := o.Tokenizer
+	if find == nil {
+		return o
+	}
+	o.Tokenizer = func(p Provenance) (Counter, error) {
+		c, err := find(p)
+		if c == nil || err != nil {
+			return c, err
+		}
+		return stoppingCounter{c, ctx.Done()}, nil
+	}
+	return o
+}
+
+// stoppingCounter is a Counter that counts nothing once done is closed.
+type stoppingCounter struct {
+	c    Counter
+	done <-chan struct{}
+}
+
+func (s stoppingCounter) Count(text string) int {
+	select {
+	case <-s.done:
+		return 0
+	default:
+		return s.c.Count(text)
+	}
 }
 
 // Report is what verification found.
@@ -99,7 +136,10 @@ type Report struct {
 // opened: an entry outside it, a symbolic link, a FIFO or a device is a
 // problem naming the entry. It stops when ctx ends, between files and
 // within each: the error is then the interruption (IsInterrupted) and the
-// problems are those found so far.
+// problems are those found so far. A dir that is no directory it can
+// open is no bundle to find problems in: that is its error (a *FileError
+// naming dir, fs.ErrNotExist where it does not exist), as every other
+// reader of a bundle gives it (OpenDir).
 func VerifyWith(ctx context.Context, dir string, o Options) (Report, error) {
 	_, rep, err := verifyDirOpt(ctx, dir, o, true)
 	return rep, err
@@ -117,8 +157,7 @@ func verifyDirOpt(ctx context.Context, dir string, o Options, stream bool) (*Res
 	var rep Report
 	d, err := OpenDir(dir)
 	if err != nil {
-		rep.Problems = []Problem{fileProblem(err)}
-		return nil, rep, nil
+		return nil, rep, err
 	}
 	defer d.Close()
 	res, err := d.verify(ctx, o, &rep, stream)
@@ -129,6 +168,7 @@ func verifyDirOpt(ctx context.Context, dir string, o Options, stream bool) (*Res
 // verify fills rep and returns the results it read; the error is only the
 // interruption.
 func (d *Dir) verify(ctx context.Context, o Options, rep *Report, stream bool) (*Results, error) {
+	o = o.until(ctx)
 	if stream {
 		// The digests are checked on the side, while the records stream
 		// past on the other cores: their problems come first, as they
@@ -183,12 +223,12 @@ func (d *Dir) verify(ctx context.Context, o Options, rep *Report, stream bool) (
 		return nil, Interrupted(ctx)
 	}
 	probs, note := recountTokens(res, o)
+	if ctx.Err() != nil {
+		return nil, Interrupted(ctx) // the counts stopped: probs are not
+	}
 	rep.Problems = append(rep.Problems, probs...)
 	if note != "" {
 		rep.Notes = append(rep.Notes, note)
-	}
-	if ctx.Err() != nil {
-		return nil, Interrupted(ctx)
 	}
 	probs, err = d.compareJournal(ctx, res)
 	rep.Problems = append(rep.Problems, probs...)
@@ -479,12 +519,14 @@ func checkMechanism(res *Results) []Problem {
 	return nil
 }
 
-// aggregateFields are SPEC §4a's fields of an aggregate: a stored aggregate
-// must carry them; any other field is checked where it was stored.
+// aggregateFields are SPEC §4a's figures of an aggregate: a stored
+// aggregate must carry them; any other field is checked where it was
+// stored. warnings, though SPEC lists it, is the tool's own free text,
+// optional and checked only where stored.
 var aggregateFields = map[string]bool{
 	"server": true, "concurrency": true, "goodput_tok_s": true,
 	"ttft_s": true, "tpot_s": true, "itl_s": true, "e2e_s": true,
-	"failures": true, "failed_with_content": true, "speedup_vs_baseline": true, "warnings": true,
+	"failures": true, "failed_with_content": true, "speedup_vs_baseline": true,
 }
 
 // checkAggregates recomputes every aggregate from the records and compares

@@ -48,7 +48,7 @@ func runAnnotate(ctx context.Context, st *State, dir, file string) error {
 	}
 	res, err := bundle.ReadResultsContext(ctx, dir)
 	if err != nil {
-		return &ExitError{Code: 2, Err: err}
+		return unreadable(err)
 	}
 	probs, err := bundle.VerifyContext(ctx, dir)
 	if err != nil {

@@ -68,7 +68,7 @@ func runCompare(ctx context.Context, st *State, o compare.Options) error {
 		if uerr := unverifiedInput(st, err); uerr != nil {
 			return uerr
 		}
-		return &ExitError{Code: 2, Err: err}
+		return unreadable(err)
 	}
 	if tripped := r.Tripped(); len(tripped) > 0 {
 		return &ExitError{Code: 1, Err: fmt.Errorf("%d gate check(s) tripped:\n  %s", len(tripped), strings.Join(tripped, "\n  "))}

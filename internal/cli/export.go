@@ -123,7 +123,7 @@ func runExport(ctx context.Context, st *State, o exportOptions) error {
 		if errors.As(err, &ue) {
 			return &ExitError{Code: 1, Err: fmt.Errorf("export refused: %w", err)}
 		}
-		return &ExitError{Code: 2, Err: err}
+		return unreadable(err)
 	}
 	out, err := export.Export(o.format, res, eo)
 	if err != nil {

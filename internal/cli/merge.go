@@ -73,7 +73,7 @@ func runMerge(ctx context.Context, st *State, out, baseline string, o bundle.Mer
 		if uerr := unverifiedInput(st, err); uerr != nil {
 			return uerr
 		}
-		return &ExitError{Code: 2, Err: err}
+		return unreadable(err)
 	}
 	if baseline != "" {
 		for _, res := range set.Results {

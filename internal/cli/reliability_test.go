@@ -446,3 +446,29 @@ func TestReliabilityBadBundles(t *testing.T) {
 		})
 	}
 }
+
+// TestBundleCommandsRefuseAMissingFolderAlike: every command that reads a
+// bundle says the same of a folder that is not there: exit 2, one line
+// naming it, nothing on standard output.
+func TestBundleCommandsRefuseAMissingFolderAlike(t *testing.T) {
+	l := newLayout(t)
+	missing := filepath.Join(filepath.Dir(l.b), "nodir")
+	notes := filepath.Join(l.outside, "notes.md")
+	if err := os.WriteFile(notes, []byte("notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := missing + ": no such bundle directory\n" // compare says which: "bundle A: "
+	for _, args := range [][]string{
+		{"verify", missing},
+		{"report", missing},
+		{"export", "--format", "jsonl", missing},
+		{"compare", missing, missing},
+		{"annotate", missing, "-f", notes},
+		{"merge", "-o", filepath.Join(l.outside, "m"), missing, missing},
+	} {
+		code, out, errs := run(t, args...)
+		if code != 2 || out != "" || !strings.HasPrefix(errs, "rehearse: ") || !strings.HasSuffix(errs, want) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one line ending %q", args, code, out, errs, want)
+		}
+	}
+}

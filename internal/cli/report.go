@@ -38,7 +38,7 @@ func runReport(ctx context.Context, st *State, dir string) error {
 	// rebuilt from it, and the records held.
 	in, err := bundle.ReadReport(ctx, dir)
 	if err != nil {
-		return &ExitError{Code: 2, Err: err}
+		return unreadable(err)
 	}
 	// The digests SHA256SUMS lists are kept for every file report does
 	// not write, so a re-render never re-signs a file changed since; it is

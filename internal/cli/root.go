@@ -106,6 +106,18 @@ func interruption(ctx context.Context, what string, err error) error {
 	return err
 }
 
+// unreadable is the exit of a command whose input bundle (or a file in
+// it) cannot be read: status 2, the error's one line naming the path
+// (bundle.FileError), for every command that reads bundles alike. An
+// interruption or an *ExitError keeps its own status; nil stays nil.
+func unreadable(err error) error {
+	var ee *ExitError
+	if err == nil || errors.As(err, &ee) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return &ExitError{Code: 2, Err: err}
+}
+
 // unverifiedInput prints every problem of an input bundle that does not
 // verify, each line naming the bundle, and returns its error as exit 1;
 // for any other error it returns nil.

@@ -30,7 +30,7 @@ model's tokenizer.json in the Hugging Face cache; where none has that digest
 verify says so and goes on), and that journal.jsonl, where the bundle keeps
 it, holds the records and waves results.json does.
 Prints one line per problem, naming file, server, load and field, and
-exits 1 when there is any.`,
+exits 1 when there is any; exits 2 when DIR is no directory it can read.`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return interruption(cmd.Context(), "verify "+args[0], runVerify(cmd.Context(), st, args[0], o))
@@ -43,7 +43,7 @@ exits 1 when there is any.`,
 func runVerify(ctx context.Context, st *State, dir string, o verifyOptions) error {
 	rep, err := bundle.VerifyWith(ctx, dir, bundle.Options{Tokenizer: o.counter})
 	if err != nil {
-		return err
+		return unreadable(err)
 	}
 	for _, n := range rep.Notes {
 		fmt.Fprintf(st.Stderr, "rehearse: %s: %s\n", dir, n)
