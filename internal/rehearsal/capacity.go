@@ -3,7 +3,6 @@ package rehearsal
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/plan"
@@ -75,25 +74,18 @@ func (s *waveSource) Next() (plan.Wave, bool) {
 	}
 	s.probe = p
 	s.repeats[p.Load]++
-	scale := 1
-	if p.Retry {
-		scale = search.RetryScale
-	}
-	minN, objectives, alpha := s.spec.MinRequests, s.slo.Objectives, s.slo.AttainmentTarget
+	requests, duration := s.spec.Caps(p.Retry)
 	return plan.Wave{
 		Kind: contract.KindRecorded, Mode: contract.ModeSustained, Concurrency: p.Load, Repeat: s.repeats[p.Load],
 		Sustained: &plan.Bounds{
-			NumRequests:    scale * s.spec.MaxRequests,
-			Duration:       time.Duration(float64(scale) * s.spec.MaxDurationS * float64(time.Second)),
+			NumRequests: requests, Duration: duration,
 			WarmupRequests: s.spec.Warmup(p.Load),
-			// The probe looks at its interval at min_requests · 2^k and
-			// ends once it is resolved; the verdict is then taken again
-			// over every record of the wave (those in flight included).
-			Until: func(records []contract.Record) bool {
-				return search.Look(len(records), minN) &&
-					contract.Attain(records, objectives).Verdict(alpha, minN) != search.VerdictUnresolved
-			},
-			UntilEvery: minN,
+			// The probe looks at its interval at min_requests · 2^k
+			// ended records and ends once the verdict with the requests
+			// in flight pending is resolved: the verdict taken again
+			// over every record of the wave is then the same.
+			Until:      search.StopRule(s.slo, s.spec.MinRequests),
+			UntilEvery: s.spec.MinRequests,
 			Probe:      p.Kind(),
 		},
 	}, true

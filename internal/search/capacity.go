@@ -3,6 +3,7 @@ package search
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
 )
@@ -36,6 +37,18 @@ type Spec struct {
 // Config is the search config of s under target alpha.
 func (s Spec) Config(alpha float64) Config {
 	return Config{Start: s.Start, Max: s.Max, Alpha: alpha, MinRequests: s.MinRequests, Repeats: s.Repeats, Predicted: s.Predicted}
+}
+
+// Caps are the caps of a probe's measured part: its requests and its
+// duration, RetryScale times the usual for a retry (0: no cap of that
+// kind). The runner bounds the probe's wave by them and Recompute checks
+// its stop against them, so both compute them here.
+func (s Spec) Caps(retry bool) (requests int, duration time.Duration) {
+	scale := 1
+	if retry {
+		scale = RetryScale
+	}
+	return scale * s.MaxRequests, time.Duration(float64(scale) * s.MaxDurationS * float64(time.Second))
 }
 
 // WarmupRounds is the default warm-up of a probe at C clients, in
