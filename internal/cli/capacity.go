@@ -15,6 +15,7 @@ import (
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/report"
+	"github.com/rehearse/rehearse/internal/search"
 )
 
 type capacityOptions struct {
@@ -184,6 +185,7 @@ func runCapacity(ctx context.Context, st *State, o *capacityOptions, argv []stri
 	pb := newWaveBar(st.Stderr, b.progress, false)
 	r, err := rehearse(ctx, rehearsalJob{
 		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: &prompts, waveEvents: pb.event,
+		progress: probeLines(st.Stderr, b.progress),
 		fail: func(err error) error {
 			if de := (*rehearsal.DescriptorError)(nil); errors.As(err, &de) {
 				return usageError("capacity: %v", err)
@@ -203,7 +205,25 @@ func runCapacity(ctx context.Context, st *State, o *capacityOptions, argv []stri
 		fmt.Fprintf(st.Stderr, "verify: %s\n", p)
 	}
 	fmt.Fprintf(st.Stdout, "\nbundle: %s (check it with: rehearse verify %s)\n", dir, dir)
-	return r.exitError(dir)
+	if err := r.exitError(dir); err != nil {
+		return err
+	}
+	for _, c := range r.out.Results.Capacity {
+		if f := search.Fault(c, r.out.Results.Records); f != "" {
+			return &ExitError{Code: 1, Err: fmt.Errorf("%s; the bundle in %s says how", f, dir)}
+		}
+	}
+	return nil
+}
+
+// probeLines prints a line per finished probe (report.ProbeLine), unless
+// progress is off.
+func probeLines(w io.Writer, mode string) func(rehearsal.Event) {
+	return func(ev rehearsal.Event) {
+		if mode != config.ProgressNever && ev.Step == "probe" && ev.Capacity != nil {
+			fmt.Fprintln(w, report.ProbeLine(*ev.Capacity))
+		}
+	}
 }
 
 // printCapacity prints each search's answer and its probes.

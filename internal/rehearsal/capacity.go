@@ -24,8 +24,10 @@ type waveSource struct {
 	// repeats counts the recorded sustained waves run so far per load, so
 	// a probe's wave carries the next repeat number of its aggregate.
 	repeats map[int]int
-	// publish receives the search's standing after each probe.
+	// publish receives the search's standing after each probe; probed
+	// reports it as progress.
 	publish func(search.Capacity)
+	probed  func(search.Capacity)
 	// stopped is why the search stopped early, for a note ("" while it
 	// runs or once it ended by itself).
 	stopped string
@@ -55,6 +57,11 @@ func (r *runner) waveSource(server string) (*waveSource, error) {
 	}
 	src.search = s
 	src.publish = func(c search.Capacity) { r.setCapacity(c) }
+	src.probed = func(c search.Capacity) {
+		if r.o.Progress != nil {
+			r.o.Progress(Event{Server: server, Step: "probe", Capacity: &c})
+		}
+	}
 	src.publish(search.NewCapacity(server, src.spec, src.slo, s.Result()))
 	return src, nil
 }
@@ -119,7 +126,9 @@ func (s *waveSource) Ended(ctx context.Context, w plan.Wave, res WaveResult, err
 		s.stopped = err.Error()
 		return
 	}
-	s.publish(search.NewCapacity(server, s.spec, s.slo, s.search.Result()))
+	c := search.NewCapacity(server, s.spec, s.slo, s.search.Result())
+	s.publish(c)
+	s.probed(c)
 }
 
 // refusedAll reports whether every request of records failed to connect.

@@ -2,6 +2,7 @@ package search
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/rehearse/rehearse/internal/contract"
 )
@@ -75,4 +76,44 @@ func StopNote(server string, waves []contract.Wave) string {
 // replay measures: recorded, and not cut.
 func isProbeWave(server string, w contract.Wave) bool {
 	return w.Server == server && w.Probe != "" && w.Kind == contract.KindRecorded && w.Stopped == ""
+}
+
+// Fault says why c's search did not measure its server's capacity, ""
+// when it did: the server failed during a probe (StopServerFailed), or
+// every request of a probe failed with an error that is not a timeout (a
+// server answering 5xx or breaking its streams gives no verdict on load).
+// records are the bundle's records, those of c's probe waves among them.
+func Fault(c Capacity, records []contract.Record) string {
+	if c.StopReason == StopServerFailed && len(c.Probes) > 0 {
+		last := c.Probes[len(c.Probes)-1]
+		return fmt.Sprintf("capacity of %s: the server failed during the probe at %s (stop_reason %s): the search has no answer",
+			c.Server, contract.ClientsLabel(last.Load), StopServerFailed)
+	}
+	errored := map[int]map[string]int{} // per wave, its non-timeout failures by kind
+	for _, r := range records {
+		if r.Kind == contract.KindRecorded && !r.OK && r.ErrorKind != contract.ErrTimeout {
+			if errored[r.Wave] == nil {
+				errored[r.Wave] = map[string]int{}
+			}
+			errored[r.Wave][r.ErrorKind]++
+		}
+	}
+	for _, p := range c.Probes {
+		if len(p.WaveIDs) == 0 || p.N == 0 {
+			continue
+		}
+		kinds, n := errored[p.WaveIDs[0]], 0
+		var parts []string
+		for _, k := range contract.ErrorKinds {
+			if kinds[k] > 0 {
+				n += kinds[k]
+				parts = append(parts, fmt.Sprintf("%s %d", k, kinds[k]))
+			}
+		}
+		if n == p.N {
+			return fmt.Sprintf("capacity of %s: every request of the probe at %s failed with an error, not a timeout (%s): the answer rests on the server's errors, not its capacity",
+				c.Server, contract.ClientsLabel(p.Load), strings.Join(parts, ", "))
+		}
+	}
+	return ""
 }
