@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/search"
 )
 
 // Problem is one thing verify found wrong, located as precisely as it can be.
@@ -219,6 +220,11 @@ func (d *Dir) verify(ctx context.Context, o Options, rep *Report, stream bool) (
 	}
 	rep.Records, rep.Waves, rep.Aggregates = len(res.Records), len(res.Waves), len(res.Aggregates)
 	rep.Problems = append(rep.Problems, verifyResults(res, recordsChecked)...)
+	for _, c := range res.Capacity {
+		if note := search.StopNote(c.Server, res.Waves); note != "" {
+			rep.Notes = append(rep.Notes, note)
+		}
+	}
 	if ctx.Err() != nil {
 		return nil, Interrupted(ctx)
 	}

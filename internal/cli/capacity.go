@@ -15,6 +15,7 @@ import (
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/report"
+	"github.com/rehearse/rehearse/internal/search"
 )
 
 type capacityOptions struct {
@@ -51,7 +52,8 @@ sending its next request as its last one ends) at which at least
 Each probe at C sends --warmup-requests requests (default 2·C, two per client)
 kept out of the figures, then measures until it has --min-requests requests
 and its 95 % Wilson interval of attainment lies wholly on one side of the
-target (pass or fail), looking at min-requests·2^k requests; at --max-requests
+target (pass or fail), looking at min-requests·2^k ended requests with those
+then in flight counted as pending (never as good); at --max-requests
 (or --max-duration) it is unresolved, probed once more for twice as long,
 and never counts as a pass. The search doubles C from --start until a
 probe fails, then bisects until min_fail − max_pass ≤ max(1, 5 % of
@@ -66,7 +68,9 @@ attainment taken as a point estimate.
 Every probe is an ordinary sustained wave of ordinary records in the
 journal, so a search stopped midway is bundled with every finished probe,
 and "rehearse verify" replays the search from the records: each verdict,
-interval and the bracket. Prompts, the request and readiness take bench's
+interval, stop and the bracket. The command exits 1 when the server failed
+during a probe or answered every request of one with an error, 130 when
+interrupted. Prompts, the request and readiness take bench's
 flags.`,
 		Example: `  rehearse capacity --base-url http://127.0.0.1:8000 --slo 'ttft<=500ms,tpot<=50ms'
   rehearse capacity --base-url http://127.0.0.1:8000 --slo 'ttft<=2s' --attainment 0.9 --min-requests 200 --max-concurrency 256 -o cap
@@ -184,6 +188,7 @@ func runCapacity(ctx context.Context, st *State, o *capacityOptions, argv []stri
 	pb := newWaveBar(st.Stderr, b.progress, false)
 	r, err := rehearse(ctx, rehearsalJob{
 		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: &prompts, waveEvents: pb.event,
+		progress: probeLines(st.Stderr, b.progress),
 		fail: func(err error) error {
 			if de := (*rehearsal.DescriptorError)(nil); errors.As(err, &de) {
 				return usageError("capacity: %v", err)
@@ -203,7 +208,25 @@ func runCapacity(ctx context.Context, st *State, o *capacityOptions, argv []stri
 		fmt.Fprintf(st.Stderr, "verify: %s\n", p)
 	}
 	fmt.Fprintf(st.Stdout, "\nbundle: %s (check it with: rehearse verify %s)\n", dir, dir)
-	return r.exitError(dir)
+	if err := r.exitError(dir); err != nil {
+		return err
+	}
+	for _, c := range r.out.Results.Capacity {
+		if f := search.Fault(c, r.out.Results.Records); f != "" {
+			return &ExitError{Code: 1, Err: fmt.Errorf("%s; the bundle in %s says how", f, dir)}
+		}
+	}
+	return nil
+}
+
+// probeLines prints a line per finished probe (report.ProbeLine), unless
+// progress is off.
+func probeLines(w io.Writer, mode string) func(rehearsal.Event) {
+	return func(ev rehearsal.Event) {
+		if mode != config.ProgressNever && ev.Step == "probe" && ev.Capacity != nil {
+			fmt.Fprintln(w, report.ProbeLine(*ev.Capacity))
+		}
+	}
 }
 
 // printCapacity prints each search's answer and its probes.

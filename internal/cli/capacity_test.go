@@ -133,6 +133,42 @@ func TestCapacityServerGoneIsNotAFail(t *testing.T) {
 	if !strings.Contains(out, "server_failed") && !strings.Contains(out, "server failed") {
 		t.Errorf("the answer does not say the server failed:\n%s", out)
 	}
+	// The search has no answer: the command fails, and says why first.
+	first, _, _ := strings.Cut(errs, "\n")
+	if code != 1 || !strings.HasPrefix(first, "rehearse: capacity of server: the server failed during the probe at 2 clients (stop_reason server_failed)") {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 1, the server's failure on the first line", code, errs)
+	}
+}
+
+// TestCapacityServerErrorsFail: an endpoint that answers 500 to every
+// request after the first probe gives the search a fail at 2 clients that
+// says nothing of its capacity: the command exits 1 with the reason on the
+// first line of stderr. With stderr no terminal, each finished probe is
+// a line of progress.
+func TestCapacityServerErrorsFail(t *testing.T) {
+	srv, _ := benchServer(t, 2, 0)
+	var n atomic.Int32
+	inner := srv.Config.Handler
+	srv.Config.Handler = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/models" && n.Add(1) > 31 { // readiness, then the first probe: 10 warm-up, 20 measured
+			http.Error(rw, "engine overloaded", http.StatusInternalServerError)
+			return
+		}
+		inner.ServeHTTP(rw, r)
+	})
+	dir := filepath.Join(t.TempDir(), "b")
+	code, _, errs := runMain(context.Background(), "capacity", "--base-url", srv.URL, "--model", "m", "--tokenizer", "usage",
+		"--slo", "e2el<=60s", "--attainment", "0.5", "--min-requests", "20", "--warmup-requests", "10", "--progress", "auto", "-o", dir)
+	lines := strings.Split(strings.TrimSpace(errs), "\n")
+	last := lines[len(lines)-1]
+	if code != 1 || !strings.HasPrefix(last, "rehearse: capacity of server: every request of the probe at 2 clients failed with an error, not a timeout (http_status ") {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and the server's errors named", code, errs)
+	}
+	// One client has one request in flight at the look after 20 ended.
+	if len(lines) < 3 || lines[0] != "server: probe 1 at 1 client (search): 21/21 good, attainment 100.0% [84.5–100.0%] against 50%: pass; bracket so far [1, —]" ||
+		!strings.HasPrefix(lines[1], "server: probe 2 at 2 clients (search): 0/") || !strings.HasSuffix(lines[1], "fail; bracket so far [1, 2]") {
+		t.Errorf("no line of progress per probe:\n%s", errs)
+	}
 }
 
 func ptr(p *int) int {

@@ -270,8 +270,12 @@ func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
 	job.progress = func(ev rehearsal.Event) {
 		started.Do(func() { fmt.Fprintf(st.Stderr, "rehearse: writing the bundle to %s\n", job.dir) })
 		// A failure is printed even when quiet: it carries the log's tail.
+		text := ev.Text
+		if ev.Step == "probe" && ev.Capacity != nil {
+			text = report.ProbeLine(*ev.Capacity)
+		}
 		if !job.quiet || ev.Step == "fail" {
-			fmt.Fprintf(st.Stderr, "%s  %-10s %s\n", time.Now().Format("15:04:05"), ev.Server, ev.Text)
+			fmt.Fprintf(st.Stderr, "%s  %-10s %s\n", time.Now().Format("15:04:05"), ev.Server, text)
 		}
 	}
 	if !job.quiet {

@@ -229,6 +229,12 @@ type Wave struct {
 	// search, retry (the re-probe of an unresolved point) or repeat (a
 	// re-run of a final point); "" for every other wave.
 	Probe string `json:"probe,omitempty"`
+	// EndedBy says why a sustained wave's measured part stopped sending
+	// (EndedUntil, EndedNumRequests, EndedDuration, EndedCanceled); "" on
+	// other waves and in bundles made before it was recorded. Look is the
+	// look that ended it, with EndedUntil only.
+	EndedBy string `json:"ended_by,omitempty"`
+	Look    *Look  `json:"look,omitempty"`
 	// ClientStalls is how late the load generator's own runtime woke a
 	// ticker during the wave (host honesty: a stalled client delays the
 	// reading of tokens and so bends the figures); nil where not measured.
@@ -260,6 +266,26 @@ type Wave struct {
 	WorkerReleaseSpreadS *float64        `json:"worker_release_spread_s,omitempty"`
 	ClockOffsetS         *float64        `json:"clock_offset_s,omitempty"`
 	OffsetUncertaintyS   *float64        `json:"offset_uncertainty_s,omitempty"`
+}
+
+// Why a sustained wave's measured part stopped sending (Wave.EndedBy).
+const (
+	// EndedUntil: its Until predicate, at a look (Wave.Look).
+	EndedUntil = "until"
+	// EndedNumRequests: it sent its num_requests.
+	EndedNumRequests = "num_requests"
+	// EndedDuration: one of its requests ended at or after its duration.
+	EndedDuration = "duration"
+	// EndedCanceled: the run was canceled.
+	EndedCanceled = "canceled"
+)
+
+// Look is the look at which a sustained wave's Until predicate ended its
+// measured part: Ended of its requests had ended and Sent had been sent,
+// and none was sent after it.
+type Look struct {
+	Ended int `json:"ended"`
+	Sent  int `json:"sent"`
 }
 
 // WorkerRelease is one worker's release of a merged wave: its index, its

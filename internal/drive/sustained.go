@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
@@ -27,21 +26,26 @@ type SustainedSpec struct {
 	Cold bool
 	// NumRequests is the measured requests (0: bounded by Duration only).
 	NumRequests int
-	// Duration bounds the measured part: no measured request is sent at or
-	// after its release + Duration; those in flight then finish (0: bounded
-	// by NumRequests only).
+	// Duration bounds the measured part: once one of its requests has
+	// ended at or after its release + Duration, no more are sent; those in
+	// flight then finish (0: bounded by NumRequests only). A client whose
+	// last request ended before it sends one more, so the wave's records
+	// show the bound was reached (a request that ended past it).
 	Duration time.Duration
 	// WarmupRequests are sent first by the same clients and recorded as a
 	// wave of kind warmup of their own.
 	WarmupRequests int
 	// Until, when set, may end the measured part before its bounds: it is
 	// called with the measured records ended so far, in the order they
-	// ended, each time UntilEvery more of them have ended (0: each time one
-	// has), never two calls at once; once it returns true no more measured
-	// requests are sent and those in flight finish. NumRequests and
-	// Duration stay the part's cap. It must not keep or change the slice.
-	// A capacity probe's "min_requests and a resolved interval" is one.
-	Until func(records []contract.Record) bool
+	// ended, and the measured requests sent so far (those not among them
+	// are in flight), each time UntilEvery more of them have ended (0: each
+	// time one has), never two calls at once and never during a measured
+	// send; once it returns true no more measured requests are sent and
+	// those in flight finish (the wave's Look then says at which ended and
+	// sent counts). NumRequests and Duration stay the part's cap. It must
+	// not keep or change the slice. A capacity probe's stop rule is one
+	// (search.StopRule).
+	Until func(ended []contract.Record, sent int) bool
 	// UntilEvery is how many measured records end between calls of Until.
 	UntilEvery int
 	// Probe is the capacity probe kind the measured wave records.
@@ -87,18 +91,125 @@ type sustainedPart struct {
 	stalls *stallWatch
 
 	mu      sync.Mutex
-	sent    int
 	indexed []indexedRecord
 	tl      tally
 
 	// until ends the part early (SustainedSpec.Until); ended holds the
-	// records in end order for it, untilMu keeps its calls one at a time,
-	// and met is set once it returned true.
-	until   func([]contract.Record) bool
-	every   int
-	ended   []contract.Record
-	untilMu sync.Mutex
-	met     atomic.Bool
+	// records in end order for it. gate makes a look (a call of until)
+	// and a send exclusive: sent, met and look are its.
+	until func([]contract.Record, int) bool
+	every int
+	ended []contract.Record
+	gate  sync.Mutex
+	sent  int
+	met   bool
+	look  *contract.Look
+	// endedBy is why the part stopped sending (contract.Ended*), set once
+	// under the run's take lock.
+	endedBy string
+}
+
+// admit counts one more request sent to the part, unless a look has ended
+// it: no request is sent after the look that decided to stop.
+func (p *sustainedPart) admit() bool {
+	p.gate.Lock()
+	defer p.gate.Unlock()
+	if p.met {
+		return false
+	}
+	p.sent++
+	return true
+}
+
+// sentCount is how many requests were sent to the part.
+func (p *sustainedPart) sentCount() int {
+	p.gate.Lock()
+	defer p.gate.Unlock()
+	return p.sent
+}
+
+// lookAt calls until with the ended records and the sent count, with
+// sends held off, and ends the part when it says so.
+func (p *sustainedPart) lookAt(ended []contract.Record) {
+	p.gate.Lock()
+	defer p.gate.Unlock()
+	if !p.met && p.until(ended, p.sent) {
+		p.met = true
+		p.look = &contract.Look{Ended: len(ended), Sent: p.sent}
+	}
+}
+
+// closedLoop hands out a sustained run's requests, one at a time, to the
+// clients that ask as their last request ended: the warm-up's, then the
+// measured part's until a bound or a look ends it.
+type closedLoop struct {
+	ctx            context.Context
+	spec           *SustainedSpec
+	warm, meas     *sustainedPart // warm is nil without a warm-up
+	warmN, n, step int
+	release        func(at time.Time) // releases the measured part
+	mu             sync.Mutex
+	next           int
+	measured       bool
+	measuredAt     time.Time
+	pastDuration   bool
+}
+
+// lastEnd is what a client knows of its last request: whether it was a
+// measured one, and when it ended (res.End).
+type lastEnd struct {
+	measured bool
+	at       time.Time
+}
+
+// take hands out the next request: its index and part, or false when the
+// run is over (bounded, ended by a look, or canceled). The first measured
+// request releases the measured part. last is the asking client's last
+// request (zero for its first).
+func (s *closedLoop) take(last lastEnd) (int, *sustainedPart, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx.Err() != nil {
+		return 0, nil, s.end(contract.EndedCanceled)
+	}
+	i := s.next
+	switch {
+	case i < s.warmN:
+		s.next += s.step
+		s.warm.sent++
+		return i, s.warm, true
+	case s.n > 0 && i >= s.warmN+s.n:
+		return 0, nil, s.end(contract.EndedNumRequests)
+	case !s.measured:
+		s.measured = true
+		s.measuredAt = time.Now()
+		if s.warm == nil && !s.spec.ReleaseAt.IsZero() {
+			// No warm-up: the measured part is released at the
+			// instant the workers agreed on.
+			s.measuredAt = s.spec.ReleaseAt
+			s.spec.stampWave(&s.meas.wave, time.Now())
+		}
+		s.release(s.measuredAt)
+	case s.pastDuration || s.spec.Duration > 0 && last.measured && last.at.Sub(s.measuredAt) >= s.spec.Duration:
+		// A measured request ended at or after the duration (its
+		// record's end_s says so, from the same instants).
+		s.pastDuration = true
+		return 0, nil, s.end(contract.EndedDuration)
+	}
+	if !s.meas.admit() {
+		return 0, nil, s.end(contract.EndedUntil)
+	}
+	s.next += s.step
+	return i, s.meas, true
+}
+
+// end records why the measured part stopped sending, the first time, and
+// returns false.
+func (s *closedLoop) end(reason string) bool {
+	if s.meas.endedBy == "" {
+		s.meas.endedBy = reason
+	}
+	return false
 }
 
 type indexedRecord struct {
@@ -146,7 +257,7 @@ func (d *Driver) settlePart(p *sustainedPart, i, client, prompt int, res stream.
 	p.mu.Lock()
 	p.indexed = append(p.indexed, indexedRecord{i, r})
 	var ended []contract.Record
-	if p.until != nil && !p.met.Load() {
+	if p.until != nil {
 		p.ended = append(p.ended, r)
 		if len(p.ended)%p.every == 0 {
 			// Records below len(p.ended) are never written again, so the
@@ -156,11 +267,7 @@ func (d *Driver) settlePart(p *sustainedPart, i, client, prompt int, res stream.
 	}
 	p.mu.Unlock()
 	if ended != nil {
-		p.untilMu.Lock()
-		if !p.met.Load() && p.until(ended) {
-			p.met.Store(true)
-		}
-		p.untilMu.Unlock()
+		p.lookAt(ended)
 	}
 	if !p.quiet {
 		d.ended(p.rel.wave, p.rel.at, p.total, &p.tl, r)
@@ -190,6 +297,13 @@ func (d *Driver) finishPart(ctx context.Context, p *sustainedPart, planned int) 
 	if ctx.Err() != nil && planned > 0 {
 		w.NotSent = planned - len(recs)
 	}
+	p.gate.Lock()
+	met := p.met
+	w.EndedBy = p.endedBy
+	if w.EndedBy == contract.EndedUntil {
+		w.Look = p.look
+	}
+	p.gate.Unlock()
 	d.count(w)
 	p.tl.mu.Lock()
 	journalErr := p.tl.journalErr
@@ -201,7 +315,7 @@ func (d *Driver) finishPart(ctx context.Context, p *sustainedPart, planned int) 
 	if !p.quiet {
 		d.progress(Event{Kind: WaveEnded, Wave: w, Done: done, Failed: failed, Total: p.total, Elapsed: time.Since(p.rel.at)})
 	}
-	return WaveResult{Wave: w, Release: p.rel.at, Records: recs, UntilMet: p.met.Load()}, waveError(ctx, w, journalErr)
+	return WaveResult{Wave: w, Release: p.rel.at, Records: recs, UntilMet: met}, waveError(ctx, w, journalErr)
 }
 
 // SustainedWave runs one sustained closed-loop wave: Concurrency clients on
@@ -290,56 +404,19 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 	meas.rel.load, meas.rel.worker, meas.rel.secrets = spec.Load, spec.worker(), t.Secrets
 
 	var (
-		mu         sync.Mutex
-		next       = first
-		measured   bool
-		measuredAt time.Time
-		releasing  sync.WaitGroup
-		running    sync.WaitGroup
-		settling   sync.WaitGroup
-		warmEnded  sync.WaitGroup
+		releasing sync.WaitGroup
+		running   sync.WaitGroup
+		settling  sync.WaitGroup
+		warmEnded sync.WaitGroup
 	)
-	// take hands out the next request: its index and part, or false when
-	// the run is over (bounded or canceled). The first measured request
-	// releases the measured wave.
-	take := func() (int, *sustainedPart, bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		if ctx.Err() != nil {
-			return 0, nil, false
-		}
-		i := next
-		switch {
-		case i < warmN:
-			next += step
-			warm.sent++
-			return i, warm, true
-		case n > 0 && i >= warmN+n:
-			return 0, nil, false
-		case !measured:
-			measured = true
-			measuredAt = time.Now()
-			if warm == nil && !spec.ReleaseAt.IsZero() {
-				// No warm-up: the measured part is released at the
-				// instant the workers agreed on.
-				measuredAt = spec.ReleaseAt
-				spec.stampWave(&meas.wave, time.Now())
-			}
-			releasing.Add(1)
-			go func(at time.Time) {
-				defer releasing.Done()
-				d.releasePart(meas, at)
-			}(measuredAt)
-		case spec.Duration > 0 && time.Since(measuredAt) >= spec.Duration:
-			return 0, nil, false
-		case meas.met.Load():
-			return 0, nil, false
-		}
-		next += step
-		meas.sent++
-		return i, meas, true
+	snd := &closedLoop{ctx: ctx, spec: &spec, warm: warm, meas: meas, warmN: warmN, n: n, next: first, step: step}
+	snd.release = func(at time.Time) {
+		releasing.Add(1)
+		go func() {
+			defer releasing.Done()
+			d.releasePart(meas, at)
+		}()
 	}
-
 	// A split plan's workers agree on the release now that their
 	// connections are dialed, and start their clients at that instant.
 	start, err := spec.arm(ctx)
@@ -373,15 +450,18 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 		go func() {
 			defer running.Done()
 			<-gates.Gate(k)
+			var last lastEnd
 			if ss != nil {
 				// The client runs sessions back to back, each turn
 				// taking the run's next request.
 				turn := func(tag turnTag, prompt int, pr *stream.Prepared, _ time.Duration) (contract.Record, bool) {
-					i, p, ok := take()
+					i, p, ok := snd.take(last)
 					if !ok {
 						return contract.Record{}, false
 					}
-					r := d.settlePart(p, i, client, prompt, d.client.Send(ctx, pr), tag)
+					res := d.client.Send(ctx, pr)
+					last = lastEnd{measured: p == meas, at: res.End}
+					r := d.settlePart(p, i, client, prompt, res, tag)
 					if p == warm {
 						warmEnded.Done()
 					}
@@ -392,13 +472,14 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 				return
 			}
 			for {
-				i, p, ok := take()
+				i, p, ok := snd.take(last)
 				if !ok {
 					return
 				}
 				prompt := workload.PromptIndex(i, prepared.prompts())
 				rep := prepared.pick(i)
 				res := d.client.Send(ctx, prepared.get(rep, prompt))
+				last = lastEnd{measured: p == meas, at: res.End}
 				prepared.done(rep)
 				// The record is made, re-counted and journaled beside
 				// the loop, not in it: the client sends its next request
@@ -428,7 +509,7 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 
 	var out WaveResult
 	var err2 error
-	if meas.sent > 0 {
+	if meas.sentCount() > 0 {
 		out, err2 = d.finishPart(ctx, meas, max(total, 0))
 	} else if err2 = ctx.Err(); err2 != nil {
 		err2 = fmt.Errorf("%s: sustained wave not released: %w", t.Name, context.Cause(ctx))

@@ -145,6 +145,14 @@ func TestSustainedWaveByDuration(t *testing.T) {
 	if len(res.Records) == 0 || res.Warmup != nil || res.Wave.NotSent != 0 {
 		t.Errorf("%d records, warm-up %v, not sent %d", len(res.Records), res.Warmup, res.Wave.NotSent)
 	}
+	// The records show the bound was reached: one ended past it.
+	last := 0.0
+	for _, r := range res.Records {
+		last = max(last, r.EndS)
+	}
+	if res.Wave.EndedBy != contract.EndedDuration || last < (30*time.Millisecond).Seconds() {
+		t.Errorf("ended by %q, last end at %v s: want the duration, a record ending at or after 0.03 s", res.Wave.EndedBy, last)
+	}
 	if _, err := d.SustainedWave(context.Background(), Target{Name: "s", BaseURL: srv.URL, Model: "m"},
 		SustainedSpec{Load: testLoad(), Concurrency: 2}); err == nil {
 		t.Error("an unbounded sustained wave was run")
@@ -180,7 +188,7 @@ func TestSustainedWaveCanceled(t *testing.T) {
 			t.Errorf("record %+v: want canceled", r)
 		}
 	}
-	if res.Wave.Stopped != "canceled: interrupt" || res.Warmup.Wave.Stopped == "" || res.Wave.NotSent != 100-len(res.Records) {
+	if res.Wave.Stopped != "canceled: interrupt" || res.Warmup.Wave.Stopped == "" || res.Wave.NotSent != 100-len(res.Records) || res.Wave.EndedBy != contract.EndedCanceled {
 		t.Errorf("waves %+v / %+v: want both stopped, %d not sent", res.Wave, res.Warmup.Wave, 100-len(res.Records))
 	}
 	j.Close()
@@ -216,7 +224,7 @@ func TestSustainedWaveUntil(t *testing.T) {
 	)
 	res, err := d.SustainedWave(context.Background(), Target{Name: "s", BaseURL: srv.URL, Model: "m"},
 		SustainedSpec{Load: testLoad(), Concurrency: c, Repeat: 1, NumRequests: n, WarmupRequests: warmN,
-			UntilEvery: every, Until: func(recs []contract.Record) bool {
+			UntilEvery: every, Until: func(recs []contract.Record, _ int) bool {
 				mu.Lock()
 				overlap = overlap || busy
 				busy = true
@@ -248,17 +256,20 @@ func TestSustainedWaveUntil(t *testing.T) {
 	if got := hits.Load(); got != int64(warmN+len(res.Records)) {
 		t.Errorf("server saw %d requests, want %d", got, warmN+len(res.Records))
 	}
+	if w := res.Wave; w.EndedBy != contract.EndedUntil || w.Look == nil || w.Look.Sent != len(res.Records) || w.Look.Ended != 10 {
+		t.Errorf("ended by %q at look %+v: want until, at 10 ended, with every record sent before it", w.EndedBy, w.Look)
+	}
 
 	// Never satisfied, the predicate (here through the plan's bounds)
 	// leaves the wave to its bounds: its cap.
 	res, err = d.Wave(context.Background(), Target{Name: "s", BaseURL: srv.URL, Model: "m"}, testLoad(),
 		plan.Wave{Kind: contract.KindRecorded, Mode: contract.ModeSustained, Concurrency: c, Repeat: 1,
-			Sustained: &plan.Bounds{NumRequests: 20, UntilEvery: 4, Until: func([]contract.Record) bool { return false }}})
+			Sustained: &plan.Bounds{NumRequests: 20, UntilEvery: 4, Until: func([]contract.Record, int) bool { return false }}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.UntilMet || len(res.Records) != 20 {
-		t.Errorf("until met %v, %d records: want the cap of 20", res.UntilMet, len(res.Records))
+	if res.UntilMet || len(res.Records) != 20 || res.Wave.EndedBy != contract.EndedNumRequests || res.Wave.Look != nil {
+		t.Errorf("until met %v, %d records, ended by %q, look %v: want the cap of 20", res.UntilMet, len(res.Records), res.Wave.EndedBy, res.Wave.Look)
 	}
 }
 

@@ -63,14 +63,15 @@ type Release struct {
 // measured requests, Duration of the measured part, or both (whichever ends
 // first), after WarmupRequests requests of warm-up. Until, when set, may end
 // the measured part sooner: it is asked, every UntilEvery measured records
-// (0: every one), whether the records so far suffice (a capacity probe's
-// "at least min_requests and a resolved interval"); the other bounds are
-// then its cap. Nil keeps the wave to its bounds.
+// (0: every one), whether the records ended so far, with the count of
+// requests sent (the rest in flight), suffice (a capacity probe's stop
+// rule, search.StopRule); the other bounds are then its cap. Nil keeps the
+// wave to its bounds.
 type Bounds struct {
 	NumRequests    int
 	Duration       time.Duration
 	WarmupRequests int
-	Until          func(records []contract.Record) bool
+	Until          func(ended []contract.Record, sent int) bool
 	UntilEvery     int
 	// Probe is the capacity probe kind the wave records (contract.Wave.Probe).
 	Probe string

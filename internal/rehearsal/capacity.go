@@ -3,7 +3,6 @@ package rehearsal
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/plan"
@@ -25,8 +24,10 @@ type waveSource struct {
 	// repeats counts the recorded sustained waves run so far per load, so
 	// a probe's wave carries the next repeat number of its aggregate.
 	repeats map[int]int
-	// publish receives the search's standing after each probe.
+	// publish receives the search's standing after each probe; probed
+	// reports it as progress.
 	publish func(search.Capacity)
+	probed  func(search.Capacity)
 	// stopped is why the search stopped early, for a note ("" while it
 	// runs or once it ended by itself).
 	stopped string
@@ -56,6 +57,11 @@ func (r *runner) waveSource(server string) (*waveSource, error) {
 	}
 	src.search = s
 	src.publish = func(c search.Capacity) { r.setCapacity(c) }
+	src.probed = func(c search.Capacity) {
+		if r.o.Progress != nil {
+			r.o.Progress(Event{Server: server, Step: "probe", Capacity: &c})
+		}
+	}
 	src.publish(search.NewCapacity(server, src.spec, src.slo, s.Result()))
 	return src, nil
 }
@@ -75,25 +81,18 @@ func (s *waveSource) Next() (plan.Wave, bool) {
 	}
 	s.probe = p
 	s.repeats[p.Load]++
-	scale := 1
-	if p.Retry {
-		scale = search.RetryScale
-	}
-	minN, objectives, alpha := s.spec.MinRequests, s.slo.Objectives, s.slo.AttainmentTarget
+	requests, duration := s.spec.Caps(p.Retry)
 	return plan.Wave{
 		Kind: contract.KindRecorded, Mode: contract.ModeSustained, Concurrency: p.Load, Repeat: s.repeats[p.Load],
 		Sustained: &plan.Bounds{
-			NumRequests:    scale * s.spec.MaxRequests,
-			Duration:       time.Duration(float64(scale) * s.spec.MaxDurationS * float64(time.Second)),
+			NumRequests: requests, Duration: duration,
 			WarmupRequests: s.spec.Warmup(p.Load),
-			// The probe looks at its interval at min_requests · 2^k and
-			// ends once it is resolved; the verdict is then taken again
-			// over every record of the wave (those in flight included).
-			Until: func(records []contract.Record) bool {
-				return search.Look(len(records), minN) &&
-					contract.Attain(records, objectives).Verdict(alpha, minN) != search.VerdictUnresolved
-			},
-			UntilEvery: minN,
+			// The probe looks at its interval at min_requests · 2^k
+			// ended records and ends once the verdict with the requests
+			// in flight pending is resolved: the verdict taken again
+			// over every record of the wave is then the same.
+			Until:      search.StopRule(s.slo, s.spec.MinRequests),
+			UntilEvery: s.spec.MinRequests,
 			Probe:      p.Kind(),
 		},
 	}, true
@@ -127,7 +126,9 @@ func (s *waveSource) Ended(ctx context.Context, w plan.Wave, res WaveResult, err
 		s.stopped = err.Error()
 		return
 	}
-	s.publish(search.NewCapacity(server, s.spec, s.slo, s.search.Result()))
+	c := search.NewCapacity(server, s.spec, s.slo, s.search.Result())
+	s.publish(c)
+	s.probed(c)
 }
 
 // refusedAll reports whether every request of records failed to connect.

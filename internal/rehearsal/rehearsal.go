@@ -16,6 +16,7 @@ import (
 	"github.com/rehearse/rehearse/internal/drive"
 	"github.com/rehearse/rehearse/internal/plan"
 	"github.com/rehearse/rehearse/internal/promscrape"
+	"github.com/rehearse/rehearse/internal/search"
 	"github.com/rehearse/rehearse/internal/secret"
 	"github.com/rehearse/rehearse/internal/supervise"
 	"github.com/rehearse/rehearse/internal/workload"
@@ -60,10 +61,13 @@ type Counter interface{ Count(text string) int }
 // Event is a progress report.
 type Event struct {
 	Server string
-	// Step is launch, ready, wave, mechanism_check, stop, fail or note.
+	// Step is launch, ready, wave, mechanism_check, probe, stop, fail or
+	// note.
 	Step string
 	Text string
 	Wave *contract.Wave
+	// Capacity is the search's standing after the probe (Step probe).
+	Capacity *search.Capacity
 	// PID is the launched process's id (Step launch, once it runs).
 	PID int
 }

@@ -156,3 +156,26 @@ func capWords(s search.Spec) string {
 	}
 	return out + ", twice that on the one retry of an unresolved point"
 }
+
+// ProbeLine is one line of a search's progress after its last probe: the
+// probe's load and kind, its requests and good ones, its attainment
+// against α and its verdict, and the bracket so far.
+func ProbeLine(c search.Capacity) string {
+	if len(c.Probes) == 0 {
+		return fmt.Sprintf("%s: no probe yet", c.Server)
+	}
+	p := c.Probes[len(c.Probes)-1]
+	kind := p.Kind
+	if p.Kind == search.ProbeRepeat {
+		kind = fmt.Sprintf("repeat %d", p.Repeat)
+	}
+	bound := func(v *int) string {
+		if v == nil {
+			return dash
+		}
+		return fmt.Sprint(*v)
+	}
+	return fmt.Sprintf("%s: probe %d at %s (%s): %d/%d good, attainment %.1f%% [%.1f–%.1f%%] against %s: %s; bracket so far [%s, %s]",
+		c.Server, len(c.Probes), contract.ClientsLabel(p.Load), kind, p.Good, p.N,
+		100*p.Attainment, 100*p.CILow, 100*p.CIHigh, pct(c.AttainmentTarget), p.Verdict, bound(c.MaxPass), bound(c.MinFail))
+}

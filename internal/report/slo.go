@@ -42,11 +42,16 @@ func Objectives(o contract.Objectives) string {
 	return strings.Join(parts, ", ")
 }
 
+// VerdictCut is the verdict shown for a population a cut wave belongs to.
+const VerdictCut = "cut"
+
 // SLOTable is the SLO attainment of every aggregate, a row per server and
 // load: attainment with its interval, the verdict against the target, good
 // of attempted, request and token goodput (median [min–max] of the
-// repeats) and the objective missed most often. It has no rows when the
-// results carry no objectives.
+// repeats) and the objective missed most often. A population with a wave
+// cut short (a probe stopped by a signal, a server's death) has no
+// verdict: it is shown as cut, its canceled requests never as a fail. It
+// has no rows when the results carry no objectives.
 func SLOTable(res *bundle.Results) Section {
 	if res.SLO == nil {
 		return Section{}
@@ -60,12 +65,22 @@ func SLOTable(res *bundle.Results) Section {
 		{Head: "Token goodput, median [min–max] tok/s", Short: "good tok/s"},
 		{Head: "Most missed", Short: "most missed"},
 	}}
+	cut := map[contract.Key]bool{}
+	for _, w := range res.Waves {
+		if w.Kind == contract.KindRecorded && w.Stopped != "" {
+			cut[contract.KeyOf(w)] = true
+		}
+	}
 	for _, a := range res.Aggregates {
 		s := a.SLO
 		if s == nil {
 			continue
 		}
-		sec.Rows = append(sec.Rows, []string{a.Server, a.LoadLabel(), Attainment(s), s.Verdict,
+		verdict := s.Verdict
+		if cut[a.Key()] {
+			verdict = VerdictCut
+		}
+		sec.Rows = append(sec.Rows, []string{a.Server, a.LoadLabel(), Attainment(s), verdict,
 			fmt.Sprintf("%d/%d", s.Good, s.N), RequestRate(s.RequestGoodput), Goodput(s.TokenGoodput), missed(s)})
 	}
 	return sec

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"github.com/rehearse/rehearse/internal/plot/plottest"
 	"strings"
 	"testing"
 
@@ -61,5 +62,37 @@ func TestObjectivesInWords(t *testing.T) {
 	o, _ := contract.ParseObjectives("ttft<=0.5s,e2el<=2s,itl<=12.5ms")
 	if got := Objectives(o); got != "TTFT ≤ 500 ms, ITL ≤ 12.5 ms, E2EL ≤ 2 s" {
 		t.Errorf("Objectives = %q", got)
+	}
+}
+
+// TestSLOTableShowsCutProbes: a probe cut by a signal has no verdict; its
+// canceled requests make its population look failed, yet the SLO table
+// shows it as cut, never as fail.
+func TestSLOTableShowsCutProbes(t *testing.T) {
+	res := plottest.CapacityResults(plottest.DefaultCapacity())
+	last := &res.Waves[len(res.Waves)-1]
+	last.Stopped = "canceled: interrupt"
+	for i := range res.Records {
+		if r := &res.Records[i]; r.Wave == last.ID {
+			r.OK, r.ErrorKind, r.Error = false, contract.ErrCanceled, "interrupt"
+		}
+	}
+	res.Recompute()
+	load := contract.KeyOf(*last).LoadLabel()
+	found := false
+	for _, row := range SLOTable(res).Rows {
+		if row[0] != last.Server || row[1] != load {
+			if row[3] == VerdictCut {
+				t.Errorf("row %v is cut, but no wave of it was", row)
+			}
+			continue
+		}
+		found = true
+		if row[3] != VerdictCut {
+			t.Errorf("the cut probe's row %v: verdict %q, want %q", row, row[3], VerdictCut)
+		}
+	}
+	if !found {
+		t.Fatalf("no SLO row for %s at %s", last.Server, load)
 	}
 }

@@ -3,6 +3,7 @@ package search
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
 )
@@ -36,6 +37,18 @@ type Spec struct {
 // Config is the search config of s under target alpha.
 func (s Spec) Config(alpha float64) Config {
 	return Config{Start: s.Start, Max: s.Max, Alpha: alpha, MinRequests: s.MinRequests, Repeats: s.Repeats, Predicted: s.Predicted}
+}
+
+// Caps are the caps of a probe's measured part: its requests and its
+// duration, RetryScale times the usual for a retry (0: no cap of that
+// kind). The runner bounds the probe's wave by them and Recompute checks
+// its stop against them, so both compute them here.
+func (s Spec) Caps(retry bool) (requests int, duration time.Duration) {
+	scale := 1
+	if retry {
+		scale = RetryScale
+	}
+	return scale * s.MaxRequests, time.Duration(float64(scale) * s.MaxDurationS * float64(time.Second))
 }
 
 // WarmupRounds is the default warm-up of a probe at C clients, in
@@ -176,7 +189,8 @@ func NewCapacity(server string, spec Spec, slo contract.SLO, r Result) Capacity 
 
 // Recompute is server's capacity entry recomputed from the recorded waves
 // and records alone: its probe waves (Probe set, not cut), in the order they
-// ran, measured again and replayed through the search of spec. A server
+// ran, measured again, each one's stop replayed where it records why it
+// ended (checkStop), and replayed through the search of spec. A server
 // that failed during its last probe is known only from the stored entry:
 // failedLast carries it.
 func Recompute(server string, spec Spec, slo contract.SLO, waves []contract.Wave, records []contract.Record, failedLast bool) (Capacity, error) {
@@ -189,7 +203,7 @@ func Recompute(server string, spec Spec, slo contract.SLO, waves []contract.Wave
 	var probes []Probe
 	repeats := map[int]int{} // repeat probes so far per load
 	for _, w := range waves {
-		if w.Server != server || w.Probe == "" || w.Kind != contract.KindRecorded || w.Stopped != "" {
+		if !isProbeWave(server, w) {
 			continue
 		}
 		p := Probe{Load: w.Concurrency, Retry: w.Probe == ProbeRetry}
@@ -200,6 +214,9 @@ func Recompute(server string, spec Spec, slo contract.SLO, waves []contract.Wave
 			p.Repeat = repeats[w.Concurrency]
 		}
 		p.Outcome = Measure(w.ID, byWave[w.ID], slo, spec.MinRequests)
+		if err := checkStop(spec, w, byWave[w.ID], p.Outcome.Verdict); err != nil {
+			return Capacity{}, fmt.Errorf("capacity of %s: the probe of wave %d (%v): %w", server, w.ID, p, err)
+		}
 		probes = append(probes, p)
 	}
 	if failedLast && len(probes) > 0 {

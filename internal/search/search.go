@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/rehearse/rehearse/internal/contract"
 )
 
 // Verdicts of a probe (SPEC §8), as package contract names them.
@@ -436,12 +438,25 @@ func Replay(cfg Config, probes []Probe) (Result, error) {
 	return s.Result(), nil
 }
 
+// StopRule is a capacity probe's stop rule for drive's Until (SPEC §8): at
+// a look (Look over the ended records), the probe ends once the verdict
+// with the requests in flight pending (contract.Attainment.PendingVerdict)
+// is resolved. The requests that end first (those that did not queue)
+// cannot decide a probe: the verdict later taken over every record of the
+// wave is then the one the probe stopped on.
+func StopRule(slo contract.SLO, minRequests int) func(ended []contract.Record, sent int) bool {
+	return func(ended []contract.Record, sent int) bool {
+		return Look(len(ended), minRequests) &&
+			contract.Attain(ended, slo.Objectives).PendingVerdict(sent, slo.AttainmentTarget, minRequests) != VerdictUnresolved
+	}
+}
+
 // Look reports whether a probe that has measured n requests should look
 // at its interval now: at n = minRequests · 2^k only. Each look is one
 // more chance of a wrong verdict where the attainment is close to α, so a
 // probe looks a few times, not after every request (bench/capacity-search.md
-// measures the difference). With drive's Until, UntilEvery = minRequests
-// and a predicate that returns false unless Look(len(records), min).
+// measures the difference). StopRule looks only there, and the runner
+// asks it every minRequests ended records (drive's UntilEvery).
 func Look(n, minRequests int) bool {
 	if minRequests < 1 || n < minRequests || n%minRequests != 0 {
 		return false

@@ -92,7 +92,7 @@ func CapacityResults(o CapacityOptions) *bundle.Results {
 			if p.Retry {
 				limit *= search.RetryScale
 			}
-			recs := sustained(rng, o, s, w, *slo, limit)
+			recs := sustained(rng, o, s, &w, *slo, limit)
 			w.WallS = contract.WaveWallS(recs)
 			r.Waves = append(r.Waves, w)
 			r.Records = append(r.Records, recs...)
@@ -111,8 +111,10 @@ func CapacityResults(o CapacityOptions) *bundle.Results {
 
 // sustained generates one sustained closed-loop probe of c = w.Concurrency
 // clients, each sending its next request when its last one ends, until the
-// probe resolves at a look (search.Look) or reaches limit requests.
-func sustained(rng *rand.Rand, o CapacityOptions, s Server, w contract.Wave, slo contract.SLO, limit int) []contract.Record {
+// probe resolves at a look (search.Look) or reaches limit requests, and
+// records on w why it ended. Its requests are sent one at a time, each
+// ended before the next (none in flight at a look).
+func sustained(rng *rand.Rand, o CapacityOptions, s Server, w *contract.Wave, slo contract.SLO, limit int) []contract.Record {
 	c := w.Concurrency
 	jit := func() float64 { return 1 + o.Jitter*(2*rng.Float64()-1) }
 	ready := make([]float64, c) // when each client sends its next request
@@ -152,11 +154,13 @@ func sustained(rng *rand.Rand, o CapacityOptions, s Server, w contract.Wave, slo
 			UsageCompletionTokens: &u,
 		})
 		ready[client] = end
-		if search.Look(len(recs), o.Spec.MinRequests) {
-			if v := search.Measure(w.ID, recs, slo, o.Spec.MinRequests).Verdict; v != search.VerdictUnresolved {
-				break
-			}
+		if search.StopRule(slo, o.Spec.MinRequests)(recs, len(recs)) {
+			w.EndedBy, w.Look = contract.EndedUntil, &contract.Look{Ended: len(recs), Sent: len(recs)}
+			break
 		}
+	}
+	if w.EndedBy == "" {
+		w.EndedBy = contract.EndedNumRequests
 	}
 	if len(recs) == 0 {
 		panic(fmt.Sprintf("plottest: probe at %d clients with no request", c))

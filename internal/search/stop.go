@@ -1,0 +1,119 @@
+package search
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rehearse/rehearse/internal/contract"
+)
+
+// checkStop replays the stop of probe wave w (SPEC §8) from its records,
+// given their verdict: a wave that says why its measured part ended must
+// show it. Ended by its stop rule (contract.EndedUntil), every record was
+// sent before the look (Look.Sent is their count), the look was at a look
+// point (Look), and the verdict over them all is resolved; ended by a cap,
+// the cap was reached (its requests all sent, or one ended past its
+// duration); an unresolved verdict only at a cap. A wave from before the
+// rule was recorded (EndedBy "") cannot be replayed: StopNote says so.
+func checkStop(spec Spec, w contract.Wave, recs []contract.Record, verdict string) error {
+	if w.EndedBy == "" {
+		return nil
+	}
+	if w.Look != nil && w.EndedBy != contract.EndedUntil {
+		return fmt.Errorf("ended by %s, yet it records a look", w.EndedBy)
+	}
+	requests, duration := spec.Caps(w.Probe == ProbeRetry)
+	switch w.EndedBy {
+	case contract.EndedUntil:
+		l := w.Look
+		switch {
+		case l == nil:
+			return fmt.Errorf("ended by its stop rule, with no look recorded")
+		case l.Sent != len(recs):
+			return fmt.Errorf("ended by its stop rule at %d sent, but has %d records: a request was sent after the look", l.Sent, len(recs))
+		case l.Ended > l.Sent || !Look(l.Ended, spec.MinRequests):
+			return fmt.Errorf("ended by its stop rule at %d ended of %d sent: not a look point of min_requests %d", l.Ended, l.Sent, spec.MinRequests)
+		case verdict == VerdictUnresolved:
+			return fmt.Errorf("ended by its stop rule at %d ended of %d sent, yet its verdict over every record is unresolved: the stop was not justified", l.Ended, l.Sent)
+		}
+	case contract.EndedNumRequests:
+		if requests == 0 || len(recs) != requests {
+			return fmt.Errorf("ended by num_requests with %d records, its cap is %d", len(recs), requests)
+		}
+	case contract.EndedDuration:
+		last := 0.0
+		for _, r := range recs {
+			last = max(last, r.EndS)
+		}
+		if duration == 0 || last < duration.Seconds() {
+			return fmt.Errorf("ended by its duration, but its last request ended at %v s, before the cap of %v s", last, duration.Seconds())
+		}
+	case contract.EndedCanceled:
+		return fmt.Errorf("ended by a cancellation, yet not marked stopped")
+	default:
+		return fmt.Errorf("ended_by %q: want until, num_requests, duration or canceled", w.EndedBy)
+	}
+	return nil
+}
+
+// StopNote says, for server's probe waves in waves, how many cannot have
+// their stop replayed because they predate the recorded rule (no
+// ended_by): verify accepts them on their verdicts alone. "" when none.
+func StopNote(server string, waves []contract.Wave) string {
+	n := 0
+	for _, w := range waves {
+		if isProbeWave(server, w) && w.EndedBy == "" {
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("capacity of %s: %d probe waves do not record why they ended (ended_by): their stops predate the rule that judges the requests in flight as pending (SPEC §8), so their verdicts are recomputed but their stops are not replayed", server, n)
+}
+
+// isProbeWave reports whether w is one of server's probe waves that a
+// replay measures: recorded, and not cut.
+func isProbeWave(server string, w contract.Wave) bool {
+	return w.Server == server && w.Probe != "" && w.Kind == contract.KindRecorded && w.Stopped == ""
+}
+
+// Fault says why c's search did not measure its server's capacity, ""
+// when it did: the server failed during a probe (StopServerFailed), or
+// every request of a probe failed with an error that is not a timeout (a
+// server answering 5xx or breaking its streams gives no verdict on load).
+// records are the bundle's records, those of c's probe waves among them.
+func Fault(c Capacity, records []contract.Record) string {
+	if c.StopReason == StopServerFailed && len(c.Probes) > 0 {
+		last := c.Probes[len(c.Probes)-1]
+		return fmt.Sprintf("capacity of %s: the server failed during the probe at %s (stop_reason %s): the search has no answer",
+			c.Server, contract.ClientsLabel(last.Load), StopServerFailed)
+	}
+	errored := map[int]map[string]int{} // per wave, its non-timeout failures by kind
+	for _, r := range records {
+		if r.Kind == contract.KindRecorded && !r.OK && r.ErrorKind != contract.ErrTimeout {
+			if errored[r.Wave] == nil {
+				errored[r.Wave] = map[string]int{}
+			}
+			errored[r.Wave][r.ErrorKind]++
+		}
+	}
+	for _, p := range c.Probes {
+		if len(p.WaveIDs) == 0 || p.N == 0 {
+			continue
+		}
+		kinds, n := errored[p.WaveIDs[0]], 0
+		var parts []string
+		for _, k := range contract.ErrorKinds {
+			if kinds[k] > 0 {
+				n += kinds[k]
+				parts = append(parts, fmt.Sprintf("%s %d", k, kinds[k]))
+			}
+		}
+		if n == p.N {
+			return fmt.Sprintf("capacity of %s: every request of the probe at %s failed with an error, not a timeout (%s): the answer rests on the server's errors, not its capacity",
+				c.Server, contract.ClientsLabel(p.Load), strings.Join(parts, ", "))
+		}
+	}
+	return ""
+}
