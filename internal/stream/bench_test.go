@@ -236,6 +236,7 @@ func BenchmarkParseChunk(b *testing.B) {
 		res  Result
 		text strings.Builder
 	)
+	st.bounds = boundsFor(0)
 	now := time.Now()
 	emit := func(e Event) { st.handle(e, now, &res, &text) }
 	b.SetBytes(int64(len(ev)))
@@ -244,6 +245,7 @@ func BenchmarkParseChunk(b *testing.B) {
 		if len(res.ChunkTimes) > 4096 {
 			res.ChunkTimes = res.ChunkTimes[:0]
 			text.Reset()
+			st.generated, st.textLen = 0, 0
 		}
 	}
 	if st.fail != "" {
