@@ -85,6 +85,9 @@ type Result struct {
 	ErrorKind  string // one of contract.ErrorKinds, "" when OK
 	Error      string
 	HTTPStatus int
+	// RetryAfterS is the Retry-After of a 429 or 503 answer, in seconds
+	// (retryAfter); nil when the answer had none that parses.
+	RetryAfterS *float64
 
 	Text string
 	// Reasoning is the reasoning channel's text, concatenated (per delta
@@ -652,6 +655,7 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, p *Prepared, rele
 	}
 	defer resp.Body.Close()
 	res.HTTPStatus = resp.StatusCode
+	res.noteRetryAfter(resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("Date"))
 	if !released {
 		// The server answered before the request was sent (an error
 		// status before reading the body): a failure before the release.
