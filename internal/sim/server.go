@@ -544,6 +544,20 @@ type outcome struct {
 	streaming bool
 }
 
+// noteMalformed is the log note of a stream the malformed fault broke.
+const noteMalformed = "fault malformed: sent a chunk of invalid JSON mid-stream"
+
+// clientLeft notes that the client hung up before the response ended:
+// after the malformed fault's chunk that is the client refusing a broken
+// stream, as it should, and the note keeps naming the fault.
+func (o *outcome) clientLeft() {
+	if o.note == noteMalformed {
+		o.note = noteMalformed + "; the client then hung up"
+		return
+	}
+	o.note = "client went away"
+}
+
 // handle serves one chat completions request, or with completions one
 // completions request.
 func (s *Server) handle(w http.ResponseWriter, r *http.Request, completions bool) {
@@ -640,7 +654,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 	reasoningDelta := `{"index":0,"delta":{"` + s.opts.ReasoningField + `":`
 	if _, err := w.Write(buf); err != nil {
 		s.engine.abandon(seq)
-		out.note = "client went away"
+		out.clientLeft()
 		return
 	}
 	rc.Flush()
@@ -652,7 +666,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 		case <-seq.notify:
 		case <-r.Context().Done():
 			s.engine.abandon(seq)
-			out.note = "client went away"
+			out.clientLeft()
 			return
 		}
 		produced := int(seq.produced.Load())
@@ -668,7 +682,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 					// One chunk of invalid JSON; the stream carries on.
 					buf = appendHead(buf, head)
 					buf = append(buf, piece+`" the`+"\n\n"...)
-					out.note = "fault malformed"
+					out.note = noteMalformed
 					j.fault.kind = ""
 					continue
 				}
@@ -724,7 +738,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 		if len(buf) > 0 {
 			if _, err := w.Write(buf); err != nil {
 				s.engine.abandon(seq)
-				out.note = "client went away"
+				out.clientLeft()
 				return
 			}
 			rc.Flush()
