@@ -677,7 +677,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 		buf = buf[:0]
 		sentNS = time.Now().UnixNano()
 		for sent < produced {
-			if j.fault.kind != "" && sent == j.fault.atToken {
+			if j.fault.kind != "" && j.fault.kind != FaultOverrun && sent == j.fault.atToken {
 				if j.fault.kind == FaultMalformed {
 					// One chunk of invalid JSON; the stream carries on.
 					buf = appendHead(buf, head)
@@ -713,6 +713,19 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 			buf = append(buf, closing...)
 			sent++
 		}
+		if sent == j.outputTokens && j.fault.kind == FaultOverrun {
+			closing := `},"logprobs":null,"finish_reason":null}]}` + "\n\n"
+			if j.completions {
+				closing = `,"logprobs":null,"finish_reason":null}]}` + "\n\n"
+			}
+			if !s.overrun(w, rc, j, buf, func(b []byte, i int) []byte {
+				b = append(appendHead(b, head), piece...)
+				return append(j.text.appendPieceJSON(b, i), closing...)
+			}, out) {
+				return
+			}
+			buf = buf[:0]
+		}
 		if sent == j.outputTokens {
 			buf = appendHead(buf, head)
 			buf = fmt.Appendf(buf, finish+"\n\n", j.finish)
@@ -744,6 +757,29 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 			rc.Flush()
 		}
 	}
+}
+
+// overrun acts out FaultOverrun once the engine's output (buf holds what
+// is not yet written of it) is done: content chunks (appendChunk appends
+// the i-th) up to OverrunTimes × the output length, as fast as the client
+// reads. It reports whether the client read them all (the stream then
+// finishes as usual).
+func (s *Server) overrun(w http.ResponseWriter, rc *http.ResponseController, j *job, buf []byte, appendChunk func([]byte, int) []byte, out *outcome) bool {
+	const batch = 64
+	total := OverrunTimes * j.outputTokens
+	out.note = fmt.Sprintf("fault overrun: streamed past max_tokens, to %d content chunks", total)
+	for i := j.outputTokens; i < total; {
+		for end := min(i+batch, total); i < end; i++ {
+			buf = appendChunk(buf, i)
+		}
+		if _, err := w.Write(buf); err != nil {
+			out.note = fmt.Sprintf("fault overrun: streamed past max_tokens, %d content chunks when the client hung up", i)
+			return false
+		}
+		rc.Flush()
+		buf = buf[:0]
+	}
+	return true
 }
 
 // streamFault acts out a mid-stream fault whose sequence has already left
@@ -784,7 +820,7 @@ func (s *Server) crash() {
 // complete waits for the whole output and writes one chat.completion.
 func (s *Server) complete(w http.ResponseWriter, r *http.Request, j *job, seq *sequence, out *outcome) {
 	faultAt := -1
-	if j.fault.kind != "" {
+	if j.fault.kind != "" && j.fault.kind != FaultOverrun {
 		faultAt = j.fault.atToken
 	}
 	for {

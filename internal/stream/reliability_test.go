@@ -473,6 +473,7 @@ var faultClass = map[sim.FaultKind]struct {
 	sim.FaultStall:      {contract.ErrTimeout, 200},
 	sim.FaultMalformed:  {contract.ErrStreamMalformed, 200},
 	sim.FaultCrash:      {contract.ErrStreamTruncated, 200},
+	sim.FaultOverrun:    {contract.ErrStreamMalformed, 200},
 }
 
 // TestReliabilityFaultMatrix: every fault the simulator can inject, run
