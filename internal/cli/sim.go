@@ -79,7 +79,7 @@ or SIGINT aborts the streams in flight and stops it with exit status 0.
 Faults (--fault KIND:RATE, repeatable; RATE is a probability per request, drawn
 from --seed): error_event, truncate, http500, http429 (with Retry-After: 1),
 stall, malformed, crash (the process exits with status 3 mid-stream), overrun
-(a stream that ignores max_tokens and sends 8 times its output length).
+(a stream that ignores max_tokens and sends 8 times as many tokens).
 
 --prefix-caching on reuses the KV blocks of prompt prefixes seen recently, as
 vLLM's automatic prefix caching does: the leading whole 16-token blocks of a

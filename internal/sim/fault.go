@@ -33,13 +33,14 @@ const (
 	// the process) and drops the connection.
 	FaultCrash FaultKind = "crash"
 	// FaultOverrun ignores max_tokens: once the engine's output is sent, the
-	// stream goes on to OverrunTimes × the output length in content chunks,
-	// written as fast as the client reads, then finishes (a server that
-	// does not honour max_tokens). Non-streaming responses are unaffected.
+	// stream goes on to OverrunTimes × the request's max_tokens in content
+	// chunks, written as fast as the client reads, then finishes (a server
+	// that does not honour max_tokens). Non-streaming responses are
+	// unaffected.
 	FaultOverrun FaultKind = "overrun"
 )
 
-// OverrunTimes is how many times its output length FaultOverrun streams:
+// OverrunTimes is how many times its max_tokens FaultOverrun streams:
 // twice the client's cut (stream.OverrunFactor), so that the client cuts it.
 const OverrunTimes = 8
 

@@ -59,3 +59,13 @@ func TestMalformedFaultLogsTheFaultWhenTheClientHangsUp(t *testing.T) {
 		t.Errorf("log line %q does not name the fault and the hang-up", line)
 	}
 }
+
+// The overrun fault streams OverrunTimes × max_tokens, also for a request
+// the engine stops early (not ignore_eos), so the client's 4× cut applies.
+func TestOverrunFaultStreamsPastMaxTokens(t *testing.T) {
+	_, ts := newTestServer(t, Options{Engine: EngineBatching, Faults: []Fault{{Kind: FaultOverrun, Rate: 1}}})
+	res, err := post(t, context.Background(), ts.URL, chatBody("hi", 30, ""))
+	if err != nil || !res.done || len(res.contents) != OverrunTimes*30 {
+		t.Fatalf("err %v, %d content chunks, done %v; want %d and [DONE]", err, len(res.contents), res.done, OverrunTimes*30)
+	}
+}

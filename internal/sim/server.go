@@ -343,6 +343,9 @@ type job struct {
 	finish    string
 	text      textSource
 	fault     faultPlan
+	// maxTokens is the output limit the request set (or the context's
+	// room): what FaultOverrun ignores.
+	maxTokens int
 }
 
 const maxRequestBytes = 8 << 20
@@ -434,7 +437,7 @@ func (s *Server) parseChat(r *http.Request, completions bool) (*job, int, error)
 	if n >= maxTokens {
 		n, j.finish = maxTokens, "length"
 	}
-	j.outputTokens = n
+	j.outputTokens, j.maxTokens = n, maxTokens
 	j.reasoningTokens = min(reasoning, n)
 	if j.toolCalls && j.finish == "stop" {
 		j.finish = "tool_calls"
@@ -761,19 +764,19 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 
 // overrun acts out FaultOverrun once the engine's output (buf holds what
 // is not yet written of it) is done: content chunks (appendChunk appends
-// the i-th) up to OverrunTimes × the output length, as fast as the client
-// reads. It reports whether the client read them all (the stream then
+// the i-th) up to OverrunTimes × the request's max_tokens, as fast as the
+// client reads. It reports whether the client read them all (the stream then
 // finishes as usual).
 func (s *Server) overrun(w http.ResponseWriter, rc *http.ResponseController, j *job, buf []byte, appendChunk func([]byte, int) []byte, out *outcome) bool {
 	const batch = 64
-	total := OverrunTimes * j.outputTokens
-	out.note = fmt.Sprintf("fault overrun: streamed past max_tokens, to %d content chunks", total)
+	total := OverrunTimes * j.maxTokens
+	out.note = fmt.Sprintf("fault overrun: streamed past max_tokens %d, to %d content chunks", j.maxTokens, total)
 	for i := j.outputTokens; i < total; {
 		for end := min(i+batch, total); i < end; i++ {
 			buf = appendChunk(buf, i)
 		}
 		if _, err := w.Write(buf); err != nil {
-			out.note = fmt.Sprintf("fault overrun: streamed past max_tokens, %d content chunks when the client hung up", i)
+			out.note = fmt.Sprintf("fault overrun: streamed past max_tokens %d, %d content chunks when the client hung up", j.maxTokens, i)
 			return false
 		}
 		rc.Flush()
