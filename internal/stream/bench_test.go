@@ -236,7 +236,6 @@ func BenchmarkParseChunk(b *testing.B) {
 		res  Result
 		text strings.Builder
 	)
-	st.bounds = boundsFor(0)
 	now := time.Now()
 	emit := func(e Event) { st.handle(e, now, &res, &text) }
 	b.SetBytes(int64(len(ev)))

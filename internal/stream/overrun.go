@@ -74,7 +74,7 @@ func (b bounds) what() string {
 // overran checks one event's chunk c, the stream's events-th, against the
 // bounds before any of its text is kept: within them it counts the chunk
 // and returns false; past them it fails the stream as stream_malformed,
-// naming the overrun.
+// naming the overrun. Unset bounds (a zero state) are the ceiling's.
 func (s *state) overran(c *chunk, events int) bool {
 	n, generated := 0, false
 	for i := range c.Choices {
@@ -97,6 +97,9 @@ func (s *state) overran(c *chunk, events int) bool {
 	}
 	generated = n > 0
 	b := &s.bounds
+	if b.chunks == 0 {
+		*b = boundsFor(0) // a state no stream set up: the ceiling's bounds
+	}
 	switch {
 	case generated && s.generated >= b.chunks:
 		s.failMsg = fmt.Sprintf("stream overran: %d chunks of generated text for %s (cut at %d×)", s.generated+1, b.what(), OverrunFactor)
