@@ -175,7 +175,8 @@ type recordContext struct {
 // contract.ErrorKinds; times are finite, non-negative and ordered
 // (start_s ≤ first_content_s ≤ end_s, chunk_times_s non-decreasing within
 // [start_s, end_s], the first chunk at first_content_s); the text is there
-// exactly when chunks are; the prompt indexes workload.prompts; counts are
+// exactly when chunks are; retry_after_s, where present, is finite, not
+// negative and on a 429 or 503 record; the prompt indexes workload.prompts; counts are
 // non-negative, and output_tokens fits its text (a token is at least one
 // byte) or, counted from usage, equals usage_completion_tokens.
 func checkRecord(i int, rec *contract.Record, c recordContext) []Problem {
@@ -225,6 +226,7 @@ func checkRecord(i int, rec *contract.Record, c recordContext) []Problem {
 	if rec.HTTPStatus != 0 && (rec.HTTPStatus < 100 || rec.HTTPStatus > 599) {
 		bad("http_status", "%d is not an HTTP status", rec.HTTPStatus)
 	}
+	checkRetryAfter(rec, bad)
 	if rec.Client < 0 {
 		bad("client", "%d is negative", rec.Client)
 	}
@@ -277,6 +279,19 @@ func checkRecord(i int, rec *contract.Record, c recordContext) []Problem {
 		}
 	}
 	return probs
+}
+
+// checkRetryAfter checks retry_after_s, where a record has one: a finite
+// number of seconds, not negative, on an HTTP 429 or 503 record only.
+func checkRetryAfter(rec *contract.Record, bad func(field, format string, args ...any)) {
+	v := rec.RetryAfterS
+	switch {
+	case v == nil:
+	case math.IsNaN(*v) || math.IsInf(*v, 0) || *v < 0:
+		bad("retry_after_s", "%v is not a number of seconds (want finite and ≥ 0)", *v)
+	case rec.HTTPStatus != 429 && rec.HTTPStatus != 503:
+		bad("retry_after_s", "%v on a record of http_status %d; only a 429 or 503 keeps Retry-After", *v, rec.HTTPStatus)
+	}
 }
 
 // checkPromptFields checks what a record says its prompt asked for, where

@@ -137,6 +137,13 @@ var reliabilityRows = []reliabilityRow{
 	{name: "failed without error_kind", edit: func(t *testing.T, r *bundle.Results) {
 		r.Records[firstRecord(t, r, isFailedWithContent)].ErrorKind = ""
 	}, want: ".ok: false without an error_kind"},
+	{name: "negative retry_after_s", edit: func(t *testing.T, r *bundle.Results) {
+		rec := &r.Records[firstRecord(t, r, isFailedWithContent)]
+		rec.HTTPStatus, rec.RetryAfterS = 429, new(-3.0)
+	}, want: ".retry_after_s: -3 is not a number of seconds"},
+	{name: "retry_after_s on a record that is not a 429 or 503", edit: func(t *testing.T, r *bundle.Results) {
+		r.Records[firstRecord(t, r, isOK)].RetryAfterS = new(5.0)
+	}, want: ".retry_after_s: 5 on a record of http_status"},
 	{name: "negative start_s", edit: func(t *testing.T, r *bundle.Results) {
 		r.Records[firstRecord(t, r, isOK)].StartS = -0.5
 	}, want: ".start_s: -0.5 is negative"},

@@ -77,8 +77,9 @@ It logs "listening on HOST:PORT" on stderr once it accepts connections (with
 or SIGINT aborts the streams in flight and stops it with exit status 0.
 
 Faults (--fault KIND:RATE, repeatable; RATE is a probability per request, drawn
-from --seed): error_event, truncate, http500, http429, stall, malformed, crash
-(the process exits with status 3 mid-stream).
+from --seed): error_event, truncate, http500, http429 (with Retry-After: 1),
+stall, malformed, crash (the process exits with status 3 mid-stream), overrun
+(a stream that ignores max_tokens and sends 8 times as many tokens).
 
 --prefix-caching on reuses the KV blocks of prompt prefixes seen recently, as
 vLLM's automatic prefix caching does: the leading whole 16-token blocks of a
@@ -142,7 +143,7 @@ request (client_added_s) and its report's load-generator section shows it.`,
 	f.StringVar(&o.portFile, "port-file", "", "write the chosen port to this file once listening")
 	f.Float64Var(&o.timeScale, "time-scale", 1, "simulated time runs K times faster than wall time")
 	f.Int64Var(&o.seed, "seed", 0, "seed for output lengths, output text and fault draws")
-	f.StringArrayVar(&o.faults, "fault", nil, "inject a fault KIND:RATE (repeatable): error_event, truncate, http500, http429, stall, malformed, crash")
+	f.StringArrayVar(&o.faults, "fault", nil, "inject a fault KIND:RATE (repeatable): error_event, truncate, http500, http429, stall, malformed, crash, overrun")
 	f.IntVar(&o.maxNumSeqs, "max-num-seqs", 0, "cap on running sequences (default: the profile's; serial is always 1)")
 	f.IntVar(&o.kvTokenBudget, "kv-token-budget", 0, "KV-cache budget in tokens, which also bounds the prefix cache (default: the profile's)")
 	f.StringVar(&o.prefixCaching, "prefix-caching", "", "reuse the KV blocks of recently seen prompt prefixes: on or off (default: the profile's prefix_caching, off in the built-in ones)")

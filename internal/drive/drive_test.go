@@ -149,7 +149,9 @@ func TestClosedWaveCanceled(t *testing.T) {
 	d := New(Options{Journal: j})
 	ctx, cancel := context.WithCancelCause(context.Background())
 	time.AfterFunc(150*time.Millisecond, func() { cancel(errors.New("interrupt")) })
-	res, err := d.ClosedWave(ctx, Target{Name: "s", BaseURL: srv.URL}, WaveSpec{Load: testLoad(), Kind: contract.KindRecorded, Concurrency: 4, Repeat: 1})
+	load := testLoad()
+	load.MaxTokens = 1000 // what the server streams: fewer would be an overrun the client cuts
+	res, err := d.ClosedWave(ctx, Target{Name: "s", BaseURL: srv.URL}, WaveSpec{Load: load, Kind: contract.KindRecorded, Concurrency: 4, Repeat: 1})
 	if err == nil || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupt") {
 		t.Fatalf("error %v", err)
 	}

@@ -171,8 +171,10 @@ func TestSustainedWaveCanceled(t *testing.T) {
 	}()
 	j, path := journal(t)
 	d := New(Options{Journal: j, Counter: words{}})
+	load := testLoad()
+	load.MaxTokens = 1000 // what the server streams: fewer would be an overrun the client cuts
 	res, err := d.SustainedWave(ctx, Target{Name: "s", BaseURL: srv.URL, Model: "m"},
-		SustainedSpec{Load: testLoad(), Concurrency: 3, Repeat: 1, NumRequests: 100, WarmupRequests: 1})
+		SustainedSpec{Load: load, Concurrency: 3, Repeat: 1, NumRequests: 100, WarmupRequests: 1})
 	if err == nil || !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v: want canceled", err)
 	}

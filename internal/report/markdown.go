@@ -352,28 +352,44 @@ func writeResults(b *bytes.Buffer, res *bundle.Results) {
 		b.Write(t.Open.Markdown())
 		b.WriteString("\n")
 	}
+	writeFailureKinds(b, res)
+}
+
+// writeFailureKinds lists each load's failures by kind, its rate-limited
+// requests (HTTP 429, or 503 with a Retry-After) apart from the other HTTP
+// errors.
+func writeFailureKinds(b *bytes.Buffer, res *bundle.Results) {
 	servers, concs, idx := closedTable(res)
+	limited := rateLimits(res)
 	var kinds []string
+	rateLimited := false
+	add := func(a contract.Aggregate) {
+		rl := limited[a.Key()]
+		rateLimited = rateLimited || rl != nil
+		kinds = append(kinds, fmt.Sprintf("`%s` at %s: %s", a.Server, a.LoadLabel(), failureKinds(a.Failures.ByKind, rl)))
+	}
 	for _, s := range servers {
 		for _, c := range concs {
-			a, ok := idx[s][c]
-			if !ok || a.Failures.Count == 0 {
-				continue
+			if a, ok := idx[s][c]; ok && a.Failures.Count > 0 {
+				add(a)
 			}
-			kinds = append(kinds, fmt.Sprintf("`%s` at %s: %s", s, a.LoadLabel(), byKind(a.Failures.ByKind)))
 		}
 	}
 	for _, a := range res.Aggregates {
 		if a.Mode != contract.ModeClosed && a.Failures.Count > 0 {
-			kinds = append(kinds, fmt.Sprintf("`%s` at %s: %s", a.Server, a.LoadLabel(), byKind(a.Failures.ByKind)))
+			add(a)
 		}
 	}
-	if len(kinds) > 0 {
-		b.WriteString("Failures by kind:\n\n")
-		for _, k := range kinds {
-			fmt.Fprintf(b, "- %s.\n", k)
-		}
-		b.WriteString("\n")
+	if len(kinds) == 0 {
+		return
+	}
+	b.WriteString("Failures by kind:\n\n")
+	for _, k := range kinds {
+		fmt.Fprintf(b, "- %s.\n", k)
+	}
+	b.WriteString("\n")
+	if rateLimited {
+		b.WriteString("Rate-limited requests (`http_status` 429, or 503 with a `Retry-After`) are the server turning load away and asking the client to come back later, counted apart from its other HTTP errors; `retry_after_s` in results.json is each one's wait.\n\n")
 	}
 }
 

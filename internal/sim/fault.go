@@ -32,10 +32,20 @@ const (
 	// FaultCrash calls the server's crash hook mid-stream (rehearse sim exits
 	// the process) and drops the connection.
 	FaultCrash FaultKind = "crash"
+	// FaultOverrun ignores max_tokens: once the engine's output is sent, the
+	// stream goes on to OverrunTimes × the request's max_tokens in content
+	// chunks, written as fast as the client reads, then finishes (a server
+	// that does not honour max_tokens). Non-streaming responses are
+	// unaffected.
+	FaultOverrun FaultKind = "overrun"
 )
 
+// OverrunTimes is how many times its max_tokens FaultOverrun streams:
+// twice the client's cut (stream.OverrunFactor), so that the client cuts it.
+const OverrunTimes = 8
+
 // FaultKinds lists every fault kind.
-var FaultKinds = []FaultKind{FaultErrorEvent, FaultTruncate, FaultHTTP500, FaultHTTP429, FaultStall, FaultMalformed, FaultCrash}
+var FaultKinds = []FaultKind{FaultErrorEvent, FaultTruncate, FaultHTTP500, FaultHTTP429, FaultStall, FaultMalformed, FaultCrash, FaultOverrun}
 
 // Fault injects one kind of failure into a share of requests.
 type Fault struct {

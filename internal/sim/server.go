@@ -343,6 +343,9 @@ type job struct {
 	finish    string
 	text      textSource
 	fault     faultPlan
+	// maxTokens is the output limit the request set (or the context's
+	// room): what FaultOverrun ignores.
+	maxTokens int
 }
 
 const maxRequestBytes = 8 << 20
@@ -434,7 +437,7 @@ func (s *Server) parseChat(r *http.Request, completions bool) (*job, int, error)
 	if n >= maxTokens {
 		n, j.finish = maxTokens, "length"
 	}
-	j.outputTokens = n
+	j.outputTokens, j.maxTokens = n, maxTokens
 	j.reasoningTokens = min(reasoning, n)
 	if j.toolCalls && j.finish == "stop" {
 		j.finish = "tool_calls"
@@ -544,6 +547,20 @@ type outcome struct {
 	streaming bool
 }
 
+// noteMalformed is the log note of a stream the malformed fault broke.
+const noteMalformed = "fault malformed: sent a chunk of invalid JSON mid-stream"
+
+// clientLeft notes that the client hung up before the response ended:
+// after the malformed fault's chunk that is the client refusing a broken
+// stream, as it should, and the note keeps naming the fault.
+func (o *outcome) clientLeft() {
+	if o.note == noteMalformed {
+		o.note = noteMalformed + "; the client then hung up"
+		return
+	}
+	o.note = "client went away"
+}
+
 // handle serves one chat completions request, or with completions one
 // completions request.
 func (s *Server) handle(w http.ResponseWriter, r *http.Request, completions bool) {
@@ -640,7 +657,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 	reasoningDelta := `{"index":0,"delta":{"` + s.opts.ReasoningField + `":`
 	if _, err := w.Write(buf); err != nil {
 		s.engine.abandon(seq)
-		out.note = "client went away"
+		out.clientLeft()
 		return
 	}
 	rc.Flush()
@@ -652,7 +669,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 		case <-seq.notify:
 		case <-r.Context().Done():
 			s.engine.abandon(seq)
-			out.note = "client went away"
+			out.clientLeft()
 			return
 		}
 		produced := int(seq.produced.Load())
@@ -663,12 +680,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 		buf = buf[:0]
 		sentNS = time.Now().UnixNano()
 		for sent < produced {
-			if j.fault.kind != "" && sent == j.fault.atToken {
+			if j.fault.kind != "" && j.fault.kind != FaultOverrun && sent == j.fault.atToken {
 				if j.fault.kind == FaultMalformed {
 					// One chunk of invalid JSON; the stream carries on.
 					buf = appendHead(buf, head)
 					buf = append(buf, piece+`" the`+"\n\n"...)
-					out.note = "fault malformed"
+					out.note = noteMalformed
 					j.fault.kind = ""
 					continue
 				}
@@ -699,6 +716,19 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 			buf = append(buf, closing...)
 			sent++
 		}
+		if sent == j.outputTokens && j.fault.kind == FaultOverrun {
+			closing := `},"logprobs":null,"finish_reason":null}]}` + "\n\n"
+			if j.completions {
+				closing = `,"logprobs":null,"finish_reason":null}]}` + "\n\n"
+			}
+			if !s.overrun(w, rc, j, buf, func(b []byte, i int) []byte {
+				b = append(appendHead(b, head), piece...)
+				return append(j.text.appendPieceJSON(b, i), closing...)
+			}, out) {
+				return
+			}
+			buf = buf[:0]
+		}
 		if sent == j.outputTokens {
 			buf = appendHead(buf, head)
 			buf = fmt.Appendf(buf, finish+"\n\n", j.finish)
@@ -724,12 +754,35 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 		if len(buf) > 0 {
 			if _, err := w.Write(buf); err != nil {
 				s.engine.abandon(seq)
-				out.note = "client went away"
+				out.clientLeft()
 				return
 			}
 			rc.Flush()
 		}
 	}
+}
+
+// overrun acts out FaultOverrun once the engine's output (buf holds what
+// is not yet written of it) is done: content chunks (appendChunk appends
+// the i-th) up to OverrunTimes × the request's max_tokens, as fast as the
+// client reads. It reports whether the client read them all (the stream then
+// finishes as usual).
+func (s *Server) overrun(w http.ResponseWriter, rc *http.ResponseController, j *job, buf []byte, appendChunk func([]byte, int) []byte, out *outcome) bool {
+	const batch = 64
+	total := OverrunTimes * j.maxTokens
+	out.note = fmt.Sprintf("fault overrun: streamed past max_tokens %d, to %d content chunks", j.maxTokens, total)
+	for i := j.outputTokens; i < total; {
+		for end := min(i+batch, total); i < end; i++ {
+			buf = appendChunk(buf, i)
+		}
+		if _, err := w.Write(buf); err != nil {
+			out.note = fmt.Sprintf("fault overrun: streamed past max_tokens %d, %d content chunks when the client hung up", j.maxTokens, i)
+			return false
+		}
+		rc.Flush()
+		buf = buf[:0]
+	}
+	return true
 }
 
 // streamFault acts out a mid-stream fault whose sequence has already left
@@ -770,7 +823,7 @@ func (s *Server) crash() {
 // complete waits for the whole output and writes one chat.completion.
 func (s *Server) complete(w http.ResponseWriter, r *http.Request, j *job, seq *sequence, out *outcome) {
 	faultAt := -1
-	if j.fault.kind != "" {
+	if j.fault.kind != "" && j.fault.kind != FaultOverrun {
 		faultAt = j.fault.atToken
 	}
 	for {

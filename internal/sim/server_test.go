@@ -374,6 +374,10 @@ func TestFaults(t *testing.T) {
 				if !errors.Is(err, context.DeadlineExceeded) {
 					t.Errorf("err %v; want the client to give up on a stalled stream", err)
 				}
+			case FaultOverrun:
+				if err != nil || !res.done || res.finish != "length" || len(res.contents) != OverrunTimes*20 {
+					t.Errorf("err %v, %d content chunks, finish %q; want %d chunks for max_tokens 20, then the finish", err, len(res.contents), res.finish, OverrunTimes*20)
+				}
 			case FaultCrash:
 				if err == nil || crashes.Load() != 1 {
 					t.Errorf("err %v, crash hook called %d times; want a dropped connection and one call", err, crashes.Load())

@@ -244,6 +244,7 @@ func BenchmarkParseChunk(b *testing.B) {
 		if len(res.ChunkTimes) > 4096 {
 			res.ChunkTimes = res.ChunkTimes[:0]
 			text.Reset()
+			st.generated, st.textLen = 0, 0
 		}
 	}
 	if st.fail != "" {

@@ -78,6 +78,10 @@ type state struct {
 	// reasoning and toolCalls collect the text of the channels beside
 	// content: reasoning, and tool-call arguments.
 	reasoning, toolCalls strings.Builder
+	// bounds are what the stream may send (boundsFor); generated and
+	// textLen count its chunks and bytes of generated text so far.
+	bounds             bounds
+	generated, textLen int
 }
 
 var doneMarker = []byte("[DONE]")
@@ -88,6 +92,9 @@ var doneMarker = []byte("[DONE]")
 //
 // Reasoning and tool-call argument text go to s.reasoning and s.toolCalls;
 // generated text of any channel stamps FirstToken.
+//
+// A chunk past the stream's bounds (overran) ends it as stream_malformed
+// before any of its text is kept.
 func (s *state) handle(ev Event, now time.Time, res *Result, text *strings.Builder) {
 	data := bytes.TrimSpace(ev.Data)
 	if bytes.Equal(data, doneMarker) {
@@ -112,6 +119,9 @@ func (s *state) handle(ev Event, now time.Time, res *Result, text *strings.Build
 			s.failMsg = fmt.Sprintf("unparseable data %q: %v", cut(string(data)), err)
 			return
 		}
+	}
+	if s.overran(c, res.Chunks) {
+		return
 	}
 	if c.SentNS != 0 {
 		res.AddedNS = append(res.AddedNS, now.UnixNano()-c.SentNS)

@@ -85,6 +85,9 @@ type Result struct {
 	ErrorKind  string // one of contract.ErrorKinds, "" when OK
 	Error      string
 	HTTPStatus int
+	// RetryAfterS is the Retry-After of a 429 or 503 answer, in seconds
+	// (retryAfter); nil when the answer had none that parses.
+	RetryAfterS *float64
 
 	Text string
 	// Reasoning is the reasoning channel's text, concatenated (per delta
@@ -130,8 +133,9 @@ type Prepared struct {
 	// Host header) and uri (the request target) are its request line.
 	h1              bool
 	addr, host, uri string
-	// hint is the content chunks the request may stream (its max_tokens),
-	// for the storage its stream is read into.
+	// hint is the tokens the request lets the server generate (its body's
+	// max_tokens or max_completion_tokens, × n; 0 when it sets none): the
+	// storage its stream is read into, and the bounds of an overrun.
 	hint int
 }
 
@@ -172,7 +176,7 @@ func Prepare(req Request) (*Prepared, error) {
 		apiKey:  req.APIKey,
 		timeout: req.Timeout,
 		follow:  req.FollowRedirects,
-		hint:    req.MaxTokens,
+		hint:    outputLimit(body),
 	}
 	p.route()
 	return p, nil
@@ -651,6 +655,7 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, p *Prepared, rele
 	}
 	defer resp.Body.Close()
 	res.HTTPStatus = resp.StatusCode
+	res.noteRetryAfter(resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("Date"))
 	if !released {
 		// The server answered before the request was sent (an error
 		// status before reading the body): a failure before the release.
@@ -802,7 +807,8 @@ const maxHint = 256
 // readStream reads the event stream, stamping each read on the monotonic
 // clock; an event is timed by the read that completed it. buf is the read
 // buffer (nil: one from bufPool); hint is the content chunks expected
-// (max_tokens), for which the chunk times are allocated at once.
+// (max_tokens), for which the chunk times are allocated at once, and from
+// which the stream's bounds follow (boundsFor).
 func (c *Client) readStream(ctx, reqCtx context.Context, body io.Reader, res *Result, buf []byte, hint int) {
 	if buf == nil {
 		bp := bufPool.Get().(*[]byte)
@@ -825,6 +831,7 @@ func (c *Client) readStream(ctx, reqCtx context.Context, body io.Reader, res *Re
 		headN     int
 	)
 	dec.limit = c.eventLimit
+	st.bounds = boundsFor(hint)
 	emit := func(ev Event) {
 		if finished {
 			return

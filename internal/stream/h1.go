@@ -193,6 +193,7 @@ func (c *Client) attemptH1(ctx context.Context, p *Prepared, release <-chan stru
 	defer body.release()
 	body.ctx, body.tctx = ctx, tctx
 	res.HTTPStatus = h.status
+	res.noteRetryAfter(h.status, h.retryAfter, h.date)
 	cancelRead := func() { conn.SetReadDeadline(aLongTimeAgo) }
 
 	if h.status < 200 || h.status > 299 {
@@ -282,6 +283,7 @@ func (c *Client) answeredEarly(ctx context.Context, conn net.Conn, p *Prepared, 
 	body := newH1Body(rx, h, hr)
 	defer body.release()
 	res.HTTPStatus = h.status
+	res.noteRetryAfter(h.status, h.retryAfter, h.date)
 	res.ErrorKind = contract.ErrHTTPStatus
 	if h.status >= 200 && h.status <= 299 {
 		res.Error = fmt.Sprintf("HTTP %d before the request was sent", h.status)

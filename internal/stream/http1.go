@@ -62,7 +62,10 @@ type respHead struct {
 	// contentType, contentEncoding and location are the raw header
 	// values ("" when absent).
 	contentType, contentEncoding, location string
-	hasLength                              bool
+	// retryAfter and date are the Retry-After and Date headers, read
+	// only for a status that keeps them (rateLimited).
+	retryAfter, date string
+	hasLength        bool
 }
 
 // errHeadTooLarge is a response head over maxHeadBytes.
@@ -220,6 +223,10 @@ func parseHead(b []byte) (respHead, error) {
 			h.contentEncoding = string(value)
 		case fieldIs(name, "location"):
 			h.location = string(value)
+		case rateLimited(status) && fieldIs(name, "retry-after"):
+			h.retryAfter = string(value)
+		case rateLimited(status) && fieldIs(name, "date"):
+			h.date = string(value)
 		}
 	}
 	if proto10 && !h.keepAlive {

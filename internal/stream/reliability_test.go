@@ -360,7 +360,34 @@ func hostileServers() []hostile {
 			rw.Header().Set("Content-Type", "application/json")
 			rw.WriteHeader(http.StatusTooManyRequests)
 			io.WriteString(rw, `{"error":{"message":"rate limited"}}`)
-		}), kind: contract.ErrHTTPStatus, status: 429, has: "rate limited"},
+		}), kind: contract.ErrHTTPStatus, status: 429, has: "rate limited", check: retryAfterIs(1)},
+		{name: "503 with an HTTP-date Retry-After, relative to its Date", serve: handler(func(rw http.ResponseWriter, r *http.Request) {
+			date := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+			rw.Header().Set("Date", date.Format(http.TimeFormat))
+			rw.Header().Set("Retry-After", date.Add(90*time.Second).Format(http.TimeFormat))
+			rw.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(rw, "overloaded")
+		}), kind: contract.ErrHTTPStatus, status: 503, has: "overloaded", check: retryAfterIs(90)},
+		{name: "429 with a Retry-After in the past", serve: handler(func(rw http.ResponseWriter, r *http.Request) {
+			rw.Header().Set("Retry-After", "Sun, 06 Nov 1994 08:49:37 GMT")
+			rw.WriteHeader(http.StatusTooManyRequests)
+		}), kind: contract.ErrHTTPStatus, status: 429, check: retryAfterIs(0)},
+		{name: "429 with an unparseable Retry-After", serve: handler(func(rw http.ResponseWriter, r *http.Request) {
+			rw.Header().Set("Retry-After", "soon")
+			rw.WriteHeader(http.StatusTooManyRequests)
+		}), kind: contract.ErrHTTPStatus, status: 429, check: retryAfterIs(-1)},
+		{name: "500 with a Retry-After (not kept)", serve: handler(func(rw http.ResponseWriter, r *http.Request) {
+			rw.Header().Set("Retry-After", "5")
+			rw.WriteHeader(http.StatusInternalServerError)
+		}), kind: contract.ErrHTTPStatus, status: 500, check: retryAfterIs(-1)},
+		{name: "ignores max_tokens and streams without end", serve: endless(content("tok")),
+			kind: contract.ErrStreamMalformed, has: "stream overran: 33 chunks of generated text for max_tokens 8 (cut at 4×)", check: func(t *testing.T, res Result) {
+				if len(res.ChunkTimes) > OverrunFactor*8 || len(res.Text) > boundsFor(8).textLen {
+					t.Errorf("kept %d chunks and %d bytes past the bound", len(res.ChunkTimes), len(res.Text))
+				}
+			}},
+		{name: "events without text, without end", serve: endless(roleChunk),
+			kind: contract.ErrStreamMalformed, has: "stream overran: 97 events for max_tokens 8"},
 		{name: "connection refused", serve: func(t *testing.T) string {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
@@ -369,6 +396,20 @@ func hostileServers() []hostile {
 			ln.Close()
 			return "http://" + ln.Addr().String()
 		}, kind: contract.ErrConnect, has: "refused"},
+	}
+}
+
+// retryAfterIs checks a result's Retry-After: want seconds, or absent when
+// want is negative.
+func retryAfterIs(want float64) func(t *testing.T, res Result) {
+	return func(t *testing.T, res Result) {
+		t.Helper()
+		switch got := res.RetryAfterS; {
+		case want < 0 && got != nil:
+			t.Errorf("retry_after_s %v, want none", *got)
+		case want >= 0 && (got == nil || *got != want):
+			t.Errorf("retry_after_s %v, want %v", got, want)
+		}
 	}
 }
 
@@ -432,6 +473,7 @@ var faultClass = map[sim.FaultKind]struct {
 	sim.FaultStall:      {contract.ErrTimeout, 200},
 	sim.FaultMalformed:  {contract.ErrStreamMalformed, 200},
 	sim.FaultCrash:      {contract.ErrStreamTruncated, 200},
+	sim.FaultOverrun:    {contract.ErrStreamMalformed, 200},
 }
 
 // TestReliabilityFaultMatrix: every fault the simulator can inject, run
