@@ -95,13 +95,16 @@ its PATH.`,
 	f.StringVar(&o.spec.APIKeySecret, "api-key-secret", "", "Secret holding the API keys, one key per variable name (default NAME-api-keys)")
 	f.StringVar(&o.spec.StartAt, "start-at", "", "RFC 3339 instant at which every worker releases its load")
 	f.DurationVar(&o.startDelay, "start-delay", 0, "--start-at this long after the manifests are written (apply them before then)")
-	f.StringVarP(&o.out, "output", "o", "", "write the manifests to this file (default: stdout)")
+	f.StringVarP(&o.out, "output", "o", "", "write the manifests to this file (default, or -: stdout)")
 	return cmd
 }
 
 func runK8s(st *State, o *k8sOptions, f *pflag.FlagSet, args []string) error {
 	if !f.Changed("workers") {
 		return usageError("k8s: --workers N is required")
+	}
+	if err := checkOutput("-o", o.out); err != nil {
+		return err
 	}
 	if err := o.resources(f); err != nil {
 		return err
@@ -130,11 +133,7 @@ func runK8s(st *State, o *k8sOptions, f *pflag.FlagSet, args []string) error {
 	if err != nil {
 		return err
 	}
-	if o.out == "" {
-		_, err = st.Stdout.Write(y)
-		return err
-	}
-	return os.WriteFile(o.out, y, 0o644)
+	return writeOutput(st, "-o", o.out, y)
 }
 
 // resources reads the quantity flags.
