@@ -136,15 +136,9 @@ type simValidateFile struct {
 	CountRatio map[string]float64 `json:"bundle_counted_per_generated_token"`
 }
 
-func runSimValidate(cmd *cobra.Command, st *State, o simValidateOptions) error {
-	fitOn, err := sim.ParseLoads(o.fitOn)
-	if err != nil {
-		return usageError("sim validate: --fit-on %q: %v", o.fitOn, err)
-	}
-	holdOut, err := sim.ParseLoads(o.holdOut)
-	if err != nil {
-		return usageError("sim validate: --hold-out %q: %v", o.holdOut, err)
-	}
+// validate refuses flags that do not go together or are out of range, and
+// an -o that is not nothing, a regular file or "-", before any work.
+func (o simValidateOptions) validate() error {
 	switch {
 	case o.asJSON && o.markdown:
 		return usageError("sim validate: --json and --markdown: pick one")
@@ -157,7 +151,19 @@ func runSimValidate(cmd *cobra.Command, st *State, o simValidateOptions) error {
 	case o.asJSON && o.output == bundle.StdoutPath:
 		return usageError("sim validate: --json and -o -: both write JSON to standard output; pick one")
 	}
-	if err := checkOutput("sim validate: -o", o.output); err != nil {
+	return checkOutput("sim validate: -o", o.output)
+}
+
+func runSimValidate(cmd *cobra.Command, st *State, o simValidateOptions) error {
+	fitOn, err := sim.ParseLoads(o.fitOn)
+	if err != nil {
+		return usageError("sim validate: --fit-on %q: %v", o.fitOn, err)
+	}
+	holdOut, err := sim.ParseLoads(o.holdOut)
+	if err != nil {
+		return usageError("sim validate: --hold-out %q: %v", o.holdOut, err)
+	}
+	if err := o.validate(); err != nil {
 		return err
 	}
 	res, err := bundle.ReadResults(o.bundleDir)
