@@ -17,48 +17,115 @@ import (
 	"github.com/rehearse/rehearse/internal/contract"
 )
 
+// WriteError is a file that could not be written (the disk full, a size
+// limit, an I/O error): its name and the system's error.
+type WriteError struct {
+	Path string
+	Err  error
+}
+
+func (e *WriteError) Error() string { return e.Path + ": write failed: " + e.Err.Error() }
+func (e *WriteError) Unwrap() error { return e.Err }
+
+// newWriteError is the WriteError of path for err, without err's own
+// naming of the file (a temporary one's, or path again).
+func newWriteError(path string, err error) *WriteError {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return &WriteError{Path: path, Err: err}
+}
+
 // WriteFileAtomic writes data to path through a temporary file in the same
 // folder and a rename, so a reader never sees a half-written file. The
 // temporary file is created exclusively and the rename replaces the
 // directory entry, so nothing is ever written through a symbolic link
-// named path: the link itself is replaced.
+// named path: the link itself is replaced. A failure of the file is a
+// *WriteError naming path.
 func WriteFileAtomic(path string, data []byte) error {
-	return writeAtomic(path, func(w io.Writer) error {
+	return writeAtomic(path, nil, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})
 }
 
 // writeAtomic is WriteFileAtomic of what write writes, through a buffer.
-func writeAtomic(path string, write func(io.Writer) error) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+// check, where not nil, vets path before the temporary file is created
+// and again just before the rename; its error is returned as it is. An
+// error of the file (creating, writing, syncing, renaming it) is a
+// *WriteError naming path, whatever write made of it; write's own errors
+// (an encoding's, an interruption) are returned as they are.
+func writeAtomic(path string, check func(string) error, write func(io.Writer) error) error {
+	if check != nil {
+		if err := check(path); err != nil {
+			return err
+		}
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
-		return err
+		return newWriteError(path, err)
 	}
-	tmp := f.Name()
-	bw := bufio.NewWriterSize(f, readChunk)
-	err = write(bw)
-	if err == nil {
-		err = bw.Flush()
+	fw := &fileWriter{f: f}
+	bw := bufio.NewWriterSize(fw, readChunk)
+	werr := write(bw)
+	if werr == nil {
+		werr = bw.Flush()
 	}
-	if err == nil {
-		err = f.Chmod(0o644)
+	if fw.err != nil {
+		// The file's own failure, whatever write made of it.
+		return discard(f, newWriteError(path, fw.err))
 	}
+	if werr != nil {
+		return discard(f, werr)
+	}
+	if err := closeSynced(f); err != nil {
+		return discard(f, newWriteError(path, err))
+	}
+	if check != nil {
+		if err := check(path); err != nil {
+			return discard(f, err)
+		}
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return discard(f, newWriteError(path, err))
+	}
+	return nil
+}
+
+// fileWriter writes to f and keeps its first error, so that an error of
+// the file is told apart from one of what was being written.
+type fileWriter struct {
+	f   *os.File
+	err error
+}
+
+func (w *fileWriter) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	n, err := w.f.Write(p)
+	w.err = err
+	return n, err
+}
+
+// closeSynced makes f readable by all, syncs and closes it.
+func closeSynced(f *os.File) error {
+	err := f.Chmod(0o644)
 	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return err
+}
+
+// discard closes and removes the temporary file f, and returns err.
+func discard(f *os.File, err error) error {
+	f.Close()
+	os.Remove(f.Name())
+	return err
 }
 
 // Encode returns results.json's bytes: indented JSON, nil slices as [].
@@ -221,13 +288,10 @@ func WriteResults(dir string, r *Results) error {
 	if r.lean {
 		return fmt.Errorf("%s: not written: its records are lean (read for a report), not the records", path)
 	}
-	var encErr error
-	err := writeAtomic(path, func(w io.Writer) error {
-		encErr = encodeTo(w, r)
-		return encErr
-	})
-	if encErr != nil {
-		return fmt.Errorf("%s: %w", path, encErr)
+	err := writeAtomic(path, nil, func(w io.Writer) error { return encodeTo(w, r) })
+	var we *WriteError
+	if err != nil && !errors.As(err, &we) {
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	return err
 }

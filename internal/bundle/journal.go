@@ -36,11 +36,18 @@ type Entry struct {
 
 // Journal appends entries to a JSON Lines file, one write per entry, so a
 // crash of the tool loses nothing that was written. Safe for concurrent use.
+//
+// The first write that fails (the disk full) is kept: every later write
+// returns it without writing, so the journal holds whole lines up to the
+// failure (the failing one may be torn; ReadJournal drops it), and the
+// function given to OnFail hears of it once.
 type Journal struct {
 	mu   sync.Mutex
-	f    *os.File
+	f    journalFile
 	path string
 	err  error
+	// onFail is told of the first write error (OnFail).
+	onFail func(error)
 	// prompts is the prompt list of the last header written, to tell a
 	// header whose prompts are the same slice (see Entry.PromptsKept).
 	prompts []string
@@ -56,6 +63,46 @@ func CreateJournal(path string) (*Journal, error) {
 		return nil, createError(path, err)
 	}
 	return &Journal{f: f, path: path}, nil
+}
+
+// journalFile is what the journal needs of its file; tests put a failing
+// one in its place.
+type journalFile interface {
+	io.Writer
+	Sync() error
+	Close() error
+}
+
+// OnFail has f told of the journal's first write error (a *WriteError),
+// once, from the goroutine whose write failed; a rehearsal cancels its run
+// with it. Call it before the first write.
+func (j *Journal) OnFail(f func(error)) {
+	j.mu.Lock()
+	j.onFail = f
+	j.mu.Unlock()
+}
+
+// Err is the journal's first write error (a *WriteError), nil while every
+// write has succeeded.
+func (j *Journal) Err() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.err
+}
+
+// fail keeps err as the journal's first write error and tells onFail;
+// j.mu is held, and is released while onFail runs.
+func (j *Journal) fail(err error) error {
+	if j.err != nil {
+		return j.err
+	}
+	j.err = newWriteError(j.path, err)
+	if f := j.onFail; f != nil {
+		j.mu.Unlock()
+		f(j.err)
+		j.mu.Lock()
+	}
+	return j.err
 }
 
 // createError says why a file of a bundle could not be created.
@@ -88,8 +135,7 @@ func (j *Journal) write(e Entry) error {
 		return fmt.Errorf("%s: journal is closed", j.path)
 	}
 	if _, err := j.f.Write(line); err != nil {
-		j.err = fmt.Errorf("%s: %w", j.path, err)
-		return j.err
+		return j.fail(err)
 	}
 	return nil
 }
@@ -122,19 +168,24 @@ func (j *Journal) WriteRecord(r contract.Record) error { return j.write(Entry{Re
 // WriteMechanismCheck journals the mechanism-check series.
 func (j *Journal) WriteMechanismCheck(m MechanismCheck) error { return j.write(Entry{Mechanism: &m}) }
 
-// Close syncs and closes the file.
+// Close syncs and closes the file. A failed sync or close is a write
+// error (the disk full may surface only there), told as a write's is; the
+// first write error, if one came before, is returned.
 func (j *Journal) Close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.f == nil {
-		return nil
+		return j.err
 	}
 	err := j.f.Sync()
 	if cerr := j.f.Close(); err == nil {
 		err = cerr
 	}
 	j.f = nil
-	return err
+	if err != nil {
+		return j.fail(err)
+	}
+	return j.err
 }
 
 // ReadJournal rebuilds results from a journal file. A torn last line (the

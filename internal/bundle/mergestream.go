@@ -456,7 +456,7 @@ func (m *MergedParts) Write(ctx context.Context, dir string) error {
 		r = newRecomputation(m.Results)
 		then = func() error { return m.finish(ctx, m.Results, r) }
 	}
-	err := writeAtomic(path, func(w io.Writer) error {
+	err := writeAtomic(path, nil, func(w io.Writer) error {
 		encErr = encodeRecords(w, m.Results, m.Records > 0, then, func(yield func(*contract.Record) error) error {
 			n, err := m.pass(ctx, false, func(rec *contract.Record) error {
 				if r != nil {
@@ -472,7 +472,8 @@ func (m *MergedParts) Write(ctx context.Context, dir string) error {
 		return encErr
 	})
 	m.late = false
-	if encErr != nil {
+	var we *WriteError
+	if encErr != nil && !errors.As(err, &we) {
 		if IsInterrupted(ctx, encErr) {
 			return encErr
 		}

@@ -216,7 +216,7 @@ canceled, and the bundle of what finished is written.`,
 			o.warmupRequestsSet = cmd.Flags().Changed("warmup-requests")
 			o.slo.noteChanged(cmd.Flags())
 			o.cost.noteChanged(cmd.Flags())
-			if err := o.save.validate(cmd.Flags().Changed); err != nil {
+			if err := o.save.validate(cmd.Flags().Changed, o.out); err != nil {
 				return err
 			}
 			if err := o.applyVLLM(cmd.Flags()); err != nil {

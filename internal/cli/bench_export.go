@@ -35,8 +35,13 @@ func saveResultFlags(f *pflag.FlagSet, o *saveResultOptions) {
 	f.BoolVar(&o.detailed, "save-detailed", false, "add the per-request arrays to the --save-result file (input_lens, output_lens, ttfts, itls, start_times, generated_texts, errors)")
 }
 
-// validate refuses the save flags without --save-result, by name.
-func (o saveResultOptions) validate(changed func(string) bool) error {
+// validate refuses the save flags without --save-result, by name, and a
+// --result-filename that names what is not nothing or a regular file
+// (checkOutput) for the bundle in bundleDir.
+func (o saveResultOptions) validate(changed func(string) bool, bundleDir string) error {
+	if o.save && o.filename != "" {
+		return checkOutput("--result-filename", filepath.Join(o.resultDir(bundleDir), o.filename))
+	}
 	if o.save {
 		return nil
 	}
@@ -54,10 +59,7 @@ func (o saveResultOptions) write(st *State, res *bundle.Results, bundleDir strin
 	if !o.save || res == nil {
 		return nil
 	}
-	dir := o.dir
-	if dir == "" {
-		dir = filepath.Dir(filepath.Clean(bundleDir))
-	}
+	dir := o.resultDir(bundleDir)
 	if inside(bundleDir, filepath.Join(dir, "x")) {
 		return usageError("--result-dir %s: inside the bundle %s, where SHA256SUMS would not list the file", dir, bundleDir)
 	}
@@ -90,11 +92,20 @@ func (o saveResultOptions) write(st *State, res *bundle.Results, bundleDir strin
 	var written []string
 	for _, name := range order {
 		path := filepath.Join(dir, name)
-		if err := bundle.WriteFileAtomic(path, files[name].Bytes()); err != nil {
-			return &ExitError{Code: 2, Err: fmt.Errorf("--save-result: %w", err)}
+		if err := writeOutput(st, "--save-result", path, files[name].Bytes()); err != nil {
+			return err
 		}
 		written = append(written, path)
 	}
 	fmt.Fprintf(st.Stdout, "vLLM result JSON (%d load(s)): %s\n", len(results), strings.Join(written, ", "))
 	return nil
+}
+
+// resultDir is the folder of the --save-result files for the bundle in
+// bundleDir: --result-dir, else the bundle's own folder's.
+func (o saveResultOptions) resultDir(bundleDir string) string {
+	if o.dir != "" {
+		return o.dir
+	}
+	return filepath.Dir(filepath.Clean(bundleDir))
 }

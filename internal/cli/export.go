@@ -55,11 +55,15 @@ contract in a stable order (` + strconv.Itoa(len(export.Columns())) + ` columns)
 empty (CSV), chunk_times_s as a JSON array in its CSV cell.
 
 The bundle must verify (as rehearse verify checks it): one that does not is
-refused. Without -o the export goes to standard output; -o FILE writes it
-atomically (never inside the bundle, whose SHA256SUMS would not list it).
+refused. Without -o (or with -o -) the export goes to standard output; -o
+FILE writes it through a temporary file renamed over FILE, where there is
+nothing or a regular file (never inside the bundle, whose SHA256SUMS would
+not list it); a device, named pipe, socket, folder or symbolic link at FILE
+is refused before anything is written.
 
-Exit status: 0 when written, 1 when the bundle does not verify, 2 for bad
-usage or a bundle that cannot be read.`,
+Exit status: 0 when written, 1 when the bundle does not verify or FILE
+cannot be written, 2 for bad usage (a refused FILE among it) or a bundle
+that cannot be read.`,
 		Example: `  rehearse export out --format vllm -o result.json
   rehearse export out --format csv > requests.csv
   rehearse export out --format llmd-br -o report.json`,
@@ -71,7 +75,7 @@ usage or a bundle that cannot be read.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.format, "format", "", "what to write: "+strings.Join(export.Names(), ", ")+" (required)")
-	f.StringVarP(&o.out, "output", "o", "", "file to write (default: standard output)")
+	f.StringVarP(&o.out, "output", "o", "", "file to write (default, or -: standard output)")
 	f.BoolVar(&o.detailed, "save-detailed", false, "vllm: add the per-request arrays (input_lens, output_lens, ttfts, itls, start_times, generated_texts, errors)")
 	f.StringVar(&o.metricPercentiles, "metric-percentiles", "99", "vllm: comma-separated percentiles of each metric, e.g. 50,90,99")
 	f.StringVar(&o.percentileMetrics, "percentile-metrics", strings.Join(export.DefaultVLLMMetrics, ","), "vllm: comma-separated metrics given mean, median, std and percentiles: "+strings.Join(export.VLLMMetrics, ", "))
@@ -112,10 +116,11 @@ func runExport(ctx context.Context, st *State, o exportOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.out != "" {
-		if inside(o.dir, o.out) {
-			return usageError("-o %s: inside the bundle %s, where SHA256SUMS would not list it and verify would fail; write it elsewhere", o.out, o.dir)
-		}
+	if err := checkOutput("-o", o.out); err != nil {
+		return err
+	}
+	if !toStdout(o.out) && inside(o.dir, o.out) {
+		return usageError("-o %s: inside the bundle %s, where SHA256SUMS would not list it and verify would fail; write it elsewhere", o.out, o.dir)
 	}
 	res, err := bundle.ReadVerified(ctx, o.dir)
 	if err != nil {
@@ -129,17 +134,13 @@ func runExport(ctx context.Context, st *State, o exportOptions) error {
 	if err != nil {
 		return &ExitError{Code: 2, Err: fmt.Errorf("%s: %w", o.dir, err)}
 	}
-	if o.out == "" {
-		if _, err := st.Stdout.Write(out.Data); err != nil {
-			return err
-		}
-	} else if err := bundle.WriteFileAtomic(o.out, out.Data); err != nil {
-		return &ExitError{Code: 2, Err: fmt.Errorf("-o %s: %w", o.out, err)}
+	if err := writeOutput(st, "-o", o.out, out.Data); err != nil {
+		return err
 	}
 	for _, n := range out.Notes {
 		fmt.Fprintf(st.Stderr, "rehearse: %s\n", n)
 	}
-	if o.out != "" {
+	if !toStdout(o.out) {
 		fmt.Fprintf(st.Stderr, "rehearse: wrote %s (%s, from %s)\n", o.out, o.format, o.dir)
 	}
 	return nil

@@ -102,13 +102,16 @@ its PATH.`,
 	f.StringVar(&o.spec.TokenSecret, "coordinator-token-secret", "", "Secret holding the coordinator's shared token under the key REHEARSE_COORDINATOR_TOKEN (default NAME-coordinator-token)")
 	f.StringVar(&o.spec.StartAt, "start-at", "", "RFC 3339 instant at which every worker releases its load")
 	f.DurationVar(&o.startDelay, "start-delay", 0, "--start-at this long after the manifests are written (apply them before then)")
-	f.StringVarP(&o.out, "output", "o", "", "write the manifests to this file (default: stdout)")
+	f.StringVarP(&o.out, "output", "o", "", "write the manifests to this file (default, or -: stdout)")
 	return cmd
 }
 
 func runK8s(st *State, o *k8sOptions, f *pflag.FlagSet, args []string) error {
 	if !f.Changed("workers") {
 		return usageError("k8s: --workers N is required")
+	}
+	if err := checkOutput("-o", o.out); err != nil {
+		return err
 	}
 	if err := o.resources(f); err != nil {
 		return err
@@ -137,11 +140,7 @@ func runK8s(st *State, o *k8sOptions, f *pflag.FlagSet, args []string) error {
 	if err != nil {
 		return err
 	}
-	if o.out == "" {
-		_, err = st.Stdout.Write(y)
-		return err
-	}
-	return os.WriteFile(o.out, y, 0o644)
+	return writeOutput(st, "-o", o.out, y)
 }
 
 // resources reads the quantity flags.

@@ -16,6 +16,12 @@ import (
 // test is then the real command.
 const rehearseMainEnv = "REHEARSE_CLI_TEST_MAIN"
 
+// fileSizeLimitEnv, set with rehearseMainEnv, is the largest file in bytes
+// that the test binary as rehearse may write (RLIMIT_FSIZE, as "ulimit -f"
+// sets it): a write past it fails with EFBIG, as one on a full disk fails
+// with ENOSPC.
+const fileSizeLimitEnv = "REHEARSE_CLI_TEST_FSIZE"
+
 // The test binary is the keeper of the servers that run launches in-process.
 func TestMain(m *testing.M) {
 	if code, ok := supervise.KeeperMain(); ok {
@@ -23,6 +29,10 @@ func TestMain(m *testing.M) {
 		syscall.Exit(code)
 	}
 	if os.Getenv(rehearseMainEnv) == "1" {
+		if err := limitFileSize(os.Getenv(fileSizeLimitEnv)); err != nil {
+			os.Stderr.WriteString("test main: " + err.Error() + "\n")
+			syscall.Exit(3)
+		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 		stop()

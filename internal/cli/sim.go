@@ -353,7 +353,7 @@ concurrencies and the held-out ones. --markdown prints the same as markdown.
 	f.StringVar(&o.server, "server", "", "name of the bundle's server to fit")
 	f.StringVar(&o.engine, "engine", "", "simulated engine: serial or batching")
 	f.IntSliceVar(&o.fitConcurrencies, "fit-concurrencies", []int{1, 64}, "concurrencies whose waves the fit reads; the others are held out")
-	f.StringVarP(&o.output, "output", "o", "", "write the fitted profile JSON to this file")
+	f.StringVarP(&o.output, "output", "o", "", "write the fitted profile JSON to this file (-: standard output, the table then on stderr)")
 	f.StringVar(&o.name, "name", "", "profile name (default SERVER-ENGINE-fit)")
 	f.StringVar(&o.description, "description", "", "profile description (default: what it was fitted to)")
 	f.IntVar(&o.maxModelLen, "max-model-len", 32768, "max_model_len of the profile (a bundle does not record it)")
@@ -373,6 +373,11 @@ func (o simFitOptions) validate() error {
 		return usageError("--fit-concurrencies is empty: name at least one concurrency, e.g. 1,64")
 	case o.maxModelLen < 1:
 		return usageError("--max-model-len %d: want >= 1", o.maxModelLen)
+	}
+	if o.output != "" {
+		if err := checkOutput("sim fit: -o", o.output); err != nil {
+			return err
+		}
 	}
 	for _, c := range o.fitConcurrencies {
 		if c < 1 {
@@ -398,16 +403,21 @@ func runSimFit(st *State, o simFitOptions) error {
 	if err != nil {
 		return err
 	}
+	// With -o - the profile is standard output's, the derivation stderr's.
+	table := st.Stdout
 	if o.output != "" {
 		data, err := fit.Profile.Encode()
 		if err != nil {
 			return err
 		}
-		if err := bundle.WriteFileAtomic(o.output, data); err != nil {
-			return fmt.Errorf("sim fit: -o: %w", err)
+		if err := writeOutput(st, "sim fit: -o", o.output, data); err != nil {
+			return err
+		}
+		if o.output == bundle.StdoutPath {
+			table = st.Stderr
 		}
 	}
-	writeSimFit(st.Stdout, o, fit, cmp)
+	writeSimFit(table, o, fit, cmp)
 	return nil
 }
 

@@ -112,7 +112,7 @@ the bundle.`,
 	f.BoolVar(&o.fitJitter, "fit-jitter", false, "also fit a seeded step jitter from the inter-token spread")
 	f.StringVar(&o.holdBundle, "hold-out-bundle", "", "read the held-out loads from this bundle of the same servers (default: BUNDLE)")
 	f.StringArrayVar(&o.servers, "server", nil, "NAME=ENGINE (serial or batching), repeatable (default: every server, the engine from its launch argv)")
-	f.StringVarP(&o.output, "output", "o", "sim-validate.json", "write the error table as JSON to this file")
+	f.StringVarP(&o.output, "output", "o", "sim-validate.json", "write the error table as JSON to this file (-: standard output, the table then on stderr)")
 	f.StringVar(&o.liveBundle, "live-bundle", "", "keep the live run's bundle in this folder (default: a temporary one, removed)")
 	f.BoolVar(&o.noLive, "no-live", false, "predict only: no live simulator run")
 	f.Float64Var(&o.timeScale, "time-scale", 1, "the live simulator's time runs K times faster than the wall clock")
@@ -136,15 +136,9 @@ type simValidateFile struct {
 	CountRatio map[string]float64 `json:"bundle_counted_per_generated_token"`
 }
 
-func runSimValidate(cmd *cobra.Command, st *State, o simValidateOptions) error {
-	fitOn, err := sim.ParseLoads(o.fitOn)
-	if err != nil {
-		return usageError("sim validate: --fit-on %q: %v", o.fitOn, err)
-	}
-	holdOut, err := sim.ParseLoads(o.holdOut)
-	if err != nil {
-		return usageError("sim validate: --hold-out %q: %v", o.holdOut, err)
-	}
+// validate refuses flags that do not go together or are out of range, and
+// an -o that is not nothing, a regular file or "-", before any work.
+func (o simValidateOptions) validate() error {
 	switch {
 	case o.asJSON && o.markdown:
 		return usageError("sim validate: --json and --markdown: pick one")
@@ -154,6 +148,23 @@ func runSimValidate(cmd *cobra.Command, st *State, o simValidateOptions) error {
 		return usageError("sim validate: --max-model-len %d: want >= 1", o.maxModelLen)
 	case o.output == "":
 		return usageError("sim validate: -o is empty: name the JSON file to write")
+	case o.asJSON && o.output == bundle.StdoutPath:
+		return usageError("sim validate: --json and -o -: both write JSON to standard output; pick one")
+	}
+	return checkOutput("sim validate: -o", o.output)
+}
+
+func runSimValidate(cmd *cobra.Command, st *State, o simValidateOptions) error {
+	fitOn, err := sim.ParseLoads(o.fitOn)
+	if err != nil {
+		return usageError("sim validate: --fit-on %q: %v", o.fitOn, err)
+	}
+	holdOut, err := sim.ParseLoads(o.holdOut)
+	if err != nil {
+		return usageError("sim validate: --hold-out %q: %v", o.holdOut, err)
+	}
+	if err := o.validate(); err != nil {
+		return err
 	}
 	res, err := bundle.ReadResults(o.bundleDir)
 	if err != nil {
@@ -212,31 +223,43 @@ func runSimValidate(cmd *cobra.Command, st *State, o simValidateOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := bundle.WriteFileAtomic(o.output, append(data, '\n')); err != nil {
-		return fmt.Errorf("sim validate: -o: %w", err)
+	if err := writeOutput(st, "sim validate: -o", o.output, append(data, '\n')); err != nil {
+		return err
+	}
+	return printValidate(st, o, rows, notes, vals)
+}
+
+// printValidate prints the error table and the notes: on standard output,
+// or on stderr where -o - made the file standard output's.
+func printValidate(st *State, o simValidateOptions, rows []sim.ErrorRow, notes []string, vals []*sim.Validation) error {
+	w := st.Stdout
+	if o.output == bundle.StdoutPath {
+		w = st.Stderr
 	}
 	switch {
 	case o.asJSON:
-		enc := json.NewEncoder(st.Stdout)
+		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		if rows == nil {
 			rows = []sim.ErrorRow{}
 		}
 		return enc.Encode(rows)
 	case o.markdown:
-		writeValidateMarkdown(st.Stdout, rows)
+		writeValidateMarkdown(w, rows)
 	default:
-		writeValidateText(st.Stdout, rows)
+		writeValidateText(w, rows)
 	}
 	for _, n := range notes {
-		fmt.Fprintf(st.Stdout, "Note: %s.\n", n)
+		fmt.Fprintf(w, "Note: %s.\n", n)
 	}
 	for _, v := range vals {
 		for _, n := range v.Notes {
-			fmt.Fprintf(st.Stdout, "Note: %s: %s.\n", v.Server, n)
+			fmt.Fprintf(w, "Note: %s: %s.\n", v.Server, n)
 		}
 	}
-	fmt.Fprintf(st.Stdout, "The table is written to %s.\n", o.output)
+	if o.output != bundle.StdoutPath {
+		fmt.Fprintf(w, "The table is written to %s.\n", o.output)
+	}
 	return nil
 }
 

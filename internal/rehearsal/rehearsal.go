@@ -101,9 +101,13 @@ const (
 )
 
 // Run runs the rehearsal and writes its bundle (results.json, the journal,
-// the server logs; the caller renders the report). It returns an error only
-// when no bundle could be written; server failures and interruption are
-// in the Outcome and the bundle's notes.
+// the server logs; the caller renders the report). It returns an error
+// when no bundle could be written, or when writing the journal or
+// results.json failed (a *bundle.WriteError, wrapped): the first write
+// error of the journal stops the run at once, as Ctrl-C does (the requests
+// in flight end, the servers stop), and what the journal holds before it
+// is the bundle. Server failures and interruption are in the Outcome and
+// the bundle's notes.
 func Run(ctx context.Context, o Options) (*Outcome, error) {
 	cfg := o.Rehearsal
 	if cfg == nil {
@@ -128,6 +132,11 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The journal's first write error ends the run: nothing after it
+	// could be kept.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	journal.OnFail(cancel)
 	driver := o.Driver
 	if driver == nil {
 		driver = newDriveDriver(journal, o.Counter, plan.Workload(cfg, o.Prompts), o.WaveEvents)
@@ -167,24 +176,45 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 				st.ClientCPUS, st.WallS, 100*st.ClientCPUS/st.WallS, st.MaxReleaseSpreadS*1000, st.MaxStallS*1000, st.Stalls)
 		}
 	}
+	return r.finish(ctx)
+}
+
+// finish ends the journal and writes results.json from it; a write error
+// of either stops it there (see stoppedByWrite).
+func (r *runner) finish(ctx context.Context) (*Outcome, error) {
+	if err := r.journal.Err(); err != nil {
+		r.journal.Close()
+		return r.out, stoppedByWrite(err, r.o.Dir)
+	}
 	if ctx.Err() != nil {
 		r.out.Interrupted = true
 		r.note("the rehearsal was interrupted (%v) at %s; the bundle holds what finished before", context.Cause(ctx), time.Now().UTC().Format(time.RFC3339))
 	}
 	r.res.Provenance.FinishedAt = time.Now().UTC().Format(time.RFC3339Nano)
 	r.writeHeader()
-	if err := journal.Close(); err != nil {
-		return r.out, err
+	if err := r.journal.Close(); err != nil {
+		return r.out, stoppedByWrite(err, r.o.Dir)
 	}
-	res, err := bundle.ReadJournal(journal.Path())
+	res, err := bundle.ReadJournal(r.journal.Path())
 	if err != nil {
 		return r.out, err
 	}
-	if err := bundle.WriteResults(o.Dir, res); err != nil {
-		return r.out, err
+	if err := bundle.WriteResults(r.o.Dir, res); err != nil {
+		return r.out, stoppedByWrite(err, r.o.Dir)
 	}
 	r.out.Results = res
 	return r.out, nil
+}
+
+// stoppedByWrite is the rehearsal's error for err, the first write error
+// of the bundle: one line naming the file and the error, and where what was
+// journaled before it is. Another error is returned as it is.
+func stoppedByWrite(err error, dir string) error {
+	var we *bundle.WriteError
+	if !errors.As(err, &we) {
+		return err
+	}
+	return fmt.Errorf("%w; the rehearsal stopped at this first write error, and %s keeps what was journaled before it (once there is room, \"rehearse report %s\" rebuilds the bundle from it)", we, dir, dir)
 }
 
 // prepareDir creates the bundle folder, refusing one that holds files: a
@@ -251,7 +281,8 @@ func (r *runner) note(format string, a ...any) {
 func (r *runner) writeHeader() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	// A failed journal write surfaces when the journal is closed.
+	// A failed journal write stops the run (Journal.OnFail) and is
+	// returned by Run.
 	_ = r.journal.WriteHeader(r.res)
 }
 
