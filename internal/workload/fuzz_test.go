@@ -12,7 +12,7 @@ func FuzzChatPrompt(f *testing.F) {
 	f.Add([]byte(`{"messages": [{"role": "system", "content": ""}, {"role": "user", "content": "x"}], "output_len": 9}`))
 	f.Add([]byte(`{"messages": [{"role": 1}]}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		p, err := chatPrompt(line)
+		p, err := chatPrompt(line, Env{}.tokenBound())
 		if err != nil {
 			return
 		}
