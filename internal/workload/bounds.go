@@ -77,11 +77,11 @@ type LineTooLongError struct {
 }
 
 func (e *LineTooLongError) Error() string {
-	what := "the line"
+	what := "line"
 	if e.Line == 0 {
-		what = "the entry"
+		what = "entry"
 	}
-	return fmt.Sprintf("%s runs past %s without ending: a line (or entry) may take at most that", what, byteSize(e.Max))
+	return fmt.Sprintf("the %s is longer than %s, the most one %s of a trace or dataset may take", what, byteSize(e.Max), what)
 }
 
 // byteSize writes n bytes as MiB where it is a whole number of them.
@@ -114,7 +114,10 @@ func (l *lineReader) next() ([]byte, int, error) {
 	l.no++
 	for {
 		chunk, err := l.r.ReadSlice('\n')
-		body := bytes.TrimSuffix(chunk, []byte("\n"))
+		body := chunk
+		if err == nil { // the line's end: "\n" or "\r\n", not counted
+			body = bytes.TrimSuffix(bytes.TrimSuffix(body, []byte("\n")), []byte("\r"))
+		}
 		if len(l.buf)+len(body) > l.max {
 			return nil, l.no, &LineTooLongError{Line: l.no, Max: l.max}
 		}
@@ -142,8 +145,9 @@ func (l *lineReader) next() ([]byte, int, error) {
 type boundedLines struct {
 	r   io.Reader
 	max int
-	run int // bytes of the current line so far
-	no  int // 1-based number of the current line
+	run int  // bytes of the current line so far
+	cr  bool // its last byte is "\r"
+	no  int  // 1-based number of the current line
 }
 
 func newBoundedLines(r io.Reader, max int) *boundedLines {
@@ -152,23 +156,30 @@ func newBoundedLines(r io.Reader, max int) *boundedLines {
 
 func (b *boundedLines) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
-	for rest := p[:n]; ; {
+	for rest := p[:n]; len(rest) > 0; {
 		i := bytes.IndexByte(rest, '\n')
-		seg := rest
-		if i >= 0 {
-			seg = rest[:i]
+		if i < 0 {
+			b.run += len(rest)
+			b.cr = rest[len(rest)-1] == '\r'
+			// A line not yet ended may hold one byte more: its "\r".
+			if b.run > b.max+1 {
+				return 0, &LineTooLongError{Line: b.no, Max: b.max}
+			}
+			break
 		}
-		if b.run+len(seg) > b.max {
+		// The line ends in "\n" or "\r\n", neither counted.
+		b.run += i
+		if (i > 0 && rest[i-1] == '\r') || (i == 0 && b.cr) {
+			b.run--
+		}
+		if b.run > b.max {
 			return 0, &LineTooLongError{Line: b.no, Max: b.max}
 		}
-		if i < 0 {
-			b.run += len(seg)
-			return n, err
-		}
-		b.run = 0
+		b.run, b.cr = 0, false
 		b.no++
 		rest = rest[i+1:]
 	}
+	return n, err
 }
 
 // entryBound lets a json.Decoder read at most max bytes past the offset

@@ -1,8 +1,11 @@
 package workload
 
 import (
+	"errors"
+	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // refusedInOneLine fails t unless err is one line containing want.
@@ -148,4 +151,39 @@ func TestSyntheticLengthBounds(t *testing.T) {
 		_, err := Resolve(Spec{Source: SourcePrefixRepetition, Prefix: &p}, Env{Tokenizer: tok, MaxModelLen: 4096})
 		refusedInOneLine(t, err, "prefix_repetition: prefix_len + suffix_len: 5000: over max_model_len 4096")
 	})
+}
+
+// TestLineReader: lines end at "\n" or "\r\n" or the end of the input; a
+// line of exactly max bytes is read, one byte more is refused with its
+// number, by lineReader and by boundedLines alike.
+func TestLineReader(t *testing.T) {
+	const max = 8
+	in := "12345678\r\n\n123\n123456789\nlast"
+	lr := newLineReader(strings.NewReader(in), max)
+	for _, want := range []string{"12345678", "", "123"} {
+		line, _, err := lr.next()
+		if err != nil || string(line) != want {
+			t.Fatalf("line %q, %v; want %q", line, err, want)
+		}
+	}
+	if _, no, err := lr.next(); no != 4 || err == nil || err.Error() != "the line is longer than 8 bytes, the most one line of a trace or dataset may take" {
+		t.Errorf("line %d: %v; want line 4 refused", no, err)
+	}
+	lr = newLineReader(strings.NewReader("a\nlast"), max)
+	lr.next()
+	if line, no, err := lr.next(); string(line) != "last" || no != 2 || err != nil {
+		t.Errorf("a last line without its newline: %q, line %d, %v", line, no, err)
+	}
+	if _, _, err := lr.next(); err != io.EOF {
+		t.Errorf("after the last line: %v, want io.EOF", err)
+	}
+	b := newBoundedLines(iotest.OneByteReader(strings.NewReader(in)), max)
+	_, err := io.ReadAll(b)
+	var tl *LineTooLongError
+	if !errors.As(err, &tl) || tl.Line != 4 {
+		t.Errorf("boundedLines: %v, want line 4 refused", err)
+	}
+	if _, err := io.ReadAll(newBoundedLines(strings.NewReader(in[:strings.Index(in, "123456789")]), max)); err != nil {
+		t.Errorf("boundedLines of lines within max: %v", err)
+	}
 }

@@ -64,12 +64,12 @@ func TestLongLinesAreRefusedAtTheBound(t *testing.T) {
 		spec             Spec
 		want             string
 	}{
-		{"mooncake", "t.jsonl", good + good + `{"timestamp": 0, "x": "`, 'a', `"}` + "\n", Spec{Source: SourceTrace}, "t.jsonl:3: the line runs past 64 MiB without ending"},
-		{"azure", "t.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,3,1", ' ', "\n", Spec{Source: SourceTrace}, "t.csv:2: the line runs past 64 MiB without ending"},
-		{"chat_jsonl", "c.jsonl", `{"messages": [{"role": "user", "content": "`, 'a', `"}]}` + "\n", Spec{Source: SourceChatJSONL}, "c.jsonl:1: the line runs past 64 MiB without ending"},
-		{"custom_jsonl", "p.jsonl", `{"prompt": "a"}` + "\n" + `{"prompt": "`, 'a', `"}` + "\n", Spec{Source: SourceFile}, "p.jsonl:2: the line runs past 64 MiB without ending"},
-		{"custom_txt", "p.txt", "", 'a', "\n", Spec{Source: SourceFile}, "p.txt:1: the line runs past 64 MiB without ending"},
-		{"sharegpt", "sg.json", `[{"conversations": [{"from": "human", "value": "`, 'a', `"}]}]`, Spec{Source: SourceShareGPT}, "sg.json: entry 0 (byte 1): the entry runs past 64 MiB without ending"},
+		{"mooncake", "t.jsonl", good + good + `{"timestamp": 0, "x": "`, 'a', `"}` + "\n", Spec{Source: SourceTrace}, "t.jsonl:3: the line is longer than 64 MiB, the most one line of a trace or dataset may take"},
+		{"azure", "t.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,3,1", ' ', "\n", Spec{Source: SourceTrace}, "t.csv:2: the line is longer than 64 MiB, the most one line of a trace or dataset may take"},
+		{"chat_jsonl", "c.jsonl", `{"messages": [{"role": "user", "content": "`, 'a', `"}]}` + "\n", Spec{Source: SourceChatJSONL}, "c.jsonl:1: the line is longer than 64 MiB, the most one line of a trace or dataset may take"},
+		{"custom_jsonl", "p.jsonl", `{"prompt": "a"}` + "\n" + `{"prompt": "`, 'a', `"}` + "\n", Spec{Source: SourceFile}, "p.jsonl:2: the line is longer than 64 MiB, the most one line of a trace or dataset may take"},
+		{"custom_txt", "p.txt", "", 'a', "\n", Spec{Source: SourceFile}, "p.txt:1: the line is longer than 64 MiB, the most one line of a trace or dataset may take"},
+		{"sharegpt", "sg.json", `[{"conversations": [{"from": "human", "value": "`, 'a', `"}]}]`, Spec{Source: SourceShareGPT}, "sg.json: entry 0 (byte 1): the entry is longer than 64 MiB, the most one entry"},
 	}
 	tok := qwen(t)
 	for _, c := range cases {
