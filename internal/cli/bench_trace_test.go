@@ -128,6 +128,9 @@ func TestBenchRampAndTraceFlagErrors(t *testing.T) {
 		{[]string{"--dataset-name", "azure_trace", "--dataset-path", trace, "--trace-block-size", "0"}, "--trace-block-size 0"},
 		{[]string{"--dataset-name", "random", "--trace-time-scale", "2"}, "--trace-time-scale applies to --dataset-name mooncake or azure_trace"},
 		{[]string{"--model", "m", "--tokenizer", "qwen2.5", "--dataset-name", "azure_trace", "--dataset-path", trace}, "t.csv:3: timestamp"},
+		// --max-model-len bounds a traced length before its prompt is built.
+		{[]string{"--model", "m", "--tokenizer", "qwen2.5", "--max-model-len", "400", "--dataset-name", "azure_trace", "--dataset-path", trace},
+			"--dataset-name azure_trace: " + trace + ":2: ContextTokens 374 + GeneratedTokens 44 = 418 tokens: over max_model_len 400"},
 	}
 	for _, c := range cases {
 		code, _, errs := runMain(context.Background(), append([]string{"bench", "--base-url", "http://127.0.0.1:9"}, c.args...)...)
@@ -149,6 +152,10 @@ func TestRunRefusesABadTraceBeforeAnyRequest(t *testing.T) {
 		"t.jsonl": {"{\"timestamp\": 5, \"input_length\": 3, \"output_length\": 1}\n{\"timestamp\": 2, \"input_length\": 3, \"output_length\": 1}\n",
 			"t.jsonl:2: timestamp 2 is before 5 of line 1"},
 		"a.csv": {"TIMESTAMP,Context,GeneratedTokens\n2023-11-16 18:15:46.6805900,3,4\n", "a.csv:1: the header lacks the ContextTokens column"},
+		// A length past the ceiling is refused before its prompt is built
+		// (it crashed the process out of memory).
+		"big.jsonl": {"{\"timestamp\": 0, \"input_length\": 2000000000, \"output_length\": 1}\n",
+			"big.jsonl:1: input_length: 2000000000: more than 1048576 tokens"},
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(c.content), 0o644); err != nil {
 			t.Fatal(err)

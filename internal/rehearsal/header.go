@@ -154,7 +154,8 @@ func Simulation(cfg *config.Rehearsal) *bundle.Simulation {
 // max_model_len, the smallest is checked before any request is sent: the
 // dataset sources skip and count the entries over it (as with their own
 // max_model_len), and a prompt of any source still over it is refused
-// (*workload.TooLongError). The error is the source's, without a field path
+// (*workload.TooLongError); a length a source reads or draws past it is
+// refused before its prompt is built. The error is the source's, without a field path
 // (callers name the file or the flag).
 func Prompts(cfg *config.Rehearsal) (workload.Set, error) {
 	spec := cfg.Workload.Prompts.Spec()
@@ -165,7 +166,7 @@ func Prompts(cfg *config.Rehearsal) (workload.Set, error) {
 		spec.Dataset = &d
 	}
 	spec.Sessions = cfg.Workload.SessionsSpec()
-	var env workload.Env
+	env := workload.Env{MaxModelLen: limit}
 	counts := limit > 0
 	switch spec.Name() {
 	case workload.SourceSynthetic, workload.SourcePrefixRepetition, workload.SourceShareGPT, workload.SourceChatJSONL, workload.SourceTrace:

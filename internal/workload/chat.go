@@ -1,13 +1,14 @@
 package workload
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -34,18 +35,28 @@ func resolveChatJSONL(spec Spec, env Env) (Set, error) {
 	}
 	defer f.Close()
 	digest := newDigestReader(f)
-	sc := bufio.NewScanner(digest)
-	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	lr := newLineReader(digest, MaxLineBytes)
+	// Without max_model_len, a line's own max_tokens is bounded here; with
+	// it, a line over it is skipped below.
+	bound := tokenBound{max: MaxSourceTokens}
+	if ds.MaxModelLen > 0 {
+		bound.max = math.MaxInt
+	}
 	var set Set
 	skipped := map[string]int{}
-	n := 0
-	for sc.Scan() {
-		n++
-		line := bytes.TrimSpace(sc.Bytes())
+	for {
+		line, n, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return Set{}, fmt.Errorf("%s:%d: %v", spec.Path, n, err)
+		}
+		line = bytes.TrimSpace(line)
 		if len(line) == 0 || (ds.Count > 0 && set.kept(spec) >= ds.Count) {
 			continue
 		}
-		p, err := chatPrompt(line)
+		p, err := chatPrompt(line, bound)
 		if err != nil {
 			return Set{}, fmt.Errorf("%s:%d: %v", spec.Path, n, err)
 		}
@@ -64,9 +75,6 @@ func resolveChatJSONL(spec Spec, env Env) (Set, error) {
 		}
 		set.Prompts = append(set.Prompts, p)
 	}
-	if err := sc.Err(); err != nil {
-		return Set{}, fmt.Errorf("%s:%d: %v", spec.Path, n+1, err)
-	}
 	if _, err := io.Copy(io.Discard, digest); err != nil {
 		return Set{}, fmt.Errorf("%s: %v", spec.Path, err)
 	}
@@ -81,8 +89,8 @@ func resolveChatJSONL(spec Spec, env Env) (Set, error) {
 	return set, nil
 }
 
-// chatPrompt parses one line of chat JSONL.
-func chatPrompt(line []byte) (Prompt, error) {
+// chatPrompt parses one line of chat JSONL, its max_tokens within bound.
+func chatPrompt(line []byte, bound tokenBound) (Prompt, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(line, &obj); err != nil {
 		return Prompt{}, fmt.Errorf("not a JSON object: %v", err)
@@ -126,6 +134,9 @@ func chatPrompt(line []byte) (Prompt, error) {
 		}
 		if p.MaxTokens != 0 && p.MaxTokens != n {
 			return Prompt{}, fmt.Errorf(`"max_tokens" %d and "output_len" %d disagree`, p.MaxTokens, n)
+		}
+		if err := bound.check(strconv.Quote(key), n); err != nil {
+			return Prompt{}, err
 		}
 		p.MaxTokens = n
 	}

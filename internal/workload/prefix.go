@@ -13,18 +13,6 @@ import (
 // so that a server's prefix cache can be rehearsed.
 const SourcePrefixRepetition = "prefix_repetition"
 
-// Bounds on a source's sizes, so that a typing slip is refused in one line
-// rather than building gigabytes of prompts.
-const (
-	// MaxSourceTokens bounds one length parameter (prefix_len, suffix_len).
-	MaxSourceTokens = 1 << 20
-	// MaxSourcePrompts bounds the prompts one source builds.
-	MaxSourcePrompts = 1_000_000
-	// MaxSourceTotalTokens bounds the tokens of all the prompts a source
-	// builds together.
-	MaxSourceTotalTokens = 100_000_000
-)
-
 // PrefixRepetition are the parameters of the prefix_repetition source:
 // Count prompts, Count/NumPrefixes per prefix, each the text of one of
 // NumPrefixes prefixes of exactly PrefixLen tokens, a space, and its own
@@ -109,6 +97,9 @@ func resolvePrefixRepetition(spec Spec, env Env) (Set, error) {
 	}
 	if env.Tokenizer == nil {
 		return Set{}, ErrNoTokenizer
+	}
+	if err := env.tokenBound().check("prefix_len + suffix_len", p.PrefixLen+p.SuffixLen); err != nil {
+		return Set{}, fmt.Errorf("prefix_repetition: %v", err)
 	}
 	ps, err := PrefixRepetitionPrompts(*p, env.Tokenizer)
 	if err != nil {

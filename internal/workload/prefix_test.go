@@ -148,13 +148,13 @@ func TestSyntheticPrefixLen(t *testing.T) {
 	tok := qwen(t)
 	for seed := range int64(16) {
 		s := Synthetic{InputLen: Length{Mean: 40, RangeRatio: 0.5}, OutputLen: Length{Fixed: 4}, Count: 8, Seed: seed, PrefixLen: 33}
-		ps, err := SyntheticPrompts(s, tok)
+		ps, err := SyntheticPrompts(s, Env{Tokenizer: tok})
 		if err != nil {
 			t.Fatal(err)
 		}
 		base := s
 		base.PrefixLen = 0
-		plain, _ := SyntheticPrompts(base, tok)
+		plain, _ := SyntheticPrompts(base, Env{Tokenizer: tok})
 		prefix := tok.Encode(firstWords(ps[0].Text, 33))
 		for i, p := range ps {
 			ids := tok.Encode(p.Text)

@@ -1,10 +1,11 @@
 package workload
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,23 +33,41 @@ func PromptIndex(i, n int) int { return i % n }
 
 // LoadPrompts reads prompts from path: JSON Lines (.jsonl, .ndjson) with a
 // string "prompt" field per line, or text (.txt) with one prompt per line.
-// Blank lines are skipped. Errors name the file and line.
+// Blank lines are skipped. It reads a line of at most MaxLineBytes at a
+// time. Errors name the file and line.
 func LoadPrompts(path string) ([]string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("prompts: %w", err)
-	}
-	var prompts []string
+	var parse func(line []byte) (string, error)
 	switch ext := strings.ToLower(filepath.Ext(path)); ext {
 	case ".jsonl", ".ndjson":
-		prompts, err = parseJSONL(path, data)
+		parse = jsonlPrompt
 	case ".txt":
-		prompts, err = parseText(path, data)
+		parse = func(line []byte) (string, error) { return string(line), nil }
 	default:
 		return nil, fmt.Errorf("%s: unknown prompts format %q (want .jsonl with a \"prompt\" field per line, or .txt with one prompt per line)", path, ext)
 	}
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("prompts: %w", err)
+	}
+	defer f.Close()
+	var prompts []string
+	lr := newLineReader(f, MaxLineBytes)
+	for {
+		line, no, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", path, no, err)
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		p, err := parse(line)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", path, no, err)
+		}
+		prompts = append(prompts, p)
 	}
 	if len(prompts) == 0 {
 		return nil, fmt.Errorf("%s: no prompts", path)
@@ -56,59 +75,22 @@ func LoadPrompts(path string) ([]string, error) {
 	return prompts, nil
 }
 
-func lines(data []byte) *bufio.Scanner {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
-	return sc
-}
-
-func parseJSONL(path string, data []byte) ([]string, error) {
-	var out []string
-	sc := lines(data)
-	n := 0
-	for sc.Scan() {
-		n++
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(line, &obj); err != nil {
-			return nil, fmt.Errorf("%s:%d: not a JSON object: %v", path, n, err)
-		}
-		raw, ok := obj["prompt"]
-		if !ok {
-			return nil, fmt.Errorf("%s:%d: no \"prompt\" field", path, n)
-		}
-		var p string
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return nil, fmt.Errorf("%s:%d: \"prompt\" is %s, want a string", path, n, raw)
-		}
-		if strings.TrimSpace(p) == "" {
-			return nil, fmt.Errorf("%s:%d: empty \"prompt\"", path, n)
-		}
-		out = append(out, p)
+// jsonlPrompt is the "prompt" of one line of a prompts JSONL file.
+func jsonlPrompt(line []byte) (string, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(line, &obj); err != nil {
+		return "", fmt.Errorf("not a JSON object: %v", err)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s:%d: %v", path, n+1, err)
+	raw, ok := obj["prompt"]
+	if !ok {
+		return "", errors.New(`no "prompt" field`)
 	}
-	return out, nil
-}
-
-func parseText(path string, data []byte) ([]string, error) {
-	var out []string
-	sc := lines(data)
-	n := 0
-	for sc.Scan() {
-		n++
-		p := strings.TrimRight(sc.Text(), "\r")
-		if strings.TrimSpace(p) == "" {
-			continue
-		}
-		out = append(out, p)
+	var p string
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return "", fmt.Errorf(`"prompt" is %s, want a string`, raw)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s:%d: %v", path, n+1, err)
+	if strings.TrimSpace(p) == "" {
+		return "", errors.New(`empty "prompt"`)
 	}
-	return out, nil
+	return p, nil
 }

@@ -217,8 +217,11 @@ func chatSession(p Prompt, ds Dataset, enc Encoder, maxTurns int) ([]Prompt, str
 // session i from a generator seeded with (s.Seed, i): each turn in order
 // draws its input length from s.InputLen, a text the tokenizer counts at
 // exactly that length (as SyntheticPrompts builds them), then its
-// max_tokens from s.OutputLen.
-func SyntheticSessions(s Synthetic, turns int, enc Encoder) ([][]Prompt, error) {
+// max_tokens from s.OutputLen. A turn of more input tokens than env
+// bounds (its max_model_len, else MaxSourceTokens) is refused before it is
+// built.
+func SyntheticSessions(s Synthetic, turns int, env Env) ([][]Prompt, error) {
+	enc := env.Tokenizer
 	pool, err := wordPool(enc)
 	if err != nil {
 		return nil, err
@@ -230,6 +233,9 @@ func SyntheticSessions(s Synthetic, turns int, enc Encoder) ([][]Prompt, error) 
 		out[i] = make([]Prompt, turns)
 		for j := range turns {
 			n := s.InputLen.Draw(rng)
+			if err := env.tokenBound().check("input_len", n); err != nil {
+				return nil, fmt.Errorf("synthetic session %d, turn %d: %w", i, j+1, err)
+			}
 			text, err := exactText(&b, enc, pool, rng, n)
 			if err != nil {
 				return nil, fmt.Errorf("synthetic session %d, turn %d: %w", i, j+1, err)

@@ -40,7 +40,7 @@ type shareGPTEntry struct {
 }
 
 // resolveShareGPT streams the file with the JSON decoder's token API, one
-// entry in memory at a time: the first human turn is the prompt; with
+// entry of at most MaxLineBytes in memory at a time: the first human turn is the prompt; with
 // use_output_len, the token length of the reply after it is the request's
 // max_tokens. Empty entries and, with max_model_len, too long ones are
 // skipped and counted.
@@ -58,13 +58,19 @@ func resolveShareGPT(spec Spec, env Env) (Set, error) {
 	}
 	defer f.Close()
 	digest := newDigestReader(f)
-	dec := json.NewDecoder(bufio.NewReaderSize(digest, 1<<20))
+	bound := &entryBound{r: bufio.NewReaderSize(digest, 1<<20), max: MaxLineBytes}
+	bound.from(0)
+	dec := json.NewDecoder(bound)
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
 		return Set{}, fmt.Errorf("%s: want a JSON list of {\"conversations\": [...]} entries", spec.Path)
 	}
 	var set Set
 	skipped := map[string]int{}
-	for i := 0; dec.More(); i++ {
+	for i := 0; ; i++ {
+		bound.from(dec.InputOffset())
+		if !dec.More() {
+			break
+		}
 		var e shareGPTEntry
 		if err := dec.Decode(&e); err != nil {
 			return Set{}, fmt.Errorf("%s: entry %d (byte %d): %v", spec.Path, i, dec.InputOffset(), err)

@@ -78,6 +78,10 @@ type Encoder interface {
 type Env struct {
 	// Tokenizer is the pinned tokenizer (nil where none counts text).
 	Tokenizer Encoder
+	// MaxModelLen, when positive, is the smallest max_model_len of the
+	// servers: it bounds every length a source reads or draws in place of
+	// MaxSourceTokens, checked before anything is built for it.
+	MaxModelLen int
 }
 
 // Set is a resolved source: its prompts, in the order requests take them,

@@ -21,11 +21,14 @@ type Length struct {
 	SD         float64 `json:"sd,omitempty"`
 }
 
-// Check says what is wrong with l, or nil.
+// Check says what is wrong with l, or nil. No length it gives may pass
+// MaxSourceTokens (a normal one's draws are checked as they are drawn).
 func (l Length) Check() error {
 	switch {
 	case l.Fixed < 0:
 		return fmt.Errorf("fixed %d: must be at least 1", l.Fixed)
+	case l.Fixed > MaxSourceTokens:
+		return fmt.Errorf("fixed %d: must be at most %d", l.Fixed, MaxSourceTokens)
 	case l.Fixed > 0 && (l.Mean != 0 || l.RangeRatio != 0 || l.SD != 0):
 		return errors.New("give fixed, or mean (with range_ratio or sd); not both")
 	case l.Fixed > 0:
@@ -40,8 +43,26 @@ func (l Length) Check() error {
 		return fmt.Errorf("range_ratio %v: want 0 ≤ r < 1", l.RangeRatio)
 	case l.SD < 0 || math.IsNaN(l.SD) || math.IsInf(l.SD, 0):
 		return fmt.Errorf("sd %v: must be 0 or more", l.SD)
+	case l.typical() > MaxSourceTokens:
+		if l.RangeRatio > 0 {
+			return fmt.Errorf("mean %v, range_ratio %v: draws up to %v, more than %d", l.Mean, l.RangeRatio, l.typical(), MaxSourceTokens)
+		}
+		return fmt.Errorf("mean %v: must be at most %d", l.Mean, MaxSourceTokens)
+	case l.SD > MaxSourceTokens:
+		return fmt.Errorf("sd %v: must be at most %d", l.SD, MaxSourceTokens)
 	}
 	return nil
+}
+
+// typical is the most l draws, or, normal, its mean.
+func (l Length) typical() float64 {
+	switch {
+	case l.Fixed > 0:
+		return float64(l.Fixed)
+	case l.RangeRatio > 0:
+		return math.Floor(l.Mean * (1 + l.RangeRatio))
+	}
+	return l.Mean
 }
 
 // Draw draws one length from l with rng.
@@ -106,16 +127,44 @@ func (s Synthetic) Check() []string {
 	if err := s.OutputLen.Check(); err != nil {
 		out = append(out, "output_len: "+err.Error())
 	}
-	if s.Count < 1 {
-		out = append(out, fmt.Sprintf("count: %d: must be at least 1", s.Count))
-	}
 	switch {
 	case s.PrefixLen < 0:
 		out = append(out, fmt.Sprintf("prefix_len: %d: must be 0 (none) or more", s.PrefixLen))
 	case s.PrefixLen > MaxSourceTokens:
 		out = append(out, fmt.Sprintf("prefix_len: %d: must be at most %d", s.PrefixLen, MaxSourceTokens))
 	}
+	if s.Count < 1 {
+		out = append(out, fmt.Sprintf("count: %d: must be at least 1", s.Count))
+	} else if len(out) == 0 {
+		if err := s.checkSize(1); err != nil {
+			out = append(out, err.Error())
+		}
+	}
 	return out
+}
+
+// checkSize says why s.Count sessions of turns prompts each (1: single
+// prompts) are more than a source builds, or nil; s is otherwise valid.
+func (s Synthetic) checkSize(turns int) error {
+	prompts := int64(s.Count) * int64(turns)
+	switch {
+	case prompts > MaxSourcePrompts && turns == 1:
+		return fmt.Errorf("count: %d: must be at most %d", s.Count, MaxSourcePrompts)
+	case prompts > MaxSourcePrompts:
+		return fmt.Errorf("count: %d sessions × %d turns = %d prompts: more than %d", s.Count, turns, prompts, MaxSourcePrompts)
+	}
+	if total := float64(prompts) * (float64(s.PrefixLen) + s.InputLen.typical()); total > MaxSourceTotalTokens {
+		return fmt.Errorf("count: %d prompts of up to %v input tokens: %v tokens in all, more than %d", prompts, float64(s.PrefixLen)+s.InputLen.typical(), total, MaxSourceTotalTokens)
+	}
+	return nil
+}
+
+// inputField names a prompt's input tokens.
+func (s Synthetic) inputField() string {
+	if s.PrefixLen > 0 {
+		return "prefix_len + input_len"
+	}
+	return "input_len"
 }
 
 // ErrNoTokenizer refuses synthetic prompts where no tokenizer counts text.
@@ -146,7 +195,10 @@ func resolveSynthetic(spec Spec, env Env) (Set, error) {
 		if s.PrefixLen > 0 {
 			return Set{}, fmt.Errorf("synthetic sessions: prefix_len %d: a session's history is its shared prefix; prefix_len applies to single-turn prompts only", s.PrefixLen)
 		}
-		sessions, err := SyntheticSessions(*s, ss.Turns, env.Tokenizer)
+		if err := s.checkSize(ss.Turns); err != nil {
+			return Set{}, fmt.Errorf("synthetic sessions: %v", err)
+		}
+		sessions, err := SyntheticSessions(*s, ss.Turns, env)
 		if err != nil {
 			return Set{}, err
 		}
@@ -156,7 +208,7 @@ func resolveSynthetic(spec Spec, env Env) (Set, error) {
 		}
 		return set, nil
 	}
-	ps, err := SyntheticPrompts(*s, env.Tokenizer)
+	ps, err := SyntheticPrompts(*s, env)
 	if err != nil {
 		return Set{}, err
 	}
@@ -170,8 +222,11 @@ func resolveSynthetic(spec Spec, env Env) (Set, error) {
 // tokenizer counts exactly n. Its max_tokens is drawn from s.OutputLen.
 // With s.PrefixLen, the common prefix is drawn the same way from a
 // generator seeded with (s.Seed, 2^62), and each prompt is the prefix, a
-// space and its own n words, counted at exactly s.PrefixLen+n.
-func SyntheticPrompts(s Synthetic, enc Encoder) ([]Prompt, error) {
+// space and its own n words, counted at exactly s.PrefixLen+n. A prompt
+// of more input tokens than env bounds (its max_model_len, else
+// MaxSourceTokens) is refused before it is built.
+func SyntheticPrompts(s Synthetic, env Env) ([]Prompt, error) {
+	enc := env.Tokenizer
 	pool, err := wordPool(enc)
 	if err != nil {
 		return nil, err
@@ -187,6 +242,9 @@ func SyntheticPrompts(s Synthetic, enc Encoder) ([]Prompt, error) {
 	for i := range out {
 		rng := rand.New(rand.NewPCG(uint64(s.Seed), uint64(i)))
 		n := s.InputLen.Draw(rng)
+		if err := env.tokenBound().check(s.inputField(), s.PrefixLen+n); err != nil {
+			return nil, fmt.Errorf("synthetic prompt %d: %w", i, err)
+		}
 		var text string
 		var err error
 		if s.PrefixLen > 0 {

@@ -26,7 +26,7 @@ func TestSyntheticExact(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 7, 64, 333, 1024, 2049} {
 		for seed := range int64(12) {
 			s := Synthetic{InputLen: Length{Fixed: n}, OutputLen: Length{Fixed: 5}, Count: 3, Seed: seed}
-			ps, err := SyntheticPrompts(s, tok)
+			ps, err := SyntheticPrompts(s, Env{Tokenizer: tok})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -42,7 +42,7 @@ func TestSyntheticExact(t *testing.T) {
 	}
 	// Drawn lengths: each prompt is exact at its own draw.
 	s := Synthetic{InputLen: Length{Mean: 300, RangeRatio: 0.5}, OutputLen: Length{Mean: 50, SD: 20}, Count: 200, Seed: 9}
-	ps, err := SyntheticPrompts(s, tok)
+	ps, err := SyntheticPrompts(s, Env{Tokenizer: tok})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,10 +58,10 @@ func TestSyntheticExact(t *testing.T) {
 func TestSyntheticSeeded(t *testing.T) {
 	tok := qwen(t)
 	s := Synthetic{InputLen: Length{Mean: 100, RangeRatio: 0.2}, OutputLen: Length{Mean: 64, RangeRatio: 0.5}, Count: 20, Seed: 4}
-	a, _ := SyntheticPrompts(s, tok)
-	b, _ := SyntheticPrompts(s, tok)
+	a, _ := SyntheticPrompts(s, Env{Tokenizer: tok})
+	b, _ := SyntheticPrompts(s, Env{Tokenizer: tok})
 	s.Seed = 5
-	c, _ := SyntheticPrompts(s, tok)
+	c, _ := SyntheticPrompts(s, Env{Tokenizer: tok})
 	if PromptsSHA256(a) != PromptsSHA256(b) {
 		t.Fatal("same seed, different prompts")
 	}
@@ -70,7 +70,7 @@ func TestSyntheticSeeded(t *testing.T) {
 	}
 	// Prompt i depends on (seed, i) only: a longer run has the shorter as its prefix.
 	s.Seed, s.Count = 4, 25
-	d, _ := SyntheticPrompts(s, tok)
+	d, _ := SyntheticPrompts(s, Env{Tokenizer: tok})
 	if PromptsSHA256(d[:20]) != PromptsSHA256(a) {
 		t.Fatal("prompt i depends on count")
 	}
@@ -164,7 +164,7 @@ func BenchmarkSynthetic(b *testing.B) {
 	}
 	n := 0
 	for b.Loop() {
-		ps, err := SyntheticPrompts(s, tok)
+		ps, err := SyntheticPrompts(s, Env{Tokenizer: tok})
 		if err != nil {
 			b.Fatal(err)
 		}

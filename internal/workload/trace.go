@@ -135,47 +135,18 @@ func resolveTrace(spec Spec, env Env) (Set, error) {
 	}
 	defer f.Close()
 	digest := newDigestReader(f)
-	b := traceBuilder{enc: env.Tokenizer, pool: pool, blockSize: bs, seed: tr.Seed, blocks: map[int]string{}}
-	var (
-		set     Set
-		first   float64
-		last    traceLine
-		n       int
-		outZero int
-	)
-	each := func(l traceLine) error {
-		if n > 0 && l.atMS < last.atMS {
-			return fmt.Errorf("%s:%d: timestamp %s is before %s of line %d: a trace's timestamps must not go backwards", spec.Path, l.line, l.stamp(), last.stamp(), last.line)
-		}
-		if n == 0 {
-			first = l.atMS
-		}
-		last = l
-		n++
-		if tr.Count > 0 && len(set.Prompts) >= tr.Count {
-			return nil
-		}
-		text, err := b.prompt(l)
-		if err != nil {
-			return fmt.Errorf("%s:%d: %v", spec.Path, l.line, err)
-		}
-		if l.output == 0 {
-			outZero++
-		}
-		set.Prompts = append(set.Prompts, Prompt{Text: text, MaxTokens: max(1, l.output)})
-		set.Arrivals = append(set.Arrivals, time.Duration(math.Round((l.atMS-first)*scale*float64(time.Millisecond))))
-		return nil
-	}
+	c := traceSet{path: spec.Path, count: tr.Count, scale: scale,
+		b: traceBuilder{enc: env.Tokenizer, pool: pool, blockSize: bs, seed: tr.Seed, blocks: map[int]string{}}}
 	switch format {
 	case TraceMooncake:
-		err = readMooncake(digest, spec.Path, each)
+		err = readMooncake(digest, spec.Path, env.tokenBound(), c.add)
 	case TraceAzure:
-		err = readAzure(digest, spec.Path, each)
+		err = readAzure(digest, spec.Path, env.tokenBound(), c.add)
 	}
 	if err != nil {
 		return Set{}, err
 	}
-	if n == 0 {
+	if c.n == 0 {
 		return Set{}, fmt.Errorf("%s: an empty trace (no requests)", spec.Path)
 	}
 	if _, err := io.Copy(io.Discard, digest); err != nil {
@@ -183,15 +154,63 @@ func resolveTrace(spec Spec, env Env) (Set, error) {
 	}
 	params := map[string]any{
 		"path": spec.Path, "format": format, "time_scale": scale, "block_size": bs,
-		"count": tr.Count, "seed": tr.Seed, "ignore_eos": tr.IgnoreEOS, "lines": n,
+		"count": tr.Count, "seed": tr.Seed, "ignore_eos": tr.IgnoreEOS, "lines": c.n,
 	}
-	if outZero > 0 {
+	if c.outZero > 0 {
 		// max_tokens 0 means the workload's; a traced 0 is sent as 1.
-		params["output_length_0_sent_as_1"] = outZero
+		params["output_length_0_sent_as_1"] = c.outZero
 	}
+	set := c.set
 	set.Record = SourceRecord{Params: params, SHA256: digest.sum()}
 	set.IgnoreEOS = tr.IgnoreEOS
 	return set, nil
+}
+
+// traceSet gathers a trace's lines, in order, into a Set.
+type traceSet struct {
+	path    string
+	count   int     // lines kept (0: all)
+	scale   float64 // the time scale
+	b       traceBuilder
+	set     Set
+	first   float64 // the first line's timestamp, ms
+	last    traceLine
+	n       int // lines read
+	outZero int // lines of output length 0
+}
+
+// maxArrivalNS bounds a traced arrival, in nanoseconds after the first
+// line: 2^63, past the latest a time.Duration holds (about 292 years).
+const maxArrivalNS = float64(math.MaxInt64)
+
+// add checks line l against the lines before it and, within the count,
+// builds its prompt and its arrival.
+func (c *traceSet) add(l traceLine) error {
+	if c.n > 0 && l.atMS < c.last.atMS {
+		return fmt.Errorf("%s:%d: timestamp %s is before %s of line %d: a trace's timestamps must not go backwards", c.path, l.line, l.stamp(), c.last.stamp(), c.last.line)
+	}
+	if c.n == 0 {
+		c.first = l.atMS
+	}
+	at := (l.atMS - c.first) * c.scale * float64(time.Millisecond)
+	if at >= maxArrivalNS {
+		return fmt.Errorf("%s:%d: timestamp %s: %g ms after the first line's (time scale %g): past the 292 years an arrival may be", c.path, l.line, l.stamp(), l.atMS-c.first, c.scale)
+	}
+	c.last = l
+	c.n++
+	if c.count > 0 && len(c.set.Prompts) >= c.count {
+		return nil
+	}
+	text, err := c.b.prompt(l)
+	if err != nil {
+		return fmt.Errorf("%s:%d: %v", c.path, l.line, err)
+	}
+	if l.output == 0 {
+		c.outZero++
+	}
+	c.set.Prompts = append(c.set.Prompts, Prompt{Text: text, MaxTokens: max(1, l.output)})
+	c.set.Arrivals = append(c.set.Arrivals, time.Duration(math.Round(at)))
+	return nil
 }
 
 // stamp is the line's timestamp as the trace writes it.
@@ -202,12 +221,19 @@ func (l traceLine) stamp() string {
 	return strconv.FormatFloat(l.atMS, 'g', -1, 64)
 }
 
-// readMooncake streams a Mooncake JSONL trace, a line at a time.
-func readMooncake(r io.Reader, path string, each func(traceLine) error) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
-	for no := 1; sc.Scan(); no++ {
-		line := bytes.TrimSpace(sc.Bytes())
+// readMooncake streams a Mooncake JSONL trace, a line of at most
+// MaxLineBytes at a time, each line's lengths within bound.
+func readMooncake(r io.Reader, path string, bound tokenBound, each func(traceLine) error) error {
+	lr := newLineReader(r, MaxLineBytes)
+	for {
+		line, no, err := lr.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s:%d: %v", path, no, err)
+		}
+		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			continue
 		}
@@ -233,17 +259,13 @@ func readMooncake(r io.Reader, path string, each func(traceLine) error) error {
 			return fmt.Errorf("%s:%d: output_length: missing", path, no)
 		}
 		l := traceLine{line: no, atMS: *e.Timestamp, input: *e.InputLength, output: *e.OutputLength, hashIDs: e.HashIDs}
-		if err := checkLine(l, "timestamp", "input_length", "output_length"); err != nil {
+		if err := checkLine(l, bound, "timestamp", "input_length", "output_length"); err != nil {
 			return fmt.Errorf("%s:%d: %v", path, no, err)
 		}
 		if err := each(l); err != nil {
 			return err
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s: %v", path, err)
-	}
-	return nil
 }
 
 // Azure trace columns.
@@ -257,9 +279,10 @@ const (
 // "2023-11-16 18:15:46.6805900" and 2024's "2024-05-10 00:00:00.009930+00:00".
 var azureLayouts = []string{"2006-01-02 15:04:05.999999999", "2006-01-02 15:04:05.999999999Z07:00", time.RFC3339Nano}
 
-// readAzure streams an Azure LLM inference trace CSV, a record at a time.
-func readAzure(r io.Reader, path string, each func(traceLine) error) error {
-	cr := csv.NewReader(bufio.NewReaderSize(r, 1<<20))
+// readAzure streams an Azure LLM inference trace CSV, a record (a line of
+// at most MaxLineBytes) at a time, each line's lengths within bound.
+func readAzure(r io.Reader, path string, bound tokenBound, each func(traceLine) error) error {
+	cr := csv.NewReader(newBoundedLines(bufio.NewReaderSize(r, 1<<20), MaxLineBytes))
 	cr.ReuseRecord = true
 	cr.FieldsPerRecord = -1
 	head, err := cr.Read()
@@ -267,7 +290,7 @@ func readAzure(r io.Reader, path string, each func(traceLine) error) error {
 		return fmt.Errorf("%s: an empty trace (no header, no requests)", path)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %v", path, err)
+		return csvError(path, err)
 	}
 	col := map[string]int{}
 	for i, h := range head {
@@ -286,7 +309,7 @@ func readAzure(r io.Reader, path string, each func(traceLine) error) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %v", path, err)
+			return csvError(path, err)
 		}
 		no, _ := cr.FieldPos(0)
 		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
@@ -316,13 +339,21 @@ func readAzure(r io.Reader, path string, each func(traceLine) error) error {
 			}
 			*c.to = x
 		}
-		if err := checkLine(l, azureTime, azureInput, azureOutput); err != nil {
+		if err := checkLine(l, bound, azureTime, azureInput, azureOutput); err != nil {
 			return fmt.Errorf("%s:%d: %v", path, no, err)
 		}
 		if err := each(l); err != nil {
 			return err
 		}
 	}
+}
+
+// csvError is a CSV reader's error, naming the line where it knows it.
+func csvError(path string, err error) error {
+	if tl := (*LineTooLongError)(nil); errors.As(err, &tl) {
+		return fmt.Errorf("%s:%d: %v", path, tl.Line, err)
+	}
+	return fmt.Errorf("%s: %v", path, err)
 }
 
 // parseAzureTime parses a TIMESTAMP.
@@ -335,8 +366,9 @@ func parseAzureTime(s string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// checkLine refuses a line's impossible values, naming the field.
-func checkLine(l traceLine, timeField, inField, outField string) error {
+// checkLine refuses a line's impossible values, and lengths past bound
+// (an output of 0 is sent as 1), naming the field.
+func checkLine(l traceLine, bound tokenBound, timeField, inField, outField string) error {
 	switch {
 	case math.IsNaN(l.atMS) || math.IsInf(l.atMS, 0):
 		return fmt.Errorf("%s: %v is not a time", timeField, l.atMS)
@@ -344,6 +376,15 @@ func checkLine(l traceLine, timeField, inField, outField string) error {
 		return fmt.Errorf("%s: %d: want at least 1 token", inField, l.input)
 	case l.output < 0:
 		return fmt.Errorf("%s: %d: want 0 or more tokens", outField, l.output)
+	}
+	if err := bound.check(inField, l.input); err != nil {
+		return err
+	}
+	if err := bound.check(outField, l.output); err != nil {
+		return err
+	}
+	if err := bound.checkSum(inField, l.input, outField, max(1, l.output)); err != nil {
+		return err
 	}
 	for _, id := range l.hashIDs {
 		if id < 0 {
