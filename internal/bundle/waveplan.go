@@ -50,7 +50,11 @@ type wavePlan struct {
 	// of a closed wave, requests of an open one; renumbered, unit).
 	n, distinct int
 	max         int // the largest unit, -1 for none
-	seen        []uint64
+	// segIndex of segCount is the wave's segment: the bundle's, or the
+	// whole wave (0 of 1) for a mechanism check, which worker 0 runs
+	// whole, alone.
+	segIndex, segCount int
+	seen               []uint64
 	far         map[int]bool // indices at or past len(seen)·64
 }
 
@@ -68,25 +72,29 @@ func newPlanCheck(waves []contract.Wave, wl *Workload, worker *Worker) *planChec
 	}
 	for i, w := range waves {
 		if _, dup := p.waves[w.ID]; !dup {
-			p.waves[w.ID] = &wavePlan{w: w, index: i, max: -1}
+			wp := &wavePlan{w: w, index: i, max: -1, segIndex: p.segIndex, segCount: p.segCount}
+			if w.Kind == contract.KindMechanismCheck {
+				wp.segIndex, wp.segCount = 0, 1
+			}
+			p.waves[w.ID] = wp
 		}
 	}
 	return p
 }
 
-// share is how many of units 0 … n−1 are the bundle's.
-func (p *planCheck) share(n int) int {
-	return max(0, (n-p.segIndex+p.segCount-1)/p.segCount)
+// share is how many of units 0 … n−1 are the wave's in this bundle.
+func (wp *wavePlan) share(n int) int {
+	return max(0, (n-wp.segIndex+wp.segCount-1)/wp.segCount)
 }
 
-// unit is the index k of the bundle's units renumbered (k itself for a
-// whole plan), false where k is another worker's.
-func (p *planCheck) unit(k int) (int, bool) {
-	return k / p.segCount, k%p.segCount == p.segIndex
+// unit is the index k of the wave's units in this bundle renumbered (k
+// itself for a whole wave), false where k is another worker's.
+func (wp *wavePlan) unit(k int) (int, bool) {
+	return k / wp.segCount, k%wp.segCount == wp.segIndex
 }
 
-// global is unit u of the bundle's units in the whole plan's numbering.
-func (p *planCheck) global(u int) int { return u*p.segCount + p.segIndex }
+// global is unit u of the wave's units in the whole plan's numbering.
+func (wp *wavePlan) global(u int) int { return u*wp.segCount + wp.segIndex }
 
 // add takes the i-th record.
 func (p *planCheck) add(i int, rec *contract.Record) {
@@ -111,9 +119,9 @@ func (p *planCheck) add(i int, rec *contract.Record) {
 		bad("%d is not one of the wave's %d clients", rec.Client, w.Concurrency)
 		return
 	}
-	u, mine := p.unit(rec.Client)
+	u, mine := wp.unit(rec.Client)
 	if !mine {
-		bad("%d is not worker %d's (of %d workers, its units are those k with k mod %d = %d)", rec.Client, p.segIndex, p.segCount, p.segCount, p.segIndex)
+		bad("%d is not worker %d's (of %d workers, its units are those k with k mod %d = %d)", rec.Client, wp.segIndex, wp.segCount, wp.segCount, wp.segIndex)
 		return
 	}
 	if w.Mode == contract.ModeSustained {
@@ -191,19 +199,19 @@ func (p *planCheck) missing(wp *wavePlan) string {
 	}
 	switch w.Mode {
 	case contract.ModeSustained:
-		want := p.sustainedCount(w)
+		want := p.sustainedCount(wp)
 		if want > 0 && wp.n != want {
 			return fmt.Sprintf("%d records, but the wave was to send %d requests and was not stopped", wp.n, want)
 		}
 	case contract.ModeOpen:
 		if wp.distinct != wp.max+1 {
 			return fmt.Sprintf("requests %d to %d sent, but request %d has no record (%d missing) and the wave was not stopped",
-				p.global(0), p.global(wp.max), p.global(wp.firstUnset()), wp.max+1-wp.distinct)
+				wp.global(0), wp.global(wp.max), wp.global(wp.firstUnset()), wp.max+1-wp.distinct)
 		}
 	default:
-		if want := p.share(w.Concurrency); wp.distinct != want {
+		if want := wp.share(w.Concurrency); wp.distinct != want {
 			return fmt.Sprintf("%d of its %d clients have a record (client %d has none) and the wave was not stopped",
-				wp.distinct, want, p.global(wp.firstUnset()))
+				wp.distinct, want, wp.global(wp.firstUnset()))
 		}
 	}
 	return ""
@@ -211,15 +219,15 @@ func (p *planCheck) missing(wp *wavePlan) string {
 
 // sustainedCount is the records a sustained wave plans when a count alone
 // bounds it, 0 where none does.
-func (p *planCheck) sustainedCount(w *contract.Wave) int {
-	s := p.wl.Sustained
+func (p *planCheck) sustainedCount(wp *wavePlan) int {
+	w, s := &wp.w, p.wl.Sustained
 	if s == nil || p.wl.Capacity != nil || w.Probe != "" || s.DurationS > 0 {
 		return 0
 	}
 	if w.Kind == contract.KindWarmup {
-		return p.share(s.WarmupRequests)
+		return wp.share(s.WarmupRequests)
 	}
-	return p.share(s.WarmupRequests+s.NumRequests) - p.share(s.WarmupRequests)
+	return wp.share(s.WarmupRequests+s.NumRequests) - wp.share(s.WarmupRequests)
 }
 
 // firstUnset is the smallest index wp has no record of.
