@@ -55,7 +55,7 @@ type wavePlan struct {
 	// whole, alone.
 	segIndex, segCount int
 	seen               []uint64
-	far         map[int]bool // indices at or past len(seen)·64
+	far                map[int]bool // indices at or past len(seen)·64
 }
 
 // planBits is the bitset bits planCheck may hold beyond one per record
