@@ -255,7 +255,7 @@ func steadyOf(waves []*waveAgg, concurrency int) *Steady {
 		s.MeasuredS += win.MeasuredS
 		if !ok {
 			s.Windows = append(s.Windows, win)
-			s.Warnings = append(s.Warnings, fmt.Sprintf("repeat %d: never had %d requests in flight: no steady window", wa.w.Repeat, s.InFlightMin))
+			s.Warnings = append(s.Warnings, fmt.Sprintf("repeat %d (wave %d): never had %d requests in flight: no steady window", wa.w.Repeat, wa.w.ID, s.InFlightMin))
 			continue
 		}
 		tokens, oks := 0, 0
@@ -286,7 +286,7 @@ func steadyOf(waves []*waveAgg, concurrency int) *Steady {
 			reqRate = append(reqRate, float64(oks)/d)
 		}
 		if w := steadyShortWarning(win); w != "" {
-			s.Warnings = append(s.Warnings, fmt.Sprintf("repeat %d: %s", wa.w.Repeat, w))
+			s.Warnings = append(s.Warnings, fmt.Sprintf("repeat %d (wave %d): %s", wa.w.Repeat, wa.w.ID, w))
 		}
 	}
 	if s.MeasuredS > 0 {
