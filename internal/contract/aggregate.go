@@ -144,6 +144,10 @@ type Aggregate struct {
 	// SLO is the aggregate's standing against the rehearsal's objectives
 	// (ApplySLO), absent when the rehearsal has none.
 	SLO *SLOAggregate `json:"slo,omitempty"`
+	// Steady is a sustained aggregate's figures over the steady windows
+	// of its waves (steadyOf), beside those over every measured request;
+	// absent in other modes.
+	Steady *Steady `json:"steady,omitempty"`
 
 	// GPUCount is the server's distinct GPUs where the rehearsal file
 	// says them, and GoodputPerGPU the goodput of each repeat ÷ GPUCount;
@@ -456,6 +460,9 @@ type waveAgg struct {
 	key                     *keyAgg
 	clock                   WaveClock
 	tokens, oks, reasonToks int
+	// steady keeps each record of a sustained wave for its steady
+	// window (steadyOf).
+	steady []steadyRow
 }
 
 // NewAggregator starts the aggregates of the recorded waves of waves;
@@ -513,6 +520,9 @@ func (g *Aggregator) Next() bool {
 func (wa *waveAgg) add(r *Record) {
 	wa.clock.Add(r)
 	a := wa.key
+	if a.k.Mode == ModeSustained {
+		wa.steady = append(wa.steady, newSteadyRow(r))
+	}
 	a.failures.Total++
 	if r.ReasoningTokens != nil {
 		a.reasoning = true
@@ -693,6 +703,9 @@ func (ka *keyAgg) aggregate() Aggregate {
 	}
 	if w := usageWarning(ka.usage, ka.out); w != "" {
 		a.Warnings = append(a.Warnings, w)
+	}
+	if k.Mode == ModeSustained {
+		a.Steady = steadyOf(waves, k.Concurrency)
 	}
 	return a
 }

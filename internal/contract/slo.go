@@ -332,17 +332,23 @@ func newAttainer(o Objectives) *attainer {
 // add judges r and counts it; it returns the verdict.
 func (t *attainer) add(r *Record) RequestVerdict {
 	v := Judge(*r, t.o)
-	t.a.N++
-	switch {
-	case !r.OK:
-		t.a.Failed++
-	case v.Good:
-		t.a.Good++
-	}
+	t.count(r.OK, v.Good)
 	for _, m := range v.Missed {
 		t.a.Missed[m]++
 	}
 	return v
+}
+
+// count counts a request already judged: ok, and good or not (its missed
+// objectives are not kept).
+func (t *attainer) count(ok, good bool) {
+	t.a.N++
+	switch {
+	case !ok:
+		t.a.Failed++
+	case good:
+		t.a.Good++
+	}
 }
 
 func (t *attainer) attainment() Attainment {
@@ -499,6 +505,9 @@ func ApplySLO(aggs []Aggregate, waves []Wave, records []Record, slo *SLO) {
 	if slo == nil {
 		for i := range aggs {
 			aggs[i].SLO = nil
+			if aggs[i].Steady != nil {
+				aggs[i].Steady.SLO = nil
+			}
 		}
 		return
 	}
@@ -524,6 +533,16 @@ type sloWave struct {
 	key          Key
 	clock        WaveClock
 	good, tokens int
+	// steady keeps each request of a sustained wave for the attainment
+	// over its steady window (steadySLO).
+	steady []sloRow
+}
+
+// sloRow is what the steady attainment keeps of one request.
+type sloRow struct {
+	startS     float64
+	ok, good   bool
+	goodTokens int
 }
 
 // NewSLOJudge starts the SLO figures of the recorded waves of waves.
@@ -551,9 +570,17 @@ func (j *SLOJudge) Add(r *Record) {
 	}
 	for _, sw := range j.byID[r.Wave] {
 		sw.clock.Add(r)
-		if j.pooled[sw.key].add(r).Good {
+		good := j.pooled[sw.key].add(r).Good
+		if good {
 			sw.good++
 			sw.tokens += r.OutputTokens
+		}
+		if sw.key.Mode == ModeSustained {
+			row := sloRow{startS: r.StartS, ok: r.OK, good: good}
+			if good {
+				row.goodTokens = r.OutputTokens
+			}
+			sw.steady = append(sw.steady, row)
 		}
 	}
 }
@@ -566,7 +593,55 @@ func (j *SLOJudge) Apply(aggs []Aggregate) {
 		sort.SliceStable(ws, func(a, b int) bool { return ws[a].w.Repeat < ws[b].w.Repeat })
 		s := j.sloAggregate(aggs[i].Mode, k, ws)
 		aggs[i].SLO = &s
+		if st := aggs[i].Steady; st != nil {
+			st.SLO = j.steadySLO(st, ws, s.Verdict)
+		}
 	}
+}
+
+// steadySLO is the attainment over the requests of the steady windows of
+// st (SteadySpan.Inside) of waves, judged as the aggregate's, and whether
+// its verdict changes whole, the verdict over every measured request.
+func (j *SLOJudge) steadySLO(st *Steady, waves []*sloWave, whole string) *SteadySLO {
+	spans := map[int]SteadySpan{}
+	for _, w := range st.Windows {
+		if span, ok := w.Span(); ok {
+			spans[w.Wave] = span
+		}
+	}
+	t := newAttainer(j.slo.Objectives)
+	var reqRate, tokRate []float64
+	for _, sw := range waves {
+		span, ok := spans[sw.w.ID]
+		if !ok {
+			continue
+		}
+		good, tokens := 0, 0
+		for _, r := range sw.steady {
+			if !span.Inside(r.startS) {
+				continue
+			}
+			t.count(r.ok, r.good)
+			if r.good {
+				good++
+				tokens += r.goodTokens
+			}
+		}
+		if d := span.DurationS(); d > 0 {
+			reqRate = append(reqRate, float64(good)/d)
+			tokRate = append(tokRate, float64(tokens)/d)
+		}
+	}
+	a := t.attainment()
+	out := &SteadySLO{N: a.N, Good: a.Good, Verdict: a.Verdict(j.slo.AttainmentTarget, 1),
+		RequestGoodput: SpreadOf(reqRate), TokenGoodput: SpreadOf(tokRate)}
+	if a.N > 0 {
+		at, lo, hi := a.Attainment, a.CILow, a.CIHigh
+		out.Attainment, out.CILow, out.CIHigh = &at, &lo, &hi
+	}
+	out.ChangesVerdict = SteadyChangesVerdict(out.Verdict, whole)
+	out.Warning = SteadyVerdictWarning(a, out.Verdict, whole)
+	return out
 }
 
 func (j *SLOJudge) sloAggregate(mode string, k Key, waves []*sloWave) SLOAggregate {

@@ -129,6 +129,7 @@ func writeCapacity(b *bytes.Buffer, res *bundle.Results, figs []FigureRef) {
 			w("Predicted bracket, probed first: passes at %d, fails at %d.\n\n", c.Predicted.MaxPass, c.Predicted.MinFail)
 		}
 		b.Write(CapacityTable(c).Markdown())
+		writeSteadyProbes(b, c)
 		for _, nm := range c.NonMonotonic {
 			w("\n**Non-monotonic:** a probe passed at %s although one failed at %d.\n", contract.ClientsLabel(nm.PassLoad), nm.FailLoad)
 		}

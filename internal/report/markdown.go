@@ -55,6 +55,7 @@ func Markdown(res *bundle.Results, figs []FigureRef, digests []bundle.Digest) []
 	writeCost(&b, res)
 	writeFigures(&b, figs)
 	writeLatency(&b, res)
+	writeSteady(&b, res)
 	writeTraffic(&b, res)
 	writeOpenLoop(&b, res)
 	writeLoadGenerator(&b, res)
@@ -519,7 +520,7 @@ func writeWarnings(b *bytes.Buffer, res *bundle.Results) {
 	var lines []string
 	for _, a := range res.Aggregates {
 		where := fmt.Sprintf("`%s` at %s", a.Server, a.LoadLabel())
-		for _, w := range a.Warnings {
+		for _, w := range append(slices.Clip(a.Warnings), steadyWarnings(a)...) {
 			lines = append(lines, where+": "+w)
 		}
 	}

@@ -318,12 +318,13 @@ func FailuresByKind(f contract.Failures) string {
 	return s + " (" + strings.Join(parts, ", ") + ")"
 }
 
-// Warnings lists every aggregate's warnings, each with where it holds:
+// Warnings lists every aggregate's warnings, its steady-state ones
+// (marked "steady state:") after them, each with where it holds:
 // "vllm at 1 client: repeat 1 is a cold wave …".
 func Warnings(res *bundle.Results) []string {
 	var lines []string
 	for _, a := range res.Aggregates {
-		for _, w := range a.Warnings {
+		for _, w := range append(slices.Clip(a.Warnings), steadyWarnings(a)...) {
 			lines = append(lines, a.Server+" at "+a.LoadLabel()+": "+w)
 		}
 	}

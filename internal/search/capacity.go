@@ -79,8 +79,9 @@ func (p Probe) Kind() string {
 // Measure is the outcome of one probe's measured records (the records of
 // its recorded wave): their attainment against slo's objectives, its
 // verdict at slo's target with minRequests, the p95 TTFT and TPOT of the
-// successful ones, and the request rate and good-token rate over the
-// wave's measured window.
+// successful ones, the request rate and good-token rate over the wave's
+// measured window, and its steady window (contract.SteadyProbeOf, the load
+// and repeat read from the records).
 func Measure(waveID int, records []contract.Record, slo contract.SLO, minRequests int) Outcome {
 	a := contract.Attain(records, slo.Objectives)
 	o := Outcome{
@@ -100,6 +101,11 @@ func Measure(waveID int, records []contract.Record, slo contract.SLO, minRequest
 	if w := contract.WaveWindowS(records); w > 0 {
 		o.AchievedRPS = float64(a.N) / w
 		o.GoodputTokS = float64(goodTokens) / w
+	}
+	if len(records) > 0 {
+		w := contract.Wave{ID: waveID, Concurrency: records[0].Concurrency, Repeat: records[0].Repeat}
+		st := contract.SteadyProbeOf(w, records, slo, minRequests, o.Verdict)
+		o.Steady = &st
 	}
 	return o
 }
@@ -150,6 +156,10 @@ type ProbeRecord struct {
 	AchievedRPS float64 `json:"achieved_rps"`
 	GoodputTokS float64 `json:"goodput_tok_s"`
 	Binding     string  `json:"binding_objective,omitempty"`
+	// Steady is the probe's steady window and the attainment over it; it
+	// never decides the verdict, and it flags one it would change. Absent
+	// in bundles written before it.
+	Steady *contract.SteadyProbe `json:"steady,omitempty"`
 }
 
 // Control is the control variable of every search here.
@@ -181,7 +191,7 @@ func NewCapacity(server string, spec Spec, slo contract.SLO, r Result) Capacity 
 			Load: p.Load, Kind: p.Kind(), Repeat: p.Repeat, WaveIDs: o.WaveIDs, N: o.N, Good: o.Good,
 			Attainment: o.Attainment, CILow: o.CILow, CIHigh: o.CIHigh, Verdict: o.Verdict,
 			TTFTP95S: o.TTFTP95S, TPOTP95S: o.TPOTP95S, Failures: o.Failures,
-			AchievedRPS: o.AchievedRPS, GoodputTokS: o.GoodputTokS, Binding: o.Binding,
+			AchievedRPS: o.AchievedRPS, GoodputTokS: o.GoodputTokS, Binding: o.Binding, Steady: o.Steady,
 		})
 	}
 	return c

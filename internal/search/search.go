@@ -111,6 +111,10 @@ type Outcome struct {
 	// ServerFailed says the server failed during the probe: the search
 	// stops with StopServerFailed.
 	ServerFailed bool
+	// Steady is the probe's steady window and the attainment over it,
+	// beside the verdict (which stays on every measured request); nil
+	// for a probe without records.
+	Steady *contract.SteadyProbe
 }
 
 // Probe is one probe the search asks for, and once observed, its outcome.
