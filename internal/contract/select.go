@@ -554,7 +554,16 @@ func (s *selector) percentile(p float64) *float64 {
 // summaryPs are the percentiles of a Percentiles summary.
 var summaryPs = []float64{0.50, 0.90, 0.95, 0.99}
 
-// summary is Summarize of the population.
+// summaryRanks are the ranks a Percentiles summary of a population of n
+// reads: its percentiles' (typeSevenRanks) and its tail bounds'.
+func summaryRanks(n int) []int {
+	return append(typeSevenRanks(summaryPs)(n), boundRanks(n)...)
+}
+
+// summary is Summarize of the population, once next has found
+// summaryRanks.
 func (s *selector) summary() Percentiles {
-	return Percentiles{N: s.n, P50: s.percentile(0.50), P90: s.percentile(0.90), P95: s.percentile(0.95), P99: s.percentile(0.99)}
+	p := Percentiles{N: s.n, P50: s.percentile(0.50), P90: s.percentile(0.90), P95: s.percentile(0.95), P99: s.percentile(0.99)}
+	p.setBounds(func(rank int) float64 { return s.found[rank] })
+	return p
 }
