@@ -178,7 +178,7 @@ func decodeVisitSums(in io.Reader, v *recordVisitor, wantSums bool) (*Results, e
 		if err != nil {
 			return nil, errMalformed
 		}
-		keys.aggregates[i] = keySet(m)
+		keys.aggregates[i] = aggregateKeys(m)
 	}
 	if haveWaves {
 		r.Waves = make([]contract.Wave, len(waves))

@@ -414,7 +414,7 @@ func decodeWhole(data []byte) (*Results, error) {
 		if err != nil {
 			return nil, fmt.Errorf("aggregates[%d]: %w", i, err)
 		}
-		keys.aggregates[i] = keySet(m)
+		keys.aggregates[i] = aggregateKeys(m)
 	}
 	var r Results
 	if err := json.Unmarshal(data, &r); err != nil {
@@ -459,6 +459,26 @@ func keySet(m map[string]json.RawMessage) map[string]bool {
 	keys := make(map[string]bool, len(m))
 	for k := range m {
 		keys[k] = true
+	}
+	return keys
+}
+
+// aggregateKeys is keySet of an aggregate, with "ttft_s.p99_ub" and the
+// like for each key of an object it holds: a latency summary's fields
+// beyond SPEC §4a's list are checked only where the summary carried them.
+func aggregateKeys(m map[string]json.RawMessage) map[string]bool {
+	keys := keySet(m)
+	for k, raw := range m {
+		if len(raw) == 0 || raw[0] != '{' {
+			continue
+		}
+		var sub map[string]json.RawMessage
+		if json.Unmarshal(raw, &sub) != nil {
+			continue
+		}
+		for s := range sub {
+			keys[k+"."+s] = true
+		}
 	}
 	return keys
 }

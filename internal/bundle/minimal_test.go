@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -92,6 +93,53 @@ func TestVerifyMinimalResultsColdRepeat(t *testing.T) {
 				if tc.want == "" && got != "" || !strings.Contains(got, tc.want) || len(rep.Problems) > 1 {
 					t.Errorf("got %s, want %q", got, tc.want)
 				}
+			}
+		})
+	}
+}
+
+// The tail bounds of a latency summary (p95_ub, p99_ub, p99_min_n) are
+// beyond SPEC §4a's list: a bundle without them, as one written before
+// them, verifies; where a summary carries one, it is checked, though
+// another was taken out.
+func TestVerifyTailBoundsOptional(t *testing.T) {
+	dir := writeRow(t, nil, nil, false)
+	data, err := os.ReadFile(filepath.Join(dir, bundle.ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := regexp.MustCompile(`,\s*"(p95_ub|p99_ub|p99_min_n)":\s*(null|[-+0-9.eE]+)`)
+	if n := len(bound.FindAll(data, -1)); n == 0 {
+		t.Fatal("the written results.json has no tail bounds")
+	}
+	itlUB := regexp.MustCompile(`("itl_s":\s*\{[^}]*"p99_ub":\s*)[-+0-9.eE]+`)
+	if !itlUB.Match(data) {
+		t.Fatal("the written results.json has no itl_s.p99_ub")
+	}
+	for _, tc := range []struct {
+		name string
+		edit func([]byte) []byte
+		want string
+	}{
+		{"without them", func(b []byte) []byte { return bound.ReplaceAll(b, nil) }, ""},
+		{"without p99_min_n, a p99_ub changed", func(b []byte) []byte {
+			b = regexp.MustCompile(`,\s*"p99_min_n":\s*[0-9]+`).ReplaceAll(b, nil)
+			return itlUB.ReplaceAll(b, []byte("${1}12345"))
+		}, "itl_s.p99_ub: stored 12345"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(filepath.Join(dir, bundle.ResultsFile), tc.edit(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := bundle.WriteSums(dir); err != nil {
+				t.Fatal(err)
+			}
+			probs := verifyAll(t, dir)
+			switch {
+			case tc.want == "" && len(probs) > 0:
+				t.Errorf("want none, got %q", probs)
+			case tc.want != "" && (len(probs) == 0 || !strings.Contains(strings.Join(probs, "\n"), tc.want)):
+				t.Errorf("want a problem containing %q, got %q", tc.want, probs)
 			}
 		})
 	}

@@ -59,6 +59,18 @@ func firstRecord(t *testing.T, res *bundle.Results, keep func(contract.Record) b
 	return -1
 }
 
+// firstAggregate is the index of the first aggregate that keep keeps.
+func firstAggregate(t *testing.T, res *bundle.Results, keep func(contract.Aggregate) bool) int {
+	t.Helper()
+	for i, a := range res.Aggregates {
+		if keep(a) {
+			return i
+		}
+	}
+	t.Fatal("no such aggregate in bundletest.SeedLike")
+	return -1
+}
+
 // asSession makes an OK record of a recorded wave the first turn of a
 // session of the workload (prompts 0 then 1), and a copy of another OK
 // record of that wave, added at the end, its second turn sent by the same
@@ -248,6 +260,17 @@ var reliabilityRows = []reliabilityRow{
 		v := (*rec.FirstContentS + rec.EndS) / 2
 		rec.FirstTokenS = &v
 	}, want: "first_token_s: "},
+	{name: "stored p99_ub that disagrees", keepAggregates: true, edit: func(t *testing.T, r *bundle.Results) {
+		a := &r.Aggregates[firstAggregate(t, r, func(a contract.Aggregate) bool { return a.ITL.P99UB != nil })]
+		v := *a.ITL.P99UB * 1.5
+		a.ITL.P99UB = &v
+	}, want: "itl_s.p99_ub: stored"},
+	{name: "stored p95_ub null where the sample gives one", keepAggregates: true, edit: func(t *testing.T, r *bundle.Results) {
+		r.Aggregates[firstAggregate(t, r, func(a contract.Aggregate) bool { return a.E2E.P95UB != nil })].E2E.P95UB = nil
+	}, want: "e2e_s.p95_ub: stored null, recomputed"},
+	{name: "stored p99_min_n that disagrees", keepAggregates: true, edit: func(t *testing.T, r *bundle.Results) {
+		r.Aggregates[0].TTFT.P99MinN = 100
+	}, want: "ttft_s.p99_min_n: stored 100, recomputed 299"},
 	{name: "stored ttft_any_s that disagrees", keepAggregates: true, edit: func(t *testing.T, r *bundle.Results) {
 		v := *r.Aggregates[0].TTFTAny.P50 / 2
 		r.Aggregates[0].TTFTAny.P50 = &v

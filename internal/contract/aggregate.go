@@ -85,6 +85,15 @@ type Percentiles struct {
 	P90 *float64 `json:"p90"`
 	P95 *float64 `json:"p95"`
 	P99 *float64 `json:"p99"`
+	// P95UB and P99UB are upper confidence bounds of P95 and P99 at
+	// TailConfidence, order statistics of the population (UpperBoundRank);
+	// nil where the population is too small to give one. P99MinN is the
+	// smallest population that gives a P99UB (MinBoundN). All three are
+	// absent from bundles written before them, and 0/nil in a summary
+	// read from another tool.
+	P95UB   *float64 `json:"p95_ub"`
+	P99UB   *float64 `json:"p99_ub"`
+	P99MinN int      `json:"p99_min_n,omitempty"`
 }
 
 // Failures counts failed attempts over all repeats.
@@ -192,16 +201,19 @@ func Median(xs []float64) *float64 {
 	return Percentile(s, 0.5)
 }
 
-// Summarize returns the percentiles of a population. xs is not modified.
+// Summarize returns the percentiles of a population and the tail bounds
+// of its p95 and p99. xs is not modified.
 func Summarize(xs []float64) Percentiles {
 	s := sortedCopy(xs)
-	return Percentiles{
+	p := Percentiles{
 		N:   len(s),
 		P50: Percentile(s, 0.50),
 		P90: Percentile(s, 0.90),
 		P95: Percentile(s, 0.95),
 		P99: Percentile(s, 0.99),
 	}
+	p.setBounds(func(rank int) float64 { return s[rank] })
+	return p
 }
 
 // SpreadOf summarizes per-repeat values as median [min–max].
@@ -509,7 +521,7 @@ func (g *Aggregator) Next() bool {
 	more := false
 	for _, k := range g.keys {
 		ka := g.groups[k]
-		if (g.pass == 0 || len(ka.itl.nodes) > 0) && ka.itl.next(typeSevenRanks(summaryPs)) {
+		if (g.pass == 0 || len(ka.itl.nodes) > 0) && ka.itl.next(summaryRanks) {
 			more = true
 		}
 	}

@@ -554,7 +554,20 @@ func (s *selector) percentile(p float64) *float64 {
 // summaryPs are the percentiles of a Percentiles summary.
 var summaryPs = []float64{0.50, 0.90, 0.95, 0.99}
 
-// summary is Summarize of the population.
+// summaryRanks are the ranks a Percentiles summary of a population of n
+// reads: its percentiles' (typeSevenRanks) and its tail bounds'
+// (boundRanks). A bound's rank lies about 1.645·√(nq(1−q)) above its
+// percentile's, inside the window choose sets around the percentile (its
+// margin, in ranks, is over 80 times wider at every n with the default
+// selectSample), so the bounds cost the selection no pass of their own.
+func summaryRanks(n int) []int {
+	return append(typeSevenRanks(summaryPs)(n), boundRanks(n)...)
+}
+
+// summary is Summarize of the population, once next has found
+// summaryRanks.
 func (s *selector) summary() Percentiles {
-	return Percentiles{N: s.n, P50: s.percentile(0.50), P90: s.percentile(0.90), P95: s.percentile(0.95), P99: s.percentile(0.99)}
+	p := Percentiles{N: s.n, P50: s.percentile(0.50), P90: s.percentile(0.90), P95: s.percentile(0.95), P99: s.percentile(0.99)}
+	p.setBounds(func(rank int) float64 { return s.found[rank] })
+	return p
 }

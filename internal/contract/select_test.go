@@ -17,7 +17,7 @@ func selectAll(xs []float64) (Percentiles, int) {
 		for _, v := range xs {
 			s.add(v)
 		}
-		if !s.next(typeSevenRanks(summaryPs)) {
+		if !s.next(summaryRanks) {
 			break
 		}
 	}
@@ -32,7 +32,8 @@ func samePercentiles(t *testing.T, name string, got, want Percentiles) {
 	for _, p := range []struct {
 		name string
 		a, b *float64
-	}{{"p50", got.P50, want.P50}, {"p90", got.P90, want.P90}, {"p95", got.P95, want.P95}, {"p99", got.P99, want.P99}} {
+	}{{"p50", got.P50, want.P50}, {"p90", got.P90, want.P90}, {"p95", got.P95, want.P95}, {"p99", got.P99, want.P99},
+		{"p95_ub", got.P95UB, want.P95UB}, {"p99_ub", got.P99UB, want.P99UB}} {
 		if (p.a == nil) != (p.b == nil) {
 			t.Fatalf("%s %s: %v, pooled %v", name, p.name, p.a, p.b)
 		}
@@ -136,7 +137,7 @@ func TestSelectorWindowsSaveThePass(t *testing.T) {
 			for _, times := range recs {
 				sel.addGaps(times)
 			}
-			more = sel.next(typeSevenRanks(summaryPs))
+			more = sel.next(summaryRanks)
 		}
 		samePercentiles(t, c.name+", as gaps", sel.summary(), Summarize(gaps))
 		if (passes == 1) != c.onePass {
@@ -226,7 +227,7 @@ func TestSelectorBudget(t *testing.T) {
 			}
 		}
 		for _, s := range sels {
-			if (s.pass == 0 || len(s.nodes) > 0) && s.next(typeSevenRanks(summaryPs)) {
+			if (s.pass == 0 || len(s.nodes) > 0) && s.next(summaryRanks) {
 				more = true
 			}
 		}

@@ -75,6 +75,16 @@ func Seconds(v *float64) string {
 	return fmt.Sprintf("%.3f s", *v)
 }
 
+// Bounded formats a tail percentile with its upper confidence bound
+// (Percentiles.P95UB, P99UB) as format formats each: "0.412 s (≤ 0.455 s)",
+// or the percentile alone where there is no bound.
+func Bounded(format func(*float64) string, v, ub *float64) string {
+	if v == nil || ub == nil {
+		return format(v)
+	}
+	return format(v) + " (≤ " + format(ub) + ")"
+}
+
 // Millis formats a short latency as 12.3 ms.
 func Millis(v *float64) string {
 	if v == nil {

@@ -444,7 +444,8 @@ func writeLatency(b *bytes.Buffer, res *bundle.Results) {
 		return
 	}
 	b.WriteString("## Latency detail\n\n")
-	b.WriteString("Successful requests only, pooled over repeats; n is the number of samples behind each percentile.\n\n")
+	b.WriteString("Successful requests only, pooled over repeats; n is the number of samples behind each percentile.")
+	writeBoundNote(b)
 	for _, s := range servers {
 		fmt.Fprintf(b, "### %s\n\n", s)
 		writeRow(b, []string{"Clients", "TTFT p50", "TTFT p95", "TTFT p99", "TPOT p50", "TPOT p95", "ITL p50", "ITL p99", "E2E p50", "E2E p95", "Requests/s, median", "n"})
@@ -459,12 +460,19 @@ func writeLatency(b *bytes.Buffer, res *bundle.Results) {
 				rps = fmt.Sprintf("%.2f", *a.RequestThroughput.Median)
 			}
 			writeRow(b, []string{fmt.Sprint(c),
-				Seconds(a.TTFT.P50), Seconds(a.TTFT.P95), Seconds(a.TTFT.P99),
-				Millis(a.TPOT.P50), Millis(a.TPOT.P95), Millis(a.ITL.P50), Millis(a.ITL.P99),
-				Seconds(a.E2E.P50), Seconds(a.E2E.P95), rps, fmt.Sprint(a.TTFT.N)})
+				Seconds(a.TTFT.P50), Bounded(Seconds, a.TTFT.P95, a.TTFT.P95UB), Bounded(Seconds, a.TTFT.P99, a.TTFT.P99UB),
+				Millis(a.TPOT.P50), Bounded(Millis, a.TPOT.P95, a.TPOT.P95UB), Millis(a.ITL.P50), Bounded(Millis, a.ITL.P99, a.ITL.P99UB),
+				Seconds(a.E2E.P50), Bounded(Seconds, a.E2E.P95, a.E2E.P95UB), rps, fmt.Sprint(a.TTFT.N)})
 		}
 		b.WriteString("\n")
 	}
+}
+
+// writeBoundNote ends a paragraph above a table of tail percentiles with
+// what their bounds in parentheses are.
+func writeBoundNote(b *bytes.Buffer) {
+	fmt.Fprintf(b, " A p95 or p99 shown as \"x (≤ u)\" carries u, its %.0f %% upper confidence bound from order statistics (distribution-free, the binomial bound of MLPerf LoadGen's early stopping): a p95 needs %d samples for one, a p99 %d.\n\n",
+		100*contract.TailConfidence, contract.MinBoundN(0.95, contract.TailConfidence), contract.MinBoundN(0.99, contract.TailConfidence))
 }
 
 func writeOpenLoop(b *bytes.Buffer, res *bundle.Results) {
@@ -489,9 +497,12 @@ func writeOpenLoop(b *bytes.Buffer, res *bundle.Results) {
 		if a.Lateness != nil {
 			l50, l99 = a.Lateness.P50, a.Lateness.P99
 		}
-		writeRow(b, []string{a.Server, openLoad(a), Goodput(a.Goodput), rps, Seconds(a.TTFT.P95), Seconds(a.TTFT.P99), Seconds(a.E2E.P95), Millis(l50), Millis(l99), FailureCount(a.Failures)})
+		writeRow(b, []string{a.Server, openLoad(a), Goodput(a.Goodput), rps,
+			Bounded(Seconds, a.TTFT.P95, a.TTFT.P95UB), Bounded(Seconds, a.TTFT.P99, a.TTFT.P99UB), Bounded(Seconds, a.E2E.P95, a.E2E.P95UB),
+			Millis(l50), Millis(l99), FailureCount(a.Failures)})
 	}
-	b.WriteString("\nLateness is each request's actual send time minus its intended time on the schedule: the load generator's own delay, visible instead of hidden (coordinated omission).\n\n")
+	b.WriteString("\nLateness is each request's actual send time minus its intended time on the schedule: the load generator's own delay, visible instead of hidden (coordinated omission).")
+	writeBoundNote(b)
 }
 
 func writeMechanism(b *bytes.Buffer, res *bundle.Results) {
