@@ -290,8 +290,8 @@ func textPool(tok *tokenizer.Tokenizer, n int) []counted {
 	return out
 }
 
-// synthesize writes a bundle of n records at dir: closed-loop waves of the
-// servers at concurrencies 16, 64 and 256, three repeats each, the records
+// synthesize writes a bundle of n records at dir: sustained closed-loop
+// waves of the servers at concurrencies 16, 64 and 256, three repeats each, the records
 // spread evenly over the waves, each client sending one request after
 // another.
 func synthesize(dir string, n int, servers []string, texts []counted) error {
@@ -316,6 +316,10 @@ func synthesize(dir string, n int, servers []string, texts []counted) error {
 			Prompts:   []string{"Explain KV caching.", "Write a haiku about GPUs.", "Summarize the attention paper.", "List five prime numbers."},
 			MaxTokens: 128, Temperature: 0, TimeoutS: 60, PercentileMethod: contract.PercentileMethod,
 			Endpoint: "/v1/chat/completions", IncludeUsage: true,
+			// Each client sends one request after another: sustained
+			// waves, bounded by time (a closed wave sends one request per
+			// client, and verify holds it to that).
+			Sustained: &bundle.Sustained{DurationS: 3600},
 		},
 		Baseline: &base,
 		Notes:    []string{"Synthetic bundle made by bench/bundle."},
@@ -331,7 +335,7 @@ func synthesize(dir string, n int, servers []string, texts []counted) error {
 		for _, c := range h.Workload.Concurrencies {
 			for rep := 0; rep < 3; rep++ {
 				count := (n - done) / (nWaves - id)
-				w := contract.Wave{ID: id, Server: srv, Concurrency: c, Repeat: rep, Kind: contract.KindRecorded, Mode: contract.ModeClosed,
+				w := contract.Wave{ID: id, Server: srv, Concurrency: c, Repeat: rep, Kind: contract.KindRecorded, Mode: contract.ModeSustained,
 					StartedAt: anchor.Add(time.Duration(id) * time.Minute).Format(time.RFC3339Nano)}
 				free := make([]float64, c) // when each client is next free
 				for i := 0; i < count; i++ {
