@@ -29,7 +29,7 @@ func TestCapacityFlagErrors(t *testing.T) {
 		{append(base, "--slo", "ttft<=500ms", "--attainment", "0"), "--attainment"},
 		{append(base, "--slo", "ttft<=500ms", "--start", "0"), "--start 0: must be at least 1"},
 		{append(base, "--slo", "ttft<=500ms", "--start", "64", "--max-concurrency", "32"), "--max-concurrency 32 is below the start 64"},
-		{append(base, "--slo", "ttft<=500ms", "--min-requests", "0"), "--min-requests 0"},
+		{append(base, "--slo", "ttft<=500ms", "--min-requests", "-1"), "--min-requests -1"},
 		{append(base, "--slo", "ttft<=500ms", "--min-requests", "100", "--max-requests", "50"), "--max-requests 50 is below min_requests 100"},
 		{append(base, "--slo", "ttft<=500ms", "--warmup-requests", "-3"), "--warmup-requests -3"},
 		{append(base, "--slo", "ttft<=500ms", "--repeats", "-1"), "--repeats -1"},

@@ -319,6 +319,29 @@ func (s *Search) advance() {
 	}
 }
 
+// MinPass is the fewest requests whose 95 % Wilson interval can pass α:
+// the least n with the interval of n good of n at or above α, which is
+// n ≥ α·z²/(1 − α) (73 at α 0.95, 35 at 0.9, 381 at 0.99). A look at fewer
+// can only fail a load. 0 for an α outside (0, 1).
+func MinPass(alpha float64) int {
+	if !(alpha > 0 && alpha < 1) {
+		return 0
+	}
+	n := int(math.Ceil(alpha * contract.WilsonZ * contract.WilsonZ / (1 - alpha)))
+	for n > 1 {
+		if lo, _ := contract.Wilson(n-1, n-1); lo < alpha {
+			break
+		}
+		n--
+	}
+	for {
+		if lo, _ := contract.Wilson(n, n); lo >= alpha {
+			return n
+		}
+		n++
+	}
+}
+
 // Converged reports whether the bracket (maxPass, minFail) is narrow
 // enough to stop: minFail − maxPass ≤ max(1, 5 % of maxPass).
 func Converged(maxPass, minFail int) bool {
