@@ -225,7 +225,7 @@ func recordsEqual(a, b *contract.Record) bool {
 		!equalPtr(a.Session, b.Session) || a.Turn != b.Turn || !equalPtr(a.Replica, b.Replica) ||
 		!equalPtr(a.FirstTokenS, b.FirstTokenS) || a.ReasoningText != b.ReasoningText ||
 		!equalPtr(a.ReasoningTokens, b.ReasoningTokens) || a.ToolCallText != b.ToolCallText ||
-		!equalPtr(a.ClientAddedS, b.ClientAddedS) || !equalPtr(a.Worker, b.Worker) || len(a.ChunkTimesS) != len(b.ChunkTimesS) {
+		!equalPtr(a.ClientAddedS, b.ClientAddedS) || !equalPtr(a.Worker, b.Worker) || !equalPtr(a.Request, b.Request) || len(a.ChunkTimesS) != len(b.ChunkTimesS) {
 		return false
 	}
 	for i, t := range a.ChunkTimesS {

@@ -34,28 +34,30 @@ func verifyCapacity(t *testing.T, res *bundle.Results) (problems, notes string) 
 
 // TestVerifyReplaysProbeStops: verify replays each probe's stop from the
 // records behind it (SPEC §8). A search whose probes say why they ended
-// verifies; one whose probe stopped on its rule with an unresolved verdict
-// over its records, sent a request after the look that stopped it, or
-// stayed unresolved without reaching its cap, is refused; one from before
-// the rule was recorded verifies, with a note that its stops are not
-// replayed.
+// verifies; one whose probe stopped on its rule at a prefix of its
+// requests sent whose verdict is unresolved, or after an earlier look
+// point's prefix had resolved, sent a request after the look that stopped
+// it, lost its send order, or stayed unresolved without reaching its cap,
+// is refused; one made by the rule before (no send order: the requests
+// in flight pending) verifies by that rule; one from before the rule was
+// recorded verifies, with a note that its stops are not replayed.
 func TestVerifyReplaysProbeStops(t *testing.T) {
 	// Wave 0 is the serial server's probe at 1 client: 80 of 80 good, a
 	// pass at its second look (min_requests 40), below its cap of 160.
 	build := func() (*bundle.Results, *contract.Wave) {
 		res := plottest.CapacityResults(plottest.DefaultCapacity())
 		w := &res.Waves[0]
-		if w.Probe == "" || w.EndedBy != contract.EndedUntil || w.Look == nil || *w.Look != (contract.Look{Ended: 80, Sent: 80}) {
-			t.Fatalf("wave 0: %+v: want a probe ended by its stop rule at 80 of 80", *w)
+		if w.Probe == "" || w.EndedBy != contract.EndedUntil || w.Look == nil || *w.Look != (contract.Look{Prefix: 80, Ended: 80, Sent: 80}) {
+			t.Fatalf("wave 0: %+v: want a probe ended by its stop rule at the first 80 of 80", *w)
 		}
 		return res, w
 	}
-	// miss makes the wave's last record miss the TTFT objective (2 s):
-	// 79 of 80 good is unresolved at α 0.95.
-	miss := func(res *bundle.Results, w *contract.Wave) {
-		for i := len(res.Records) - 1; i >= 0; i-- {
+	// missWhere makes the wave's records at the places in the send order
+	// that pick picks miss the TTFT objective (2 s).
+	missWhere := func(res *bundle.Results, w *contract.Wave, pick func(j int) bool) {
+		for i := range res.Records {
 			r := &res.Records[i]
-			if r.Wave != w.ID {
+			if r.Wave != w.ID || !pick(*r.Request) {
 				continue
 			}
 			first := *r.FirstContentS + 2.5
@@ -64,7 +66,6 @@ func TestVerifyReplaysProbeStops(t *testing.T) {
 				r.ChunkTimesS[k] += 2.5
 			}
 			r.EndS += 2.5
-			break
 		}
 		w.WallS = 0
 		for _, r := range res.Records {
@@ -73,6 +74,30 @@ func TestVerifyReplaysProbeStops(t *testing.T) {
 			}
 		}
 		res.Recompute() // the aggregates, not the stored capacity entry
+	}
+	// miss makes the wave's last record miss: 79 of 80 good is
+	// unresolved at α 0.95.
+	miss := func(res *bundle.Results, w *contract.Wave) { missWhere(res, w, func(j int) bool { return j == 79 }) }
+	// forget drops every record's place in the send order, and the
+	// looks' prefixes: the bundle the rule before made.
+	forget := func(res *bundle.Results, _ *contract.Wave) {
+		for i := range res.Records {
+			res.Records[i].Request = nil
+		}
+		for i := range res.Waves {
+			if l := res.Waves[i].Look; l != nil {
+				l.Prefix = 0
+			}
+		}
+	}
+	waveRecord := func(res *bundle.Results, w *contract.Wave, j int) *contract.Record {
+		for i := range res.Records {
+			if r := &res.Records[i]; r.Wave == w.ID && *r.Request == j {
+				return r
+			}
+		}
+		t.Fatalf("wave %d has no request %d", w.ID, j)
+		return nil
 	}
 
 	res, _ := build()
@@ -85,9 +110,26 @@ func TestVerifyReplaysProbeStops(t *testing.T) {
 		tamper func(*bundle.Results, *contract.Wave)
 		want   string
 	}{
-		{"unresolved after its stop", miss, "yet its verdict over every record is unresolved"},
+		{"unresolved after its stop", miss, "at the first 80 sent, yet their verdict is unresolved"},
+		{"stopped past a resolved look", func(res *bundle.Results, w *contract.Wave) {
+			missWhere(res, w, func(j int) bool { return j < 40 })
+		}, "the verdict over the first 40 was resolved already"},
+		{"stopped before its prefix resolved", func(_ *bundle.Results, w *contract.Wave) { w.Look.Prefix = 40 }, "at the first 40 sent, yet their verdict is unresolved"},
 		{"sent after the look", func(_ *bundle.Results, w *contract.Wave) { w.Look.Sent = 79 }, "a request was sent after the look"},
-		{"not at a look point", func(_ *bundle.Results, w *contract.Wave) { w.Look.Ended = 60 }, "not a look point"},
+		{"not at a look point", func(_ *bundle.Results, w *contract.Wave) { w.Look.Prefix = 60 }, "not a look point"},
+		{"send order lost", func(res *bundle.Results, w *contract.Wave) { waveRecord(res, w, 5).Request = nil }, "79 of its 80 records carry their place"},
+		{"send order twice", func(res *bundle.Results, w *contract.Wave) {
+			j := 4
+			waveRecord(res, w, 5).Request = &j
+		}, "place 5 is 4"},
+		{"prefix without send order", func(res *bundle.Results, w *contract.Wave) {
+			forget(res, w)
+			w.Look.Prefix = 80
+		}, "yet its records carry no place in the send order"},
+		{"rule before: unresolved after its stop", func(res *bundle.Results, w *contract.Wave) {
+			miss(res, w)
+			forget(res, w)
+		}, "yet its verdict over every record is unresolved"},
 		{"unresolved below its cap", func(res *bundle.Results, w *contract.Wave) {
 			miss(res, w)
 			w.EndedBy, w.Look = contract.EndedNumRequests, nil
@@ -100,6 +142,14 @@ func TestVerifyReplaysProbeStops(t *testing.T) {
 		if !strings.Contains(probs, "capacity[0]: the search does not replay from the records") || !strings.Contains(probs, tc.want) {
 			t.Errorf("%s: verify does not refuse the stop (%q):\n%s", tc.name, tc.want, probs)
 		}
+	}
+
+	// The rule before (the requests in flight pending, no send order):
+	// replayed by that rule.
+	res, w := build()
+	forget(res, w)
+	if probs, notes := verifyCapacity(t, res); probs != "" || strings.Contains(notes, "predate") {
+		t.Errorf("a search by the rule before, whose probes record their stops: problems\n%s\nnotes\n%s", probs, notes)
 	}
 
 	// Before ended_by was recorded: accepted on its verdicts, with a note.

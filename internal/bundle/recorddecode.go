@@ -143,11 +143,14 @@ const (
 	fWorker
 	fRetryAfter
 	fRedacted
+	fRequest
+
+	fieldCount // the number of record fields
 )
 
 // requiredBits is each field's bit in recordFieldIndex, 0 for a field
 // that is not required.
-var requiredBits = func() (bits [fRedacted + 1]uint) {
+var requiredBits = func() (bits [fieldCount]uint) {
 	for k, bit := range recordFieldIndex() {
 		bits[recordFieldNum([]byte(k))] = bit
 	}
@@ -227,6 +230,8 @@ func recordFieldNum(key []byte) int {
 		return fRetryAfter
 	case "redacted":
 		return fRedacted
+	case "request":
+		return fRequest
 	}
 	return -1
 }
@@ -386,6 +391,8 @@ func (d *recDecoder) value(f int, rec *contract.Record, timesOnly bool) bool {
 		return d.intPtr(&rec.Replica)
 	case fWorker:
 		return d.intPtr(&rec.Worker)
+	case fRequest:
+		return d.intPtr(&rec.Request)
 	case fIntendedStart:
 		return d.float(&rec.IntendedStartS)
 	case fStart:

@@ -192,7 +192,7 @@ func TestRecordsEqualSeesEveryField(t *testing.T) {
 		r.Session, r.Turn, r.Replica = ptr(0), 1, ptr(1) // every pointer set, so that nil is a change
 		r.FirstTokenS, r.ReasoningTokens, r.ReasoningText = ptr(0.05), ptr(2), " x y"
 		r.ClientAddedS = &contract.ClientAdded{N: 3, P50: 1e-4, P99: 2e-4, Max: 3e-4}
-		r.Worker, r.RetryAfterS = ptr(1), ptr(2.0)
+		r.Worker, r.RetryAfterS, r.Request = ptr(1), ptr(2.0), ptr(3)
 		return r
 	}
 	base := sessionRecord()

@@ -50,12 +50,15 @@ sending its next request as its last one ends) at which at least
 --attainment of requests meet every --slo objective (SPEC §8).
 
 Each probe at C sends --warmup-requests requests (default 2·C, two per client)
-kept out of the figures, then measures until it has --min-requests requests
-and its 95 % Wilson interval of attainment lies wholly on one side of the
-target (pass or fail), looking at min-requests·2^k ended requests with those
-then in flight counted as pending (never as good); at --max-requests
-(or --max-duration) it is unresolved, probed once more for twice as long,
-and never counts as a pass. The search doubles C from --start until a
+kept out of the figures, then measures, C requests always in flight, until
+the 95 % Wilson interval of attainment over its first k requests sent lies
+wholly on one side of the target (pass or fail): it looks at k =
+min-requests·2^j once the first k sent have all ended, and those k are
+its verdict's population, whichever ended first; the requests still in
+flight land, recorded outside it (after_verdict). --min-requests defaults to
+the fewest requests whose interval can pass --attainment (73 at 0.95). At
+--max-requests (or --max-duration) it is unresolved, probed once more for
+twice as long, and never counts as a pass. The search doubles C from --start until a
 probe fails, then bisects until min_fail − max_pass ≤ max(1, 5 % of
 max_pass), then re-runs the final pass and fail points --repeats times and
 flags a non-monotonic answer. --predicted MAX_PASS,MIN_FAIL probes a
@@ -97,7 +100,7 @@ flags.`,
 func capacityFlags(f *pflag.FlagSet, o *capacityOptions) {
 	f.IntVar(&o.start, "start", config.DefaultCapacityStart, "first concurrency of the doubling")
 	f.IntVar(&o.maxConcurrency, "max-concurrency", config.DefaultCapacityMax, "largest concurrency the search may probe")
-	f.IntVar(&o.minRequests, "min-requests", config.DefaultCapacityMinRequests, "fewest measured requests of a resolved probe")
+	f.IntVar(&o.minRequests, "min-requests", 0, "fewest measured requests of a resolved probe (default: the fewest whose interval can pass --attainment, 73 at 0.95)")
 	f.IntVar(&o.maxRequests, "max-requests", 0, "cap on one probe's measured requests (default 8 × --min-requests)")
 	f.DurationVar(&o.maxDuration, "max-duration", 0, "cap on one probe's measured time (0: none)")
 	f.IntVar(&o.warmupRequests, "warmup-requests", 0, "warm-up requests of each probe, kept out of its verdict (default: two per client of the probe)")
@@ -113,8 +116,8 @@ func (o *capacityOptions) capacity() (*config.Capacity, error) {
 	switch {
 	case o.start < 1:
 		return nil, usageError("--start %d: must be at least 1", o.start)
-	case o.minRequests < 1:
-		return nil, usageError("--min-requests %d: must be at least 1", o.minRequests)
+	case o.minRequests < 0:
+		return nil, usageError("--min-requests %d: must be at least 1 (absent: from --attainment)", o.minRequests)
 	case o.maxConcurrency < 1:
 		return nil, usageError("--max-concurrency %d: must be at least 1", o.maxConcurrency)
 	}
@@ -137,7 +140,7 @@ func (o *capacityOptions) capacity() (*config.Capacity, error) {
 		}
 		c.PredictFrom = map[string]config.PredictFrom{o.bench.name: {Profile: o.predictFrom}}
 	}
-	c.ApplyDefaults()
+	c.ApplyDefaults(o.bench.slo.attainment)
 	if probs := c.Check(); len(probs) > 0 {
 		p := probs[0]
 		flag, ok := capacityFlagKeys[p.Key]

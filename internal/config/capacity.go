@@ -50,8 +50,11 @@ type Bracket struct {
 
 // Defaults of a capacity search.
 const (
-	DefaultCapacityStart       = 1
-	DefaultCapacityMax         = 1024
+	DefaultCapacityStart = 1
+	DefaultCapacityMax   = 1024
+	// DefaultCapacityMinRequests is min_requests when none is given for a
+	// target α that is not valid (the check refuses it then); a valid α
+	// gets search.MinPass(α).
 	DefaultCapacityMinRequests = 100
 	// DefaultCapacityMaxRequests is min_requests · 8: a probe looks at its
 	// interval at min_requests · 2^k (search.Look), four times at most.
@@ -59,8 +62,11 @@ const (
 	DefaultCapacityRepeats           = 1
 )
 
-// ApplyDefaults fills what c leaves unset.
-func (c *Capacity) ApplyDefaults() {
+// ApplyDefaults fills what c leaves unset, for the attainment target
+// alpha: min_requests is the fewest requests whose interval can pass α
+// (search.MinPass: 73 at 0.95), so the first look can pass a load and no
+// look is spent where none could.
+func (c *Capacity) ApplyDefaults(alpha float64) {
 	if c.Start == 0 {
 		c.Start = DefaultCapacityStart
 	}
@@ -69,6 +75,9 @@ func (c *Capacity) ApplyDefaults() {
 	}
 	if c.MinRequests == 0 {
 		c.MinRequests = DefaultCapacityMinRequests
+		if n := search.MinPass(alpha); n > 0 {
+			c.MinRequests = n
+		}
 	}
 	if c.MaxRequests == 0 {
 		c.MaxRequests = DefaultCapacityMaxRequestsFactor * c.MinRequests

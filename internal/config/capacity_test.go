@@ -16,9 +16,18 @@ func TestCapacityKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := r.Capacity
-	if c.Start != 1 || c.MaxConcurrency != DefaultCapacityMax || c.MinRequests != DefaultCapacityMinRequests ||
-		c.MaxRequests != 8*DefaultCapacityMinRequests || *c.WarmupRequests != -1 || *c.Repeats != 1 || len(r.Workload.Concurrencies) != 0 {
+	// min_requests is sized from α: the fewest all-good requests that
+	// pass 0.95 (search.MinPass).
+	if c.Start != 1 || c.MaxConcurrency != DefaultCapacityMax || c.MinRequests != 73 ||
+		c.MaxRequests != 8*73 || *c.WarmupRequests != -1 || *c.Repeats != 1 || len(r.Workload.Concurrencies) != 0 {
 		t.Errorf("defaults: %+v, concurrencies %v", c, r.Workload.Concurrencies)
+	}
+	r, err = Parse([]byte(head+"slo: {ttft: 1s, attainment: 0.9}\ncapacity: {}\n"), "c.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := r.Capacity; c.MinRequests != 35 || c.MaxRequests != 8*35 {
+		t.Errorf("α 0.9: min_requests %d, max_requests %d: want 35 and 280", c.MinRequests, c.MaxRequests)
 	}
 	if s := c.Spec("a"); s.Warmup(7) != 14 || s.Predicted != nil {
 		t.Errorf("spec %+v", s)

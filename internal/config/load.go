@@ -429,7 +429,11 @@ func (r *Rehearsal) applyDefaults(raw map[string]any) {
 	}
 	w := &r.Workload
 	if r.Capacity != nil {
-		r.Capacity.ApplyDefaults()
+		alpha := 0.0
+		if r.SLO != nil {
+			alpha = r.SLO.Attainment
+		}
+		r.Capacity.ApplyDefaults(alpha)
 		if w.Concurrencies == nil {
 			// A capacity rehearsal probes loads of its own; waves at
 			// fixed concurrencies run only when asked for.

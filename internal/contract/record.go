@@ -154,6 +154,11 @@ type Record struct {
 	// plan was split into segments (SPEC §10); nil (absent) otherwise. Its
 	// client (or request) index stays the one of the whole plan.
 	Worker *int `json:"worker,omitempty"`
+	// Request is the request's place in its wave's send order (0 first),
+	// on a capacity probe's wave, whose verdict is taken on the first
+	// requests sent (SPEC §8); nil (absent) on every other wave and in
+	// bundles made before it was recorded.
+	Request *int `json:"request,omitempty"`
 }
 
 // ClientAdded is a record's client-added latency: how many stamped events
@@ -282,10 +287,15 @@ const (
 
 // Look is the look at which a sustained wave's Until predicate ended its
 // measured part: Ended of its requests had ended and Sent had been sent,
-// and none was sent after it.
+// and none was sent after it. Prefix, on a wave whose records carry their
+// place in the send order (Record.Request), is the look's population: the
+// first Prefix requests sent, all ended; the Sent − Prefix others are
+// measured but outside it. 0 (absent) on a look of the rule before it,
+// which judged the Ended records with the Sent − Ended in flight pending.
 type Look struct {
-	Ended int `json:"ended"`
-	Sent  int `json:"sent"`
+	Prefix int `json:"prefix,omitempty"`
+	Ended  int `json:"ended"`
+	Sent   int `json:"sent"`
 }
 
 // WorkerRelease is one worker's release of a merged wave: its index, its

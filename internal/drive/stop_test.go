@@ -14,21 +14,23 @@ import (
 	"github.com/rehearse/rehearse/internal/search"
 )
 
-// queueServer answers its requests at once, but for the second batch of
-// `held` to arrive (arrivals held..2·held-1), which it holds for `hold`
+// queueServer answers its requests after `fast`, but for the second batch
+// of `held` to arrive (arrivals held..2·held-1), which it holds for `hold`
 // before their first token: the requests that queued behind a batch limit.
 // Those that did not queue end first, all good.
-func queueServer(t *testing.T, held int, hold time.Duration) *httptest.Server {
+func queueServer(t *testing.T, held int, fast, hold time.Duration) *httptest.Server {
 	t.Helper()
 	var arrivals atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
+		wait := fast
 		if k := int(arrivals.Add(1)) - 1; k >= held && k < 2*held {
-			select {
-			case <-time.After(hold):
-			case <-r.Context().Done():
-				return
-			}
+			wait = hold
+		}
+		select {
+		case <-time.After(wait):
+		case <-r.Context().Done():
+			return
 		}
 		rw.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(rw, `data: {"choices":[{"delta":{"content":"w w "},"finish_reason":"length"}]}`+"\n\n")
@@ -39,24 +41,24 @@ func queueServer(t *testing.T, held int, hold time.Duration) *httptest.Server {
 	return srv
 }
 
-// TestProbeStopJudgesEverythingSent runs a capacity probe's stop rule
+// TestProbeStopJudgesItsPrefix runs a capacity probe's stop rule
 // (search.StopRule) on a sustained wave of 20 clients against a server
 // whose first 10 requests answer at once and whose next 10 queue past the
-// TTFT objective. The first 10 to end are all good: a rule that judged
-// them alone stopped there ("10 of 10 good" passes α = 0.6), and the 10
-// in flight then landed bad, leaving the verdict over the wave unresolved
-// (at most 30 of 40 good) far below its cap. Counting the requests in
-// flight as pending, the probe stops only when the verdict over
-// everything sent is resolved, it is the verdict it stopped on, and no
-// request was sent after the look.
-func TestProbeStopJudgesEverythingSent(t *testing.T) {
+// TTFT objective. A look at k is taken once the first k requests sent have
+// all ended, judges those k, and the probe's verdict is theirs: the
+// requests in flight at the stop land, recorded but outside the verdict
+// (search.Population), so the verdict is the one the probe stopped on, on
+// a population that does not depend on which requests ended first. The
+// stop is at the first look point whose prefix resolves, and no request
+// was sent after the look.
+func TestProbeStopJudgesItsPrefix(t *testing.T) {
 	const c, minN, limit = 20, 10, 1000
-	srv := queueServer(t, c/2, 700*time.Millisecond)
+	srv := queueServer(t, c/2, 20*time.Millisecond, 700*time.Millisecond)
 	var o contract.Objectives
 	if err := o.Set("ttft", 500); err != nil {
 		t.Fatal(err)
 	}
-	slo := contract.SLO{Objectives: o, AttainmentTarget: 0.6}
+	slo := contract.SLO{Objectives: o, AttainmentTarget: 0.5}
 	d := New(Options{Counter: words{}})
 	res, err := d.SustainedWave(context.Background(), Target{Name: "s", BaseURL: srv.URL, Model: "m"},
 		SustainedSpec{Load: testLoad(), Concurrency: c, Repeat: 1, NumRequests: limit,
@@ -64,19 +66,31 @@ func TestProbeStopJudgesEverythingSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := contract.Attain(res.Records, o)
-	verdict := a.Verdict(slo.AttainmentTarget, minN)
-	if verdict != search.VerdictPass || len(res.Records) >= limit {
-		t.Errorf("the probe stopped at %d of %d requests with %d good: verdict %s, want a pass below the cap (the requests in flight at the stop decide it)",
-			len(res.Records), limit, a.Good, verdict)
-	}
 	w := res.Wave
 	if !res.UntilMet || w.EndedBy != contract.EndedUntil || w.Look == nil {
 		t.Fatalf("until met %v, ended by %q, look %+v: want the wave ended by its stop rule", res.UntilMet, w.EndedBy, w.Look)
 	}
-	if w.Look.Sent != len(res.Records) || !search.Look(w.Look.Ended, minN) || w.Look.Ended > w.Look.Sent {
-		t.Errorf("look %+v over %d records: want every request sent before the look, at a look point", *w.Look, len(res.Records))
+	k := w.Look.Prefix
+	if w.Look.Sent != len(res.Records) || !search.Look(k, minN) || k > w.Look.Ended || len(res.Records) >= limit {
+		t.Fatalf("look %+v over %d records: want the first k sent judged at a look point, every request sent before the look, below the cap", *w.Look, len(res.Records))
 	}
+	for j, r := range res.Records {
+		if r.Request == nil || *r.Request != j {
+			t.Fatalf("record %d has request %v: want the records in send order", j, r.Request)
+		}
+	}
+	for m := minN; m < k; m *= 2 {
+		if v := contract.Attain(res.Records[:m], o).Verdict(slo.AttainmentTarget, minN); v != search.VerdictUnresolved {
+			t.Errorf("the first %d sent were %s already, yet the probe looked on to %d", m, v, k)
+		}
+	}
+	prefix := contract.Attain(res.Records[:k], o).Verdict(slo.AttainmentTarget, minN)
+	got := search.Measure(w.ID, res.Records, slo, minN)
+	if prefix == search.VerdictUnresolved || got.Verdict != prefix || got.N != k || got.AfterVerdict != len(res.Records)-k {
+		t.Errorf("probe: %s over n %d with %d after its verdict; the first %d sent: %s: want the prefix's verdict, over it",
+			got.Verdict, got.N, got.AfterVerdict, k, prefix)
+	}
+	t.Logf("stopped at the first %d sent (%s, %d good), %d measured after the verdict", k, got.Verdict, got.Good, got.AfterVerdict)
 	slow := 0
 	for _, r := range res.Records {
 		if !contract.Judge(r, o).Good {

@@ -36,16 +36,18 @@ type SustainedSpec struct {
 	// wave of kind warmup of their own.
 	WarmupRequests int
 	// Until, when set, may end the measured part before its bounds: it is
-	// called with the measured records ended so far, in the order they
-	// ended, and the measured requests sent so far (those not among them
-	// are in flight), each time UntilEvery more of them have ended (0: each
-	// time one has), never two calls at once and never during a measured
-	// send; once it returns true no more measured requests are sent and
-	// those in flight finish (the wave's Look then says at which ended and
-	// sent counts). NumRequests and Duration stay the part's cap. It must
-	// not keep or change the slice. A capacity probe's stop rule is one
-	// (search.StopRule).
-	Until func(ended []contract.Record, sent int) bool
+	// called with the first k measured records in send order, each time
+	// the first k requests sent have all ended, for k = UntilEvery · j
+	// (UntilEvery 0: every k) in increasing order, never two calls at once
+	// and never during a measured send; once it returns true no more
+	// measured requests are sent and those in flight finish, measured but
+	// outside the k (the wave's Look then says k and the ended and sent
+	// counts). Each measured record then carries its place in the send
+	// order (Record.Request). Which records a call sees does not depend on
+	// how long any of them took. NumRequests and Duration stay the part's
+	// cap. It must not keep or change the slice. A capacity probe's stop
+	// rule is one (search.StopRule).
+	Until func(prefix []contract.Record) bool
 	// UntilEvery is how many measured records end between calls of Until.
 	UntilEvery int
 	// Probe is the capacity probe kind the measured wave records.
@@ -94,31 +96,38 @@ type sustainedPart struct {
 	indexed []indexedRecord
 	tl      tally
 
-	// until ends the part early (SustainedSpec.Until); ended holds the
-	// records in end order for it. gate makes a look (a call of until)
-	// and a send exclusive: sent, met and look are its.
-	until func([]contract.Record, int) bool
-	every int
-	ended []contract.Record
-	gate  sync.Mutex
-	sent  int
-	met   bool
-	look  *contract.Look
+	// until ends the part early (SustainedSpec.Until). bySent holds the
+	// records at their place in the send order, landed which have ended,
+	// prefix how many from the first have all ended, and landedN how many
+	// have ended in all (under mu). gate makes a look (a call of until) and
+	// a send exclusive: sent, looked, met and look are its.
+	until   func([]contract.Record) bool
+	every   int
+	bySent  []contract.Record
+	landed  []bool
+	prefix  int
+	landedN int
+	gate    sync.Mutex
+	sent    int
+	looked  int // the largest k looked at
+	met     bool
+	look    *contract.Look
 	// endedBy is why the part stopped sending (contract.Ended*), set once
 	// under the run's take lock.
 	endedBy string
 }
 
-// admit counts one more request sent to the part, unless a look has ended
-// it: no request is sent after the look that decided to stop.
-func (p *sustainedPart) admit() bool {
+// admit counts one more request sent to the part and returns its place in
+// the send order, unless a look has ended it: no request is sent after the
+// look that decided to stop.
+func (p *sustainedPart) admit() (int, bool) {
 	p.gate.Lock()
 	defer p.gate.Unlock()
 	if p.met {
-		return false
+		return 0, false
 	}
 	p.sent++
-	return true
+	return p.sent - 1, true
 }
 
 // sentCount is how many requests were sent to the part.
@@ -128,14 +137,46 @@ func (p *sustainedPart) sentCount() int {
 	return p.sent
 }
 
-// lookAt calls until with the ended records and the sent count, with
-// sends held off, and ends the part when it says so.
-func (p *sustainedPart) lookAt(ended []contract.Record) {
+// land puts record r, sent at place j, among the part's records in send
+// order, and reports whether the first requests sent that have all ended
+// now reach a look.
+func (p *sustainedPart) land(j int, r contract.Record) bool {
+	if j >= len(p.bySent) {
+		n := max(j+1, 2*len(p.bySent))
+		p.bySent = append(p.bySent, make([]contract.Record, n-len(p.bySent))...)
+		p.landed = append(p.landed, make([]bool, n-len(p.landed))...)
+	}
+	p.bySent[j], p.landed[j] = r, true
+	p.landedN++
+	before := p.prefix
+	for p.prefix < len(p.landed) && p.landed[p.prefix] {
+		p.prefix++
+	}
+	return p.prefix/p.every > before/p.every
+}
+
+// lookAt calls until, with sends held off, at each look k (a multiple of
+// every) not looked at yet whose first k requests sent have all ended, in
+// increasing k, and ends the part at the first that says so. The records
+// below prefix are never written again (those above may be, on another
+// backing array after a growth), so until reads them outside mu.
+func (p *sustainedPart) lookAt() {
 	p.gate.Lock()
 	defer p.gate.Unlock()
-	if !p.met && p.until(ended, p.sent) {
-		p.met = true
-		p.look = &contract.Look{Ended: len(ended), Sent: p.sent}
+	for !p.met {
+		p.mu.Lock()
+		k := p.looked + p.every
+		if k > p.prefix {
+			p.mu.Unlock()
+			return
+		}
+		recs, ended := p.bySent[:k:k], p.landedN
+		p.mu.Unlock()
+		p.looked = k
+		if p.until(recs) {
+			p.met = true
+			p.look = &contract.Look{Prefix: k, Ended: ended, Sent: p.sent}
+		}
 	}
 }
 
@@ -162,24 +203,31 @@ type lastEnd struct {
 	at       time.Time
 }
 
-// take hands out the next request: its index and part, or false when the
-// run is over (bounded, ended by a look, or canceled). The first measured
-// request releases the measured part. last is the asking client's last
-// request (zero for its first).
-func (s *closedLoop) take(last lastEnd) (int, *sustainedPart, bool) {
+// sendSlot is a request handed out: its index in the run, its part, and
+// its place in the measured part's send order (measured requests only).
+type sendSlot struct {
+	i, j int
+	p    *sustainedPart
+}
+
+// take hands out the next request, or false when the run is over
+// (bounded, ended by a look, or canceled). The first measured request
+// releases the measured part. last is the asking client's last request
+// (zero for its first).
+func (s *closedLoop) take(last lastEnd) (sendSlot, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ctx.Err() != nil {
-		return 0, nil, s.end(contract.EndedCanceled)
+		return sendSlot{}, s.end(contract.EndedCanceled)
 	}
 	i := s.next
 	switch {
 	case i < s.warmN:
 		s.next += s.step
 		s.warm.sent++
-		return i, s.warm, true
+		return sendSlot{i: i, p: s.warm}, true
 	case s.n > 0 && i >= s.warmN+s.n:
-		return 0, nil, s.end(contract.EndedNumRequests)
+		return sendSlot{}, s.end(contract.EndedNumRequests)
 	case !s.measured:
 		s.measured = true
 		s.measuredAt = time.Now()
@@ -194,13 +242,14 @@ func (s *closedLoop) take(last lastEnd) (int, *sustainedPart, bool) {
 		// A measured request ended at or after the duration (its
 		// record's end_s says so, from the same instants).
 		s.pastDuration = true
-		return 0, nil, s.end(contract.EndedDuration)
+		return sendSlot{}, s.end(contract.EndedDuration)
 	}
-	if !s.meas.admit() {
-		return 0, nil, s.end(contract.EndedUntil)
+	j, ok := s.meas.admit()
+	if !ok {
+		return sendSlot{}, s.end(contract.EndedUntil)
 	}
 	s.next += s.step
-	return i, s.meas, true
+	return sendSlot{i: i, j: j, p: s.meas}, true
 }
 
 // end records why the measured part stopped sending, the first time, and
@@ -245,29 +294,27 @@ func (d *Driver) releasePart(p *sustainedPart, at time.Time) {
 	p.rel.publish(p.wave, at)
 }
 
-// settlePart records request i of the run, sent by client to part p,
-// once the part is released, and returns its record (tag: the session's
-// turn it is, if any).
-func (d *Driver) settlePart(p *sustainedPart, i, client, prompt int, res stream.Result, tag turnTag) contract.Record {
+// settlePart records request slot of the run, sent by client, once its
+// part is released, and returns its record (tag: the session's turn it
+// is, if any). A part with a stop rule records each request's place in
+// its send order and looks once the requests sent before it have ended.
+func (d *Driver) settlePart(slot sendSlot, client, prompt int, res stream.Result, tag turnTag) contract.Record {
+	p := slot.p
 	<-p.rel.done
 	r := d.record(p.rel.wave, p.rel.at, client, prompt, 0, res)
 	p.rel.scrub(&r)
 	p.rel.stamp(&r)
 	tag.apply(&r)
-	p.mu.Lock()
-	p.indexed = append(p.indexed, indexedRecord{i, r})
-	var ended []contract.Record
 	if p.until != nil {
-		p.ended = append(p.ended, r)
-		if len(p.ended)%p.every == 0 {
-			// Records below len(p.ended) are never written again, so the
-			// predicate reads them outside the lock.
-			ended = p.ended[:len(p.ended):len(p.ended)]
-		}
+		j := slot.j
+		r.Request = &j
 	}
+	p.mu.Lock()
+	p.indexed = append(p.indexed, indexedRecord{slot.i, r})
+	look := p.until != nil && p.land(slot.j, r)
 	p.mu.Unlock()
-	if ended != nil {
-		p.lookAt(ended)
+	if look {
+		p.lookAt()
 	}
 	if !p.quiet {
 		d.ended(p.rel.wave, p.rel.at, p.total, &p.tl, r)
@@ -455,14 +502,14 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 				// The client runs sessions back to back, each turn
 				// taking the run's next request.
 				turn := func(tag turnTag, prompt int, pr *stream.Prepared, _ time.Duration) (contract.Record, bool) {
-					i, p, ok := snd.take(last)
+					slot, ok := snd.take(last)
 					if !ok {
 						return contract.Record{}, false
 					}
 					res := d.client.Send(ctx, pr)
-					last = lastEnd{measured: p == meas, at: res.End}
-					r := d.settlePart(p, i, client, prompt, res, tag)
-					if p == warm {
+					last = lastEnd{measured: slot.p == meas, at: res.End}
+					r := d.settlePart(slot, client, prompt, res, tag)
+					if slot.p == warm {
 						warmEnded.Done()
 					}
 					return r, true
@@ -472,14 +519,14 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 				return
 			}
 			for {
-				i, p, ok := snd.take(last)
+				slot, ok := snd.take(last)
 				if !ok {
 					return
 				}
-				prompt := workload.PromptIndex(i, prepared.prompts())
-				rep := prepared.pick(i)
+				prompt := workload.PromptIndex(slot.i, prepared.prompts())
+				rep := prepared.pick(slot.i)
 				res := d.client.Send(ctx, prepared.get(rep, prompt))
-				last = lastEnd{measured: p == meas, at: res.End}
+				last = lastEnd{measured: slot.p == meas, at: res.End}
 				prepared.done(rep)
 				// The record is made, re-counted and journaled beside
 				// the loop, not in it: the client sends its next request
@@ -488,8 +535,8 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 				settling.Add(1)
 				go func() {
 					defer settling.Done()
-					d.settlePart(p, i, client, prompt, res, turnTag{replica: replicaTag(rep)})
-					if p == warm {
+					d.settlePart(slot, client, prompt, res, turnTag{replica: replicaTag(rep)})
+					if slot.p == warm {
 						warmEnded.Done()
 					}
 				}()

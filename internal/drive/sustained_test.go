@@ -223,18 +223,22 @@ func TestSustainedWaveUntil(t *testing.T) {
 		overlap bool
 		busy    bool
 		foreign bool
+		order   bool
 	)
 	res, err := d.SustainedWave(context.Background(), Target{Name: "s", BaseURL: srv.URL, Model: "m"},
 		SustainedSpec{Load: testLoad(), Concurrency: c, Repeat: 1, NumRequests: n, WarmupRequests: warmN,
-			UntilEvery: every, Until: func(recs []contract.Record, _ int) bool {
+			UntilEvery: every, Until: func(recs []contract.Record) bool {
 				mu.Lock()
 				overlap = overlap || busy
 				busy = true
 				calls = append(calls, len(recs))
 				mu.Unlock()
-				for _, r := range recs {
+				for j, r := range recs {
 					if r.Kind != contract.KindRecorded {
 						foreign = true
+					}
+					if r.Request == nil || *r.Request != j {
+						order = true
 					}
 				}
 				mu.Lock()
@@ -245,8 +249,8 @@ func TestSustainedWaveUntil(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if overlap || foreign {
-		t.Errorf("Until was called concurrently (%v) or saw warm-up records (%v)", overlap, foreign)
+	if overlap || foreign || order {
+		t.Errorf("Until was called concurrently (%v), saw warm-up records (%v) or records out of send order (%v)", overlap, foreign, order)
 	}
 	if len(calls) != 2 || calls[0] != every || calls[1] != 2*every {
 		t.Errorf("Until was called with %v records: want %d then %d", calls, every, 2*every)
@@ -258,15 +262,20 @@ func TestSustainedWaveUntil(t *testing.T) {
 	if got := hits.Load(); got != int64(warmN+len(res.Records)) {
 		t.Errorf("server saw %d requests, want %d", got, warmN+len(res.Records))
 	}
-	if w := res.Wave; w.EndedBy != contract.EndedUntil || w.Look == nil || w.Look.Sent != len(res.Records) || w.Look.Ended != 10 {
-		t.Errorf("ended by %q at look %+v: want until, at 10 ended, with every record sent before it", w.EndedBy, w.Look)
+	if w := res.Wave; w.EndedBy != contract.EndedUntil || w.Look == nil || w.Look.Sent != len(res.Records) || w.Look.Prefix != 10 || w.Look.Ended < 10 {
+		t.Errorf("ended by %q at look %+v: want until, at the first 10 sent, with every record sent before it", w.EndedBy, w.Look)
+	}
+	for j, r := range res.Records {
+		if r.Request == nil || *r.Request != j {
+			t.Fatalf("record %d of the wave has request %v: want the records in send order, each with its place", j, r.Request)
+		}
 	}
 
 	// Never satisfied, the predicate (here through the plan's bounds)
 	// leaves the wave to its bounds: its cap.
 	res, err = d.Wave(context.Background(), Target{Name: "s", BaseURL: srv.URL, Model: "m"}, testLoad(),
 		plan.Wave{Kind: contract.KindRecorded, Mode: contract.ModeSustained, Concurrency: c, Repeat: 1,
-			Sustained: &plan.Bounds{NumRequests: 20, UntilEvery: 4, Until: func([]contract.Record, int) bool { return false }}})
+			Sustained: &plan.Bounds{NumRequests: 20, UntilEvery: 4, Until: func([]contract.Record) bool { return false }}})
 	if err != nil {
 		t.Fatal(err)
 	}

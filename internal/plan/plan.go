@@ -62,16 +62,16 @@ type Release struct {
 // Bounds are the bounds of one sustained closed-loop wave: NumRequests
 // measured requests, Duration of the measured part, or both (whichever ends
 // first), after WarmupRequests requests of warm-up. Until, when set, may end
-// the measured part sooner: it is asked, every UntilEvery measured records
-// (0: every one), whether the records ended so far, with the count of
-// requests sent (the rest in flight), suffice (a capacity probe's stop
-// rule, search.StopRule); the other bounds are then its cap. Nil keeps the
-// wave to its bounds.
+// the measured part sooner: it is asked, each time the first UntilEvery · j
+// measured requests sent have all ended (0: every one), whether those
+// records, in send order, suffice (a capacity probe's stop rule,
+// search.StopRule); the other bounds are then its cap. Nil keeps the wave
+// to its bounds.
 type Bounds struct {
 	NumRequests    int
 	Duration       time.Duration
 	WarmupRequests int
-	Until          func(ended []contract.Record, sent int) bool
+	Until          func(prefix []contract.Record) bool
 	UntilEvery     int
 	// Probe is the capacity probe kind the wave records (contract.Wave.Probe).
 	Probe string

@@ -87,10 +87,11 @@ func (s *waveSource) Next() (plan.Wave, bool) {
 		Sustained: &plan.Bounds{
 			NumRequests: requests, Duration: duration,
 			WarmupRequests: s.spec.Warmup(p.Load),
-			// The probe looks at its interval at min_requests · 2^k
-			// ended records and ends once the verdict with the requests
-			// in flight pending is resolved: the verdict taken again
-			// over every record of the wave is then the same.
+			// The probe looks at its interval once the first
+			// min_requests · 2^k requests sent have ended, and ends once
+			// the verdict over them is resolved: that is the probe's
+			// verdict (search.Population); the requests in flight then
+			// land outside it.
 			Until:      search.StopRule(s.slo, s.spec.MinRequests),
 			UntilEvery: s.spec.MinRequests,
 			Probe:      p.Kind(),

@@ -77,29 +77,34 @@ func (p Probe) Kind() string {
 }
 
 // Measure is the outcome of one probe's measured records (the records of
-// its recorded wave): their attainment against slo's objectives, its
-// verdict at slo's target with minRequests, the p95 TTFT and TPOT of the
-// successful ones, the request rate and good-token rate over the wave's
-// measured window, and its steady window (contract.SteadyProbeOf, the load
-// and repeat read from the records).
+// its recorded wave): over its verdict population (Population), their
+// attainment against slo's objectives, its verdict at slo's target with
+// minRequests and the p95 TTFT and TPOT of the successful ones; over every
+// measured record (all sent at the probe's load), the request rate and
+// good-token rate over the wave's measured window, and its steady window
+// (contract.SteadyProbeOf, the load and repeat read from the records).
 func Measure(waveID int, records []contract.Record, slo contract.SLO, minRequests int) Outcome {
-	a := contract.Attain(records, slo.Objectives)
+	pop, after := Population(records, slo, minRequests)
+	a := contract.Attain(pop, slo.Objectives)
 	o := Outcome{
 		WaveIDs: []int{waveID}, N: a.N, Good: a.Good, Attainment: a.Attainment, CILow: a.CILow, CIHigh: a.CIHigh,
 		Verdict: a.Verdict(slo.AttainmentTarget, minRequests), Failures: a.Failed, Binding: a.Binding(),
+		AfterVerdict: len(after),
 	}
 	var l contract.Latencies
+	for _, r := range pop {
+		l.Add(r)
+	}
+	o.TTFTP95S = contract.Percentile(sorted(l.TTFT), 0.95)
+	o.TPOTP95S = contract.Percentile(sorted(l.TPOT), 0.95)
 	goodTokens := 0
 	for _, r := range records {
-		l.Add(r)
 		if contract.Judge(r, slo.Objectives).Good {
 			goodTokens += r.OutputTokens
 		}
 	}
-	o.TTFTP95S = contract.Percentile(sorted(l.TTFT), 0.95)
-	o.TPOTP95S = contract.Percentile(sorted(l.TPOT), 0.95)
 	if w := contract.WaveWindowS(records); w > 0 {
-		o.AchievedRPS = float64(a.N) / w
+		o.AchievedRPS = float64(len(records)) / w
 		o.GoodputTokS = float64(goodTokens) / w
 	}
 	if len(records) > 0 {
@@ -108,6 +113,53 @@ func Measure(waveID int, records []contract.Record, slo contract.SLO, minRequest
 		o.Steady = &st
 	}
 	return o
+}
+
+// Population splits a probe's measured records into its verdict
+// population and the rest (SPEC §8). Records that carry their place in the
+// send order (Record.Request) are taken in that order: the population is
+// the first k for the first look point k (Look) whose verdict is resolved,
+// or all of them when none is (a cap ended the probe first); after are the
+// requests still in flight at that look, measured but outside the verdict.
+// Which records form the population depends on their outcomes in send
+// order only, never on how long any took. Records without a place (a
+// bundle made before the rule) are all the population.
+func Population(records []contract.Record, slo contract.SLO, minRequests int) (pop, after []contract.Record) {
+	recs, ok := sendOrder(records)
+	if !ok {
+		return records, nil
+	}
+	if k, ok := firstResolved(recs, slo, minRequests); ok {
+		return recs[:k], recs[k:]
+	}
+	return recs, nil
+}
+
+// sendOrder returns records sorted by their place in the send order,
+// false when one has none.
+func sendOrder(records []contract.Record) ([]contract.Record, bool) {
+	for _, r := range records {
+		if r.Request == nil {
+			return nil, false
+		}
+	}
+	recs := append([]contract.Record(nil), records...)
+	sort.SliceStable(recs, func(a, b int) bool { return *recs[a].Request < *recs[b].Request })
+	return recs, true
+}
+
+// firstResolved is the first look point k ≤ len(recs) whose first k
+// records' verdict is resolved, false when none is.
+func firstResolved(recs []contract.Record, slo contract.SLO, minRequests int) (int, bool) {
+	if minRequests < 1 {
+		return 0, false
+	}
+	for k := minRequests; k <= len(recs); k *= 2 {
+		if resolved(recs[:k], slo, minRequests) {
+			return k, true
+		}
+	}
+	return 0, false
 }
 
 func sorted(xs []float64) []float64 {
@@ -139,19 +191,24 @@ type Capacity struct {
 
 // ProbeRecord is one probe of a Capacity.
 type ProbeRecord struct {
-	Load       int      `json:"load"`
-	Kind       string   `json:"kind"`
-	Repeat     int      `json:"repeat"`
-	WaveIDs    []int    `json:"wave_ids"`
-	N          int      `json:"n"`
-	Good       int      `json:"good"`
-	Attainment float64  `json:"attainment"`
-	CILow      float64  `json:"ci_low"`
-	CIHigh     float64  `json:"ci_high"`
-	Verdict    string   `json:"verdict"`
-	TTFTP95S   *float64 `json:"ttft_p95"`
-	TPOTP95S   *float64 `json:"tpot_p95"`
-	Failures   int      `json:"failures"`
+	Load    int    `json:"load"`
+	Kind    string `json:"kind"`
+	Repeat  int    `json:"repeat"`
+	WaveIDs []int  `json:"wave_ids"`
+	// N is the requests of the verdict's population: the first N sent
+	// (SPEC §8); AfterVerdict the probe's other measured requests, in
+	// flight when the look over those N resolved (recorded, outside the
+	// verdict; its rates count them).
+	N            int      `json:"n"`
+	AfterVerdict int      `json:"after_verdict,omitempty"`
+	Good         int      `json:"good"`
+	Attainment   float64  `json:"attainment"`
+	CILow        float64  `json:"ci_low"`
+	CIHigh       float64  `json:"ci_high"`
+	Verdict      string   `json:"verdict"`
+	TTFTP95S     *float64 `json:"ttft_p95"`
+	TPOTP95S     *float64 `json:"tpot_p95"`
+	Failures     int      `json:"failures"`
 	// AchievedRPS and GoodputTokS are over the probe's measured window.
 	AchievedRPS float64 `json:"achieved_rps"`
 	GoodputTokS float64 `json:"goodput_tok_s"`
@@ -188,7 +245,7 @@ func NewCapacity(server string, spec Spec, slo contract.SLO, r Result) Capacity 
 	for _, p := range r.Probes {
 		o := p.Outcome
 		c.Probes = append(c.Probes, ProbeRecord{
-			Load: p.Load, Kind: p.Kind(), Repeat: p.Repeat, WaveIDs: o.WaveIDs, N: o.N, Good: o.Good,
+			Load: p.Load, Kind: p.Kind(), Repeat: p.Repeat, WaveIDs: o.WaveIDs, N: o.N, AfterVerdict: o.AfterVerdict, Good: o.Good,
 			Attainment: o.Attainment, CILow: o.CILow, CIHigh: o.CIHigh, Verdict: o.Verdict,
 			TTFTP95S: o.TTFTP95S, TPOTP95S: o.TPOTP95S, Failures: o.Failures,
 			AchievedRPS: o.AchievedRPS, GoodputTokS: o.GoodputTokS, Binding: o.Binding, Steady: o.Steady,
@@ -224,7 +281,7 @@ func Recompute(server string, spec Spec, slo contract.SLO, waves []contract.Wave
 			p.Repeat = repeats[w.Concurrency]
 		}
 		p.Outcome = Measure(w.ID, byWave[w.ID], slo, spec.MinRequests)
-		if err := checkStop(spec, w, byWave[w.ID], p.Outcome.Verdict); err != nil {
+		if err := checkStop(spec, slo, w, byWave[w.ID], p.Outcome.Verdict); err != nil {
 			return Capacity{}, fmt.Errorf("capacity of %s: the probe of wave %d (%v): %w", server, w.ID, p, err)
 		}
 		probes = append(probes, p)

@@ -93,7 +93,8 @@ func (c Config) Check() error {
 type Outcome struct {
 	// WaveIDs are the recorded waves the probe ran (the runner's).
 	WaveIDs []int
-	// N is the requests attempted, Good those that met every objective.
+	// N is the requests of the verdict's population (Population), Good
+	// those that met every objective.
 	N, Good int
 	// Attainment is Good ÷ N with its 95 % Wilson interval.
 	Attainment, CILow, CIHigh float64
@@ -103,6 +104,10 @@ type Outcome struct {
 	TTFTP95S, TPOTP95S *float64
 	// Failures is how many of the N requests failed.
 	Failures int
+	// AfterVerdict is the measured requests outside the verdict's
+	// population: in flight at the look that resolved it (Population).
+	// They are the probe's records too, and its rates count them.
+	AfterVerdict int
 	// AchievedRPS is requests per second over the measured window;
 	// GoodputTokS the output tokens of good requests per second.
 	AchievedRPS, GoodputTokS float64
@@ -318,6 +323,29 @@ func (s *Search) advance() {
 	}
 }
 
+// MinPass is the fewest requests whose 95 % Wilson interval can pass α:
+// the least n with the interval of n good of n at or above α, which is
+// n ≥ α·z²/(1 − α) (73 at α 0.95, 35 at 0.9, 381 at 0.99). A look at fewer
+// can only fail a load. 0 for an α outside (0, 1).
+func MinPass(alpha float64) int {
+	if !(alpha > 0 && alpha < 1) {
+		return 0
+	}
+	n := int(math.Ceil(alpha * contract.WilsonZ * contract.WilsonZ / (1 - alpha)))
+	for n > 1 {
+		if lo, _ := contract.Wilson(n-1, n-1); lo < alpha {
+			break
+		}
+		n--
+	}
+	for {
+		if lo, _ := contract.Wilson(n, n); lo >= alpha {
+			return n
+		}
+		n++
+	}
+}
+
 // Converged reports whether the bracket (maxPass, minFail) is narrow
 // enough to stop: minFail − maxPass ≤ max(1, 5 % of maxPass).
 func Converged(maxPass, minFail int) bool {
@@ -442,17 +470,21 @@ func Replay(cfg Config, probes []Probe) (Result, error) {
 	return s.Result(), nil
 }
 
-// StopRule is a capacity probe's stop rule for drive's Until (SPEC §8): at
-// a look (Look over the ended records), the probe ends once the verdict
-// with the requests in flight pending (contract.Attainment.PendingVerdict)
-// is resolved. The requests that end first (those that did not queue)
-// cannot decide a probe: the verdict later taken over every record of the
-// wave is then the one the probe stopped on.
-func StopRule(slo contract.SLO, minRequests int) func(ended []contract.Record, sent int) bool {
-	return func(ended []contract.Record, sent int) bool {
-		return Look(len(ended), minRequests) &&
-			contract.Attain(ended, slo.Objectives).PendingVerdict(sent, slo.AttainmentTarget, minRequests) != VerdictUnresolved
+// StopRule is a capacity probe's stop rule for drive's Until (SPEC §8):
+// at a look point k (Look), once the first k requests sent have all ended,
+// the probe ends if the verdict over those k is resolved; that verdict is
+// the probe's (Population), and the requests still in flight land outside
+// it. Which requests a look judges does not depend on how long any of them
+// took, so the requests that end first (those that did not queue) cannot
+// decide a probe.
+func StopRule(slo contract.SLO, minRequests int) func(prefix []contract.Record) bool {
+	return func(prefix []contract.Record) bool {
+		return Look(len(prefix), minRequests) && resolved(prefix, slo, minRequests)
 	}
+}
+
+func resolved(recs []contract.Record, slo contract.SLO, minRequests int) bool {
+	return contract.Attain(recs, slo.Objectives).Verdict(slo.AttainmentTarget, minRequests) != VerdictUnresolved
 }
 
 // Look reports whether a probe that has measured n requests should look

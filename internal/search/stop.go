@@ -9,33 +9,33 @@ import (
 
 // checkStop replays the stop of probe wave w (SPEC §8) from its records,
 // given their verdict: a wave that says why its measured part ended must
-// show it. Ended by its stop rule (contract.EndedUntil), every record was
-// sent before the look (Look.Sent is their count), the look was at a look
-// point (Look), and the verdict over them all is resolved; ended by a cap,
-// the cap was reached (its requests all sent, or one ended past its
-// duration); an unresolved verdict only at a cap. A wave from before the
-// rule was recorded (EndedBy "") cannot be replayed: StopNote says so.
-func checkStop(spec Spec, w contract.Wave, recs []contract.Record, verdict string) error {
+// show it. Ended by its stop rule (contract.EndedUntil), no request was
+// sent after the look (Look.Sent is their count) and the look was at a look
+// point (Look) whose verdict was resolved: on records that carry their
+// place in the send order, the first look point whose first requests sent
+// resolve (checkPrefixLook); on those of the rule before it, the verdict
+// over every record. Ended by a cap, the cap was reached (its requests all
+// sent, or one ended past its duration); an unresolved verdict only at a
+// cap. A wave from before the rule was recorded (EndedBy "") cannot be
+// replayed: StopNote says so.
+func checkStop(spec Spec, slo contract.SLO, w contract.Wave, recs []contract.Record, verdict string) error {
 	if w.EndedBy == "" {
 		return nil
 	}
 	if w.Look != nil && w.EndedBy != contract.EndedUntil {
 		return fmt.Errorf("ended by %s, yet it records a look", w.EndedBy)
 	}
+	ordered, err := checkSendOrder(recs)
+	if err != nil {
+		return err
+	}
 	requests, duration := spec.Caps(w.Probe == ProbeRetry)
 	switch w.EndedBy {
 	case contract.EndedUntil:
-		l := w.Look
-		switch {
-		case l == nil:
-			return fmt.Errorf("ended by its stop rule, with no look recorded")
-		case l.Sent != len(recs):
-			return fmt.Errorf("ended by its stop rule at %d sent, but has %d records: a request was sent after the look", l.Sent, len(recs))
-		case l.Ended > l.Sent || !Look(l.Ended, spec.MinRequests):
-			return fmt.Errorf("ended by its stop rule at %d ended of %d sent: not a look point of min_requests %d", l.Ended, l.Sent, spec.MinRequests)
-		case verdict == VerdictUnresolved:
-			return fmt.Errorf("ended by its stop rule at %d ended of %d sent, yet its verdict over every record is unresolved: the stop was not justified", l.Ended, l.Sent)
+		if ordered != nil {
+			return checkPrefixLook(spec, slo, w.Look, ordered)
 		}
+		return checkPendingLook(spec, w.Look, len(recs), verdict)
 	case contract.EndedNumRequests:
 		if requests == 0 || len(recs) != requests {
 			return fmt.Errorf("ended by num_requests with %d records, its cap is %d", len(recs), requests)
@@ -56,6 +56,82 @@ func checkStop(spec Spec, w contract.Wave, recs []contract.Record, verdict strin
 	return nil
 }
 
+// checkSendOrder returns recs in send order when they carry their places
+// (Record.Request), nil when none does (a bundle of the rule before it),
+// and an error unless the places are those of every request sent once:
+// 0, 1, … len(recs) − 1.
+func checkSendOrder(recs []contract.Record) ([]contract.Record, error) {
+	placed := 0
+	for _, r := range recs {
+		if r.Request != nil {
+			placed++
+		}
+	}
+	if placed == 0 {
+		return nil, nil
+	}
+	if placed != len(recs) {
+		return nil, fmt.Errorf("%d of its %d records carry their place in the send order (request), the others none", placed, len(recs))
+	}
+	ordered, _ := sendOrder(recs)
+	for j, r := range ordered {
+		if *r.Request != j {
+			return nil, fmt.Errorf("its records' places in the send order are not 0 to %d, each once: place %d is %d", len(recs)-1, j, *r.Request)
+		}
+	}
+	return ordered, nil
+}
+
+// checkPrefixLook replays a stop by the send-order prefix rule (StopRule):
+// the look judged the first l.Prefix requests sent, a look point, and it
+// is the first look point whose verdict over its prefix is resolved (an
+// earlier one would have stopped the probe there); no request was sent
+// after it. Which requests were in flight at the look, or how long after
+// the prefix's last end the look came, the records cannot show (the look
+// waits for the prefix to land, and sends are held off during it): the
+// verdict does not depend on either.
+func checkPrefixLook(spec Spec, slo contract.SLO, l *contract.Look, ordered []contract.Record) error {
+	switch {
+	case l == nil:
+		return fmt.Errorf("ended by its stop rule, with no look recorded")
+	case l.Prefix == 0:
+		return fmt.Errorf("ended by its stop rule, and its records carry their place in the send order, yet its look names no prefix")
+	case l.Sent != len(ordered):
+		return fmt.Errorf("ended by its stop rule at %d sent, but has %d records: a request was sent after the look", l.Sent, len(ordered))
+	case !Look(l.Prefix, spec.MinRequests) || l.Prefix > l.Ended || l.Ended > l.Sent:
+		return fmt.Errorf("ended by its stop rule at the first %d sent, %d ended of %d sent: not a look point of min_requests %d, all ended", l.Prefix, l.Ended, l.Sent, spec.MinRequests)
+	}
+	k, ok := firstResolved(ordered, slo, spec.MinRequests)
+	switch {
+	case ok && k < l.Prefix:
+		return fmt.Errorf("ended by its stop rule at the first %d sent, but the verdict over the first %d was resolved already: it would have stopped there", l.Prefix, k)
+	case !ok || k > l.Prefix:
+		return fmt.Errorf("ended by its stop rule at the first %d sent, yet their verdict is unresolved: the stop was not justified", l.Prefix)
+	}
+	return nil
+}
+
+// checkPendingLook replays a stop by the rule before the send-order one
+// (records with no place in the send order): the look judged the ended
+// requests with those in flight pending, so every record was sent before
+// it, it was at a look point of the ended count, and the verdict over
+// every record is resolved.
+func checkPendingLook(spec Spec, l *contract.Look, n int, verdict string) error {
+	switch {
+	case l == nil:
+		return fmt.Errorf("ended by its stop rule, with no look recorded")
+	case l.Prefix != 0:
+		return fmt.Errorf("ended by its stop rule at the first %d sent, yet its records carry no place in the send order", l.Prefix)
+	case l.Sent != n:
+		return fmt.Errorf("ended by its stop rule at %d sent, but has %d records: a request was sent after the look", l.Sent, n)
+	case l.Ended > l.Sent || !Look(l.Ended, spec.MinRequests):
+		return fmt.Errorf("ended by its stop rule at %d ended of %d sent: not a look point of min_requests %d", l.Ended, l.Sent, spec.MinRequests)
+	case verdict == VerdictUnresolved:
+		return fmt.Errorf("ended by its stop rule at %d ended of %d sent, yet its verdict over every record is unresolved: the stop was not justified", l.Ended, l.Sent)
+	}
+	return nil
+}
+
 // StopNote says, for server's probe waves in waves, how many cannot have
 // their stop replayed because they predate the recorded rule (no
 // ended_by): verify accepts them on their verdicts alone. "" when none.
@@ -69,7 +145,7 @@ func StopNote(server string, waves []contract.Wave) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("capacity of %s: %d probe waves do not record why they ended (ended_by): their stops predate the rule that judges the requests in flight as pending (SPEC §8), so their verdicts are recomputed but their stops are not replayed", server, n)
+	return fmt.Sprintf("capacity of %s: %d probe waves do not record why they ended (ended_by): their stops predate the rule that records why a probe ended (SPEC §8), so their verdicts are recomputed but their stops are not replayed", server, n)
 }
 
 // isProbeWave reports whether w is one of server's probe waves that a
@@ -110,7 +186,7 @@ func Fault(c Capacity, records []contract.Record) string {
 				parts = append(parts, fmt.Sprintf("%s %d", k, kinds[k]))
 			}
 		}
-		if n == p.N {
+		if n == p.N+p.AfterVerdict {
 			return fmt.Sprintf("capacity of %s: every request of the probe at %s failed with an error, not a timeout (%s): the answer rests on the server's errors, not its capacity",
 				c.Server, contract.ClientsLabel(p.Load), strings.Join(parts, ", "))
 		}

@@ -113,7 +113,8 @@ func CapacityResults(o CapacityOptions) *bundle.Results {
 // clients, each sending its next request when its last one ends, until the
 // probe resolves at a look (search.Look) or reaches limit requests, and
 // records on w why it ended. Its requests are sent one at a time, each
-// ended before the next (none in flight at a look).
+// ended before the next (none in flight at a look), so every record is of
+// the verdict's population.
 func sustained(rng *rand.Rand, o CapacityOptions, s Server, w *contract.Wave, slo contract.SLO, limit int) []contract.Record {
 	c := w.Concurrency
 	jit := func() float64 { return 1 + o.Jitter*(2*rng.Float64()-1) }
@@ -151,11 +152,11 @@ func sustained(rng *rand.Rand, o CapacityOptions, s Server, w *contract.Wave, sl
 			Kind: w.Kind, Server: s.Name, Concurrency: c, Repeat: w.Repeat, Wave: w.ID, Client: client, Prompt: n % 2,
 			IntendedStartS: round(start), StartS: round(start), EndS: end, FirstContentS: &f, ChunkTimesS: chunks,
 			OK: true, FinishReason: "length", Text: strings.Repeat(" tok", o.MaxTokens), OutputTokens: o.MaxTokens,
-			UsageCompletionTokens: &u,
+			UsageCompletionTokens: &u, Request: &n,
 		})
 		ready[client] = end
-		if search.StopRule(slo, o.Spec.MinRequests)(recs, len(recs)) {
-			w.EndedBy, w.Look = contract.EndedUntil, &contract.Look{Ended: len(recs), Sent: len(recs)}
+		if search.StopRule(slo, o.Spec.MinRequests)(recs) {
+			w.EndedBy, w.Look = contract.EndedUntil, &contract.Look{Prefix: len(recs), Ended: len(recs), Sent: len(recs)}
 			break
 		}
 	}
