@@ -402,29 +402,6 @@ func (a Attainment) Verdict(alpha float64, minRequests int) string {
 	return VerdictUnresolved
 }
 
-// PendingVerdict is the verdict a probe may stop on at a look (SPEC §8):
-// a has judged the requests ended so far, sent of them were sent (sent ≥
-// a.N), and the sent − a.N in flight count as pending. It passes only if
-// the interval over every sent request lies wholly at or above α with the
-// pending ones all bad, fails only if it lies wholly below α with them all
-// good, and min_requests applies to sent. No request sent after the look,
-// the verdict over everything sent, once the pending ones land, is this
-// one whenever this one is resolved: the Wilson bounds grow with the good
-// count, and the pending can only add good between those two extremes.
-func (a Attainment) PendingVerdict(sent int, alpha float64, minRequests int) string {
-	pending := sent - a.N
-	if sent <= 0 || sent < minRequests || pending < 0 {
-		return VerdictUnresolved
-	}
-	if lo, _ := Wilson(a.Good, sent); lo >= alpha {
-		return VerdictPass
-	}
-	if _, hi := Wilson(a.Good+pending, sent); hi < alpha {
-		return VerdictFail
-	}
-	return VerdictUnresolved
-}
-
 // Wilson returns the 95 % Wilson score interval of k successes in n trials
 // (z = WilsonZ), clamped to [0, 1]; [0, 1] for n = 0.
 func Wilson(k, n int) (lo, hi float64) {

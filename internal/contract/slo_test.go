@@ -153,46 +153,6 @@ func TestAttainAndVerdict(t *testing.T) {
 	}
 }
 
-// TestPendingVerdict: a verdict taken at a look, with the requests in
-// flight pending, is the verdict over everything sent however those land;
-// and the first requests to end, all good, decide nothing while as many
-// are in flight.
-func TestPendingVerdict(t *testing.T) {
-	if got := AttainmentOf(40, 40).PendingVerdict(112, 0.95, 40); got != VerdictUnresolved {
-		t.Errorf("40 of 40 good with 72 in flight: %s, want unresolved", got)
-	}
-	if got := AttainmentOf(40, 40).Verdict(0.5, 40); got != VerdictPass {
-		t.Errorf("40 of 40 good, all ended: %s, want pass", got)
-	}
-	if got := AttainmentOf(80, 80).PendingVerdict(100, 0.6, 10); got != VerdictPass {
-		t.Errorf("80 of 80 good with 20 in flight at α 0.6: %s, want pass", got)
-	}
-	if got := AttainmentOf(0, 40).PendingVerdict(50, 0.6, 10); got != VerdictFail {
-		t.Errorf("0 of 40 good with 10 in flight at α 0.6: %s, want fail", got)
-	}
-	if got := AttainmentOf(5, 5).PendingVerdict(5, 0.1, 10); got != VerdictUnresolved {
-		t.Errorf("5 sent, min_requests 10: %s, want unresolved", got)
-	}
-	for _, alpha := range []float64{0.5, 0.9, 0.95} {
-		for sent := 1; sent <= 60; sent++ {
-			for ended := 0; ended <= sent; ended++ {
-				for good := 0; good <= ended; good++ {
-					v := AttainmentOf(good, ended).PendingVerdict(sent, alpha, 5)
-					if v == VerdictUnresolved {
-						continue
-					}
-					for landed := 0; landed <= sent-ended; landed++ {
-						if final := AttainmentOf(good+landed, sent).Verdict(alpha, 5); final != v {
-							t.Fatalf("α %v: %d of %d ended good, %d sent: stopped on %s, %d more good give %s",
-								alpha, good, ended, sent, v, landed, final)
-						}
-					}
-				}
-			}
-		}
-	}
-}
-
 func TestApplySLO(t *testing.T) {
 	o, _ := ParseObjectives("ttft<=500ms")
 	waves := []Wave{

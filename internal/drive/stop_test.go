@@ -62,7 +62,7 @@ func TestProbeStopJudgesItsPrefix(t *testing.T) {
 	d := New(Options{Counter: words{}})
 	res, err := d.SustainedWave(context.Background(), Target{Name: "s", BaseURL: srv.URL, Model: "m"},
 		SustainedSpec{Load: testLoad(), Concurrency: c, Repeat: 1, NumRequests: limit,
-			Until: search.StopRule(slo, minN), UntilEvery: minN, Probe: search.ProbeSearch})
+			Until: search.StopRule(slo, minN, c), UntilEvery: search.LookUnit(minN, c), Probe: search.ProbeSearch})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestProbeStopJudgesItsPrefix(t *testing.T) {
 		t.Fatalf("until met %v, ended by %q, look %+v: want the wave ended by its stop rule", res.UntilMet, w.EndedBy, w.Look)
 	}
 	k := w.Look.Prefix
-	if w.Look.Sent != len(res.Records) || !search.Look(k, minN) || k > w.Look.Ended || len(res.Records) >= limit {
+	if w.Look.Sent != len(res.Records) || !search.Look(k, search.LookUnit(minN, c)) || k > w.Look.Ended || len(res.Records) >= limit {
 		t.Fatalf("look %+v over %d records: want the first k sent judged at a look point, every request sent before the look, below the cap", *w.Look, len(res.Records))
 	}
 	for j, r := range res.Records {
@@ -79,7 +79,7 @@ func TestProbeStopJudgesItsPrefix(t *testing.T) {
 			t.Fatalf("record %d has request %v: want the records in send order", j, r.Request)
 		}
 	}
-	for m := minN; m < k; m *= 2 {
+	for m := search.LookUnit(minN, c); m < k; m *= 2 {
 		if v := contract.Attain(res.Records[:m], o).Verdict(slo.AttainmentTarget, minN); v != search.VerdictUnresolved {
 			t.Errorf("the first %d sent were %s already, yet the probe looked on to %d", m, v, k)
 		}

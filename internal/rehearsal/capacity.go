@@ -92,8 +92,8 @@ func (s *waveSource) Next() (plan.Wave, bool) {
 			// the verdict over them is resolved: that is the probe's
 			// verdict (search.Population); the requests in flight then
 			// land outside it.
-			Until:      search.StopRule(s.slo, s.spec.MinRequests),
-			UntilEvery: s.spec.MinRequests,
+			Until:      search.StopRule(s.slo, s.spec.MinRequests, p.Load),
+			UntilEvery: search.LookUnit(s.spec.MinRequests, p.Load),
 			Probe:      p.Kind(),
 		},
 	}, true

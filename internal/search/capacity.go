@@ -148,13 +148,14 @@ func sendOrder(records []contract.Record) ([]contract.Record, bool) {
 	return recs, true
 }
 
-// firstResolved is the first look point k ≤ len(recs) whose first k
-// records' verdict is resolved, false when none is.
+// firstResolved is the first look point k ≤ len(recs) (LookUnit · 2^j, the
+// load read from the records, all of one wave) whose first k records'
+// verdict is resolved, false when none is.
 func firstResolved(recs []contract.Record, slo contract.SLO, minRequests int) (int, bool) {
-	if minRequests < 1 {
+	if minRequests < 1 || len(recs) == 0 {
 		return 0, false
 	}
-	for k := minRequests; k <= len(recs); k *= 2 {
+	for k := LookUnit(minRequests, recs[0].Concurrency); k <= len(recs); k *= 2 {
 		if resolved(recs[:k], slo, minRequests) {
 			return k, true
 		}
@@ -281,7 +282,7 @@ func Recompute(server string, spec Spec, slo contract.SLO, waves []contract.Wave
 			p.Repeat = repeats[w.Concurrency]
 		}
 		p.Outcome = Measure(w.ID, byWave[w.ID], slo, spec.MinRequests)
-		if err := checkStop(spec, slo, w, byWave[w.ID], p.Outcome.Verdict); err != nil {
+		if err := checkStop(spec, slo, w, byWave[w.ID]); err != nil {
 			return Capacity{}, fmt.Errorf("capacity of %s: the probe of wave %d (%v): %w", server, w.ID, p, err)
 		}
 		probes = append(probes, p)

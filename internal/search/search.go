@@ -471,16 +471,32 @@ func Replay(cfg Config, probes []Probe) (Result, error) {
 }
 
 // StopRule is a capacity probe's stop rule for drive's Until (SPEC §8):
-// at a look point k (Look), once the first k requests sent have all ended,
-// the probe ends if the verdict over those k is resolved; that verdict is
-// the probe's (Population), and the requests still in flight land outside
-// it. Which requests a look judges does not depend on how long any of them
-// took, so the requests that end first (those that did not queue) cannot
-// decide a probe.
-func StopRule(slo contract.SLO, minRequests int) func(prefix []contract.Record) bool {
+// at a look point k of a probe at load clients (Look at LookUnit), once
+// the first k requests sent have all ended, the probe ends if the verdict
+// over those k is resolved; that verdict is the probe's (Population), and
+// the requests still in flight land outside it. Which requests a look
+// judges does not depend on how long any of them took, so the requests
+// that end first (those that did not queue) cannot decide a probe.
+func StopRule(slo contract.SLO, minRequests, load int) func(prefix []contract.Record) bool {
+	unit := LookUnit(minRequests, load)
 	return func(prefix []contract.Record) bool {
-		return Look(len(prefix), minRequests) && resolved(prefix, slo, minRequests)
+		return Look(len(prefix), unit) && resolved(prefix, slo, minRequests)
 	}
+}
+
+// LookRounds is how many rounds of the closed loop (load requests each) a
+// probe's first look waits for at least. The requests of one round share
+// the server's batch and queue, so they are not the independent trials
+// the Wilson interval assumes: at 66 clients, a verdict over the first 73
+// requests sent (about one round) failed a load whose retry passed 566 of
+// 584. Four rounds let the batch state change between the requests judged.
+const LookRounds = 4
+
+// LookUnit is the first look point of a probe at load clients:
+// minRequests, or LookRounds rounds of the closed loop where that is more.
+// The look points are LookUnit · 2^j.
+func LookUnit(minRequests, load int) int {
+	return max(minRequests, LookRounds*load)
 }
 
 func resolved(recs []contract.Record, slo contract.SLO, minRequests int) bool {
@@ -488,11 +504,12 @@ func resolved(recs []contract.Record, slo contract.SLO, minRequests int) bool {
 }
 
 // Look reports whether a probe that has measured n requests should look
-// at its interval now: at n = minRequests · 2^k only. Each look is one
+// at its interval now: at n = unit · 2^k only (unit: LookUnit, or
+// min_requests in bundles of the rule before it). Each look is one
 // more chance of a wrong verdict where the attainment is close to α, so a
 // probe looks a few times, not after every request (bench/capacity-search.md
 // measures the difference). StopRule looks only there, and the runner
-// asks it every minRequests ended records (drive's UntilEvery).
+// asks it every LookUnit ended records (drive's UntilEvery).
 func Look(n, minRequests int) bool {
 	if minRequests < 1 || n < minRequests || n%minRequests != 0 {
 		return false

@@ -7,18 +7,16 @@ import (
 	"github.com/rehearse/rehearse/internal/contract"
 )
 
-// checkStop replays the stop of probe wave w (SPEC §8) from its records,
-// given their verdict: a wave that says why its measured part ended must
-// show it. Ended by its stop rule (contract.EndedUntil), no request was
-// sent after the look (Look.Sent is their count) and the look was at a look
-// point (Look) whose verdict was resolved: on records that carry their
-// place in the send order, the first look point whose first requests sent
-// resolve (checkPrefixLook); on those of the rule before it, the verdict
-// over every record. Ended by a cap, the cap was reached (its requests all
-// sent, or one ended past its duration); an unresolved verdict only at a
-// cap. A wave from before the rule was recorded (EndedBy "") cannot be
+// checkStop replays the stop of probe wave w (SPEC §8) from its records:
+// a wave that says why its measured part ended must show it. Ended by its
+// stop rule (contract.EndedUntil), its records carry their place in the
+// send order, no request was sent after the look (Look.Sent is their
+// count), and the look was at the first look point whose first requests
+// sent resolve (checkPrefixLook). Ended by a cap, the cap was reached (its
+// requests all sent, or one ended past its duration): so an unresolved
+// verdict only at a cap. A wave from before the rule was recorded (EndedBy "") cannot be
 // replayed: StopNote says so.
-func checkStop(spec Spec, slo contract.SLO, w contract.Wave, recs []contract.Record, verdict string) error {
+func checkStop(spec Spec, slo contract.SLO, w contract.Wave, recs []contract.Record) error {
 	if w.EndedBy == "" {
 		return nil
 	}
@@ -32,10 +30,10 @@ func checkStop(spec Spec, slo contract.SLO, w contract.Wave, recs []contract.Rec
 	requests, duration := spec.Caps(w.Probe == ProbeRetry)
 	switch w.EndedBy {
 	case contract.EndedUntil:
-		if ordered != nil {
-			return checkPrefixLook(spec, slo, w.Look, ordered)
+		if ordered == nil {
+			return fmt.Errorf("ended by its stop rule, yet its records carry no place in the send order (request)")
 		}
-		return checkPendingLook(spec, w.Look, len(recs), verdict)
+		return checkPrefixLook(spec, slo, w.Look, ordered)
 	case contract.EndedNumRequests:
 		if requests == 0 || len(recs) != requests {
 			return fmt.Errorf("ended by num_requests with %d records, its cap is %d", len(recs), requests)
@@ -98,8 +96,9 @@ func checkPrefixLook(spec Spec, slo contract.SLO, l *contract.Look, ordered []co
 		return fmt.Errorf("ended by its stop rule, and its records carry their place in the send order, yet its look names no prefix")
 	case l.Sent != len(ordered):
 		return fmt.Errorf("ended by its stop rule at %d sent, but has %d records: a request was sent after the look", l.Sent, len(ordered))
-	case !Look(l.Prefix, spec.MinRequests) || l.Prefix > l.Ended || l.Ended > l.Sent:
-		return fmt.Errorf("ended by its stop rule at the first %d sent, %d ended of %d sent: not a look point of min_requests %d, all ended", l.Prefix, l.Ended, l.Sent, spec.MinRequests)
+	case !Look(l.Prefix, LookUnit(spec.MinRequests, ordered[0].Concurrency)) || l.Prefix > l.Ended || l.Ended > l.Sent:
+		return fmt.Errorf("ended by its stop rule at the first %d sent, %d ended of %d sent: not a look point of min_requests %d at %d clients (%d · 2^j), all ended",
+			l.Prefix, l.Ended, l.Sent, spec.MinRequests, ordered[0].Concurrency, LookUnit(spec.MinRequests, ordered[0].Concurrency))
 	}
 	k, ok := firstResolved(ordered, slo, spec.MinRequests)
 	switch {
@@ -107,27 +106,6 @@ func checkPrefixLook(spec Spec, slo contract.SLO, l *contract.Look, ordered []co
 		return fmt.Errorf("ended by its stop rule at the first %d sent, but the verdict over the first %d was resolved already: it would have stopped there", l.Prefix, k)
 	case !ok || k > l.Prefix:
 		return fmt.Errorf("ended by its stop rule at the first %d sent, yet their verdict is unresolved: the stop was not justified", l.Prefix)
-	}
-	return nil
-}
-
-// checkPendingLook replays a stop by the rule before the send-order one
-// (records with no place in the send order): the look judged the ended
-// requests with those in flight pending, so every record was sent before
-// it, it was at a look point of the ended count, and the verdict over
-// every record is resolved.
-func checkPendingLook(spec Spec, l *contract.Look, n int, verdict string) error {
-	switch {
-	case l == nil:
-		return fmt.Errorf("ended by its stop rule, with no look recorded")
-	case l.Prefix != 0:
-		return fmt.Errorf("ended by its stop rule at the first %d sent, yet its records carry no place in the send order", l.Prefix)
-	case l.Sent != n:
-		return fmt.Errorf("ended by its stop rule at %d sent, but has %d records: a request was sent after the look", l.Sent, n)
-	case l.Ended > l.Sent || !Look(l.Ended, spec.MinRequests):
-		return fmt.Errorf("ended by its stop rule at %d ended of %d sent: not a look point of min_requests %d", l.Ended, l.Sent, spec.MinRequests)
-	case verdict == VerdictUnresolved:
-		return fmt.Errorf("ended by its stop rule at %d ended of %d sent, yet its verdict over every record is unresolved: the stop was not justified", l.Ended, l.Sent)
 	}
 	return nil
 }

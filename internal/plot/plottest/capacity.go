@@ -155,7 +155,7 @@ func sustained(rng *rand.Rand, o CapacityOptions, s Server, w *contract.Wave, sl
 			UsageCompletionTokens: &u, Request: &n,
 		})
 		ready[client] = end
-		if search.StopRule(slo, o.Spec.MinRequests)(recs) {
+		if search.StopRule(slo, o.Spec.MinRequests, c)(recs) {
 			w.EndedBy, w.Look = contract.EndedUntil, &contract.Look{Prefix: len(recs), Ended: len(recs), Sent: len(recs)}
 			break
 		}
