@@ -58,8 +58,8 @@ func FuzzScrub(f *testing.F) {
 	f.Add("token=hf_secret and sk-1234 end", "hf_secret", "sk-1234")
 	f.Add("aaaaab", "aab", "aaab")
 	f.Fuzz(func(t *testing.T, text, s1, s2 string) {
-		if strings.ContainsAny(s1+s2, "[]") {
-			t.Skip() // a secret made of the redaction's own letters reappears in it
+		if strings.ContainsAny(s1+s2, "[]\x00") {
+			t.Skip() // a secret made of the redaction's own letters, or of the NUL that stands for it below, reappears in it
 		}
 		got, _ := New(s1, s2).Scrub(text)
 		for _, s := range []string{s1, s2} {
