@@ -50,6 +50,9 @@ type wavePlan struct {
 	// of a closed wave, requests of an open one; renumbered, unit).
 	n, distinct int
 	max         int // the largest unit, -1 for none
+	// placed counts a sustained wave's records that carry their place in
+	// its send order (addSustained).
+	placed int
 	// segIndex of segCount is the wave's segment: the bundle's, or the
 	// whole wave (0 of 1) for a mechanism check, which worker 0 runs
 	// whole, alone.
@@ -107,6 +110,9 @@ func (p *planCheck) add(i int, rec *contract.Record) {
 		p.last = wp
 	}
 	wp.n++
+	if wp.w.Mode == contract.ModeSustained {
+		p.addSustained(wp, i, rec) // every turn of a session takes a place
+	}
 	if rec.Turn > 1 || rec.Client < 0 {
 		return // a session's later turn; a negative client is checkRecord's
 	}
@@ -125,7 +131,7 @@ func (p *planCheck) add(i int, rec *contract.Record) {
 		return
 	}
 	if w.Mode == contract.ModeSustained {
-		return // its clients send many requests each: the count is checked
+		return // its requests are addSustained's
 	}
 	if !p.mark(wp, u) {
 		if contract.IsClosed(w.Mode) {
@@ -137,6 +143,24 @@ func (p *planCheck) add(i int, rec *contract.Record) {
 	}
 	wp.distinct++
 	wp.max = max(wp.max, u)
+}
+
+// addSustained takes the i-th record, of sustained wave wp: its clients
+// send many requests each, so the count is checked (missing) and, where
+// the records carry their place in the wave's send order (request) and the
+// bundle is one process's whole plan, each place is recorded once.
+func (p *planCheck) addSustained(wp *wavePlan, i int, rec *contract.Record) {
+	if rec.Request == nil || rec.Worker != nil || wp.segCount != 1 || *rec.Request < 0 {
+		return
+	}
+	wp.placed++
+	if !p.mark(wp, *rec.Request) {
+		p.probs = append(p.probs, Problem{File: ResultsFile, Server: rec.Server, Load: waveLabel(wp.w),
+			Field: fmt.Sprintf("records[%d].request", i), Msg: fmt.Sprintf("request %d of the wave is recorded twice", *rec.Request)})
+		return
+	}
+	wp.distinct++
+	wp.max = max(wp.max, *rec.Request)
 }
 
 // mark sets index k of wp and reports whether it was unset. An index
@@ -202,6 +226,10 @@ func (p *planCheck) missing(wp *wavePlan) string {
 		want := p.sustainedCount(wp)
 		if want > 0 && wp.n != want {
 			return fmt.Sprintf("%d records, but the wave was to send %d requests and was not stopped", wp.n, want)
+		}
+		if wp.placed > 0 && wp.distinct != wp.max+1 {
+			return fmt.Sprintf("requests 0 to %d sent, but request %d has no record (%d missing) and the wave was not stopped",
+				wp.max, wp.firstUnset(), wp.max+1-wp.distinct)
 		}
 	case contract.ModeOpen:
 		if wp.distinct != wp.max+1 {

@@ -39,6 +39,17 @@ func TestVerifyChecksWavePlans(t *testing.T) {
 	sustained := func(n int) func(r *bundle.Results) {
 		return func(r *bundle.Results) { r.Workload.Sustained = &bundle.Sustained{NumRequests: n} }
 	}
+	// placed gives the last wave's records their places in its send order,
+	// and bounds it by time.
+	placed := func(places ...int) func(r *bundle.Results) {
+		return func(r *bundle.Results) {
+			r.Workload.Sustained = &bundle.Sustained{DurationS: 10}
+			recs := r.Records[len(r.Records)-len(places):]
+			for k := range recs {
+				recs[k].Request = &places[k]
+			}
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		res  *bundle.Results
@@ -57,6 +68,9 @@ func TestVerifyChecksWavePlans(t *testing.T) {
 		{"sustained wave bounded by time", withWave(contract.ModeSustained, 2, 0, 1, 1), func(r *bundle.Results) {
 			r.Workload.Sustained = &bundle.Sustained{NumRequests: 4, DurationS: 10}
 		}, ""},
+		{"sustained wave, its requests placed 0 to 3", withWave(contract.ModeSustained, 2, 0, 1, 0, 1), placed(0, 2, 1, 3), ""},
+		{"sustained wave, a request twice", withWave(contract.ModeSustained, 2, 0, 1, 0, 1), placed(0, 1, 1, 2), ".request: request 1 of the wave is recorded twice"},
+		{"sustained wave, a request dropped", withWave(contract.ModeSustained, 2, 0, 1, 0), placed(0, 1, 3), "requests 0 to 3 sent, but request 2 has no record (1 missing)"},
 		{"sustained wave, a client past its concurrency", withWave(contract.ModeSustained, 2, 0, 2), nil, "records[279].client: 2 is not one of the wave's 2 clients"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

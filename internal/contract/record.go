@@ -154,10 +154,11 @@ type Record struct {
 	// plan was split into segments (SPEC §10); nil (absent) otherwise. Its
 	// client (or request) index stays the one of the whole plan.
 	Worker *int `json:"worker,omitempty"`
-	// Request is the request's place in its wave's send order (0 first),
-	// on a capacity probe's wave, whose verdict is taken on the first
-	// requests sent (SPEC §8); nil (absent) on every other wave and in
-	// bundles made before it was recorded.
+	// Request is the request's place in its sustained wave's send order
+	// (0 first; of a worker's share, in a split plan): a capacity probe's
+	// verdict is taken on the first requests sent (SPEC §8), and verify
+	// checks that every place up to the last is recorded once. nil (absent)
+	// on other waves and in bundles made before it was recorded.
 	Request *int `json:"request,omitempty"`
 }
 

@@ -204,7 +204,7 @@ type lastEnd struct {
 }
 
 // sendSlot is a request handed out: its index in the run, its part, and
-// its place in the measured part's send order (measured requests only).
+// its place in that part's send order.
 type sendSlot struct {
 	i, j int
 	p    *sustainedPart
@@ -225,7 +225,7 @@ func (s *closedLoop) take(last lastEnd) (sendSlot, bool) {
 	case i < s.warmN:
 		s.next += s.step
 		s.warm.sent++
-		return sendSlot{i: i, p: s.warm}, true
+		return sendSlot{i: i, j: s.warm.sent - 1, p: s.warm}, true
 	case s.n > 0 && i >= s.warmN+s.n:
 		return sendSlot{}, s.end(contract.EndedNumRequests)
 	case !s.measured:
@@ -296,8 +296,9 @@ func (d *Driver) releasePart(p *sustainedPart, at time.Time) {
 
 // settlePart records request slot of the run, sent by client, once its
 // part is released, and returns its record (tag: the session's turn it
-// is, if any). A part with a stop rule records each request's place in
-// its send order and looks once the requests sent before it have ended.
+// is, if any). Each record carries the request's place in its part's send
+// order; a part with a stop rule looks once the requests sent before it
+// have ended.
 func (d *Driver) settlePart(slot sendSlot, client, prompt int, res stream.Result, tag turnTag) contract.Record {
 	p := slot.p
 	<-p.rel.done
@@ -305,10 +306,8 @@ func (d *Driver) settlePart(slot sendSlot, client, prompt int, res stream.Result
 	p.rel.scrub(&r)
 	p.rel.stamp(&r)
 	tag.apply(&r)
-	if p.until != nil {
-		j := slot.j
-		r.Request = &j
-	}
+	j := slot.j
+	r.Request = &j
 	p.mu.Lock()
 	p.indexed = append(p.indexed, indexedRecord{slot.i, r})
 	look := p.until != nil && p.land(slot.j, r)
