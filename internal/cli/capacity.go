@@ -30,6 +30,7 @@ type capacityOptions struct {
 	repeats        int
 	predicted      string
 	predictFrom    string
+	noScreen       bool
 }
 
 // capacityFlagKeys maps a capacity: key to the flag that sets it.
@@ -106,6 +107,7 @@ func capacityFlags(f *pflag.FlagSet, o *capacityOptions) {
 	f.IntVar(&o.warmupRequests, "warmup-requests", 0, "warm-up requests of each probe, kept out of its verdict (default: two per client of the probe)")
 	f.IntVar(&o.repeats, "repeats", config.DefaultCapacityRepeats, "re-runs of the final pass and fail points")
 	f.StringVar(&o.predicted, "predicted", "", "a predicted bracket MAX_PASS,MIN_FAIL to probe first")
+	f.BoolVar(&o.noScreen, "no-screen", false, "probe every load of the doubling in full, with no screen (capacity.screen: false)")
 	f.StringVar(&o.predictFrom, "predict-from", "", "predict the bracket to probe first from a simulator profile (a built-in name or a profile JSON file, e.g. from sim fit)")
 	costFlags(f, &o.bench.cost)
 }
@@ -125,6 +127,8 @@ func (o *capacityOptions) capacity() (*config.Capacity, error) {
 		Start: o.start, MaxConcurrency: o.maxConcurrency, MinRequests: o.minRequests, MaxRequests: o.maxRequests,
 		MaxDuration: config.Duration(o.maxDuration), WarmupRequests: &o.warmupRequests, Repeats: &o.repeats,
 	}
+	screen := !o.noScreen
+	c.Screen = &screen
 	if o.predicted != "" {
 		lo, hi, ok := strings.Cut(o.predicted, ",")
 		a, errA := strconv.Atoi(strings.TrimSpace(lo))

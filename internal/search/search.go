@@ -13,6 +13,9 @@ const (
 	VerdictPass       = "pass"
 	VerdictFail       = "fail"
 	VerdictUnresolved = "unresolved"
+	// VerdictScreened is a screen's verdict when it did not fail its load:
+	// not a pass (a screen can only fail a load, SPEC §8).
+	VerdictScreened = "screened"
 )
 
 // Stop reasons of a search.
@@ -64,6 +67,11 @@ type Config struct {
 	// Predicted is a bracket predicted for the server (from its fitted
 	// simulator profile): its ends are probed first. Nil: double from Start.
 	Predicted *Bracket
+	// Screen makes each probe of the doubling a screen (ScreenSize
+	// requests, a fail or screened, never a pass) while no load has
+	// failed; the largest screened load below the first fail is then
+	// probed in full, and bisection goes on with full probes.
+	Screen bool
 }
 
 // Check reports the first thing wrong with c, naming the field.
@@ -132,12 +140,15 @@ type Probe struct {
 	// Retry marks the re-probe of a point whose first probe was
 	// unresolved: it measures for RetryScale times the usual cap.
 	Retry bool
+	// Screen marks a screen of the doubling: it measures ScreenSize
+	// requests, and its verdict is a fail or VerdictScreened.
+	Screen bool
 	// Outcome is the probe's outcome (zero until observed).
 	Outcome Outcome
 }
 
 func (p Probe) same(q Probe) bool {
-	return p.Load == q.Load && p.Repeat == q.Repeat && p.Retry == q.Retry
+	return p.Load == q.Load && p.Repeat == q.Repeat && p.Retry == q.Retry && p.Screen == q.Screen
 }
 
 func (p Probe) String() string {
@@ -146,6 +157,8 @@ func (p Probe) String() string {
 		s = "1 client"
 	}
 	switch {
+	case p.Screen:
+		s += " (screen)"
 	case p.Retry:
 		s += " (retry)"
 	case p.Repeat > 0:
@@ -199,6 +212,7 @@ type Search struct {
 	passAt      int  // index in probes of the search probe that passed at lo
 	failAt      int  // index in probes of the search probe that decided hi
 	predictions []int
+	screened    []int // loads whose screen did not fail them, ascending
 }
 
 // New starts a search; its first probe is Next's.
@@ -245,7 +259,10 @@ func (s *Search) Observe(p Probe, o Outcome) error {
 		s.stop, s.done = StopServerFailed, true
 		return nil
 	}
-	if p.Repeat == 0 {
+	switch {
+	case p.Screen && o.Verdict == VerdictScreened:
+		s.screened = append(s.screened, p.Load)
+	case p.Repeat == 0:
 		if o.Verdict == VerdictUnresolved && !p.Retry {
 			s.next = Probe{Load: p.Load, Retry: true}
 			return nil
@@ -257,6 +274,12 @@ func (s *Search) Observe(p Probe, o Outcome) error {
 }
 
 func (s *Search) checkOutcome(p Probe, o Outcome) error {
+	switch {
+	case p.Screen && o.Verdict != VerdictFail && o.Verdict != VerdictScreened:
+		return fmt.Errorf("capacity search: %v: verdict %q: a screen can only fail a load (fail or screened)", p, o.Verdict)
+	case !p.Screen && o.Verdict == VerdictScreened:
+		return fmt.Errorf("capacity search: %v: verdict %q, but the probe is not a screen", p, o.Verdict)
+	}
 	switch o.Verdict {
 	case VerdictPass:
 		if o.N < s.cfg.MinRequests || o.CILow < s.cfg.Alpha {
@@ -267,7 +290,7 @@ func (s *Search) checkOutcome(p Probe, o Outcome) error {
 		if o.CIHigh > s.cfg.Alpha {
 			return fmt.Errorf("capacity search: %v: a fail with ci_high %v above α %v", p, o.CIHigh, s.cfg.Alpha)
 		}
-	case VerdictUnresolved:
+	case VerdictUnresolved, VerdictScreened:
 	default:
 		return fmt.Errorf("capacity search: %v: verdict %q: want pass, fail or unresolved", p, o.Verdict)
 	}
@@ -302,13 +325,27 @@ func (s *Search) advance() {
 			return
 		}
 	}
+	top := s.lo // the largest load passed or screened
+	if n := len(s.screened); n > 0 {
+		top = max(top, s.screened[n-1])
+	}
+	if c, ok := s.unconfirmed(); ok && (s.hi > 0 || c >= s.cfg.Max) {
+		// A fail (or the maximum) ends the doubling: the search needs a
+		// real pass below it, so the largest screened load is probed in
+		// full.
+		s.next = Probe{Load: c}
+		return
+	}
 	switch {
-	case s.hi == 0 && s.lo >= s.cfg.Max:
+	case s.hi == 0 && top >= s.cfg.Max:
 		s.finish(StopMaxConcurrency)
-	case s.hi == 0 && s.lo == 0:
-		s.next = Probe{Load: s.cfg.Start}
+	case s.hi == 0 && top == 0:
+		s.next = Probe{Load: s.cfg.Start, Screen: s.cfg.Screen && s.cfg.Start < s.cfg.Max}
 	case s.hi == 0:
-		s.next = Probe{Load: min(2*s.lo, s.cfg.Max)}
+		// The maximum is probed in full: a pass there ends the search,
+		// so a screen before it would only add its cost.
+		c := min(2*top, s.cfg.Max)
+		s.next = Probe{Load: c, Screen: s.cfg.Screen && c < s.cfg.Max}
 	case Converged(s.lo, s.hi):
 		switch {
 		case s.hiUnres:
@@ -321,6 +358,18 @@ func (s *Search) advance() {
 	default:
 		s.next = Probe{Load: (s.lo + s.hi) / 2}
 	}
+}
+
+// unconfirmed is the largest screened load inside the bracket (above
+// max_pass, below min_fail), false when none is: a load the search has
+// only screened, which a full probe must pass before it counts.
+func (s *Search) unconfirmed() (int, bool) {
+	for i := len(s.screened) - 1; i >= 0; i-- {
+		if c := s.screened[i]; c > s.lo && (s.hi == 0 || c < s.hi) {
+			return c, true
+		}
+	}
+	return 0, false
 }
 
 // MinPass is the fewest requests whose 95 % Wilson interval can pass α:
