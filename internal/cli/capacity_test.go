@@ -59,14 +59,20 @@ func TestCapacityAgainstTheSimulator(t *testing.T) {
 	for _, tc := range []struct {
 		slo, stop, sentence string
 		loads               []int
+		kinds               string
 		extra               []string
 		predicted           *search.Bracket
 	}{
-		{"e2el<=60s", search.StopMaxConcurrency, "server sustains 8 concurrent clients", []int{1, 2, 4, 8, 8}, nil, nil},
-		{"ttft<=0.001ms", search.StopUnmetAtMinimum, "server does not meet", []int{1, 1}, nil, nil},
+		// The doubling screens 1, 2 and 4; the maximum is probed in full.
+		{"e2el<=60s", search.StopMaxConcurrency, "server sustains 8 concurrent clients", []int{1, 2, 4, 8, 8},
+			"screen screen screen search repeat", nil, nil},
+		{"e2el<=60s", search.StopMaxConcurrency, "server sustains 8 concurrent clients", []int{1, 2, 4, 8, 8},
+			"search search search search repeat", []string{"--no-screen"}, nil},
+		// The screen at 1 fails the load: a fail is a fail.
+		{"ttft<=0.001ms", search.StopUnmetAtMinimum, "server does not meet", []int{1, 1}, "screen repeat", nil, nil},
 		// The profile predicts that every load up to 8 passes: the search
 		// probes 8 first and stops there.
-		{"e2el<=60s", search.StopMaxConcurrency, "server sustains 8 concurrent clients", []int{8, 8},
+		{"e2el<=60s", search.StopMaxConcurrency, "server sustains 8 concurrent clients", []int{8, 8}, "search repeat",
 			[]string{"--predict-from", "t4-qwen2.5-1.5b-batching"}, &search.Bracket{MaxPass: 8}},
 	} {
 		dir := filepath.Join(t.TempDir(), "b")
@@ -85,11 +91,22 @@ func TestCapacityAgainstTheSimulator(t *testing.T) {
 		}
 		c := res.Capacity[0]
 		var loads []int
+		var kinds []string
 		for _, p := range c.Probes {
 			loads = append(loads, p.Load)
+			kinds = append(kinds, p.Kind)
+			if p.Kind == search.ProbeScreen && p.Verdict == search.VerdictPass {
+				t.Errorf("%s: a screen passed: %+v", tc.slo, p)
+			}
 		}
-		if c.StopReason != tc.stop || !slices.Equal(loads, tc.loads) {
-			t.Errorf("%s: stopped %s after probes at %v, want %s after %v", tc.slo, c.StopReason, loads, tc.stop, tc.loads)
+		if c.StopReason != tc.stop || !slices.Equal(loads, tc.loads) || strings.Join(kinds, " ") != tc.kinds {
+			t.Errorf("%s %v: stopped %s after probes at %v (%v), want %s after %v (%s)", tc.slo, tc.extra, c.StopReason, loads, kinds, tc.stop, tc.loads, tc.kinds)
+		}
+		if c.Search.Screen == slices.Contains(tc.extra, "--no-screen") {
+			t.Errorf("%s %v: search.screen %v", tc.slo, tc.extra, c.Search.Screen)
+		}
+		if code, vout, verrs := runMain(context.Background(), "verify", dir); code != 0 {
+			t.Errorf("%s %v: verify exit %d\n%s\n%s", tc.slo, tc.extra, code, vout, verrs)
 		}
 		if (c.Predicted == nil) != (tc.predicted == nil) || (c.Predicted != nil && *c.Predicted != *tc.predicted) {
 			t.Errorf("%s %v: predicted %v, want %v", tc.slo, tc.extra, c.Predicted, tc.predicted)
@@ -120,7 +137,8 @@ func TestCapacityServerGoneIsNotAFail(t *testing.T) {
 	})
 	dir := filepath.Join(t.TempDir(), "b")
 	code, out, errs := runMain(context.Background(), "capacity", "--base-url", srv.URL, "--model", "m", "--tokenizer", "usage",
-		"--slo", "e2el<=60s", "--attainment", "0.5", "--min-requests", "20", "--warmup-requests", "10", "--progress", "never", "-o", dir)
+		"--slo", "e2el<=60s", "--attainment", "0.5", "--min-requests", "20", "--warmup-requests", "10", "--progress", "never", "-o", dir,
+		"--no-screen") // the requests are counted for full probes
 	res, err := bundle.ReadResults(dir)
 	if err != nil {
 		t.Fatalf("exit %d, no bundle: %v\n%s\n%s", code, err, out, errs)
@@ -158,7 +176,8 @@ func TestCapacityServerErrorsFail(t *testing.T) {
 	})
 	dir := filepath.Join(t.TempDir(), "b")
 	code, _, errs := runMain(context.Background(), "capacity", "--base-url", srv.URL, "--model", "m", "--tokenizer", "usage",
-		"--slo", "e2el<=60s", "--attainment", "0.5", "--min-requests", "20", "--warmup-requests", "10", "--progress", "auto", "-o", dir)
+		"--slo", "e2el<=60s", "--attainment", "0.5", "--min-requests", "20", "--warmup-requests", "10", "--progress", "auto", "-o", dir,
+		"--no-screen") // the requests are counted for full probes
 	lines := strings.Split(strings.TrimSpace(errs), "\n")
 	last := lines[len(lines)-1]
 	if code != 1 || !strings.HasPrefix(last, "rehearse: capacity of server: every request of the probe at 2 clients failed with an error, not a timeout (http_status ") {
