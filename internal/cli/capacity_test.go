@@ -108,6 +108,9 @@ func TestCapacityAgainstTheSimulator(t *testing.T) {
 		if code, vout, verrs := runMain(context.Background(), "verify", dir); code != 0 {
 			t.Errorf("%s %v: verify exit %d\n%s\n%s", tc.slo, tc.extra, code, vout, verrs)
 		}
+		if strings.HasPrefix(tc.kinds, "screen screen") {
+			screenTampered(t, dir)
+		}
 		if (c.Predicted == nil) != (tc.predicted == nil) || (c.Predicted != nil && *c.Predicted != *tc.predicted) {
 			t.Errorf("%s %v: predicted %v, want %v", tc.slo, tc.extra, c.Predicted, tc.predicted)
 		}
@@ -119,6 +122,42 @@ func TestCapacityAgainstTheSimulator(t *testing.T) {
 			t.Errorf("%s: the answer does not lead:\n%s", tc.slo, out)
 		}
 	}
+}
+
+// screenTampered checks that verify refuses the bundle in dir, whose
+// first probe is a screen that did not fail, once that screen claims a
+// pass, and once its wave claims to be a full probe.
+func screenTampered(t *testing.T, dir string) {
+	t.Helper()
+	read := func() *bundle.Results {
+		res, err := bundle.ReadResults(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	verifyNames := func(what string, res *bundle.Results, want string) {
+		var msgs []string
+		for _, p := range bundle.VerifyResults(res) {
+			msgs = append(msgs, p.String())
+		}
+		if all := strings.Join(msgs, "\n"); !strings.Contains(all, want) {
+			t.Errorf("verify of %s does not say %q:\n%s", what, want, all)
+		}
+	}
+	res := read()
+	if p := res.Capacity[0].Probes[0]; p.Kind != search.ProbeScreen || p.Verdict != search.VerdictScreened {
+		t.Fatalf("first probe %+v: want a screen, screened", p)
+	}
+	res.Capacity[0].Probes[0].Verdict = search.VerdictPass
+	verifyNames("a screen claiming a pass", res, "capacity[0].probes[0].verdict")
+	res = read()
+	for i, w := range res.Waves {
+		if w.ID == res.Capacity[0].Probes[0].WaveIDs[0] {
+			res.Waves[i].Probe = search.ProbeSearch
+		}
+	}
+	verifyNames("a screen's wave claiming a full probe", res, "the search does not replay")
 }
 
 // TestCapacityServerGoneIsNotAFail: an endpoint that stops accepting
