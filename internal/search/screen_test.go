@@ -83,6 +83,8 @@ func TestScreenedSearch(t *testing.T) {
 			}
 			return screened(12, 16)(p)
 		}, probes: "1s 2s 4s 8s 16s 32s 16 16r 8 12 14 13 12+ 13+", reason: StopConverged, bracket: Bracket{12, 13}},
+		{name: "a screen as large as a first look is a full probe", cfg: func(c *Config) { c.MinRequests = 73 }, f: screened(66, 66),
+			probes: "1s 2s 4s 8s 16s 32 64 128 96 80 72 68 66 66+ 68+", reason: StopConverged, bracket: Bracket{66, 68}},
 		{name: "a predicted bracket is probed in full first", cfg: func(c *Config) { c.Predicted = &Bracket{8, 12} }, f: screened(30, 30),
 			probes: "8 12 24s 48s 24 36 30 33 31 30+ 31+", reason: StopConverged, bracket: Bracket{30, 31}},
 	}

@@ -340,12 +340,10 @@ func (s *Search) advance() {
 	case s.hi == 0 && top >= s.cfg.Max:
 		s.finish(StopMaxConcurrency)
 	case s.hi == 0 && top == 0:
-		s.next = Probe{Load: s.cfg.Start, Screen: s.cfg.Screen && s.cfg.Start < s.cfg.Max}
+		s.next = Probe{Load: s.cfg.Start, Screen: s.screens(s.cfg.Start)}
 	case s.hi == 0:
-		// The maximum is probed in full: a pass there ends the search,
-		// so a screen before it would only add its cost.
 		c := min(2*top, s.cfg.Max)
-		s.next = Probe{Load: c, Screen: s.cfg.Screen && c < s.cfg.Max}
+		s.next = Probe{Load: c, Screen: s.screens(c)}
 	case Converged(s.lo, s.hi):
 		switch {
 		case s.hiUnres:
@@ -358,6 +356,15 @@ func (s *Search) advance() {
 	default:
 		s.next = Probe{Load: (s.lo + s.hi) / 2}
 	}
+}
+
+// screens reports whether the doubling's probe at load c is a screen: with
+// Config.Screen, below the maximum (a pass there ends the search, so a
+// screen before it would only add its cost), and where a screen measures
+// fewer requests than a full probe's first look (from LookUnit/LookRounds
+// clients on it would measure as many, and a full probe can pass).
+func (s *Search) screens(c int) bool {
+	return s.cfg.Screen && c < s.cfg.Max && ScreenSize(s.cfg.MinRequests, c) < LookUnit(s.cfg.MinRequests, c)
 }
 
 // unconfirmed is the largest screened load inside the bracket (above
