@@ -60,9 +60,9 @@ flight land, recorded outside it (after_verdict). --min-requests defaults to
 the fewest requests whose interval can pass --attainment (73 at 0.95). At
 --max-requests (or --max-duration) it is unresolved, probed once more for
 twice as long, and never counts as a pass. The search doubles C from --start until a
-probe fails; each load of the doubling below --max-concurrency is a
-screen: four rounds of the loop (at least 16 requests, no more than a first
-look), which can fail a load but never pass it. The largest screened load
+probe fails; a load of the doubling below --max-concurrency where four
+rounds of the loop (at least 16 requests) are fewer than a first look is a
+screen of that many requests, which can fail a load but never pass it. The largest screened load
 below the first fail is then probed in full (--no-screen: every probe is
 full), then the search bisects until min_fail − max_pass ≤ max(1, 5 % of
 max_pass), then re-runs the final pass and fail points --repeats times and
