@@ -106,7 +106,8 @@ type Outcome struct {
 	N, Good int
 	// Attainment is Good ÷ N with its 95 % Wilson interval.
 	Attainment, CILow, CIHigh float64
-	// Verdict is VerdictPass, VerdictFail or VerdictUnresolved.
+	// Verdict is VerdictPass, VerdictFail or VerdictUnresolved; a
+	// screen's is VerdictFail or VerdictScreened.
 	Verdict string
 	// TTFTP95S and TPOTP95S are the probe's p95s in seconds (nil: none).
 	TTFTP95S, TPOTP95S *float64
@@ -126,7 +127,7 @@ type Outcome struct {
 	ServerFailed bool
 	// Steady is the probe's steady window and the attainment over it,
 	// beside the verdict (which stays on every measured request); nil
-	// for a probe without records.
+	// for a probe without records and for a screen (MeasureScreen).
 	Steady *contract.SteadyProbe
 }
 
