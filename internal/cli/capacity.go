@@ -30,6 +30,7 @@ type capacityOptions struct {
 	repeats        int
 	predicted      string
 	predictFrom    string
+	noScreen       bool
 }
 
 // capacityFlagKeys maps a capacity: key to the flag that sets it.
@@ -59,7 +60,11 @@ flight land, recorded outside it (after_verdict). --min-requests defaults to
 the fewest requests whose interval can pass --attainment (73 at 0.95). At
 --max-requests (or --max-duration) it is unresolved, probed once more for
 twice as long, and never counts as a pass. The search doubles C from --start until a
-probe fails, then bisects until min_fail − max_pass ≤ max(1, 5 % of
+probe fails; a load of the doubling below --max-concurrency where four
+rounds of the loop (at least 16 requests) are fewer than a first look is a
+screen of that many requests, which can fail a load but never pass it. The largest screened load
+below the first fail is then probed in full (--no-screen: every probe is
+full), then the search bisects until min_fail − max_pass ≤ max(1, 5 % of
 max_pass), then re-runs the final pass and fail points --repeats times and
 flags a non-monotonic answer. --predicted MAX_PASS,MIN_FAIL probes a
 predicted bracket first; --predict-from PROFILE predicts that bracket from
@@ -106,6 +111,7 @@ func capacityFlags(f *pflag.FlagSet, o *capacityOptions) {
 	f.IntVar(&o.warmupRequests, "warmup-requests", 0, "warm-up requests of each probe, kept out of its verdict (default: two per client of the probe)")
 	f.IntVar(&o.repeats, "repeats", config.DefaultCapacityRepeats, "re-runs of the final pass and fail points")
 	f.StringVar(&o.predicted, "predicted", "", "a predicted bracket MAX_PASS,MIN_FAIL to probe first")
+	f.BoolVar(&o.noScreen, "no-screen", false, "probe every load of the doubling in full, with no screen (capacity.screen: false)")
 	f.StringVar(&o.predictFrom, "predict-from", "", "predict the bracket to probe first from a simulator profile (a built-in name or a profile JSON file, e.g. from sim fit)")
 	costFlags(f, &o.bench.cost)
 }
@@ -125,6 +131,8 @@ func (o *capacityOptions) capacity() (*config.Capacity, error) {
 		Start: o.start, MaxConcurrency: o.maxConcurrency, MinRequests: o.minRequests, MaxRequests: o.maxRequests,
 		MaxDuration: config.Duration(o.maxDuration), WarmupRequests: &o.warmupRequests, Repeats: &o.repeats,
 	}
+	screen := !o.noScreen
+	c.Screen = &screen
 	if o.predicted != "" {
 		lo, hi, ok := strings.Cut(o.predicted, ",")
 		a, errA := strconv.Atoi(strings.TrimSpace(lo))

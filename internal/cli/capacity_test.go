@@ -59,14 +59,20 @@ func TestCapacityAgainstTheSimulator(t *testing.T) {
 	for _, tc := range []struct {
 		slo, stop, sentence string
 		loads               []int
+		kinds               string
 		extra               []string
 		predicted           *search.Bracket
 	}{
-		{"e2el<=60s", search.StopMaxConcurrency, "server sustains 8 concurrent clients", []int{1, 2, 4, 8, 8}, nil, nil},
-		{"ttft<=0.001ms", search.StopUnmetAtMinimum, "server does not meet", []int{1, 1}, nil, nil},
+		// The doubling screens 1, 2 and 4; the maximum is probed in full.
+		{"e2el<=60s", search.StopMaxConcurrency, "server sustains 8 concurrent clients", []int{1, 2, 4, 8, 8},
+			"screen screen screen search repeat", nil, nil},
+		{"e2el<=60s", search.StopMaxConcurrency, "server sustains 8 concurrent clients", []int{1, 2, 4, 8, 8},
+			"search search search search repeat", []string{"--no-screen"}, nil},
+		// The screen at 1 fails the load: a fail is a fail.
+		{"ttft<=0.001ms", search.StopUnmetAtMinimum, "server does not meet", []int{1, 1}, "screen repeat", nil, nil},
 		// The profile predicts that every load up to 8 passes: the search
 		// probes 8 first and stops there.
-		{"e2el<=60s", search.StopMaxConcurrency, "server sustains 8 concurrent clients", []int{8, 8},
+		{"e2el<=60s", search.StopMaxConcurrency, "server sustains 8 concurrent clients", []int{8, 8}, "search repeat",
 			[]string{"--predict-from", "t4-qwen2.5-1.5b-batching"}, &search.Bracket{MaxPass: 8}},
 	} {
 		dir := filepath.Join(t.TempDir(), "b")
@@ -85,11 +91,25 @@ func TestCapacityAgainstTheSimulator(t *testing.T) {
 		}
 		c := res.Capacity[0]
 		var loads []int
+		var kinds []string
 		for _, p := range c.Probes {
 			loads = append(loads, p.Load)
+			kinds = append(kinds, p.Kind)
+			if p.Kind == search.ProbeScreen && p.Verdict == search.VerdictPass {
+				t.Errorf("%s: a screen passed: %+v", tc.slo, p)
+			}
 		}
-		if c.StopReason != tc.stop || !slices.Equal(loads, tc.loads) {
-			t.Errorf("%s: stopped %s after probes at %v, want %s after %v", tc.slo, c.StopReason, loads, tc.stop, tc.loads)
+		if c.StopReason != tc.stop || !slices.Equal(loads, tc.loads) || strings.Join(kinds, " ") != tc.kinds {
+			t.Errorf("%s %v: stopped %s after probes at %v (%v), want %s after %v (%s)", tc.slo, tc.extra, c.StopReason, loads, kinds, tc.stop, tc.loads, tc.kinds)
+		}
+		if c.Search.Screen == slices.Contains(tc.extra, "--no-screen") {
+			t.Errorf("%s %v: search.screen %v", tc.slo, tc.extra, c.Search.Screen)
+		}
+		if code, vout, verrs := runMain(context.Background(), "verify", dir); code != 0 {
+			t.Errorf("%s %v: verify exit %d\n%s\n%s", tc.slo, tc.extra, code, vout, verrs)
+		}
+		if strings.HasPrefix(tc.kinds, "screen screen") {
+			screenTampered(t, dir)
 		}
 		if (c.Predicted == nil) != (tc.predicted == nil) || (c.Predicted != nil && *c.Predicted != *tc.predicted) {
 			t.Errorf("%s %v: predicted %v, want %v", tc.slo, tc.extra, c.Predicted, tc.predicted)
@@ -102,6 +122,42 @@ func TestCapacityAgainstTheSimulator(t *testing.T) {
 			t.Errorf("%s: the answer does not lead:\n%s", tc.slo, out)
 		}
 	}
+}
+
+// screenTampered checks that verify refuses the bundle in dir, whose
+// first probe is a screen that did not fail, once that screen claims a
+// pass, and once its wave claims to be a full probe.
+func screenTampered(t *testing.T, dir string) {
+	t.Helper()
+	read := func() *bundle.Results {
+		res, err := bundle.ReadResults(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	verifyNames := func(what string, res *bundle.Results, want string) {
+		var msgs []string
+		for _, p := range bundle.VerifyResults(res) {
+			msgs = append(msgs, p.String())
+		}
+		if all := strings.Join(msgs, "\n"); !strings.Contains(all, want) {
+			t.Errorf("verify of %s does not say %q:\n%s", what, want, all)
+		}
+	}
+	res := read()
+	if p := res.Capacity[0].Probes[0]; p.Kind != search.ProbeScreen || p.Verdict != search.VerdictScreened {
+		t.Fatalf("first probe %+v: want a screen, screened", p)
+	}
+	res.Capacity[0].Probes[0].Verdict = search.VerdictPass
+	verifyNames("a screen claiming a pass", res, "capacity[0].probes[0].verdict")
+	res = read()
+	for i, w := range res.Waves {
+		if w.ID == res.Capacity[0].Probes[0].WaveIDs[0] {
+			res.Waves[i].Probe = search.ProbeSearch
+		}
+	}
+	verifyNames("a screen's wave claiming a full probe", res, "the search does not replay")
 }
 
 // TestCapacityServerGoneIsNotAFail: an endpoint that stops accepting
@@ -120,7 +176,8 @@ func TestCapacityServerGoneIsNotAFail(t *testing.T) {
 	})
 	dir := filepath.Join(t.TempDir(), "b")
 	code, out, errs := runMain(context.Background(), "capacity", "--base-url", srv.URL, "--model", "m", "--tokenizer", "usage",
-		"--slo", "e2el<=60s", "--attainment", "0.5", "--min-requests", "20", "--warmup-requests", "10", "--progress", "never", "-o", dir)
+		"--slo", "e2el<=60s", "--attainment", "0.5", "--min-requests", "20", "--warmup-requests", "10", "--progress", "never", "-o", dir,
+		"--no-screen") // the requests are counted for full probes
 	res, err := bundle.ReadResults(dir)
 	if err != nil {
 		t.Fatalf("exit %d, no bundle: %v\n%s\n%s", code, err, out, errs)
@@ -158,7 +215,8 @@ func TestCapacityServerErrorsFail(t *testing.T) {
 	})
 	dir := filepath.Join(t.TempDir(), "b")
 	code, _, errs := runMain(context.Background(), "capacity", "--base-url", srv.URL, "--model", "m", "--tokenizer", "usage",
-		"--slo", "e2el<=60s", "--attainment", "0.5", "--min-requests", "20", "--warmup-requests", "10", "--progress", "auto", "-o", dir)
+		"--slo", "e2el<=60s", "--attainment", "0.5", "--min-requests", "20", "--warmup-requests", "10", "--progress", "auto", "-o", dir,
+		"--no-screen") // the requests are counted for full probes
 	lines := strings.Split(strings.TrimSpace(errs), "\n")
 	last := lines[len(lines)-1]
 	if code != 1 || !strings.HasPrefix(last, "rehearse: capacity of server: every request of the probe at 2 clients failed with an error, not a timeout (http_status ") {

@@ -30,6 +30,10 @@ type Capacity struct {
 	// profile, per server name (the runner computes it before any request:
 	// sim.PredictCapacity).
 	PredictFrom map[string]PredictFrom `yaml:"predict_from"`
+	// Screen makes the doubling screen its loads, a screen only able to
+	// fail one (search.Config.Screen); nil until defaults are applied
+	// (then true). false keeps every probe a full one.
+	Screen *bool `yaml:"screen"`
 }
 
 // PredictFrom is the simulator profile a server's bracket is predicted
@@ -60,6 +64,8 @@ const (
 	// interval at min_requests · 2^k (search.Look), four times at most.
 	DefaultCapacityMaxRequestsFactor = 8
 	DefaultCapacityRepeats           = 1
+	// DefaultCapacityScreen: the doubling screens its loads.
+	DefaultCapacityScreen = true
 )
 
 // ApplyDefaults fills what c leaves unset, for the attainment target
@@ -90,6 +96,10 @@ func (c *Capacity) ApplyDefaults(alpha float64) {
 		v := DefaultCapacityRepeats
 		c.Repeats = &v
 	}
+	if c.Screen == nil {
+		v := DefaultCapacityScreen
+		c.Screen = &v
+	}
 }
 
 // Spec is the search as results.json records it, for server.
@@ -97,6 +107,7 @@ func (c *Capacity) Spec(server string) search.Spec {
 	s := search.Spec{
 		Start: c.Start, Max: c.MaxConcurrency, MinRequests: c.MinRequests, MaxRequests: c.MaxRequests,
 		MaxDurationS: c.MaxDuration.D().Seconds(), WarmupRequests: *c.WarmupRequests, Repeats: *c.Repeats,
+		Screen: c.Screen == nil || *c.Screen,
 	}
 	if b, ok := c.Predicted[server]; ok {
 		s.Predicted = &search.Bracket{MaxPass: b.MaxPass, MinFail: b.MinFail}

@@ -29,8 +29,15 @@ func TestCapacityKeys(t *testing.T) {
 	if c := r.Capacity; c.MinRequests != 35 || c.MaxRequests != 8*35 {
 		t.Errorf("α 0.9: min_requests %d, max_requests %d: want 35 and 280", c.MinRequests, c.MaxRequests)
 	}
-	if s := c.Spec("a"); s.Warmup(7) != 14 || s.Predicted != nil {
-		t.Errorf("spec %+v", s)
+	if s := c.Spec("a"); s.Warmup(7) != 14 || s.Predicted != nil || !s.Screen || !*c.Screen {
+		t.Errorf("spec %+v: want the doubling screened by default", s)
+	}
+	r, err = Parse([]byte(head+"slo: {ttft: 1s}\ncapacity: {screen: false}\n"), "c.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := r.Capacity.Spec("a"); s.Screen || s.Config(0.95).Screen {
+		t.Errorf("capacity.screen false: spec %+v", s)
 	}
 	for _, tc := range []struct{ yaml, want string }{
 		{"capacity: {}\n", "capacity: needs slo:"},

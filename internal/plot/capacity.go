@@ -44,6 +44,7 @@ var (
 		{search.VerdictPass, draw.GlyphStyle{Color: passColour, Radius: vg.Points(3.5), Shape: draw.CircleGlyph{}}},
 		{search.VerdictFail, draw.GlyphStyle{Color: failColour, Radius: vg.Points(4), Shape: draw.CrossGlyph{}}},
 		{search.VerdictUnresolved, draw.GlyphStyle{Color: grey, Radius: vg.Points(3.5), Shape: draw.RingGlyph{}}},
+		{search.VerdictScreened, draw.GlyphStyle{Color: grey, Radius: vg.Points(3.5), Shape: draw.TriangleGlyph{}}},
 	}
 )
 
@@ -258,6 +259,9 @@ func attainmentFigure(d *data, cs []search.Capacity) (Figure, error) {
 		panels = append(panels, p)
 	}
 	caption := "Every probe of the search, in its verdict's marker: its attainment (requests that succeeded and met every objective ÷ requests measured) with the 95% Wilson interval as a whisker. A probe passes when the whole interval lies above the dashed target α, fails when it lies wholly below, and is unresolved otherwise (or below min_requests). The shaded band is the final bracket between the largest load that passed and the smallest that did not; where the search has only one of them, an orange line marks it. X axis: clients on a log₂ scale; re-runs at one load are drawn side by side."
+	if anyScreened(cs) {
+		caption += " A triangle is a screen of the doubling (a few rounds, able only to fail a load) that did not fail its load: screened, never a pass."
+	}
 	for _, c := range cs {
 		if c.Predicted != nil {
 			caption += " Dotted grey lines are the bracket predicted for the server (from a fitted profile, say), probed first."
@@ -421,4 +425,16 @@ func median(vs []float64) float64 {
 		return vs[n/2]
 	}
 	return (vs[n/2-1] + vs[n/2]) / 2
+}
+
+// anyScreened reports whether a probe of cs was screened.
+func anyScreened(cs []search.Capacity) bool {
+	for _, c := range cs {
+		for _, p := range c.Probes {
+			if p.Verdict == search.VerdictScreened {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -81,20 +81,24 @@ func (s *waveSource) Next() (plan.Wave, bool) {
 	}
 	s.probe = p
 	s.repeats[p.Load]++
-	requests, duration := s.spec.Caps(p.Retry)
+	requests, duration := s.spec.Caps(p.Kind(), p.Load)
+	var until func([]contract.Record) bool
+	if !p.Screen {
+		// The probe looks at its interval once the first
+		// min_requests · 2^k requests sent have ended, and ends once
+		// the verdict over them is resolved: that is the probe's
+		// verdict (search.Population); the requests in flight then
+		// land outside it. A screen measures its requests, no more.
+		until = search.StopRule(s.slo, s.spec.MinRequests, p.Load)
+	}
 	return plan.Wave{
 		Kind: contract.KindRecorded, Mode: contract.ModeSustained, Concurrency: p.Load, Repeat: s.repeats[p.Load],
 		Sustained: &plan.Bounds{
 			NumRequests: requests, Duration: duration,
 			WarmupRequests: s.spec.Warmup(p.Load),
-			// The probe looks at its interval once the first
-			// min_requests · 2^k requests sent have ended, and ends once
-			// the verdict over them is resolved: that is the probe's
-			// verdict (search.Population); the requests in flight then
-			// land outside it.
-			Until:      search.StopRule(s.slo, s.spec.MinRequests, p.Load),
-			UntilEvery: search.LookUnit(s.spec.MinRequests, p.Load),
-			Probe:      p.Kind(),
+			Until:          until,
+			UntilEvery:     search.LookUnit(s.spec.MinRequests, p.Load),
+			Probe:          p.Kind(),
 		},
 	}, true
 }
@@ -118,7 +122,7 @@ func (s *waveSource) Ended(ctx context.Context, w plan.Wave, res WaveResult, err
 		s.stopped = fmt.Sprintf("the probe at %s did not run: %v", contract.ClientsLabel(w.Concurrency), err)
 		return
 	}
-	o := search.Measure(res.Wave.ID, res.Records, s.slo, s.spec.MinRequests)
+	o := s.probe.Measure(res.Wave.ID, res.Records, s.slo, s.spec.MinRequests)
 	// A server that died, or one reached over the network that refused
 	// every connection of the probe, has gone away: that is no verdict on
 	// its capacity, and no later probe would be one either.

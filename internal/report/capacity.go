@@ -123,6 +123,10 @@ func writeCapacity(b *bytes.Buffer, res *bundle.Results, figs []FigureRef) {
 		warmupWords(res.Capacity[0].Search), res.Capacity[0].Search.MinRequests, capWords(res.Capacity[0].Search))
 	w("The search doubles from %d until a probe fails, bisects until min_fail − max_pass ≤ max(1, 5%% of max_pass), then re-runs the final points %d time(s). `rehearse verify` replays it from the probes' records.\n\n",
 		res.Capacity[0].Search.Start, res.Capacity[0].Search.Repeats)
+	if res.Capacity[0].Search.Screen {
+		w("While no load has failed, each load of the doubling where %d rounds of the closed loop (at least %d requests) are fewer than a probe's first look is a screen of that many requests, which can fail a load but never pass it (verdict screened). The largest screened load below the first fail is then probed in full, and bisection goes on with full probes; a load below a pass that was only screened is taken to pass (monotonicity, checked on the measured verdicts).\n\n",
+			search.LookRounds, search.ScreenFloor)
+	}
 	for _, c := range res.Capacity {
 		w("### %s: probes\n\n", c.Server)
 		if c.Predicted != nil {

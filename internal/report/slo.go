@@ -7,6 +7,7 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/search"
 )
 
 // Attainment formats an aggregate's SLO attainment with its 95 % Wilson
@@ -51,7 +52,9 @@ const VerdictCut = "cut"
 // repeats) and the objective missed most often. A population with a wave
 // cut short (a probe stopped by a signal, a server's death) has no
 // verdict: it is shown as cut, its canceled requests never as a fail. It
-// has no rows when the results carry no objectives.
+// has no rows when the results carry no objectives. A population of
+// capacity screens only is shown as screened unless it fails: a screen
+// can only fail a load (SPEC §8), so its records never show one passing.
 func SLOTable(res *bundle.Results) Section {
 	if res.SLO == nil {
 		return Section{}
@@ -65,11 +68,17 @@ func SLOTable(res *bundle.Results) Section {
 		{Head: "Token goodput, median [min–max] tok/s", Short: "good tok/s"},
 		{Head: "Most missed", Short: "most missed"},
 	}}
-	cut := map[contract.Key]bool{}
+	cut, screens := map[contract.Key]bool{}, map[contract.Key]bool{}
 	for _, w := range res.Waves {
-		if w.Kind == contract.KindRecorded && w.Stopped != "" {
-			cut[contract.KeyOf(w)] = true
+		if w.Kind != contract.KindRecorded {
+			continue
 		}
+		k := contract.KeyOf(w)
+		if w.Stopped != "" {
+			cut[k] = true
+		}
+		only, seen := screens[k]
+		screens[k] = (only || !seen) && w.Probe == search.ProbeScreen
 	}
 	for _, a := range res.Aggregates {
 		s := a.SLO
@@ -77,8 +86,11 @@ func SLOTable(res *bundle.Results) Section {
 			continue
 		}
 		verdict := s.Verdict
-		if cut[a.Key()] {
+		switch {
+		case cut[a.Key()]:
 			verdict = VerdictCut
+		case screens[a.Key()] && verdict != search.VerdictFail:
+			verdict = search.VerdictScreened
 		}
 		sec.Rows = append(sec.Rows, []string{a.Server, a.LoadLabel(), Attainment(s), verdict,
 			fmt.Sprintf("%d/%d", s.Good, s.N), RequestRate(s.RequestGoodput), Goodput(s.TokenGoodput), missed(s)})

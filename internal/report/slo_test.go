@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"github.com/rehearse/rehearse/internal/plot/plottest"
+	"github.com/rehearse/rehearse/internal/search"
 	"strings"
 	"testing"
 
@@ -94,5 +95,40 @@ func TestSLOTableShowsCutProbes(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no SLO row for %s at %s", last.Server, load)
+	}
+}
+
+// TestSLOTableShowsScreens: a load only screened by a capacity search is
+// shown as screened, never as pass, even where its records' pooled
+// interval would pass; a load with a full probe keeps its verdict.
+func TestSLOTableShowsScreens(t *testing.T) {
+	res := plottest.CapacityResults(plottest.DefaultCapacity())
+	var key contract.Key
+	found := false
+	for _, a := range res.Aggregates {
+		if a.SLO != nil && a.SLO.Verdict == search.VerdictPass {
+			key, found = a.Key(), true
+			break
+		}
+	}
+	if !found {
+		t.Fatal("no aggregate passes")
+	}
+	for i := range res.Waves {
+		if contract.KeyOf(res.Waves[i]) == key {
+			res.Waves[i].Probe = search.ProbeScreen
+		}
+	}
+	screened := 0
+	for _, row := range SLOTable(res).Rows {
+		if row[3] == search.VerdictScreened {
+			screened++
+			if row[0] != key.Server || row[1] != key.LoadLabel() {
+				t.Errorf("row %v is screened, but no wave of it is a screen", row)
+			}
+		}
+	}
+	if screened != 1 {
+		t.Errorf("%d rows screened, want the one of %v", screened, key)
 	}
 }

@@ -13,6 +13,7 @@ const (
 	ProbeSearch = "search"
 	ProbeRetry  = "retry"
 	ProbeRepeat = "repeat"
+	ProbeScreen = "screen"
 )
 
 // Spec is a capacity search as results.json keeps it beside its answer:
@@ -32,23 +33,61 @@ type Spec struct {
 	// Predicted is the bracket the server's fitted profile predicts, when
 	// one was given; its ends are probed first.
 	Predicted *Bracket `json:"predicted,omitempty"`
+	// Screen says the doubling screens its loads (Config.Screen); absent
+	// in bundles made before screens, which did not.
+	Screen bool `json:"screen,omitempty"`
 }
 
 // Config is the search config of s under target alpha.
 func (s Spec) Config(alpha float64) Config {
-	return Config{Start: s.Start, Max: s.Max, Alpha: alpha, MinRequests: s.MinRequests, Repeats: s.Repeats, Predicted: s.Predicted}
+	return Config{Start: s.Start, Max: s.Max, Alpha: alpha, MinRequests: s.MinRequests, Repeats: s.Repeats, Predicted: s.Predicted, Screen: s.Screen}
 }
 
-// Caps are the caps of a probe's measured part: its requests and its
-// duration, RetryScale times the usual for a retry (0: no cap of that
-// kind). The runner bounds the probe's wave by them and Recompute checks
-// its stop against them, so both compute them here.
-func (s Spec) Caps(retry bool) (requests int, duration time.Duration) {
+// Caps are the caps of the measured part of a probe of kind (a Probe's
+// Kind) at load clients: its requests and its duration, RetryScale times
+// the usual for a retry, ScreenSize requests for a screen (0: no cap of
+// that kind). The runner bounds the probe's wave by them and Recompute
+// checks its stop against them, so both compute them here.
+func (s Spec) Caps(kind string, load int) (requests int, duration time.Duration) {
 	scale := 1
-	if retry {
+	if kind == ProbeRetry {
 		scale = RetryScale
 	}
-	return scale * s.MaxRequests, time.Duration(float64(scale) * s.MaxDurationS * float64(time.Second))
+	requests, duration = scale*s.MaxRequests, time.Duration(float64(scale)*s.MaxDurationS*float64(time.Second))
+	if kind == ProbeScreen {
+		requests = ScreenSize(s.MinRequests, load)
+		if s.MaxRequests > 0 {
+			requests = min(requests, s.MaxRequests)
+		}
+	}
+	return requests, duration
+}
+
+// ScreenFloor is the fewest requests a screen measures. A screen's fail
+// needs the Wilson interval's upper end below α: over 16 requests at
+// α 0.95 that is 13 good or fewer (81 %), so a load well below α fails
+// its screen, while a load at α fails one with the interval's error rate
+// (about 2.5 %), as a full probe's first look would.
+const ScreenFloor = 16
+
+// ScreenSize is the requests a screen at load clients measures:
+// LookRounds rounds of the closed loop, at least ScreenFloor, and no more
+// than a full probe's first look (LookUnit), which already judges as much.
+// At α 0.95 (min_requests 73) that is 16 requests at 1 to 4 clients where
+// a full probe needs 73.
+func ScreenSize(minRequests, load int) int {
+	return min(LookUnit(minRequests, load), max(ScreenFloor, LookRounds*load))
+}
+
+// ScreenVerdict is a screen's verdict over a: a fail when it measured
+// its whole size and the Wilson interval lies wholly below alpha, else
+// VerdictScreened: a screen never passes a load (SPEC §8), and one cut
+// short by a duration cap cannot fail it either.
+func ScreenVerdict(a contract.Attainment, alpha float64, size int) string {
+	if a.N >= size && a.N > 0 && a.CIHigh < alpha {
+		return VerdictFail
+	}
+	return VerdictScreened
 }
 
 // WarmupRounds is the default warm-up of a probe at C clients, in
@@ -68,12 +107,23 @@ func (s Spec) Warmup(c int) int {
 // Kind is the probe kind a wave of p records.
 func (p Probe) Kind() string {
 	switch {
+	case p.Screen:
+		return ProbeScreen
 	case p.Retry:
 		return ProbeRetry
 	case p.Repeat > 0:
 		return ProbeRepeat
 	}
 	return ProbeSearch
+}
+
+// Measure is the outcome of p's measured records: MeasureScreen's for a
+// screen, Measure's for any other probe.
+func (p Probe) Measure(waveID int, records []contract.Record, slo contract.SLO, minRequests int) Outcome {
+	if p.Screen {
+		return MeasureScreen(waveID, records, slo, minRequests)
+	}
+	return Measure(waveID, records, slo, minRequests)
 }
 
 // Measure is the outcome of one probe's measured records (the records of
@@ -86,10 +136,35 @@ func (p Probe) Kind() string {
 func Measure(waveID int, records []contract.Record, slo contract.SLO, minRequests int) Outcome {
 	pop, after := Population(records, slo, minRequests)
 	a := contract.Attain(pop, slo.Objectives)
+	o := outcome(waveID, records, pop, a, a.Verdict(slo.AttainmentTarget, minRequests), slo)
+	o.AfterVerdict = len(after)
+	if len(records) > 0 {
+		w := contract.Wave{ID: waveID, Concurrency: records[0].Concurrency, Repeat: records[0].Repeat}
+		st := contract.SteadyProbeOf(w, records, slo, minRequests, o.Verdict)
+		o.Steady = &st
+	}
+	return o
+}
+
+// MeasureScreen is the outcome of a screen's measured records: over all
+// of them (its first ScreenSize sent), their attainment and its
+// ScreenVerdict, with Measure's latencies and rates. A screen has no
+// steady window: it measures a few rounds only.
+func MeasureScreen(waveID int, records []contract.Record, slo contract.SLO, minRequests int) Outcome {
+	a := contract.Attain(records, slo.Objectives)
+	size := 0
+	if len(records) > 0 {
+		size = ScreenSize(minRequests, records[0].Concurrency)
+	}
+	return outcome(waveID, records, records, a, ScreenVerdict(a, slo.AttainmentTarget, size), slo)
+}
+
+// outcome is the Outcome of a probe's measured records whose verdict
+// population pop has attainment a and verdict.
+func outcome(waveID int, records, pop []contract.Record, a contract.Attainment, verdict string, slo contract.SLO) Outcome {
 	o := Outcome{
 		WaveIDs: []int{waveID}, N: a.N, Good: a.Good, Attainment: a.Attainment, CILow: a.CILow, CIHigh: a.CIHigh,
-		Verdict: a.Verdict(slo.AttainmentTarget, minRequests), Failures: a.Failed, Binding: a.Binding(),
-		AfterVerdict: len(after),
+		Verdict: verdict, Failures: a.Failed, Binding: a.Binding(),
 	}
 	var l contract.Latencies
 	for _, r := range pop {
@@ -106,11 +181,6 @@ func Measure(waveID int, records []contract.Record, slo contract.SLO, minRequest
 	if w := contract.WaveWindowS(records); w > 0 {
 		o.AchievedRPS = float64(len(records)) / w
 		o.GoodputTokS = float64(goodTokens) / w
-	}
-	if len(records) > 0 {
-		w := contract.Wave{ID: waveID, Concurrency: records[0].Concurrency, Repeat: records[0].Repeat}
-		st := contract.SteadyProbeOf(w, records, slo, minRequests, o.Verdict)
-		o.Steady = &st
 	}
 	return o
 }
@@ -274,14 +344,14 @@ func Recompute(server string, spec Spec, slo contract.SLO, waves []contract.Wave
 		if !isProbeWave(server, w) {
 			continue
 		}
-		p := Probe{Load: w.Concurrency, Retry: w.Probe == ProbeRetry}
+		p := Probe{Load: w.Concurrency, Retry: w.Probe == ProbeRetry, Screen: w.Probe == ProbeScreen}
 		if w.Probe == ProbeRepeat {
 			// The search re-runs its final points in rounds: the k-th
 			// repeat probe at a load is its repeat k.
 			repeats[w.Concurrency]++
 			p.Repeat = repeats[w.Concurrency]
 		}
-		p.Outcome = Measure(w.ID, byWave[w.ID], slo, spec.MinRequests)
+		p.Outcome = p.Measure(w.ID, byWave[w.ID], slo, spec.MinRequests)
 		if err := checkStop(spec, slo, w, byWave[w.ID]); err != nil {
 			return Capacity{}, fmt.Errorf("capacity of %s: the probe of wave %d (%v): %w", server, w.ID, p, err)
 		}

@@ -13,6 +13,9 @@ const (
 	VerdictPass       = "pass"
 	VerdictFail       = "fail"
 	VerdictUnresolved = "unresolved"
+	// VerdictScreened is a screen's verdict when it did not fail its load:
+	// not a pass (a screen can only fail a load, SPEC §8).
+	VerdictScreened = "screened"
 )
 
 // Stop reasons of a search.
@@ -64,6 +67,11 @@ type Config struct {
 	// Predicted is a bracket predicted for the server (from its fitted
 	// simulator profile): its ends are probed first. Nil: double from Start.
 	Predicted *Bracket
+	// Screen makes each probe of the doubling a screen (ScreenSize
+	// requests, a fail or screened, never a pass) while no load has
+	// failed; the largest screened load below the first fail is then
+	// probed in full, and bisection goes on with full probes.
+	Screen bool
 }
 
 // Check reports the first thing wrong with c, naming the field.
@@ -98,7 +106,8 @@ type Outcome struct {
 	N, Good int
 	// Attainment is Good ÷ N with its 95 % Wilson interval.
 	Attainment, CILow, CIHigh float64
-	// Verdict is VerdictPass, VerdictFail or VerdictUnresolved.
+	// Verdict is VerdictPass, VerdictFail or VerdictUnresolved; a
+	// screen's is VerdictFail or VerdictScreened.
 	Verdict string
 	// TTFTP95S and TPOTP95S are the probe's p95s in seconds (nil: none).
 	TTFTP95S, TPOTP95S *float64
@@ -118,7 +127,7 @@ type Outcome struct {
 	ServerFailed bool
 	// Steady is the probe's steady window and the attainment over it,
 	// beside the verdict (which stays on every measured request); nil
-	// for a probe without records.
+	// for a probe without records and for a screen (MeasureScreen).
 	Steady *contract.SteadyProbe
 }
 
@@ -132,12 +141,15 @@ type Probe struct {
 	// Retry marks the re-probe of a point whose first probe was
 	// unresolved: it measures for RetryScale times the usual cap.
 	Retry bool
+	// Screen marks a screen of the doubling: it measures ScreenSize
+	// requests, and its verdict is a fail or VerdictScreened.
+	Screen bool
 	// Outcome is the probe's outcome (zero until observed).
 	Outcome Outcome
 }
 
 func (p Probe) same(q Probe) bool {
-	return p.Load == q.Load && p.Repeat == q.Repeat && p.Retry == q.Retry
+	return p.Load == q.Load && p.Repeat == q.Repeat && p.Retry == q.Retry && p.Screen == q.Screen
 }
 
 func (p Probe) String() string {
@@ -146,6 +158,8 @@ func (p Probe) String() string {
 		s = "1 client"
 	}
 	switch {
+	case p.Screen:
+		s += " (screen)"
 	case p.Retry:
 		s += " (retry)"
 	case p.Repeat > 0:
@@ -199,6 +213,7 @@ type Search struct {
 	passAt      int  // index in probes of the search probe that passed at lo
 	failAt      int  // index in probes of the search probe that decided hi
 	predictions []int
+	screened    []int // loads whose screen did not fail them, ascending
 }
 
 // New starts a search; its first probe is Next's.
@@ -245,7 +260,10 @@ func (s *Search) Observe(p Probe, o Outcome) error {
 		s.stop, s.done = StopServerFailed, true
 		return nil
 	}
-	if p.Repeat == 0 {
+	switch {
+	case p.Screen && o.Verdict == VerdictScreened:
+		s.screened = append(s.screened, p.Load)
+	case p.Repeat == 0:
 		if o.Verdict == VerdictUnresolved && !p.Retry {
 			s.next = Probe{Load: p.Load, Retry: true}
 			return nil
@@ -257,6 +275,12 @@ func (s *Search) Observe(p Probe, o Outcome) error {
 }
 
 func (s *Search) checkOutcome(p Probe, o Outcome) error {
+	switch {
+	case p.Screen && o.Verdict != VerdictFail && o.Verdict != VerdictScreened:
+		return fmt.Errorf("capacity search: %v: verdict %q: a screen can only fail a load (fail or screened)", p, o.Verdict)
+	case !p.Screen && o.Verdict == VerdictScreened:
+		return fmt.Errorf("capacity search: %v: verdict %q, but the probe is not a screen", p, o.Verdict)
+	}
 	switch o.Verdict {
 	case VerdictPass:
 		if o.N < s.cfg.MinRequests || o.CILow < s.cfg.Alpha {
@@ -267,7 +291,7 @@ func (s *Search) checkOutcome(p Probe, o Outcome) error {
 		if o.CIHigh > s.cfg.Alpha {
 			return fmt.Errorf("capacity search: %v: a fail with ci_high %v above α %v", p, o.CIHigh, s.cfg.Alpha)
 		}
-	case VerdictUnresolved:
+	case VerdictUnresolved, VerdictScreened:
 	default:
 		return fmt.Errorf("capacity search: %v: verdict %q: want pass, fail or unresolved", p, o.Verdict)
 	}
@@ -302,13 +326,25 @@ func (s *Search) advance() {
 			return
 		}
 	}
+	top := s.lo // the largest load passed or screened
+	if n := len(s.screened); n > 0 {
+		top = max(top, s.screened[n-1])
+	}
+	if c, ok := s.unconfirmed(); ok && (s.hi > 0 || c >= s.cfg.Max) {
+		// A fail (or the maximum) ends the doubling: the search needs a
+		// real pass below it, so the largest screened load is probed in
+		// full.
+		s.next = Probe{Load: c}
+		return
+	}
 	switch {
-	case s.hi == 0 && s.lo >= s.cfg.Max:
+	case s.hi == 0 && top >= s.cfg.Max:
 		s.finish(StopMaxConcurrency)
-	case s.hi == 0 && s.lo == 0:
-		s.next = Probe{Load: s.cfg.Start}
+	case s.hi == 0 && top == 0:
+		s.next = Probe{Load: s.cfg.Start, Screen: s.screens(s.cfg.Start)}
 	case s.hi == 0:
-		s.next = Probe{Load: min(2*s.lo, s.cfg.Max)}
+		c := min(2*top, s.cfg.Max)
+		s.next = Probe{Load: c, Screen: s.screens(c)}
 	case Converged(s.lo, s.hi):
 		switch {
 		case s.hiUnres:
@@ -321,6 +357,27 @@ func (s *Search) advance() {
 	default:
 		s.next = Probe{Load: (s.lo + s.hi) / 2}
 	}
+}
+
+// screens reports whether the doubling's probe at load c is a screen: with
+// Config.Screen, below the maximum (a pass there ends the search, so a
+// screen before it would only add its cost), and where a screen measures
+// fewer requests than a full probe's first look (from LookUnit/LookRounds
+// clients on it would measure as many, and a full probe can pass).
+func (s *Search) screens(c int) bool {
+	return s.cfg.Screen && c < s.cfg.Max && ScreenSize(s.cfg.MinRequests, c) < LookUnit(s.cfg.MinRequests, c)
+}
+
+// unconfirmed is the largest screened load inside the bracket (above
+// max_pass, below min_fail), false when none is: a load the search has
+// only screened, which a full probe must pass before it counts.
+func (s *Search) unconfirmed() (int, bool) {
+	for i := len(s.screened) - 1; i >= 0; i-- {
+		if c := s.screened[i]; c > s.lo && (s.hi == 0 || c < s.hi) {
+			return c, true
+		}
+	}
+	return 0, false
 }
 
 // MinPass is the fewest requests whose 95 % Wilson interval can pass α:

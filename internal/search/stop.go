@@ -27,9 +27,12 @@ func checkStop(spec Spec, slo contract.SLO, w contract.Wave, recs []contract.Rec
 	if err != nil {
 		return err
 	}
-	requests, duration := spec.Caps(w.Probe == ProbeRetry)
+	requests, duration := spec.Caps(w.Probe, w.Concurrency)
 	switch w.EndedBy {
 	case contract.EndedUntil:
+		if w.Probe == ProbeScreen {
+			return fmt.Errorf("a screen ended by a stop rule: a screen has none, it measures its %d requests", requests)
+		}
 		if ordered == nil {
 			return fmt.Errorf("ended by its stop rule, yet its records carry no place in the send order (request)")
 		}
