@@ -44,9 +44,9 @@ func (s Spec) Config(alpha float64) Config {
 }
 
 // Caps are the caps of the measured part of a probe of kind (a Probe's
-// Kind) at load clients: its requests and its duration, RetryScale times
-// the usual for a retry, ScreenSize requests for a screen (0: no cap of
-// that kind). The runner bounds the probe's wave by them and Recompute
+// Kind) at load clients: its requests (max_requests, but at least two
+// looks, 2·LookUnit) and its duration, RetryScale times the usual for a
+// retry, ScreenSize requests for a screen (0: no cap of that kind). The runner bounds the probe's wave by them and Recompute
 // checks its stop against them, so both compute them here.
 func (s Spec) Caps(kind string, load int) (requests int, duration time.Duration) {
 	scale := 1
@@ -54,6 +54,11 @@ func (s Spec) Caps(kind string, load int) (requests int, duration time.Duration)
 		scale = RetryScale
 	}
 	requests, duration = scale*s.MaxRequests, time.Duration(float64(scale)*s.MaxDurationS*float64(time.Second))
+	if requests > 0 {
+		// A cap below two looks would leave a probe at a high load no
+		// look at all, or one: never a verdict near α.
+		requests = max(requests, scale*2*LookUnit(s.MinRequests, load))
+	}
 	if kind == ProbeScreen {
 		requests = ScreenSize(s.MinRequests, load)
 		if s.MaxRequests > 0 {

@@ -29,3 +29,29 @@ func TestMinPass(t *testing.T) {
 		}
 	}
 }
+
+// TestCapsLeaveTwoLooks: at a load whose first look (LookUnit, four
+// rounds) passes max_requests, a probe's request cap still leaves it two
+// looks, so a load near α can resolve; a retry doubles it; below, the cap
+// is max_requests.
+func TestCapsLeaveTwoLooks(t *testing.T) {
+	s := Spec{MinRequests: 73, MaxRequests: 584}
+	for _, c := range []struct {
+		kind string
+		load int
+		want int
+	}{
+		{ProbeSearch, 1, 584},
+		{ProbeSearch, 64, 584},
+		{ProbeSearch, 128, 1024},
+		{ProbeRetry, 128, 2048},
+		{ProbeSearch, 256, 2048},
+	} {
+		if got, _ := s.Caps(c.kind, c.load); got != c.want {
+			t.Errorf("%s at %d clients: cap %d, want %d", c.kind, c.load, got, c.want)
+		}
+	}
+	if got, _ := (Spec{MinRequests: 73}).Caps(ProbeSearch, 256); got != 0 {
+		t.Errorf("no max_requests: cap %d, want none", got)
+	}
+}

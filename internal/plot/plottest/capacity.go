@@ -88,10 +88,7 @@ func CapacityResults(o CapacityOptions) *bundle.Results {
 			}
 			w := contract.Wave{ID: id, Server: s.Name, Concurrency: p.Load, Repeat: 1, Kind: contract.KindRecorded,
 				Mode: contract.ModeSustained, StartedAt: clock.Format(time.RFC3339), Probe: p.Kind()}
-			limit := spec.MaxRequests
-			if p.Retry {
-				limit *= search.RetryScale
-			}
+			limit, _ := spec.Caps(p.Kind(), p.Load)
 			recs := sustained(rng, o, s, &w, *slo, limit)
 			w.WallS = contract.WaveWallS(recs)
 			r.Waves = append(r.Waves, w)
