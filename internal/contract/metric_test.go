@@ -10,7 +10,7 @@ func TestMetricTable(t *testing.T) {
 		Goodput: Spread{Median: &v}, TTFT: Percentiles{P50: &v, P95: &v, P99: &v},
 		TPOT: Percentiles{P50: &v, P95: &v}, ITL: Percentiles{P99: &v}, E2E: Percentiles{P95: &v},
 		Failures: Failures{Count: 1, Total: 4, Rate: 0.25},
-		SLO:      &SLOAggregate{Attainment: &v, RequestGoodput: Spread{Median: &v}},
+		SLO:      &SLOAggregate{SLOStanding: SLOStanding{Attainment: &v, RequestGoodput: Spread{Median: &v}}},
 	}
 	for _, m := range Metrics() {
 		got := m.Value(a)

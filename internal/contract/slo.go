@@ -451,10 +451,11 @@ func NewSLO(o Objectives, alpha float64) *SLO {
 	return &SLO{Objectives: o, Expr: o.String(), AttainmentTarget: alpha, Interval: SLOInterval, Definition: SLODefinition}
 }
 
-// SLOAggregate is an aggregate's standing against the rehearsal's
-// objectives (its `slo` field), pooled over its recorded repeats.
-type SLOAggregate struct {
-	// N is the attempted requests of every repeat, Good the good ones.
+// SLOStanding is a population's standing against the rehearsal's
+// objectives: an aggregate's pooled over its repeats (SLOAggregate), or
+// its steady windows' (SteadySLO).
+type SLOStanding struct {
+	// N is the attempted requests, Good the good ones.
 	N    int `json:"n"`
 	Good int `json:"good"`
 	// Attainment, CILow and CIHigh are null when N is 0.
@@ -463,10 +464,28 @@ type SLOAggregate struct {
 	CIHigh     *float64 `json:"ci_high"`
 	// Verdict is against the attainment target (at least one request).
 	Verdict string `json:"verdict"`
-	// RequestGoodput is good requests ÷ each repeat's goodput window,
-	// TokenGoodput their output tokens ÷ the same: median [min–max].
+	// RequestGoodput is good requests ÷ each repeat's window, TokenGoodput
+	// their output tokens ÷ the same: median [min–max].
 	RequestGoodput Spread `json:"request_goodput_rps"`
 	TokenGoodput   Spread `json:"token_goodput_tok_s"`
+}
+
+// standingOf is a's standing at target alpha, with the good-request and
+// good-token rates of each repeat.
+func standingOf(a Attainment, alpha float64, reqRate, tokRate []float64) SLOStanding {
+	out := SLOStanding{N: a.N, Good: a.Good, Verdict: a.Verdict(alpha, 1),
+		RequestGoodput: SpreadOf(reqRate), TokenGoodput: SpreadOf(tokRate)}
+	if a.N > 0 {
+		at, lo, hi := a.Attainment, a.CILow, a.CIHigh
+		out.Attainment, out.CILow, out.CIHigh = &at, &lo, &hi
+	}
+	return out
+}
+
+// SLOAggregate is an aggregate's standing against the rehearsal's
+// objectives (its `slo` field), pooled over its recorded repeats.
+type SLOAggregate struct {
+	SLOStanding
 	// Missed counts, per objective set, the successful requests that
 	// missed it; Failed the failed requests.
 	Missed map[string]int `json:"missed"`
@@ -610,12 +629,7 @@ func (j *SLOJudge) steadySLO(st *Steady, waves []*sloWave, whole string) *Steady
 		}
 	}
 	a := t.attainment()
-	out := &SteadySLO{N: a.N, Good: a.Good, Verdict: a.Verdict(j.slo.AttainmentTarget, 1),
-		RequestGoodput: SpreadOf(reqRate), TokenGoodput: SpreadOf(tokRate)}
-	if a.N > 0 {
-		at, lo, hi := a.Attainment, a.CILow, a.CIHigh
-		out.Attainment, out.CILow, out.CIHigh = &at, &lo, &hi
-	}
+	out := &SteadySLO{SLOStanding: standingOf(a, j.slo.AttainmentTarget, reqRate, tokRate)}
 	out.ChangesVerdict = SteadyChangesVerdict(out.Verdict, whole)
 	out.Warning = SteadyVerdictWarning(a, out.Verdict, whole)
 	return out
@@ -639,16 +653,11 @@ func (j *SLOJudge) sloAggregate(mode string, k Key, waves []*sloWave) SLOAggrega
 		a = Attain(nil, slo.Objectives)
 	}
 	out := SLOAggregate{
-		N: a.N, Good: a.Good, Verdict: a.Verdict(slo.AttainmentTarget, 1),
-		RequestGoodput: SpreadOf(reqRate), TokenGoodput: SpreadOf(tokRate),
-		Missed: map[string]int{}, Failed: a.Failed,
+		SLOStanding: standingOf(a, slo.AttainmentTarget, reqRate, tokRate),
+		Missed:      map[string]int{}, Failed: a.Failed,
 	}
 	for _, n := range slo.Objectives.Names() {
 		out.Missed[n] = a.Missed[n]
-	}
-	if a.N > 0 {
-		at, lo, hi := a.Attainment, a.CILow, a.CIHigh
-		out.Attainment, out.CILow, out.CIHigh = &at, &lo, &hi
 	}
 	if b := a.Binding(); b != "" {
 		out.BindingObjective = &b

@@ -160,16 +160,8 @@ type Steady struct {
 // SteadySLO is the attainment of the requests of the steady windows
 // against the rehearsal's objectives.
 type SteadySLO struct {
-	N          int      `json:"n"`
-	Good       int      `json:"good"`
-	Attainment *float64 `json:"attainment"`
-	CILow      *float64 `json:"ci_low"`
-	CIHigh     *float64 `json:"ci_high"`
-	Verdict    string   `json:"verdict"`
-	// RequestGoodput and TokenGoodput are per repeat over the window's
-	// duration.
-	RequestGoodput Spread `json:"request_goodput_rps"`
-	TokenGoodput   Spread `json:"token_goodput_tok_s"`
+	// SLOStanding's goodputs are per repeat over the window's duration.
+	SLOStanding
 	// ChangesVerdict is SteadyChangesVerdict of this verdict and the one
 	// over every measured request; Warning says so in words.
 	ChangesVerdict bool   `json:"changes_verdict"`

@@ -12,11 +12,19 @@ import (
 
 // Attainment formats an aggregate's SLO attainment with its 95 % Wilson
 // interval: 95.0% [88.8–97.8%]; a dash where there was no request.
-func Attainment(s *contract.SLOAggregate) string {
+func Attainment(s *contract.SLOStanding) string {
 	if s == nil || s.Attainment == nil || s.CILow == nil || s.CIHigh == nil {
 		return dash
 	}
 	return fmt.Sprintf("%.1f%% [%.1f–%.1f%%]", 100**s.Attainment, 100**s.CILow, 100**s.CIHigh)
+}
+
+// standing is an aggregate's standing, nil where it has none.
+func standing(s *contract.SLOAggregate) *contract.SLOStanding {
+	if s == nil {
+		return nil
+	}
+	return &s.SLOStanding
 }
 
 // RequestRate formats a spread of request rates: 2.50 [2.41–2.66].
@@ -92,7 +100,7 @@ func SLOTable(res *bundle.Results) Section {
 		case screens[a.Key()] && verdict != search.VerdictFail:
 			verdict = search.VerdictScreened
 		}
-		sec.Rows = append(sec.Rows, []string{a.Server, a.LoadLabel(), Attainment(s), verdict,
+		sec.Rows = append(sec.Rows, []string{a.Server, a.LoadLabel(), Attainment(standing(s)), verdict,
 			fmt.Sprintf("%d/%d", s.Good, s.N), RequestRate(s.RequestGoodput), Goodput(s.TokenGoodput), missed(s)})
 	}
 	return sec

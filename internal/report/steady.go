@@ -27,8 +27,8 @@ func SteadyLine(a contract.Aggregate) string {
 		Millis(s.TPOT.P50), Millis(s.TPOT.P95), Millis(a.TPOT.P50), Millis(a.TPOT.P95),
 		Seconds(s.E2E.P50), Seconds(s.E2E.P95), Seconds(a.E2E.P50), Seconds(a.E2E.P95))
 	if st, whole := s.SLO, a.SLO; st != nil && whole != nil {
-		line += fmt.Sprintf("; attainment %s, %s (%s, %s)", Attainment(&contract.SLOAggregate{Attainment: st.Attainment, CILow: st.CILow, CIHigh: st.CIHigh}),
-			st.Verdict, Attainment(whole), whole.Verdict)
+		line += fmt.Sprintf("; attainment %s, %s (%s, %s)", Attainment(&st.SLOStanding),
+			st.Verdict, Attainment(standing(whole)), whole.Verdict)
 	}
 	return line
 }

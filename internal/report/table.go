@@ -290,7 +290,7 @@ func SummaryTable(res *bundle.Results) Section {
 		row := []string{a.Server, a.LoadLabel(), Goodput(a.Goodput),
 			Seconds(a.TTFT.P50), Seconds(a.TTFT.P95), Seconds(a.TPOT.P95), late, FailuresByKind(a.Failures)}
 		if res.SLO != nil {
-			row = append(row, Attainment(a.SLO), sloGoodput(a.SLO))
+			row = append(row, Attainment(standing(a.SLO)), sloGoodput(a.SLO))
 		}
 		sec.Rows = append(sec.Rows, row)
 	}
