@@ -432,22 +432,8 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 		return WaveResult{}, fmt.Errorf("%s: sustained wave not released: %w", t.Name, context.Cause(ctx))
 	}
 
-	base := contract.Wave{Server: t.Name, Concurrency: c, Repeat: spec.Repeat, Mode: contract.ModeSustained}
-	var warm *sustainedPart
-	if warmN > 0 {
-		ww := base
-		ww.ID, ww.Kind = d.NextWaveID(), contract.KindWarmup
-		warm = &sustainedPart{wave: ww, rel: newRelease(), total: owned(0, warmN), quiet: true}
-		warm.rel.load, warm.rel.worker, warm.rel.secrets = spec.Load, spec.worker(), t.Secrets
-	}
-	mw := base
-	mw.ID, mw.Kind, mw.Cold, mw.Probe = d.NextWaveID(), spec.Kind, spec.Cold, spec.Probe
-	total := owned(warmN, warmN+n)
-	if n == 0 {
-		total = -1
-	}
-	meas := &sustainedPart{wave: mw, rel: newRelease(), total: total, until: spec.Until, every: max(1, spec.UntilEvery)}
-	meas.rel.load, meas.rel.worker, meas.rel.secrets = spec.Load, spec.worker(), t.Secrets
+	warm, meas := d.sustainedParts(t, &spec, owned(0, warmN), owned(warmN, warmN+n))
+	total := meas.total
 
 	var (
 		releasing sync.WaitGroup
@@ -492,54 +478,13 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 	// The clients start a group at a time, the responses that came
 	// meanwhile read between (stream.Barrier), as a closed wave's.
 	gates := stream.NewBarrier(len(clients))
+	sc := &sustainedClients{d: d, ctx: ctx, snd: snd, ss: ss, prepared: prepared, warm: warm, meas: meas,
+		warmEnded: &warmEnded, settling: &settling, first: first, step: step}
 	for k, client := range clients {
 		go func() {
 			defer running.Done()
 			<-gates.Gate(k)
-			var last lastEnd
-			if ss != nil {
-				// The client runs sessions back to back, each turn
-				// taking the run's next request.
-				turn := func(tag turnTag, prompt int, pr *stream.Prepared, _ time.Duration) (contract.Record, bool) {
-					slot, ok := snd.take(last)
-					if !ok {
-						return contract.Record{}, false
-					}
-					res := d.client.Send(ctx, pr)
-					last = lastEnd{measured: slot.p == meas, at: res.End}
-					r := d.settlePart(slot, client, prompt, res, tag)
-					if slot.p == warm {
-						warmEnded.Done()
-					}
-					return r, true
-				}
-				for ctx.Err() == nil && ss.run(ctx, first+step*int(ss.runs.Add(1)-1), turn) {
-				}
-				return
-			}
-			for {
-				slot, ok := snd.take(last)
-				if !ok {
-					return
-				}
-				prompt := workload.PromptIndex(slot.i, prepared.prompts())
-				rep := prepared.pick(slot.i)
-				res := d.client.Send(ctx, prepared.get(rep, prompt))
-				last = lastEnd{measured: slot.p == meas, at: res.End}
-				prepared.done(rep)
-				// The record is made, re-counted and journaled beside
-				// the loop, not in it: the client sends its next request
-				// at once, so a slow journal write or a wait for the
-				// measured release never leaves a slot empty.
-				settling.Add(1)
-				go func() {
-					defer settling.Done()
-					d.settlePart(slot, client, prompt, res, turnTag{replica: replicaTag(rep)})
-					if slot.p == warm {
-						warmEnded.Done()
-					}
-				}()
-			}
+			sc.run(client)
 		}()
 	}
 	go gates.Open()
@@ -567,4 +512,94 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 		}
 	}
 	return out, err2
+}
+
+// sustainedParts are a sustained wave's warm-up part (nil without one)
+// and measured part, of warmN and measN of this worker's requests (measN
+// unknown, -1, when a duration alone bounds the run).
+func (d *Driver) sustainedParts(t Target, spec *SustainedSpec, warmN, measN int) (warm, meas *sustainedPart) {
+	base := contract.Wave{Server: t.Name, Concurrency: spec.Concurrency, Repeat: spec.Repeat, Mode: contract.ModeSustained}
+	if spec.WarmupRequests > 0 {
+		ww := base
+		ww.ID, ww.Kind = d.NextWaveID(), contract.KindWarmup
+		warm = &sustainedPart{wave: ww, rel: newRelease(), total: warmN, quiet: true}
+		warm.rel.load, warm.rel.worker, warm.rel.secrets = spec.Load, spec.worker(), t.Secrets
+	}
+	mw := base
+	mw.ID, mw.Kind, mw.Cold, mw.Probe = d.NextWaveID(), spec.Kind, spec.Cold, spec.Probe
+	if spec.NumRequests == 0 {
+		measN = -1
+	}
+	meas = &sustainedPart{wave: mw, rel: newRelease(), total: measN, until: spec.Until, every: max(1, spec.UntilEvery)}
+	meas.rel.load, meas.rel.worker, meas.rel.secrets = spec.Load, spec.worker(), t.Secrets
+	return warm, meas
+}
+
+// sustainedClients is what a sustained wave's clients share: the run's
+// request hand-out, its prompts (or sessions), its parts, and the waits
+// for their records.
+type sustainedClients struct {
+	d        *Driver
+	ctx      context.Context
+	snd      *closedLoop
+	ss       *sessionRunner // nil unless the wave runs sessions
+	prepared *replicaSet    // nil when it does
+	warm     *sustainedPart // nil without a warm-up
+	meas     *sustainedPart
+	// warmEnded waits for the warm-up's records, settling for the
+	// records being made beside the loop.
+	warmEnded, settling *sync.WaitGroup
+	// first and step are this worker's requests of the run: first,
+	// first+step, ...
+	first, step int
+}
+
+// run is client's loop: it takes the run's next request as soon as its
+// last one ended, until the run is over.
+func (sc *sustainedClients) run(client int) {
+	d, ctx, warm, meas := sc.d, sc.ctx, sc.warm, sc.meas
+	var last lastEnd
+	if sc.ss != nil {
+		// The client runs sessions back to back, each turn taking the
+		// run's next request.
+		turn := func(tag turnTag, prompt int, pr *stream.Prepared, _ time.Duration) (contract.Record, bool) {
+			slot, ok := sc.snd.take(last)
+			if !ok {
+				return contract.Record{}, false
+			}
+			res := d.client.Send(ctx, pr)
+			last = lastEnd{measured: slot.p == meas, at: res.End}
+			r := d.settlePart(slot, client, prompt, res, tag)
+			if slot.p == warm {
+				sc.warmEnded.Done()
+			}
+			return r, true
+		}
+		for ctx.Err() == nil && sc.ss.run(ctx, sc.first+sc.step*int(sc.ss.runs.Add(1)-1), turn) {
+		}
+		return
+	}
+	for {
+		slot, ok := sc.snd.take(last)
+		if !ok {
+			return
+		}
+		prompt := workload.PromptIndex(slot.i, sc.prepared.prompts())
+		rep := sc.prepared.pick(slot.i)
+		res := d.client.Send(ctx, sc.prepared.get(rep, prompt))
+		last = lastEnd{measured: slot.p == meas, at: res.End}
+		sc.prepared.done(rep)
+		// The record is made, re-counted and journaled beside the loop,
+		// not in it: the client sends its next request at once, so a slow
+		// journal write or a wait for the measured release never leaves a
+		// slot empty.
+		sc.settling.Add(1)
+		go func() {
+			defer sc.settling.Done()
+			d.settlePart(slot, client, prompt, res, turnTag{replica: replicaTag(rep)})
+			if slot.p == warm {
+				sc.warmEnded.Done()
+			}
+		}()
+	}
 }
