@@ -54,7 +54,8 @@ Each probe at C sends --warmup-requests requests (default 2·C, two per client)
 kept out of the figures, then measures, C requests always in flight, until
 the 95 % Wilson interval of attainment over its first k requests sent lies
 wholly on one side of the target (pass or fail): it looks at k =
-min-requests·2^j once the first k sent have all ended, and those k are
+max(min-requests, 4·C)·2^j (four rounds of the loop at least) once the
+first k sent have all ended, and those k are
 its verdict's population, whichever ended first; the requests still in
 flight land, recorded outside it (after_verdict). --min-requests defaults to
 the fewest requests whose interval can pass --attainment (73 at 0.95). At
@@ -106,7 +107,7 @@ func capacityFlags(f *pflag.FlagSet, o *capacityOptions) {
 	f.IntVar(&o.start, "start", config.DefaultCapacityStart, "first concurrency of the doubling")
 	f.IntVar(&o.maxConcurrency, "max-concurrency", config.DefaultCapacityMax, "largest concurrency the search may probe")
 	f.IntVar(&o.minRequests, "min-requests", 0, "fewest measured requests of a resolved probe (default: the fewest whose interval can pass --attainment, 73 at 0.95)")
-	f.IntVar(&o.maxRequests, "max-requests", 0, "cap on one probe's measured requests (default 8 × --min-requests)")
+	f.IntVar(&o.maxRequests, "max-requests", 0, "cap on one probe's measured requests (default 8 × --min-requests; never below two looks, 8·C)")
 	f.DurationVar(&o.maxDuration, "max-duration", 0, "cap on one probe's measured time (0: none)")
 	f.IntVar(&o.warmupRequests, "warmup-requests", 0, "warm-up requests of each probe, kept out of its verdict (default: two per client of the probe)")
 	f.IntVar(&o.repeats, "repeats", config.DefaultCapacityRepeats, "re-runs of the final pass and fail points")
