@@ -107,7 +107,7 @@ func (c *Capacity) Spec(server string) search.Spec {
 	s := search.Spec{
 		Start: c.Start, Max: c.MaxConcurrency, MinRequests: c.MinRequests, MaxRequests: c.MaxRequests,
 		MaxDurationS: c.MaxDuration.D().Seconds(), WarmupRequests: *c.WarmupRequests, Repeats: *c.Repeats,
-		Screen: c.Screen == nil || *c.Screen,
+		Screen: c.Screen == nil || *c.Screen, Steer: true,
 	}
 	if b, ok := c.Predicted[server]; ok {
 		s.Predicted = &search.Bracket{MaxPass: b.MaxPass, MinFail: b.MinFail}

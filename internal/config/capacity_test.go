@@ -29,8 +29,8 @@ func TestCapacityKeys(t *testing.T) {
 	if c := r.Capacity; c.MinRequests != 35 || c.MaxRequests != 8*35 {
 		t.Errorf("α 0.9: min_requests %d, max_requests %d: want 35 and 280", c.MinRequests, c.MaxRequests)
 	}
-	if s := c.Spec("a"); s.Warmup(7) != 14 || s.Predicted != nil || !s.Screen || !*c.Screen {
-		t.Errorf("spec %+v: want the doubling screened by default", s)
+	if s := c.Spec("a"); s.Warmup(7, true) != 14 || s.Warmup(7, false) != 7 || s.Predicted != nil || !s.Screen || !*c.Screen || !s.Steer {
+		t.Errorf("spec %+v: want the doubling screened and the search steered by default, a warm-up of two rounds first and one after", s)
 	}
 	r, err = Parse([]byte(head+"slo: {ttft: 1s}\ncapacity: {screen: false}\n"), "c.yaml", t.TempDir())
 	if err != nil {

@@ -234,6 +234,11 @@ type RequestVerdict struct {
 	// canonical order; empty for a failure (a failure is a miss of the
 	// request as a whole, counted apart) and for a good request.
 	Missed []string
+	// Ratio is the request's value over its limit for the objective it
+	// comes nearest to missing (or misses by most): ≤ 1 for a good
+	// request, +Inf for a failure or a missing first token; 0 with no
+	// objective defined for it.
+	Ratio float64
 }
 
 // Judge is r's verdict against o (SPEC §3, DistServe's definition): a
@@ -249,9 +254,10 @@ type RequestVerdict struct {
 //   - e2el: end_s − start_s.
 func Judge(r Record, o Objectives) RequestVerdict {
 	if !r.OK {
-		return RequestVerdict{}
+		return RequestVerdict{Ratio: math.Inf(1)}
 	}
 	var missed []string
+	ratio := 0.0
 	for _, name := range o.Names() {
 		limit, _ := o.Limit(name)
 		v, defined := 0.0, true
@@ -260,6 +266,7 @@ func Judge(r Record, o Objectives) RequestVerdict {
 			v, defined = r.TTFT()
 			if !defined {
 				missed = append(missed, name)
+				ratio = math.Inf(1)
 				continue
 			}
 		case ObjTPOT:
@@ -269,11 +276,39 @@ func Judge(r Record, o Objectives) RequestVerdict {
 		case ObjE2EL:
 			v = r.EndS - r.StartS
 		}
-		if defined && v*1000 > limit+limitSlackMS {
+		if !defined {
+			continue
+		}
+		if v*1000 > limit+limitSlackMS {
 			missed = append(missed, name)
 		}
+		if limit > 0 {
+			ratio = math.Max(ratio, v*1000/limit)
+		} else if v > 0 {
+			ratio = math.Inf(1)
+		}
 	}
-	return RequestVerdict{Good: len(missed) == 0, Missed: missed}
+	return RequestVerdict{Good: len(missed) == 0, Missed: missed, Ratio: ratio}
+}
+
+// Margin is how far records stand from objectives o at attainment target
+// alpha: the ⌈alpha·n⌉-th smallest of their Ratios (the nearest-rank
+// alpha-quantile), so the records attain alpha about when it is ≤ 1 (a
+// good request's ratio can exceed 1 by the nanosecond of rounding Judge
+// allows). It is continuous in load where attainment is not (every
+// request good, or none), and a capacity search steers by it. +Inf when
+// more than 1 − alpha of them failed; false with no records.
+func Margin(records []Record, o Objectives, alpha float64) (float64, bool) {
+	if len(records) == 0 || !(alpha > 0 && alpha < 1) {
+		return 0, false
+	}
+	ratios := make([]float64, len(records))
+	for i, r := range records {
+		ratios[i] = Judge(r, o).Ratio
+	}
+	sort.Float64s(ratios)
+	k := int(math.Ceil(alpha*float64(len(ratios)))) - 1
+	return ratios[max(k, 0)], true
 }
 
 // limitSlackMS is how far over a limit a value may be and still meet it:

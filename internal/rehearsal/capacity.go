@@ -95,7 +95,7 @@ func (s *waveSource) Next() (plan.Wave, bool) {
 		Kind: contract.KindRecorded, Mode: contract.ModeSustained, Concurrency: p.Load, Repeat: s.repeats[p.Load],
 		Sustained: &plan.Bounds{
 			NumRequests: requests, Duration: duration,
-			WarmupRequests: s.spec.Warmup(p.Load),
+			WarmupRequests: s.spec.Warmup(p.Load, s.search.Observed() == 0),
 			Until:          until,
 			UntilEvery:     search.LookUnit(s.spec.MinRequests, p.Load),
 			Probe:          p.Kind(),
@@ -122,7 +122,7 @@ func (s *waveSource) Ended(ctx context.Context, w plan.Wave, res WaveResult, err
 		s.stopped = fmt.Sprintf("the probe at %s did not run: %v", contract.ClientsLabel(w.Concurrency), err)
 		return
 	}
-	o := s.probe.Measure(res.Wave.ID, res.Records, s.slo, s.spec.MinRequests)
+	o := s.probe.Measure(res.Wave.ID, res.Records, s.slo, s.spec)
 	// A server that died, or one reached over the network that refused
 	// every connection of the probe, has gone away: that is no verdict on
 	// its capacity, and no later probe would be one either.

@@ -2,6 +2,7 @@ package search
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -36,11 +37,14 @@ type Spec struct {
 	// Screen says the doubling screens its loads (Config.Screen); absent
 	// in bundles made before screens, which did not.
 	Screen bool `json:"screen,omitempty"`
+	// Steer says the search steers by the probes' margins (Config.Steer);
+	// absent in bundles made before it, whose searches bisected.
+	Steer bool `json:"steer,omitempty"`
 }
 
 // Config is the search config of s under target alpha.
 func (s Spec) Config(alpha float64) Config {
-	return Config{Start: s.Start, Max: s.Max, Alpha: alpha, MinRequests: s.MinRequests, Repeats: s.Repeats, Predicted: s.Predicted, Screen: s.Screen}
+	return Config{Start: s.Start, Max: s.Max, Alpha: alpha, MinRequests: s.MinRequests, Repeats: s.Repeats, Predicted: s.Predicted, Screen: s.Screen, Steer: s.Steer}
 }
 
 // Caps are the caps of the measured part of a probe of kind (a Probe's
@@ -60,7 +64,7 @@ func (s Spec) Caps(kind string, load int) (requests int, duration time.Duration)
 		requests = max(requests, scale*2*LookUnit(s.MinRequests, load))
 	}
 	if kind == ProbeScreen {
-		requests = ScreenSize(s.MinRequests, load)
+		requests = s.ScreenSize(load)
 		if s.MaxRequests > 0 {
 			requests = min(requests, s.MaxRequests)
 		}
@@ -84,6 +88,28 @@ func ScreenSize(minRequests, load int) int {
 	return min(LookUnit(minRequests, load), max(ScreenFloor, LookRounds*load))
 }
 
+// SteerScreenRounds is the most rounds of the closed loop a screen of a
+// steering search (Config.Steer) measures: one from ScreenFloor clients
+// on, two below; a load whose screen would need more is not screened (the
+// doubling starts at the first load that needs no more: 8 clients from a
+// start of 1), since a screen below ScreenFloor requests cannot fail and
+// one client's requests cost the time of a whole round each.
+const SteerScreenRounds = 2
+
+// ScreenSize is the requests a screen of s at load clients measures:
+// ScreenSize's, or under Steer one round of the closed loop and at least
+// ScreenFloor. A screen can only fail a load, and its fail needs the
+// Wilson interval wholly below α; the round it measures follows a round
+// of warm-up, so it is not the clients' first, simultaneous one.
+func (s Spec) ScreenSize(load int) int { return screenSize(s.Steer, s.MinRequests, load) }
+
+func screenSize(steer bool, minRequests, load int) int {
+	if steer {
+		return max(load, ScreenFloor)
+	}
+	return ScreenSize(minRequests, load)
+}
+
 // ScreenVerdict is a screen's verdict over a: a fail when it measured
 // its whole size and the Wilson interval lies wholly below alpha, else
 // VerdictScreened: a screen never passes a load (SPEC §8), and one cut
@@ -101,12 +127,19 @@ func ScreenVerdict(a contract.Attainment, alpha float64, size int) string {
 // the measured part begins.
 const WarmupRounds = 2
 
-// Warmup is the warm-up requests of a probe at load c.
-func (s Spec) Warmup(c int) int {
-	if s.WarmupRequests < 0 {
-		return WarmupRounds * c
+// Warmup is the warm-up requests of a probe at load c; first says it is
+// the search's first probe. Under Steer, a probe after the first finds
+// the server warm from the one before, and its warm-up (by default) is
+// one round: it only lets the new load's clients, started together, end
+// their first requests outside the measured part.
+func (s Spec) Warmup(c int, first bool) int {
+	switch {
+	case s.WarmupRequests >= 0:
+		return s.WarmupRequests
+	case s.Steer && !first:
+		return c
 	}
-	return s.WarmupRequests
+	return WarmupRounds * c
 }
 
 // Kind is the probe kind a wave of p records.
@@ -122,13 +155,13 @@ func (p Probe) Kind() string {
 	return ProbeSearch
 }
 
-// Measure is the outcome of p's measured records: MeasureScreen's for a
-// screen, Measure's for any other probe.
-func (p Probe) Measure(waveID int, records []contract.Record, slo contract.SLO, minRequests int) Outcome {
+// Measure is the outcome of p's measured records in a search of spec:
+// MeasureScreen's for a screen, Measure's for any other probe.
+func (p Probe) Measure(waveID int, records []contract.Record, slo contract.SLO, spec Spec) Outcome {
 	if p.Screen {
-		return MeasureScreen(waveID, records, slo, minRequests)
+		return MeasureScreen(waveID, records, slo, spec.ScreenSize(p.Load))
 	}
-	return Measure(waveID, records, slo, minRequests)
+	return Measure(waveID, records, slo, spec.MinRequests)
 }
 
 // Measure is the outcome of one probe's measured records (the records of
@@ -152,15 +185,11 @@ func Measure(waveID int, records []contract.Record, slo contract.SLO, minRequest
 }
 
 // MeasureScreen is the outcome of a screen's measured records: over all
-// of them (its first ScreenSize sent), their attainment and its
-// ScreenVerdict, with Measure's latencies and rates. A screen has no
-// steady window: it measures a few rounds only.
-func MeasureScreen(waveID int, records []contract.Record, slo contract.SLO, minRequests int) Outcome {
+// of them (its size sent), their attainment and its ScreenVerdict, with
+// Measure's latencies and rates. A screen has no steady window: it
+// measures a few rounds only.
+func MeasureScreen(waveID int, records []contract.Record, slo contract.SLO, size int) Outcome {
 	a := contract.Attain(records, slo.Objectives)
-	size := 0
-	if len(records) > 0 {
-		size = ScreenSize(minRequests, records[0].Concurrency)
-	}
 	return outcome(waveID, records, records, a, ScreenVerdict(a, slo.AttainmentTarget, size), slo)
 }
 
@@ -174,6 +203,9 @@ func outcome(waveID int, records, pop []contract.Record, a contract.Attainment, 
 	var l contract.Latencies
 	for _, r := range pop {
 		l.Add(r)
+	}
+	if m, ok := contract.Margin(pop, slo.Objectives, slo.AttainmentTarget); ok {
+		o.Margin = &m
 	}
 	o.TTFTP95S = contract.Percentile(sorted(l.TTFT), 0.95)
 	o.TPOTP95S = contract.Percentile(sorted(l.TPOT), 0.95)
@@ -289,6 +321,11 @@ type ProbeRecord struct {
 	AchievedRPS float64 `json:"achieved_rps"`
 	GoodputTokS float64 `json:"goodput_tok_s"`
 	Binding     string  `json:"binding_objective,omitempty"`
+	// Margin is the probe's contract.Margin over its verdict population,
+	// what a steering search (Spec.Steer) interpolates; absent when more
+	// than 1 − α of it failed (an infinite margin), and in a search that
+	// does not steer.
+	Margin *float64 `json:"margin,omitempty"`
 	// Steady is the probe's steady window and the attainment over it; it
 	// never decides the verdict, and it flags one it would change. Absent
 	// in bundles written before it.
@@ -320,12 +357,16 @@ func NewCapacity(server string, spec Spec, slo contract.SLO, r Result) Capacity 
 	}
 	for _, p := range r.Probes {
 		o := p.Outcome
-		c.Probes = append(c.Probes, ProbeRecord{
+		pr := ProbeRecord{
 			Load: p.Load, Kind: p.Kind(), Repeat: p.Repeat, WaveIDs: o.WaveIDs, N: o.N, AfterVerdict: o.AfterVerdict, Good: o.Good,
 			Attainment: o.Attainment, CILow: o.CILow, CIHigh: o.CIHigh, Verdict: o.Verdict,
 			TTFTP95S: o.TTFTP95S, TPOTP95S: o.TPOTP95S, Failures: o.Failures,
 			AchievedRPS: o.AchievedRPS, GoodputTokS: o.GoodputTokS, Binding: o.Binding, Steady: o.Steady,
-		})
+		}
+		if spec.Steer {
+			pr.Margin = finite(o.Margin)
+		}
+		c.Probes = append(c.Probes, pr)
 	}
 	return c
 }
@@ -356,7 +397,7 @@ func Recompute(server string, spec Spec, slo contract.SLO, waves []contract.Wave
 			repeats[w.Concurrency]++
 			p.Repeat = repeats[w.Concurrency]
 		}
-		p.Outcome = p.Measure(w.ID, byWave[w.ID], slo, spec.MinRequests)
+		p.Outcome = p.Measure(w.ID, byWave[w.ID], slo, spec)
 		if err := checkStop(spec, slo, w, byWave[w.ID]); err != nil {
 			return Capacity{}, fmt.Errorf("capacity of %s: the probe of wave %d (%v): %w", server, w.ID, p, err)
 		}
@@ -370,4 +411,13 @@ func Recompute(server string, spec Spec, slo contract.SLO, waves []contract.Wave
 		return Capacity{}, fmt.Errorf("capacity of %s: %w", server, err)
 	}
 	return NewCapacity(server, spec, slo, r), nil
+}
+
+// finite is m when it is a finite number, else nil.
+func finite(m *float64) *float64 {
+	if m == nil || math.IsInf(*m, 0) || math.IsNaN(*m) {
+		return nil
+	}
+	v := *m
+	return &v
 }

@@ -72,6 +72,16 @@ type Config struct {
 	// failed; the largest screened load below the first fail is then
 	// probed in full, and bisection goes on with full probes.
 	Screen bool
+	// Steer makes the search spend its probes where the answer is: the
+	// doubling's screens are a round each (Spec.ScreenSize) and start
+	// where a screen needs no more than SteerScreenRounds; once a load
+	// has failed, the first probe goes where the margins (Outcome.Margin)
+	// of the bracket's ends, a line between them, cross 1, and the
+	// rest bisect (steer); a screened load, or a screen's fail, is
+	// probed in full only when the bracket has converged on it; an
+	// unresolved probe is not retried: it ends the bracket above,
+	// unresolved.
+	Steer bool
 }
 
 // Check reports the first thing wrong with c, naming the field.
@@ -125,6 +135,10 @@ type Outcome struct {
 	// ServerFailed says the server failed during the probe: the search
 	// stops with StopServerFailed.
 	ServerFailed bool
+	// Margin is the verdict population's contract.Margin (nil: no
+	// records), what a steering search interpolates between the ends of
+	// its bracket.
+	Margin *float64
 	// Steady is the probe's steady window and the attainment over it,
 	// beside the verdict (which stays on every measured request); nil
 	// for a probe without records and for a screen (MeasureScreen).
@@ -214,6 +228,15 @@ type Search struct {
 	failAt      int  // index in probes of the search probe that decided hi
 	predictions []int
 	screened    []int // loads whose screen did not fail them, ascending
+
+	// margins is the latest margin measured at each load by a probe of
+	// the search (not a repeat), for Steer.
+	margins map[int]float64
+	// full counts the full probes of the search (not screens, retries or
+	// repeats) since its doubling ended.
+	full int
+	// hiScreen says hi is a screen's fail.
+	hiScreen bool
 }
 
 // New starts a search; its first probe is Next's.
@@ -221,7 +244,7 @@ func New(cfg Config) (*Search, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, fmt.Errorf("capacity search: %w", err)
 	}
-	s := &Search{cfg: cfg, passAt: -1, failAt: -1}
+	s := &Search{cfg: cfg, passAt: -1, failAt: -1, margins: map[int]float64{}}
 	if p := cfg.Predicted; p != nil {
 		for _, c := range []int{p.MaxPass, p.MinFail} {
 			c = min(c, cfg.Max)
@@ -260,11 +283,14 @@ func (s *Search) Observe(p Probe, o Outcome) error {
 		s.stop, s.done = StopServerFailed, true
 		return nil
 	}
+	if p.Repeat == 0 && o.Margin != nil {
+		s.margins[p.Load] = *o.Margin
+	}
 	switch {
 	case p.Screen && o.Verdict == VerdictScreened:
 		s.screened = append(s.screened, p.Load)
 	case p.Repeat == 0:
-		if o.Verdict == VerdictUnresolved && !p.Retry {
+		if o.Verdict == VerdictUnresolved && !p.Retry && !s.cfg.Steer {
 			s.next = Probe{Load: p.Load, Retry: true}
 			return nil
 		}
@@ -301,14 +327,24 @@ func (s *Search) checkOutcome(p Probe, o Outcome) error {
 // bracket moves the bracket by the final verdict of a search point.
 func (s *Search) bracket(load int, verdict string) {
 	last := len(s.probes) - 1
+	screen := s.probes[last].Screen
+	if !screen && s.hi > 0 {
+		s.full++
+	}
 	if verdict == VerdictPass {
 		if load > s.lo {
 			s.lo, s.passAt = load, last
 		}
+		if s.cfg.Steer && s.hiScreen && load >= s.hi {
+			// A full probe passed the load a screen failed: the
+			// screen's round was the exception, and the doubling
+			// goes on.
+			s.hi, s.failAt, s.hiScreen = 0, -1, false
+		}
 		return
 	}
-	if s.hi == 0 || load < s.hi {
-		s.hi, s.failAt, s.hiUnres = load, last, verdict == VerdictUnresolved
+	if s.hi == 0 || load < s.hi || (s.cfg.Steer && load == s.hi) {
+		s.hi, s.failAt, s.hiUnres, s.hiScreen = load, last, verdict == VerdictUnresolved, screen
 	}
 }
 
@@ -325,6 +361,10 @@ func (s *Search) advance() {
 			s.next = Probe{Load: c}
 			return
 		}
+	}
+	if s.cfg.Steer {
+		s.advanceSteered()
+		return
 	}
 	top := s.lo // the largest load passed or screened
 	if n := len(s.screened); n > 0 {
@@ -359,13 +399,76 @@ func (s *Search) advance() {
 	}
 }
 
+// advanceSteered is advance's bracket under Config.Steer: the doubling,
+// from the first load worth a screen; then the regula falsi between the
+// largest load passed or screened (top) and the smallest failed; and a
+// screened top probed in full once the bracket has converged on it.
+func (s *Search) advanceSteered() {
+	top := s.lo
+	if c, ok := s.unconfirmed(); ok {
+		top = c
+	}
+	switch {
+	case s.hi == 0 && top >= s.cfg.Max:
+		s.finish(StopMaxConcurrency)
+	case s.hi == 0 && top == 0:
+		c := s.cfg.Start
+		for s.screens(c) && ScreenFloor > SteerScreenRounds*c && 2*c < s.cfg.Max {
+			c *= 2
+		}
+		s.next = Probe{Load: c, Screen: s.screens(c)}
+	case s.hi == 0:
+		c := min(2*top, s.cfg.Max)
+		s.next = Probe{Load: c, Screen: s.screens(c)}
+	case Converged(top, s.hi) && top > s.lo:
+		// The search needs a real pass at the bracket's lower end.
+		s.next = Probe{Load: top}
+	case Converged(top, s.hi) && s.hiScreen && s.lo > 0:
+		// And a fail at its upper end that is more than one round's.
+		s.next = Probe{Load: s.hi}
+	case Converged(top, s.hi):
+		switch {
+		case s.hiUnres:
+			s.finish(StopCapReached)
+		case s.lo == 0:
+			s.finish(StopUnmetAtMinimum)
+		default:
+			s.finish(StopConverged)
+		}
+	default:
+		s.next = Probe{Load: s.steer(top)}
+	}
+}
+
+// steer is the next load inside the bracket (top, hi). The search's first
+// probe after its doubling goes where the line through the margins
+// measured at the bracket's ends crosses 1, the level at which a load
+// attains α (contract.Margin); every later one bisects. A batching
+// server's margins are flat below its batch limit and jump above it, and
+// a doubling in powers of two stops just below a limit that is one (a
+// max_num_seqs of 64, 128, 256), where the line lands next to the jump;
+// elsewhere a line through a jump misses the crossing, on the low side
+// every time, which bisection does not (TestSteeredSearchCost counts
+// both). The midpoint also where a margin is missing, infinite or on the
+// wrong side of 1 (a verdict and its margin can disagree by a rounding,
+// a screen's by its size).
+func (s *Search) steer(top int) int {
+	c := (top + s.hi) / 2
+	qt, okt := s.margins[top]
+	qh, okh := s.margins[s.hi]
+	if s.full == 0 && top > 0 && okt && okh && qt < 1 && qh > 1 && !math.IsInf(qh, 1) {
+		c = int(math.Round(float64(top) + float64(s.hi-top)*(1-qt)/(qh-qt)))
+	}
+	return min(max(c, top+1), s.hi-1)
+}
+
 // screens reports whether the doubling's probe at load c is a screen: with
 // Config.Screen, below the maximum (a pass there ends the search, so a
 // screen before it would only add its cost), and where a screen measures
 // fewer requests than a full probe's first look (from LookUnit/LookRounds
 // clients on it would measure as many, and a full probe can pass).
 func (s *Search) screens(c int) bool {
-	return s.cfg.Screen && c < s.cfg.Max && ScreenSize(s.cfg.MinRequests, c) < LookUnit(s.cfg.MinRequests, c)
+	return s.cfg.Screen && c < s.cfg.Max && screenSize(s.cfg.Steer, s.cfg.MinRequests, c) < LookUnit(s.cfg.MinRequests, c)
 }
 
 // unconfirmed is the largest screened load inside the bracket (above
@@ -431,6 +534,9 @@ func (s *Search) nextRepeat() {
 	}
 	s.next, s.queue = s.queue[0], s.queue[1:]
 }
+
+// Observed is how many probes the search has observed.
+func (s *Search) Observed() int { return len(s.probes) }
 
 // Done reports whether the search is over.
 func (s *Search) Done() bool { return s.done }

@@ -75,7 +75,7 @@ func (w SustainedWorkload) requests() requestSpec {
 }
 
 func (w SustainedWorkload) warmup(clients int) int {
-	return search.Spec{WarmupRequests: w.WarmupRequests}.Warmup(clients)
+	return search.Spec{WarmupRequests: w.WarmupRequests}.Warmup(clients, true)
 }
 
 // PredictSustained runs the sustained closed loop of w at the given number
