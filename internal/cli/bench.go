@@ -579,9 +579,7 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 	if o.vllm.showPercentiles() {
 		printPercentiles(st.Stdout, r.out.Results, o.vllm.metrics, o.vllm.percentiles)
 	}
-	for _, p := range r.problems {
-		fmt.Fprintf(st.Stderr, "verify: %s\n", p)
-	}
+	printWarnings(st.Stderr, r.out.Results, r.problems)
 	fmt.Fprintf(st.Stdout, "\nbundle: %s (check it with: rehearse verify %s)\n", dir, dir)
 	if len(r.problems) == 0 {
 		if err := o.save.write(st, r.out.Results, dir); err != nil {

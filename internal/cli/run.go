@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -217,6 +218,18 @@ func rehearse(ctx context.Context, job rehearsalJob) (*rehearsed, error) {
 	return &rehearsed{out: out, problems: rep.Problems}, nil
 }
 
+// printWarnings prints, on stderr, a finished bundle's warnings of token
+// exactness (one line per server whose re-counted tokens differ from its
+// usage, report.UsageWarnings) and verify's problems.
+func printWarnings(w io.Writer, res *bundle.Results, problems []bundle.Problem) {
+	for _, l := range report.UsageWarnings(res) {
+		fmt.Fprintf(w, "rehearse: warning: %s\n", l)
+	}
+	for _, p := range problems {
+		fmt.Fprintf(w, "verify: %s\n", p)
+	}
+}
+
 // exitError is the command's error for a finished rehearsal: interrupted
 // (130), a bundle that does not verify, or servers that failed (1).
 func (r *rehearsed) exitError(dir string) error {
@@ -304,9 +317,7 @@ func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
 		fmt.Fprintf(st.Stdout, "Simulated servers, not GPU measurements: figures are on the wall clock at time scale %s (goodput ÷ %s and latencies × %s give simulated time).\n",
 			report.Number(sim.TimeScale), report.Number(sim.TimeScale), report.Number(sim.TimeScale))
 	}
-	for _, p := range r.problems {
-		fmt.Fprintf(st.Stderr, "verify: %s\n", p)
-	}
+	printWarnings(st.Stderr, r.out.Results, r.problems)
 	fmt.Fprintf(st.Stdout, "\nBundle: %s (report: %s)\n", job.dir, filepath.Join(job.dir, bundle.ReadmeFile))
 	if len(r.problems) == 0 {
 		fmt.Fprintf(st.Stdout, "Verified: every digest matches and every aggregate recomputes; check it again with: rehearse verify %s\n", job.dir)
