@@ -8,22 +8,22 @@ import (
 	"github.com/rehearse/rehearse/internal/contract"
 )
 
-// ServerUsage is one server's token exactness check (SPEC §2): its
+// serverUsage is one server's token exactness check (SPEC §2): its
 // aggregates' usage_disagreement added up.
-type ServerUsage struct {
+type serverUsage struct {
 	Server string
 	contract.UsageDisagreement
 }
 
-// UsageChecks are the servers' token exactness checks, a server in the
+// usageChecks are the servers' token exactness checks, a server in the
 // order its aggregates come, those with no record carrying usage left out;
 // none when output tokens were taken from the servers' usage (nothing was
 // re-counted to hold against it).
-func UsageChecks(res *bundle.Results) []ServerUsage {
+func usageChecks(res *bundle.Results) []serverUsage {
 	if res.Provenance.OutputTokensSource == bundle.SourceUsage {
 		return nil
 	}
-	var out []ServerUsage
+	var out []serverUsage
 	at := map[string]int{}
 	for _, a := range res.Aggregates {
 		if a.UsageDisagreement == nil {
@@ -33,7 +33,7 @@ func UsageChecks(res *bundle.Results) []ServerUsage {
 		if !ok {
 			i = len(out)
 			at[a.Server] = i
-			out = append(out, ServerUsage{Server: a.Server})
+			out = append(out, serverUsage{Server: a.Server})
 		}
 		out[i].Merge(*a.UsageDisagreement)
 	}
@@ -45,7 +45,7 @@ func UsageChecks(res *bundle.Results) []ServerUsage {
 // "naive: 12 of 64 records' re-counted output tokens differ ...".
 func UsageWarnings(res *bundle.Results) []string {
 	var out []string
-	for _, u := range UsageChecks(res) {
+	for _, u := range usageChecks(res) {
 		if u.Count > 0 {
 			out = append(out, fmt.Sprintf("%s: %d of %d records' re-counted output tokens differ from the server's usage.completion_tokens (largest difference %+d tokens, re-count minus usage): a tokenizer that is not the model's, text that re-tokenizes otherwise (random weights), or a server that counts differently",
 				u.Server, u.Count, u.Compared, u.LargestDiff))
@@ -58,7 +58,7 @@ func UsageWarnings(res *bundle.Results) []string {
 // each server's re-counts stood against its usage; "" when no record
 // carried usage or nothing was re-counted.
 func usageSummary(res *bundle.Results) string {
-	checks := UsageChecks(res)
+	checks := usageChecks(res)
 	if len(checks) == 0 {
 		return ""
 	}
