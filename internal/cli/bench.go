@@ -172,9 +172,13 @@ follows it.
 
 bench is a rehearsal of one server already running, through the same runner
 as "rehearse run": the endpoint must answer GET /v1/models (or /health) within
---ready-timeout (--ready models asks that /v1/models list the model, for hosted
-APIs with no /health; --ready full adds /health and one tiny request), the
-bundle goes to an empty or new folder, and it is verified once written.
+--ready-timeout (--ready models asks for /v1/models alone, for hosted APIs
+with no /health; --ready full adds /health and one tiny request), the bundle
+goes to an empty or new folder, and it is verified once written. When
+/v1/models answers with a model list, a --model (--served-model-name) it does
+not list stops bench before any request, exit 2, naming the models it serves
+(NAME:latest, as ollama lists NAME, is taken for NAME; the requests send the
+name given).
 
 Load from several workers (SPEC §10): --segment i/N runs worker i's share of
 every wave (client j of a closed or sustained wave, request k of an open-loop
@@ -579,9 +583,7 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 	if o.vllm.showPercentiles() {
 		printPercentiles(st.Stdout, r.out.Results, o.vllm.metrics, o.vllm.percentiles)
 	}
-	for _, p := range r.problems {
-		fmt.Fprintf(st.Stderr, "verify: %s\n", p)
-	}
+	printWarnings(st.Stderr, r.out.Results, r.problems)
 	fmt.Fprintf(st.Stdout, "\nbundle: %s (check it with: rehearse verify %s)\n", dir, dir)
 	if len(r.problems) == 0 {
 		if err := o.save.write(st, r.out.Results, dir); err != nil {

@@ -22,7 +22,8 @@ import (
 )
 
 // benchServer streams `tokens` words per request, each `gap` apart, serves
-// /v1/models, and remembers the last Authorization header.
+// /v1/models (listing test-model, and m, the name most tests ask for), and
+// remembers the last Authorization header.
 func benchServer(t *testing.T, tokens int, gap time.Duration) (*httptest.Server, *atomic.Value) {
 	t.Helper()
 	var auth atomic.Value
@@ -30,7 +31,7 @@ func benchServer(t *testing.T, tokens int, gap time.Duration) (*httptest.Server,
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		auth.Store(r.Header.Get("Authorization"))
 		if r.URL.Path == "/v1/models" {
-			io.WriteString(rw, `{"data":[{"id":"test-model"}]}`)
+			io.WriteString(rw, `{"data":[{"id":"test-model"},{"id":"m"}]}`)
 			return
 		}
 		io.Copy(io.Discard, r.Body)

@@ -216,9 +216,7 @@ func runCapacity(ctx context.Context, st *State, o *capacityOptions, argv []stri
 		return err
 	}
 	printCapacity(st.Stdout, r)
-	for _, p := range r.problems {
-		fmt.Fprintf(st.Stderr, "verify: %s\n", p)
-	}
+	printWarnings(st.Stderr, r.out.Results, r.problems)
 	fmt.Fprintf(st.Stdout, "\nbundle: %s (check it with: rehearse verify %s)\n", dir, dir)
 	if err := r.exitError(dir); err != nil {
 		return err

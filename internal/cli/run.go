@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/report"
+	"github.com/rehearse/rehearse/internal/stream"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
@@ -39,9 +41,11 @@ func newRunCmd(st *State) *cobra.Command {
 		Short: "Launch the servers of a rehearsal file, drive them, stop them, and write the bundle",
 		Long: `Run a rehearsal file: for each server in order, launch it by argv in its own
 process group (or reach it at base_url), wait until it is ready (alive, health
-probe, /v1/models, one tiny request), run the warm-up and recorded waves, run
-the mechanism check while polling its Prometheus metric, and stop it (SIGTERM
-to the group with a marker line in its log, SIGKILL after the grace period).
+probe, /v1/models, one tiny request; a model that the /v1/models list does not
+serve stops the rehearsal there, before any request to it, exit 2), run the
+warm-up and recorded waves, run the mechanism check while polling its
+Prometheus metric, and stop it (SIGTERM to the group with a marker line in its
+log, SIGKILL after the grace period).
 Then write the bundle: results.json, journal.jsonl, each server's complete log,
 README.md with plots, SHA256SUMS; verify it; print the results table.
 
@@ -202,7 +206,7 @@ func rehearse(ctx context.Context, job rehearsalJob) (*rehearsed, error) {
 	})
 	if err != nil {
 		de, pe, se := (*rehearsal.DescriptorError)(nil), (*rehearsal.PredictError)(nil), (*rehearsal.SegmentError)(nil)
-		if errors.As(err, &se) {
+		if _, refused := errors.AsType[*stream.ModelNotServedError](err); refused || errors.As(err, &se) {
 			return nil, usageError("%v", err)
 		}
 		if errors.As(err, &de) || errors.As(err, &pe) {
@@ -217,8 +221,21 @@ func rehearse(ctx context.Context, job rehearsalJob) (*rehearsed, error) {
 	return &rehearsed{out: out, problems: rep.Problems}, nil
 }
 
+// printWarnings prints, on stderr, a finished bundle's warnings of token
+// exactness (one line per server whose re-counted tokens differ from its
+// usage, report.UsageWarnings) and verify's problems.
+func printWarnings(w io.Writer, res *bundle.Results, problems []bundle.Problem) {
+	for _, l := range report.UsageWarnings(res) {
+		fmt.Fprintf(w, "rehearse: warning: %s\n", l)
+	}
+	for _, p := range problems {
+		fmt.Fprintf(w, "verify: %s\n", p)
+	}
+}
+
 // exitError is the command's error for a finished rehearsal: interrupted
-// (130), a bundle that does not verify, or servers that failed (1).
+// (130), a server that refused its input (2: a model it does not serve),
+// a bundle that does not verify, or servers that failed (1).
 func (r *rehearsed) exitError(dir string) error {
 	out := r.out
 	switch {
@@ -228,6 +245,9 @@ func (r *rehearsed) exitError(dir string) error {
 			why = out.Stopped.Error()
 		}
 		return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("interrupted; the bundle in %s holds what finished (%s)", dir, why)}
+	case out.Refused != nil:
+		// Bad input, found once the server answered: exit 2.
+		return &ExitError{Code: 2, Err: fmt.Errorf("%v; no request was sent to it (the bundle in %s holds what was recorded before)", out.Refused, dir)}
 	case len(r.problems) > 0:
 		return &ExitError{Code: 1, Err: fmt.Errorf("%s: the bundle does not verify (%d problems)", dir, len(r.problems))}
 	case out.Unsynced != nil:
@@ -304,9 +324,7 @@ func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
 		fmt.Fprintf(st.Stdout, "Simulated servers, not GPU measurements: figures are on the wall clock at time scale %s (goodput ÷ %s and latencies × %s give simulated time).\n",
 			report.Number(sim.TimeScale), report.Number(sim.TimeScale), report.Number(sim.TimeScale))
 	}
-	for _, p := range r.problems {
-		fmt.Fprintf(st.Stderr, "verify: %s\n", p)
-	}
+	printWarnings(st.Stderr, r.out.Results, r.problems)
 	fmt.Fprintf(st.Stdout, "\nBundle: %s (report: %s)\n", job.dir, filepath.Join(job.dir, bundle.ReadmeFile))
 	if len(r.problems) == 0 {
 		fmt.Fprintf(st.Stdout, "Verified: every digest matches and every aggregate recomputes; check it again with: rehearse verify %s\n", job.dir)

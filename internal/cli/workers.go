@@ -120,9 +120,7 @@ func runWorkers(ctx context.Context, st *State, job workersJob) error {
 		job.summary(merged)
 	}
 	printWorkers(st.Stdout, merged)
-	for _, p := range probs {
-		fmt.Fprintf(st.Stderr, "verify: %s\n", p)
-	}
+	printWarnings(st.Stderr, merged, probs)
 	fmt.Fprintf(st.Stdout, "\nbundle: %s, merged from %d worker segments in %s (check it with: rehearse verify %s)\n", job.dir, len(merged.Provenance.Workers), segDir, job.dir)
 	switch {
 	case ctx.Err() != nil:

@@ -127,7 +127,8 @@ type Ready struct {
 	// Mode is the sequence: full (the default: Path, /v1/models, one tiny
 	// request), models (GET /v1/models alone, for hosted APIs with no
 	// health route) or answer (one HTTP answer of any status from
-	// /v1/models or Path: the server is reached).
+	// /v1/models or Path: the server is reached). In every mode a
+	// /v1/models model list must serve the model (supervise.Probe).
 	Mode string `yaml:"mode"`
 }
 

@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"unicode"
 )
@@ -61,13 +60,6 @@ const MinTailSamples = 20
 // above which an open-loop aggregate warns that the load generator, not only
 // the server, shaped the figures.
 const LatenessWarnS = 0.010
-
-// UsageDisagreementWarn is the relative difference between the medians of
-// the server's usage.completion_tokens and the re-tokenized output_tokens
-// of successful requests above which an aggregate warns. Re-tokenizing
-// decoded text moves a count by a few percent (text from random weights
-// re-tokenizes about 5 % longer); a wrong tokenizer moves it far more.
-const UsageDisagreementWarn = 0.10
 
 // Spread is a per-repeat figure summarized as median [min–max].
 type Spread struct {
@@ -166,6 +158,10 @@ type Aggregate struct {
 	// ReplicaRequests counts the recorded attempts sent to each replica
 	// (index = replica), absent when no record names a replica.
 	ReplicaRequests []int `json:"replica_requests,omitempty"`
+	// UsageDisagreement is SPEC §2's per-record check of the re-counted
+	// tokens against the server's usage; absent when no record carried
+	// usage to compare (and in bundles written before it).
+	UsageDisagreement *UsageDisagreement `json:"usage_disagreement,omitempty"`
 }
 
 // Key returns the population key of the aggregate, as KeyOf keys its
@@ -414,8 +410,9 @@ func EachPooled(waves []Wave, records []Record, k Key, add func(Record)) {
 // counted). Request throughput is the ok records ÷ the same window.
 // Latencies are pooled over the ok records of all repeats in every mode;
 // so are output lengths, and input lengths over every attempt with a
-// client count (TrafficLengths). baseline names the
-// speed-up denominator ("" for none).
+// client count (TrafficLengths); the re-counted tokens are held against the
+// server's usage over every attempt that carries it (UsageDisagreement).
+// baseline names the speed-up denominator ("" for none).
 func Aggregates(waves []Wave, records []Record, servers []string, baseline string) []Aggregate {
 	g := NewAggregator(waves, servers, baseline)
 	for {
@@ -432,7 +429,7 @@ func Aggregates(waves []Wave, records []Record, servers []string, baseline strin
 // Aggregator computes Aggregates from records handed to it one at a time,
 // without holding them: what it keeps is what the exact figures need, one
 // float64 per request for each per-request population (TTFT, TPOT, E2E,
-// lengths, lateness, usage) and, for the ITL (a population of every
+// lengths, lateness) and, for the ITL (a population of every
 // inter-chunk gap, two orders of magnitude larger), the counts of an exact
 // selection (selector) that finds the order statistics its percentiles
 // read. The figures are those of sorting every pooled value: the same
@@ -460,7 +457,8 @@ type keyAgg struct {
 	failures          Failures
 	failedWithContent int
 	reasoning         bool
-	late, usage, out  []float64
+	late              []float64
+	usage             UsageDisagreement
 	lat               Latencies // ITL unused: itl holds it
 	lengths           TrafficLengths
 	itl               *selector
@@ -536,6 +534,7 @@ func (wa *waveAgg) add(r *Record) {
 		wa.steady = append(wa.steady, newSteadyRow(r))
 	}
 	a.failures.Total++
+	a.usage.Add(r)
 	if r.ReasoningTokens != nil {
 		a.reasoning = true
 	}
@@ -553,10 +552,8 @@ func (wa *waveAgg) add(r *Record) {
 	}
 	wa.oks++
 	wa.tokens += r.OutputTokens
-	generated := r.OutputTokens
 	if r.ReasoningTokens != nil {
 		wa.reasonToks += *r.ReasoningTokens
-		generated += *r.ReasoningTokens
 	}
 	if v, ok := r.TTFT(); ok {
 		a.lat.TTFT = append(a.lat.TTFT, v)
@@ -568,13 +565,6 @@ func (wa *waveAgg) add(r *Record) {
 		a.lat.TPOT = append(a.lat.TPOT, v)
 	}
 	a.lat.E2E = append(a.lat.E2E, r.EndS-r.StartS)
-	// The server's usage counts every generated token, reasoning
-	// included; tool-call text is not re-counted, so records with
-	// tool calls stay out of the comparison.
-	if r.UsageCompletionTokens != nil && r.ToolCallText == "" {
-		a.usage = append(a.usage, float64(*r.UsageCompletionTokens))
-		a.out = append(a.out, float64(generated))
-	}
 }
 
 // window is GoodputWindowS of the wave's records.
@@ -713,29 +703,14 @@ func (ka *keyAgg) aggregate() Aggregate {
 	if n := a.Failures.ByKind[ErrClient]; n > 0 {
 		a.Warnings = append(a.Warnings, fmt.Sprintf("%d failures were the load generator's own (client), not the server's: the client ran out of descriptors or ports, or could not build the request", n))
 	}
-	if w := usageWarning(ka.usage, ka.out); w != "" {
-		a.Warnings = append(a.Warnings, w)
+	if ka.usage.Compared > 0 {
+		u := ka.usage
+		a.UsageDisagreement = &u
 	}
 	if k.Mode == ModeSustained {
 		a.Steady = steadyOf(waves, k.Concurrency)
 	}
 	return a
-}
-
-// usageWarning compares the medians of the server's usage and of the
-// re-tokenized counts of the same requests, and names a disagreement
-// beyond UsageDisagreementWarn.
-func usageWarning(usage, counted []float64) string {
-	mu, mc := Median(usage), Median(counted)
-	if mu == nil || mc == nil || *mu <= 0 {
-		return ""
-	}
-	rel := (*mc - *mu) / *mu
-	if math.Abs(rel) <= UsageDisagreementWarn {
-		return ""
-	}
-	return fmt.Sprintf("the server's usage and the re-tokenized count disagree: median %s tokens by usage, %s re-tokenized (%+.0f%%): a wrong tokenizer, a model with random weights, or a server that counts differently",
-		strconv.FormatFloat(*mu, 'f', -1, 64), strconv.FormatFloat(*mc, 'f', -1, 64), rel*100)
 }
 
 func applySpeedup(aggs []Aggregate, baseline string) {

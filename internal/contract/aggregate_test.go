@@ -327,37 +327,6 @@ func TestPooledLatenciesAreTheAggregatesPopulations(t *testing.T) {
 	}
 }
 
-func TestUsageDisagreementWarning(t *testing.T) {
-	usage := func(n int) *int { return &n }
-	build := func(outTok, used int) Aggregate {
-		var records []Record
-		for c := range 4 {
-			r := rec(0, "a", 4, c, 0, 0.1, 1, outTok, true, "")
-			r.UsageCompletionTokens = usage(used)
-			records = append(records, r)
-		}
-		return Aggregates([]Wave{wave(0, "a", 4, 0)}, records, nil, "")[0]
-	}
-	a := build(6, 99)
-	want := "server's usage and the re-tokenized count disagree: median 99 tokens by usage, 6 re-tokenized (-94%)"
-	if !hasWarning(a, want) {
-		t.Errorf("99 vs 6 tokens not flagged; want %q in %q", want, a.Warnings)
-	}
-	if !hasWarning(a, "wrong tokenizer") {
-		t.Errorf("the warning names no likely cause: %q", a.Warnings)
-	}
-	// Re-tokenizing decoded text moves counts by a few percent (random
-	// weights: about 5 %); that is no disagreement.
-	if a := build(134, 128); hasWarning(a, "usage and the re-tokenized count") {
-		t.Errorf("134 vs 128 flagged: %q", a.Warnings)
-	}
-	// Without usage there is nothing to compare.
-	records := []Record{rec(0, "a", 1, 0, 0, 0.1, 1, 6, true, "")}
-	if a := Aggregates([]Wave{wave(0, "a", 1, 0)}, records, nil, ""); hasWarning(a[0], "usage") {
-		t.Errorf("no usage, yet a warning: %q", a[0].Warnings)
-	}
-}
-
 func TestClientFailuresAreNamedAsTheLoadGenerators(t *testing.T) {
 	records := []Record{
 		rec(0, "a", 3, 0, 0, 0.1, 1, 6, true, ""),

@@ -88,6 +88,11 @@ type Outcome struct {
 	// together (a worker died, the coordinator is gone); the waves from it
 	// on were not run. nil when every wave was released.
 	Unsynced error
+	// Refused is why the rehearsal stopped before sending a server any
+	// request because its input was wrong: a model the server does not
+	// serve (a *stream.ModelNotServedError); the servers after it were not
+	// rehearsed. nil when none was refused.
+	Refused error
 }
 
 // WaveEvent is a progress report from within a wave.
@@ -123,6 +128,12 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	// cannot predict refuses the rehearsal (a *PredictError).
 	predicted, err := PredictCapacities(cfg, plan.Workload(cfg, o.Prompts))
 	if err != nil {
+		return nil, err
+	}
+	// A model a server already running does not serve refuses the
+	// rehearsal before its folder is made (a launched one is asked at
+	// readiness).
+	if err := checkServedModels(ctx, cfg); err != nil {
 		return nil, err
 	}
 	if err := prepareDir(o.Dir); err != nil {
@@ -163,6 +174,9 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 			break
 		}
 		ok := r.server(ctx, i)
+		if r.out.Refused != nil {
+			break // refuse noted the servers not rehearsed
+		}
 		if !ok && cfg.OnServerFailure == config.OnFailureStop && ctx.Err() == nil {
 			for _, s := range cfg.Servers[i+1:] {
 				r.note("server %s was not rehearsed: on_server_failure is stop and %s failed", s.Name, cfg.Servers[i].Name)
@@ -325,6 +339,9 @@ func (r *runner) server(ctx context.Context, i int) bool {
 		r.stop(i, fl)
 		if ctx.Err() != nil {
 			return true
+		}
+		if r.refuse(i, err) {
+			return false
 		}
 		// The note names the bundle's copy of the log, not the path on
 		// the machine that ran the rehearsal.

@@ -166,6 +166,7 @@ func writeEnvironment(b *bytes.Buffer, res *bundle.Results) {
 			line += ", SHA-256 `" + t.SHA256 + "`"
 		}
 		fmt.Fprintf(b, "%s.\n", line)
+		b.WriteString(usageSummary(res))
 	}
 	b.WriteString("\n")
 }
@@ -534,6 +535,10 @@ func writeWarnings(b *bytes.Buffer, res *bundle.Results) {
 		for _, w := range append(slices.Clip(a.Warnings), steadyWarnings(a)...) {
 			lines = append(lines, where+": "+w)
 		}
+	}
+	for _, w := range UsageWarnings(res) {
+		server, text, _ := strings.Cut(w, ": ")
+		lines = append(lines, "`"+server+"`: "+text)
 	}
 	if len(lines) == 0 && len(res.Notes) == 0 {
 		return

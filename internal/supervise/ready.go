@@ -16,8 +16,9 @@ import (
 )
 
 // Probe is the readiness sequence of one server: its health path answers
-// 2xx, /v1/models answers 2xx (and lists Model, when given), then one tiny
-// request to Endpoint succeeds.
+// 2xx, /v1/models answers 2xx, then one tiny request to Endpoint succeeds.
+// In every mode, a /v1/models answer that is a model list must serve Model,
+// when given (modelListed).
 type Probe struct {
 	// Name names the server in errors when there is no process (default
 	// "server").
@@ -53,7 +54,12 @@ type NotReadyError struct {
 	Reason  string
 	LogPath string
 	Tail    []string
+	// Err is the final answer that ended the wait (a
+	// *stream.ModelNotServedError, say); nil for a deadline or an exit.
+	Err error
 }
+
+func (e *NotReadyError) Unwrap() error { return e.Err }
 
 func (e *NotReadyError) Error() string {
 	var b strings.Builder
@@ -102,8 +108,9 @@ func WaitReady(ctx context.Context, p *Process, pr Probe) error {
 	if p != nil {
 		name, logPath, done = p.Name(), p.LogPath(), p.Done()
 	}
-	fail := func(reason string) error {
-		e := &NotReadyError{Server: name, Reason: reason, LogPath: logPath}
+	pr.Name = name
+	fail := func(reason string, err error) error {
+		e := &NotReadyError{Server: name, Reason: reason, LogPath: logPath, Err: err}
 		if logPath != "" {
 			e.Tail, _ = TailLines(logPath, pr.LogLines)
 		}
@@ -144,7 +151,7 @@ func WaitReady(ctx context.Context, p *Process, pr Probe) error {
 				select {
 				case <-done:
 					e, _ := p.Exited()
-					return fail(fmt.Sprintf("the process %s during %s", e.Phrase(), step.name))
+					return fail(fmt.Sprintf("the process %s during %s", e.Phrase(), step.name), nil)
 				default:
 				}
 			}
@@ -160,7 +167,7 @@ func WaitReady(ctx context.Context, p *Process, pr Probe) error {
 			}
 			var fatal *fatalProbe
 			if errors.As(err, &fatal) {
-				return fail(fmt.Sprintf("%s: %v", step.name, fatal.err))
+				return fail(fmt.Sprintf("%s: %v", step.name, fatal.err), fatal.err)
 			}
 			wait := time.NewTimer(pr.Interval)
 			select {
@@ -171,7 +178,7 @@ func WaitReady(ctx context.Context, p *Process, pr Probe) error {
 					if cut {
 						reason = fmt.Sprintf("no answer within %s; %s last answered %v, and the attempt after it was still waiting at the deadline", pr.Timeout, step.name, last)
 					}
-					return fail(reason)
+					return fail(reason, nil)
 				}
 				return fmt.Errorf("%s: readiness interrupted: %w", name, context.Cause(ctx))
 			case <-done:
@@ -192,11 +199,16 @@ const (
 
 // answered succeeds when GET /v1/models, or else the health path, gets an
 // HTTP answer of any status but 401 or 403 (a key refused, which retrying
-// will not change).
+// will not change); a model list that does not serve the probe's model
+// fails it (modelListed).
 func answered(ctx context.Context, client *http.Client, pr Probe) error {
 	var err error
 	for _, path := range []string{"/v1/models", pr.HealthPath} {
-		err = get(ctx, client, pr.BaseURL+path, pr.APIKey, nil)
+		var data []byte
+		err = get(ctx, client, pr.BaseURL+path, pr.APIKey, &data)
+		if err == nil && path == "/v1/models" {
+			return modelListed(pr, data)
+		}
 		if _, status := errors.AsType[*HTTPStatusError](err); err == nil || status {
 			return nil
 		}
@@ -251,25 +263,50 @@ func checkModels(ctx context.Context, client *http.Client, pr Probe) error {
 		}
 		return err
 	}
+	return modelListed(pr, data)
+}
+
+// CheckModel asks GET /v1/models once, within a few seconds, whether the
+// server serves pr.Model (modelListed): a *stream.ModelNotServedError when
+// its list does not, nil otherwise, also when it does not answer or answers
+// no list (readiness asks again, and waits). For a server already running,
+// before anything else is done.
+func CheckModel(ctx context.Context, pr Probe) error {
 	if pr.Model == "" {
 		return nil
 	}
-	var list struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
+	client := pr.Client
+	if client == nil {
+		client = &http.Client{Timeout: 5 * time.Second}
 	}
-	if err := json.Unmarshal(data, &list); err != nil {
-		return &fatalProbe{fmt.Errorf("not an OpenAI model list: %v", err)}
+	var data []byte
+	if get(ctx, client, pr.BaseURL+"/v1/models", pr.APIKey, &data) != nil {
+		return nil
 	}
-	var ids []string
-	for _, m := range list.Data {
-		if m.ID == pr.Model {
-			return nil
-		}
-		ids = append(ids, m.ID)
+	if fatal, ok := errors.AsType[*fatalProbe](modelListed(pr, data)); ok {
+		return fatal.err
 	}
-	return &fatalProbe{fmt.Errorf("model %q is not served (served: %s)", pr.Model, strings.Join(ids, ", "))}
+	return nil
+}
+
+// modelListed is readiness's check of the model against an answer of GET
+// /v1/models (data, a 2xx), in every mode: nil when the probe names no
+// model, when the answer is not a model list (a server without OpenAI's
+// route: nothing to check it against), or when the list serves the model
+// (stream.Serves, which takes NAME:latest for NAME); else a final
+// *stream.ModelNotServedError, for the runner to refuse the rehearsal.
+func modelListed(pr Probe, data []byte) error {
+	if pr.Model == "" {
+		return nil
+	}
+	models, err := stream.ParseModels(data)
+	if err != nil {
+		return nil
+	}
+	if err := stream.CheckServed(pr.Name, models, pr.Model); err != nil {
+		return &fatalProbe{err}
+	}
+	return nil
 }
 
 // tinyRequest sends one request of the API the workload sends

@@ -439,7 +439,7 @@ func TestModelNotServed(t *testing.T) {
 	}
 	defer p.Stop()
 	err = WaitReady(context.Background(), p, Probe{BaseURL: "http://127.0.0.1:" + strconv.Itoa(port), Model: "other", Timeout: 10 * time.Second, Interval: 20 * time.Millisecond})
-	if err == nil || !strings.Contains(err.Error(), `model "other" is not served (served: m1)`) {
+	if err == nil || !strings.Contains(err.Error(), `serve: not ready: GET /v1/models: serve: model "other" is not served: the server's GET /v1/models lists "m1"`) {
 		t.Fatalf("got %v", err)
 	}
 }
