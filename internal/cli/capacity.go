@@ -50,24 +50,27 @@ running: the largest number C of clients of the sustained closed loop (each
 sending its next request as its last one ends) at which at least
 --attainment of requests meet every --slo objective (SPEC §8).
 
-Each probe at C sends --warmup-requests requests (default 2·C, two per client)
-kept out of the figures, then measures, C requests always in flight, until
-the 95 % Wilson interval of attainment over its first k requests sent lies
-wholly on one side of the target (pass or fail): it looks at k =
+Each probe at C sends --warmup-requests requests (default two rounds, 2·C,
+before the first probe and one round, C, before each later one) kept out of
+the figures, then measures, C requests always in flight, until the 95 %
+Wilson interval of attainment over its first k requests sent lies wholly on
+one side of the target (pass or fail): it looks at k =
 max(min-requests, 4·C)·2^j (four rounds of the loop at least) once the
-first k sent have all ended, and those k are
-its verdict's population, whichever ended first; the requests still in
-flight land, recorded outside it (after_verdict). --min-requests defaults to
-the fewest requests whose interval can pass --attainment (73 at 0.95). At
---max-requests (or --max-duration) it is unresolved, probed once more for
-twice as long, and never counts as a pass. The search doubles C from --start until a
-probe fails; a load of the doubling below --max-concurrency where four
-rounds of the loop (at least 16 requests) are fewer than a first look is a
-screen of that many requests, which can fail a load but never pass it. The largest screened load
-below the first fail is then probed in full (--no-screen: every probe is
-full), then the search bisects until min_fail − max_pass ≤ max(1, 5 % of
-max_pass), then re-runs the final pass and fail points --repeats times and
-flags a non-monotonic answer. --predicted MAX_PASS,MIN_FAIL probes a
+first k sent have all ended, and those k are its verdict's population,
+whichever ended first; the requests still in flight land, recorded outside
+it (after_verdict). --min-requests defaults to the fewest requests whose
+interval can pass --attainment (73 at 0.95). At --max-requests (or
+--max-duration) it is unresolved: it ends the bracket above and never
+counts as a pass. The search doubles C until a probe fails, screening each
+load below --max-concurrency with one round of at least 16 requests (a
+screen can fail a load, never pass it), from the first load where that is
+at most two rounds (8 from --start 1; --no-screen: full probes from
+--start). After the first fail it probes where the line through the
+margins of the bracket's ends crosses 1 (a probe's margin: the
+attainment-quantile of each request's value over its limit), then bisects
+until min_fail − max_pass ≤ max(1, 5 % of max_pass), probing a screened end
+in full once the bracket has converged on it; then it re-runs the final
+pass and fail points --repeats times and flags a non-monotonic answer. --predicted MAX_PASS,MIN_FAIL probes a
 predicted bracket first; --predict-from PROFILE predicts that bracket from
 a simulator profile (a built-in name, or a JSON file "rehearse sim fit"
 wrote from a bundle of this server) before any request: the same search
@@ -109,7 +112,7 @@ func capacityFlags(f *pflag.FlagSet, o *capacityOptions) {
 	f.IntVar(&o.minRequests, "min-requests", 0, "fewest measured requests of a resolved probe (default: the fewest whose interval can pass --attainment, 73 at 0.95)")
 	f.IntVar(&o.maxRequests, "max-requests", 0, "cap on one probe's measured requests (default 8 × --min-requests; never below two looks, 8·C)")
 	f.DurationVar(&o.maxDuration, "max-duration", 0, "cap on one probe's measured time (0: none)")
-	f.IntVar(&o.warmupRequests, "warmup-requests", 0, "warm-up requests of each probe, kept out of its verdict (default: two per client of the probe)")
+	f.IntVar(&o.warmupRequests, "warmup-requests", 0, "warm-up requests of each probe, kept out of its verdict (default: two per client before the first probe, one after)")
 	f.IntVar(&o.repeats, "repeats", config.DefaultCapacityRepeats, "re-runs of the final pass and fail points")
 	f.StringVar(&o.predicted, "predicted", "", "a predicted bracket MAX_PASS,MIN_FAIL to probe first")
 	f.BoolVar(&o.noScreen, "no-screen", false, "probe every load of the doubling in full, with no screen (capacity.screen: false)")
