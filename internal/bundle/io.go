@@ -178,7 +178,7 @@ func encodeRecords(w io.Writer, r *Results, some bool, then func() error, record
 	}
 	before, after, ok := strings.Cut(string(data), recordsKey)
 	if !ok || !some {
-		_, err := io.WriteString(w, string(data))
+		_, err := w.Write(data)
 		return err
 	}
 	if _, err := io.WriteString(w, before+"\n \"records\": ["); err != nil {

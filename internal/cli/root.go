@@ -154,13 +154,3 @@ func Version() string {
 func usageError(format string, a ...any) error {
 	return &ExitError{Code: 2, Err: fmt.Errorf(format, a...)}
 }
-
-func notBuilt(name string) *cobra.Command {
-	return &cobra.Command{
-		Use:   name,
-		Short: "(not built yet)",
-		RunE: func(*cobra.Command, []string) error {
-			return fmt.Errorf("%s: not built yet", name)
-		},
-	}
-}

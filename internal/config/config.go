@@ -403,7 +403,7 @@ func (p *Prompts) UnmarshalYAML(b []byte) error {
 			Format: m.Format, TimeScale: m.TimeScale, BlockSize: m.BlockSize,
 			NumPrefixes: m.NumPrefixes, PrefixLen: m.PrefixLen, SuffixLen: m.SuffixLen}
 	default:
-		return fmt.Errorf("prompts: want a file name, a list of strings or a mapping with source:")
+		return fmt.Errorf("prompts: want a file name, a list of strings or a mapping with a source")
 	}
 	return nil
 }

@@ -719,52 +719,52 @@ func (r *Rehearsal) validate(p *Problems) {
 
 // Synthetic is the synthetic source's parameters; absent lengths are the
 // zero Length, which its Check refuses.
-func (w Prompts) Synthetic() workload.Synthetic {
-	s := workload.Synthetic{Count: w.Count, Seed: w.Seed, IgnoreEOS: w.IgnoreEOS, PrefixLen: w.PrefixLen}
-	if l := w.InputLen; l != nil {
+func (p Prompts) Synthetic() workload.Synthetic {
+	s := workload.Synthetic{Count: p.Count, Seed: p.Seed, IgnoreEOS: p.IgnoreEOS, PrefixLen: p.PrefixLen}
+	if l := p.InputLen; l != nil {
 		s.InputLen = workload.Length{Fixed: l.Fixed, Mean: l.Mean, RangeRatio: l.RangeRatio, SD: l.SD}
 	}
-	if l := w.OutputLen; l != nil {
+	if l := p.OutputLen; l != nil {
 		s.OutputLen = workload.Length{Fixed: l.Fixed, Mean: l.Mean, RangeRatio: l.RangeRatio, SD: l.SD}
 	}
 	return s
 }
 
 // Trace is the trace source's parameters.
-func (w Prompts) Trace() workload.Trace {
-	return workload.Trace{Format: w.Format, TimeScale: w.TimeScale, BlockSize: w.BlockSize, Count: w.Count, Seed: w.Seed, IgnoreEOS: w.IgnoreEOS}
+func (p Prompts) Trace() workload.Trace {
+	return workload.Trace{Format: p.Format, TimeScale: p.TimeScale, BlockSize: p.BlockSize, Count: p.Count, Seed: p.Seed, IgnoreEOS: p.IgnoreEOS}
 }
 
 // Name is the source the prompts resolve with (workload.Spec.Name).
-func (w Prompts) Name() string {
-	return workload.Spec{Source: w.Source, Inline: w.Inline, Path: w.File}.Name()
+func (p Prompts) Name() string {
+	return workload.Spec{Source: p.Source, Inline: p.Inline, Path: p.File}.Name()
 }
 
 // PrefixRepetition is the prefix_repetition source's parameters; an
 // absent output_len is the zero Length, which its Check refuses.
-func (w Prompts) PrefixRepetition() workload.PrefixRepetition {
-	p := workload.PrefixRepetition{NumPrefixes: w.NumPrefixes, PrefixLen: w.PrefixLen, SuffixLen: w.SuffixLen,
-		Count: w.Count, Seed: w.Seed, IgnoreEOS: w.IgnoreEOS}
-	if l := w.OutputLen; l != nil {
-		p.OutputLen = workload.Length{Fixed: l.Fixed, Mean: l.Mean, RangeRatio: l.RangeRatio, SD: l.SD}
+func (p Prompts) PrefixRepetition() workload.PrefixRepetition {
+	r := workload.PrefixRepetition{NumPrefixes: p.NumPrefixes, PrefixLen: p.PrefixLen, SuffixLen: p.SuffixLen,
+		Count: p.Count, Seed: p.Seed, IgnoreEOS: p.IgnoreEOS}
+	if l := p.OutputLen; l != nil {
+		r.OutputLen = workload.Length{Fixed: l.Fixed, Mean: l.Mean, RangeRatio: l.RangeRatio, SD: l.SD}
 	}
-	return p
+	return r
 }
 
 // Spec is the prompt source as workload.Resolve takes it.
-func (w Prompts) Spec() workload.Spec {
-	spec := workload.Spec{Source: w.Source, Inline: w.Inline, Path: w.File}
-	switch w.Source {
+func (p Prompts) Spec() workload.Spec {
+	spec := workload.Spec{Source: p.Source, Inline: p.Inline, Path: p.File}
+	switch p.Source {
 	case workload.SourceSynthetic:
-		s := w.Synthetic()
+		s := p.Synthetic()
 		spec.Synthetic = &s
 	case workload.SourcePrefixRepetition:
-		p := w.PrefixRepetition()
+		p := p.PrefixRepetition()
 		spec.Prefix = &p
 	case workload.SourceShareGPT, workload.SourceChatJSONL:
-		spec.Dataset = &workload.Dataset{UseOutputLen: w.UseOutputLen, MaxModelLen: w.MaxModelLen, Count: w.Count}
+		spec.Dataset = &workload.Dataset{UseOutputLen: p.UseOutputLen, MaxModelLen: p.MaxModelLen, Count: p.Count}
 	case workload.SourceTrace:
-		tr := w.Trace()
+		tr := p.Trace()
 		spec.Trace = &tr
 	}
 	return spec

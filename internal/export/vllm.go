@@ -23,9 +23,6 @@ import (
 // start_times, ttfts, itls, generated_texts and errors, and keeps
 // latencies and queue_times.
 
-// vllmDetailedKeys are the arrays vLLM writes only with --save-detailed.
-var vllmDetailedKeys = []string{"input_lens", "output_lens", "ttfts", "itls", "start_times", "generated_texts", "errors"}
-
 // VLLMResult is one load as vLLM's --save-result writes a run.
 type VLLMResult struct {
 	// Server and Load name the population (Load as every output names it).

@@ -98,10 +98,16 @@ type File struct {
 	Content string
 }
 
-// Object names of a spec.
-func (s Spec) ServiceName() string   { return s.Name + "-coordinator" }
-func (s Spec) WorkersName() string   { return s.Name + "-workers" }
-func (s Spec) CollectName() string   { return s.Name + "-collect" }
+// ServiceName is the coordinator's Service.
+func (s Spec) ServiceName() string { return s.Name + "-coordinator" }
+
+// WorkersName is the workers' Job.
+func (s Spec) WorkersName() string { return s.Name + "-workers" }
+
+// CollectName is the coordinator's Job, which collects the workers' bundles.
+func (s Spec) CollectName() string { return s.Name + "-collect" }
+
+// ConfigMapName is the ConfigMap holding the rehearsal file.
 func (s Spec) ConfigMapName() string { return s.Name + "-rehearsal" }
 
 // TokenSecretName is the Secret holding the coordinator's token.

@@ -42,13 +42,6 @@ func Provenance(ctx context.Context, cfg *config.Rehearsal, command []string, to
 	}, notes
 }
 
-// ServedModel is the first model the server at baseURL lists on
-// /v1/models, for a rehearsal that names none.
-func ServedModel(ctx context.Context, baseURL, apiKey string) (string, error) {
-	m, err := FirstModel(ctx, baseURL, apiKey)
-	return m.ID, err
-}
-
 // FirstModel is the first model the server at baseURL lists on GET
 // /v1/models, with the max_model_len it reports there (vLLM does; 0 when
 // the server reports none). Its error may quote the server's answer: the

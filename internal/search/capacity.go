@@ -332,7 +332,7 @@ type ProbeRecord struct {
 	Steady *contract.SteadyProbe `json:"steady,omitempty"`
 }
 
-// Control is the control variable of every search here.
+// ControlConcurrency is the control variable of every search here.
 const ControlConcurrency = "concurrency"
 
 // NewCapacity is results.json's entry for server's search of spec under

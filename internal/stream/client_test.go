@@ -429,11 +429,12 @@ func TestServedModel(t *testing.T) {
 	defer srv.Close()
 	c := NewClient(nil)
 	defer c.Close()
-	id, err := c.ServedModel(context.Background(), srv.URL+"/", "k")
+	m, err := c.FirstModel(context.Background(), srv.URL+"/", "k")
+	id := m.ID
 	if err != nil || id != "Qwen/Qwen2.5-1.5B-Instruct" {
 		t.Fatalf("%q %v", id, err)
 	}
-	if _, err := c.ServedModel(context.Background(), srv.URL, ""); err == nil || !strings.Contains(err.Error(), "HTTP 401: no key") {
+	if _, err := c.FirstModel(context.Background(), srv.URL, ""); err == nil || !strings.Contains(err.Error(), "HTTP 401: no key") {
 		t.Fatalf("error %v", err)
 	}
 }

@@ -12,13 +12,6 @@ import (
 	"time"
 )
 
-// ServedModel asks GET {baseURL}/v1/models for the id of the first model
-// served, for a caller that was not told which model to request.
-func (c *Client) ServedModel(ctx context.Context, baseURL, apiKey string) (string, error) {
-	m, err := c.FirstModel(ctx, baseURL, apiKey)
-	return m.ID, err
-}
-
 // Model is one entry of GET /v1/models.
 type Model struct {
 	ID string `json:"id"`

@@ -90,22 +90,22 @@ func contains(list []string, s string) bool {
 }
 
 // addSession appends a session of the given turns to set.
-func (set *Set) addSession(turns []Prompt) {
-	s := Session{Turns: make([]int, len(turns))}
+func (s *Set) addSession(turns []Prompt) {
+	sess := Session{Turns: make([]int, len(turns))}
 	for j, p := range turns {
-		s.Turns[j] = len(set.Prompts)
-		set.Prompts = append(set.Prompts, p)
+		sess.Turns[j] = len(s.Prompts)
+		s.Prompts = append(s.Prompts, p)
 	}
-	set.Sessions = append(set.Sessions, s)
+	s.Sessions = append(s.Sessions, sess)
 }
 
 // kept is how many entries of a dataset set keeps: its sessions, or its
 // prompts.
-func (set *Set) kept(spec Spec) int {
+func (s *Set) kept(spec Spec) int {
 	if spec.Sessions != nil {
-		return len(set.Sessions)
+		return len(s.Sessions)
 	}
-	return len(set.Prompts)
+	return len(s.Prompts)
 }
 
 // sessionParams records the sessions' parameters in a source's params.
