@@ -111,7 +111,7 @@ func TestCapacityAgainstTheSimulator(t *testing.T) {
 		if code, vout, verrs := runMain(context.Background(), "verify", dir); code != 0 {
 			t.Errorf("%s %v: verify exit %d\n%s\n%s", tc.slo, tc.extra, code, vout, verrs)
 		}
-		if strings.HasPrefix(tc.kinds, "screen screen") {
+		if tc.kinds == "screen search repeat" {
 			screenTampered(t, dir)
 		}
 		if (c.Predicted == nil) != (tc.predicted == nil) || (c.Predicted != nil && *c.Predicted != *tc.predicted) {
@@ -129,7 +129,8 @@ func TestCapacityAgainstTheSimulator(t *testing.T) {
 
 // screenTampered checks that verify refuses the bundle in dir, whose
 // first probe is a screen that did not fail, once that screen claims a
-// pass, and once its wave claims to be a full probe.
+// pass, once its wave claims to be a full probe, and once its margin (what
+// the steered search interpolates) is not the one its records give.
 func screenTampered(t *testing.T, dir string) {
 	t.Helper()
 	read := func() *bundle.Results {
@@ -161,6 +162,12 @@ func screenTampered(t *testing.T, dir string) {
 		}
 	}
 	verifyNames("a screen's wave claiming a full probe", res, "the search does not replay")
+	res = read()
+	if m := res.Capacity[0].Probes[0].Margin; m == nil || !res.Capacity[0].Search.Steer {
+		t.Fatalf("first probe %+v of a search %+v: want a margin, steered", res.Capacity[0].Probes[0], res.Capacity[0].Search)
+	}
+	*res.Capacity[0].Probes[0].Margin *= 2
+	verifyNames("a probe's margin altered", res, "capacity[0].probes[0].margin")
 }
 
 // TestCapacityServerGoneIsNotAFail: an endpoint that stops accepting
