@@ -79,20 +79,21 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 	if err != nil {
 		return WaveResult{}, fmt.Errorf("%s: open wave: %w", t.Name, err)
 	}
-	n := len(offsets)
-	mine := spec.units(n)
-	ss, prepared, total, err := d.sendables(t, spec.Load, n, mine)
+	o := &openRun{d: d, t: t, spec: spec, offsets: offsets, mine: spec.units(len(offsets))}
+	ss, prepared, total, err := d.sendables(t, spec.Load, len(offsets), o.mine)
 	if err != nil {
 		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
 	}
+	o.ss, o.prepared, o.total = ss, prepared, total
 	defer d.advance(t, prepared)
 	if err := ctx.Err(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: open wave not released: %w", t.Name, context.Cause(ctx))
 	}
 	limit := plan.ShareCap(spec.Segment, spec.MaxConcurrency)
-	warm := min(len(mine), openWarm)
+	warm := min(len(o.mine), openWarm)
 	if limit > 0 {
-		warm = min(len(mine), limit)
+		warm = min(len(o.mine), limit)
+		o.slots = make(chan struct{}, limit)
 	}
 	if warm > 0 {
 		d.warm(ctx, t, warm)
@@ -101,26 +102,43 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 	if err := ctx.Err(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: open wave not released: %w", t.Name, context.Cause(ctx))
 	}
+	return o.run(ctx)
+}
 
-	w := contract.Wave{
+// openRun is one open wave past its preparation: what its dispatcher and
+// its requests share.
+type openRun struct {
+	d    *Driver
+	t    Target
+	spec OpenSpec
+	// offsets are every arrival's offset from the release; mine the
+	// arrivals of this segment, in order.
+	offsets  []time.Duration
+	mine     []int
+	ss       *sessionRunner
+	prepared *replicaSet
+	total    int
+	// slots holds a token per request in flight under a concurrency cap
+	// (nil: none).
+	slots chan struct{}
+
+	w       contract.Wave
+	records []contract.Record
+	tl      tally
+	ended   sync.WaitGroup
+	rel     *release
+}
+
+// run releases the wave, dispatches its arrivals and ends it.
+func (o *openRun) run(ctx context.Context) (WaveResult, error) {
+	d, t, spec := o.d, o.t, o.spec
+	o.w = contract.Wave{
 		ID: d.NextWaveID(), Server: t.Name, Concurrency: spec.MaxConcurrency, Repeat: spec.Repeat,
 		Kind: spec.Kind, Mode: contract.ModeOpen,
 		RequestRateRPS: spec.RequestRateRPS, Arrival: spec.Arrival, Burstiness: spec.Burstiness,
 		Seed: spec.Seed, MaxConcurrency: spec.MaxConcurrency, Ramp: spec.Ramp,
 	}
-	records := make([]contract.Record, len(mine))
-	var (
-		tl    tally
-		ended sync.WaitGroup
-		slots chan struct{}
-	)
-	if limit > 0 {
-		slots = make(chan struct{}, limit)
-	}
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-
+	o.records = make([]contract.Record, len(o.mine))
 	// A split plan's workers agree on the release now that their
 	// connections are dialed, and start their schedules at that instant:
 	// request k goes at that instant + offset(k) on every
@@ -131,27 +149,48 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 	}
 	cpu0 := cpuTime()
 	stalls := d.watchStalls()
-	spec.stampWave(&w, time.Now())
-	w.StartedAt = anchor(release)
-	if err := d.journalWave(w); err != nil {
-		tl.journalErr = err
+	spec.stampWave(&o.w, time.Now())
+	o.w.StartedAt = anchor(release)
+	if err := d.journalWave(o.w); err != nil {
+		o.tl.journalErr = err
 	}
-	d.progress(Event{Kind: WaveReleased, Wave: w, Total: total})
+	d.progress(Event{Kind: WaveReleased, Wave: o.w, Total: o.total})
 	// The requests see the wave as released; the dispatcher goes on
 	// counting in w.
-	rel := newRelease()
-	rel.load, rel.worker, rel.secrets = spec.Load, spec.worker(), t.Secrets
-	rel.publish(w, release)
+	o.rel = newRelease()
+	o.rel.load, o.rel.worker, o.rel.secrets = spec.Load, spec.worker(), t.Secrets
+	o.rel.publish(o.w, release)
 
-	sent := 0
-	// Arrivals due at once (a burst, a trace's simultaneous requests, a
-	// dispatcher running late) go ReleaseGroup at a time, and the
-	// dispatcher waits for the scheduler's next network poll between, so
-	// a response that came meanwhile is read then, not after the whole run
-	// of writes: as a closed wave's release (stream.Barrier).
-	poll := stream.NewPollWait()
-	defer poll.Close()
-	due := 0
+	sent := o.dispatch(ctx, release)
+	o.ended.Wait()
+	records := o.records[:sent]
+	w := o.w
+	w.NotSent = len(o.mine) - sent
+	if o.ss != nil {
+		records = o.ss.records()
+		w.NotSent = o.total - len(records)
+	}
+	w.ClientCPUS = (cpuTime() - cpu0).Seconds()
+	w.ClientStalls = stalls.end()
+	w.WallS = contract.WaveWallS(records)
+	w.Stopped = stopped(ctx)
+	d.count(w)
+	o.tl.mu.Lock()
+	journalErr := o.tl.journalErr
+	o.tl.mu.Unlock()
+	if err := d.journalWave(w); err != nil && journalErr == nil {
+		journalErr = err
+	}
+	d.progress(Event{Kind: WaveEnded, Wave: w, Done: o.tl.done, Failed: o.tl.failed, Total: o.total, Elapsed: time.Since(release)})
+	return WaveResult{Wave: w, Release: release, Records: records}, waveError(ctx, w, journalErr)
+}
+
+// dispatch sends the segment's arrivals at their times from release until
+// the last or ctx ends, and returns how many it sent.
+func (o *openRun) dispatch(ctx context.Context, release time.Time) int {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
 	sleepUntil := func(at time.Time) bool {
 		if wait := time.Until(at); wait > 0 {
 			timer.Reset(wait)
@@ -164,59 +203,26 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 		}
 		return ctx.Err() == nil
 	}
-	for slot, i := range mine {
-		off := offsets[i]
+	// Arrivals due at once (a burst, a trace's simultaneous requests, a
+	// dispatcher running late) go ReleaseGroup at a time, and the
+	// dispatcher waits for the scheduler's next network poll between, so
+	// a response that came meanwhile is read then, not after the whole run
+	// of writes: as a closed wave's release (stream.Barrier).
+	poll := stream.NewPollWait()
+	defer poll.Close()
+	sent, due := 0, 0
+	for slot, i := range o.mine {
+		off := o.offsets[i]
 		// Arm the request armLead before its time: it takes its
 		// connection and is buffered on it, so at its time only the
 		// write is left.
-		if !sleepUntil(release.Add(off - armLead)) {
+		if !sleepUntil(release.Add(off-armLead)) || !o.takeSlot(ctx) {
 			break
 		}
-		if slots != nil {
-			select {
-			case slots <- struct{}{}:
-			default:
-				w.Waited++
-				select {
-				case slots <- struct{}{}:
-				case <-ctx.Done():
-				}
-			}
-			if ctx.Err() != nil {
-				break
-			}
-		}
 		sent++
-		ended.Add(1)
+		o.ended.Add(1)
 		gate := make(chan struct{})
-		go func() {
-			defer ended.Done()
-			if ss != nil {
-				// Arrival i starts a session; its first turn goes at the
-				// arrival, the others each after the reply before it.
-				ss.run(ctx, i, func(tag turnTag, prompt int, p *stream.Prepared, intended time.Duration) (contract.Record, bool) {
-					var res stream.Result
-					if tag.turn == 1 {
-						res, intended = d.client.SendAt(ctx, p, gate, nil), off
-					} else {
-						res = d.client.Send(ctx, p)
-					}
-					return ss.settle(rel, i, prompt, intended, res, total, &tl, tag), true
-				})
-				if slots != nil {
-					<-slots
-				}
-				return
-			}
-			prompt := workload.PromptIndex(i, prepared.prompts())
-			rep := prepared.pick(i)
-			res := d.client.SendAt(ctx, prepared.get(rep, prompt), gate, nil)
-			prepared.done(rep)
-			if slots != nil {
-				<-slots
-			}
-			d.settle(rel, records, slot, i, prompt, off, res, len(mine), &tl, rep)
-		}()
+		go o.send(ctx, slot, i, off, gate)
 		// Canceled here, the armed request ends as canceled.
 		if time.Until(release.Add(off)) > 0 {
 			due = 0
@@ -230,25 +236,55 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 			due = 0
 		}
 	}
-	ended.Wait()
-	records = records[:sent]
+	return sent
+}
 
-	w.NotSent = len(mine) - sent
-	if ss != nil {
-		records = ss.records()
-		w.NotSent = total - len(records)
+// takeSlot waits for a free slot under the concurrency cap, counting the
+// arrivals that waited; false when ctx ended first.
+func (o *openRun) takeSlot(ctx context.Context) bool {
+	if o.slots == nil {
+		return true
 	}
-	w.ClientCPUS = (cpuTime() - cpu0).Seconds()
-	w.ClientStalls = stalls.end()
-	w.WallS = contract.WaveWallS(records)
-	w.Stopped = stopped(ctx)
-	d.count(w)
-	tl.mu.Lock()
-	journalErr := tl.journalErr
-	tl.mu.Unlock()
-	if err := d.journalWave(w); err != nil && journalErr == nil {
-		journalErr = err
+	select {
+	case o.slots <- struct{}{}:
+	default:
+		o.w.Waited++
+		select {
+		case o.slots <- struct{}{}:
+		case <-ctx.Done():
+		}
 	}
-	d.progress(Event{Kind: WaveEnded, Wave: w, Done: tl.done, Failed: tl.failed, Total: total, Elapsed: time.Since(release)})
-	return WaveResult{Wave: w, Release: release, Records: records}, waveError(ctx, w, journalErr)
+	return ctx.Err() == nil
+}
+
+// send is arrival i's request (of a session: its turns), armed until
+// gate closes; slot is its place among the segment's records.
+func (o *openRun) send(ctx context.Context, slot, i int, off time.Duration, gate chan struct{}) {
+	defer o.ended.Done()
+	d, prepared := o.d, o.prepared
+	if o.ss != nil {
+		// Arrival i starts a session; its first turn goes at the
+		// arrival, the others each after the reply before it.
+		o.ss.run(ctx, i, func(tag turnTag, prompt int, p *stream.Prepared, intended time.Duration) (contract.Record, bool) {
+			var res stream.Result
+			if tag.turn == 1 {
+				res, intended = d.client.SendAt(ctx, p, gate, nil), off
+			} else {
+				res = d.client.Send(ctx, p)
+			}
+			return o.ss.settle(o.rel, i, prompt, intended, res, o.total, &o.tl, tag), true
+		})
+		if o.slots != nil {
+			<-o.slots
+		}
+		return
+	}
+	prompt := workload.PromptIndex(i, prepared.prompts())
+	rep := prepared.pick(i)
+	res := d.client.SendAt(ctx, prepared.get(rep, prompt), gate, nil)
+	prepared.done(rep)
+	if o.slots != nil {
+		<-o.slots
+	}
+	d.settle(o.rel, o.records, slot, i, prompt, off, res, len(o.mine), &o.tl, rep)
 }
