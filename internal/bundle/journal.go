@@ -274,181 +274,206 @@ func DecodeJournal(in io.Reader) (*Results, error) {
 // cores; ok false where the line is not of that form), and returns the
 // record's wave, or an error that ends the scan.
 func scanJournal(in io.Reader, onRecord func(*contract.Record) error, rawRecord func(n int, line []byte, sum recordSum, ok bool) (int, error)) (*Results, error) {
-	br := bufio.NewReaderSize(in, readChunk)
-	var (
-		header    *Results
-		waveOrder []int
-		waves     = map[int]contract.Wave{}
-		// waveEntries counts each wave's entries: one at its release, one
-		// at its end (see Entry.Wave).
-		waveEntries = map[int]int{}
-		// perWave counts each wave's records, firstRecord the index of
-		// its first.
-		perWave     = map[int]int{}
-		firstRecord = map[int]int{}
-		nRecords    int
-		mechanism   *MechanismCheck
-		notes       []string
-		lineNumber  int
-	)
-	texts := newInterner()
+	js := &journalScan{
+		br: bufio.NewReaderSize(in, readChunk), onRecord: onRecord, rawRecord: rawRecord,
+		waves: map[int]contract.Wave{}, waveEntries: map[int]int{}, perWave: map[int]int{}, firstRecord: map[int]int{},
+		texts: newInterner(),
+	}
 	// Lines are decoded on all cores and taken in order.
-	type line struct {
-		e     Entry
-		derr  error
-		raw   []byte // a record line left to rawRecord
-		sum   recordSum
-		sumOK bool // sum is raw's lineSum
-		blank bool
-		torn  bool // no final newline: the last write did not finish
-	}
-	var long []byte
-	next := func() ([]byte, error) {
-		l, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			// A line longer than the buffer: gather it whole.
-			long = append(long[:0], l...)
-			for err == bufio.ErrBufferFull {
-				l, err = br.ReadSlice('\n')
-				long = append(long, l...)
-			}
-			l = long
-		}
-		if len(l) == 0 {
-			if err == nil {
-				err = io.EOF
-			}
-			return nil, err
-		}
-		if err != nil && err != io.EOF {
-			return nil, err
-		}
-		return l, nil // a torn last line comes back without its newline; EOF next
-	}
-	decode := func(raw []byte, l *line) {
-		l.torn = raw[len(raw)-1] != '\n'
-		trimmed := bytes.TrimSpace(raw)
-		if len(trimmed) == 0 {
-			l.blank = true
-			return
-		}
-		if rawRecord != nil && !l.torn && bytes.HasPrefix(trimmed, recordPrefix) {
-			l.raw = trimmed
-			l.sum, l.sumOK = lineSum(trimmed)
-			return
-		}
-		l.derr = json.Unmarshal(trimmed, &l.e)
-	}
-	use := func(l *line) error {
-		lineNumber++
-		if l.blank {
-			if l.torn {
-				return errStop
-			}
-			return nil
-		}
-		if l.raw != nil {
-			id, err := rawRecord(nRecords, l.raw, l.sum, l.sumOK)
-			if err != nil {
-				return err
-			}
-			if _, ok := perWave[id]; !ok {
-				firstRecord[id] = nRecords
-			}
-			perWave[id]++
-			nRecords++
-			return nil
-		}
-		e := &l.e
-		if l.derr != nil {
-			if l.torn {
-				notes = append(notes, fmt.Sprintf("journal line %d was torn (the tool stopped mid-write) and was dropped", lineNumber))
-				return errStop
-			}
-			return fmt.Errorf("line %d: %v", lineNumber, l.derr)
-		}
-		set := 0
-		switch {
-		case e.Header != nil:
-			set++
-			if e.PromptsKept && header != nil {
-				w := &e.Header.Workload
-				w.Prompts, w.PromptMaxTokens, w.PromptMessages = header.Workload.Prompts, header.Workload.PromptMaxTokens, header.Workload.PromptMessages
-				w.ArrivalsS = header.Workload.ArrivalsS
-				w.Sessions = header.Workload.Sessions
-			}
-			header = e.Header
-		}
-		if e.Wave != nil {
-			set++
-			if _, ok := waves[e.Wave.ID]; !ok {
-				waveOrder = append(waveOrder, e.Wave.ID)
-			}
-			waves[e.Wave.ID] = *e.Wave
-			waveEntries[e.Wave.ID]++
-		}
-		if e.Record != nil {
-			set++
-			if e.Record.Server == "" || e.Record.Kind == "" {
-				return fmt.Errorf("line %d: record without server or kind", lineNumber)
-			}
-		}
-		if e.Mechanism != nil {
-			set++
-			mechanism = e.Mechanism
-		}
-		if set != 1 {
-			return fmt.Errorf("line %d: an entry must hold exactly one of header, wave, record, mechanism_check", lineNumber)
-		}
-		if rec := e.Record; rec != nil {
-			if _, ok := perWave[rec.Wave]; !ok {
-				firstRecord[rec.Wave] = nRecords
-			}
-			perWave[rec.Wave]++
-			nRecords++
-			texts.record(rec)
-			if err := onRecord(rec); err != nil {
-				return err
-			}
-		}
-		if l.torn {
-			return errStop
-		}
-		return nil
-	}
-	if err := decodeRecycled(next, decode, use); err != nil {
+	if err := decodeRecycled(js.next, js.decode, js.use); err != nil {
 		return nil, err
 	}
-	if header == nil {
+	return js.results()
+}
+
+// journalScan is scanJournal's state as the lines go past.
+type journalScan struct {
+	br        *bufio.Reader
+	long      []byte // a line longer than br's buffer, gathered
+	onRecord  func(*contract.Record) error
+	rawRecord func(n int, line []byte, sum recordSum, ok bool) (int, error)
+
+	header    *Results
+	waveOrder []int
+	waves     map[int]contract.Wave
+	// waveEntries counts each wave's entries: one at its release, one
+	// at its end (see Entry.Wave).
+	waveEntries map[int]int
+	// perWave counts each wave's records, firstRecord the index of its
+	// first.
+	perWave, firstRecord map[int]int
+	nRecords             int
+	mechanism            *MechanismCheck
+	notes                []string
+	lineNumber           int
+	texts                *interner
+}
+
+// journalLine is one line, decoded (or left raw) on a decoding core.
+type journalLine struct {
+	e     Entry
+	derr  error
+	raw   []byte // a record line left to rawRecord
+	sum   recordSum
+	sumOK bool // sum is raw's lineSum
+	blank bool
+	torn  bool // no final newline: the last write did not finish
+}
+
+// next is the next line; a torn last line comes back without its
+// newline, then io.EOF.
+func (js *journalScan) next() ([]byte, error) {
+	l, err := js.br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		// A line longer than the buffer: gather it whole.
+		js.long = append(js.long[:0], l...)
+		for err == bufio.ErrBufferFull {
+			l, err = js.br.ReadSlice('\n')
+			js.long = append(js.long, l...)
+		}
+		l = js.long
+	}
+	if len(l) == 0 {
+		if err == nil {
+			err = io.EOF
+		}
+		return nil, err
+	}
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (js *journalScan) decode(raw []byte, l *journalLine) {
+	l.torn = raw[len(raw)-1] != '\n'
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 {
+		l.blank = true
+		return
+	}
+	if js.rawRecord != nil && !l.torn && bytes.HasPrefix(trimmed, recordPrefix) {
+		l.raw = trimmed
+		l.sum, l.sumOK = lineSum(trimmed)
+		return
+	}
+	l.derr = json.Unmarshal(trimmed, &l.e)
+}
+
+// use takes the lines in order: errStop after a torn last line.
+func (js *journalScan) use(l *journalLine) error {
+	js.lineNumber++
+	switch {
+	case l.blank && l.torn:
+		return errStop
+	case l.blank:
+		return nil
+	case l.raw != nil:
+		id, err := js.rawRecord(js.nRecords, l.raw, l.sum, l.sumOK)
+		if err != nil {
+			return err
+		}
+		js.countRecord(id)
+		return nil
+	case l.derr != nil && l.torn:
+		js.notes = append(js.notes, fmt.Sprintf("journal line %d was torn (the tool stopped mid-write) and was dropped", js.lineNumber))
+		return errStop
+	case l.derr != nil:
+		return fmt.Errorf("line %d: %v", js.lineNumber, l.derr)
+	}
+	if err := js.entry(&l.e); err != nil {
+		return err
+	}
+	if l.torn {
+		return errStop
+	}
+	return nil
+}
+
+// entry takes one decoded entry, which holds exactly one thing.
+func (js *journalScan) entry(e *Entry) error {
+	set := 0
+	if e.Header != nil {
+		set++
+		if h := js.header; e.PromptsKept && h != nil {
+			w := &e.Header.Workload
+			w.Prompts, w.PromptMaxTokens, w.PromptMessages = h.Workload.Prompts, h.Workload.PromptMaxTokens, h.Workload.PromptMessages
+			w.ArrivalsS = h.Workload.ArrivalsS
+			w.Sessions = h.Workload.Sessions
+		}
+		js.header = e.Header
+	}
+	if e.Wave != nil {
+		set++
+		if _, ok := js.waves[e.Wave.ID]; !ok {
+			js.waveOrder = append(js.waveOrder, e.Wave.ID)
+		}
+		js.waves[e.Wave.ID] = *e.Wave
+		js.waveEntries[e.Wave.ID]++
+	}
+	if e.Record != nil {
+		set++
+		if e.Record.Server == "" || e.Record.Kind == "" {
+			return fmt.Errorf("line %d: record without server or kind", js.lineNumber)
+		}
+	}
+	if e.Mechanism != nil {
+		set++
+		js.mechanism = e.Mechanism
+	}
+	if set != 1 {
+		return fmt.Errorf("line %d: an entry must hold exactly one of header, wave, record, mechanism_check", js.lineNumber)
+	}
+	if rec := e.Record; rec != nil {
+		js.countRecord(rec.Wave)
+		js.texts.record(rec)
+		return js.onRecord(rec)
+	}
+	return nil
+}
+
+// countRecord counts a record of wave id.
+func (js *journalScan) countRecord(id int) {
+	if _, ok := js.perWave[id]; !ok {
+		js.firstRecord[id] = js.nRecords
+	}
+	js.perWave[id]++
+	js.nRecords++
+}
+
+// results is the header with the journal's waves, those it never saw end
+// marked cut, and its notes.
+func (js *journalScan) results() (*Results, error) {
+	if js.header == nil {
 		return nil, errors.New("no header entry")
 	}
-	unknown, at := -1, nRecords
-	for id, i := range firstRecord {
-		if _, ok := waves[id]; !ok && i < at {
+	unknown, at := -1, js.nRecords
+	for id, i := range js.firstRecord {
+		if _, ok := js.waves[id]; !ok && i < at {
 			unknown, at = id, i
 		}
 	}
-	if at < nRecords {
+	if at < js.nRecords {
 		return nil, fmt.Errorf("record %d names wave %d, which the journal never opened", at, unknown)
 	}
-	r := *header
+	r := *js.header
 	r.Schema = Schema
 	var cut []string
-	for _, id := range waveOrder {
-		w := waves[id]
-		if waveEntries[id] < 2 && w.Stopped == "" {
-			w.Stopped = cutReason(w, perWave[id])
+	for _, id := range js.waveOrder {
+		w := js.waves[id]
+		if js.waveEntries[id] < 2 && w.Stopped == "" {
+			w.Stopped = cutReason(w, js.perWave[id])
 			cut = append(cut, fmt.Sprintf("wave %d (%s, %s, repeat %d)", w.ID, w.Server, contract.KeyOf(w).LoadLabel(), w.Repeat))
 		}
 		r.Waves = append(r.Waves, w)
 	}
-	if mechanism != nil {
-		r.MechanismCheck = mechanism
+	if js.mechanism != nil {
+		r.MechanismCheck = js.mechanism
 	}
 	if len(cut) > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("The journal ends before the end of %s: rehearse stopped or crashed during it, so it is marked stopped, and requests of it that had not ended are not in the records.", strings.Join(cut, ", ")))
 	}
-	r.Notes = append(r.Notes, notes...)
+	r.Notes = append(r.Notes, js.notes...)
 	return &r, nil
 }
 
