@@ -386,23 +386,29 @@ func (s *Search) advance() {
 		c := min(2*top, s.cfg.Max)
 		s.next = Probe{Load: c, Screen: s.screens(c)}
 	case Converged(s.lo, s.hi):
-		switch {
-		case s.hiUnres:
-			s.finish(StopCapReached)
-		case s.lo == 0:
-			s.finish(StopUnmetAtMinimum)
-		default:
-			s.finish(StopConverged)
-		}
+		s.converged()
 	default:
 		s.next = Probe{Load: (s.lo + s.hi) / 2}
 	}
 }
 
+// converged ends a search whose bracket has converged, with the reason
+// its ends give.
+func (s *Search) converged() {
+	switch {
+	case s.hiUnres:
+		s.finish(StopCapReached)
+	case s.lo == 0:
+		s.finish(StopUnmetAtMinimum)
+	default:
+		s.finish(StopConverged)
+	}
+}
+
 // advanceSteered is advance's bracket under Config.Steer: the doubling,
-// from the first load worth a screen; then the regula falsi between the
+// from the first load worth a screen; then steer's probes between the
 // largest load passed or screened (top) and the smallest failed; and a
-// screened top probed in full once the bracket has converged on it.
+// screened end probed in full once the bracket has converged on it.
 func (s *Search) advanceSteered() {
 	top := s.lo
 	if c, ok := s.unconfirmed(); ok {
@@ -427,14 +433,7 @@ func (s *Search) advanceSteered() {
 		// And a fail at its upper end that is more than one round's.
 		s.next = Probe{Load: s.hi}
 	case Converged(top, s.hi):
-		switch {
-		case s.hiUnres:
-			s.finish(StopCapReached)
-		case s.lo == 0:
-			s.finish(StopUnmetAtMinimum)
-		default:
-			s.finish(StopConverged)
-		}
+		s.converged()
 	default:
 		s.next = Probe{Load: s.steer(top)}
 	}
