@@ -329,6 +329,18 @@ func TestParseRefuses(t *testing.T) {
 		want string
 	}{
 		{"wordpiece", model("type", "WordPiece"), `model.type "WordPiece" is not implemented`},
+		// Files of another kind fail the vocabulary's scan; the component is named.
+		{"unigram", func(j map[string]any) {
+			m := j["model"].(map[string]any)
+			m["type"], m["vocab"] = "Unigram", []any{[]any{"<unk>", 0.0}, []any{"▁a", -1.5}}
+		}, `model.type "Unigram" is not implemented`},
+		{"sentencepiece bpe", func(j map[string]any) {
+			m := j["model"].(map[string]any)
+			m["byte_fallback"], m["vocab"] = true, map[string]any{"<0x00>": 0, "▁▁": 1}
+			j["pre_tokenizer"] = map[string]any{"type": "Metaspace", "replacement": "▁"}
+		}, "model.byte_fallback true: a SentencePiece-style BPE"},
+		{"deepseek-style splits", top("pre_tokenizer", map[string]any{"type": "Sequence", "pretokenizers": []any{
+			map[string]any{"type": "Split"}, map[string]any{"type": "Split"}, map[string]any{"type": "ByteLevel"}}}), "a Sequence of 3 pre-tokenizers is not implemented"},
 		{"dropout", model("dropout", 0.1), "model.dropout 0.1"},
 		{"byte fallback", model("byte_fallback", true), "model.byte_fallback"},
 		{"prefix", model("continuing_subword_prefix", "##"), "continuing_subword_prefix"},
