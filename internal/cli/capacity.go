@@ -185,7 +185,10 @@ func runCapacity(ctx context.Context, st *State, o *capacityOptions, argv []stri
 	}
 	cfg.Workload.Concurrencies = []int{}
 	cfg.Capacity = c
-	prompts, err := rehearsal.Prompts(cfg)
+	prompts, err := rehearsal.Prompts(ctx, cfg)
+	if stop := tokenizerStop(err, ""); stop != nil {
+		return stop
+	}
 	if err != nil {
 		flag := "--prompts"
 		if b.dataset.name != "" {
@@ -207,6 +210,9 @@ func runCapacity(ctx context.Context, st *State, o *capacityOptions, argv []stri
 			}
 			if pe := (*rehearsal.PredictError)(nil); errors.As(err, &pe) {
 				return usageError("--predict-from %s: %v", pe.Profile, pe.Err)
+			}
+			if stop := tokenizerStop(err, ""); stop != nil {
+				return stop
 			}
 			return usageError("--tokenizer: %v", err)
 		},

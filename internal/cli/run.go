@@ -17,6 +17,7 @@ import (
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/report"
+	"github.com/rehearse/rehearse/internal/tokenizer"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
@@ -144,6 +145,48 @@ type rehearsalJob struct {
 	segment *segmentOptions
 }
 
+// What to pass when a model's own tokenizer is not at hand, or cannot be
+// counted exactly: on the command line, and in a rehearsal file.
+const (
+	tokenizerFixFlags = "pass --tokenizer PATH (the model's tokenizer.json, or a folder holding one), or --tokenizer usage to count the server's usage.completion_tokens"
+	tokenizerFixFile  = "set tokenizer.path to the model's tokenizer.json (or a folder holding one), or tokenizer.variant to usage to count the servers' usage.completion_tokens"
+	refusedFixFlags   = "pass --tokenizer usage to count the server's usage.completion_tokens"
+	refusedFixFile    = "set tokenizer.variant to usage to count the servers' usage.completion_tokens"
+)
+
+// tokenizerStop is the one line (exit 2) of a rehearsal stopped before any
+// request because its model's own tokenizer is not at hand or cannot be
+// counted exactly, saying what to pass: the flags, or with file the
+// rehearsal file's keys. nil for any other error.
+func tokenizerStop(err error, file string) error {
+	var nf *tokenizer.NotFoundError
+	var re *tokenizer.RefusedError
+	var te *rehearsal.TokenizerError
+	fix := ""
+	switch {
+	case !errors.As(err, &te):
+		return nil
+	case errors.As(err, &nf):
+		fix = tokenizerFixFlags
+		if file != "" {
+			fix = tokenizerFixFile
+		}
+	case errors.As(err, &re):
+		fix = refusedFixFlags
+		if file != "" {
+			fix = refusedFixFile
+		}
+	default:
+		return nil
+	}
+	if file == "" {
+		// On the command line the model's flag is the key; the message
+		// names the model.
+		return usageError("%v; %s", te.Err, fix)
+	}
+	return usageError("%s: %v; %s", file, err, fix)
+}
+
 // rehearsed is a finished rehearsal: its outcome, the bundle's verify
 // problems, and the tokenizer that counted it.
 type rehearsed struct {
@@ -163,11 +206,11 @@ func rehearse(ctx context.Context, job rehearsalJob) (*rehearsed, error) {
 		prompts = *job.prompts
 	} else {
 		var err error
-		if prompts, err = rehearsal.Prompts(cfg); err != nil {
+		if prompts, err = rehearsal.Prompts(ctx, cfg); err != nil {
 			return nil, job.fail(fmt.Errorf("workload.prompts: %w", err))
 		}
 	}
-	tok, tokProv, tokNote, err := rehearsal.OpenTokenizer(cfg)
+	tok, tokProv, tokNote, err := rehearsal.OpenTokenizer(ctx, cfg)
 	if err != nil {
 		return nil, job.fail(err)
 	}
@@ -261,6 +304,9 @@ func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
 	job.fail = func(err error) error {
 		if de := (*rehearsal.DescriptorError)(nil); errors.As(err, &de) {
 			return usageError("run: %v", err)
+		}
+		if stop := tokenizerStop(err, job.cfg.Path); stop != nil {
+			return stop
 		}
 		return &ExitError{Code: 2, Err: fmt.Errorf("%s: %w", job.cfg.Path, err)}
 	}

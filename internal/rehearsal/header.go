@@ -1,6 +1,7 @@
 package rehearsal
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
@@ -157,7 +158,7 @@ func Simulation(cfg *config.Rehearsal) *bundle.Simulation {
 // (*workload.TooLongError); a length a source reads or draws past it is
 // refused before its prompt is built. The error is the source's, without a field path
 // (callers name the file or the flag).
-func Prompts(cfg *config.Rehearsal) (workload.Set, error) {
+func Prompts(ctx context.Context, cfg *config.Rehearsal) (workload.Set, error) {
 	spec := cfg.Workload.Prompts.Spec()
 	limit, server := ModelLen(cfg)
 	if d := spec.Dataset; d != nil && limit > 0 && (d.MaxModelLen == 0 || d.MaxModelLen > limit) {
@@ -173,7 +174,7 @@ func Prompts(cfg *config.Rehearsal) (workload.Set, error) {
 		counts = true
 	}
 	if counts {
-		tok, _, _, err := OpenTokenizer(cfg)
+		tok, _, _, err := OpenTokenizer(ctx, cfg)
 		if err != nil {
 			return workload.Set{}, err
 		}

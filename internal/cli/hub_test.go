@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+const hubCommit = "89abcdef0123456789abcdef0123456789abcdef"
+
+// qwenJSON is the embedded tokenizer.json's bytes, a real file to serve.
+func qwenJSON(t *testing.T) []byte {
+	t.Helper()
+	gz, err := os.ReadFile(filepath.Join("..", "tokenizer", "qwen3", "tokenizer.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// serveHub answers as the Hugging Face Hub's resolve endpoint does, with
+// files[model] as each model's tokenizer.json at hubCommit (401 for a model
+// in gated without HF_TOKEN's value, 404 EntryNotFound for another), and
+// points the environment at it: HF_ENDPOINT, the Hub online, an empty cache
+// of the test's own. It returns the cache and how many times it was asked.
+func serveHub(t *testing.T, files map[string][]byte, gated map[string]bool, token string) (string, *atomic.Int32) {
+	t.Helper()
+	var asked atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		model, ok := strings.CutSuffix(strings.TrimPrefix(r.URL.Path, "/"), "/resolve/main/tokenizer.json")
+		switch {
+		case gated[model] && r.Header.Get("Authorization") != "Bearer "+token:
+			w.Header().Set("X-Error-Code", "GatedRepo")
+			w.WriteHeader(http.StatusUnauthorized)
+		case !ok || files[model] == nil:
+			w.Header().Set("X-Error-Code", "EntryNotFound")
+			w.WriteHeader(http.StatusNotFound)
+		default:
+			sum := sha256.Sum256(files[model])
+			w.Header().Set("X-Repo-Commit", hubCommit)
+			w.Header().Set("ETag", `"`+hex.EncodeToString(sum[:])+`"`)
+			w.Write(files[model])
+		}
+	}))
+	t.Cleanup(srv.Close)
+	cache := t.TempDir()
+	t.Setenv("HF_ENDPOINT", srv.URL)
+	t.Setenv("HF_HUB_OFFLINE", "")
+	t.Setenv("HF_HUB_CACHE", cache)
+	return cache, &asked
+}
+
+// rehearse tokens --model fetches a model's own tokenizer.json from the Hub
+// into the cache's layout, where the next run (and Python tools) find it.
+func TestTokensFromTheHub(t *testing.T) {
+	cache, asked := serveHub(t, map[string][]byte{"org/tiny": tinyTokenizerJSON(t, "BPE")}, nil, "")
+	out, errs, code := tokensCLI(t, "abab c", "--model", "org/tiny", "--ids")
+	if code != 0 || out != "4\n[256,256,32,99]\n" {
+		t.Fatalf("code %d stdout %q stderr %q", code, out, errs)
+	}
+	repo := filepath.Join(cache, "models--org--tiny")
+	if ref, err := os.ReadFile(filepath.Join(repo, "refs", "main")); err != nil || string(ref) != hubCommit {
+		t.Errorf("refs/main = %q, %v", ref, err)
+	}
+	link, err := os.Readlink(filepath.Join(repo, "snapshots", hubCommit, "tokenizer.json"))
+	if err != nil || !strings.HasPrefix(link, filepath.Join("..", "..", "blobs")+string(filepath.Separator)) {
+		t.Errorf("snapshot link %q, %v", link, err)
+	}
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	if out, errs, code := tokensCLI(t, "ab", "--model", "org/tiny"); code != 0 || out != "1\n" || asked.Load() != 1 {
+		t.Errorf("offline, from the cache: code %d stdout %q stderr %q, the Hub asked %d times", code, out, errs, asked.Load())
+	}
+}
+
+// A model whose own tokenizer is not at hand stops bench before any request
+// is sent, with one line saying what to pass; a gated one says HF_TOKEN.
+func TestBenchStopsWithoutTheModelsTokenizer(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/models" {
+			requests.Add(1)
+		}
+		io.WriteString(w, `{"data":[{"id":"meta-llama/Llama-3.1-8B-Instruct"}]}`)
+	}))
+	defer srv.Close()
+	args := []string{"bench", "--base-url", srv.URL, "--concurrency", "1", "--repeats", "1", "--max-tokens", "2", "-o", filepath.Join(t.TempDir(), "b")}
+	for _, c := range []struct {
+		name  string
+		setup func()
+		want  []string
+	}{
+		{"offline", func() {}, []string{"no tokenizer.json of model meta-llama/Llama-3.1-8B-Instruct at hand", "HF_HUB_OFFLINE is set",
+			"pass --tokenizer PATH (the model's tokenizer.json, or a folder holding one), or --tokenizer usage"}},
+		{"gated, no token", func() {
+			serveHub(t, map[string][]byte{"meta-llama/Llama-3.1-8B-Instruct": qwenJSON(t)}, map[string]bool{"meta-llama/Llama-3.1-8B-Instruct": true}, "hf_x")
+		}, []string{"HTTP 401 (GatedRepo)", "set HF_TOKEN", "--tokenizer usage"}},
+	} {
+		c.setup()
+		code, out, errs := runMain(context.Background(), args...)
+		if code != 2 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || requests.Load() != 0 {
+			t.Errorf("%s: exit %d, %d requests, stderr %q, stdout %q", c.name, code, requests.Load(), errs, out)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(errs, w) {
+				t.Errorf("%s: %q does not say %q", c.name, errs, w)
+			}
+		}
+	}
+}
