@@ -569,6 +569,7 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 	pb := newWaveBar(st.Stderr, o.progress, false)
 	r, err := rehearse(ctx, rehearsalJob{
 		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: &prompts, waveEvents: pb.event, segment: &o.seg,
+		progress: warnLines(st.Stderr),
 		fail: func(err error) error {
 			if de := (*rehearsal.DescriptorError)(nil); errors.As(err, &de) {
 				return usageError("bench: %v", err)

@@ -240,9 +240,21 @@ func runCapacity(ctx context.Context, st *State, o *capacityOptions, argv []stri
 // probeLines prints a line per finished probe (report.ProbeLine), unless
 // progress is off.
 func probeLines(w io.Writer, mode string) func(rehearsal.Event) {
+	warn := warnLines(w)
 	return func(ev rehearsal.Event) {
 		if mode != config.ProgressNever && ev.Step == "probe" && ev.Capacity != nil {
 			fmt.Fprintln(w, report.ProbeLine(*ev.Capacity))
+		}
+		warn(ev)
+	}
+}
+
+// warnLines prints the runner's warnings, one line each, whatever the
+// progress mode.
+func warnLines(w io.Writer) func(rehearsal.Event) {
+	return func(ev rehearsal.Event) {
+		if ev.Step == "warn" {
+			fmt.Fprintf(w, "rehearse: warning: %s: %s\n", ev.Server, ev.Text)
 		}
 	}
 }

@@ -11,9 +11,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/rehearse/rehearse/internal/bundle"
 )
 
 const hubCommit = "89abcdef0123456789abcdef0123456789abcdef"
@@ -124,5 +127,49 @@ func TestBenchStopsWithoutTheModelsTokenizer(t *testing.T) {
 				t.Errorf("%s: %q does not say %q", c.name, errs, w)
 			}
 		}
+	}
+}
+
+// Where the server offers /tokenize and counts the first prompt otherwise
+// than the rehearsal's tokenizer, bench warns in one line and the bundle
+// notes it. The runner asks before the load where readiness asks more
+// than one answer (--ready models here; bench's default asks nothing more
+// than the waves send).
+func TestBenchWarnsWhenTokenizeDisagrees(t *testing.T) {
+	var asked atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			io.WriteString(w, `{"data":[{"id":"m"}]}`)
+		case "/tokenize":
+			body, _ := io.ReadAll(r.Body)
+			asked.Store(string(body))
+			io.WriteString(w, `{"count": 999, "tokens": [], "max_model_len": 4096}`)
+		default:
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n")
+		}
+	}))
+	defer srv.Close()
+	dir := filepath.Join(t.TempDir(), "b")
+	code, out, errs := runMain(context.Background(), "bench", "--base-url", srv.URL, "--model", "m", "--tokenizer", "qwen3",
+		"--ready", "models", "--concurrency", "1", "--repeats", "1", "--max-tokens", "2", "--progress", "never", "-o", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	body, _ := asked.Load().(string)
+	if !strings.Contains(body, `"model":"m"`) || !strings.Contains(body, `"add_special_tokens":false`) || !strings.Contains(body, `"prompt":`) {
+		t.Errorf("/tokenize was sent %q", body)
+	}
+	const want = "the server's /tokenize counts 999 tokens in the first prompt, rehearse's tokenizer "
+	if n := strings.Count(errs, want); n != 1 {
+		t.Errorf("stderr has the warning %d times:\n%s", n, errs)
+	}
+	res, err := bundle.ReadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, want) }) {
+		t.Errorf("notes %q lack the warning", res.Notes)
 	}
 }

@@ -320,7 +320,7 @@ func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
 		if ev.Step == "probe" && ev.Capacity != nil {
 			text = report.ProbeLine(*ev.Capacity)
 		}
-		if !job.quiet || ev.Step == "fail" {
+		if !job.quiet || ev.Step == "fail" || ev.Step == "warn" {
 			fmt.Fprintf(st.Stderr, "%s  %-10s %s\n", time.Now().Format("15:04:05"), ev.Server, text)
 		}
 	}
