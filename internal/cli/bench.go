@@ -545,10 +545,13 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 			summary: func(res *bundle.Results) { printBenchSummary(st.Stdout, res) },
 			after:   func(res *bundle.Results) error { return o.save.write(st, res, dir) }})
 	}
-	prompts, err := rehearsal.Prompts(ctx, cfg)
+	opened, err := rehearsal.OpenTokenizer(ctx, cfg)
 	if stop := tokenizerStop(err, ""); stop != nil {
 		return stop
+	} else if err != nil {
+		return usageError("--tokenizer: %v", err)
 	}
+	prompts, err := rehearsal.Prompts(cfg, opened.Tokenizer)
 	if err != nil {
 		flag := "--prompts"
 		if o.dataset.name != "" {
@@ -568,14 +571,11 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 	}
 	pb := newWaveBar(st.Stderr, o.progress, false)
 	r, err := rehearse(ctx, rehearsalJob{
-		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: &prompts, waveEvents: pb.event, segment: &o.seg,
+		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: &prompts, tokenizer: &opened, waveEvents: pb.event, segment: &o.seg,
 		progress: warnLines(st.Stderr),
 		fail: func(err error) error {
 			if de := (*rehearsal.DescriptorError)(nil); errors.As(err, &de) {
 				return usageError("bench: %v", err)
-			}
-			if stop := tokenizerStop(err, ""); stop != nil {
-				return stop
 			}
 			return usageError("--tokenizer: %v", err)
 		},

@@ -185,10 +185,13 @@ func runCapacity(ctx context.Context, st *State, o *capacityOptions, argv []stri
 	}
 	cfg.Workload.Concurrencies = []int{}
 	cfg.Capacity = c
-	prompts, err := rehearsal.Prompts(ctx, cfg)
+	opened, err := rehearsal.OpenTokenizer(ctx, cfg)
 	if stop := tokenizerStop(err, ""); stop != nil {
 		return stop
+	} else if err != nil {
+		return usageError("--tokenizer: %v", err)
 	}
+	prompts, err := rehearsal.Prompts(cfg, opened.Tokenizer)
 	if err != nil {
 		flag := "--prompts"
 		if b.dataset.name != "" {
@@ -202,7 +205,7 @@ func runCapacity(ctx context.Context, st *State, o *capacityOptions, argv []stri
 	}
 	pb := newWaveBar(st.Stderr, b.progress, false)
 	r, err := rehearse(ctx, rehearsalJob{
-		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: &prompts, waveEvents: pb.event,
+		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: &prompts, tokenizer: &opened, waveEvents: pb.event,
 		progress: probeLines(st.Stderr, b.progress),
 		fail: func(err error) error {
 			if de := (*rehearsal.DescriptorError)(nil); errors.As(err, &de) {
@@ -210,9 +213,6 @@ func runCapacity(ctx context.Context, st *State, o *capacityOptions, argv []stri
 			}
 			if pe := (*rehearsal.PredictError)(nil); errors.As(err, &pe) {
 				return usageError("--predict-from %s: %v", pe.Profile, pe.Err)
-			}
-			if stop := tokenizerStop(err, ""); stop != nil {
-				return stop
 			}
 			return usageError("--tokenizer: %v", err)
 		},

@@ -132,8 +132,10 @@ type rehearsalJob struct {
 	// the simulated servers of cfg.
 	simulation *bundle.Simulation
 	notes      []string
-	// prompts are the resolved prompts (nil: resolve them from cfg).
-	prompts *workload.Set
+	// prompts are the resolved prompts, tokenizer the opened tokenizer
+	// (nil: open and resolve them from cfg).
+	prompts   *workload.Set
+	tokenizer *rehearsal.OpenedTokenizer
 	// fail turns a refusal before any work (prompts, tokenizer, a plan
 	// beyond the open-file limit, a capacity prediction's profile) into the
 	// command's error.
@@ -194,26 +196,18 @@ type rehearsed struct {
 	problems []bundle.Problem
 }
 
-// rehearse resolves the prompts and the tokenizer, builds the provenance,
+// rehearse opens the tokenizer and resolves the prompts, builds the provenance,
 // runs the rehearsal (rehearsal.Run, the one runner), renders the report
 // and verifies the bundle with the tokenizer that counted its records, so
 // every output_tokens is re-counted too. run, demo and bench all go
 // through it.
 func rehearse(ctx context.Context, job rehearsalJob) (*rehearsed, error) {
 	cfg := job.cfg
-	var prompts workload.Set
-	if job.prompts != nil {
-		prompts = *job.prompts
-	} else {
-		var err error
-		if prompts, err = rehearsal.Prompts(ctx, cfg); err != nil {
-			return nil, job.fail(fmt.Errorf("workload.prompts: %w", err))
-		}
-	}
-	tok, tokProv, tokNote, err := rehearsal.OpenTokenizer(ctx, cfg)
+	opened, prompts, err := job.inputs(ctx)
 	if err != nil {
-		return nil, job.fail(err)
+		return nil, err
 	}
+	tok, tokProv, tokNote := opened.Tokenizer, opened.Provenance, opened.Note
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("cannot find the rehearse executable for {rehearse}: %w", err)
@@ -258,6 +252,29 @@ func rehearse(ctx context.Context, job rehearsalJob) (*rehearsed, error) {
 	}
 	rep, _ := bundle.VerifyWith(context.Background(), job.dir, verifyOpts)
 	return &rehearsed{out: out, problems: rep.Problems}, nil
+}
+
+// inputs opens the rehearsal's tokenizer, once, and resolves the prompts
+// with it, unless the job brings them (bench and capacity do, to name
+// their flags in a refusal).
+func (job rehearsalJob) inputs(ctx context.Context) (rehearsal.OpenedTokenizer, workload.Set, error) {
+	opened := rehearsal.OpenedTokenizer{}
+	if job.tokenizer != nil {
+		opened = *job.tokenizer
+	} else {
+		var err error
+		if opened, err = rehearsal.OpenTokenizer(ctx, job.cfg); err != nil {
+			return opened, workload.Set{}, job.fail(err)
+		}
+	}
+	if job.prompts != nil {
+		return opened, *job.prompts, nil
+	}
+	prompts, err := rehearsal.Prompts(job.cfg, opened.Tokenizer)
+	if err != nil {
+		return opened, prompts, job.fail(fmt.Errorf("workload.prompts: %w", err))
+	}
+	return opened, prompts, nil
 }
 
 // exitError is the command's error for a finished rehearsal: interrupted

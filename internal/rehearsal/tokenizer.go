@@ -30,18 +30,28 @@ func (e *TokenizerError) Error() string { return e.Field + ": " + e.Err.Error() 
 
 func (e *TokenizerError) Unwrap() error { return e.Err }
 
-// OpenTokenizer finds the rehearsal's tokenizer through the one resolver,
-// tokenizer.Resolve: tokenizer.path or tokenizer.variant as named, else the
-// own tokenizer.json of tokenizer.model, or of model.id, at its revision
-// (the Hugging Face cache, the embedded file for a Qwen2/2.5/3 model, the
-// Hub). It returns the tokenizer with its provenance and, where its origin
-// needs saying, a note for the bundle. With the variant usage the tokenizer
-// is nil: the servers' usage counts. Run, demo, bench, capacity and the
-// prompt sources all open it here.
-func OpenTokenizer(ctx context.Context, cfg *config.Rehearsal) (*tokenizer.Tokenizer, bundle.Tokenizer, string, error) {
+// OpenedTokenizer is the rehearsal's tokenizer as OpenTokenizer found it.
+type OpenedTokenizer struct {
+	// Tokenizer counts; nil with the variant usage (the servers' usage
+	// counts).
+	Tokenizer *tokenizer.Tokenizer
+	// Provenance names it by the SHA-256 of the file read.
+	Provenance bundle.Tokenizer
+	// Note is a line for the bundle where its origin needs saying (the
+	// embedded file for a model of its family, a download); "" else.
+	Note string
+}
+
+// OpenTokenizer finds the rehearsal's tokenizer, once, through the one
+// resolver, tokenizer.Resolve: tokenizer.path or tokenizer.variant as named,
+// else the own tokenizer.json of tokenizer.model, or of model.id, at its
+// revision (the Hugging Face cache, the embedded file for a Qwen2/2.5/3
+// model, the Hub). Run, demo, bench and capacity open it here, before the
+// prompts (Prompts counts with it) and before any request.
+func OpenTokenizer(ctx context.Context, cfg *config.Rehearsal) (OpenedTokenizer, error) {
 	t := cfg.Tokenizer
 	if t.Variant == VariantUsage {
-		return nil, bundle.Tokenizer{Name: VariantUsage, Source: "the server's usage.completion_tokens"}, "", nil
+		return OpenedTokenizer{Provenance: bundle.Tokenizer{Name: VariantUsage, Source: "the server's usage.completion_tokens"}}, nil
 	}
 	req := tokenizer.Request{Path: t.Path, Variant: t.Variant, Model: t.Model, Revision: t.Revision}
 	field := "tokenizer.model"
@@ -56,14 +66,14 @@ func OpenTokenizer(ctx context.Context, cfg *config.Rehearsal) (*tokenizer.Token
 	}
 	tok, origin, err := tokenizer.Resolve(ctx, req)
 	if err != nil {
-		return nil, bundle.Tokenizer{}, "", &TokenizerError{Field: field, Err: err}
+		return OpenedTokenizer{}, &TokenizerError{Field: field, Err: err}
 	}
 	info := tok.Info()
 	prov := bundle.Tokenizer{Name: info.Name, Source: info.Source, SHA256: info.SHA256}
 	if info.Source == "embedded" {
 		prov.Variant = info.Name
 	}
-	return tok, prov, origin.Note, nil
+	return OpenedTokenizer{Tokenizer: tok, Provenance: prov, Note: origin.Note}, nil
 }
 
 // RecountTokenizer finds again, through the one resolver, the tokenizer a

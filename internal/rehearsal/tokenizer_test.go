@@ -2,8 +2,10 @@ package rehearsal
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,18 +91,27 @@ func TestOpenTokenizerOrder(t *testing.T) {
 		{"Qwen2.5 not cached: the embedded file of its family", "model: {id: Qwen/Qwen2.5-7B, revision: x}\n", "embedded", "qwen2.5", "of the family of Qwen/Qwen2.5-7B"},
 		{"Qwen3 not cached", "model: {id: Qwen/Qwen3-8B}\n", "embedded", "qwen3", "embedded qwen3"},
 	} {
-		tok, prov, note, err := OpenTokenizer(context.Background(), parse(t, c.yaml+tokServer))
+		o, err := OpenTokenizer(context.Background(), parse(t, c.yaml+tokServer))
 		if err != nil {
 			t.Errorf("%s: %v", c.name, err)
 			continue
 		}
-		if prov.Source != c.source || prov.Variant != c.variant || prov.SHA256 != tok.Info().SHA256 || !strings.Contains(note, c.note) || (c.note == "" && note != "") {
+		prov, note := o.Provenance, o.Note
+		if prov.Source != c.source || prov.Variant != c.variant || !strings.Contains(note, c.note) || (c.note == "" && note != "") {
 			t.Errorf("%s: provenance %+v, note %q", c.name, prov, note)
 		}
+		// Provenance names the file by the SHA-256 of the bytes read.
+		want := tokenizer.EmbeddedSHA256
+		if c.source != "embedded" {
+			want = fmt.Sprintf("%x", sha256.Sum256(good))
+		}
+		if prov.SHA256 != want || o.Tokenizer.Info().SHA256 != want {
+			t.Errorf("%s: sha256 %s, want %s", c.name, prov.SHA256, want)
+		}
 	}
-	tok, prov, _, err := OpenTokenizer(context.Background(), parse(t, "model: {id: org/tiny}\ntokenizer: {variant: usage}\n"+tokServer))
-	if err != nil || tok != nil || prov.Name != VariantUsage {
-		t.Errorf("usage: %v, %+v, %v", tok, prov, err)
+	o, err := OpenTokenizer(context.Background(), parse(t, "model: {id: org/tiny}\ntokenizer: {variant: usage}\n"+tokServer))
+	if err != nil || o.Tokenizer != nil || o.Provenance.Name != VariantUsage {
+		t.Errorf("usage: %+v, %v", o, err)
 	}
 }
 
@@ -127,7 +138,7 @@ func TestOpenTokenizerStops(t *testing.T) {
 		{"a Unigram model", "model: {id: org/unigram}\n", "model.id", &re, `model.type "Unigram" is not implemented`},
 		{"a file that is no tokenizer", "model: {id: Qwen/Qwen3-8B}\ntokenizer: {path: " + bad + "}\n", "tokenizer.path", &re, bad},
 	} {
-		_, _, _, err := OpenTokenizer(context.Background(), parse(t, c.yaml+tokServer))
+		_, err := OpenTokenizer(context.Background(), parse(t, c.yaml+tokServer))
 		var te *TokenizerError
 		if !errors.As(err, &te) || te.Field != c.field || !errors.As(err, c.as) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %s and %q", c.name, err, c.field, c.want)

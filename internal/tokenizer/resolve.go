@@ -155,11 +155,10 @@ func (r *resolver) load(path string) (*Tokenizer, error) {
 }
 
 // localTokenizer is the tokenizer.json of a model named by its folder, as
-// a server may serve a model from a path; "" when model names none.
+// a server may serve a model from a path (a folder there is taken before
+// the Hub's id of the same name, as transformers takes it); "" when model
+// names none.
 func localTokenizer(model string) string {
-	if !strings.HasPrefix(model, "/") && !strings.HasPrefix(model, ".") {
-		return ""
-	}
 	path := filepath.Join(model, "tokenizer.json")
 	if _, err := os.Stat(path); err != nil {
 		return ""
