@@ -536,6 +536,14 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 	if err := o.seg.apply(cfg); err != nil {
 		return err
 	}
+	// Opened before the workers start: a model whose tokenizer is not at
+	// hand stops here once, and one the Hub gives is in the cache for them.
+	opened, err := rehearsal.OpenTokenizer(ctx, cfg)
+	if stop := tokenizerStop(err, ""); stop != nil {
+		return stop
+	} else if err != nil {
+		return usageError("--tokenizer: %v", err)
+	}
 	if o.seg.workers > 0 {
 		dir := o.out
 		if dir == "" {
@@ -544,12 +552,6 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 		return runWorkers(ctx, st, workersJob{seg: &o.seg, args: o.workerArgs, dir: dir, quietFlag: "--progress=never",
 			summary: func(res *bundle.Results) { printBenchSummary(st.Stdout, res) },
 			after:   func(res *bundle.Results) error { return o.save.write(st, res, dir) }})
-	}
-	opened, err := rehearsal.OpenTokenizer(ctx, cfg)
-	if stop := tokenizerStop(err, ""); stop != nil {
-		return stop
-	} else if err != nil {
-		return usageError("--tokenizer: %v", err)
 	}
 	prompts, err := rehearsal.Prompts(cfg, opened.Tokenizer)
 	if err != nil {
