@@ -316,7 +316,9 @@ func TestVLLMDocsCommandRunsUnchanged(t *testing.T) {
 	if tok := res.Provenance.Tokenizer; asked.Load() != 1 || !strings.Contains(tok.Source, filepath.Join("models--meta-llama--Llama-3.1-8B-Instruct", "snapshots", hubCommit)) {
 		t.Errorf("the Hub asked %d times, tokenizer %+v: want the model's own, downloaded once", asked.Load(), tok)
 	}
-	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.HasPrefix(n, "tokenizer.json of "+model+" at commit "+hubCommit+" was downloaded from") }) {
+	if !slices.ContainsFunc(res.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "tokenizer.json of "+model+" at commit "+hubCommit+" was downloaded from")
+	}) {
 		t.Errorf("no note says the tokenizer was downloaded: %q", res.Notes)
 	}
 	a := res.Aggregates[0]

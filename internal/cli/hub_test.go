@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rehearse/rehearse/internal/bundle"
 )
@@ -171,5 +173,26 @@ func TestBenchWarnsWhenTokenizeDisagrees(t *testing.T) {
 	}
 	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, want) }) {
 		t.Errorf("notes %q lack the warning", res.Notes)
+	}
+}
+
+// A Hub that never answers does not hold the command: Ctrl-C while the
+// tokenizer is being fetched ends it at once, as an interruption.
+func TestBenchInterruptedWhileTheHubIsSilent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close() // never accepted: the request waits for an answer
+	t.Setenv("HF_ENDPOINT", "http://"+ln.Addr().String())
+	t.Setenv("HF_HUB_OFFLINE", "")
+	t.Setenv("HF_HUB_CACHE", t.TempDir())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(300*time.Millisecond, cancel) // as Ctrl-C cancels Main's context
+	start := time.Now()
+	code, _, errs := runMain(ctx, "bench", "--base-url", "http://127.0.0.1:9", "--model", "org/silent", "-o", filepath.Join(t.TempDir(), "b"))
+	if code != exitInterrupted || !strings.Contains(errs, "interrupted while finding the tokenizer") || time.Since(start) > 5*time.Second {
+		t.Errorf("exit %d after %v, stderr %q", code, time.Since(start), errs)
 	}
 }

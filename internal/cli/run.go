@@ -159,7 +159,8 @@ const (
 // tokenizerStop is the one line (exit 2) of a rehearsal stopped before any
 // request because its model's own tokenizer is not at hand or cannot be
 // counted exactly, saying what to pass: the flags, or with file the
-// rehearsal file's keys. nil for any other error.
+// rehearsal file's keys; 130 when it was interrupted looking. nil for any
+// other error.
 func tokenizerStop(err error, file string) error {
 	var nf *tokenizer.NotFoundError
 	var re *tokenizer.RefusedError
@@ -168,6 +169,8 @@ func tokenizerStop(err error, file string) error {
 	switch {
 	case !errors.As(err, &te):
 		return nil
+	case errors.Is(err, context.Canceled):
+		return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("interrupted while finding the tokenizer (%v)", te.Err)}
 	case errors.As(err, &nf):
 		fix = tokenizerFixFlags
 		if file != "" {
