@@ -10,7 +10,6 @@ import (
 	"math"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -160,11 +159,14 @@ request. A closed-loop client runs one session, a sustained one sessions back
 to back, an open-loop arrival starts one. --max-turns caps a conversation.
 
 Output tokens are the returned text re-tokenized with --tokenizer: a
-tokenizer.json path, a model id looked up in the Hugging Face cache
-(ORG/NAME[@REVISION]), an embedded variant (qwen3, qwen2.5), or "usage" for
-the server's own completion_tokens. By default the --model's tokenizer is
-looked up in the cache, else the embedded Qwen tokenizer is used and a note
-says so.
+tokenizer.json path or a model's folder, a model id whose own tokenizer.json
+is wanted (ORG/NAME[@REVISION]), an embedded variant (qwen3, qwen2.5), or
+"usage" for the server's own completion_tokens. By default it is the --model's
+own tokenizer.json: from the Hugging Face cache, the embedded file for a
+Qwen2/2.5/3 model, else downloaded from the Hub into the cache (HF_ENDPOINT,
+HF_TOKEN; never when HF_HUB_OFFLINE is set). Where none of these has it, bench
+stops before any request and says what to pass; a tokenizer.json it cannot
+count exactly is refused by name.
 
 A 3xx answer is the request's outcome (http_status, naming the Location), so
 a redirect to another host is never credited to this one; --follow-redirects
@@ -278,7 +280,7 @@ func endpointFlags(f *pflag.FlagSet, o *benchOptions, command string) {
 	f.StringVar(&o.extraBody, "extra-body", "", "JSON object merged into every request body, e.g. '{\"ignore_eos\":true}'")
 	f.BoolVar(&o.includeUsage, "include-usage", true, "send stream_options.include_usage (--include-usage=false for servers that reject it)")
 	f.BoolVar(&o.followRedirs, "follow-redirects", false, "follow a 3xx answer (default: a redirect is the request's outcome, http_status, never another host's stream)")
-	f.StringVar(&o.tokenizer, "tokenizer", "", "tokenizer.json path, ORG/NAME[@REV] from the Hugging Face cache, qwen3, qwen2.5, or usage")
+	f.StringVar(&o.tokenizer, "tokenizer", "", "tokenizer.json path or a model's folder, ORG/NAME[@REV] (that model's own), qwen3, qwen2.5, or usage")
 	f.StringVarP(&o.out, "output", "o", "", "bundle directory (default rehearse-"+command+"-<UTC time>)")
 	f.Int64Var(&o.seed, "seed", 0, "seed of the arrival schedule (repeat r uses seed+r-1), and of --dataset-name random and prefix_repetition")
 	progressFlag(f, &o.progress)
@@ -538,6 +540,14 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 	if err := o.seg.apply(cfg); err != nil {
 		return err
 	}
+	// Opened before the workers start: a model whose tokenizer is not at
+	// hand stops here once, and one the Hub gives is in the cache for them.
+	opened, err := rehearsal.OpenTokenizer(ctx, cfg)
+	if stop := tokenizerStop(err, ""); stop != nil {
+		return stop
+	} else if err != nil {
+		return usageError("--tokenizer: %v", err)
+	}
 	if o.seg.workers > 0 {
 		dir := o.out
 		if dir == "" {
@@ -547,7 +557,7 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 			summary: func(res *bundle.Results) { printBenchSummary(st.Stdout, res) },
 			after:   func(res *bundle.Results) error { return o.save.write(st, res, dir) }})
 	}
-	prompts, err := rehearsal.Prompts(cfg)
+	prompts, err := rehearsal.Prompts(cfg, opened.Tokenizer)
 	if err != nil {
 		flag := "--prompts"
 		if o.dataset.name != "" {
@@ -567,7 +577,8 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 	}
 	pb := newWaveBar(st.Stderr, o.progress, false)
 	r, err := rehearse(ctx, rehearsalJob{
-		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: &prompts, waveEvents: pb.event, segment: &o.seg,
+		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: &prompts, tokenizer: &opened, waveEvents: pb.event, segment: &o.seg,
+		progress: warnLines(st.Stderr),
 		fail: func(err error) error {
 			if de := (*rehearsal.DescriptorError)(nil); errors.As(err, &de) {
 				return usageError("bench: %v", err)
@@ -700,31 +711,25 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 }
 
 // tokenizerConfig turns --tokenizer into the rehearsal's tokenizer choice:
-// a tokenizer.json path (or a folder holding one), ORG/NAME[@REV] from the Hugging Face cache, an
-// embedded variant, or usage; empty leaves the choice to the one resolver
-// (the model's own file in the cache, else the bundled Qwen tokenizer).
+// a tokenizer.json path or a model's folder (as vllm bench serve's
+// --tokenizer takes it), ORG/NAME[@REV] whose own tokenizer.json the one
+// resolver finds, an embedded variant, or usage; empty leaves the choice to
+// the resolver (the --model's own tokenizer, or a stop saying what to pass).
 func (o *benchOptions) tokenizerConfig() (config.Tokenizer, error) {
 	spec := o.tokenizer
+	_, statErr := os.Stat(spec)
 	switch {
 	case spec == "":
 		return config.Tokenizer{}, nil
 	case spec == rehearsal.VariantUsage || spec == tokenizer.VariantQwen3 || spec == tokenizer.VariantQwen25:
 		return config.Tokenizer{Variant: spec}, nil
-	case fileExists(spec):
+	case statErr == nil:
 		return config.Tokenizer{Path: spec}, nil
-	case fileExists(filepath.Join(spec, "tokenizer.json")):
-		// A model's folder, as vllm bench serve's --tokenizer takes it.
-		return config.Tokenizer{Path: filepath.Join(spec, "tokenizer.json")}, nil
 	case strings.Contains(spec, "/") && !strings.HasSuffix(spec, ".json"):
 		id, rev, _ := strings.Cut(spec, "@")
 		return config.Tokenizer{Model: id, Revision: rev}, nil
 	}
 	return config.Tokenizer{}, usageError("--tokenizer %q: no such file, and not ORG/NAME[@REV], qwen3, qwen2.5 or usage", spec)
-}
-
-func fileExists(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && !st.IsDir()
 }
 
 // printReasoning prints the reasoning table of a bundle whose servers

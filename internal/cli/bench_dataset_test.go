@@ -63,7 +63,7 @@ func TestBenchDatasetFlagErrors(t *testing.T) {
 		{[]string{"--dataset-name", "random", "--num-prompts", "0"}, "--dataset-name random: count: 0"},
 		{[]string{"--dataset-name", "custom", "--dataset-path", "x", "--num-prompts", "3"}, "--num-prompts applies to random, sharegpt and chat"},
 		{[]string{"--dataset-name", "random", "--prompts", "p.txt"}, "--prompts and --dataset-name: give one"},
-		{[]string{"--model", "m", "--dataset-name", "sharegpt", "--dataset-path", "/nonexistent/sg.json"}, "--dataset-name sharegpt: prompts: open /nonexistent/sg.json"},
+		{[]string{"--model", "m", "--tokenizer", "qwen3", "--dataset-name", "sharegpt", "--dataset-path", "/nonexistent/sg.json"}, "--dataset-name sharegpt: prompts: open /nonexistent/sg.json"},
 		{[]string{"--model", "m", "--dataset-name", "random", "--tokenizer", "usage"}, "--dataset-name random: synthetic prompts need the pinned tokenizer"},
 	}
 	for _, c := range cases {

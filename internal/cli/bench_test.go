@@ -200,7 +200,7 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"--base-url", "http://x", "--model", "m", "--extra-body", "[1]"}, "--extra-body"},
 		{[]string{"--base-url", "http://x", "--model", "m", "--extra-body", `{"stream":false}`}, `"stream" is set by rehearse`},
 		{[]string{"--base-url", "http://x", "--model", "m", "--extra-body", `{"max_tokens":9}`}, `--extra-body: "max_tokens" is set by rehearse and cannot be overridden (set workload.max_tokens (--max-tokens) instead)`},
-		{[]string{"--base-url", "http://x", "--model", "m", "--prompts", "/nonexistent/p.txt"}, "--prompts: prompts: open /nonexistent/p.txt"},
+		{[]string{"--base-url", "http://x", "--model", "m", "--tokenizer", "qwen3", "--prompts", "/nonexistent/p.txt"}, "--prompts: prompts: open /nonexistent/p.txt"},
 		{[]string{"--base-url", "http://x", "--model", "m", "--tokenizer", "nope"}, `--tokenizer "nope"`},
 		{[]string{"--base-url", "http://x", "--progress", "sometimes"}, `--progress "sometimes"`},
 		{[]string{"--base-url", "http://x", "--request-rate", "inf", "--duration", "1s"}, "--request-rate inf without --max-concurrency sends every request at once: --duration does not apply"},

@@ -73,7 +73,7 @@ func TestBenchTraceReplay(t *testing.T) {
 func TestBenchRamp(t *testing.T) {
 	srv, _ := benchServer(t, 1, time.Millisecond)
 	dir := filepath.Join(t.TempDir(), "b")
-	code, out, errs := runMain(context.Background(), "bench", "--base-url", srv.URL, "--repeats", "1", "--arrival", "fixed",
+	code, out, errs := runMain(context.Background(), "bench", "--base-url", srv.URL, "--tokenizer", "qwen3", "--repeats", "1", "--arrival", "fixed",
 		"--ramp-up-strategy", "linear", "--ramp-up-start-rps", "20", "--ramp-up-end-rps", "60", "--num-requests", "12", "-o", dir)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)

@@ -268,6 +268,9 @@ func TestVLLMMeanings(t *testing.T) {
 // unchanged as rehearse bench against the simulator.
 func TestVLLMDocsCommandRunsUnchanged(t *testing.T) {
 	const model = "meta-llama/Llama-3.1-8B-Instruct"
+	// The model's tokenizer.json comes from the Hub, as vLLM's would: here a
+	// fake Hub serving the file the simulator counts its tokens with.
+	_, asked := serveHub(t, map[string][]byte{model: qwenJSON(t)}, nil, "")
 	url, _, _ := startSim(t, "--model", model, "--engine", "batching", "--time-scale", "1000", "--seed", "1")
 	port := url[strings.LastIndex(url, ":")+1:]
 	t.Chdir(t.TempDir()) // the bundle goes to rehearse-bench-<time> in the working folder
@@ -309,6 +312,14 @@ func TestVLLMDocsCommandRunsUnchanged(t *testing.T) {
 	}
 	if n != 24 || len(res.Aggregates) != 1 || res.Workload.Endpoint != "/v1/completions" || res.Servers[0].Name != "sim" {
 		t.Fatalf("%d recorded requests, %d aggregates, endpoint %q, servers %+v", n, len(res.Aggregates), res.Workload.Endpoint, res.Servers)
+	}
+	if tok := res.Provenance.Tokenizer; asked.Load() != 1 || !strings.Contains(tok.Source, filepath.Join("models--meta-llama--Llama-3.1-8B-Instruct", "snapshots", hubCommit)) {
+		t.Errorf("the Hub asked %d times, tokenizer %+v: want the model's own, downloaded once", asked.Load(), tok)
+	}
+	if !slices.ContainsFunc(res.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "tokenizer.json of "+model+" at commit "+hubCommit+" was downloaded from")
+	}) {
+		t.Errorf("no note says the tokenizer was downloaded: %q", res.Notes)
 	}
 	a := res.Aggregates[0]
 	var o contract.Objectives

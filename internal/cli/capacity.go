@@ -188,7 +188,13 @@ func runCapacity(ctx context.Context, st *State, o *capacityOptions, argv []stri
 	}
 	cfg.Workload.Concurrencies = []int{}
 	cfg.Capacity = c
-	prompts, err := rehearsal.Prompts(cfg)
+	opened, err := rehearsal.OpenTokenizer(ctx, cfg)
+	if stop := tokenizerStop(err, ""); stop != nil {
+		return stop
+	} else if err != nil {
+		return usageError("--tokenizer: %v", err)
+	}
+	prompts, err := rehearsal.Prompts(cfg, opened.Tokenizer)
 	if err != nil {
 		flag := "--prompts"
 		if b.dataset.name != "" {
@@ -202,7 +208,7 @@ func runCapacity(ctx context.Context, st *State, o *capacityOptions, argv []stri
 	}
 	pb := newWaveBar(st.Stderr, b.progress, false)
 	r, err := rehearse(ctx, rehearsalJob{
-		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: &prompts, waveEvents: pb.event,
+		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: &prompts, tokenizer: &opened, waveEvents: pb.event,
 		progress: probeLines(st.Stderr, b.progress),
 		fail: func(err error) error {
 			if de := (*rehearsal.DescriptorError)(nil); errors.As(err, &de) {
@@ -235,9 +241,21 @@ func runCapacity(ctx context.Context, st *State, o *capacityOptions, argv []stri
 // probeLines prints a line per finished probe (report.ProbeLine), unless
 // progress is off.
 func probeLines(w io.Writer, mode string) func(rehearsal.Event) {
+	warn := warnLines(w)
 	return func(ev rehearsal.Event) {
 		if mode != config.ProgressNever && ev.Step == "probe" && ev.Capacity != nil {
 			fmt.Fprintln(w, report.ProbeLine(*ev.Capacity))
+		}
+		warn(ev)
+	}
+}
+
+// warnLines prints the runner's warnings, one line each, whatever the
+// progress mode.
+func warnLines(w io.Writer) func(rehearsal.Event) {
+	return func(ev rehearsal.Event) {
+		if ev.Step == "warn" {
+			fmt.Fprintf(w, "rehearse: warning: %s: %s\n", ev.Server, ev.Text)
 		}
 	}
 }

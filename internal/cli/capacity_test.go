@@ -17,7 +17,7 @@ import (
 // TestCapacityFlagErrors: every bad flag of rehearse capacity is one line
 // naming it, exit 2, before any request (http://x is never reached).
 func TestCapacityFlagErrors(t *testing.T) {
-	base := []string{"--base-url", "http://x", "--model", "m"}
+	base := []string{"--base-url", "http://x", "--model", "m", "--tokenizer", "qwen3"}
 	cases := []struct {
 		args []string
 		want string

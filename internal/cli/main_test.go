@@ -38,5 +38,22 @@ func TestMain(m *testing.M) {
 		stop()
 		syscall.Exit(code)
 	}
-	os.Exit(m.Run())
+	os.Exit(hermeticHub(m))
+}
+
+// hermeticHub runs the tests with an empty Hugging Face cache of their own
+// and the Hub offline, so that no test reads this machine's cache or
+// reaches the network; a test of the Hub points HF_ENDPOINT at a fake one
+// and clears HF_HUB_OFFLINE itself.
+func hermeticHub(m *testing.M) int {
+	cache, err := os.MkdirTemp("", "rehearse-hf-cache")
+	if err != nil {
+		os.Stderr.WriteString("test main: " + err.Error() + "\n")
+		return 3
+	}
+	defer os.RemoveAll(cache)
+	for k, v := range map[string]string{"HF_HUB_CACHE": cache, "HF_HUB_OFFLINE": "1", "HF_ENDPOINT": "http://127.0.0.1:9", "HF_TOKEN": "", "HUGGING_FACE_HUB_TOKEN": ""} {
+		os.Setenv(k, v)
+	}
+	return m.Run()
 }

@@ -65,7 +65,7 @@ func TestBenchRefusesAPlanBeyondTheOpenFileLimit(t *testing.T) {
 func TestRunRefusesAPlanBeyondTheOpenFileLimit(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "r.yaml")
-	cfg := "model: {id: m}\nservers:\n  - {name: s, launch: [/nonexistent/server, '{port}']}\nworkload: {concurrencies: [1073741824], repeats: 1}\n"
+	cfg := "model: {id: m}\ntokenizer: {variant: qwen3}\nservers:\n  - {name: s, launch: [/nonexistent/server, '{port}']}\nworkload: {concurrencies: [1073741824], repeats: 1}\n"
 	if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func TestPasswordInBaseURLIsNeverWritten(t *testing.T) {
 	check("bench", dir, out, errs)
 
 	file := filepath.Join(t.TempDir(), "r.yaml")
-	yaml := "model: {id: test-model}\nservers:\n  - name: remote\n    base_url: " + withPassword + "\n" +
+	yaml := "model: {id: test-model}\ntokenizer: {variant: qwen3}\nservers:\n  - name: remote\n    base_url: " + withPassword + "\n" +
 		"workload: {concurrencies: [2], repeats: 1, max_tokens: 3}\nmechanism_check: {concurrency: 2, period: 5ms}\n"
 	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/report"
 	"github.com/rehearse/rehearse/internal/stream"
+	"github.com/rehearse/rehearse/internal/tokenizer"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
@@ -135,8 +136,10 @@ type rehearsalJob struct {
 	// the simulated servers of cfg.
 	simulation *bundle.Simulation
 	notes      []string
-	// prompts are the resolved prompts (nil: resolve them from cfg).
-	prompts *workload.Set
+	// prompts are the resolved prompts, tokenizer the opened tokenizer
+	// (nil: open and resolve them from cfg).
+	prompts   *workload.Set
+	tokenizer *rehearsal.OpenedTokenizer
 	// fail turns a refusal before any work (prompts, tokenizer, a plan
 	// beyond the open-file limit, a capacity prediction's profile) into the
 	// command's error.
@@ -148,6 +151,51 @@ type rehearsalJob struct {
 	segment *segmentOptions
 }
 
+// What to pass when a model's own tokenizer is not at hand, or cannot be
+// counted exactly: on the command line, and in a rehearsal file.
+const (
+	tokenizerFixFlags = "pass --tokenizer PATH (the model's tokenizer.json, or a folder holding one), or --tokenizer usage to count the server's usage.completion_tokens"
+	tokenizerFixFile  = "set tokenizer.path to the model's tokenizer.json (or a folder holding one), or tokenizer.variant to usage to count the servers' usage.completion_tokens"
+	refusedFixFlags   = "pass --tokenizer usage to count the server's usage.completion_tokens"
+	refusedFixFile    = "set tokenizer.variant to usage to count the servers' usage.completion_tokens"
+)
+
+// tokenizerStop is the one line (exit 2) of a rehearsal stopped before any
+// request because its model's own tokenizer is not at hand or cannot be
+// counted exactly, saying what to pass: the flags, or with file the
+// rehearsal file's keys; 130 when it was interrupted looking. nil for any
+// other error.
+func tokenizerStop(err error, file string) error {
+	var nf *tokenizer.NotFoundError
+	var re *tokenizer.RefusedError
+	var te *rehearsal.TokenizerError
+	fix := ""
+	switch {
+	case !errors.As(err, &te):
+		return nil
+	case errors.Is(err, context.Canceled):
+		return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("interrupted while finding the tokenizer (%v)", te.Err)}
+	case errors.As(err, &nf):
+		fix = tokenizerFixFlags
+		if file != "" {
+			fix = tokenizerFixFile
+		}
+	case errors.As(err, &re):
+		fix = refusedFixFlags
+		if file != "" {
+			fix = refusedFixFile
+		}
+	default:
+		return nil
+	}
+	if file == "" {
+		// On the command line the model's flag is the key; the message
+		// names the model.
+		return usageError("%v; %s", te.Err, fix)
+	}
+	return usageError("%s: %v; %s", file, err, fix)
+}
+
 // rehearsed is a finished rehearsal: its outcome, the bundle's verify
 // problems, and the tokenizer that counted it.
 type rehearsed struct {
@@ -155,26 +203,18 @@ type rehearsed struct {
 	problems []bundle.Problem
 }
 
-// rehearse resolves the prompts and the tokenizer, builds the provenance,
+// rehearse opens the tokenizer and resolves the prompts, builds the provenance,
 // runs the rehearsal (rehearsal.Run, the one runner), renders the report
 // and verifies the bundle with the tokenizer that counted its records, so
 // every output_tokens is re-counted too. run, demo and bench all go
 // through it.
 func rehearse(ctx context.Context, job rehearsalJob) (*rehearsed, error) {
 	cfg := job.cfg
-	var prompts workload.Set
-	if job.prompts != nil {
-		prompts = *job.prompts
-	} else {
-		var err error
-		if prompts, err = rehearsal.Prompts(cfg); err != nil {
-			return nil, job.fail(fmt.Errorf("workload.prompts: %w", err))
-		}
-	}
-	tok, tokProv, tokNote, err := rehearsal.OpenTokenizer(cfg)
+	opened, prompts, err := job.inputs(ctx)
 	if err != nil {
-		return nil, job.fail(err)
+		return nil, err
 	}
+	tok, tokProv, tokNote := opened.Tokenizer, opened.Provenance, opened.Note
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("cannot find the rehearse executable for {rehearse}: %w", err)
@@ -233,6 +273,29 @@ func printWarnings(w io.Writer, res *bundle.Results, problems []bundle.Problem) 
 	}
 }
 
+// inputs opens the rehearsal's tokenizer, once, and resolves the prompts
+// with it, unless the job brings them (bench and capacity do, to name
+// their flags in a refusal).
+func (job rehearsalJob) inputs(ctx context.Context) (rehearsal.OpenedTokenizer, workload.Set, error) {
+	opened := rehearsal.OpenedTokenizer{}
+	if job.tokenizer != nil {
+		opened = *job.tokenizer
+	} else {
+		var err error
+		if opened, err = rehearsal.OpenTokenizer(ctx, job.cfg); err != nil {
+			return opened, workload.Set{}, job.fail(err)
+		}
+	}
+	if job.prompts != nil {
+		return opened, *job.prompts, nil
+	}
+	prompts, err := rehearsal.Prompts(job.cfg, opened.Tokenizer)
+	if err != nil {
+		return opened, prompts, job.fail(fmt.Errorf("workload.prompts: %w", err))
+	}
+	return opened, prompts, nil
+}
+
 // exitError is the command's error for a finished rehearsal: interrupted
 // (130), a server that refused its input (2: a model it does not serve),
 // a bundle that does not verify, or servers that failed (1).
@@ -282,6 +345,9 @@ func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
 		if de := (*rehearsal.DescriptorError)(nil); errors.As(err, &de) {
 			return usageError("run: %v", err)
 		}
+		if stop := tokenizerStop(err, job.cfg.Path); stop != nil {
+			return stop
+		}
 		return &ExitError{Code: 2, Err: fmt.Errorf("%s: %w", job.cfg.Path, err)}
 	}
 	// The bundle's folder is named once the rehearsal starts: a plan
@@ -294,7 +360,7 @@ func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
 		if ev.Step == "probe" && ev.Capacity != nil {
 			text = report.ProbeLine(*ev.Capacity)
 		}
-		if !job.quiet || ev.Step == "fail" {
+		if !job.quiet || ev.Step == "fail" || ev.Step == "warn" {
 			fmt.Fprintf(st.Stderr, "%s  %-10s %s\n", time.Now().Format("15:04:05"), ev.Server, text)
 		}
 	}

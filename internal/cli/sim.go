@@ -147,7 +147,7 @@ request (client_added_s) and its report's load-generator section shows it.`,
 	f.IntVar(&o.maxNumSeqs, "max-num-seqs", 0, "cap on running sequences (default: the profile's; serial is always 1)")
 	f.IntVar(&o.kvTokenBudget, "kv-token-budget", 0, "KV-cache budget in tokens, which also bounds the prefix cache (default: the profile's)")
 	f.StringVar(&o.prefixCaching, "prefix-caching", "", "reuse the KV blocks of recently seen prompt prefixes: on or off (default: the profile's prefix_caching, off in the built-in ones)")
-	f.StringVar(&o.tokenizerPath, "tokenizer", "", "tokenizer.json to count tokens with (default: the pinned Qwen tokenizer)")
+	f.StringVar(&o.tokenizerPath, "tokenizer", "", "tokenizer.json, or a folder holding one, to count tokens with (default: the pinned Qwen tokenizer)")
 	f.BoolVar(&o.quiet, "quiet", false, "no per-request log lines")
 	f.DurationVar(&o.idleTimeout, "idle-timeout", 0, "close a connection idle this long, new or kept alive, as uvicorn does after 5s (0: only a new one silent for 10s)")
 	f.IntVar(&o.reasoning, "reasoning-tokens", 0, "stream this many reasoning tokens before each response's content (0: none)")
@@ -223,7 +223,7 @@ func (o simOptions) options() (sim.Options, error) {
 		opts.Faults = append(opts.Faults, f)
 	}
 	if o.tokenizerPath != "" {
-		tk, err := tokenizer.Load(o.tokenizerPath)
+		tk, _, err := tokenizer.Resolve(context.Background(), tokenizer.Request{Path: o.tokenizerPath})
 		if err != nil {
 			return sim.Options{}, usageError("--tokenizer: %v", err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/sim"
+	"github.com/rehearse/rehearse/internal/tokenizer"
 )
 
 type simValidateOptions struct {
@@ -445,7 +446,8 @@ func serverFlags(vals []*sim.Validation) []string {
 // of the three). Prompts with their own max_tokens are written under work
 // as chat JSON Lines, one user message and its max_tokens a line; a trace
 // replay reads the bundle's own trace again (its prompt_source), its time
-// scale set so that the live run's simulated arrivals are the bundle's.
+// scale set so that the live run's simulated arrivals are the bundle's. It
+// counts with the embedded tokenizer the simulators emit tokens of.
 func validateLiveConfig(res *bundle.Results, vals []*sim.Validation, work string, liveScale float64) (map[string]any, error) {
 	var servers []any
 	var holdOut, sustained []int
@@ -587,8 +589,16 @@ func validateLiveConfig(res *bundle.Results, vals []*sim.Validation, work string
 	if model.Dtype != "" {
 		m["dtype"] = model.Dtype
 	}
+	// The simulators emit tokens of the embedded Qwen file (rehearse sim's
+	// tokenizer), so the live run counts with it: in the bundle's variant
+	// where the bundle counted with the embedded file, else Qwen3's.
+	variant := res.Provenance.Tokenizer.Variant
+	if variant == "" {
+		variant = tokenizer.VariantQwen3
+	}
 	return map[string]any{
 		"model":           m,
+		"tokenizer":       map[string]any{"variant": variant},
 		"baseline":        vals[0].Server,
 		"servers":         servers,
 		"workload":        workload,

@@ -21,7 +21,7 @@ func TestBadDatasetRefusedBeforeAnyRequest(t *testing.T) {
 			t.Fatal(err)
 		}
 		file := filepath.Join(dir, "r.yaml")
-		yaml := "model: {id: m}\nservers: [{name: s, base_url: \"http://127.0.0.1:9\"}]\nworkload:\n  prompts: " + c.prompts + "\n"
+		yaml := "model: {id: m}\ntokenizer: {variant: qwen3}\nservers: [{name: s, base_url: \"http://127.0.0.1:9\"}]\nworkload:\n  prompts: " + c.prompts + "\n"
 		if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
 			t.Fatal(err)
 		}

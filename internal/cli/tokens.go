@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,7 +33,10 @@ func newTokensCmd(st *State) *cobra.Command {
 		Short: "Count the tokens of text on stdin with a tokenizer.json",
 		Long: `Count the tokens of the text on stdin exactly as the Hugging Face tokenizers
 library does (no special tokens added), with the embedded Qwen3 tokenizer, a
-tokenizer.json file, or a model's tokenizer.json in the Hugging Face cache.
+tokenizer.json file (or a folder holding one), or a model's own tokenizer.json:
+from the Hugging Face cache, the embedded file for a Qwen2/2.5/3 model, else
+downloaded from the Hub into the cache (HF_ENDPOINT, HF_TOKEN; never when
+HF_HUB_OFFLINE is set).
 
   rehearse tokens < text.txt                  prints the count
   rehearse tokens --ids < text.txt            prints the count, then the ids as a JSON list
@@ -40,20 +44,21 @@ tokenizer.json file, or a model's tokenizer.json in the Hugging Face cache.
                                               {"count": N, "ids": [...]} per line, in order
   rehearse tokens --variant qwen2.5           the embedded file less Qwen3's four added tokens
   rehearse tokens --tokenizer tokenizer.json
-  rehearse tokens --model Qwen/Qwen2.5-1.5B-Instruct --revision 989aa7980e4cf806f80c7fef2b1adb7bc71aa306`,
+  rehearse tokens --model Qwen/Qwen2.5-1.5B-Instruct --revision 989aa7980e4cf806f80c7fef2b1adb7bc71aa306
+  rehearse tokens --model meta-llama/Llama-3.1-8B-Instruct@main`,
 		Args: cobra.NoArgs,
 		PreRunE: func(cmd *cobra.Command, _ []string) error {
 			o.variantSet = cmd.Flags().Changed("variant")
 			return o.validate()
 		},
-		RunE: func(*cobra.Command, []string) error {
-			return runTokens(st, o)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runTokens(cmd.Context(), st, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.tokenizerPath, "tokenizer", "", "tokenizer.json to use (default: the embedded Qwen3 file)")
+	f.StringVar(&o.tokenizerPath, "tokenizer", "", "tokenizer.json, or a folder holding one, to use (default: the embedded Qwen3 file)")
 	f.StringVar(&o.variant, "variant", tokenizer.VariantQwen3, "embedded tokenizer variant: qwen3 or qwen2.5")
-	f.StringVar(&o.model, "model", "", "model id (org/name) whose tokenizer.json is in the Hugging Face cache")
+	f.StringVar(&o.model, "model", "", "model id (org/name[@revision]) whose own tokenizer.json to use")
 	f.StringVar(&o.revision, "revision", "", "revision of --model: commit, branch or tag (default main)")
 	f.BoolVar(&o.ids, "ids", false, "print the token ids too")
 	f.BoolVar(&o.jsonl, "jsonl", false, `read JSON Lines {"text": ...}, write {"count": N, "ids": [...]} per line`)
@@ -76,25 +81,26 @@ func (o tokensOptions) validate() error {
 	return nil
 }
 
-// loadTokenizer picks the tokenizer the options name.
-func (o tokensOptions) loadTokenizer() (*tokenizer.Tokenizer, error) {
+// request is the tokenizer the options name, for the one resolver: the
+// file, the model's own, or the embedded variant.
+func (o tokensOptions) request() tokenizer.Request {
 	switch {
 	case o.tokenizerPath != "":
-		return tokenizer.Load(o.tokenizerPath)
+		return tokenizer.Request{Path: o.tokenizerPath}
 	case o.model != "":
-		path, err := tokenizer.FindInCache(o.model, o.revision)
-		if err != nil {
-			return nil, err
-		}
-		return tokenizer.Load(path)
+		return tokenizer.Request{Model: o.model, Revision: o.revision}
 	}
-	return tokenizer.Embedded(o.variant)
+	return tokenizer.Request{Variant: o.variant}
 }
 
-func runTokens(st *State, o tokensOptions) error {
-	tok, err := o.loadTokenizer()
-	if err != nil {
-		return err
+func runTokens(ctx context.Context, st *State, o tokensOptions) error {
+	tok, _, err := tokenizer.Resolve(ctx, o.request())
+	var nf *tokenizer.NotFoundError
+	switch {
+	case errors.As(err, &nf):
+		return usageError("%v; pass --tokenizer PATH (the model's tokenizer.json, or a folder holding one)", err)
+	case err != nil:
+		return usageError("%v", err)
 	}
 	w := bufio.NewWriter(st.Stdout)
 	if o.jsonl {

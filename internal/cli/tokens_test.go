@@ -109,12 +109,13 @@ func TestTokensBadInput(t *testing.T) {
 		{"no text", "{\"txt\": \"a\"}\n", []string{"--jsonl"}, 2, `stdin:1: no "text" field`},
 		{"text not a string", "{\"text\": 3}\n", []string{"--jsonl"}, 2, "stdin:1:"},
 		{"empty line", "{\"text\": \"a\"}\n\n{\"text\": \"b\"}\n", []string{"--jsonl"}, 2, "stdin:2: empty line"},
-		{"missing file", "x", []string{"--tokenizer", "/nonexistent/tokenizer.json"}, 1, "/nonexistent/tokenizer.json"},
+		{"missing file", "x", []string{"--tokenizer", "/nonexistent/tokenizer.json"}, 2, "/nonexistent/tokenizer.json"},
 		{"two sources", "x", []string{"--tokenizer", "a.json", "--model", "a/b"}, 2, "give one"},
 		{"variant with file", "x", []string{"--tokenizer", "a.json", "--variant", "qwen2.5"}, 2, "--variant applies"},
 		{"unknown variant", "x", []string{"--variant", "qwen4"}, 2, `--variant "qwen4"`},
 		{"revision alone", "x", []string{"--revision", "main"}, 2, "--revision needs --model"},
-		{"bad model id", "x", []string{"--model", "justaname"}, 1, `model id "justaname"`},
+		{"bad model id", "x", []string{"--model", "justaname"}, 2, `model id "justaname"`},
+		{"not at hand", "x", []string{"--model", "org/absent"}, 2, "HF_HUB_OFFLINE is set, so the Hub is not asked); pass --tokenizer PATH"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, errs, code := tokensCLI(t, c.stdin, c.args...)
@@ -175,7 +176,7 @@ func TestTokensFileAndCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, errs, code = tokensCLI(t, "x", "--tokenizer", bad)
-	if code != 1 || !strings.Contains(errs, bad) || !strings.Contains(errs, `model.type "WordPiece"`) {
+	if code != 2 || !strings.Contains(errs, bad) || !strings.Contains(errs, `model.type "WordPiece"`) {
 		t.Fatalf("unsupported file: code %d stderr %q", code, errs)
 	}
 
@@ -205,7 +206,7 @@ func TestTokensFileAndCache(t *testing.T) {
 		}
 	}
 	_, errs, code = tokensCLI(t, "ab", "--model", "org/tiny", "--revision", "fff")
-	if code != 1 || !strings.Contains(errs, "not in the Hugging Face cache") {
+	if code != 2 || !strings.Contains(errs, "not in the Hugging Face cache") {
 		t.Errorf("missing revision: code %d stderr %q", code, errs)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rehearse/rehearse/internal/bundle"
-	"github.com/rehearse/rehearse/internal/tokenizer"
+	"github.com/rehearse/rehearse/internal/rehearsal"
 )
 
 // verifyOptions is what `rehearse verify` was asked to do.
@@ -25,9 +25,10 @@ schema of results.json and every wave and record against the raw-record
 contract (failure kinds, times in order, counts, prompt indexes), each wave's
 wall time, every aggregate recomputed from the raw records by the metric
 contract, every output_tokens re-counted from its text with the tokenizer the
-provenance names by SHA-256 (the embedded Qwen file, --tokenizer, or the
-model's tokenizer.json in the Hugging Face cache; where none has that digest
-verify says so and goes on), and that journal.jsonl, where the bundle keeps
+provenance names by SHA-256 (the embedded Qwen file, --tokenizer, the file
+the rehearsal read, or the model's tokenizer.json in the Hugging Face cache or
+on the Hub at the recorded revision; where none has that digest verify says
+so and goes on), and that journal.jsonl, where the bundle keeps
 it, holds the records and waves results.json does.
 Prints one line per problem, naming file, server, load and field, and
 exits 1 when there is any; exits 2 when DIR is no directory it can read.`,
@@ -41,7 +42,8 @@ exits 1 when there is any; exits 2 when DIR is no directory it can read.`,
 }
 
 func runVerify(ctx context.Context, st *State, dir string, o verifyOptions) error {
-	rep, err := bundle.VerifyWith(ctx, dir, bundle.Options{Tokenizer: o.counter})
+	counter := func(p bundle.Provenance) (bundle.Counter, error) { return o.counter(ctx, p) }
+	rep, err := bundle.VerifyWith(ctx, dir, bundle.Options{Tokenizer: counter})
 	if err != nil {
 		return unreadable(err)
 	}
@@ -59,10 +61,10 @@ func runVerify(ctx context.Context, st *State, dir string, o verifyOptions) erro
 	return &ExitError{Code: 1, Err: fmt.Errorf("%s: %d problem(s)", dir, len(rep.Problems))}
 }
 
-// counter finds the tokenizer a bundle's provenance names.
-func (o verifyOptions) counter(p bundle.Provenance) (bundle.Counter, error) {
-	tok, err := tokenizer.Find(tokenizer.Want{SHA256: p.Tokenizer.SHA256, Variant: p.Tokenizer.Variant,
-		Path: o.tokenizerPath, Model: p.Model.ID, Revision: p.Model.Revision})
+// counter finds the tokenizer a bundle's provenance names, through the one
+// resolver.
+func (o verifyOptions) counter(ctx context.Context, p bundle.Provenance) (bundle.Counter, error) {
+	tok, err := rehearsal.RecountTokenizer(ctx, p, o.tokenizerPath)
 	if err != nil {
 		return nil, fmt.Errorf("%w; pass --tokenizer PATH", err)
 	}

@@ -295,8 +295,9 @@ type MechanismCheck struct {
 }
 
 // Tokenizer chooses the tokenizer that counts output tokens: an explicit
-// path, a Hugging Face model and revision looked up in the cache, or the
-// bundled default (variant).
+// path (a tokenizer.json or a folder holding one), a model and revision
+// whose own tokenizer.json the resolver finds, or an embedded variant (or
+// usage); all empty, model.id's own (tokenizer.Resolve).
 type Tokenizer struct {
 	Path     string `yaml:"path"`
 	Model    string `yaml:"model"`

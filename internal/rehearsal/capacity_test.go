@@ -230,7 +230,7 @@ func TestCapacityPredictFromRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.Capacity.PredictFrom["serial"] = tc.from
-		prompts, err := rehearsal.Prompts(cfg)
+		prompts, err := rehearsal.Prompts(cfg, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

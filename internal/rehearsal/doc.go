@@ -7,9 +7,10 @@
 // the run was interrupted, with whatever finished. A server of several
 // replicas (fleet.go) is launched as all its processes, waited for
 // together, driven through its router or balanced per request by the
-// client, polled replica by replica, and stopped together. It is also the one
-// tokenizer resolver (OpenTokenizer), provenance builder (Provenance) and
-// prompt resolver (Prompts).
+// client, polled replica by replica, and stopped together. It also opens the
+// rehearsal's tokenizer through the one resolver, tokenizer.Resolve
+// (OpenTokenizer; a server's /tokenize checks it before the load), and is
+// the provenance builder (Provenance) and prompt resolver (Prompts).
 //
 // On a split plan (config.Rehearsal.Segment, SPEC §10) the same runner is
 // a worker: each wave runs this worker's share (plan.Share), released at

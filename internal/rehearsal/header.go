@@ -11,6 +11,7 @@ import (
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/plan"
+	"github.com/rehearse/rehearse/internal/tokenizer"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
@@ -150,14 +151,14 @@ func Simulation(cfg *config.Rehearsal) *bundle.Simulation {
 // Prompts resolves the workload's prompt source once (workload.Resolve):
 // its prompts file, its inline list, the eight built-in prompts, or a named
 // source; synthetic prompts are built, and the datasets' lengths counted,
-// with the rehearsal's tokenizer (OpenTokenizer). Where servers give
+// with the rehearsal's tokenizer tok (OpenTokenizer's; nil for usage). Where servers give
 // max_model_len, the smallest is checked before any request is sent: the
 // dataset sources skip and count the entries over it (as with their own
 // max_model_len), and a prompt of any source still over it is refused
 // (*workload.TooLongError); a length a source reads or draws past it is
 // refused before its prompt is built. The error is the source's, without a field path
 // (callers name the file or the flag).
-func Prompts(cfg *config.Rehearsal) (workload.Set, error) {
+func Prompts(cfg *config.Rehearsal, tok *tokenizer.Tokenizer) (workload.Set, error) {
 	spec := cfg.Workload.Prompts.Spec()
 	limit, server := ModelLen(cfg)
 	if d := spec.Dataset; d != nil && limit > 0 && (d.MaxModelLen == 0 || d.MaxModelLen > limit) {
@@ -172,14 +173,8 @@ func Prompts(cfg *config.Rehearsal) (workload.Set, error) {
 	case workload.SourceSynthetic, workload.SourcePrefixRepetition, workload.SourceShareGPT, workload.SourceChatJSONL, workload.SourceTrace:
 		counts = true
 	}
-	if counts {
-		tok, _, _, err := OpenTokenizer(cfg)
-		if err != nil {
-			return workload.Set{}, err
-		}
-		if tok != nil {
-			env.Tokenizer = tok
-		}
+	if counts && tok != nil {
+		env.Tokenizer = tok
 	}
 	set, err := workload.Resolve(spec, env)
 	if err != nil || limit == 0 {

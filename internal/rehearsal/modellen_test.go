@@ -1,6 +1,7 @@
 package rehearsal
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"strconv"
@@ -20,10 +21,10 @@ func TestPromptsModelLen(t *testing.T) {
 	servers := func(a, b int) string {
 		return "servers:\n  - {name: a, launch: [x, '{port}'], max_model_len: " + strconv.Itoa(a) + "}\n  - {name: b, launch: [x, '{port}'], max_model_len: " + strconv.Itoa(b) + "}\n"
 	}
-	if _, err := Prompts(parse(t, head+servers(70, 0)+synth)); err != nil {
+	if _, err := promptsOf(t, head+servers(70, 0)+synth); err != nil {
 		t.Fatalf("50 + 20 within 70: %v", err)
 	}
-	_, err := Prompts(parse(t, head+servers(100, 69)+synth))
+	_, err := promptsOf(t, head+servers(100, 69)+synth)
 	var tl *workload.TooLongError
 	if !errors.As(err, &tl) || tl.Index != 0 || tl.InputTokens != 50 || tl.MaxTokens != 20 || tl.MaxModelLen != 69 || tl.Server != "b" {
 		t.Fatalf("err %v (%+v)", err, tl)
@@ -33,17 +34,17 @@ func TestPromptsModelLen(t *testing.T) {
 	}
 	// A prompt without its own max_tokens takes the workload's.
 	inline := "workload:\n  max_tokens: 60\n  prompts: [short, \"" + strings.Repeat("word ", 30) + "\"]\n"
-	_, err = Prompts(parse(t, head+servers(80, 0)+inline))
+	_, err = promptsOf(t, head+servers(80, 0)+inline)
 	if !errors.As(err, &tl) || tl.Index != 1 || tl.MaxTokens != 60 {
 		t.Fatalf("inline: %v", err)
 	}
 	// prefix_repetition prompts are prefix_len + suffix_len tokens.
 	rep := "workload:\n  prompts: {source: prefix_repetition, num_prefixes: 2, prefix_len: 40, suffix_len: 8, count: 4, output_len: {fixed: 10}}\n"
-	if _, err := Prompts(parse(t, head+servers(57, 0)+rep)); !errors.As(err, &tl) || tl.InputTokens != 48 {
+	if _, err := promptsOf(t, head+servers(57, 0)+rep); !errors.As(err, &tl) || tl.InputTokens != 48 {
 		t.Fatalf("prefix_repetition: %v", err)
 	}
 	// No tokenizer to count with: refused, not unchecked.
-	_, err = Prompts(parse(t, "model: {id: m}\ntokenizer: {variant: usage}\n"+servers(80, 0)+inline))
+	_, err = promptsOf(t, "model: {id: m}\ntokenizer: {variant: usage}\n"+servers(80, 0)+inline)
 	if err == nil || !strings.Contains(err.Error(), "max_model_len 80 of server a: checking prompts against it needs the pinned tokenizer") {
 		t.Fatalf("usage tokenizer: %v", err)
 	}
@@ -53,16 +54,20 @@ func TestPromptsModelLen(t *testing.T) {
 		t.Fatal(err)
 	}
 	sgw := "workload:\n  prompts: {source: sharegpt, path: " + sg + ", use_output_len: true}\n"
-	all, err := Prompts(parse(t, head+servers(0, 0)+sgw))
+	all, err := promptsOf(t, head+servers(0, 0)+sgw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, _, _, _ := OpenTokenizer(parse(t, head+servers(0, 0)))
+	opened, err := OpenTokenizer(context.Background(), parse(t, head+servers(0, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := opened.Tokenizer
 	longest := 0
 	for _, p := range all.Prompts {
 		longest = max(longest, tok.Count(p.Text)+p.MaxTokens)
 	}
-	set, err := Prompts(parse(t, head+servers(longest-1, 0)+sgw))
+	set, err := promptsOf(t, head+servers(longest-1, 0)+sgw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,4 +75,16 @@ func TestPromptsModelLen(t *testing.T) {
 		set.Record.Params["max_model_len"] != longest-1 {
 		t.Fatalf("sharegpt: %d of %d prompts, record %+v", len(set.Prompts), len(all.Prompts), set.Record)
 	}
+}
+
+// promptsOf resolves the prompts of a rehearsal file as the commands do:
+// its tokenizer opened first, the prompts counted with it.
+func promptsOf(t *testing.T, yaml string) (workload.Set, error) {
+	t.Helper()
+	cfg := parse(t, yaml)
+	opened, err := OpenTokenizer(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Prompts(cfg, opened.Tokenizer)
 }

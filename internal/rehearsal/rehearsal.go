@@ -61,8 +61,8 @@ type Counter interface{ Count(text string) int }
 // Event is a progress report.
 type Event struct {
 	Server string
-	// Step is launch, ready, wave, mechanism_check, probe, stop, fail or
-	// note.
+	// Step is launch, ready, wave, mechanism_check, probe, stop, fail,
+	// warn (shown even when quiet) or note.
 	Step string
 	Text string
 	Wave *contract.Wave
@@ -362,12 +362,7 @@ func (r *runner) server(ctx context.Context, i int) bool {
 	// A server reached with readiness "answer" is asked nothing more than
 	// the waves send it.
 	if s.Ready.Mode != config.ReadyAnswer {
-		if rt := serverRuntimes(ctx, s.Name, fl.urls[0], apiKey); len(rt) > 0 {
-			r.mu.Lock()
-			r.res.Provenance.Runtimes = append(r.res.Provenance.Runtimes, rt...)
-			r.mu.Unlock()
-			r.writeHeader()
-		}
+		r.askServer(ctx, s.Name, s.Model, fl.urls[0], apiKey)
 	}
 
 	// The body's extra fields are the recorded workload's: extra_body and
@@ -385,6 +380,25 @@ func (r *runner) server(ctx context.Context, i int) bool {
 	// by the server's own shutdown.
 	r.stop(i, fl)
 	return healthy
+}
+
+// askServer asks a ready server, before the load, what software it runs
+// and, where it offers /tokenize, whether it counts the first prompt as the
+// rehearsal's tokenizer does (a mismatch is a note and a warning).
+func (r *runner) askServer(ctx context.Context, name, model, url, apiKey string) {
+	if rt := serverRuntimes(ctx, name, url, apiKey); len(rt) > 0 {
+		r.mu.Lock()
+		r.res.Provenance.Runtimes = append(r.res.Provenance.Runtimes, rt...)
+		r.mu.Unlock()
+		r.writeHeader()
+	}
+	if len(r.o.Prompts.Prompts) == 0 {
+		return
+	}
+	if w := tokenizeCheck(ctx, url, apiKey, model, r.o.Prompts.Prompts[0].Text, r.o.Counter); w != "" {
+		r.note("server %s: %s", name, w)
+		r.progress(name, "warn", "%s", w)
+	}
 }
 
 // readyWhat names what readiness waits for: the one address, or the

@@ -49,6 +49,11 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	// An empty Hugging Face cache of the tests' own and the Hub offline:
+	// no test reads this machine's cache or reaches the network.
+	for k, v := range map[string]string{"HF_HUB_CACHE": filepath.Join(dir, "hf-cache"), "HF_HUB_OFFLINE": "1", "HF_ENDPOINT": "http://127.0.0.1:9", "HF_TOKEN": "", "HUGGING_FACE_HUB_TOKEN": ""} {
+		os.Setenv(k, v)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

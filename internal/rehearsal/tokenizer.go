@@ -1,89 +1,104 @@
 package rehearsal
 
 import (
-	"fmt"
-	"strings"
+	"context"
+	"errors"
+	"path/filepath"
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/hfhub"
 	"github.com/rehearse/rehearse/internal/tokenizer"
 )
-
-// tokenizerChoice is where the tokenizer comes from: a file, or an
-// embedded variant.
-type tokenizerChoice struct {
-	Path    string
-	Variant string
-	// Field names the config key the choice came from, for errors.
-	Field string
-	Note  string
-}
-
-// chooseTokenizer applies SPEC §6's lookup order: an explicit path; an
-// embedded variant when one is named; the Hugging Face cache at the pinned
-// revision (tokenizer.model, else model.id); the bundled default, with a
-// note saying why.
-func chooseTokenizer(cfg *config.Rehearsal) (tokenizerChoice, error) {
-	t := cfg.Tokenizer
-	switch {
-	case t.Variant == VariantUsage:
-		return tokenizerChoice{Variant: VariantUsage, Field: "tokenizer.variant"}, nil
-	case t.Path != "":
-		return tokenizerChoice{Path: t.Path, Field: "tokenizer.path"}, nil
-	case t.Variant != "":
-		return tokenizerChoice{Variant: t.Variant, Field: "tokenizer.variant"}, nil
-	case t.Model != "":
-		path, err := tokenizer.FindInCache(t.Model, t.Revision)
-		if err != nil {
-			return tokenizerChoice{}, fmt.Errorf("tokenizer.model: %w", err)
-		}
-		return tokenizerChoice{Path: path, Field: "tokenizer.model"}, nil
-	}
-	if cfg.Model.ID != "" {
-		if path, err := tokenizer.FindInCache(cfg.Model.ID, cfg.Model.Revision); err == nil {
-			return tokenizerChoice{Path: path, Field: "model.id"}, nil
-		}
-	}
-	c := tokenizerChoice{Variant: tokenizer.VariantQwen3, Field: "tokenizer"}
-	if strings.Contains(strings.ToLower(cfg.Model.ID), "qwen2") {
-		c.Variant = tokenizer.VariantQwen25
-	}
-	if cfg.Model.ID != "" {
-		c.Note = fmt.Sprintf("output tokens were counted with the bundled %s tokenizer: %s's own tokenizer.json was not in the Hugging Face cache", c.Variant, cfg.Model.ID)
-	}
-	return c, nil
-}
 
 // VariantUsage is the tokenizer variant that counts no text: output_tokens
 // are the server's own usage.completion_tokens.
 const VariantUsage = "usage"
 
-// OpenTokenizer loads the rehearsal's tokenizer (see chooseTokenizer for the
-// order) and returns it with its provenance and, when it fell back to the
-// bundled file, a note for the bundle. With the variant "usage" the
-// tokenizer is nil: the servers' usage counts. It is the one resolver of
-// run, demo and bench.
-func OpenTokenizer(cfg *config.Rehearsal) (*tokenizer.Tokenizer, bundle.Tokenizer, string, error) {
-	c, err := chooseTokenizer(cfg)
+// TokenizerError stops a rehearsal before any request for want of its
+// tokenizer: the model's own is not at hand (a *tokenizer.NotFoundError),
+// or what was found cannot be counted exactly (a *tokenizer.RefusedError),
+// or the file named is not there. Field is the key that named what was
+// looked for: tokenizer.path, tokenizer.variant, tokenizer.model or
+// model.id.
+type TokenizerError struct {
+	Field string
+	Err   error
+}
+
+func (e *TokenizerError) Error() string { return e.Field + ": " + e.Err.Error() }
+
+func (e *TokenizerError) Unwrap() error { return e.Err }
+
+// OpenedTokenizer is the rehearsal's tokenizer as OpenTokenizer found it.
+type OpenedTokenizer struct {
+	// Tokenizer counts; nil with the variant usage (the servers' usage
+	// counts).
+	Tokenizer *tokenizer.Tokenizer
+	// Provenance names it by the SHA-256 of the file read.
+	Provenance bundle.Tokenizer
+	// Note is a line for the bundle where its origin needs saying (the
+	// embedded file for a model of its family, a download); "" else.
+	Note string
+}
+
+// OpenTokenizer finds the rehearsal's tokenizer, once, through the one
+// resolver, tokenizer.Resolve: tokenizer.path or tokenizer.variant as named,
+// else the own tokenizer.json of tokenizer.model, or of model.id, at its
+// revision (the Hugging Face cache, the embedded file for a Qwen2/2.5/3
+// model, the Hub). Run, demo, bench and capacity open it here, before the
+// prompts (Prompts counts with it) and before any request.
+func OpenTokenizer(ctx context.Context, cfg *config.Rehearsal) (OpenedTokenizer, error) {
+	t := cfg.Tokenizer
+	if t.Variant == VariantUsage {
+		return OpenedTokenizer{Provenance: bundle.Tokenizer{Name: VariantUsage, Source: "the server's usage.completion_tokens"}}, nil
+	}
+	req := tokenizer.Request{Path: t.Path, Variant: t.Variant, Model: t.Model, Revision: t.Revision}
+	field := "tokenizer.model"
+	switch {
+	case t.Path != "":
+		field = "tokenizer.path"
+	case t.Variant != "":
+		field = "tokenizer.variant"
+	case t.Model == "":
+		req.Model, req.Revision = cfg.Model.ID, cfg.Model.Revision
+		field = "model.id"
+	}
+	tok, origin, err := tokenizer.Resolve(ctx, req)
 	if err != nil {
-		return nil, bundle.Tokenizer{}, "", err
-	}
-	if c.Variant == VariantUsage {
-		return nil, bundle.Tokenizer{Name: VariantUsage, Source: "the server's usage.completion_tokens"}, "", nil
-	}
-	var tok *tokenizer.Tokenizer
-	if c.Path != "" {
-		tok, err = tokenizer.Load(c.Path)
-	} else {
-		tok, err = tokenizer.Embedded(c.Variant)
-	}
-	if err != nil {
-		return nil, bundle.Tokenizer{}, "", fmt.Errorf("%s: %w", c.Field, err)
+		return OpenedTokenizer{}, &TokenizerError{Field: field, Err: err}
 	}
 	info := tok.Info()
 	prov := bundle.Tokenizer{Name: info.Name, Source: info.Source, SHA256: info.SHA256}
 	if info.Source == "embedded" {
 		prov.Variant = info.Name
 	}
-	return tok, prov, c.Note, nil
+	return OpenedTokenizer{Tokenizer: tok, Provenance: prov, Note: origin.Note}, nil
+}
+
+// RecountTokenizer finds again, through the one resolver, the tokenizer a
+// bundle's provenance names by SHA-256, for verify to re-count its records:
+// see recountRequest for where it looks.
+func RecountTokenizer(ctx context.Context, p bundle.Provenance, path string) (*tokenizer.Tokenizer, error) {
+	if p.Tokenizer.SHA256 == "" {
+		return nil, errors.New("provenance names no tokenizer sha256 to match")
+	}
+	tok, _, err := tokenizer.Resolve(ctx, recountRequest(p, path))
+	return tok, err
+}
+
+// recountRequest asks for the file of the provenance's SHA-256: at path
+// when one is given, else where the rehearsal read it, else the model's
+// own at its revision (or at the commit of the cache snapshot it was read
+// from); the embedded file in its variant when the digest is its own.
+func recountRequest(p bundle.Provenance, path string) tokenizer.Request {
+	req := tokenizer.Request{SHA256: p.Tokenizer.SHA256, Variant: p.Tokenizer.Variant, Path: path,
+		Model: p.Model.ID, Revision: p.Model.Revision}
+	if path == "" && filepath.IsAbs(p.Tokenizer.Source) {
+		req.Path = p.Tokenizer.Source
+	}
+	if snap, ok := hfhub.SnapshotOf(p.Tokenizer.Source); ok && snap.ID == req.Model && req.Revision == "" {
+		req.Revision = snap.Revision
+	}
+	return req
 }

@@ -94,46 +94,20 @@ func parseConfig(data []byte) (*config, error) {
 	var f fileJSON
 	vocab, merges, err := splitFile(data, &f)
 	if err != nil {
+		// A tokenizer of another kind fails the scan (a Unigram vocabulary
+		// is a list, a SentencePiece-style one is not byte-level): name the
+		// component that makes it so.
+		if cerr := componentError(data); cerr != nil {
+			return nil, cerr
+		}
 		return nil, fmt.Errorf("not a tokenizer.json: %v", err)
 	}
-	if f.Model.Type != "BPE" {
-		return nil, fmt.Errorf("model.type %q is not implemented (only BPE)", f.Model.Type)
-	}
-	if !isNull(f.Truncation) {
-		return nil, fmt.Errorf("truncation is set; only a tokenizer.json without truncation is implemented")
-	}
-	if !isNull(f.Padding) {
-		return nil, fmt.Errorf("padding is set; only a tokenizer.json without padding is implemented")
-	}
-	m := f.Model
-	if m.Dropout != nil && *m.Dropout != 0 {
-		return nil, fmt.Errorf("model.dropout %v is not implemented (BPE dropout is random)", *m.Dropout)
-	}
-	if m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "" {
-		return nil, fmt.Errorf("model.continuing_subword_prefix %q is not implemented", *m.ContinuingSubwordPrefix)
-	}
-	if m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "" {
-		return nil, fmt.Errorf("model.end_of_word_suffix %q is not implemented", *m.EndOfWordSuffix)
-	}
-	if m.ByteFallback {
-		return nil, fmt.Errorf("model.byte_fallback true is not implemented (byte-level BPE only)")
+	c := &config{ignoreMerges: f.Model.IgnoreMerges, vocab: vocab, merges: merges}
+	if c.nfc, c.split, err = checkComponents(&f); err != nil {
+		return nil, err
 	}
 	if len(vocab) == 0 {
 		return nil, fmt.Errorf("model.vocab is empty")
-	}
-
-	c := &config{ignoreMerges: m.IgnoreMerges, vocab: vocab, merges: merges}
-	if c.nfc, err = parseNormalizer(f.Normalizer); err != nil {
-		return nil, err
-	}
-	if c.split, err = parsePreTokenizer(f.PreTokenizer); err != nil {
-		return nil, err
-	}
-	if err := parseDecoder(f.Decoder); err != nil {
-		return nil, err
-	}
-	if err := parsePostProcessor(f.PostProcessor); err != nil {
-		return nil, err
 	}
 
 	for i := 0; i < 256; i++ {
@@ -170,6 +144,53 @@ func parseConfig(data []byte) (*config, error) {
 	sum := sha256.Sum256(data)
 	c.sha256 = hex.EncodeToString(sum[:])
 	return c, nil
+}
+
+// checkComponents refuses, by name, every component of f that this package
+// does not implement, and returns what the implemented ones ask for.
+func checkComponents(f *fileJSON) (nfc bool, split splitKind, err error) {
+	m := f.Model
+	switch {
+	case m.Type != "BPE":
+		return false, 0, fmt.Errorf("model.type %q is not implemented (only BPE)", m.Type)
+	case m.ByteFallback:
+		return false, 0, fmt.Errorf("model.byte_fallback true: a SentencePiece-style BPE (Llama 2, Mistral, Gemma) is not implemented, only byte-level BPE")
+	case !isNull(f.Truncation):
+		return false, 0, fmt.Errorf("truncation is set; only a tokenizer.json without truncation is implemented")
+	case !isNull(f.Padding):
+		return false, 0, fmt.Errorf("padding is set; only a tokenizer.json without padding is implemented")
+	case m.Dropout != nil && *m.Dropout != 0:
+		return false, 0, fmt.Errorf("model.dropout %v is not implemented (BPE dropout is random)", *m.Dropout)
+	case m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "":
+		return false, 0, fmt.Errorf("model.continuing_subword_prefix %q is not implemented", *m.ContinuingSubwordPrefix)
+	case m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "":
+		return false, 0, fmt.Errorf("model.end_of_word_suffix %q is not implemented", *m.EndOfWordSuffix)
+	}
+	if nfc, err = parseNormalizer(f.Normalizer); err != nil {
+		return false, 0, err
+	}
+	if split, err = parsePreTokenizer(f.PreTokenizer); err != nil {
+		return false, 0, err
+	}
+	if err := parseDecoder(f.Decoder); err != nil {
+		return false, 0, err
+	}
+	if err := parsePostProcessor(f.PostProcessor); err != nil {
+		return false, 0, err
+	}
+	return nfc, split, nil
+}
+
+// componentError is the first component of the tokenizer.json in data that
+// this package does not implement; nil when there is none or data is not
+// JSON.
+func componentError(data []byte) error {
+	var f fileJSON
+	if json.Unmarshal(data, &f) != nil {
+		return nil
+	}
+	_, _, err := checkComponents(&f)
+	return err
 }
 
 func parseNormalizer(raw json.RawMessage) (nfc bool, err error) {
@@ -250,9 +271,20 @@ func parsePreTokenizer(raw json.RawMessage) (splitKind, error) {
 		case gpt2Pattern:
 			return splitGPT2, nil
 		}
-		return 0, fmt.Errorf("pre_tokenizer: Split regex %q is not implemented (only the Qwen2, Llama 3 and GPT-2 patterns)", *sp.Pattern.Regex)
+		return 0, fmt.Errorf("pre_tokenizer: Split regex %q is not implemented (only the Qwen2, Llama 3 and GPT-2 patterns)", shortened(*sp.Pattern.Regex))
+	}
+	if p.Type == "Metaspace" {
+		return 0, fmt.Errorf("pre_tokenizer type %q is not implemented (a SentencePiece-style tokenizer; only byte-level pre-tokenizers are)", p.Type)
 	}
 	return 0, fmt.Errorf("pre_tokenizer type %q is not implemented", p.Type)
+}
+
+// shortened is s cut to 80 characters, for a message of one line.
+func shortened(s string) string {
+	if r := []rune(s); len(r) > 80 {
+		return string(r[:80]) + "…"
+	}
+	return s
 }
 
 func checkByteLevel(where string, p componentJSON) error {

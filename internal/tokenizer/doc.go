@@ -7,6 +7,11 @@
 //
 // The Qwen3 tokenizer.json is embedded (Default); Qwen25 is the same file less
 // the four tokens Qwen3 added.
+//
+// Resolve is the one way every command finds a model's tokenizer.json
+// (SPEC §6): an explicit path or variant, the Hugging Face cache, the
+// embedded file for a Qwen2/2.5/3 model, then the Hub (package hfhub). It
+// never answers with another model's tokenizer: it says what it tried.
 package tokenizer
 
 //go:generate go run gen_tables.go

@@ -329,6 +329,18 @@ func TestParseRefuses(t *testing.T) {
 		want string
 	}{
 		{"wordpiece", model("type", "WordPiece"), `model.type "WordPiece" is not implemented`},
+		// Files of another kind fail the vocabulary's scan; the component is named.
+		{"unigram", func(j map[string]any) {
+			m := j["model"].(map[string]any)
+			m["type"], m["vocab"] = "Unigram", []any{[]any{"<unk>", 0.0}, []any{"▁a", -1.5}}
+		}, `model.type "Unigram" is not implemented`},
+		{"sentencepiece bpe", func(j map[string]any) {
+			m := j["model"].(map[string]any)
+			m["byte_fallback"], m["vocab"] = true, map[string]any{"<0x00>": 0, "▁▁": 1}
+			j["pre_tokenizer"] = map[string]any{"type": "Metaspace", "replacement": "▁"}
+		}, "model.byte_fallback true: a SentencePiece-style BPE"},
+		{"deepseek-style splits", top("pre_tokenizer", map[string]any{"type": "Sequence", "pretokenizers": []any{
+			map[string]any{"type": "Split"}, map[string]any{"type": "Split"}, map[string]any{"type": "ByteLevel"}}}), "a Sequence of 3 pre-tokenizers is not implemented"},
 		{"dropout", model("dropout", 0.1), "model.dropout 0.1"},
 		{"byte fallback", model("byte_fallback", true), "model.byte_fallback"},
 		{"prefix", model("continuing_subword_prefix", "##"), "continuing_subword_prefix"},
@@ -387,60 +399,6 @@ func TestLoadNamesFile(t *testing.T) {
 	sum := sha256.Sum256(good)
 	if info := tok.Info(); info.Source != p || info.SHA256 != hex.EncodeToString(sum[:]) || info.AddedTokens != 1 {
 		t.Errorf("Info = %+v", info)
-	}
-}
-
-func TestFindInCache(t *testing.T) {
-	root := t.TempDir()
-	mk := func(hub, rev string) string {
-		dir := filepath.Join(hub, "models--Qwen--Qwen2.5-1.5B-Instruct", "snapshots", rev)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		p := filepath.Join(dir, "tokenizer.json")
-		if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	const rev = "989aa7980e4cf806f80c7fef2b1adb7bc71aa306"
-	viaHubCache := mk(filepath.Join(root, "a"), rev)
-	viaHome := mk(filepath.Join(root, "home", "hub"), rev)
-	viaUser := mk(filepath.Join(root, "user", ".cache", "huggingface", "hub"), rev)
-	refs := filepath.Join(root, "user", ".cache", "huggingface", "hub", "models--Qwen--Qwen2.5-1.5B-Instruct", "refs")
-	if err := os.MkdirAll(refs, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(refs, "main"), []byte(rev+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("HOME", filepath.Join(root, "user"))
-	t.Setenv("HF_HUB_CACHE", filepath.Join(root, "a"))
-	t.Setenv("HF_HOME", filepath.Join(root, "home"))
-	check := func(want string) {
-		t.Helper()
-		got, err := FindInCache("Qwen/Qwen2.5-1.5B-Instruct", rev)
-		if err != nil || got != want {
-			t.Errorf("FindInCache = %q, %v; want %q", got, err, want)
-		}
-	}
-	check(viaHubCache)
-	t.Setenv("HF_HUB_CACHE", "")
-	check(viaHome)
-	t.Setenv("HF_HOME", "")
-	check(viaUser)
-	if got, err := FindInCache("Qwen/Qwen2.5-1.5B-Instruct", ""); err != nil || got != viaUser {
-		t.Errorf("revision main via refs: %q, %v", got, err)
-	}
-	for _, c := range []struct{ model, rev, want string }{
-		{"Qwen/Qwen2.5-1.5B-Instruct", "ffff", "not in the Hugging Face cache"},
-		{"Qwen", rev, "not of the form org/name"},
-		{"../x/y", rev, "not of the form org/name"},
-		{"Qwen/Qwen2.5-1.5B-Instruct", "../../etc", "not a commit"},
-	} {
-		if _, err := FindInCache(c.model, c.rev); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("FindInCache(%q, %q) error = %v, want %q", c.model, c.rev, err, c.want)
-		}
 	}
 }
 
