@@ -162,105 +162,15 @@ func attainmentFigure(d *data, cs []search.Capacity) (Figure, error) {
 	title := "Capacity search: attainment against clients"
 	var panels []*gplot.Plot
 	for _, c := range cs {
-		p := newPlot(fmt.Sprintf("%s: attainment of each probe", c.Server), "clients (sustained closed loop, log₂ scale)", "requests meeting every objective")
-		lo, hi, loads := loadRange([]search.Capacity{c})
-		log2Axis(&p.X, lo, hi, loads)
-		entries := 0
-		// The bracket first, so that the points lie over it.
-		switch {
-		case c.MaxPass != nil && c.MinFail != nil:
-			x0, x1 := math.Log2(float64(*c.MaxPass)), math.Log2(float64(*c.MinFail))
-			band, err := plotter.NewPolygon(plotter.XYs{{X: x0, Y: 0}, {X: x1, Y: 0}, {X: x1, Y: 1}, {X: x0, Y: 1}})
-			if err != nil {
-				return Figure{}, fmt.Errorf("%s: server %s: %w", name, c.Server, err)
-			}
-			band.Color = bracketFill
-			band.LineStyle.Width = 0
-			p.Add(band)
-			p.Legend.Add(fmt.Sprintf("bracket: passes at %d, not at %d", *c.MaxPass, *c.MinFail), band)
-			entries++
-		case c.MaxPass != nil || c.MinFail != nil:
-			v, what := c.MaxPass, "largest pass"
-			if c.StopReason == search.StopMaxConcurrency {
-				what = "passes up to the search's maximum"
-			}
-			if v == nil {
-				v, what = c.MinFail, "smallest load that did not pass"
-			}
-			x := math.Log2(float64(*v))
-			edge, err := plotter.NewLine(plotter.XYs{{X: x, Y: 0}, {X: x, Y: 1}})
-			if err != nil {
-				return Figure{}, fmt.Errorf("%s: server %s: %w", name, c.Server, err)
-			}
-			edge.LineStyle = draw.LineStyle{Color: color.NRGBA{0xE6, 0x9F, 0x00, 0xff}, Width: vg.Points(3)}
-			p.Add(edge)
-			p.Legend.Add(fmt.Sprintf("%s: %d", what, *v), edge)
-			entries++
-		}
-		if pr := c.Predicted; pr != nil {
-			legend := false
-			for _, v := range []int{pr.MaxPass, pr.MinFail} {
-				if v < 1 {
-					continue
-				}
-				x := math.Log2(float64(v))
-				edge, err := plotter.NewLine(plotter.XYs{{X: x, Y: 0}, {X: x, Y: 1}})
-				if err != nil {
-					return Figure{}, fmt.Errorf("%s: server %s: %w", name, c.Server, err)
-				}
-				edge.LineStyle = draw.LineStyle{Color: grey, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(2), vg.Points(2)}}
-				p.Add(edge)
-				if !legend {
-					legend = true
-					p.Legend.Add(fmt.Sprintf("predicted bracket: passes at %d, fails at %d", pr.MaxPass, pr.MinFail), edge)
-					entries++
-				}
-			}
-		}
-		alpha, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: c.AttainmentTarget}, {X: p.X.Max, Y: c.AttainmentTarget}})
+		p, err := attainmentPanel(c)
 		if err != nil {
 			return Figure{}, fmt.Errorf("%s: server %s: %w", name, c.Server, err)
 		}
-		alpha.LineStyle = draw.LineStyle{Color: color.Gray{0x33}, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(5), vg.Points(3)}}
-		p.Add(alpha)
-		p.Legend.Add(fmt.Sprintf("target α = %s", pctLabel(c.AttainmentTarget)), alpha)
-		entries++
-		xs := dodged(c.Probes)
-		for _, v := range verdicts {
-			var pts intervalPoints
-			for i, pr := range c.Probes {
-				if pr.Verdict != v.name {
-					continue
-				}
-				pts.XYs = append(pts.XYs, plotter.XY{X: xs[i], Y: pr.Attainment})
-				pts.lo = append(pts.lo, math.Max(0, pr.Attainment-pr.CILow))
-				pts.hi = append(pts.hi, math.Max(0, pr.CIHigh-pr.Attainment))
-			}
-			if len(pts.XYs) == 0 {
-				continue
-			}
-			eb, err := plotter.NewYErrorBars(pts)
-			if err != nil {
-				return Figure{}, fmt.Errorf("%s: server %s: %w", name, c.Server, err)
-			}
-			eb.LineStyle = draw.LineStyle{Color: v.style.Color, Width: vg.Points(1.2)}
-			sc, err := plotter.NewScatter(pts.XYs)
-			if err != nil {
-				return Figure{}, fmt.Errorf("%s: server %s: %w", name, c.Server, err)
-			}
-			sc.GlyphStyle = v.style
-			p.Add(eb, sc)
-			p.Legend.Add(fmt.Sprintf("%s (%d)", v.name, len(pts.XYs)), sc)
-			entries++
-		}
-		p.Y.Min, p.Y.Max = 0, 1
-		p.Y.Tick.Marker = percentTicks(0, 0.25, 0.5, 0.75, 1)
-		headroom(&p.Y, entries)
 		panels = append(panels, p)
 	}
 	caption := "Every probe of the search, in its verdict's marker: its attainment (requests that succeeded and met every objective ÷ requests measured) with the 95% Wilson interval as a whisker. A probe passes when the whole interval lies above the dashed target α, fails when it lies wholly below, and is unresolved otherwise (or below min_requests). The shaded band is the final bracket between the largest load that passed and the smallest that did not; where the search has only one of them, an orange line marks it. X axis: clients on a log₂ scale; re-runs at one load are drawn side by side."
 	if anyScreened(cs) {
-		caption += " A triangle is a screen of the doubling (a few rounds, able only to fail a load) that did not fail its load: screened, never a pass."
+		caption += " A triangle is a screen of the doubling (a round or a few, able only to fail a load) that did not fail its load: screened, never a pass."
 	}
 	for _, c := range cs {
 		if c.Predicted != nil {
@@ -273,6 +183,138 @@ func attainmentFigure(d *data, cs []search.Capacity) (Figure, error) {
 		return Figure{}, fmt.Errorf("%s: %w", name, err)
 	}
 	return Figure{Name: name, Title: title, Caption: caption, SVG: doc}, nil
+}
+
+// attainmentPanel is one server's panel of the attainment figure: its
+// bracket, its predicted bracket, the target and every probe.
+func attainmentPanel(c search.Capacity) (*gplot.Plot, error) {
+	p := newPlot(fmt.Sprintf("%s: attainment of each probe", c.Server), "clients (sustained closed loop, log₂ scale)", "requests meeting every objective")
+	lo, hi, loads := loadRange([]search.Capacity{c})
+	log2Axis(&p.X, lo, hi, loads)
+	// The bracket first, so that the points lie over it.
+	entries, err := bracketLayer(p, c)
+	if err != nil {
+		return nil, err
+	}
+	n, err := predictedLayer(p, c.Predicted)
+	if err != nil {
+		return nil, err
+	}
+	entries += n
+	alpha, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: c.AttainmentTarget}, {X: p.X.Max, Y: c.AttainmentTarget}})
+	if err != nil {
+		return nil, err
+	}
+	alpha.LineStyle = draw.LineStyle{Color: color.Gray{0x33}, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(5), vg.Points(3)}}
+	p.Add(alpha)
+	p.Legend.Add(fmt.Sprintf("target α = %s", pctLabel(c.AttainmentTarget)), alpha)
+	entries++
+	n, err = probeLayers(p, c.Probes)
+	if err != nil {
+		return nil, err
+	}
+	entries += n
+	p.Y.Min, p.Y.Max = 0, 1
+	p.Y.Tick.Marker = percentTicks(0, 0.25, 0.5, 0.75, 1)
+	headroom(&p.Y, entries)
+	return p, nil
+}
+
+// bracketLayer draws c's final bracket as a band, or the one end it has
+// as a line, and returns the legend entries it added.
+func bracketLayer(p *gplot.Plot, c search.Capacity) (int, error) {
+	switch {
+	case c.MaxPass != nil && c.MinFail != nil:
+		x0, x1 := math.Log2(float64(*c.MaxPass)), math.Log2(float64(*c.MinFail))
+		band, err := plotter.NewPolygon(plotter.XYs{{X: x0, Y: 0}, {X: x1, Y: 0}, {X: x1, Y: 1}, {X: x0, Y: 1}})
+		if err != nil {
+			return 0, err
+		}
+		band.Color = bracketFill
+		band.LineStyle.Width = 0
+		p.Add(band)
+		p.Legend.Add(fmt.Sprintf("bracket: passes at %d, not at %d", *c.MaxPass, *c.MinFail), band)
+		return 1, nil
+	case c.MaxPass != nil || c.MinFail != nil:
+		v, what := c.MaxPass, "largest pass"
+		if c.StopReason == search.StopMaxConcurrency {
+			what = "passes up to the search's maximum"
+		}
+		if v == nil {
+			v, what = c.MinFail, "smallest load that did not pass"
+		}
+		x := math.Log2(float64(*v))
+		edge, err := plotter.NewLine(plotter.XYs{{X: x, Y: 0}, {X: x, Y: 1}})
+		if err != nil {
+			return 0, err
+		}
+		edge.LineStyle = draw.LineStyle{Color: color.NRGBA{0xE6, 0x9F, 0x00, 0xff}, Width: vg.Points(3)}
+		p.Add(edge)
+		p.Legend.Add(fmt.Sprintf("%s: %d", what, *v), edge)
+		return 1, nil
+	}
+	return 0, nil
+}
+
+// predictedLayer draws a predicted bracket's ends as dotted lines, one
+// legend entry for both.
+func predictedLayer(p *gplot.Plot, pr *search.Bracket) (int, error) {
+	if pr == nil {
+		return 0, nil
+	}
+	entries := 0
+	for _, v := range []int{pr.MaxPass, pr.MinFail} {
+		if v < 1 {
+			continue
+		}
+		x := math.Log2(float64(v))
+		edge, err := plotter.NewLine(plotter.XYs{{X: x, Y: 0}, {X: x, Y: 1}})
+		if err != nil {
+			return 0, err
+		}
+		edge.LineStyle = draw.LineStyle{Color: grey, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(2), vg.Points(2)}}
+		p.Add(edge)
+		if entries == 0 {
+			entries = 1
+			p.Legend.Add(fmt.Sprintf("predicted bracket: passes at %d, fails at %d", pr.MaxPass, pr.MinFail), edge)
+		}
+	}
+	return entries, nil
+}
+
+// probeLayers draws every probe at its attainment with its interval, one
+// layer (and legend entry) per verdict.
+func probeLayers(p *gplot.Plot, probes []search.ProbeRecord) (int, error) {
+	entries := 0
+	xs := dodged(probes)
+	for _, v := range verdicts {
+		var pts intervalPoints
+		for i, pr := range probes {
+			if pr.Verdict != v.name {
+				continue
+			}
+			pts.XYs = append(pts.XYs, plotter.XY{X: xs[i], Y: pr.Attainment})
+			pts.lo = append(pts.lo, math.Max(0, pr.Attainment-pr.CILow))
+			pts.hi = append(pts.hi, math.Max(0, pr.CIHigh-pr.Attainment))
+		}
+		if len(pts.XYs) == 0 {
+			continue
+		}
+		eb, err := plotter.NewYErrorBars(pts)
+		if err != nil {
+			return 0, err
+		}
+		eb.LineStyle = draw.LineStyle{Color: v.style.Color, Width: vg.Points(1.2)}
+		sc, err := plotter.NewScatter(pts.XYs)
+		if err != nil {
+			return 0, err
+		}
+		sc.GlyphStyle = v.style
+		p.Add(eb, sc)
+		p.Legend.Add(fmt.Sprintf("%s (%d)", v.name, len(pts.XYs)), sc)
+		entries++
+	}
+	return entries, nil
 }
 
 func pctLabel(f float64) string { return strconv.FormatFloat(100*f, 'g', 4, 64) + "%" }
