@@ -130,36 +130,11 @@ func cdfFigures(d *data) ([]Figure, error) {
 }
 
 func cdfFigure(d *data, mode string) ([]Figure, error) {
-	top := 0
-	for _, w := range d.res.Waves {
-		wm := w.Mode
-		if wm == "" {
-			wm = contract.ModeClosed
-		}
-		if w.Kind == contract.KindRecorded && wm == mode && w.Concurrency > top {
-			top = w.Concurrency
-		}
-	}
+	top := topConcurrency(d, mode)
 	if top == 0 {
 		return nil, nil
 	}
-	ttft := map[string][]float64{}
-	tpot := map[string][]float64{}
-	for _, s := range d.servers {
-		// PooledLatencies's TTFT and TPOT, without pooling its every
-		// inter-chunk gap (a hundred floats a record), which no panel draws.
-		contract.EachPooled(d.res.Waves, d.res.Records, contract.Key{Server: s, Mode: mode, Concurrency: top}, func(r contract.Record) {
-			if !r.OK {
-				return
-			}
-			if v, ok := r.TTFT(); ok {
-				ttft[s] = append(ttft[s], v)
-			}
-			if v, ok := r.TPOT(); ok {
-				tpot[s] = append(tpot[s], v)
-			}
-		})
-	}
+	ttft, tpot := cdfPopulations(d, mode, top)
 	file, load := "cdf.svg", fmt.Sprintf("%d clients", top)
 	if mode == contract.ModeSustained {
 		file, load = "cdf-sustained.svg", fmt.Sprintf("%d clients, sustained", top)
@@ -174,48 +149,107 @@ func cdfFigure(d *data, mode string) ([]Figure, error) {
 		{"Time to first token", "TTFT (s)", ttft},
 		{"Time per output token", "TPOT (s per token after the first)", tpot},
 	} {
-		p := newPlot(fmt.Sprintf("%s, %s", pan.name, load), pan.label, "fraction of successful requests ≤ x")
-		var all []float64
-		for _, s := range d.servers {
-			all = append(all, pan.pop[s]...)
+		p, err := cdfPanel(d, fmt.Sprintf("%s, %s", pan.name, load), pan.label, pan.pop)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
 		}
-		if len(all) == 0 {
+		if p == nil {
 			absent = append(absent, pan.name)
 			continue
-		}
-		sx := scale{log: logWorthy([]float64{minOf(all), maxOf(all)}, 30)}
-		for _, s := range d.servers {
-			xs := pan.pop[s]
-			if len(xs) == 0 {
-				continue
-			}
-			xys := ecdf(xs)
-			for k := range xys {
-				xys[k].X = sx.v(xys[k].X)
-			}
-			l, err := plotter.NewLine(xys)
-			if err != nil {
-				return nil, fmt.Errorf("%s: server %s: %w", file, s, err)
-			}
-			l.LineStyle = lineStyle(d.index[s])
-			l.StepStyle = plotter.PostStep
-			p.Add(l)
-			p.Legend.Add(fmt.Sprintf("%s (n=%d)", s, len(xs)), l)
-		}
-		p.Y.Min, p.Y.Max = 0, 1
-		p.Y.Tick.Marker = fixedTicks(0, 0.25, 0.5, 0.75, 1)
-		headroom(&p.Y, len(d.servers))
-		if sx.log {
-			setLog(&p.X, minOf(all), maxOf(all))
-		} else {
-			p.X.Min, p.X.Max = 0, maxOf(all)*1.05
-			p.X.Tick.Marker = fixedTicks(linearTicks(p.X.Max)...)
 		}
 		panels = append(panels, p)
 	}
 	if len(panels) == 0 {
 		return nil, nil
 	}
+	doc, err := svg(title, panels...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return []Figure{{Name: file, Title: title, Caption: cdfCaption(d, mode, load, ttft, tpot, absent), SVG: doc}}, nil
+}
+
+// topConcurrency is the highest concurrency of the recorded waves of mode
+// (0: none).
+func topConcurrency(d *data, mode string) int {
+	top := 0
+	for _, w := range d.res.Waves {
+		wm := w.Mode
+		if wm == "" {
+			wm = contract.ModeClosed
+		}
+		if w.Kind == contract.KindRecorded && wm == mode && w.Concurrency > top {
+			top = w.Concurrency
+		}
+	}
+	return top
+}
+
+// cdfPopulations are each server's TTFTs and TPOTs of its successful
+// requests at load top of mode: PooledLatencies's, without pooling its
+// every inter-chunk gap (a hundred floats a record), which no panel draws.
+func cdfPopulations(d *data, mode string, top int) (ttft, tpot map[string][]float64) {
+	ttft, tpot = map[string][]float64{}, map[string][]float64{}
+	for _, s := range d.servers {
+		contract.EachPooled(d.res.Waves, d.res.Records, contract.Key{Server: s, Mode: mode, Concurrency: top}, func(r contract.Record) {
+			if !r.OK {
+				return
+			}
+			if v, ok := r.TTFT(); ok {
+				ttft[s] = append(ttft[s], v)
+			}
+			if v, ok := r.TPOT(); ok {
+				tpot[s] = append(tpot[s], v)
+			}
+		})
+	}
+	return ttft, tpot
+}
+
+// cdfPanel is one panel of empirical CDFs, a line per server; nil when no
+// server has a value.
+func cdfPanel(d *data, title, label string, pop map[string][]float64) (*gplot.Plot, error) {
+	p := newPlot(title, label, "fraction of successful requests ≤ x")
+	var all []float64
+	for _, s := range d.servers {
+		all = append(all, pop[s]...)
+	}
+	if len(all) == 0 {
+		return nil, nil
+	}
+	sx := scale{log: logWorthy([]float64{minOf(all), maxOf(all)}, 30)}
+	for _, s := range d.servers {
+		xs := pop[s]
+		if len(xs) == 0 {
+			continue
+		}
+		xys := ecdf(xs)
+		for k := range xys {
+			xys[k].X = sx.v(xys[k].X)
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return nil, fmt.Errorf("server %s: %w", s, err)
+		}
+		l.LineStyle = lineStyle(d.index[s])
+		l.StepStyle = plotter.PostStep
+		p.Add(l)
+		p.Legend.Add(fmt.Sprintf("%s (n=%d)", s, len(xs)), l)
+	}
+	p.Y.Min, p.Y.Max = 0, 1
+	p.Y.Tick.Marker = fixedTicks(0, 0.25, 0.5, 0.75, 1)
+	headroom(&p.Y, len(d.servers))
+	if sx.log {
+		setLog(&p.X, minOf(all), maxOf(all))
+	} else {
+		p.X.Min, p.X.Max = 0, maxOf(all)*1.05
+		p.X.Tick.Marker = fixedTicks(linearTicks(p.X.Max)...)
+	}
+	return p, nil
+}
+
+// cdfCaption is the CDF figure's caption at load of mode.
+func cdfCaption(d *data, mode, load string, ttft, tpot map[string][]float64, absent []string) string {
 	var missing []string
 	for _, s := range d.servers {
 		if len(ttft[s]) == 0 {
@@ -239,11 +273,7 @@ func cdfFigure(d *data, mode string) ([]Figure, error) {
 	if len(missing) > 0 {
 		caption += fmt.Sprintf(" No successful request at %s for: %v.", load, missing)
 	}
-	doc, err := svg(title, panels...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
-	}
-	return []Figure{{Name: file, Title: title, Caption: caption, SVG: doc}}, nil
+	return caption
 }
 
 // cdfMaxPoints is the most steps a CDF is drawn with: a server with more
