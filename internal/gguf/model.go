@@ -197,7 +197,7 @@ func (m *Model) Write(w io.Writer) (int64, error) {
 func (m *Model) WriteFile(path string) (int64, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("%s: %w", path, err)
 	}
 	defer os.Remove(f.Name())
 	n, err := m.Write(f)

@@ -3,6 +3,8 @@ package gguf
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -216,4 +218,31 @@ func (v *Vocabulary) Padded(n int) ([]string, []int32) {
 		types = append(types, tokenUnused)
 	}
 	return tokens, types
+}
+
+// ReadTokenizerFiles reads the tokenizer.json at path (or in the folder
+// path) and the tokenizer_config.json at configPath, or beside the
+// tokenizer.json when configPath is "" (nil when there is none). path ""
+// means the embedded Qwen file (nil bytes; New reads it).
+func ReadTokenizerFiles(path, configPath string) (tokenizerJSON, config []byte, err error) {
+	if path != "" {
+		if st, err := os.Stat(path); err == nil && st.IsDir() {
+			path = filepath.Join(path, "tokenizer.json")
+		}
+		if tokenizerJSON, err = os.ReadFile(path); err != nil {
+			return nil, nil, fieldErr("tokenizer", "%v", err)
+		}
+		if configPath == "" {
+			beside := filepath.Join(filepath.Dir(path), "tokenizer_config.json")
+			if _, err := os.Stat(beside); err == nil {
+				configPath = beside
+			}
+		}
+	}
+	if configPath != "" {
+		if config, err = os.ReadFile(configPath); err != nil {
+			return nil, nil, fieldErr("tokenizer-config", "%v", err)
+		}
+	}
+	return tokenizerJSON, config, nil
 }
