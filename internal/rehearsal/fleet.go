@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -35,6 +35,42 @@ type fleet struct {
 	replicated bool
 	// logs are the bundle's log files, with the process each belongs to.
 	logs []string
+	// prepare are each replica's prepare commands (none for an endpoint
+	// already running).
+	prepare [][]supervise.Command
+	// scratch are the {scratch_dir} folders made for the replicas,
+	// removed once they are stopped.
+	scratch []string
+}
+
+// removeScratch removes the replicas' {scratch_dir} folders.
+func (f *fleet) removeScratch() {
+	for _, d := range f.scratch {
+		_ = os.RemoveAll(d)
+	}
+	f.scratch = nil
+}
+
+// replicaScratch makes replica j's {scratch_dir} when the server names one.
+func (f *fleet) replicaScratch(s config.Server, j int) (string, error) {
+	if !s.UsesScratch() {
+		return "", nil
+	}
+	d, err := os.MkdirTemp("", fmt.Sprintf("rehearse-%s-%d-", s.Name, j))
+	if err != nil {
+		return "", fmt.Errorf("%s: {scratch_dir}: %w", s.Name, err)
+	}
+	f.scratch = append(f.scratch, d)
+	return d, nil
+}
+
+// prepareCommands are a launch's prepare commands as supervise runs them.
+func prepareCommands(l config.Launch) []supervise.Command {
+	var cs []supervise.Command
+	for k, argv := range l.Prepare {
+		cs = append(cs, supervise.Command{Argv: argv, Shown: l.ShownPrepare[k]})
+	}
+	return cs
 }
 
 // launched reports whether rehearse launched any process of the server.
@@ -101,17 +137,15 @@ func (r *runner) launch(ctx context.Context, i int, apiKey string) (*fleet, bool
 			url = "http://127.0.0.1:" + strconv.Itoa(port)
 		}
 		f.urls = append(f.urls, url)
-		argv := r.cfg.ReplicaArgv(s, j, port, r.o.RehearseExe)
-		shown := r.cfg.ShownReplicaArgv(s, j, port)
-		logName := replicaLog(s.Name, j, n)
-		env := s.Env
-		if len(s.GPUs) > 0 {
-			env = maps.Clone(s.Env)
-			if env == nil {
-				env = map[string]string{}
-			}
-			env["CUDA_VISIBLE_DEVICES"] = s.GPUList(j)
+		scratch, err := f.replicaScratch(s, j)
+		if err != nil {
+			r.launchFailed(i, f, err)
+			return nil, false
 		}
+		l := r.cfg.ReplicaLaunch(s, j, port, r.o.RehearseExe, scratch)
+		argv, shown, env := l.Argv, l.ShownArgv, l.Env
+		f.prepare = append(f.prepare, prepareCommands(l))
+		logName := replicaLog(s.Name, j, n)
 		if f.replicated {
 			r.setServer(i, func(b *bundle.Server) {
 				if j == 0 {
@@ -163,9 +197,7 @@ func (r *runner) launch(ctx context.Context, i int, apiKey string) (*fleet, bool
 // not be launched.
 func (r *runner) launchFailed(i int, f *fleet, err error) {
 	s := r.cfg.Servers[i]
-	if f.launched() {
-		r.stop(i, f)
-	}
+	r.stop(i, f)
 	r.setServer(i, func(b *bundle.Server) {
 		if b.Exit == "" {
 			b.Exit = "not launched: " + r.shown(err.Error())
@@ -181,11 +213,17 @@ func (r *runner) launchFailed(i int, f *fleet, err error) {
 // logName its log ("" for an endpoint rehearse did not launch).
 func (r *runner) ready(ctx context.Context, i int, f *fleet, apiKey string) (logName string, err error) {
 	s := r.cfg.Servers[i]
-	probe := func(name, url string, rd config.Ready) supervise.Probe {
+	probe := func(name, url string, rd config.Ready, prepare []supervise.Command) supervise.Probe {
 		return supervise.Probe{
 			Name: name, BaseURL: url, HealthPath: rd.Path, Endpoint: r.cfg.Workload.Endpoint,
-			Model: s.Model, APIKey: apiKey, Timeout: rd.Timeout.D(), Mode: rd.Mode,
+			Model: s.Model, APIKey: apiKey, Timeout: rd.Timeout.D(), Mode: rd.Mode, Prepare: prepare,
 		}
+	}
+	replicaPrepare := func(j int) []supervise.Command {
+		if j < len(f.prepare) {
+			return f.prepare[j]
+		}
+		return nil
 	}
 	if !f.replicated {
 		var proc *supervise.Process
@@ -197,7 +235,7 @@ func (r *runner) ready(ctx context.Context, i int, f *fleet, apiKey string) (log
 		if s.Router == nil {
 			url = f.baseURL
 		}
-		if err := supervise.WaitReady(ctx, proc, probe(s.Name, url, s.Ready)); err != nil {
+		if err := supervise.WaitReady(ctx, proc, probe(s.Name, url, s.Ready, replicaPrepare(0))); err != nil {
 			return logName, err
 		}
 	} else {
@@ -211,7 +249,7 @@ func (r *runner) ready(ctx context.Context, i int, f *fleet, apiKey string) (log
 				if f.launched() {
 					proc = f.group.Proc(j)
 				}
-				errs[j] = supervise.WaitReady(ctx, proc, probe(s.Name, url, s.Ready))
+				errs[j] = supervise.WaitReady(ctx, proc, probe(s.Name, url, s.Ready, replicaPrepare(j)))
 			}()
 		}
 		wg.Wait()
@@ -267,7 +305,7 @@ func (r *runner) ready(ctx context.Context, i int, f *fleet, apiKey string) (log
 			r.o.Progress(Event{Server: s.Name, Step: "launch", PID: p.PID(), Text: fmt.Sprintf("router running as pid %d, log %s", p.PID(), logName)})
 		}
 	}
-	if err := supervise.WaitReady(ctx, proc, probe(s.Name, f.baseURL, s.RouterReady())); err != nil {
+	if err := supervise.WaitReady(ctx, proc, probe(s.Name, f.baseURL, s.RouterReady(), nil)); err != nil {
 		var nr *supervise.NotReadyError
 		if errors.As(err, &nr) {
 			nr.Reason = "router: " + nr.Reason
@@ -292,6 +330,7 @@ func replicaError(j int, err error) error {
 // each ended in the bundle and reports it, and turns each log's warnings
 // into notes.
 func (r *runner) stop(i int, f *fleet) {
+	defer f.removeScratch()
 	if !f.launched() {
 		return
 	}
