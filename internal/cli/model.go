@@ -47,7 +47,7 @@ tokens (a space and ASCII letters), so its text re-tokenizes exactly; rehearse i
 with temperature > 0 (greedy decoding repeats one word). Serving cost depends on
 the shape, not on the weights' values.
 
-  rehearse model write -o ci.gguf                               the "ci" preset (8 layers, n_embd 512)
+  rehearse model write -o ci.gguf                               the "ci" preset (24 layers, n_embd 512)
   rehearse model write --preset qwen2.5-1.5b -o qwen-1.5b.gguf  Qwen2.5-1.5B's shape (3.1 GB)
   rehearse model write --layers 2 --embd 64 --heads 4 --kv-heads 2 --ffn 256 -o toy.gguf
   rehearse model write --preset qwen2.5-0.5b --tokenizer DIR -o m.gguf   DIR's tokenizer.json

@@ -44,16 +44,21 @@ func Architectures() []string {
 }
 
 // Presets are named shapes. Qwen2.5's are from the models' config.json
-// (Qwen/Qwen2.5-0.5B-Instruct, Qwen2.5-1.5B-Instruct); "ci" is the shape
-// the end-to-end test and examples/ollama.yaml rehearse on a CPU: small,
-// with most of its cost in the layers rather than the 151,669-token
-// output layer, so batching has something to share.
+// (Qwen/Qwen2.5-0.5B-Instruct, Qwen2.5-1.5B-Instruct). "ci" is the shape
+// the end-to-end test and examples/ollama.yaml rehearse on a CPU: 24 layers
+// of n_embd 512 (91 M weights in the layers, 78 M in the tied 151,669-token
+// embedding; 340 MB). An engine on a CPU pays per sequence for what grows
+// with the vocabulary (the output layer and sampling over every token), and
+// shares among a batch what the layers cost, so batching pays only where
+// the layers dominate: on 2 loaded cores, one ollama thread, 4 sequences
+// decode 1.4-1.6x faster together than one after another, 8 sequences
+// 2.5x; 8 layers of the same width gained 1.1x.
 var Presets = map[string]Shape{
 	"qwen2.5-0.5b": {Arch: "qwen2", Layers: 24, Embd: 896, Heads: 14, KVHeads: 2, FFN: 4864,
 		Vocab: 151936, Context: 32768, RopeBase: 1e6, NormEps: 1e-6, Tied: true, Type: F16},
 	"qwen2.5-1.5b": {Arch: "qwen2", Layers: 28, Embd: 1536, Heads: 12, KVHeads: 2, FFN: 8960,
 		Vocab: 151936, Context: 32768, RopeBase: 1e6, NormEps: 1e-6, Tied: true, Type: F16},
-	"ci": {Arch: "qwen2", Layers: 8, Embd: 512, Heads: 8, KVHeads: 2, FFN: 2048,
+	"ci": {Arch: "qwen2", Layers: 24, Embd: 512, Heads: 8, KVHeads: 2, FFN: 2048,
 		Context: 4096, RopeBase: 1e6, NormEps: 1e-6, Tied: true, Type: F16},
 }
 
