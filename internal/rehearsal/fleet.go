@@ -146,24 +146,7 @@ func (r *runner) launch(ctx context.Context, i int, apiKey string) (*fleet, bool
 		argv, shown, env := l.Argv, l.ShownArgv, l.Env
 		f.prepare = append(f.prepare, prepareCommands(l))
 		logName := replicaLog(s.Name, j, n)
-		if f.replicated {
-			r.setServer(i, func(b *bundle.Server) {
-				if j == 0 {
-					// The server's own line shows replica 0's.
-					b.BaseURL, b.LaunchArgv = config.RedactURL(url), shown
-				}
-				b.Replicas[j] = bundle.Replica{Index: j, BaseURL: config.RedactURL(url), LaunchArgv: shown, Log: logName}
-				if j < len(s.GPUs) {
-					b.Replicas[j].GPUs = s.GPUs[j]
-				}
-			})
-			r.progress(s.Name, "launch", "launching replica %d: %s", j, strings.Join(shown, " "))
-		} else {
-			r.setServer(i, func(b *bundle.Server) {
-				b.BaseURL, b.LaunchArgv, b.Log = config.RedactURL(url), shown, logName
-			})
-			r.progress(s.Name, "launch", "launching %s", strings.Join(shown, " "))
-		}
+		r.recordLaunch(i, f, j, url, shown, logName)
 		p, err := supervise.Start(ctx, supervise.Spec{
 			Name: s.Name, Argv: argv, Env: env, Port: port,
 			LogPath: filepath.Join(r.o.Dir, logName), StopGrace: s.StopGrace.D(), ShownArgv: shown,
@@ -193,6 +176,30 @@ func (r *runner) launch(ctx context.Context, i int, apiKey string) (*fleet, bool
 	return f, true
 }
 
+// recordLaunch puts replica j of server i (its address, argv and log) in
+// the bundle and reports its launch.
+func (r *runner) recordLaunch(i int, f *fleet, j int, url string, shown []string, logName string) {
+	s := r.cfg.Servers[i]
+	if !f.replicated {
+		r.setServer(i, func(b *bundle.Server) {
+			b.BaseURL, b.LaunchArgv, b.Log = config.RedactURL(url), shown, logName
+		})
+		r.progress(s.Name, "launch", "launching %s", strings.Join(shown, " "))
+		return
+	}
+	r.setServer(i, func(b *bundle.Server) {
+		if j == 0 {
+			// The server's own line shows replica 0's.
+			b.BaseURL, b.LaunchArgv = config.RedactURL(url), shown
+		}
+		b.Replicas[j] = bundle.Replica{Index: j, BaseURL: config.RedactURL(url), LaunchArgv: shown, Log: logName}
+		if j < len(s.GPUs) {
+			b.Replicas[j].GPUs = s.GPUs[j]
+		}
+	})
+	r.progress(s.Name, "launch", "launching replica %d: %s", j, strings.Join(shown, " "))
+}
+
 // launchFailed stops what of f was started and notes why server i could
 // not be launched.
 func (r *runner) launchFailed(i int, f *fleet, err error) {
@@ -213,18 +220,36 @@ func (r *runner) launchFailed(i int, f *fleet, err error) {
 // logName its log ("" for an endpoint rehearse did not launch).
 func (r *runner) ready(ctx context.Context, i int, f *fleet, apiKey string) (logName string, err error) {
 	s := r.cfg.Servers[i]
-	probe := func(name, url string, rd config.Ready, prepare []supervise.Command) supervise.Probe {
-		return supervise.Probe{
-			Name: name, BaseURL: url, HealthPath: rd.Path, Endpoint: r.cfg.Workload.Endpoint,
-			Model: s.Model, APIKey: apiKey, Timeout: rd.Timeout.D(), Mode: rd.Mode, Prepare: prepare,
-		}
+	if logName, err := r.readyReplicas(ctx, s, f, apiKey); err != nil {
+		return logName, err
 	}
-	replicaPrepare := func(j int) []supervise.Command {
-		if j < len(f.prepare) {
-			return f.prepare[j]
-		}
-		return nil
+	if s.Router == nil {
+		return "", nil
 	}
+	return r.readyRouter(ctx, i, f, apiKey)
+}
+
+// probe is server s's readiness probe of url, with the prepare commands
+// of the process behind it.
+func (r *runner) probe(s config.Server, url string, rd config.Ready, apiKey string, prepare []supervise.Command) supervise.Probe {
+	return supervise.Probe{
+		Name: s.Name, BaseURL: url, HealthPath: rd.Path, Endpoint: r.cfg.Workload.Endpoint,
+		Model: s.Model, APIKey: apiKey, Timeout: rd.Timeout.D(), Mode: rd.Mode, Prepare: prepare,
+	}
+}
+
+// replicaPrepare is replica j's prepare commands (none for an endpoint
+// already running).
+func (f *fleet) replicaPrepare(j int) []supervise.Command {
+	if j < len(f.prepare) {
+		return f.prepare[j]
+	}
+	return nil
+}
+
+// readyReplicas waits for every replica of f together; the log named is
+// the one of the replica that was not ready.
+func (r *runner) readyReplicas(ctx context.Context, s config.Server, f *fleet, apiKey string) (logName string, err error) {
 	if !f.replicated {
 		var proc *supervise.Process
 		if f.launched() {
@@ -235,38 +260,39 @@ func (r *runner) ready(ctx context.Context, i int, f *fleet, apiKey string) (log
 		if s.Router == nil {
 			url = f.baseURL
 		}
-		if err := supervise.WaitReady(ctx, proc, probe(s.Name, url, s.Ready, replicaPrepare(0))); err != nil {
-			return logName, err
-		}
-	} else {
-		errs := make([]error, len(f.urls))
-		var wg sync.WaitGroup
-		for j, url := range f.urls {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var proc *supervise.Process
-				if f.launched() {
-					proc = f.group.Proc(j)
-				}
-				errs[j] = supervise.WaitReady(ctx, proc, probe(s.Name, url, s.Ready, replicaPrepare(j)))
-			}()
-		}
-		wg.Wait()
-		for j, e := range errs {
-			if e != nil {
-				log := ""
-				if j < len(f.logs) {
-					log = f.logs[j]
-				}
-				return log, replicaError(j, e)
+		return logName, supervise.WaitReady(ctx, proc, r.probe(s, url, s.Ready, apiKey, f.replicaPrepare(0)))
+	}
+	errs := make([]error, len(f.urls))
+	var wg sync.WaitGroup
+	for j, url := range f.urls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var proc *supervise.Process
+			if f.launched() {
+				proc = f.group.Proc(j)
 			}
+			errs[j] = supervise.WaitReady(ctx, proc, r.probe(s, url, s.Ready, apiKey, f.replicaPrepare(j)))
+		}()
+	}
+	wg.Wait()
+	for j, e := range errs {
+		if e != nil {
+			log := ""
+			if j < len(f.logs) {
+				log = f.logs[j]
+			}
+			return log, replicaError(j, e)
 		}
 	}
+	return "", nil
+}
+
+// readyRouter launches server i's router where it has an argv, and waits
+// for the router.
+func (r *runner) readyRouter(ctx context.Context, i int, f *fleet, apiKey string) (logName string, err error) {
+	s := r.cfg.Servers[i]
 	rt := s.Router
-	if rt == nil {
-		return "", nil
-	}
 	var proc *supervise.Process
 	if len(rt.Launch) > 0 {
 		port := rt.Port
@@ -305,7 +331,7 @@ func (r *runner) ready(ctx context.Context, i int, f *fleet, apiKey string) (log
 			r.o.Progress(Event{Server: s.Name, Step: "launch", PID: p.PID(), Text: fmt.Sprintf("router running as pid %d, log %s", p.PID(), logName)})
 		}
 	}
-	if err := supervise.WaitReady(ctx, proc, probe(s.Name, f.baseURL, s.RouterReady(), nil)); err != nil {
+	if err := supervise.WaitReady(ctx, proc, r.probe(s, f.baseURL, s.RouterReady(), apiKey, nil)); err != nil {
 		var nr *supervise.NotReadyError
 		if errors.As(err, &nr) {
 			nr.Reason = "router: " + nr.Reason
