@@ -201,6 +201,11 @@ func (m *Model) WriteFile(path string) (int64, error) {
 	}
 	defer os.Remove(f.Name())
 	n, err := m.Write(f)
+	if err == nil {
+		// CreateTemp makes it 0600; a model is read by an engine that may
+		// run as another user.
+		err = f.Chmod(0o644)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -65,7 +65,7 @@ func TestWriteFileSizeAndPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := os.Stat(path)
-	if err != nil || st.Size() != n || n%Alignment != 0 {
+	if err != nil || st.Size() != n || n%Alignment != 0 || st.Mode().Perm() != 0o644 {
 		t.Fatalf("wrote %d bytes, file %v (err %v)", n, st, err)
 	}
 	var data int64
