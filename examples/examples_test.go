@@ -29,11 +29,13 @@ func TestEveryExampleParsesAndValidates(t *testing.T) {
 			t.Errorf("%s: want two servers with the first as baseline, got %d, baseline %q", f, len(r.Servers), r.Baseline)
 		}
 		if r.Workload.Mode == config.ModeSustained || r.Workload.Sessions != nil || r.Capacity != nil ||
-			(len(r.Workload.Concurrencies) == 0 && r.Workload.OpenLoop != nil) || !r.Servers[0].Launched() {
+			(len(r.Workload.Concurrencies) == 0 && r.Workload.OpenLoop != nil) || !r.Servers[0].Launched() ||
+			f == "ollama.yaml" {
 			// The sustained, sessions, capacity and open-loop examples are
 			// workloads of their own (sustained.yaml, sessions.yaml,
 			// capacity.yaml, ramp.yaml, trace.yaml), and so is the one of
-			// servers already running, for segments (segments.yaml).
+			// servers already running, for segments (segments.yaml), and
+			// the real engine on a CPU (ollama.yaml, TestOllamaExample).
 			continue
 		}
 		if !slices.Equal(r.Workload.Concurrencies, []int{1, 8, 32, 64}) || r.Workload.Repeats != 3 || r.Workload.MaxTokens != 128 {

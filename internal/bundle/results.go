@@ -330,9 +330,13 @@ type Server struct {
 	// LaunchArgv is empty for an endpoint that was already running.
 	LaunchArgv []string `json:"launch_argv"`
 	// Env holds the environment overrides, secrets redacted.
-	Env         map[string]string `json:"env,omitempty"`
-	Log         string            `json:"log,omitempty"`
-	MetricsPath string            `json:"metrics_path,omitempty"`
+	Env map[string]string `json:"env,omitempty"`
+	// Prepare are the commands run once the server answered, before the
+	// rest of its readiness (ollama create), as the rehearsal file gives
+	// them, secrets redacted; the log shows each as run.
+	Prepare     [][]string `json:"prepare,omitempty"`
+	Log         string     `json:"log,omitempty"`
+	MetricsPath string     `json:"metrics_path,omitempty"`
 	// Exit says how the launched process ended ("stopped by rehearse",
 	// "exited with status 3 at 12:03:04Z during a wave", …).
 	Exit      string `json:"exit,omitempty"`

@@ -29,6 +29,8 @@ under a precise metric contract, and writes a self-verifying results bundle.
                                    segment workers (an Indexed Job) and merge their bundles
   rehearse annotate DIR -f NOTES   add an operator's notes to a bundle's report
   rehearse tokens                  count tokens of text with a tokenizer
+  rehearse model write -o M.gguf   write a GGUF model of a given shape with random weights
+                                   and a real tokenizer's vocabulary
 
 Exit status: 0 success; 1 the work failed (a server failed, a bundle does not
 verify, a gate tripped); 2 bad usage or bad input, with one line naming the

@@ -78,6 +78,7 @@ func newRootCmd(st *State) *cobra.Command {
 		newK8sCmd(st),
 		newAnnotateCmd(st),
 		newTokensCmd(st),
+		newModelCmd(st),
 	)
 	checkUsage(root)
 	return root

@@ -91,7 +91,7 @@ func TestHelpIsNotAnError(t *testing.T) {
 // them (go test -update rewrites testdata/help/ for review).
 func TestHelpGolden(t *testing.T) {
 	for _, path := range [][]string{nil, {"demo"}, {"run"}, {"bench"}, {"sim"}, {"sim", "fit"},
-		{"capacity"}, {"report"}, {"verify"}, {"compare"}, {"export"}, {"merge"}, {"coordinate"}, {"k8s"}, {"annotate"}, {"tokens"}} {
+		{"capacity"}, {"report"}, {"verify"}, {"compare"}, {"export"}, {"merge"}, {"coordinate"}, {"k8s"}, {"annotate"}, {"tokens"}, {"model", "write"}} {
 		name := "rehearse"
 		if len(path) > 0 {
 			name = strings.Join(path, "-")

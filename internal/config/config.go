@@ -64,10 +64,18 @@ type Model struct {
 type Server struct {
 	Name string `yaml:"name"`
 	// Launch is the argv; placeholders {port}, {rehearse}, {config_dir},
-	// {model}, {revision}, {dtype}, {replica} and {gpus} are substituted
-	// (see Argv).
+	// {model}, {revision}, {dtype}, {replica}, {gpus} and {scratch_dir}
+	// are substituted (see Argv and ReplicaLaunch), in Env's values and
+	// Prepare too.
 	Launch []string          `yaml:"launch"`
 	Env    map[string]string `yaml:"env"`
+	// Prepare are argvs run one after another, once the launched server
+	// answers ready.path and before the rest of its readiness, each with
+	// the server's environment and its output in the server's log: an
+	// engine that must be told something by a client before it serves
+	// (`ollama create NAME -f Modelfile`). One that fails is the server's
+	// failure to become ready. See prepare.go.
+	Prepare [][]string `yaml:"prepare"`
 	// Port is the port a launched server listens on; 0 picks a free one.
 	Port    int    `yaml:"port"`
 	BaseURL string `yaml:"base_url"`
@@ -519,7 +527,7 @@ const (
 )
 
 var (
-	placeholderRE = regexp.MustCompile(`\{(port|rehearse|config_dir|model|revision|dtype|replica|gpus|replica_urls)\}`)
+	placeholderRE = regexp.MustCompile(`\{(port|rehearse|config_dir|model|revision|dtype|replica|gpus|replica_urls|scratch_dir)\}`)
 	// secretWordRE matches one word of a name (split at - _ . and
 	// lower-to-upper case changes) that marks a secret: HF_TOKEN, api-key,
 	// apiKey, AUTHORIZATION, DB_PASSWORD; not TOKENIZERS_PARALLELISM or
@@ -554,6 +562,7 @@ type placeholders struct {
 	replica     int
 	gpus        string
 	replicaURLs string
+	scratch     string
 }
 
 func (r *Rehearsal) substitute(argv []string, ph placeholders) []string {
@@ -579,6 +588,11 @@ func (r *Rehearsal) substitute(argv []string, ph placeholders) []string {
 				return ph.gpus
 			case "{replica_urls}":
 				return ph.replicaURLs
+			case "{scratch_dir}":
+				if ph.scratch == "" {
+					return m
+				}
+				return ph.scratch
 			}
 			return m
 		})
@@ -594,11 +608,6 @@ func (r *Rehearsal) substitute(argv []string, ph placeholders) []string {
 // build cache that is gone once rehearse exits.
 func (r *Rehearsal) ShownArgv(s Server, port int) []string {
 	return RedactArgv(r.Argv(s, port, "rehearse"))
-}
-
-// ShownReplicaArgv is ReplicaArgv as the bundle shows it (see ShownArgv).
-func (r *Rehearsal) ShownReplicaArgv(s Server, replica, port int) []string {
-	return RedactArgv(r.ReplicaArgv(s, replica, port, "rehearse"))
 }
 
 // IsSecretName reports whether an environment variable's name marks its

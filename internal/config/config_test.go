@@ -101,7 +101,7 @@ on_server_failure: panic
 		"servers[2].name: \"a\" already names servers[0]",
 		"servers[2].base_url: \"ftp://x\" is not an http(s) URL",
 		"servers[2].port: 0, but base_url is given",
-		"servers[0].launch: no {port} placeholder and no port",
+		"servers[0].launch: no {port} placeholder (in launch or env) and no port",
 		"baseline: \"nobody\" names no server",
 		"workload.concurrencies[1]: 0: must be at least 1",
 		"workload.concurrencies[2]: 1 appears twice",

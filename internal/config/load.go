@@ -572,12 +572,13 @@ func (r *Rehearsal) validate(p *Problems) {
 			p.add(at+".port", "only meaningful for a launched server (put the port in base_url)")
 		}
 		if s.Launched() && s.Port == 0 {
-			hasPlaceholder := strings.Contains(strings.Join(s.Launch, " "), "{port}")
+			hasPlaceholder := strings.Contains(strings.Join(s.Launch, " "), "{port}") ||
+				slices.ContainsFunc(slices.Collect(maps.Values(s.Env)), func(v string) bool { return strings.Contains(v, "{port}") })
 			switch {
 			case s.BaseURL != "":
 				p.add(at+".port", "0, but base_url is given: a launched server with a base_url needs its port set")
 			case !hasPlaceholder:
-				p.add(at+".launch", "no {port} placeholder and no port: rehearse cannot know where the server listens")
+				p.add(at+".launch", "no {port} placeholder (in launch or env) and no port: rehearse cannot know where the server listens")
 			}
 		}
 		keys := make([]string, 0, len(s.Env))
@@ -617,6 +618,7 @@ func (r *Rehearsal) validate(p *Problems) {
 			p.add(at+".max_model_len", "%d: must be 0 (unknown) or more", s.MaxModelLen)
 		}
 		validateReplicas(at, s, p)
+		validatePrepare(at, s, p)
 	}
 	checkLogNames(r.Servers, p)
 	if r.Baseline != "" {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -35,6 +35,42 @@ type fleet struct {
 	replicated bool
 	// logs are the bundle's log files, with the process each belongs to.
 	logs []string
+	// prepare are each replica's prepare commands (none for an endpoint
+	// already running).
+	prepare [][]supervise.Command
+	// scratch are the {scratch_dir} folders made for the replicas,
+	// removed once they are stopped.
+	scratch []string
+}
+
+// removeScratch removes the replicas' {scratch_dir} folders.
+func (f *fleet) removeScratch() {
+	for _, d := range f.scratch {
+		_ = os.RemoveAll(d)
+	}
+	f.scratch = nil
+}
+
+// replicaScratch makes replica j's {scratch_dir} when the server names one.
+func (f *fleet) replicaScratch(s config.Server, j int) (string, error) {
+	if !s.UsesScratch() {
+		return "", nil
+	}
+	d, err := os.MkdirTemp("", fmt.Sprintf("rehearse-%s-%d-", s.Name, j))
+	if err != nil {
+		return "", fmt.Errorf("%s: {scratch_dir}: %w", s.Name, err)
+	}
+	f.scratch = append(f.scratch, d)
+	return d, nil
+}
+
+// prepareCommands are a launch's prepare commands as supervise runs them.
+func prepareCommands(l config.Launch) []supervise.Command {
+	var cs []supervise.Command
+	for k, argv := range l.Prepare {
+		cs = append(cs, supervise.Command{Argv: argv, Shown: l.ShownPrepare[k]})
+	}
+	return cs
 }
 
 // launched reports whether rehearse launched any process of the server.
@@ -101,35 +137,16 @@ func (r *runner) launch(ctx context.Context, i int, apiKey string) (*fleet, bool
 			url = "http://127.0.0.1:" + strconv.Itoa(port)
 		}
 		f.urls = append(f.urls, url)
-		argv := r.cfg.ReplicaArgv(s, j, port, r.o.RehearseExe)
-		shown := r.cfg.ShownReplicaArgv(s, j, port)
+		scratch, err := f.replicaScratch(s, j)
+		if err != nil {
+			r.launchFailed(i, f, err)
+			return nil, false
+		}
+		l := r.cfg.ReplicaLaunch(s, j, port, r.o.RehearseExe, scratch)
+		argv, shown, env := l.Argv, l.ShownArgv, l.Env
+		f.prepare = append(f.prepare, prepareCommands(l))
 		logName := replicaLog(s.Name, j, n)
-		env := s.Env
-		if len(s.GPUs) > 0 {
-			env = maps.Clone(s.Env)
-			if env == nil {
-				env = map[string]string{}
-			}
-			env["CUDA_VISIBLE_DEVICES"] = s.GPUList(j)
-		}
-		if f.replicated {
-			r.setServer(i, func(b *bundle.Server) {
-				if j == 0 {
-					// The server's own line shows replica 0's.
-					b.BaseURL, b.LaunchArgv = config.RedactURL(url), shown
-				}
-				b.Replicas[j] = bundle.Replica{Index: j, BaseURL: config.RedactURL(url), LaunchArgv: shown, Log: logName}
-				if j < len(s.GPUs) {
-					b.Replicas[j].GPUs = s.GPUs[j]
-				}
-			})
-			r.progress(s.Name, "launch", "launching replica %d: %s", j, strings.Join(shown, " "))
-		} else {
-			r.setServer(i, func(b *bundle.Server) {
-				b.BaseURL, b.LaunchArgv, b.Log = config.RedactURL(url), shown, logName
-			})
-			r.progress(s.Name, "launch", "launching %s", strings.Join(shown, " "))
-		}
+		r.recordLaunch(i, f, j, url, shown, logName)
 		p, err := supervise.Start(ctx, supervise.Spec{
 			Name: s.Name, Argv: argv, Env: env, Port: port,
 			LogPath: filepath.Join(r.o.Dir, logName), StopGrace: s.StopGrace.D(), ShownArgv: shown,
@@ -159,13 +176,35 @@ func (r *runner) launch(ctx context.Context, i int, apiKey string) (*fleet, bool
 	return f, true
 }
 
+// recordLaunch puts replica j of server i (its address, argv and log) in
+// the bundle and reports its launch.
+func (r *runner) recordLaunch(i int, f *fleet, j int, url string, shown []string, logName string) {
+	s := r.cfg.Servers[i]
+	if !f.replicated {
+		r.setServer(i, func(b *bundle.Server) {
+			b.BaseURL, b.LaunchArgv, b.Log = config.RedactURL(url), shown, logName
+		})
+		r.progress(s.Name, "launch", "launching %s", strings.Join(shown, " "))
+		return
+	}
+	r.setServer(i, func(b *bundle.Server) {
+		if j == 0 {
+			// The server's own line shows replica 0's.
+			b.BaseURL, b.LaunchArgv = config.RedactURL(url), shown
+		}
+		b.Replicas[j] = bundle.Replica{Index: j, BaseURL: config.RedactURL(url), LaunchArgv: shown, Log: logName}
+		if j < len(s.GPUs) {
+			b.Replicas[j].GPUs = s.GPUs[j]
+		}
+	})
+	r.progress(s.Name, "launch", "launching replica %d: %s", j, strings.Join(shown, " "))
+}
+
 // launchFailed stops what of f was started and notes why server i could
 // not be launched.
 func (r *runner) launchFailed(i int, f *fleet, err error) {
 	s := r.cfg.Servers[i]
-	if f.launched() {
-		r.stop(i, f)
-	}
+	r.stop(i, f)
 	r.setServer(i, func(b *bundle.Server) {
 		if b.Exit == "" {
 			b.Exit = "not launched: " + r.shown(err.Error())
@@ -181,12 +220,36 @@ func (r *runner) launchFailed(i int, f *fleet, err error) {
 // logName its log ("" for an endpoint rehearse did not launch).
 func (r *runner) ready(ctx context.Context, i int, f *fleet, apiKey string) (logName string, err error) {
 	s := r.cfg.Servers[i]
-	probe := func(name, url string, rd config.Ready) supervise.Probe {
-		return supervise.Probe{
-			Name: name, BaseURL: url, HealthPath: rd.Path, Endpoint: r.cfg.Workload.Endpoint,
-			Model: s.Model, APIKey: apiKey, Timeout: rd.Timeout.D(), Mode: rd.Mode,
-		}
+	if logName, err := r.readyReplicas(ctx, s, f, apiKey); err != nil {
+		return logName, err
 	}
+	if s.Router == nil {
+		return "", nil
+	}
+	return r.readyRouter(ctx, i, f, apiKey)
+}
+
+// probe is server s's readiness probe of url, with the prepare commands
+// of the process behind it.
+func (r *runner) probe(s config.Server, url string, rd config.Ready, apiKey string, prepare []supervise.Command) supervise.Probe {
+	return supervise.Probe{
+		Name: s.Name, BaseURL: url, HealthPath: rd.Path, Endpoint: r.cfg.Workload.Endpoint,
+		Model: s.Model, APIKey: apiKey, Timeout: rd.Timeout.D(), Mode: rd.Mode, Prepare: prepare,
+	}
+}
+
+// replicaPrepare is replica j's prepare commands (none for an endpoint
+// already running).
+func (f *fleet) replicaPrepare(j int) []supervise.Command {
+	if j < len(f.prepare) {
+		return f.prepare[j]
+	}
+	return nil
+}
+
+// readyReplicas waits for every replica of f together; the log named is
+// the one of the replica that was not ready.
+func (r *runner) readyReplicas(ctx context.Context, s config.Server, f *fleet, apiKey string) (logName string, err error) {
 	if !f.replicated {
 		var proc *supervise.Process
 		if f.launched() {
@@ -197,38 +260,39 @@ func (r *runner) ready(ctx context.Context, i int, f *fleet, apiKey string) (log
 		if s.Router == nil {
 			url = f.baseURL
 		}
-		if err := supervise.WaitReady(ctx, proc, probe(s.Name, url, s.Ready)); err != nil {
-			return logName, err
-		}
-	} else {
-		errs := make([]error, len(f.urls))
-		var wg sync.WaitGroup
-		for j, url := range f.urls {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var proc *supervise.Process
-				if f.launched() {
-					proc = f.group.Proc(j)
-				}
-				errs[j] = supervise.WaitReady(ctx, proc, probe(s.Name, url, s.Ready))
-			}()
-		}
-		wg.Wait()
-		for j, e := range errs {
-			if e != nil {
-				log := ""
-				if j < len(f.logs) {
-					log = f.logs[j]
-				}
-				return log, replicaError(j, e)
+		return logName, supervise.WaitReady(ctx, proc, r.probe(s, url, s.Ready, apiKey, f.replicaPrepare(0)))
+	}
+	errs := make([]error, len(f.urls))
+	var wg sync.WaitGroup
+	for j, url := range f.urls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var proc *supervise.Process
+			if f.launched() {
+				proc = f.group.Proc(j)
 			}
+			errs[j] = supervise.WaitReady(ctx, proc, r.probe(s, url, s.Ready, apiKey, f.replicaPrepare(j)))
+		}()
+	}
+	wg.Wait()
+	for j, e := range errs {
+		if e != nil {
+			log := ""
+			if j < len(f.logs) {
+				log = f.logs[j]
+			}
+			return log, replicaError(j, e)
 		}
 	}
+	return "", nil
+}
+
+// readyRouter launches server i's router where it has an argv, and waits
+// for the router.
+func (r *runner) readyRouter(ctx context.Context, i int, f *fleet, apiKey string) (logName string, err error) {
+	s := r.cfg.Servers[i]
 	rt := s.Router
-	if rt == nil {
-		return "", nil
-	}
 	var proc *supervise.Process
 	if len(rt.Launch) > 0 {
 		port := rt.Port
@@ -267,7 +331,7 @@ func (r *runner) ready(ctx context.Context, i int, f *fleet, apiKey string) (log
 			r.o.Progress(Event{Server: s.Name, Step: "launch", PID: p.PID(), Text: fmt.Sprintf("router running as pid %d, log %s", p.PID(), logName)})
 		}
 	}
-	if err := supervise.WaitReady(ctx, proc, probe(s.Name, f.baseURL, s.RouterReady())); err != nil {
+	if err := supervise.WaitReady(ctx, proc, r.probe(s, f.baseURL, s.RouterReady(), apiKey, nil)); err != nil {
 		var nr *supervise.NotReadyError
 		if errors.As(err, &nr) {
 			nr.Reason = "router: " + nr.Reason
@@ -292,6 +356,7 @@ func replicaError(j int, err error) error {
 // each ended in the bundle and reports it, and turns each log's warnings
 // into notes.
 func (r *runner) stop(i int, f *fleet) {
+	defer f.removeScratch()
 	if !f.launched() {
 		return
 	}

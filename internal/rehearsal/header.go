@@ -45,6 +45,9 @@ func header(o Options, driver WaveDriver, start time.Time) *bundle.Results {
 		if s.Launched() {
 			srv.LaunchArgv = config.RedactArgv(s.Launch)
 		}
+		for _, argv := range s.Prepare {
+			srv.Prepare = append(srv.Prepare, config.RedactArgv(argv))
+		}
 		srv.GPUs, srv.Balance = s.GPUs, s.Balance
 		if s.Router != nil {
 			srv.Router = &bundle.Router{BaseURL: config.RedactURL(s.Router.BaseURL), LaunchArgv: config.RedactArgv(s.Router.Launch)}

@@ -193,6 +193,9 @@ func writeServers(b *bytes.Buffer, res *bundle.Results) {
 				}
 				fmt.Fprintf(b, "\n  with environment `%s`", strings.Join(env, " "))
 			}
+			for _, argv := range s.Prepare {
+				fmt.Fprintf(b, "\n  prepared, once it answered, by `%s`", Argv(argv))
+			}
 		}
 		if s.Simulated != "" {
 			fmt.Fprintf(b, " Simulated: %s.", s.Simulated)

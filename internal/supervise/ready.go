@@ -41,6 +41,10 @@ type Probe struct {
 	// any status from GET /v1/models or the health path: the server is
 	// reached, and the waves' records say what it answers).
 	Mode string
+	// Prepare are run once the health path answers 2xx, one after
+	// another, before the rest of the sequence (Process.Prepare); a launched
+	// process only. One that fails ends the readiness.
+	Prepare []Command
 	// LogLines is how many last lines of the log a failure shows (default 20).
 	LogLines int
 	// Client makes the probes (default: a client with a 10 s timeout).
@@ -120,28 +124,9 @@ func WaitReady(ctx context.Context, p *Process, pr Probe) error {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 
-	steps := []struct {
-		name string
-		try  func(context.Context) error
-	}{
-		{"GET " + pr.HealthPath, func(c context.Context) error { return get(c, client, pr.BaseURL+pr.HealthPath, pr.APIKey, nil) }},
-		{"GET /v1/models", func(c context.Context) error { return checkModels(c, client, pr) }},
-	}
-	switch pr.Mode {
-	case ReadyModels:
-		steps = steps[1:2]
-	case ReadyAnswer:
-		steps = steps[:0]
-		steps = append(steps, struct {
-			name string
-			try  func(context.Context) error
-		}{"GET /v1/models or " + pr.HealthPath + " (any answer)", func(c context.Context) error { return answered(c, client, pr) }})
-	}
-	if !pr.SkipRequest && (pr.Mode == "" || pr.Mode == ReadyFull) {
-		steps = append(steps, struct {
-			name string
-			try  func(context.Context) error
-		}{"POST " + pr.Endpoint + " (one tiny request)", func(c context.Context) error { return tinyRequest(c, client, pr) }})
+	steps, err := readySteps(pr, client, p)
+	if err != nil {
+		return fail(err.Error(), err)
 	}
 	for _, step := range steps {
 		var last error
@@ -188,6 +173,56 @@ func WaitReady(ctx context.Context, p *Process, pr Probe) error {
 		}
 	}
 	return nil
+}
+
+// readyStep is one step of the readiness sequence, retried until it
+// succeeds, the deadline passes or it fails for good (a fatalProbe).
+type readyStep struct {
+	name string
+	try  func(context.Context) error
+}
+
+// readySteps is the sequence pr asks for: the mode's steps, after the
+// health path and the prepare commands when there are any, then the tiny
+// request.
+func readySteps(pr Probe, client *http.Client, p *Process) ([]readyStep, error) {
+	health := readyStep{"GET " + pr.HealthPath, func(c context.Context) error { return get(c, client, pr.BaseURL+pr.HealthPath, pr.APIKey, nil) }}
+	models := readyStep{"GET /v1/models", func(c context.Context) error { return checkModels(c, client, pr) }}
+	var steps []readyStep
+	switch pr.Mode {
+	case ReadyModels:
+		steps = []readyStep{models}
+	case ReadyAnswer:
+		steps = []readyStep{{"GET /v1/models or " + pr.HealthPath + " (any answer)", func(c context.Context) error { return answered(c, client, pr) }}}
+	default:
+		steps = []readyStep{health, models}
+	}
+	if len(pr.Prepare) > 0 {
+		if p == nil {
+			return nil, errors.New("prepare commands need a launched server")
+		}
+		first := []readyStep{health}
+		for _, c := range pr.Prepare {
+			shown := c.Shown
+			if shown == nil {
+				shown = c.Argv
+			}
+			first = append(first, readyStep{"prepare " + quoteArgv(shown), func(ctx context.Context) error {
+				if err := p.Prepare(ctx, c); err != nil {
+					return &fatalProbe{err}
+				}
+				return nil
+			}})
+		}
+		if steps[0].name == health.name {
+			steps = steps[1:]
+		}
+		steps = append(first, steps...)
+	}
+	if !pr.SkipRequest && (pr.Mode == "" || pr.Mode == ReadyFull) {
+		steps = append(steps, readyStep{"POST " + pr.Endpoint + " (one tiny request)", func(c context.Context) error { return tinyRequest(c, client, pr) }})
+	}
+	return steps, nil
 }
 
 // Readiness modes (Probe.Mode).

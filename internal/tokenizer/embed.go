@@ -117,3 +117,11 @@ func loadEmbedded(name string, drop map[string]bool) (*Tokenizer, error) {
 	t.info.Source = "embedded"
 	return t, nil
 }
+
+// EmbeddedJSON returns a copy of the embedded tokenizer.json's bytes (the
+// file EmbeddedSHA256 names), for what carries the vocabulary elsewhere
+// (a GGUF model file).
+func EmbeddedJSON() ([]byte, error) {
+	data, err := embeddedJSON()
+	return bytes.Clone(data), err
+}
