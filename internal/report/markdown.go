@@ -86,32 +86,14 @@ func orDash(s string) string {
 	return s
 }
 
+// writeEnvironment writes where the rehearsal ran: the tool, the load
+// generator's host, the GPUs and runtimes, the model, and how output
+// tokens were counted.
 func writeEnvironment(b *bytes.Buffer, res *bundle.Results) {
 	p := res.Provenance
 	fmt.Fprintf(b, "## Environment\n\n")
-	tool := "rehearse " + orDash(p.Tool.Version)
-	if p.Tool.Commit != "" {
-		tool += ", commit `" + p.Tool.Commit + "`"
-	}
-	if p.Tool.GoVersion != "" {
-		tool += ", " + p.Tool.GoVersion
-	}
-	switch {
-	case p.Tool.Note != "":
-		tool += "; " + p.Tool.Note
-	case p.Tool.Commit == "":
-		tool += "; commit unknown"
-	}
-	fmt.Fprintf(b, "- Tool: %s.\n", tool)
-	h := p.Host
-	host := fmt.Sprintf("%s (%s/%s, %d CPUs", orDash(h.Hostname), h.OS, h.Arch, h.CPUs)
-	if h.CPU != "" {
-		host += ", " + h.CPU
-	}
-	if h.MemoryBytes > 0 {
-		host += fmt.Sprintf(", %.1f GiB memory", float64(h.MemoryBytes)/(1<<30))
-	}
-	fmt.Fprintf(b, "- Load generator host: %s).\n", host)
+	fmt.Fprintf(b, "- Tool: %s.\n", toolText(p.Tool))
+	fmt.Fprintf(b, "- Load generator host: %s.\n", hostText(p.Host))
 	if len(p.GPUs) == 0 {
 		fmt.Fprintf(b, "- GPU: none seen by nvidia-smi.\n")
 	}
@@ -129,46 +111,88 @@ func writeEnvironment(b *bytes.Buffer, res *bundle.Results) {
 			fmt.Fprintf(b, "- Runtime: %s %s.\n", r.Name, r.Version)
 		}
 	}
-	m := p.Model
-	if m.ID != "" {
-		line := "- Model: `" + m.ID + "`"
-		if m.Revision != "" {
-			line += " at revision `" + m.Revision + "`"
-		}
-		if m.Dtype != "" {
-			line += ", " + m.Dtype
-		}
-		if m.RandomWeights {
-			line += ", **random weights**"
-		}
-		if m.Note != "" {
-			line += " (" + strings.TrimSuffix(m.Note, ".") + ")"
-		}
-		fmt.Fprintf(b, "%s.\n", line)
+	if p.Model.ID != "" {
+		fmt.Fprintf(b, "- Model: %s.\n", modelText(p.Model))
 	}
-	t := p.Tokenizer
 	switch p.OutputTokensSource {
 	case "usage":
 		fmt.Fprintf(b, "- Output tokens: the servers' own `usage.completion_tokens` (no tokenizer was given).\n")
 	default:
-		line := fmt.Sprintf("- Output tokens: returned text re-tokenized with %s", orDash(t.Name))
-		if t.Variant != "" && t.Variant != t.Name {
-			line += " (" + t.Variant + ")"
-		}
-		switch t.Source {
-		case "":
-		case "embedded":
-			line += ", the copy embedded in rehearse"
-		default:
-			line += " from " + t.Source
-		}
-		if t.SHA256 != "" {
-			line += ", SHA-256 `" + t.SHA256 + "`"
-		}
-		fmt.Fprintf(b, "%s.\n", line)
+		fmt.Fprintf(b, "- Output tokens: returned text re-tokenized with %s.\n", tokenizerText(p.Tokenizer))
 		b.WriteString(usageSummary(res))
 	}
 	b.WriteString("\n")
+}
+
+// toolText names the rehearse that ran: its version, commit and Go, and
+// its note or that its commit is unknown.
+func toolText(t bundle.Tool) string {
+	tool := "rehearse " + orDash(t.Version)
+	if t.Commit != "" {
+		tool += ", commit `" + t.Commit + "`"
+	}
+	if t.GoVersion != "" {
+		tool += ", " + t.GoVersion
+	}
+	switch {
+	case t.Note != "":
+		tool += "; " + t.Note
+	case t.Commit == "":
+		tool += "; commit unknown"
+	}
+	return tool
+}
+
+// hostText describes the load generator's host: its name, platform, CPUs
+// and memory.
+func hostText(h bundle.Host) string {
+	host := fmt.Sprintf("%s (%s/%s, %d CPUs", orDash(h.Hostname), h.OS, h.Arch, h.CPUs)
+	if h.CPU != "" {
+		host += ", " + h.CPU
+	}
+	if h.MemoryBytes > 0 {
+		host += fmt.Sprintf(", %.1f GiB memory", float64(h.MemoryBytes)/(1<<30))
+	}
+	return host + ")"
+}
+
+// modelText names the model: its id, revision, dtype, whether its weights
+// were random, and its note.
+func modelText(m bundle.Model) string {
+	line := "`" + m.ID + "`"
+	if m.Revision != "" {
+		line += " at revision `" + m.Revision + "`"
+	}
+	if m.Dtype != "" {
+		line += ", " + m.Dtype
+	}
+	if m.RandomWeights {
+		line += ", **random weights**"
+	}
+	if m.Note != "" {
+		line += " (" + strings.TrimSuffix(m.Note, ".") + ")"
+	}
+	return line
+}
+
+// tokenizerText names the tokenizer that counted output tokens: its name,
+// variant, where it came from and its digest.
+func tokenizerText(t bundle.Tokenizer) string {
+	line := orDash(t.Name)
+	if t.Variant != "" && t.Variant != t.Name {
+		line += " (" + t.Variant + ")"
+	}
+	switch t.Source {
+	case "":
+	case "embedded":
+		line += ", the copy embedded in rehearse"
+	default:
+		line += " from " + t.Source
+	}
+	if t.SHA256 != "" {
+		line += ", SHA-256 `" + t.SHA256 + "`"
+	}
+	return line
 }
 
 func writeServers(b *bytes.Buffer, res *bundle.Results) {
