@@ -233,6 +233,8 @@ func writeServers(b *bytes.Buffer, res *bundle.Results) {
 	b.WriteString("\n")
 }
 
+// writeWorkload writes what was sent and how it is measured: the loads,
+// the prompts and request fields, and the metrics' semantics.
 func writeWorkload(b *bytes.Buffer, res *bundle.Results) {
 	wl := res.Workload
 	fmt.Fprintf(b, "## Workload and metric semantics\n\n")
@@ -252,40 +254,7 @@ func writeWorkload(b *bytes.Buffer, res *bundle.Results) {
 			Ints(wl.Concurrencies), wl.Repeats, warmupText(wl))
 	}
 	if o := wl.Open; o != nil {
-		rates := make([]string, len(o.RequestRatesRPS))
-		for i, r := range o.RequestRatesRPS {
-			rates[i] = Number(r)
-		}
-		var line string
-		switch {
-		case o.Arrival == contract.ArrivalTrace:
-			line = fmt.Sprintf("- Open-loop trace replay: request i sends prompt i at its traced arrival (%d requests over %s s, time scale applied", len(wl.ArrivalsS), Number(lastArrival(wl.ArrivalsS)))
-			if s := wl.PromptSource; s != nil {
-				line += fmt.Sprintf("; %v format, time scale %v, hash blocks of %v tokens", s.Params["format"], s.Params["time_scale"], s.Params["block_size"])
-			}
-			line += ")"
-		case o.Ramp != nil:
-			line = fmt.Sprintf("- Open-loop arrivals whose rate ramps %s from %s to %s requests/s over the wave, %s schedule", o.Ramp.Strategy,
-				Number(o.Ramp.StartRPS), Number(o.Ramp.EndRPS), o.Arrival)
-		default:
-			line = fmt.Sprintf("- Open-loop arrivals at %s requests/s, %s schedule", strings.Join(rates, ", "), o.Arrival)
-		}
-		if o.Arrival == "gamma" {
-			line += fmt.Sprintf(" (burstiness %s)", Number(o.Burstiness))
-		}
-		if o.Arrival != contract.ArrivalTrace {
-			line += fmt.Sprintf(", seed %d", o.Seed)
-		}
-		if o.NumRequests > 0 {
-			line += fmt.Sprintf(", %d requests", o.NumRequests)
-		}
-		if o.DurationS > 0 {
-			line += fmt.Sprintf(", at most %s s", Number(o.DurationS))
-		}
-		if o.MaxConcurrency > 0 {
-			line += fmt.Sprintf(", at most %d in flight", o.MaxConcurrency)
-		}
-		fmt.Fprintf(b, "%s.\n", line)
+		fmt.Fprintf(b, "- %s.\n", openLoopText(wl, o))
 	}
 	switch {
 	case len(wl.Sessions) > 0:
@@ -312,6 +281,45 @@ func writeWorkload(b *bytes.Buffer, res *bundle.Results) {
 		method = contract.PercentileMethod
 	}
 	fmt.Fprintf(b, "- Percentiles: %s; an empty population is shown as %s.\n\n", method, dash)
+}
+
+// openLoopText describes wl's open-loop arrivals o: a trace replay, a ramp
+// or constant rates, with their schedule and bounds.
+func openLoopText(wl bundle.Workload, o *bundle.OpenLoop) string {
+	var line string
+	switch {
+	case o.Arrival == contract.ArrivalTrace:
+		line = fmt.Sprintf("Open-loop trace replay: request i sends prompt i at its traced arrival (%d requests over %s s, time scale applied", len(wl.ArrivalsS), Number(lastArrival(wl.ArrivalsS)))
+		if s := wl.PromptSource; s != nil {
+			line += fmt.Sprintf("; %v format, time scale %v, hash blocks of %v tokens", s.Params["format"], s.Params["time_scale"], s.Params["block_size"])
+		}
+		line += ")"
+	case o.Ramp != nil:
+		line = fmt.Sprintf("Open-loop arrivals whose rate ramps %s from %s to %s requests/s over the wave, %s schedule", o.Ramp.Strategy,
+			Number(o.Ramp.StartRPS), Number(o.Ramp.EndRPS), o.Arrival)
+	default:
+		rates := make([]string, len(o.RequestRatesRPS))
+		for i, r := range o.RequestRatesRPS {
+			rates[i] = Number(r)
+		}
+		line = fmt.Sprintf("Open-loop arrivals at %s requests/s, %s schedule", strings.Join(rates, ", "), o.Arrival)
+	}
+	if o.Arrival == "gamma" {
+		line += fmt.Sprintf(" (burstiness %s)", Number(o.Burstiness))
+	}
+	if o.Arrival != contract.ArrivalTrace {
+		line += fmt.Sprintf(", seed %d", o.Seed)
+	}
+	if o.NumRequests > 0 {
+		line += fmt.Sprintf(", %d requests", o.NumRequests)
+	}
+	if o.DurationS > 0 {
+		line += fmt.Sprintf(", at most %s s", Number(o.DurationS))
+	}
+	if o.MaxConcurrency > 0 {
+		line += fmt.Sprintf(", at most %d in flight", o.MaxConcurrency)
+	}
+	return line
 }
 
 // writeSessions says what the multi-turn sessions were, without the line's
