@@ -109,17 +109,14 @@ func vllmObjects(data []byte) ([]map[string]any, error) {
 // closed wave of num_prompts clients. A result rehearse exported names its
 // own server and load (metadata keys server and load), which win.
 func vllmAggregate(o map[string]any) (contract.Aggregate, error) {
-	num := func(k string) (float64, bool) {
-		v, ok := o[k].(float64)
-		return v, ok && !math.IsNaN(v) && !math.IsInf(v, 0)
-	}
-	completed, ok1 := num("completed")
-	_, ok2 := num("duration")
+	r := vllmResult(o)
+	completed, ok1 := r.num("completed")
+	_, ok2 := r.num("duration")
 	if !ok1 || !ok2 {
 		return contract.Aggregate{}, fmt.Errorf("no completed or duration: not a vLLM result JSON")
 	}
-	failed, _ := num("failed")
-	prompts, okPrompts := num("num_prompts")
+	failed, _ := r.num("failed")
+	prompts, okPrompts := r.num("num_prompts")
 	if !okPrompts {
 		prompts = completed + failed
 	}
@@ -134,15 +131,48 @@ func vllmAggregate(o map[string]any) (contract.Aggregate, error) {
 	} else if b, ok := o["backend"].(string); ok && b != "" {
 		ag.Server = b
 	}
-	mc, hasMC := num("max_concurrency")
+	mode, clients, rate, err := r.load(prompts)
+	if err != nil {
+		return contract.Aggregate{}, err
+	}
+	ag.Mode, ag.Concurrency, ag.RequestRateRPS = mode, clients, rate
+	if s, ok := o["server"].(string); ok && s != "" {
+		ag.Server = s
+	}
+	if l, ok := o["load"].(string); ok {
+		applyLoadLabel(&ag, l)
+	}
+	ag.Goodput = r.spread("output_throughput")
+	ag.RequestThroughput = r.spread("request_throughput")
+	if v, ok := r.num("total_output_tokens"); ok {
+		ag.OutputTokens = int(v)
+	}
+	ag.TTFT, ag.TPOT, ag.ITL, ag.E2E = r.percentiles("ttft", completed), r.percentiles("tpot", completed), r.percentiles("itl", completed), r.percentiles("e2el", completed)
+	ag.InputLength, ag.OutputLength = r.meanLength("total_input_tokens", completed), r.meanLength("total_output_tokens", completed)
+	return ag, nil
+}
+
+// vllmResult is one vLLM result object as decoded from its JSON.
+type vllmResult map[string]any
+
+// num is the finite number at key k; false when there is none.
+func (r vllmResult) num(k string) (float64, bool) {
+	v, ok := r[k].(float64)
+	return v, ok && !math.IsNaN(v) && !math.IsInf(v, 0)
+}
+
+// load is the result's load as vllmAggregate keys it: the mode and its
+// clients, or the open loop's rate; prompts is how many the run sent.
+func (r vllmResult) load(prompts float64) (mode string, clients int, rateRPS float64, err error) {
+	mc, hasMC := r.num("max_concurrency")
 	hasMC = hasMC && mc >= 1
-	rate, isNum := o["request_rate"].(float64)
-	text, isText := o["request_rate"].(string)
+	rate, isNum := r["request_rate"].(float64)
+	text, isText := r["request_rate"].(string)
 	if isText {
-		f, err := strconv.ParseFloat(text, 64)
+		f, perr := strconv.ParseFloat(text, 64)
 		switch {
-		case err == nil && math.IsInf(f, 1):
-		case err == nil:
+		case perr == nil && math.IsInf(f, 1):
+		case perr == nil:
 			rate, isNum, isText = f, true, false
 		default:
 			isText = false
@@ -151,67 +181,64 @@ func vllmAggregate(o map[string]any) (contract.Aggregate, error) {
 	switch {
 	case isNum:
 		if !(rate > 0) || math.IsInf(rate, 0) {
-			return contract.Aggregate{}, fmt.Errorf("request_rate %v: not a positive rate", o["request_rate"])
+			return "", 0, 0, fmt.Errorf("request_rate %v: not a positive rate", r["request_rate"])
 		}
-		ag.Mode, ag.RequestRateRPS = contract.ModeOpen, rate
+		return contract.ModeOpen, 0, rate, nil
 	case isText:
 		switch {
 		case hasMC && prompts > mc:
-			ag.Mode, ag.Concurrency = contract.ModeSustained, int(mc)
+			return contract.ModeSustained, int(mc), 0, nil
 		case hasMC:
-			ag.Concurrency = int(mc)
+			return contract.ModeClosed, int(mc), 0, nil
 		default:
-			ag.Concurrency = int(prompts)
-		}
-	default:
-		return contract.Aggregate{}, fmt.Errorf("request_rate %v: neither a number nor \"inf\"", o["request_rate"])
-	}
-	if s, ok := o["server"].(string); ok && s != "" {
-		ag.Server = s
-	}
-	if l, ok := o["load"].(string); ok {
-		applyLoadLabel(&ag, l)
-	}
-	one := func(k string) contract.Spread {
-		if v, ok := num(k); ok {
-			return contract.SpreadOf([]float64{v})
-		}
-		return contract.SpreadOf(nil)
-	}
-	ag.Goodput = one("output_throughput")
-	ag.RequestThroughput = one("request_throughput")
-	if v, ok := num("total_output_tokens"); ok {
-		ag.OutputTokens = int(v)
-	}
-	ms := func(k string) *float64 {
-		if v, ok := num(k); ok {
-			s := v / 1000
-			return &s
-		}
-		return nil
-	}
-	pcts := func(m string) contract.Percentiles {
-		p := contract.Percentiles{P50: ms("median_" + m + "_ms"), P90: ms("p90_" + m + "_ms"), P95: ms("p95_" + m + "_ms"), P99: ms("p99_" + m + "_ms")}
-		if p.P50 == nil {
-			p.P50 = ms("p50_" + m + "_ms")
-		}
-		if p.P50 != nil || p.P90 != nil || p.P95 != nil || p.P99 != nil {
-			p.N = int(completed)
-		}
-		return p
-	}
-	ag.TTFT, ag.TPOT, ag.ITL, ag.E2E = pcts("ttft"), pcts("tpot"), pcts("itl"), pcts("e2el")
-	if completed > 0 {
-		if v, ok := num("total_input_tokens"); ok {
-			m := v / completed
-			ag.InputLength = contract.Lengths{N: int(completed), Mean: &m}
-		}
-		if v, ok := num("total_output_tokens"); ok {
-			m := v / completed
-			ag.OutputLength = contract.Lengths{N: int(completed), Mean: &m}
+			return contract.ModeClosed, int(prompts), 0, nil
 		}
 	}
-	return ag, nil
+	return "", 0, 0, fmt.Errorf("request_rate %v: neither a number nor \"inf\"", r["request_rate"])
+}
+
+// spread is the number at key k as a one-repeat spread (empty without it).
+func (r vllmResult) spread(k string) contract.Spread {
+	if v, ok := r.num(k); ok {
+		return contract.SpreadOf([]float64{v})
+	}
+	return contract.SpreadOf(nil)
+}
+
+// seconds is the milliseconds at key k in seconds; nil without them.
+func (r vllmResult) seconds(k string) *float64 {
+	if v, ok := r.num(k); ok {
+		s := v / 1000
+		return &s
+	}
+	return nil
+}
+
+// percentiles are the percentiles of metric m (ttft, tpot, itl, e2el) the
+// result has, over its completed requests.
+func (r vllmResult) percentiles(m string, completed float64) contract.Percentiles {
+	p := contract.Percentiles{P50: r.seconds("median_" + m + "_ms"), P90: r.seconds("p90_" + m + "_ms"), P95: r.seconds("p95_" + m + "_ms"), P99: r.seconds("p99_" + m + "_ms")}
+	if p.P50 == nil {
+		p.P50 = r.seconds("p50_" + m + "_ms")
+	}
+	if p.P50 != nil || p.P90 != nil || p.P95 != nil || p.P99 != nil {
+		p.N = int(completed)
+	}
+	return p
+}
+
+// meanLength is the mean length per completed request of the token total
+// at key k; empty without it or without a completed request.
+func (r vllmResult) meanLength(k string, completed float64) contract.Lengths {
+	if completed <= 0 {
+		return contract.Lengths{}
+	}
+	v, ok := r.num(k)
+	if !ok {
+		return contract.Lengths{}
+	}
+	m := v / completed
+	return contract.Lengths{N: int(completed), Mean: &m}
 }
 
 // applyLoadLabel sets the load of ag from a load label as rehearse writes

@@ -614,6 +614,8 @@ func (g *Aggregator) Aggregates() []Aggregate {
 // modeRank orders aggregates of one server by mode.
 var modeRank = map[string]int{ModeClosed: 0, ModeSustained: 1, ModeOpen: 2}
 
+// aggregate is the Aggregate of ka once its passes are done: the repeats'
+// rates, the pooled latencies and lengths, and what it warns of.
 func (ka *keyAgg) aggregate() Aggregate {
 	k := ka.k
 	waves := slices.Clone(ka.waves)
@@ -629,35 +631,16 @@ func (ka *keyAgg) aggregate() Aggregate {
 	var goodput, reqRate, reasoningRate []float64
 	successes, reasoningTotal := 0, 0
 	for _, wa := range waves {
-		w := wa.w
 		wall := wa.window()
-		tokens, oks, reasoningTokens := wa.tokens, wa.oks, wa.reasonToks
-		successes += oks
-		a.OutputTokens += tokens
-		reasoningTotal += reasoningTokens
+		successes += wa.oks
+		a.OutputTokens += wa.tokens
+		reasoningTotal += wa.reasonToks
 		if wall > 0 {
-			goodput = append(goodput, float64(tokens)/wall)
-			reqRate = append(reqRate, float64(oks)/wall)
-			reasoningRate = append(reasoningRate, float64(reasoningTokens)/wall)
-		} else {
-			a.Warnings = append(a.Warnings, fmt.Sprintf("repeat %d: wave has no records with a positive end time; left out of goodput", w.Repeat))
+			goodput = append(goodput, float64(wa.tokens)/wall)
+			reqRate = append(reqRate, float64(wa.oks)/wall)
+			reasoningRate = append(reasoningRate, float64(wa.reasonToks)/wall)
 		}
-		if w.Cold {
-			g := 0.0
-			if wall > 0 {
-				g = float64(tokens) / wall
-			}
-			a.Warnings = append(a.Warnings, fmt.Sprintf("repeat %d is a cold wave (no warm-up before it): %.1f tok/s", w.Repeat, g))
-		}
-		if w.Stopped != "" {
-			a.Warnings = append(a.Warnings, fmt.Sprintf("repeat %d stopped early: %s", w.Repeat, w.Stopped))
-		}
-		if w.Waited > 0 {
-			a.Warnings = append(a.Warnings, fmt.Sprintf("repeat %d: %d requests waited for a free slot under max_concurrency %d", w.Repeat, w.Waited, w.MaxConcurrency))
-		}
-		if w.NotSent > 0 {
-			a.Warnings = append(a.Warnings, fmt.Sprintf("repeat %d: %d scheduled requests were never sent", w.Repeat, w.NotSent))
-		}
+		a.Warnings = append(a.Warnings, wa.warnings(wall)...)
 	}
 	if a.Failures.Total > 0 {
 		a.Failures.Rate = float64(a.Failures.Count) / float64(a.Failures.Total)
@@ -679,30 +662,8 @@ func (ka *keyAgg) aggregate() Aggregate {
 			a.Warnings = append(a.Warnings, fmt.Sprintf("client lateness p99 %.0f ms: the load generator sent late; arrivals were not the schedule's", *l.P99*1000))
 		}
 	}
-	if successes == 0 {
-		a.Warnings = append(a.Warnings, fmt.Sprintf("no successful request in %d attempts: every latency is null", a.Failures.Total))
-	} else {
-		var small []string
-		n := 0
-		for _, p := range []struct {
-			name string
-			n    int
-		}{{"TTFT", a.TTFT.N}, {"TPOT", a.TPOT.N}, {"E2E", a.E2E.N}} {
-			if p.n > 0 && p.n < MinTailSamples {
-				small = append(small, p.name)
-				n = max(n, p.n)
-			}
-		}
-		if len(small) > 0 {
-			a.Warnings = append(a.Warnings, fmt.Sprintf("p95/p99 of %s from %d or fewer samples (< %d): the tail is close to the maximum", strings.Join(small, ", "), n, MinTailSamples))
-		}
-	}
-	if a.FailedWithContent > 0 {
-		a.Warnings = append(a.Warnings, fmt.Sprintf("%d failed requests had received content before failing (kept out of every latency)", a.FailedWithContent))
-	}
-	if n := a.Failures.ByKind[ErrClient]; n > 0 {
-		a.Warnings = append(a.Warnings, fmt.Sprintf("%d failures were the load generator's own (client), not the server's: the client ran out of descriptors or ports, or could not build the request", n))
-	}
+	a.Warnings = append(a.Warnings, sampleWarnings(&a, successes)...)
+	a.Warnings = append(a.Warnings, failureWarnings(&a)...)
 	if ka.usage.Compared > 0 {
 		u := ka.usage
 		a.UsageDisagreement = &u
@@ -711,6 +672,71 @@ func (ka *keyAgg) aggregate() Aggregate {
 		a.Steady = steadyOf(waves, k.Concurrency)
 	}
 	return a
+}
+
+// warnings are what the aggregate says of this repeat, whose goodput
+// window is wall: no window (left out of goodput), a cold wave, an early
+// stop, requests that waited for a slot or were never sent.
+func (wa *waveAgg) warnings(wall float64) []string {
+	w := wa.w
+	var out []string
+	if wall <= 0 {
+		out = append(out, fmt.Sprintf("repeat %d: wave has no records with a positive end time; left out of goodput", w.Repeat))
+	}
+	if w.Cold {
+		g := 0.0
+		if wall > 0 {
+			g = float64(wa.tokens) / wall
+		}
+		out = append(out, fmt.Sprintf("repeat %d is a cold wave (no warm-up before it): %.1f tok/s", w.Repeat, g))
+	}
+	if w.Stopped != "" {
+		out = append(out, fmt.Sprintf("repeat %d stopped early: %s", w.Repeat, w.Stopped))
+	}
+	if w.Waited > 0 {
+		out = append(out, fmt.Sprintf("repeat %d: %d requests waited for a free slot under max_concurrency %d", w.Repeat, w.Waited, w.MaxConcurrency))
+	}
+	if w.NotSent > 0 {
+		out = append(out, fmt.Sprintf("repeat %d: %d scheduled requests were never sent", w.Repeat, w.NotSent))
+	}
+	return out
+}
+
+// sampleWarnings are a's warnings on its latency samples, of successes
+// successful requests: none at all, or a tail (p95, p99) drawn from fewer
+// than MinTailSamples.
+func sampleWarnings(a *Aggregate, successes int) []string {
+	if successes == 0 {
+		return []string{fmt.Sprintf("no successful request in %d attempts: every latency is null", a.Failures.Total)}
+	}
+	var small []string
+	n := 0
+	for _, p := range []struct {
+		name string
+		n    int
+	}{{"TTFT", a.TTFT.N}, {"TPOT", a.TPOT.N}, {"E2E", a.E2E.N}} {
+		if p.n > 0 && p.n < MinTailSamples {
+			small = append(small, p.name)
+			n = max(n, p.n)
+		}
+	}
+	if len(small) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("p95/p99 of %s from %d or fewer samples (< %d): the tail is close to the maximum", strings.Join(small, ", "), n, MinTailSamples)}
+}
+
+// failureWarnings are a's warnings on its failures: those that had
+// received content, and those of the load generator's own.
+func failureWarnings(a *Aggregate) []string {
+	var out []string
+	if a.FailedWithContent > 0 {
+		out = append(out, fmt.Sprintf("%d failed requests had received content before failing (kept out of every latency)", a.FailedWithContent))
+	}
+	if n := a.Failures.ByKind[ErrClient]; n > 0 {
+		out = append(out, fmt.Sprintf("%d failures were the load generator's own (client), not the server's: the client ran out of descriptors or ports, or could not build the request", n))
+	}
+	return out
 }
 
 func applySpeedup(aggs []Aggregate, baseline string) {

@@ -334,112 +334,167 @@ func percentTicks(vs ...float64) gplot.ConstantTicks {
 func capacityLatencyFigure(d *data, cs []search.Capacity) (Figure, bool, error) {
 	name := CapacityLatencyFigure
 	title := "Capacity search: p95 TTFT and TPOT against clients"
-	lo, hi, loads := loadRange(cs)
 	var panels []*gplot.Plot
-	var objectives []string
-	drawn := false
-	for _, pan := range []struct {
-		name, label, objective string
-		value                  func(search.ProbeRecord) *float64
-		limitMS                func(contract.Objectives) *float64
-	}{
-		{"p95 time to first token", "p95 TTFT (s)", contract.ObjTTFT, func(p search.ProbeRecord) *float64 { return p.TTFTP95S }, func(o contract.Objectives) *float64 { return o.TTFTMS }},
-		{"p95 time per output token", "p95 TPOT (s per token after the first)", contract.ObjTPOT, func(p search.ProbeRecord) *float64 { return p.TPOTP95S }, func(o contract.Objectives) *float64 { return o.TPOTMS }},
-	} {
-		p := newPlot(fmt.Sprintf("%s of each probe", pan.name), "clients (sustained closed loop, log₂ scale)", pan.label)
-		log2Axis(&p.X, lo, hi, loads)
-		var all []float64
-		limits := map[float64][]string{} // objective (s) → servers it is theirs
-		for _, c := range cs {
-			if l := pan.limitMS(c.Objectives); l != nil && *l > 0 {
-				limits[*l/1000] = append(limits[*l/1000], c.Server)
-				all = append(all, *l/1000)
-			}
-			for _, pr := range c.Probes {
-				if v := pan.value(pr); v != nil && *v > 0 {
-					all = append(all, *v)
-				}
-			}
+	objectives := false
+	for _, m := range latencyMetrics {
+		p, objective, err := latencyPanel(d, cs, m)
+		if err != nil {
+			return Figure{}, false, fmt.Errorf("%s: %w", name, err)
 		}
-		if len(all) == 0 {
+		if p == nil {
 			continue
 		}
-		sy := scale{log: logWorthy(all, 10)}
-		entries := 0
-		for _, c := range cs {
-			i := d.index[c.Server]
-			byLoad := map[int][]float64{}
-			var pts plotter.XYs
-			xs := dodged(c.Probes)
-			for k, pr := range c.Probes {
-				if v := pan.value(pr); v != nil && *v > 0 {
-					pts = append(pts, plotter.XY{X: xs[k], Y: sy.v(*v)})
-					byLoad[pr.Load] = append(byLoad[pr.Load], *v)
-				}
-			}
-			if len(pts) == 0 {
-				continue
-			}
-			var line plotter.XYs
-			for _, l := range sortedKeys(byLoad) {
-				vs := byLoad[l]
-				sort.Float64s(vs)
-				line = append(line, plotter.XY{X: math.Log2(float64(l)), Y: sy.v(median(vs))})
-			}
-			ln, err := plotter.NewLine(line)
-			if err != nil {
-				return Figure{}, false, fmt.Errorf("%s: server %s: %w", name, c.Server, err)
-			}
-			ln.LineStyle = lineStyle(i)
-			sc, err := plotter.NewScatter(pts)
-			if err != nil {
-				return Figure{}, false, fmt.Errorf("%s: server %s: %w", name, c.Server, err)
-			}
-			sc.GlyphStyle = glyphStyle(i)
-			p.Add(ln, sc)
-			p.Legend.Add(c.Server, ln, sc)
-			entries++
-		}
-		for _, lim := range sortedFloatKeys(limits) {
-			ref, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: sy.v(lim)}, {X: p.X.Max, Y: sy.v(lim)}})
-			if err != nil {
-				return Figure{}, false, fmt.Errorf("%s: %w", name, err)
-			}
-			ref.LineStyle = draw.LineStyle{Color: color.Gray{0x33}, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(7), vg.Points(3), vg.Points(2), vg.Points(3)}}
-			p.Add(ref)
-			label := fmt.Sprintf("objective %s ≤ %s", pan.objective, contract.FormatMS(lim*1000))
-			if len(limits) > 1 {
-				label += " (" + strings.Join(limits[lim], ", ") + ")"
-			}
-			p.Legend.Add(label, ref)
-			objectives = append(objectives, pan.objective)
-			entries++
-		}
-		if sy.log {
-			setLog(&p.Y, minOf(all), maxOf(all))
-		} else {
-			p.Y.Min, p.Y.Max = 0, maxOf(all)*1.05
-			p.Y.Tick.Marker = fixedTicks(linearTicks(p.Y.Max)...)
-		}
-		headroom(&p.Y, entries)
 		panels = append(panels, p)
-		drawn = true
+		objectives = objectives || objective
 	}
-	if !drawn {
+	if len(panels) == 0 {
 		return Figure{}, false, nil
 	}
-	caption := "The 95th percentile of time to first token (top) and of time per output token (bottom) over the successful measured requests of each probe, one marker per probe; the line joins each server's median at every load probed."
-	if len(objectives) > 0 {
-		caption += " A dash-dotted black line is an objective of the SLO; only the objectives set are drawn."
-	} else {
-		caption += " The SLO sets neither a TTFT nor a TPOT objective, so no objective line is drawn."
-	}
-	caption += " X axis: clients on a log₂ scale; a log y axis is used where the values differ by more than 10×."
 	doc, err := svg(title, panels...)
 	if err != nil {
 		return Figure{}, false, fmt.Errorf("%s: %w", name, err)
 	}
-	return Figure{Name: name, Title: title, Caption: caption, SVG: doc}, true, nil
+	return Figure{Name: name, Title: title, Caption: capacityLatencyCaption(objectives), SVG: doc}, true, nil
+}
+
+// latencyMetric is what one panel of the capacity latency figure draws: a
+// p95 of each probe and the SLO objective that bounds it.
+type latencyMetric struct {
+	name, label, objective string
+	value                  func(search.ProbeRecord) *float64
+	limitMS                func(contract.Objectives) *float64
+}
+
+// latencyMetrics are the capacity latency figure's panels, top to bottom.
+var latencyMetrics = []latencyMetric{
+	{"p95 time to first token", "p95 TTFT (s)", contract.ObjTTFT, func(p search.ProbeRecord) *float64 { return p.TTFTP95S }, func(o contract.Objectives) *float64 { return o.TTFTMS }},
+	{"p95 time per output token", "p95 TPOT (s per token after the first)", contract.ObjTPOT, func(p search.ProbeRecord) *float64 { return p.TPOTP95S }, func(o contract.Objectives) *float64 { return o.TPOTMS }},
+}
+
+// latencyPanel is the panel of m against clients: each server's probes with
+// a line through their medians, and the objectives set; nil when neither a
+// probe nor an objective has a value. objective reports whether an
+// objective line is drawn.
+func latencyPanel(d *data, cs []search.Capacity, m latencyMetric) (p *gplot.Plot, objective bool, err error) {
+	p = newPlot(fmt.Sprintf("%s of each probe", m.name), "clients (sustained closed loop, log₂ scale)", m.label)
+	lo, hi, loads := loadRange(cs)
+	log2Axis(&p.X, lo, hi, loads)
+	all, limits := latencyValues(cs, m)
+	if len(all) == 0 {
+		return nil, false, nil
+	}
+	sy := scale{log: logWorthy(all, 10)}
+	entries := 0
+	for _, c := range cs {
+		n, err := probeLatencyLayer(p, c, m, sy, d.index[c.Server])
+		if err != nil {
+			return nil, false, fmt.Errorf("server %s: %w", c.Server, err)
+		}
+		entries += n
+	}
+	n, err := objectiveLayer(p, m.objective, limits, sy)
+	if err != nil {
+		return nil, false, err
+	}
+	entries += n
+	if sy.log {
+		setLog(&p.Y, minOf(all), maxOf(all))
+	} else {
+		p.Y.Min, p.Y.Max = 0, maxOf(all)*1.05
+		p.Y.Tick.Marker = fixedTicks(linearTicks(p.Y.Max)...)
+	}
+	headroom(&p.Y, entries)
+	return p, n > 0, nil
+}
+
+// latencyValues are every positive value of m that a panel spans, the
+// objectives' included, and each objective set (s) with the servers whose
+// objective it is.
+func latencyValues(cs []search.Capacity, m latencyMetric) (all []float64, limits map[float64][]string) {
+	limits = map[float64][]string{}
+	for _, c := range cs {
+		if l := m.limitMS(c.Objectives); l != nil && *l > 0 {
+			limits[*l/1000] = append(limits[*l/1000], c.Server)
+			all = append(all, *l/1000)
+		}
+		for _, pr := range c.Probes {
+			if v := m.value(pr); v != nil && *v > 0 {
+				all = append(all, *v)
+			}
+		}
+	}
+	return all, limits
+}
+
+// probeLatencyLayer draws c's probes' values of m as markers, in server
+// style i, with a line through their median at each load, and returns the
+// legend entries it added (0 when no probe has a value).
+func probeLatencyLayer(p *gplot.Plot, c search.Capacity, m latencyMetric, sy scale, i int) (int, error) {
+	byLoad := map[int][]float64{}
+	var pts plotter.XYs
+	xs := dodged(c.Probes)
+	for k, pr := range c.Probes {
+		if v := m.value(pr); v != nil && *v > 0 {
+			pts = append(pts, plotter.XY{X: xs[k], Y: sy.v(*v)})
+			byLoad[pr.Load] = append(byLoad[pr.Load], *v)
+		}
+	}
+	if len(pts) == 0 {
+		return 0, nil
+	}
+	var line plotter.XYs
+	for _, l := range sortedKeys(byLoad) {
+		vs := byLoad[l]
+		sort.Float64s(vs)
+		line = append(line, plotter.XY{X: math.Log2(float64(l)), Y: sy.v(median(vs))})
+	}
+	ln, err := plotter.NewLine(line)
+	if err != nil {
+		return 0, err
+	}
+	ln.LineStyle = lineStyle(i)
+	sc, err := plotter.NewScatter(pts)
+	if err != nil {
+		return 0, err
+	}
+	sc.GlyphStyle = glyphStyle(i)
+	p.Add(ln, sc)
+	p.Legend.Add(c.Server, ln, sc)
+	return 1, nil
+}
+
+// objectiveLayer draws each objective of limits as a dash-dotted line
+// across p, named for its servers when they differ, and returns the legend
+// entries it added.
+func objectiveLayer(p *gplot.Plot, objective string, limits map[float64][]string, sy scale) (int, error) {
+	entries := 0
+	for _, lim := range sortedFloatKeys(limits) {
+		ref, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: sy.v(lim)}, {X: p.X.Max, Y: sy.v(lim)}})
+		if err != nil {
+			return 0, err
+		}
+		ref.LineStyle = draw.LineStyle{Color: color.Gray{0x33}, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(7), vg.Points(3), vg.Points(2), vg.Points(3)}}
+		p.Add(ref)
+		label := fmt.Sprintf("objective %s ≤ %s", objective, contract.FormatMS(lim*1000))
+		if len(limits) > 1 {
+			label += " (" + strings.Join(limits[lim], ", ") + ")"
+		}
+		p.Legend.Add(label, ref)
+		entries++
+	}
+	return entries, nil
+}
+
+// capacityLatencyCaption is the capacity latency figure's caption; objectives
+// says whether any objective line is drawn.
+func capacityLatencyCaption(objectives bool) string {
+	caption := "The 95th percentile of time to first token (top) and of time per output token (bottom) over the successful measured requests of each probe, one marker per probe; the line joins each server's median at every load probed."
+	if objectives {
+		caption += " A dash-dotted black line is an objective of the SLO; only the objectives set are drawn."
+	} else {
+		caption += " The SLO sets neither a TTFT nor a TPOT objective, so no objective line is drawn."
+	}
+	return caption + " X axis: clients on a log₂ scale; a log y axis is used where the values differ by more than 10×."
 }
 
 func sortedKeys(m map[int][]float64) []int {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -17,25 +18,11 @@ import (
 // every attempt with a client count, output over the successful requests.
 // One figure per bundle; a panel with no counts is left out.
 func lengthFigures(d *data) ([]Figure, error) {
-	pops := map[string]*contract.TrafficLengths{}
-	for _, s := range d.servers {
-		pops[s] = &contract.TrafficLengths{}
-	}
-	for _, r := range d.res.Records {
-		if t := pops[r.Server]; t != nil && r.Kind == contract.KindRecorded {
-			t.Add(r)
-		}
-	}
+	pops := recordedLengths(d)
 	const title = "Input and output lengths"
 	var panels []*gplot.Plot
 	var notes []string
-	for _, pan := range []struct {
-		name, label, who string
-		pop              func(*contract.TrafficLengths) []float64
-	}{
-		{"Input tokens per request", "input tokens (client-counted prompt content)", "attempts", func(t *contract.TrafficLengths) []float64 { return t.Input }},
-		{"Output tokens per request", "output tokens (successful requests)", "successful requests", func(t *contract.TrafficLengths) []float64 { return t.Output }},
-	} {
+	for _, pan := range lengthPopulations {
 		var all []float64
 		for _, s := range d.servers {
 			all = append(all, pan.pop(pops[s])...)
@@ -45,73 +32,104 @@ func lengthFigures(d *data) ([]Figure, error) {
 			continue
 		}
 		b := lengthBins(all)
-		p := newPlot(pan.name, pan.label, "share of "+pan.who+" (%)")
-		top := 0.0
-		for _, s := range d.servers {
-			xs := pan.pop(pops[s])
-			if len(xs) == 0 {
-				continue
-			}
-			shares := b.shares(xs)
-			xys := make(plotter.XYs, 0, 2*len(shares)+2)
-			xys = append(xys, plotter.XY{X: b.sx.v(b.edges[0]), Y: 0})
-			for k, h := range shares {
-				xys = append(xys, plotter.XY{X: b.sx.v(b.edges[k]), Y: h}, plotter.XY{X: b.sx.v(b.edges[k+1]), Y: h})
-				top = math.Max(top, h)
-			}
-			xys = append(xys, plotter.XY{X: b.sx.v(b.edges[len(b.edges)-1]), Y: 0})
-			l, err := plotter.NewLine(xys)
-			if err != nil {
-				return nil, fmt.Errorf("lengths.svg: server %s: %w", s, err)
-			}
-			l.LineStyle = lineStyle(d.index[s])
-			p.Add(l)
-			p.Legend.Add(fmt.Sprintf("%s (n=%d)", s, len(xs)), l)
+		p, err := lengthPanel(d, pops, pan, b)
+		if err != nil {
+			return nil, fmt.Errorf("lengths.svg: %w", err)
 		}
-		lo, hi := b.edges[0], b.edges[len(b.edges)-1]
-		if b.sx.log {
-			setLog(&p.X, lo, hi)
-		} else {
-			// A bin of margin each side keeps the outermost bins off the axes.
-			p.X.Min, p.X.Max = lo-b.width, hi+b.width
-			if b.width == 1 && hi-lo <= 12 {
-				var ticks []float64
-				for v := lo + 0.5; v < hi; v++ {
-					ticks = append(ticks, v)
-				}
-				p.X.Tick.Marker = fixedTicks(ticks...)
-			} else {
-				// Round ticks inside the range, labelled as whole counts.
-				var ticks []float64
-				for _, v := range linearTicks(p.X.Max) {
-					if v >= p.X.Min {
-						ticks = append(ticks, v)
-					}
-				}
-				p.X.Tick.Marker = fixedTicks(ticks...)
-			}
-		}
-		p.Y.Min, p.Y.Max = 0, top*1.05
-		p.Y.Tick.Marker = fixedTicks(linearTicks(p.Y.Max)...)
-		headroom(&p.Y, len(d.servers))
 		panels = append(panels, p)
 		notes = append(notes, fmt.Sprintf("%s: %s.", pan.name, b.describe()))
 	}
 	if len(panels) == 0 {
 		return nil, nil
 	}
-	caption := "Histograms of tokens per request over every recorded wave of each server (all loads and repeats pooled), one outline per server; the height of a bin is its share of the server's requests, so servers with different counts compare. Input is the prompt's message content as the client counted it, over every attempt with a count; output is output_tokens of the successful requests. "
-	for i, n := range notes {
-		if i > 0 {
-			caption += " "
-		}
-		caption += n
-	}
+	caption := "Histograms of tokens per request over every recorded wave of each server (all loads and repeats pooled), one outline per server; the height of a bin is its share of the server's requests, so servers with different counts compare. Input is the prompt's message content as the client counted it, over every attempt with a count; output is output_tokens of the successful requests. " + strings.Join(notes, " ")
 	doc, err := svg(title, panels...)
 	if err != nil {
 		return nil, fmt.Errorf("lengths.svg: %w", err)
 	}
 	return []Figure{{Name: "lengths.svg", Title: title, Caption: caption, SVG: doc}}, nil
+}
+
+// recordedLengths are each server's token lengths pooled over its recorded
+// requests, as contract.TrafficLengths pools them.
+func recordedLengths(d *data) map[string]*contract.TrafficLengths {
+	pops := map[string]*contract.TrafficLengths{}
+	for _, s := range d.servers {
+		pops[s] = &contract.TrafficLengths{}
+	}
+	for _, r := range d.res.Records {
+		if t := pops[r.Server]; t != nil && r.Kind == contract.KindRecorded {
+			t.Add(r)
+		}
+	}
+	return pops
+}
+
+// lengthPopulation is what one panel of the lengths figure draws: a length
+// of the pooled requests, and whose (who) it is.
+type lengthPopulation struct {
+	name, label, who string
+	pop              func(*contract.TrafficLengths) []float64
+}
+
+// lengthPopulations are the lengths figure's panels, top to bottom.
+var lengthPopulations = []lengthPopulation{
+	{"Input tokens per request", "input tokens (client-counted prompt content)", "attempts", func(t *contract.TrafficLengths) []float64 { return t.Input }},
+	{"Output tokens per request", "output tokens (successful requests)", "successful requests", func(t *contract.TrafficLengths) []float64 { return t.Output }},
+}
+
+// lengthPanel is the panel of pan's histograms in bins b, an outline per
+// server with a count.
+func lengthPanel(d *data, pops map[string]*contract.TrafficLengths, pan lengthPopulation, b bins) (*gplot.Plot, error) {
+	p := newPlot(pan.name, pan.label, "share of "+pan.who+" (%)")
+	top := 0.0
+	for _, s := range d.servers {
+		xs := pan.pop(pops[s])
+		if len(xs) == 0 {
+			continue
+		}
+		xys, h := b.outline(xs)
+		top = math.Max(top, h)
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return nil, fmt.Errorf("server %s: %w", s, err)
+		}
+		l.LineStyle = lineStyle(d.index[s])
+		p.Add(l)
+		p.Legend.Add(fmt.Sprintf("%s (n=%d)", s, len(xs)), l)
+	}
+	lengthAxis(&p.X, b)
+	p.Y.Min, p.Y.Max = 0, top*1.05
+	p.Y.Tick.Marker = fixedTicks(linearTicks(p.Y.Max)...)
+	headroom(&p.Y, len(d.servers))
+	return p, nil
+}
+
+// lengthAxis sets a, a lengths panel's x axis, to span bins b: a log axis
+// for log bins; else a bin of margin each side, with a tick at every count
+// for a dozen unit bins or fewer, round ticks otherwise.
+func lengthAxis(a *gplot.Axis, b bins) {
+	lo, hi := b.edges[0], b.edges[len(b.edges)-1]
+	if b.sx.log {
+		setLog(a, lo, hi)
+		return
+	}
+	// A bin of margin each side keeps the outermost bins off the axes.
+	a.Min, a.Max = lo-b.width, hi+b.width
+	var ticks []float64
+	if b.width == 1 && hi-lo <= 12 {
+		for v := lo + 0.5; v < hi; v++ {
+			ticks = append(ticks, v)
+		}
+	} else {
+		// Round ticks inside the range, labelled as whole counts.
+		for _, v := range linearTicks(a.Max) {
+			if v >= a.Min {
+				ticks = append(ticks, v)
+			}
+		}
+	}
+	a.Tick.Marker = fixedTicks(ticks...)
 }
 
 // bins are the edges of a length histogram on its x scale.
@@ -193,6 +211,21 @@ func (b bins) shares(xs []float64) []float64 {
 		out[i] *= 100 / float64(len(xs))
 	}
 	return out
+}
+
+// outline is the histogram of xs in b as a line, stepping over each bin
+// at its share and closed to 0 at both ends, and the tallest share.
+func (b bins) outline(xs []float64) (plotter.XYs, float64) {
+	shares := b.shares(xs)
+	top := 0.0
+	xys := make(plotter.XYs, 0, 2*len(shares)+2)
+	xys = append(xys, plotter.XY{X: b.sx.v(b.edges[0]), Y: 0})
+	for k, h := range shares {
+		xys = append(xys, plotter.XY{X: b.sx.v(b.edges[k]), Y: h}, plotter.XY{X: b.sx.v(b.edges[k+1]), Y: h})
+		top = math.Max(top, h)
+	}
+	xys = append(xys, plotter.XY{X: b.sx.v(b.edges[len(b.edges)-1]), Y: 0})
+	return xys, top
 }
 
 func (b bins) describe() string {

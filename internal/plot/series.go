@@ -21,24 +21,44 @@ func mechanismFigures(d *data) ([]Figure, error) {
 	if m == nil || len(m.Series) == 0 {
 		return nil, nil
 	}
-	var xys plotter.XYs
-	dropped := 0
-	for _, pt := range m.Series {
+	xys, dropped := finiteSeries(m.Series)
+	if len(xys) == 0 {
+		return nil, nil
+	}
+	title := fmt.Sprintf("Mechanism check: %s on %s", m.Metric, m.Server)
+	p, parts, err := mechanismPanel(d, m, title, xys)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := svg(title, p)
+	if err != nil {
+		return nil, fmt.Errorf("mechanism.svg: %w", err)
+	}
+	return []Figure{{Name: "mechanism.svg", Title: title, Caption: mechanismCaption(m, parts, dropped), SVG: doc}}, nil
+}
+
+// finiteSeries is a polled series's finite samples in time order, and how
+// many it left out (a scrape may report NaN or ±Inf).
+func finiteSeries(series [][2]float64) (xys plotter.XYs, dropped int) {
+	for _, pt := range series {
 		if !finite(pt[0]) || !finite(pt[1]) {
-			dropped++ // a scrape may report NaN or ±Inf
+			dropped++
 			continue
 		}
 		xys = append(xys, plotter.XY{X: pt[0], Y: pt[1]})
 	}
-	if len(xys) == 0 {
-		return nil, nil
-	}
 	sort.SliceStable(xys, func(i, j int) bool { return xys[i].X < xys[j].X })
-	title := fmt.Sprintf("Mechanism check: %s on %s", m.Metric, m.Server)
-	p := newPlot(title, "time since the wave's release (s)", m.Metric)
+	return xys, dropped
+}
+
+// mechanismPanel is the mechanism check's panel: the polled sum xys as a
+// solid step line, the parts of the sum dashed, and the wave's clients.
+// parts reports whether any part is drawn.
+func mechanismPanel(d *data, m *bundle.MechanismCheck, title string, xys plotter.XYs) (p *gplot.Plot, parts bool, err error) {
+	p = newPlot(title, "time since the wave's release (s)", m.Metric)
 	l, err := plotter.NewLine(xys)
 	if err != nil {
-		return nil, fmt.Errorf("mechanism.svg: %w", err)
+		return nil, false, fmt.Errorf("mechanism.svg: %w", err)
 	}
 	i, ok := d.index[m.Server]
 	if !ok {
@@ -52,26 +72,20 @@ func mechanismFigures(d *data) ([]Figure, error) {
 	ymax := maxOf(xyValues(xys).ys())
 	// The parts of the sum: each replica's series, or each label set's
 	// (vLLM's engine="0", engine="1"), thinner and dashed.
-	parts, err := mechanismParts(m, i)
+	ps, err := mechanismParts(m, i)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	for _, pt := range parts {
+	for _, pt := range ps {
 		p.Add(pt.line)
 		p.Legend.Add(pt.name, pt.line)
 		ymax = math.Max(ymax, pt.max)
 	}
 	if m.Concurrency > 0 {
-		c := float64(m.Concurrency)
-		ref, err := plotter.NewLine(plotter.XYs{{X: xys[0].X, Y: c}, {X: xys[len(xys)-1].X, Y: c}})
-		if err != nil {
-			return nil, fmt.Errorf("mechanism.svg: %w", err)
+		if err := clientsLayer(p, m.Concurrency, xys[0].X, xys[len(xys)-1].X); err != nil {
+			return nil, false, fmt.Errorf("mechanism.svg: %w", err)
 		}
-		ref.LineStyle.Color = grey
-		ref.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		p.Add(ref)
-		p.Legend.Add(fmt.Sprintf("clients in the wave (%d)", m.Concurrency), ref)
-		if c > ymax {
+		if c := float64(m.Concurrency); c > ymax {
 			ymax = c
 		}
 	}
@@ -80,12 +94,33 @@ func mechanismFigures(d *data) ([]Figure, error) {
 	p.Y.Min, p.Y.Max = 0, ymax*1.05
 	p.Y.Tick.Marker = fixedTicks(linearTicks(p.Y.Max)...)
 	headroom(&p.Y, 2)
+	return p, len(ps) > 0, nil
+}
+
+// clientsLayer draws the wave's client count as a grey dashed line from
+// time x0 to x1.
+func clientsLayer(p *gplot.Plot, clients int, x0, x1 float64) error {
+	c := float64(clients)
+	ref, err := plotter.NewLine(plotter.XYs{{X: x0, Y: c}, {X: x1, Y: c}})
+	if err != nil {
+		return err
+	}
+	ref.LineStyle.Color = grey
+	ref.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	p.Add(ref)
+	p.Legend.Add(fmt.Sprintf("clients in the wave (%d)", clients), ref)
+	return nil
+}
+
+// mechanismCaption is the mechanism figure's caption: parts says whether
+// the parts of the sum are drawn, dropped how many samples are not.
+func mechanismCaption(m *bundle.MechanismCheck, parts bool, dropped int) string {
 	caption := fmt.Sprintf("%s polled from %s's /metrics during a separate %d-client wave that is not part of the results table", m.Metric, m.Server, m.Concurrency)
 	if m.Max != nil {
 		caption += fmt.Sprintf("; observed maximum %s", strconv.FormatFloat(*m.Max, 'g', 6, 64))
 	}
 	caption += "."
-	if len(parts) > 0 {
+	if parts {
 		caption += " The solid line is the sum; each dashed line one part of it (a replica of the server, or a label set of the metric such as vLLM's engine=\"0\")."
 	}
 	if m.Errors > 0 {
@@ -94,11 +129,7 @@ func mechanismFigures(d *data) ([]Figure, error) {
 	if dropped > 0 {
 		caption += fmt.Sprintf(" %d samples were not finite numbers and are not drawn.", dropped)
 	}
-	doc, err := svg(title, p)
-	if err != nil {
-		return nil, fmt.Errorf("mechanism.svg: %w", err)
-	}
-	return []Figure{{Name: "mechanism.svg", Title: title, Caption: caption, SVG: doc}}, nil
+	return caption
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
@@ -330,16 +361,10 @@ func mechanismParts(m *bundle.MechanismCheck, colour int) ([]mechanismPart, erro
 	}
 	var out []mechanismPart
 	for k, n := range src {
-		var xys plotter.XYs
-		for _, pt := range n.series {
-			if finite(pt[0]) && finite(pt[1]) {
-				xys = append(xys, plotter.XY{X: pt[0], Y: pt[1]})
-			}
-		}
+		xys, _ := finiteSeries(n.series)
 		if len(xys) == 0 {
 			continue
 		}
-		sort.SliceStable(xys, func(i, j int) bool { return xys[i].X < xys[j].X })
 		l, err := plotter.NewLine(xys)
 		if err != nil {
 			return nil, fmt.Errorf("mechanism.svg: %s: %w", n.name, err)

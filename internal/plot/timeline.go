@@ -40,6 +40,9 @@ func timelineFigures(d *data) ([]Figure, error) {
 	return figs, nil
 }
 
+// timelineFigure draws server s's timeline wave of one mode, closed or
+// sustained; false when s has none with records. taken holds the file
+// names given so far, so that no two servers share one.
 func (d *data) timelineFigure(s string, sustained bool, taken map[string]bool) (Figure, bool, error) {
 	modeName := contract.ModeClosed
 	if sustained {
@@ -49,65 +52,74 @@ func (d *data) timelineFigure(s string, sustained bool, taken map[string]bool) (
 	if !ok {
 		return Figure{}, false, nil
 	}
-	recs := append([]contract.Record(nil), d.byWave[w.ID]...)
+	recs, fails := sortedBySend(d.byWave[w.ID])
 	if len(recs) == 0 {
 		return Figure{}, false, nil
 	}
+	all := len(recs)
+	recs = sampleRequests(recs)
+	tl := newTimeline(recs, w.Concurrency, sustained, palette[d.index[s]%len(palette)])
+	title := fmt.Sprintf("%s: every request of the %d-client wave", s, w.Concurrency)
+	if sustained {
+		title = fmt.Sprintf("%s: every measured request of the %d-client sustained wave", s, w.Concurrency)
+	}
+	caption := timelineCaption(s, w, sustained, all, len(recs), fails)
+	doc, err := svg(title, timelinePanel(s, w, tl, sustained, fails > 0))
+	if err != nil {
+		return Figure{}, false, fmt.Errorf("timeline of %s: %w", s, err)
+	}
+	return Figure{Name: timelineName(s, sustained, taken) + ".svg", Title: title, Caption: caption, SVG: doc}, true, nil
+}
+
+// sortedBySend is a copy of a wave's records in order of sending (then of
+// client), and how many of them failed.
+func sortedBySend(wave []contract.Record) (recs []contract.Record, fails int) {
+	recs = append([]contract.Record(nil), wave...)
 	sort.SliceStable(recs, func(i, j int) bool {
 		if recs[i].StartS != recs[j].StartS {
 			return recs[i].StartS < recs[j].StartS
 		}
 		return recs[i].Client < recs[j].Client
 	})
-	fails := 0
 	for _, r := range recs {
 		if !r.OK {
 			fails++
 		}
 	}
-	all := len(recs)
-	recs = sampleRequests(recs)
-	tl := &timeline{color: palette[d.index[s]%len(palette)]}
+	return recs, fails
+}
+
+// newTimeline lays recs (in order of sending) out in rows, in colour: a row
+// per request of a closed wave, the first on top; a row per client of a
+// sustained one, numbered as the records number them.
+func newTimeline(recs []contract.Record, concurrency int, sustained bool, colour color.Color) *timeline {
+	tl := &timeline{color: colour}
 	if sustained {
-		// A row per client, numbered as the records number them.
-		tl.n = w.Concurrency
+		tl.n = concurrency
 		for _, r := range recs {
 			tl.n = max(tl.n, r.Client+1)
 		}
 		for _, r := range recs {
 			tl.rows = append(tl.rows, timelineRow{y: float64(tl.n - 1 - r.Client), rec: r})
 		}
-	} else {
-		tl.n = len(recs)
-		for i, r := range recs {
-			tl.rows = append(tl.rows, timelineRow{y: float64(len(recs) - 1 - i), rec: r})
-		}
+		return tl
 	}
-	title := fmt.Sprintf("%s: every request of the %d-client wave", s, w.Concurrency)
+	tl.n = len(recs)
+	for i, r := range recs {
+		tl.rows = append(tl.rows, timelineRow{y: float64(len(recs) - 1 - i), rec: r})
+	}
+	return tl
+}
+
+// timelinePanel is the panel of tl, server s's wave w, with its legend
+// (failures: a failed request is drawn) and its axes.
+func timelinePanel(s string, w contract.Wave, tl *timeline, sustained, failures bool) *gplot.Plot {
 	p := newPlot(fmt.Sprintf("%s — %d-client wave, repeat %d", s, w.Concurrency, w.Repeat), "time since the wave's release (s)", "request, in order of sending")
 	if sustained {
-		title = fmt.Sprintf("%s: every measured request of the %d-client sustained wave", s, w.Concurrency)
 		p = newPlot(fmt.Sprintf("%s — %d clients, sustained, repeat %d", s, w.Concurrency, w.Repeat), "time since the first measured send (s)", "client")
 	}
 	p.Add(tl)
-	p.Legend.Add("waiting", thumb(func(c *draw.Canvas) {
-		y := (c.Min.Y + c.Max.Y) / 2
-		c.StrokeLine2(waitStyle, c.Min.X, y, c.Max.X, y)
-	}))
-	p.Legend.Add("streaming", thumb(func(c *draw.Canvas) {
-		y := (c.Min.Y + c.Max.Y) / 2
-		fillRect(c, tl.color, c.Min.X, y-vg.Points(3.5), c.Max.X, y+vg.Points(3.5))
-	}))
-	p.Legend.Add("first content", thumb(func(c *draw.Canvas) {
-		x, y := (c.Min.X+c.Max.X)/2, (c.Min.Y+c.Max.Y)/2
-		c.StrokeLine2(firstStyle, x, y-vg.Points(5), x, y+vg.Points(5))
-	}))
-	if fails > 0 {
-		p.Legend.Add("failed", thumb(func(c *draw.Canvas) {
-			y := (c.Min.Y + c.Max.Y) / 2
-			fillRect(c, failed, c.Min.X, y-vg.Points(3.5), c.Max.X, y+vg.Points(3.5))
-		}))
-	}
+	timelineLegend(p, tl.color, failures)
 	// The legend sits top right, in room kept free beyond the last end.
 	p.Legend.Top, p.Legend.Left = true, false
 	xmin, xmax, _, _ := tl.DataRange()
@@ -115,6 +127,35 @@ func (d *data) timelineFigure(s string, sustained bool, taken map[string]bool) (
 	p.X.Tick.Marker = fixedTicks(linearTicks(xmax)...)
 	p.Y.Min, p.Y.Max = -0.6, float64(tl.n)-0.4
 	p.Y.Tick.Marker = rowTicks(tl.n)
+	return p
+}
+
+// timelineLegend adds the legend of a timeline's parts: waiting, streaming
+// (in colour), first content and, with failures, failed.
+func timelineLegend(p *gplot.Plot, colour color.Color, failures bool) {
+	p.Legend.Add("waiting", thumb(func(c *draw.Canvas) {
+		y := (c.Min.Y + c.Max.Y) / 2
+		c.StrokeLine2(waitStyle, c.Min.X, y, c.Max.X, y)
+	}))
+	p.Legend.Add("streaming", thumb(func(c *draw.Canvas) {
+		y := (c.Min.Y + c.Max.Y) / 2
+		fillRect(c, colour, c.Min.X, y-vg.Points(3.5), c.Max.X, y+vg.Points(3.5))
+	}))
+	p.Legend.Add("first content", thumb(func(c *draw.Canvas) {
+		x, y := (c.Min.X+c.Max.X)/2, (c.Min.Y+c.Max.Y)/2
+		c.StrokeLine2(firstStyle, x, y-vg.Points(5), x, y+vg.Points(5))
+	}))
+	if failures {
+		p.Legend.Add("failed", thumb(func(c *draw.Canvas) {
+			y := (c.Min.Y + c.Max.Y) / 2
+			fillRect(c, failed, c.Min.X, y-vg.Points(3.5), c.Max.X, y+vg.Points(3.5))
+		}))
+	}
+}
+
+// timelineCaption is the caption of server s's timeline of wave w, which
+// has all requests, drawn of them and fails failed.
+func timelineCaption(s string, w contract.Wave, sustained bool, all, drawn, fails int) string {
 	caption := fmt.Sprintf("One bar per request of %s's %d-client wave (repeat %d), from its send to the end of its stream: the thin grey part is waiting for the first content (black tick), the coloured part streaming. Overlapping bars mean requests were served together (batching); a staircase means one at a time (serialization).", s, w.Concurrency, w.Repeat)
 	if sustained {
 		caption = fmt.Sprintf("One row per client of %s's %d-client sustained wave (repeat %d, its %d measured requests; the warm-up is not drawn), one bar per request from its send to the end of its stream: the thin grey part is waiting for the first content (black tick), the coloured part streaming. A client sends its next request as its last one ends, so rows without gaps mean %d requests were in flight throughout.", s, w.Concurrency, w.Repeat, all, w.Concurrency)
@@ -122,8 +163,8 @@ func (d *data) timelineFigure(s string, sustained bool, taken map[string]bool) (
 	if fails > 0 {
 		caption += fmt.Sprintf(" %d of %d requests failed (red, ending where the client gave up).", fails, all)
 	}
-	if len(recs) < all {
-		caption += fmt.Sprintf(" The wave has %d requests: %d of them are drawn, evenly spaced in order of sending (the first and the last included), so the figure's size does not grow with the wave's.", all, len(recs))
+	if drawn < all {
+		caption += fmt.Sprintf(" The wave has %d requests: %d of them are drawn, evenly spaced in order of sending (the first and the last included), so the figure's size does not grow with the wave's.", all, drawn)
 	}
 	if w.Concurrency != timelineTarget {
 		kind := "client wave was"
@@ -132,11 +173,13 @@ func (d *data) timelineFigure(s string, sustained bool, taken map[string]bool) (
 		}
 		caption += fmt.Sprintf(" No %d-%s recorded; %d clients is the closest.", timelineTarget, kind, w.Concurrency)
 	}
-	doc, err := svg(title, p)
-	if err != nil {
-		return Figure{}, false, fmt.Errorf("timeline of %s: %w", s, err)
-	}
-	// Two server names may reduce to one file name ("a b", "a_b").
+	return caption
+}
+
+// timelineName is server s's timeline file name, without ".svg", marked
+// taken: "timeline-<s>" or "timeline-sustained-<s>", numbered from 2 where
+// two server names reduce to one file name ("a b", "a_b").
+func timelineName(s string, sustained bool, taken map[string]bool) string {
 	base := "timeline-" + fileName(s)
 	if sustained {
 		base = "timeline-sustained-" + fileName(s)
@@ -146,7 +189,7 @@ func (d *data) timelineFigure(s string, sustained bool, taken map[string]bool) (
 		name = fmt.Sprintf("%s-%d", base, i)
 	}
 	taken[name] = true
-	return Figure{Name: name + ".svg", Title: title, Caption: caption, SVG: doc}, true, nil
+	return name
 }
 
 // timelineMaxRequests is the most requests a timeline draws: a larger

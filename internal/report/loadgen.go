@@ -22,60 +22,13 @@ const (
 // so a reader can tell a figure of the client from one of the server: the
 // largest release spread of its closed-loop waves and its CPU use.
 func writeLoadGenerator(b *bytes.Buffer, res *bundle.Results) {
-	type acc struct {
-		waves          int
-		spreadS        float64
-		cpuS, wallS    float64
-		haveCPU        bool
-		notSent, waits int
-		stalls         *contract.Stalls     // the largest stall, over-20-ms count summed
-		slip           *contract.ServerSlip // summed, max of max
-	}
-	var order []string
-	by := map[string]*acc{}
-	for _, w := range res.Waves {
-		if w.Kind != contract.KindRecorded {
-			continue
-		}
-		a := by[w.Server]
-		if a == nil {
-			a = &acc{}
-			by[w.Server] = a
-			order = append(order, w.Server)
-		}
-		a.waves++
-		a.spreadS = max(a.spreadS, w.ReleaseSpreadS)
-		a.wallS += w.WallS
-		if w.ClientCPUS > 0 {
-			a.cpuS += w.ClientCPUS
-			a.haveCPU = true
-		}
-		a.notSent += w.NotSent
-		a.waits += w.Waited
-		if st := w.ClientStalls; st != nil {
-			if a.stalls == nil {
-				a.stalls = &contract.Stalls{}
-			}
-			a.stalls.MaxS = max(a.stalls.MaxS, st.MaxS)
-			a.stalls.Over += st.Over
-			a.stalls.Ticks += st.Ticks
-		}
-		if sl := w.ServerSlip; sl != nil {
-			if a.slip == nil {
-				a.slip = &contract.ServerSlip{}
-			}
-			a.slip.Steps += sl.Steps
-			a.slip.Late += sl.Late
-			a.slip.SlipS += sl.SlipS
-			a.slip.MaxS = max(a.slip.MaxS, sl.MaxS)
-		}
-	}
-	if len(order) == 0 {
+	accs := loadAccounts(res)
+	if len(accs) == 0 {
 		return
 	}
 	// A bundle written before waves measured the host has no such columns.
 	host := false
-	for _, a := range by {
+	for _, a := range accs {
 		host = host || a.stalls != nil || a.slip != nil
 	}
 	b.WriteString("## Load generator\n\n")
@@ -91,21 +44,8 @@ func writeLoadGenerator(b *bytes.Buffer, res *bundle.Results) {
 	}
 	writeRow(b, head)
 	writeRow(b, align)
-	for _, srv := range order {
-		a := by[srv]
-		cpu := dash
-		if a.haveCPU && a.wallS > 0 {
-			cpu = fmt.Sprintf("%.2f s over %.1f s (%.0f%% of one core)", a.cpuS, a.wallS, 100*a.cpuS/a.wallS)
-		}
-		spread := dash
-		if a.spreadS > 0 {
-			spread = fmt.Sprintf("%.2f ms", 1000*a.spreadS)
-		}
-		row := []string{srv, fmt.Sprint(a.waves), spread, cpu, fmt.Sprintf("%d / %d", a.waits, a.notSent)}
-		if host {
-			row = append(row, stallCell(a.stalls), slipCell(a.slip))
-		}
-		writeRow(b, row)
+	for _, a := range accs {
+		writeRow(b, a.row(host))
 	}
 	b.WriteString("\n")
 	if warns := hostWarnings(res); len(warns) > 0 {
@@ -115,6 +55,87 @@ func writeLoadGenerator(b *bytes.Buffer, res *bundle.Results) {
 		b.WriteString("\n")
 	}
 	writeClientAdded(b, res)
+}
+
+// loadAccount is the load generator's accounting of one server, over its
+// recorded waves.
+type loadAccount struct {
+	server         string
+	waves          int
+	spreadS        float64
+	cpuS, wallS    float64
+	haveCPU        bool
+	notSent, waits int
+	stalls         *contract.Stalls     // the largest stall, over-20-ms count summed
+	slip           *contract.ServerSlip // summed, max of max
+}
+
+// loadAccounts are the accounts of the servers with a recorded wave, in
+// the order of their first.
+func loadAccounts(res *bundle.Results) []*loadAccount {
+	var accs []*loadAccount
+	by := map[string]*loadAccount{}
+	for _, w := range res.Waves {
+		if w.Kind != contract.KindRecorded {
+			continue
+		}
+		a := by[w.Server]
+		if a == nil {
+			a = &loadAccount{server: w.Server}
+			by[w.Server] = a
+			accs = append(accs, a)
+		}
+		a.add(w)
+	}
+	return accs
+}
+
+// add counts recorded wave w in a.
+func (a *loadAccount) add(w contract.Wave) {
+	a.waves++
+	a.spreadS = max(a.spreadS, w.ReleaseSpreadS)
+	a.wallS += w.WallS
+	if w.ClientCPUS > 0 {
+		a.cpuS += w.ClientCPUS
+		a.haveCPU = true
+	}
+	a.notSent += w.NotSent
+	a.waits += w.Waited
+	if st := w.ClientStalls; st != nil {
+		if a.stalls == nil {
+			a.stalls = &contract.Stalls{}
+		}
+		a.stalls.MaxS = max(a.stalls.MaxS, st.MaxS)
+		a.stalls.Over += st.Over
+		a.stalls.Ticks += st.Ticks
+	}
+	if sl := w.ServerSlip; sl != nil {
+		if a.slip == nil {
+			a.slip = &contract.ServerSlip{}
+		}
+		a.slip.Steps += sl.Steps
+		a.slip.Late += sl.Late
+		a.slip.SlipS += sl.SlipS
+		a.slip.MaxS = max(a.slip.MaxS, sl.MaxS)
+	}
+}
+
+// row is a's row of the load generator table; host adds the client
+// stalls and simulator lateness.
+func (a *loadAccount) row(host bool) []string {
+	cpu := dash
+	if a.haveCPU && a.wallS > 0 {
+		cpu = fmt.Sprintf("%.2f s over %.1f s (%.0f%% of one core)", a.cpuS, a.wallS, 100*a.cpuS/a.wallS)
+	}
+	spread := dash
+	if a.spreadS > 0 {
+		spread = fmt.Sprintf("%.2f ms", 1000*a.spreadS)
+	}
+	row := []string{a.server, fmt.Sprint(a.waves), spread, cpu, fmt.Sprintf("%d / %d", a.waits, a.notSent)}
+	if host {
+		row = append(row, stallCell(a.stalls), slipCell(a.slip))
+	}
+	return row
 }
 
 // stallCell is the largest client stall of a server's waves and how many

@@ -86,32 +86,14 @@ func orDash(s string) string {
 	return s
 }
 
+// writeEnvironment writes where the rehearsal ran: the tool, the load
+// generator's host, the GPUs and runtimes, the model, and how output
+// tokens were counted.
 func writeEnvironment(b *bytes.Buffer, res *bundle.Results) {
 	p := res.Provenance
 	fmt.Fprintf(b, "## Environment\n\n")
-	tool := "rehearse " + orDash(p.Tool.Version)
-	if p.Tool.Commit != "" {
-		tool += ", commit `" + p.Tool.Commit + "`"
-	}
-	if p.Tool.GoVersion != "" {
-		tool += ", " + p.Tool.GoVersion
-	}
-	switch {
-	case p.Tool.Note != "":
-		tool += "; " + p.Tool.Note
-	case p.Tool.Commit == "":
-		tool += "; commit unknown"
-	}
-	fmt.Fprintf(b, "- Tool: %s.\n", tool)
-	h := p.Host
-	host := fmt.Sprintf("%s (%s/%s, %d CPUs", orDash(h.Hostname), h.OS, h.Arch, h.CPUs)
-	if h.CPU != "" {
-		host += ", " + h.CPU
-	}
-	if h.MemoryBytes > 0 {
-		host += fmt.Sprintf(", %.1f GiB memory", float64(h.MemoryBytes)/(1<<30))
-	}
-	fmt.Fprintf(b, "- Load generator host: %s).\n", host)
+	fmt.Fprintf(b, "- Tool: %s.\n", toolText(p.Tool))
+	fmt.Fprintf(b, "- Load generator host: %s.\n", hostText(p.Host))
 	if len(p.GPUs) == 0 {
 		fmt.Fprintf(b, "- GPU: none seen by nvidia-smi.\n")
 	}
@@ -129,46 +111,88 @@ func writeEnvironment(b *bytes.Buffer, res *bundle.Results) {
 			fmt.Fprintf(b, "- Runtime: %s %s.\n", r.Name, r.Version)
 		}
 	}
-	m := p.Model
-	if m.ID != "" {
-		line := "- Model: `" + m.ID + "`"
-		if m.Revision != "" {
-			line += " at revision `" + m.Revision + "`"
-		}
-		if m.Dtype != "" {
-			line += ", " + m.Dtype
-		}
-		if m.RandomWeights {
-			line += ", **random weights**"
-		}
-		if m.Note != "" {
-			line += " (" + strings.TrimSuffix(m.Note, ".") + ")"
-		}
-		fmt.Fprintf(b, "%s.\n", line)
+	if p.Model.ID != "" {
+		fmt.Fprintf(b, "- Model: %s.\n", modelText(p.Model))
 	}
-	t := p.Tokenizer
 	switch p.OutputTokensSource {
 	case "usage":
 		fmt.Fprintf(b, "- Output tokens: the servers' own `usage.completion_tokens` (no tokenizer was given).\n")
 	default:
-		line := fmt.Sprintf("- Output tokens: returned text re-tokenized with %s", orDash(t.Name))
-		if t.Variant != "" && t.Variant != t.Name {
-			line += " (" + t.Variant + ")"
-		}
-		switch t.Source {
-		case "":
-		case "embedded":
-			line += ", the copy embedded in rehearse"
-		default:
-			line += " from " + t.Source
-		}
-		if t.SHA256 != "" {
-			line += ", SHA-256 `" + t.SHA256 + "`"
-		}
-		fmt.Fprintf(b, "%s.\n", line)
+		fmt.Fprintf(b, "- Output tokens: returned text re-tokenized with %s.\n", tokenizerText(p.Tokenizer))
 		b.WriteString(usageSummary(res))
 	}
 	b.WriteString("\n")
+}
+
+// toolText names the rehearse that ran: its version, commit and Go, and
+// its note or that its commit is unknown.
+func toolText(t bundle.Tool) string {
+	tool := "rehearse " + orDash(t.Version)
+	if t.Commit != "" {
+		tool += ", commit `" + t.Commit + "`"
+	}
+	if t.GoVersion != "" {
+		tool += ", " + t.GoVersion
+	}
+	switch {
+	case t.Note != "":
+		tool += "; " + t.Note
+	case t.Commit == "":
+		tool += "; commit unknown"
+	}
+	return tool
+}
+
+// hostText describes the load generator's host: its name, platform, CPUs
+// and memory.
+func hostText(h bundle.Host) string {
+	host := fmt.Sprintf("%s (%s/%s, %d CPUs", orDash(h.Hostname), h.OS, h.Arch, h.CPUs)
+	if h.CPU != "" {
+		host += ", " + h.CPU
+	}
+	if h.MemoryBytes > 0 {
+		host += fmt.Sprintf(", %.1f GiB memory", float64(h.MemoryBytes)/(1<<30))
+	}
+	return host + ")"
+}
+
+// modelText names the model: its id, revision, dtype, whether its weights
+// were random, and its note.
+func modelText(m bundle.Model) string {
+	line := "`" + m.ID + "`"
+	if m.Revision != "" {
+		line += " at revision `" + m.Revision + "`"
+	}
+	if m.Dtype != "" {
+		line += ", " + m.Dtype
+	}
+	if m.RandomWeights {
+		line += ", **random weights**"
+	}
+	if m.Note != "" {
+		line += " (" + strings.TrimSuffix(m.Note, ".") + ")"
+	}
+	return line
+}
+
+// tokenizerText names the tokenizer that counted output tokens: its name,
+// variant, where it came from and its digest.
+func tokenizerText(t bundle.Tokenizer) string {
+	line := orDash(t.Name)
+	if t.Variant != "" && t.Variant != t.Name {
+		line += " (" + t.Variant + ")"
+	}
+	switch t.Source {
+	case "":
+	case "embedded":
+		line += ", the copy embedded in rehearse"
+	default:
+		line += " from " + t.Source
+	}
+	if t.SHA256 != "" {
+		line += ", SHA-256 `" + t.SHA256 + "`"
+	}
+	return line
 }
 
 func writeServers(b *bytes.Buffer, res *bundle.Results) {
@@ -212,6 +236,8 @@ func writeServers(b *bytes.Buffer, res *bundle.Results) {
 	b.WriteString("\n")
 }
 
+// writeWorkload writes what was sent and how it is measured: the loads,
+// the prompts and request fields, and the metrics' semantics.
 func writeWorkload(b *bytes.Buffer, res *bundle.Results) {
 	wl := res.Workload
 	fmt.Fprintf(b, "## Workload and metric semantics\n\n")
@@ -231,40 +257,7 @@ func writeWorkload(b *bytes.Buffer, res *bundle.Results) {
 			Ints(wl.Concurrencies), wl.Repeats, warmupText(wl))
 	}
 	if o := wl.Open; o != nil {
-		rates := make([]string, len(o.RequestRatesRPS))
-		for i, r := range o.RequestRatesRPS {
-			rates[i] = Number(r)
-		}
-		var line string
-		switch {
-		case o.Arrival == contract.ArrivalTrace:
-			line = fmt.Sprintf("- Open-loop trace replay: request i sends prompt i at its traced arrival (%d requests over %s s, time scale applied", len(wl.ArrivalsS), Number(lastArrival(wl.ArrivalsS)))
-			if s := wl.PromptSource; s != nil {
-				line += fmt.Sprintf("; %v format, time scale %v, hash blocks of %v tokens", s.Params["format"], s.Params["time_scale"], s.Params["block_size"])
-			}
-			line += ")"
-		case o.Ramp != nil:
-			line = fmt.Sprintf("- Open-loop arrivals whose rate ramps %s from %s to %s requests/s over the wave, %s schedule", o.Ramp.Strategy,
-				Number(o.Ramp.StartRPS), Number(o.Ramp.EndRPS), o.Arrival)
-		default:
-			line = fmt.Sprintf("- Open-loop arrivals at %s requests/s, %s schedule", strings.Join(rates, ", "), o.Arrival)
-		}
-		if o.Arrival == "gamma" {
-			line += fmt.Sprintf(" (burstiness %s)", Number(o.Burstiness))
-		}
-		if o.Arrival != contract.ArrivalTrace {
-			line += fmt.Sprintf(", seed %d", o.Seed)
-		}
-		if o.NumRequests > 0 {
-			line += fmt.Sprintf(", %d requests", o.NumRequests)
-		}
-		if o.DurationS > 0 {
-			line += fmt.Sprintf(", at most %s s", Number(o.DurationS))
-		}
-		if o.MaxConcurrency > 0 {
-			line += fmt.Sprintf(", at most %d in flight", o.MaxConcurrency)
-		}
-		fmt.Fprintf(b, "%s.\n", line)
+		fmt.Fprintf(b, "- %s.\n", openLoopText(wl, o))
 	}
 	switch {
 	case len(wl.Sessions) > 0:
@@ -291,6 +284,45 @@ func writeWorkload(b *bytes.Buffer, res *bundle.Results) {
 		method = contract.PercentileMethod
 	}
 	fmt.Fprintf(b, "- Percentiles: %s; an empty population is shown as %s.\n\n", method, dash)
+}
+
+// openLoopText describes wl's open-loop arrivals o: a trace replay, a ramp
+// or constant rates, with their schedule and bounds.
+func openLoopText(wl bundle.Workload, o *bundle.OpenLoop) string {
+	var line string
+	switch {
+	case o.Arrival == contract.ArrivalTrace:
+		line = fmt.Sprintf("Open-loop trace replay: request i sends prompt i at its traced arrival (%d requests over %s s, time scale applied", len(wl.ArrivalsS), Number(lastArrival(wl.ArrivalsS)))
+		if s := wl.PromptSource; s != nil {
+			line += fmt.Sprintf("; %v format, time scale %v, hash blocks of %v tokens", s.Params["format"], s.Params["time_scale"], s.Params["block_size"])
+		}
+		line += ")"
+	case o.Ramp != nil:
+		line = fmt.Sprintf("Open-loop arrivals whose rate ramps %s from %s to %s requests/s over the wave, %s schedule", o.Ramp.Strategy,
+			Number(o.Ramp.StartRPS), Number(o.Ramp.EndRPS), o.Arrival)
+	default:
+		rates := make([]string, len(o.RequestRatesRPS))
+		for i, r := range o.RequestRatesRPS {
+			rates[i] = Number(r)
+		}
+		line = fmt.Sprintf("Open-loop arrivals at %s requests/s, %s schedule", strings.Join(rates, ", "), o.Arrival)
+	}
+	if o.Arrival == "gamma" {
+		line += fmt.Sprintf(" (burstiness %s)", Number(o.Burstiness))
+	}
+	if o.Arrival != contract.ArrivalTrace {
+		line += fmt.Sprintf(", seed %d", o.Seed)
+	}
+	if o.NumRequests > 0 {
+		line += fmt.Sprintf(", %d requests", o.NumRequests)
+	}
+	if o.DurationS > 0 {
+		line += fmt.Sprintf(", at most %s s", Number(o.DurationS))
+	}
+	if o.MaxConcurrency > 0 {
+		line += fmt.Sprintf(", at most %d in flight", o.MaxConcurrency)
+	}
+	return line
 }
 
 // writeSessions says what the multi-turn sessions were, without the line's

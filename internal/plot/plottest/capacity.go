@@ -53,30 +53,16 @@ func CapacityResults(o CapacityOptions) *bundle.Results {
 	slo := contract.NewSLO(obj, o.Alpha)
 	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
 	spec := o.Spec
-	r := &bundle.Results{
-		Schema: bundle.Schema,
-		Provenance: bundle.Provenance{
-			Tool:               bundle.Tool{Name: "rehearse", Version: "(test)"},
-			StartedAt:          anchor.Format(time.RFC3339),
-			Host:               bundle.Host{Hostname: "test", OS: "linux", Arch: "amd64", CPUs: 2},
-			Model:              bundle.Model{ID: "synthetic/model", Note: "synthetic test data"},
-			Tokenizer:          bundle.Tokenizer{Name: "none", Source: "synthetic"},
-			OutputTokensSource: "tokenizer",
-			Simulation:         &bundle.Simulation{TimeScale: 1, Profiles: map[string]string{}, Note: "synthetic results built by package plottest; not a measurement"},
-		},
-		Workload: bundle.Workload{
-			Kind: contract.ModeSustained, Concurrencies: []int{}, Repeats: 1,
-			Prompts: []string{"Explain batching.", "Write a haiku about queues."}, MaxTokens: o.MaxTokens,
-			TimeoutS: 60, PercentileMethod: contract.PercentileMethod, Capacity: &spec,
-		},
-		SLO:   slo,
-		Notes: []string{},
-	}
+	r := syntheticResults(bundle.Workload{
+		Kind: contract.ModeSustained, Concurrencies: []int{}, Repeats: 1,
+		Prompts: []string{"Explain batching.", "Write a haiku about queues."}, MaxTokens: o.MaxTokens,
+		TimeoutS: 60, PercentileMethod: contract.PercentileMethod, Capacity: &spec,
+	})
+	r.SLO = slo
 	clock := anchor
 	id := 0
 	for _, s := range o.Servers {
-		r.Servers = append(r.Servers, bundle.Server{Name: s.Name, BaseURL: "http://127.0.0.1:0", Simulated: "plottest"})
-		r.Provenance.Simulation.Profiles[s.Name] = "plottest"
+		addServer(r, s)
 		srch, err := search.New(spec.Config(o.Alpha))
 		if err != nil {
 			panic(err)

@@ -80,7 +80,35 @@ var anchor = time.Date(2026, 9, 20, 2, 0, 0, 0, time.UTC)
 // contract.
 func Results(o Options) *bundle.Results {
 	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
-	r := &bundle.Results{
+	r := syntheticResults(bundle.Workload{
+		Kind:             contract.ModeClosed,
+		Concurrencies:    o.Concurrencies,
+		Repeats:          o.Repeats,
+		Prompts:          []string{"Explain batching.", "Write a haiku about queues."},
+		MaxTokens:        o.MaxTokens,
+		TimeoutS:         o.TimeoutS,
+		PercentileMethod: contract.PercentileMethod,
+	})
+	if o.Baseline != "" {
+		b := o.Baseline
+		r.Baseline = &b
+	}
+	for _, s := range o.Servers {
+		addServer(r, s)
+	}
+	clock, id := closedWaves(r, rng, o)
+	if o.MechanismCheck && len(o.Servers) > 0 && len(o.Concurrencies) > 0 {
+		clock = mechanismWave(r, rng, o, clock, id)
+	}
+	r.Provenance.FinishedAt = clock.Format(time.RFC3339)
+	r.Recompute()
+	return r
+}
+
+// syntheticResults is a bundle of workload w, started at anchor, with the
+// provenance every synthetic bundle shares; it has no server yet.
+func syntheticResults(w bundle.Workload) *bundle.Results {
+	return &bundle.Results{
 		Schema: bundle.Schema,
 		Provenance: bundle.Provenance{
 			Tool:               bundle.Tool{Name: "rehearse", Version: "(test)"},
@@ -91,27 +119,22 @@ func Results(o Options) *bundle.Results {
 			OutputTokensSource: "tokenizer",
 			Simulation:         &bundle.Simulation{TimeScale: 1, Profiles: map[string]string{}, Note: "synthetic results built by package plottest; not a measurement"},
 		},
-		Workload: bundle.Workload{
-			Kind:             contract.ModeClosed,
-			Concurrencies:    o.Concurrencies,
-			Repeats:          o.Repeats,
-			Prompts:          []string{"Explain batching.", "Write a haiku about queues."},
-			MaxTokens:        o.MaxTokens,
-			TimeoutS:         o.TimeoutS,
-			PercentileMethod: contract.PercentileMethod,
-		},
-		Notes: []string{},
+		Workload: w,
+		Notes:    []string{},
 	}
-	if o.Baseline != "" {
-		b := o.Baseline
-		r.Baseline = &b
-	}
-	for _, s := range o.Servers {
-		r.Servers = append(r.Servers, bundle.Server{Name: s.Name, BaseURL: "http://127.0.0.1:0", Simulated: "plottest"})
-		r.Provenance.Simulation.Profiles[s.Name] = "plottest"
-	}
-	clock := anchor
-	id := 0
+}
+
+// addServer adds s to r's servers, simulated by plottest.
+func addServer(r *bundle.Results, s Server) {
+	r.Servers = append(r.Servers, bundle.Server{Name: s.Name, BaseURL: "http://127.0.0.1:0", Simulated: "plottest"})
+	r.Provenance.Simulation.Profiles[s.Name] = "plottest"
+}
+
+// closedWaves adds every recorded closed-loop wave of o to r, server by
+// server, load by load, repeat by repeat, one after another from anchor;
+// it returns when the last one ended and the next wave's id.
+func closedWaves(r *bundle.Results, rng *rand.Rand, o Options) (clock time.Time, id int) {
+	clock = anchor
 	for _, s := range o.Servers {
 		first := true
 		for _, c := range o.Concurrencies {
@@ -129,36 +152,38 @@ func Results(o Options) *bundle.Results {
 			}
 		}
 	}
-	if o.MechanismCheck && len(o.Servers) > 0 && len(o.Concurrencies) > 0 {
-		s := o.Servers[len(o.Servers)-1]
-		c := o.Concurrencies[len(o.Concurrencies)-1]
-		w := contract.Wave{ID: id, Server: s.Name, Concurrency: c, Kind: contract.KindMechanismCheck,
-			Mode: contract.ModeClosed, StartedAt: clock.Format(time.RFC3339)}
-		recs := wave(rng, o, s, w, false)
-		finish(&w, recs)
-		r.Waves = append(r.Waves, w)
-		r.Records = append(r.Records, recs...)
-		m := &bundle.MechanismCheck{Server: s.Name, Metric: "vllm:num_requests_running", Concurrency: c, PeriodS: 0.1, Wave: id}
-		max := 0.0
-		for k := 0; float64(k)*m.PeriodS <= w.WallS+0.2; k++ {
-			t := round(float64(k) * m.PeriodS)
-			n := 0.0
-			for _, rec := range recs {
-				if rec.StartS <= t && t < rec.EndS {
-					n++
-				}
+	return clock, id
+}
+
+// mechanismWave adds to r, at clock, a mechanism-check wave (id) against
+// o's last server at its highest concurrency, with its series of running
+// requests polled every 100 ms; it returns when the wave ended.
+func mechanismWave(r *bundle.Results, rng *rand.Rand, o Options, clock time.Time, id int) time.Time {
+	s := o.Servers[len(o.Servers)-1]
+	c := o.Concurrencies[len(o.Concurrencies)-1]
+	w := contract.Wave{ID: id, Server: s.Name, Concurrency: c, Kind: contract.KindMechanismCheck,
+		Mode: contract.ModeClosed, StartedAt: clock.Format(time.RFC3339)}
+	recs := wave(rng, o, s, w, false)
+	finish(&w, recs)
+	r.Waves = append(r.Waves, w)
+	r.Records = append(r.Records, recs...)
+	m := &bundle.MechanismCheck{Server: s.Name, Metric: "vllm:num_requests_running", Concurrency: c, PeriodS: 0.1, Wave: id}
+	max := 0.0
+	for k := 0; float64(k)*m.PeriodS <= w.WallS+0.2; k++ {
+		t := round(float64(k) * m.PeriodS)
+		n := 0.0
+		for _, rec := range recs {
+			if rec.StartS <= t && t < rec.EndS {
+				n++
 			}
-			max = maxf(max, n)
-			m.Series = append(m.Series, [2]float64{t, n})
 		}
-		m.Max = &max
-		r.MechanismCheck = m
-		r.Workload.MechanismCheck = &bundle.MechanismSpec{Server: s.Name, Metric: m.Metric, Concurrency: c, PeriodS: m.PeriodS}
-		clock = clock.Add(time.Duration(w.WallS * float64(time.Second)))
+		max = maxf(max, n)
+		m.Series = append(m.Series, [2]float64{t, n})
 	}
-	r.Provenance.FinishedAt = clock.Format(time.RFC3339)
-	r.Recompute()
-	return r
+	m.Max = &max
+	r.MechanismCheck = m
+	r.Workload.MechanismCheck = &bundle.MechanismSpec{Server: s.Name, Metric: m.Metric, Concurrency: c, PeriodS: m.PeriodS}
+	return clock.Add(time.Duration(w.WallS * float64(time.Second)))
 }
 
 func finish(w *contract.Wave, recs []contract.Record) {
@@ -166,16 +191,29 @@ func finish(w *contract.Wave, recs []contract.Record) {
 	w.ReleaseSpreadS = contract.WaveReleaseSpreadS(recs)
 }
 
+// served is one request of a closed-loop wave as the model serves it.
+type served struct {
+	client         int
+	start, first   float64 // send, first content
+	tpot, serviceS float64
+}
+
 // wave generates the records of one closed-loop wave.
 func wave(rng *rand.Rand, o Options, s Server, w contract.Wave, cold bool) []contract.Record {
-	n := w.Concurrency
-	jit := func() float64 { return 1 + o.Jitter*(2*rng.Float64()-1) }
-	type req struct {
-		client         int
-		start, first   float64
-		tpot, serviceS float64
+	recs := make([]contract.Record, 0, w.Concurrency)
+	for _, q := range serve(rng, o, s, w.Concurrency, cold) {
+		recs = append(recs, closedRecord(o, s, w, q))
 	}
-	reqs := make([]req, n)
+	return recs
+}
+
+// serve is the schedule of a wave of n clients, each sending at once (a
+// few milliseconds apart): a serial server serves them one at a time in
+// order of sending, a batching one all together, each slower by its
+// BatchSlowdown; a cold serial server is twice as slow.
+func serve(rng *rand.Rand, o Options, s Server, n int, cold bool) []served {
+	jit := func() float64 { return 1 + o.Jitter*(2*rng.Float64()-1) }
+	reqs := make([]served, n)
 	for i := range reqs {
 		reqs[i].client = i
 		reqs[i].start = 0.0005 + 0.002*rng.Float64()
@@ -208,46 +246,49 @@ func wave(rng *rand.Rand, o Options, s Server, w contract.Wave, cold bool) []con
 			free = begin + q.serviceS
 		}
 	}
-	recs := make([]contract.Record, 0, n)
-	for _, q := range reqs {
-		rec := contract.Record{
-			Kind: w.Kind, Server: s.Name, Concurrency: n, Repeat: w.Repeat, Wave: w.ID,
-			Client: q.client, Prompt: q.client % 2,
-			IntendedStartS: 0, StartS: round(q.start),
-		}
-		in := []int{4, 7}[q.client%2] // the two prompts' client-counted tokens
-		rec.InputTokens = &in
-		deadline := q.start + o.TimeoutS
-		var chunks []float64
-		for k := range o.MaxTokens {
-			t := q.first + q.tpot*float64(k)
-			if t > deadline {
-				break
-			}
-			chunks = append(chunks, round(t))
-		}
-		rec.ChunkTimesS = chunks
-		if len(chunks) > 0 {
-			f := chunks[0]
-			rec.FirstContentS = &f
-		}
-		rec.Text = strings.Repeat(" tok", len(chunks))
-		rec.OutputTokens = len(chunks)
-		if len(chunks) == o.MaxTokens {
-			rec.OK = true
-			rec.EndS = round(chunks[len(chunks)-1] + 0.0002)
-			rec.FinishReason = "length"
-			u := o.MaxTokens
-			rec.UsageCompletionTokens = &u
-		} else {
-			rec.OK = false
-			rec.EndS = round(deadline)
-			rec.ErrorKind = contract.ErrTimeout
-			rec.Error = fmt.Sprintf("no end of stream within %g s", o.TimeoutS)
-		}
-		recs = append(recs, rec)
+	return reqs
+}
+
+// closedRecord is the record of request q of wave w: its chunks up to
+// o.MaxTokens, successful when all of them came before the timeout, else
+// a timeout failure at the deadline.
+func closedRecord(o Options, s Server, w contract.Wave, q served) contract.Record {
+	rec := contract.Record{
+		Kind: w.Kind, Server: s.Name, Concurrency: w.Concurrency, Repeat: w.Repeat, Wave: w.ID,
+		Client: q.client, Prompt: q.client % 2,
+		IntendedStartS: 0, StartS: round(q.start),
 	}
-	return recs
+	in := []int{4, 7}[q.client%2] // the two prompts' client-counted tokens
+	rec.InputTokens = &in
+	deadline := q.start + o.TimeoutS
+	var chunks []float64
+	for k := range o.MaxTokens {
+		t := q.first + q.tpot*float64(k)
+		if t > deadline {
+			break
+		}
+		chunks = append(chunks, round(t))
+	}
+	rec.ChunkTimesS = chunks
+	if len(chunks) > 0 {
+		f := chunks[0]
+		rec.FirstContentS = &f
+	}
+	rec.Text = strings.Repeat(" tok", len(chunks))
+	rec.OutputTokens = len(chunks)
+	if len(chunks) == o.MaxTokens {
+		rec.OK = true
+		rec.EndS = round(chunks[len(chunks)-1] + 0.0002)
+		rec.FinishReason = "length"
+		u := o.MaxTokens
+		rec.UsageCompletionTokens = &u
+	} else {
+		rec.OK = false
+		rec.EndS = round(deadline)
+		rec.ErrorKind = contract.ErrTimeout
+		rec.Error = fmt.Sprintf("no end of stream within %g s", o.TimeoutS)
+	}
+	return rec
 }
 
 // round keeps times at microsecond resolution, as a journal would.
