@@ -548,77 +548,7 @@ func (r *Rehearsal) validate(p *Problems) {
 				names[s.Name] = i
 			}
 		}
-		if s.Launch != nil && len(s.Launch) == 0 {
-			p.add(at+".launch", "empty")
-		}
-		for j, a := range s.Launch {
-			if j == 0 && strings.TrimSpace(a) == "" {
-				p.add(fmt.Sprintf("%s.launch[%d]", at, j), "empty program name")
-			}
-		}
-		if s.Launch == nil && s.BaseURL == "" {
-			p.add(at, "needs launch (an argv to start it) or base_url (a server already running)")
-		}
-		if s.BaseURL != "" && len(s.BaseURLs) == 0 {
-			u, err := url.Parse(s.BaseURL)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				p.add(at+".base_url", "%q is not an http(s) URL", s.BaseURL)
-			}
-		}
-		if s.Port < 0 || s.Port > 65535 {
-			p.add(at+".port", "%d is not a port (0 picks a free one)", s.Port)
-		}
-		if !s.Launched() && s.Port != 0 {
-			p.add(at+".port", "only meaningful for a launched server (put the port in base_url)")
-		}
-		if s.Launched() && s.Port == 0 {
-			hasPlaceholder := strings.Contains(strings.Join(s.Launch, " "), "{port}") ||
-				slices.ContainsFunc(slices.Collect(maps.Values(s.Env)), func(v string) bool { return strings.Contains(v, "{port}") })
-			switch {
-			case s.BaseURL != "":
-				p.add(at+".port", "0, but base_url is given: a launched server with a base_url needs its port set")
-			case !hasPlaceholder:
-				p.add(at+".launch", "no {port} placeholder (in launch or env) and no port: rehearse cannot know where the server listens")
-			}
-		}
-		keys := make([]string, 0, len(s.Env))
-		for k := range s.Env {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if !envNameRE.MatchString(k) {
-				p.add(at+".env", "%q is not an environment variable name", k)
-			}
-		}
-		if s.APIKeyEnv != "" && !envNameRE.MatchString(s.APIKeyEnv) {
-			p.add(at+".api_key_env", "%q is not an environment variable name", s.APIKeyEnv)
-		}
-		if !strings.HasPrefix(s.Ready.Path, "/") {
-			p.add(at+".ready.path", "%q must start with /", s.Ready.Path)
-		}
-		switch s.Ready.Mode {
-		case ReadyFull, ReadyModels, ReadyAnswer:
-		default:
-			p.add(at+".ready.mode", "%q: want full, models or answer", s.Ready.Mode)
-		}
-		if s.Ready.Timeout < 0 {
-			p.add(at+".ready.timeout", "%v is negative", s.Ready.Timeout)
-		}
-		if !strings.HasPrefix(s.Metrics.Path, "/") {
-			p.add(at+".metrics.path", "%q must start with /", s.Metrics.Path)
-		}
-		if s.StopGrace < 0 {
-			p.add(at+".stop_grace", "%v is negative", s.StopGrace)
-		}
-		if s.Model == "" {
-			p.add(at+".model", "empty, and model.id is not set either (the model name to request)")
-		}
-		if s.MaxModelLen < 0 {
-			p.add(at+".max_model_len", "%d: must be 0 (unknown) or more", s.MaxModelLen)
-		}
-		validateReplicas(at, s, p)
-		validatePrepare(at, s, p)
+		validateServer(at, s, p)
 	}
 	checkLogNames(r.Servers, p)
 	if r.Baseline != "" {
@@ -626,6 +556,94 @@ func (r *Rehearsal) validate(p *Problems) {
 			p.add("baseline", "%q names no server (servers: %s)", r.Baseline, strings.Join(sortedKeys(names), ", "))
 		}
 	}
+	r.validateWorkload(names, p)
+	r.validateMechanismCheck(names, p)
+	r.Tokenizer.validate(p)
+	switch r.OnServerFailure {
+	case OnFailureContinue, OnFailureStop:
+	default:
+		p.add("on_server_failure", "%q: want continue or stop", r.OnServerFailure)
+	}
+}
+
+// validateServer checks servers[i] (at) beyond its name.
+func validateServer(at string, s Server, p *Problems) {
+	if s.Launch != nil && len(s.Launch) == 0 {
+		p.add(at+".launch", "empty")
+	}
+	for j, a := range s.Launch {
+		if j == 0 && strings.TrimSpace(a) == "" {
+			p.add(fmt.Sprintf("%s.launch[%d]", at, j), "empty program name")
+		}
+	}
+	if s.Launch == nil && s.BaseURL == "" {
+		p.add(at, "needs launch (an argv to start it) or base_url (a server already running)")
+	}
+	if s.BaseURL != "" && len(s.BaseURLs) == 0 {
+		u, err := url.Parse(s.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.add(at+".base_url", "%q is not an http(s) URL", s.BaseURL)
+		}
+	}
+	if s.Port < 0 || s.Port > 65535 {
+		p.add(at+".port", "%d is not a port (0 picks a free one)", s.Port)
+	}
+	if !s.Launched() && s.Port != 0 {
+		p.add(at+".port", "only meaningful for a launched server (put the port in base_url)")
+	}
+	if s.Launched() && s.Port == 0 {
+		hasPlaceholder := strings.Contains(strings.Join(s.Launch, " "), "{port}") ||
+			slices.ContainsFunc(slices.Collect(maps.Values(s.Env)), func(v string) bool { return strings.Contains(v, "{port}") })
+		switch {
+		case s.BaseURL != "":
+			p.add(at+".port", "0, but base_url is given: a launched server with a base_url needs its port set")
+		case !hasPlaceholder:
+			p.add(at+".launch", "no {port} placeholder (in launch or env) and no port: rehearse cannot know where the server listens")
+		}
+	}
+	keys := make([]string, 0, len(s.Env))
+	for k := range s.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !envNameRE.MatchString(k) {
+			p.add(at+".env", "%q is not an environment variable name", k)
+		}
+	}
+	if s.APIKeyEnv != "" && !envNameRE.MatchString(s.APIKeyEnv) {
+		p.add(at+".api_key_env", "%q is not an environment variable name", s.APIKeyEnv)
+	}
+	if !strings.HasPrefix(s.Ready.Path, "/") {
+		p.add(at+".ready.path", "%q must start with /", s.Ready.Path)
+	}
+	switch s.Ready.Mode {
+	case ReadyFull, ReadyModels, ReadyAnswer:
+	default:
+		p.add(at+".ready.mode", "%q: want full, models or answer", s.Ready.Mode)
+	}
+	if s.Ready.Timeout < 0 {
+		p.add(at+".ready.timeout", "%v is negative", s.Ready.Timeout)
+	}
+	if !strings.HasPrefix(s.Metrics.Path, "/") {
+		p.add(at+".metrics.path", "%q must start with /", s.Metrics.Path)
+	}
+	if s.StopGrace < 0 {
+		p.add(at+".stop_grace", "%v is negative", s.StopGrace)
+	}
+	if s.Model == "" {
+		p.add(at+".model", "empty, and model.id is not set either (the model name to request)")
+	}
+	if s.MaxModelLen < 0 {
+		p.add(at+".max_model_len", "%d: must be 0 (unknown) or more", s.MaxModelLen)
+	}
+	validateReplicas(at, s, p)
+	validatePrepare(at, s, p)
+}
+
+// validateWorkload checks workload: and the sections that shape what is
+// sent (capacity, cost, segment, open loop).
+func (r *Rehearsal) validateWorkload(names map[string]int, p *Problems) {
 	w := r.Workload
 	if len(w.Concurrencies) == 0 && w.OpenLoop == nil && r.Capacity == nil {
 		p.add("workload.concurrencies", "empty (and no open_loop or capacity: nothing to send)")
@@ -684,21 +702,31 @@ func (r *Rehearsal) validate(p *Problems) {
 	r.validateCost(p)
 	r.validateSegment(p)
 	validateOpenLoop(w, p)
-	if m := r.MechanismCheck; m != nil {
-		if _, ok := names[m.Server]; !ok && len(names) > 0 {
-			p.add("mechanism_check.server", "%q names no server (servers: %s)", m.Server, strings.Join(sortedKeys(names), ", "))
-		}
-		if m.Concurrency < 1 {
-			p.add("mechanism_check.concurrency", "%d: must be at least 1", m.Concurrency)
-		}
-		if m.Period <= 0 || m.Period.D() < time.Millisecond {
-			p.add("mechanism_check.period", "%v: must be at least 1ms", m.Period)
-		}
-		if m.Metric == "" {
-			p.add("mechanism_check.metric", "empty")
-		}
+}
+
+// validateMechanismCheck checks mechanism_check:, when given.
+func (r *Rehearsal) validateMechanismCheck(names map[string]int, p *Problems) {
+	m := r.MechanismCheck
+	if m == nil {
+		return
 	}
-	t := r.Tokenizer
+	if _, ok := names[m.Server]; !ok && len(names) > 0 {
+		p.add("mechanism_check.server", "%q names no server (servers: %s)", m.Server, strings.Join(sortedKeys(names), ", "))
+	}
+	if m.Concurrency < 1 {
+		p.add("mechanism_check.concurrency", "%d: must be at least 1", m.Concurrency)
+	}
+	if m.Period <= 0 || m.Period.D() < time.Millisecond {
+		p.add("mechanism_check.period", "%v: must be at least 1ms", m.Period)
+	}
+	if m.Metric == "" {
+		p.add("mechanism_check.metric", "empty")
+	}
+
+}
+
+// validate checks tokenizer: (path, model and revision, or variant).
+func (t Tokenizer) validate(p *Problems) {
 	if t.Path != "" {
 		if t.Model != "" || t.Variant != "" {
 			p.add("tokenizer", "give path, or model (and revision), or variant; not several")
@@ -711,11 +739,6 @@ func (r *Rehearsal) validate(p *Problems) {
 	}
 	if t.Revision != "" && t.Model == "" {
 		p.add("tokenizer.revision", "given without tokenizer.model")
-	}
-	switch r.OnServerFailure {
-	case OnFailureContinue, OnFailureStop:
-	default:
-		p.add("on_server_failure", "%q: want continue or stop", r.OnServerFailure)
 	}
 }
 
