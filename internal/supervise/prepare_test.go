@@ -101,4 +101,3 @@ func TestPrepareWaitsForTheHealthPath(t *testing.T) {
 		t.Error("prepare accepted without a launched process")
 	}
 }
-
