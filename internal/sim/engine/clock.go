@@ -25,13 +25,10 @@ func (c *Clock) Now() float64 {
 	return time.Since(c.epoch).Seconds() * c.scale
 }
 
-// Scale is the simulated seconds per wall-clock second.
-func (c *Clock) Scale() float64 { return c.scale }
-
 // SleepUntil blocks until simulated time t or until ctx is done; it reports
 // whether t was reached.
 func (c *Clock) SleepUntil(ctx context.Context, t float64) bool {
-	d := c.epoch.Add(time.Duration(t / c.scale * float64(time.Second))).Sub(time.Now())
+	d := time.Until(c.epoch.Add(time.Duration(t / c.scale * float64(time.Second))))
 	if d <= 0 {
 		return ctx.Err() == nil
 	}

@@ -512,19 +512,6 @@ func errorRows(source, server string, predicted, measured []contract.Aggregate) 
 	return rows
 }
 
-// closedConcurrencies are the concurrencies of the server's recorded
-// closed-loop waves, ascending.
-func closedConcurrencies(res *bundle.Results, server string) []int {
-	var out []int
-	for _, w := range res.Waves {
-		if w.Kind == contract.KindRecorded && w.Server == server && contract.KeyOf(w).Mode == contract.ModeClosed {
-			out = append(out, w.Concurrency)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
 // bundleLoads are the loads of the server's recorded waves, in
 // compareKeys order.
 func bundleLoads(res *bundle.Results, server string) []contract.Key {
