@@ -118,9 +118,10 @@ type Result struct {
 // through the profile's engine on a virtual clock and aggregates the
 // records with the contract, so that predicted and measured figures are
 // defined identically. The engine is the served simulator's own scheduling
-// code, stepped without a wall clock (engine.Run); the virtual timeline is the one the
-// served simulator follows on a fake clock, and a test holds them equal. It
-// is deterministic: the same profile and workload give the same records.
+// code, stepped without a wall clock (engine.Run); the virtual timeline is
+// the one the served simulator follows on a fake clock, and a test holds
+// them equal. It is deterministic: the same profile and workload give the
+// same records.
 func Closed(p *engine.Profile, w ClosedWorkload, o Options) (*Result, error) {
 	o, plans, cache, err := prepare(p, w, o)
 	if err != nil {
