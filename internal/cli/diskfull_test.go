@@ -18,6 +18,7 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/sim"
+	"github.com/rehearse/rehearse/internal/sim/engine"
 )
 
 // Issue 28 row 1: a journal that can no longer be written (the disk full)
@@ -27,7 +28,7 @@ import (
 // rehearse runs as a child (this test binary as rehearse) under a file
 // size limit, so the journal's write past it fails with EFBIG for real.
 func TestBenchStopsAtTheJournalsFirstWriteError(t *testing.T) {
-	s, err := sim.New(sim.Options{Engine: sim.EngineBatching, TimeScale: 1000, Seed: 1})
+	s, err := sim.New(sim.Options{Engine: engine.Batching, TimeScale: 1000, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestBenchStopsAtTheJournalsFirstWriteError(t *testing.T) {
 // is one line naming results.json, not its temporary file, exit 1; the
 // journal is whole, and report writes results.json from it.
 func TestBenchNamesResultsJSONsWriteError(t *testing.T) {
-	s, err := sim.New(sim.Options{Engine: sim.EngineBatching, TimeScale: 1000, Seed: 1})
+	s, err := sim.New(sim.Options{Engine: engine.Batching, TimeScale: 1000, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

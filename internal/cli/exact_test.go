@@ -11,6 +11,7 @@ import (
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/sim"
+	"github.com/rehearse/rehearse/internal/sim/engine"
 )
 
 // TestBenchWarnsOfRecountsThatDifferFromUsage pins what a user sees when
@@ -54,7 +55,7 @@ func TestBenchWarnsOfRecountsThatDifferFromUsage(t *testing.T) {
 // one token each, so its usage and the re-count agree on every record; the
 // bundle says so and the terminal warns of nothing.
 func TestBenchAgainstTheSimulatorRecountsExactly(t *testing.T) {
-	s, err := sim.New(sim.Options{Engine: sim.EngineBatching, TimeScale: 1000, Seed: 1})
+	s, err := sim.New(sim.Options{Engine: engine.Batching, TimeScale: 1000, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,8 @@ import (
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/report"
 	"github.com/rehearse/rehearse/internal/sim"
+	"github.com/rehearse/rehearse/internal/sim/engine"
+	"github.com/rehearse/rehearse/internal/sim/fit"
 	"github.com/rehearse/rehearse/internal/tokenizer"
 )
 
@@ -122,7 +124,7 @@ request (client_added_s) and its report's load-generator section shows it.`,
 			}
 			if o.profile != "" && !cmd.Flags().Changed("engine") {
 				// The profile says which engine it was fitted for.
-				if p, err := sim.ResolveProfile(o.profile); err == nil {
+				if p, err := engine.ResolveProfile(o.profile); err == nil {
 					o.engine = p.Engine
 				}
 			}
@@ -134,7 +136,7 @@ request (client_added_s) and its report's load-generator section shows it.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.engine, "engine", sim.EngineBatching, "engine: serial (one lock) or batching (continuous batching); with --profile and no --engine, the profile's")
+	f.StringVar(&o.engine, "engine", engine.Batching, "engine: serial (one lock) or batching (continuous batching); with --profile and no --engine, the profile's")
 	f.StringVar(&o.profile, "profile", "", "built-in profile name or profile JSON file (default t4-qwen2.5-1.5b-ENGINE)")
 	f.BoolVar(&o.listProfiles, "list-profiles", false, "list the built-in profiles and exit")
 	f.StringVar(&o.model, "model", "", "model id to serve (default: the profile's model)")
@@ -160,8 +162,8 @@ request (client_added_s) and its report's load-generator section shows it.`,
 }
 
 func listSimProfiles(w io.Writer) error {
-	for _, name := range sim.ProfileNames() {
-		p, err := sim.BuiltinProfile(name)
+	for _, name := range engine.ProfileNames() {
+		p, err := engine.BuiltinProfile(name)
 		if err != nil {
 			return err
 		}
@@ -172,7 +174,7 @@ func listSimProfiles(w io.Writer) error {
 
 // options validates the flags and builds the simulator's options.
 func (o simOptions) options() (sim.Options, error) {
-	if o.engine != sim.EngineSerial && o.engine != sim.EngineBatching {
+	if o.engine != engine.Serial && o.engine != engine.Batching {
 		return sim.Options{}, usageError("--engine %q: want serial or batching", o.engine)
 	}
 	if o.port < 0 || o.port > 65535 {
@@ -207,7 +209,7 @@ func (o simOptions) options() (sim.Options, error) {
 	if name == "" {
 		name = "t4-qwen2.5-1.5b-" + o.engine
 	}
-	p, err := sim.ResolveProfile(name)
+	p, err := engine.ResolveProfile(name)
 	if err != nil {
 		return sim.Options{}, usageError("--profile: %v", err)
 	}
@@ -367,7 +369,7 @@ func (o simFitOptions) validate() error {
 		return usageError("--bundle is required")
 	case o.server == "":
 		return usageError("--server is required")
-	case o.engine != sim.EngineSerial && o.engine != sim.EngineBatching:
+	case o.engine != engine.Serial && o.engine != engine.Batching:
 		return usageError("--engine %q: want serial or batching", o.engine)
 	case len(o.fitConcurrencies) == 0:
 		return usageError("--fit-concurrencies is empty: name at least one concurrency, e.g. 1,64")
@@ -392,21 +394,21 @@ func runSimFit(st *State, o simFitOptions) error {
 	if err != nil {
 		return usageError("--bundle: %v", err)
 	}
-	fit, err := sim.FitProfile(res, sim.FitOptions{
+	fitted, err := fit.Profile(res, fit.Options{
 		Server: o.server, Engine: o.engine, FitConcurrencies: o.fitConcurrencies,
 		Name: o.name, Description: o.description, MaxModelLen: o.maxModelLen,
 	})
 	if err != nil {
 		return usageError("%v", err)
 	}
-	cmp, err := sim.Compare(res, fit, o.server, o.fitConcurrencies, nil)
+	cmp, err := fit.Compare(res, fitted, o.server, o.fitConcurrencies, nil)
 	if err != nil {
 		return err
 	}
 	// With -o - the profile is standard output's, the derivation stderr's.
 	table := st.Stdout
 	if o.output != "" {
-		data, err := fit.Profile.Encode()
+		data, err := fitted.Profile.Encode()
 		if err != nil {
 			return err
 		}
@@ -417,14 +419,14 @@ func runSimFit(st *State, o simFitOptions) error {
 			table = st.Stderr
 		}
 	}
-	writeSimFit(table, o, fit, cmp)
+	writeSimFit(table, o, fitted, cmp)
 	return nil
 }
 
 // writeSimFit prints the derivation and the measured-against-predicted
 // table, as text or markdown.
-func writeSimFit(w io.Writer, o simFitOptions, fit *sim.Fit, cmp *sim.Comparison) {
-	p := fit.Profile
+func writeSimFit(w io.Writer, o simFitOptions, fitted *fit.Result, cmp *fit.Comparison) {
+	p := fitted.Profile
 	written := "not written (pass -o FILE)"
 	if o.output != "" {
 		written = "written to " + o.output
@@ -433,12 +435,12 @@ func writeSimFit(w io.Writer, o simFitOptions, fit *sim.Fit, cmp *sim.Comparison
 		fmt.Fprintf(w, "Profile `%s` (%s engine), fitted to server `%s` of `%s` on its waves at %s clients; %s.\n\n",
 			p.Name, p.Engine, o.server, o.bundleDir, report.Ints(o.fitConcurrencies), written)
 		fmt.Fprintf(w, "How each number was fitted:\n\n")
-		for _, d := range fit.Derivation {
+		for _, d := range fitted.Derivation {
 			fmt.Fprintf(w, "- %s\n", d)
 		}
-		if len(fit.Unexplained) > 0 {
+		if len(fitted.Unexplained) > 0 {
 			fmt.Fprintf(w, "\nWhat the fitted model does not explain:\n\n")
-			for _, d := range fit.Unexplained {
+			for _, d := range fitted.Unexplained {
 				fmt.Fprintf(w, "- %s\n", d)
 			}
 		}
@@ -446,31 +448,31 @@ func writeSimFit(w io.Writer, o simFitOptions, fit *sim.Fit, cmp *sim.Comparison
 		fmt.Fprintf(w, "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 		for _, r := range cmp.Rows {
 			fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Concurrency, simFitLabel(r.Fitted),
-				report.Goodput(r.Measured.Goodput), report.Goodput(r.Predicted.Goodput), report.Change(sim.RelErr(r.Predicted.Goodput.Median, r.Measured.Goodput.Median)),
-				report.Seconds(r.Measured.TTFT.P95), report.Seconds(r.Predicted.TTFT.P95), report.Change(sim.RelErr(r.Predicted.TTFT.P95, r.Measured.TTFT.P95)),
+				report.Goodput(r.Measured.Goodput), report.Goodput(r.Predicted.Goodput), report.Change(fit.RelErr(r.Predicted.Goodput.Median, r.Measured.Goodput.Median)),
+				report.Seconds(r.Measured.TTFT.P95), report.Seconds(r.Predicted.TTFT.P95), report.Change(fit.RelErr(r.Predicted.TTFT.P95, r.Measured.TTFT.P95)),
 				report.FailureCount(r.Measured.Failures), report.FailureCount(r.Predicted.Failures))
 		}
 	} else {
 		fmt.Fprintf(w, "profile %s (%s engine) fitted to server %s of %s on its waves at %s clients; %s\n",
 			p.Name, p.Engine, o.server, o.bundleDir, report.Ints(o.fitConcurrencies), written)
-		for _, d := range fit.Derivation {
+		for _, d := range fitted.Derivation {
 			fmt.Fprintf(w, "  %s\n", d)
 		}
-		for _, d := range fit.Unexplained {
+		for _, d := range fitted.Unexplained {
 			fmt.Fprintf(w, "  not explained: %s\n", d)
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(tw, "clients\twaves\tgoodput measured\tpredicted\terror\tp95 TTFT measured\tpredicted\terror\tfailures measured\tpredicted\t\n")
 		for _, r := range cmp.Rows {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Concurrency, simFitLabel(r.Fitted),
-				report.Goodput(r.Measured.Goodput), report.Goodput(r.Predicted.Goodput), report.Change(sim.RelErr(r.Predicted.Goodput.Median, r.Measured.Goodput.Median)),
-				report.Seconds(r.Measured.TTFT.P95), report.Seconds(r.Predicted.TTFT.P95), report.Change(sim.RelErr(r.Predicted.TTFT.P95, r.Measured.TTFT.P95)),
+				report.Goodput(r.Measured.Goodput), report.Goodput(r.Predicted.Goodput), report.Change(fit.RelErr(r.Predicted.Goodput.Median, r.Measured.Goodput.Median)),
+				report.Seconds(r.Measured.TTFT.P95), report.Seconds(r.Predicted.TTFT.P95), report.Change(fit.RelErr(r.Predicted.TTFT.P95, r.Measured.TTFT.P95)),
 				report.FailureCount(r.Measured.Failures), report.FailureCount(r.Predicted.Failures))
 		}
 		tw.Flush()
 	}
-	if fit.CountedPerGeneratedToken != 1 {
-		fmt.Fprintf(w, "\nGoodput and TPOT count generated tokens on both sides (the server's usage_completion_tokens): the bundle's text re-tokenized to %.4f tokens per generated one, an artifact of its text that the engine model does not reproduce.\n", fit.CountedPerGeneratedToken)
+	if fitted.CountedPerGeneratedToken != 1 {
+		fmt.Fprintf(w, "\nGoodput and TPOT count generated tokens on both sides (the server's usage_completion_tokens): the bundle's text re-tokenized to %.4f tokens per generated one, an artifact of its text that the engine model does not reproduce.\n", fitted.CountedPerGeneratedToken)
 	}
 	for _, n := range cmp.Notes {
 		fmt.Fprintf(w, "Note: %s.\n", n)

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rehearse/rehearse/internal/sim"
+	"github.com/rehearse/rehearse/internal/sim/engine"
 )
 
 // lockedBuffer is a bytes.Buffer safe for a server's concurrent log writes.
@@ -298,11 +298,11 @@ func TestSimFitWritesTheProfileAndTheHeldOutTable(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
 	}
-	got, err := sim.LoadProfile(out)
+	got, err := engine.LoadProfile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	builtin, err := sim.BuiltinProfile("h200-qwen2.5-1.5b-transformers-batching")
+	builtin, err := engine.BuiltinProfile("h200-qwen2.5-1.5b-transformers-batching")
 	if err != nil {
 		t.Fatal(err)
 	}

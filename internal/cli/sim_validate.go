@@ -18,7 +18,8 @@ import (
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/rehearsal"
-	"github.com/rehearse/rehearse/internal/sim"
+	"github.com/rehearse/rehearse/internal/sim/engine"
+	"github.com/rehearse/rehearse/internal/sim/fit"
 	"github.com/rehearse/rehearse/internal/tokenizer"
 )
 
@@ -130,8 +131,8 @@ type simValidateFile struct {
 	FitOn      string             `json:"fit_on"`
 	HoldOut    string             `json:"hold_out"`
 	TimeScale  float64            `json:"live_time_scale,omitempty"`
-	Profiles   []*sim.Profile     `json:"profiles"`
-	Rows       []sim.ErrorRow     `json:"rows"`
+	Profiles   []*engine.Profile  `json:"profiles"`
+	Rows       []fit.ErrorRow     `json:"rows"`
 	Unexplain  []string           `json:"not_explained,omitempty"`
 	Notes      []string           `json:"notes,omitempty"`
 	CountRatio map[string]float64 `json:"bundle_counted_per_generated_token"`
@@ -156,11 +157,11 @@ func (o simValidateOptions) validate() error {
 }
 
 func runSimValidate(cmd *cobra.Command, st *State, o simValidateOptions) error {
-	fitOn, err := sim.ParseLoads(o.fitOn)
+	fitOn, err := fit.ParseLoads(o.fitOn)
 	if err != nil {
 		return usageError("sim validate: --fit-on %q: %v", o.fitOn, err)
 	}
-	holdOut, err := sim.ParseLoads(o.holdOut)
+	holdOut, err := fit.ParseLoads(o.holdOut)
 	if err != nil {
 		return usageError("sim validate: --hold-out %q: %v", o.holdOut, err)
 	}
@@ -193,9 +194,9 @@ func runSimValidate(cmd *cobra.Command, st *State, o simValidateOptions) error {
 			}
 		}
 	}
-	var vals []*sim.Validation
+	var vals []*fit.Validation
 	for _, s := range servers {
-		v, err := sim.Validate(res, sim.ValidateOptions{Server: s.name, Engine: s.engine, FitOn: fitOn, HoldOut: holdOut, HeldOut: hold, Jitter: o.fitJitter, MaxModelLen: o.maxModelLen})
+		v, err := fit.Validate(res, fit.ValidateOptions{Server: s.name, Engine: s.engine, FitOn: fitOn, HoldOut: holdOut, HeldOut: hold, Jitter: o.fitJitter, MaxModelLen: o.maxModelLen})
 		if err != nil {
 			return usageError("%v", err)
 		}
@@ -210,7 +211,7 @@ func runSimValidate(cmd *cobra.Command, st *State, o simValidateOptions) error {
 	if !o.noLive {
 		file.TimeScale = o.timeScale
 	}
-	var rows []sim.ErrorRow
+	var rows []fit.ErrorRow
 	for _, v := range vals {
 		file.Profiles = append(file.Profiles, v.Fit.Profile)
 		file.CountRatio[v.Server] = v.Fit.CountedPerGeneratedToken
@@ -232,7 +233,7 @@ func runSimValidate(cmd *cobra.Command, st *State, o simValidateOptions) error {
 
 // printValidate prints the error table and the notes: on standard output,
 // or on stderr where -o - made the file standard output's.
-func printValidate(st *State, o simValidateOptions, rows []sim.ErrorRow, notes []string, vals []*sim.Validation) error {
+func printValidate(st *State, o simValidateOptions, rows []fit.ErrorRow, notes []string, vals []*fit.Validation) error {
 	w := st.Stdout
 	if o.output == bundle.StdoutPath {
 		w = st.Stderr
@@ -242,7 +243,7 @@ func printValidate(st *State, o simValidateOptions, rows []sim.ErrorRow, notes [
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		if rows == nil {
-			rows = []sim.ErrorRow{}
+			rows = []fit.ErrorRow{}
 		}
 		return enc.Encode(rows)
 	case o.markdown:
@@ -266,7 +267,7 @@ func printValidate(st *State, o simValidateOptions, rows []sim.ErrorRow, notes [
 
 // inSimulatedTime reads a bundle of simulated servers at time scale k (the
 // demo's) in simulated time, so the fit is the profiles' own: its waves and
-// records (sim.SlowedDown), and its workload's client timeout, sustained
+// records (fit.SlowedDown), and its workload's client timeout, sustained
 // duration, open-loop rates, ramp and duration, and traced arrivals. It returns a note saying so,
 // or "" for a bundle at time scale 1.
 func inSimulatedTime(res *bundle.Results, what string, liveScale float64) string {
@@ -275,7 +276,7 @@ func inSimulatedTime(res *bundle.Results, what string, liveScale float64) string
 		return ""
 	}
 	k := s.TimeScale
-	res.Waves, res.Records = sim.SlowedDown(res.Waves, res.Records, k)
+	res.Waves, res.Records = fit.SlowedDown(res.Waves, res.Records, k)
 	wl := &res.Workload
 	wl.TimeoutS *= k
 	if su := wl.Sustained; su != nil {
@@ -312,7 +313,7 @@ func validateServers(res *bundle.Results, flags []string) ([]simValidateServer, 
 	if len(flags) == 0 {
 		for _, s := range res.Servers {
 			eng := argvValue(s.LaunchArgv, "--engine")
-			if eng != sim.EngineSerial && eng != sim.EngineBatching {
+			if eng != engine.Serial && eng != engine.Batching {
 				return nil, usageError("sim validate: server %s: its launch argv names no simulated engine; pass --server %s=serial or --server %s=batching", s.Name, s.Name, s.Name)
 			}
 			out = append(out, simValidateServer{s.Name, eng})
@@ -321,7 +322,7 @@ func validateServers(res *bundle.Results, flags []string) ([]simValidateServer, 
 	}
 	for _, f := range flags {
 		name, eng, ok := strings.Cut(f, "=")
-		if !ok || name == "" || (eng != sim.EngineSerial && eng != sim.EngineBatching) {
+		if !ok || name == "" || (eng != engine.Serial && eng != engine.Batching) {
 			return nil, usageError("sim validate: --server %q: want NAME=serial or NAME=batching", f)
 		}
 		if !slices.Contains(res.ServerNames(), name) {
@@ -351,7 +352,7 @@ func argvValue(argv []string, flag string) string {
 // runValidateLive sends the held-out waves of the bundle's workload to
 // "rehearse sim" with each fitted profile, through the one runner, and adds
 // the live rows to each validation.
-func runValidateLive(cmd *cobra.Command, st *State, o simValidateOptions, res *bundle.Results, vals []*sim.Validation) error {
+func runValidateLive(cmd *cobra.Command, st *State, o simValidateOptions, res *bundle.Results, vals []*fit.Validation) error {
 	work, err := os.MkdirTemp("", "rehearse-sim-validate-")
 	if err != nil {
 		return err
@@ -429,7 +430,7 @@ func validateCommand(o simValidateOptions) []string {
 	return append(out, "--time-scale", strconv.FormatFloat(o.timeScale, 'g', -1, 64))
 }
 
-func serverFlags(vals []*sim.Validation) []string {
+func serverFlags(vals []*fit.Validation) []string {
 	var out []string
 	for _, v := range vals {
 		out = append(out, "--server", v.Server+"="+v.Fit.Profile.Engine)
@@ -448,7 +449,7 @@ func serverFlags(vals []*sim.Validation) []string {
 // replay reads the bundle's own trace again (its prompt_source), its time
 // scale set so that the live run's simulated arrivals are the bundle's. It
 // counts with the embedded tokenizer the simulators emit tokens of.
-func validateLiveConfig(res *bundle.Results, vals []*sim.Validation, work string, liveScale float64) (map[string]any, error) {
+func validateLiveConfig(res *bundle.Results, vals []*fit.Validation, work string, liveScale float64) (map[string]any, error) {
 	var servers []any
 	var holdOut, sustained []int
 	var rates []float64
@@ -652,7 +653,7 @@ func validateValue(metric string, v *float64) string {
 
 // validateError formats a row's error: relative, or absolute (with the
 // relative beside it) for a small TTFT.
-func validateError(r *sim.ErrorRow) string {
+func validateError(r *fit.ErrorRow) string {
 	if r == nil || r.Error == nil {
 		return "—"
 	}
@@ -669,10 +670,10 @@ func validateError(r *sim.ErrorRow) string {
 // validatePair is the predictor's and the live run's row of one metric.
 type validatePair struct {
 	server, load, metric string
-	pred, live           *sim.ErrorRow
+	pred, live           *fit.ErrorRow
 }
 
-func validatePairs(rows []sim.ErrorRow) []validatePair {
+func validatePairs(rows []fit.ErrorRow) []validatePair {
 	var out []validatePair
 	for i := range rows {
 		r := &rows[i]
@@ -681,7 +682,7 @@ func validatePairs(rows []sim.ErrorRow) []validatePair {
 			out = append(out, validatePair{server: r.Server, load: r.Load, metric: r.Metric})
 			j = len(out) - 1
 		}
-		if r.Source == sim.SourceLive {
+		if r.Source == fit.SourceLive {
 			out[j].live = r
 		} else {
 			out[j].pred = r
@@ -700,14 +701,14 @@ func measuredOf(p validatePair) *float64 {
 	return nil
 }
 
-func predictedOf(r *sim.ErrorRow) *float64 {
+func predictedOf(r *fit.ErrorRow) *float64 {
 	if r == nil {
 		return nil
 	}
 	return r.Predicted
 }
 
-func writeValidateText(w io.Writer, rows []sim.ErrorRow) {
+func writeValidateText(w io.Writer, rows []fit.ErrorRow) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "server\tload\tmetric\tmeasured\tpredictor\terror\tlive\terror\n")
 	for _, p := range validatePairs(rows) {
@@ -719,7 +720,7 @@ func writeValidateText(w io.Writer, rows []sim.ErrorRow) {
 	writeValidateLegend(w)
 }
 
-func writeValidateMarkdown(w io.Writer, rows []sim.ErrorRow) {
+func writeValidateMarkdown(w io.Writer, rows []fit.ErrorRow) {
 	fmt.Fprintf(w, "| server | load | metric | measured | predictor | error | live | error |\n")
 	fmt.Fprintf(w, "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, p := range validatePairs(rows) {
@@ -733,5 +734,5 @@ func writeValidateMarkdown(w io.Writer, rows []sim.ErrorRow) {
 
 func writeValidateLegend(w io.Writer) {
 	fmt.Fprintf(w, "Error = (predicted − measured) ÷ measured; \"!\" marks a goal metric (goodput, E2E, TPOT) outside ±%.0f %%; a TTFT under %.0f ms is judged by its absolute error. Output tokens are counted as generated (usage) on every side.\n",
-		100*sim.ValidateGoal, 1000*sim.SmallTTFTS)
+		100*fit.ValidateGoal, 1000*fit.SmallTTFTS)
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/rehearse/rehearse/internal/bundle"
-	"github.com/rehearse/rehearse/internal/sim"
+	"github.com/rehearse/rehearse/internal/sim/fit"
 )
 
 // demoLikeBundle is a bundle as the demo writes one, small and fast: a
@@ -65,16 +65,16 @@ func TestSimValidateLive(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	var rows []sim.ErrorRow
+	var rows []fit.ErrorRow
 	if err := json.Unmarshal([]byte(stdout), &rows); err != nil {
 		t.Fatalf("stdout is not JSON rows: %v\n%s", err, stdout)
 	}
-	if len(rows) != 2*len(sim.ValidateMetrics) {
-		t.Fatalf("%d rows, want %d", len(rows), 2*len(sim.ValidateMetrics))
+	if len(rows) != 2*len(fit.ValidateMetrics) {
+		t.Fatalf("%d rows, want %d", len(rows), 2*len(fit.ValidateMetrics))
 	}
 	for i, r := range rows {
-		wantSource := []string{sim.SourcePredictor, sim.SourceLive}[i/len(sim.ValidateMetrics)]
-		if r.Source != wantSource || r.Server != "batching" || r.Load != "2 clients" || r.Metric != sim.ValidateMetrics[i%len(sim.ValidateMetrics)] {
+		wantSource := []string{fit.SourcePredictor, fit.SourceLive}[i/len(fit.ValidateMetrics)]
+		if r.Source != wantSource || r.Server != "batching" || r.Load != "2 clients" || r.Metric != fit.ValidateMetrics[i%len(fit.ValidateMetrics)] {
 			t.Errorf("row %d: %+v", i, r)
 		}
 		// Error is nil only where the measured figure is 0 (chunks read
@@ -85,7 +85,7 @@ func TestSimValidateLive(t *testing.T) {
 	}
 	// Every output token of the live run was counted: the goodput row's
 	// live figure is a real rate.
-	if g := rows[len(sim.ValidateMetrics)]; g.Metric != "goodput_tok_s" || !(*g.Predicted > 0) {
+	if g := rows[len(fit.ValidateMetrics)]; g.Metric != "goodput_tok_s" || !(*g.Predicted > 0) {
 		t.Errorf("live goodput row %+v", g)
 	}
 	data, err := os.ReadFile(out)
@@ -93,7 +93,7 @@ func TestSimValidateLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stored struct {
-		Rows     []sim.ErrorRow   `json:"rows"`
+		Rows     []fit.ErrorRow   `json:"rows"`
 		Profiles []map[string]any `json:"profiles"`
 	}
 	if err := json.Unmarshal(data, &stored); err != nil {
@@ -210,17 +210,17 @@ func TestSimValidateSustainedAndOpen(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: exit %d, stderr %q", tc.name, code, stderr)
 		}
-		var rows []sim.ErrorRow
+		var rows []fit.ErrorRow
 		if err := json.Unmarshal([]byte(stdout), &rows); err != nil {
 			t.Fatalf("%s: stdout is not JSON rows: %v\n%s", tc.name, err, stdout)
 		}
-		n := len(sim.ValidateMetrics)
+		n := len(fit.ValidateMetrics)
 		if len(rows) != 2*n {
 			t.Fatalf("%s: %d rows, want %d: %+v", tc.name, len(rows), 2*n, rows)
 		}
 		for i, r := range rows {
-			wantSource := []string{sim.SourcePredictor, sim.SourceLive}[i/n]
-			if r.Source != wantSource || r.Server != "batching" || r.Load != tc.load || r.Metric != sim.ValidateMetrics[i%n] {
+			wantSource := []string{fit.SourcePredictor, fit.SourceLive}[i/n]
+			if r.Source != wantSource || r.Server != "batching" || r.Load != tc.load || r.Metric != fit.ValidateMetrics[i%n] {
 				t.Errorf("%s: row %d: %+v", tc.name, i, r)
 			}
 			if r.Predicted == nil || r.Measured == nil || (r.Error == nil && *r.Measured != 0) {

@@ -28,7 +28,7 @@ type Capacity struct {
 	Predicted map[string]Bracket `yaml:"predicted"`
 	// PredictFrom predicts the bracket to probe first from a simulator
 	// profile, per server name (the runner computes it before any request:
-	// sim.PredictCapacity).
+	// predict.Capacity).
 	PredictFrom map[string]PredictFrom `yaml:"predict_from"`
 	// Screen makes the doubling screen its loads, a screen only able to
 	// fail one (search.Config.Screen); nil until defaults are applied

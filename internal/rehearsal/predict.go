@@ -9,7 +9,8 @@ import (
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/search"
-	"github.com/rehearse/rehearse/internal/sim"
+	"github.com/rehearse/rehearse/internal/sim/engine"
+	"github.com/rehearse/rehearse/internal/sim/predict"
 )
 
 // PredictError is a capacity prediction refused before any work: its
@@ -33,7 +34,7 @@ type Predicted struct {
 }
 
 // PredictCapacities predicts the bracket of every server capacity.
-// predict_from names (sim.PredictCapacity over the workload wl each probe
+// predict_from names (predict.Capacity over the workload wl each probe
 // sends), before any request. The profile is a built-in one or a JSON
 // file relative to the rehearsal file; max_num_seqs and kv_token_budget
 // replace the profile's. A server launched with --time-scale K (a
@@ -62,10 +63,10 @@ func PredictCapacities(cfg *config.Rehearsal, wl bundle.Workload) (map[string]Pr
 
 func predictServer(cfg *config.Rehearsal, s config.Server, f config.PredictFrom, wl bundle.Workload) (Predicted, error) {
 	name := f.Profile
-	if !slices.Contains(sim.ProfileNames(), name) && !filepath.IsAbs(name) && cfg.Dir != "" {
+	if !slices.Contains(engine.ProfileNames(), name) && !filepath.IsAbs(name) && cfg.Dir != "" {
 		name = filepath.Join(cfg.Dir, name)
 	}
-	prof, err := sim.ResolveProfile(name)
+	prof, err := engine.ResolveProfile(name)
 	if err != nil {
 		return Predicted{}, err
 	}
@@ -85,12 +86,12 @@ func predictServer(cfg *config.Rehearsal, s config.Server, f config.PredictFrom,
 		scale = a.Value
 	}
 	spec := cfg.Capacity.Spec(s.Name)
-	w, notes, err := sim.SustainedOf(wl, spec.MaxRequests, spec.WarmupRequests)
+	w, notes, err := predict.SustainedOf(wl, spec.MaxRequests, spec.WarmupRequests)
 	if err != nil {
 		return Predicted{}, err
 	}
 	w.TimeoutS *= scale
-	b, _, err := sim.PredictCapacity(prof, w, cfg.SLO.Objectives.Scaled(scale), cfg.SLO.Attainment, spec.Max, sim.PredictOptions{Server: s.Name})
+	b, _, err := predict.Capacity(prof, w, cfg.SLO.Objectives.Scaled(scale), cfg.SLO.Attainment, spec.Max, predict.Options{Server: s.Name})
 	if err != nil {
 		return Predicted{}, err
 	}

@@ -9,13 +9,14 @@ import (
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/promscrape"
 	"github.com/rehearse/rehearse/internal/sim"
+	"github.com/rehearse/rehearse/internal/sim/engine"
 )
 
 // TestSimClockReadsTheSimulatorsPage reads a live simulator's /metrics:
 // it is a simulator's, and two readings with nothing between them say
 // nothing happened.
 func TestSimClockReadsTheSimulatorsPage(t *testing.T) {
-	s, err := sim.New(sim.Options{Engine: sim.EngineBatching, TimeScale: 4})
+	s, err := sim.New(sim.Options{Engine: engine.Batching, TimeScale: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rehearse/rehearse/internal/sim/engine"
 )
 
 // BenchmarkConcurrentStreams measures how many streamed chunks per second
@@ -31,7 +33,7 @@ func BenchmarkConcurrentStreams(b *testing.B) {
 		scale   float64
 	}{{64, 10}, {256, 1000}, {1024, 1000}} {
 		b.Run(fmt.Sprintf("streams=%d/scale=%g", tc.streams, tc.scale), func(b *testing.B) {
-			s, err := New(Options{Engine: EngineBatching, TimeScale: tc.scale, MaxNumSeqs: tc.streams})
+			s, err := New(Options{Engine: engine.Batching, TimeScale: tc.scale, MaxNumSeqs: tc.streams})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -47,10 +49,10 @@ func BenchmarkConcurrentStreams(b *testing.B) {
 			}
 			var chunks, waves int
 			var wallS, schedS float64
-			slip0 := s.engine.slipS()
+			slip0 := s.engine.Metrics().SlipS
 			start := time.Now()
 			for b.Loop() {
-				waveStart, simStart := time.Now(), s.clk.now()
+				waveStart, simStart := time.Now(), s.clk.Now()
 				var wg sync.WaitGroup
 				counts := make([]int, tc.streams)
 				for i := range tc.streams {
@@ -73,11 +75,11 @@ func BenchmarkConcurrentStreams(b *testing.B) {
 				}
 				waves++
 				wallS += time.Since(waveStart).Seconds()
-				schedS += (float64(s.engine.lastStepNs.Load())/1e9 - simStart) / tc.scale
+				schedS += (s.engine.Metrics().LastStepS - simStart) / tc.scale
 			}
 			elapsed := time.Since(start).Seconds()
 			b.ReportMetric(float64(chunks)/elapsed, "chunks/s")
-			b.ReportMetric((s.engine.slipS()-slip0)/float64(waves), "slip_s/op")
+			b.ReportMetric((s.engine.Metrics().SlipS-slip0)/float64(waves), "slip_s/op")
 			b.ReportMetric(wallS/schedS, "wall/schedule")
 			b.ReportMetric(0, "ns/op")
 		})
@@ -93,28 +95,4 @@ func countContentChunks(r io.Reader) int {
 		}
 	}
 	return n
-}
-
-// BenchmarkPrefixCache measures the prefix cache's work per request of a
-// 4,096-token prompt that shares its first 3,072 tokens with the cache's
-// contents: hashing the prompt's 256 blocks, matching and inserting them in
-// a cache of 18,125 blocks (the t4 batching profile's 290,000-token KV
-// budget), full and evicting.
-func BenchmarkPrefixCache(b *testing.B) {
-	c := newPrefixCache(290000)
-	for i := range c.capBlocks / 256 {
-		c.insert(blockHashes(seqIDs(1_000_000*(i+1), 4096)))
-	}
-	shared := seqIDs(0, 3072)
-	c.insert(blockHashes(shared))
-	i := 0
-	for b.Loop() {
-		ids := append(shared[:3072:3072], seqIDs(5_000_000+1024*i, 1024)...)
-		i++
-		blocks := blockHashes(ids)
-		if hit := c.match(blocks, len(ids)); hit != 3072 {
-			b.Fatalf("hit %d tokens, want 3072", hit)
-		}
-		c.insert(blocks)
-	}
 }

@@ -6,13 +6,15 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/rehearse/rehearse/internal/sim/engine"
 )
 
 // /v1/completions streams text_completion chunks whose text is
 // choices[0].text, with no role chunk, the finish and usage chunks, then
 // [DONE]; the prompt is counted as sent, without the chat template.
 func TestCompletionsStream(t *testing.T) {
-	s, ts := newTestServer(t, Options{Engine: EngineSerial})
+	s, ts := newTestServer(t, Options{Engine: engine.Serial})
 	body := `{"model":"` + s.Model() + `","prompt":"Tell me a story.","max_tokens":9,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`
 	resp, err := http.Post(ts.URL+"/v1/completions", "application/json", strings.NewReader(body))
 	if err != nil {
@@ -72,7 +74,7 @@ func TestCompletionsStream(t *testing.T) {
 }
 
 func TestCompletionsNonStreaming(t *testing.T) {
-	s, ts := newTestServer(t, Options{Engine: EngineSerial})
+	s, ts := newTestServer(t, Options{Engine: engine.Serial})
 	resp, err := http.Post(ts.URL+"/v1/completions", "application/json", strings.NewReader(`{"prompt":["Hi"],"max_tokens":3,"ignore_eos":true}`))
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +98,7 @@ func TestCompletionsNonStreaming(t *testing.T) {
 // A body of the other API is refused with a 400 that names the right
 // endpoint.
 func TestAPIMismatchIsRefused(t *testing.T) {
-	_, ts := newTestServer(t, Options{Engine: EngineSerial})
+	_, ts := newTestServer(t, Options{Engine: engine.Serial})
 	for path, body := range map[string]string{
 		"/v1/completions":      `{"messages":[{"role":"user","content":"Hi"}],"max_tokens":3}`,
 		"/v1/chat/completions": `{"prompt":"Hi","max_tokens":3}`,

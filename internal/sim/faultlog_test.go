@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/rehearse/rehearse/internal/sim/engine"
 )
 
 // hangUpWriter is a client that reads the stream until the malformed
@@ -41,7 +43,7 @@ func TestMalformedFaultLogsTheFaultWhenTheClientHangsUp(t *testing.T) {
 		t.Fatalf("seed %d puts the fault at token %d; pick a seed that leaves the stream going after it", seed, at)
 	}
 	var logged bytes.Buffer
-	s, err := New(Options{Engine: EngineBatching, TimeScale: 10, Seed: seed, Faults: faults, Log: log.New(&logged, "", 0)})
+	s, err := New(Options{Engine: engine.Batching, TimeScale: 10, Seed: seed, Faults: faults, Log: log.New(&logged, "", 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +65,7 @@ func TestMalformedFaultLogsTheFaultWhenTheClientHangsUp(t *testing.T) {
 // The overrun fault streams OverrunTimes × max_tokens, also for a request
 // the engine stops early (not ignore_eos), so the client's 4× cut applies.
 func TestOverrunFaultStreamsPastMaxTokens(t *testing.T) {
-	_, ts := newTestServer(t, Options{Engine: EngineBatching, Faults: []Fault{{Kind: FaultOverrun, Rate: 1}}})
+	_, ts := newTestServer(t, Options{Engine: engine.Batching, Faults: []Fault{{Kind: FaultOverrun, Rate: 1}}})
 	res, err := post(t, context.Background(), ts.URL, chatBody("hi", 30, ""))
 	if err != nil || !res.done || len(res.contents) != OverrunTimes*30 {
 		t.Fatalf("err %v, %d content chunks, done %v; want %d and [DONE]", err, len(res.contents), res.done, OverrunTimes*30)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rehearse/rehearse/internal/sim/engine"
 )
 
 // FuzzChatRequest: no request body makes the handler panic or answer
@@ -22,7 +24,7 @@ func FuzzChatRequest(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	s, err := New(Options{Engine: EngineBatching, TimeScale: 1e5})
+	s, err := New(Options{Engine: engine.Batching, TimeScale: 1e5})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -39,31 +41,6 @@ func FuzzChatRequest(f *testing.F) {
 		if w.Code == http.StatusOK && ctx.Err() == nil && !strings.Contains(w.Body.String(), `"finish_reason":"`) {
 			t.Fatalf("a 200 without a finish_reason for %q: %s", body, w.Body)
 		}
-	})
-}
-
-// FuzzParseProfile: a profile either parses into one that validates or
-// fails with an error naming the source; never a panic.
-func FuzzParseProfile(f *testing.F) {
-	for _, n := range ProfileNames() {
-		data, _ := builtinFS.ReadFile("profiles/" + n + ".json")
-		f.Add(data)
-	}
-	f.Add([]byte(`{"decode_step_s":[[1e308,1e308],[-1,0]]}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := ParseProfile(data, "fuzz.json")
-		if err != nil {
-			if !strings.Contains(err.Error(), "fuzz.json") {
-				t.Fatalf("error does not name the source: %v", err)
-			}
-			return
-		}
-		for _, b := range []int{0, 1, 7, 64, 5000} {
-			if s := p.StepS(b, b); !(s > 0) {
-				t.Fatalf("StepS(%d) = %g for a valid profile", b, s)
-			}
-		}
-		_ = p.NaturalOutputTokens(1, "x")
 	})
 }
 

@@ -10,12 +10,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/rehearse/rehearse/internal/sim/engine"
 )
 
 // memWriter is an in-memory streaming http.ResponseWriter that stamps every
 // write with the simulated time, for handler tests on the fake clock.
 type memWriter struct {
-	clk    *simClock
+	clk    *engine.Clock
 	header http.Header
 	mu     sync.Mutex
 	status int
@@ -27,7 +29,7 @@ type stampedWrite struct {
 	data []byte
 }
 
-func newMemWriter(clk *simClock) *memWriter { return &memWriter{clk: clk, header: http.Header{}} }
+func newMemWriter(clk *engine.Clock) *memWriter { return &memWriter{clk: clk, header: http.Header{}} }
 
 func (m *memWriter) Header() http.Header { return m.header }
 func (m *memWriter) WriteHeader(code int) {
@@ -43,7 +45,7 @@ func (m *memWriter) Write(b []byte) (int, error) {
 	if m.status == 0 {
 		m.status = http.StatusOK
 	}
-	m.writes = append(m.writes, stampedWrite{atS: m.clk.now(), data: bytes.Clone(b)})
+	m.writes = append(m.writes, stampedWrite{atS: m.clk.Now(), data: bytes.Clone(b)})
 	return len(b), nil
 }
 func (m *memWriter) Flush() {}
@@ -185,4 +187,14 @@ func serveMem(t *testing.T, s *Server, ctx context.Context, body string) *stream
 func chatBody(prompt string, maxTokens int, extra string) string {
 	p, _ := json.Marshal(prompt)
 	return fmt.Sprintf(`{"model":"","messages":[{"role":"user","content":%s}],"max_tokens":%d,"temperature":0,"stream":true,"stream_options":{"include_usage":true}%s}`, p, maxTokens, extra)
+}
+
+// testProfile is the built-in T4 profile of the engine.
+func testProfile(t *testing.T, kind string) *engine.Profile {
+	t.Helper()
+	p, err := engine.BuiltinProfile("t4-qwen2.5-1.5b-" + kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -9,12 +9,14 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/rehearse/rehearse/internal/sim/engine"
 )
 
 // With an idle timeout the simulator closes a connection that sends no
 // request, and one kept alive after a response, as uvicorn does.
 func TestIdleTimeoutClosesIdleConnections(t *testing.T) {
-	s, err := New(Options{Engine: EngineBatching, TimeScale: 1000, IdleTimeout: 100 * time.Millisecond})
+	s, err := New(Options{Engine: engine.Batching, TimeScale: 1000, IdleTimeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

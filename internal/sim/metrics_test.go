@@ -13,73 +13,14 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/rehearse/rehearse/internal/sim/engine"
 )
-
-// TestRequestMetricsFollowTheEngine runs two requests through the serial
-// engine on the fake clock and checks vLLM's request metrics against the
-// token times the engine produced: the second waits in the queue for the
-// whole of the first, and every phase adds up.
-func TestRequestMetricsFollowTheEngine(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := testProfile(t, EngineSerial)
-		clk := newSimClock(1)
-		e := newEngine(p, clk, 1, 0, p.KVTokenBudget, nil)
-		defer e.close()
-		a := &sequence{promptTokens: 40, outputTokens: 6, arrivalS: clk.now(), finishReason: "length"}
-		b := &sequence{promptTokens: 30, outputTokens: 4, arrivalS: clk.now()}
-		if err := e.submit(a, b); err != nil {
-			t.Fatal(err)
-		}
-		ta, tb := <-watch(clk, a), <-watch(clk, b)
-		if len(ta) != 6 || len(tb) != 4 {
-			t.Fatalf("tokens %d and %d, want 6 and 4", len(ta), len(tb))
-		}
-		synctest.Wait()
-		e.histMu.Lock()
-		defer e.histMu.Unlock()
-		st := e.stats
-		lastA, lastB := ta[5], tb[3]
-		checks := []struct {
-			name string
-			h    *histogram
-			n    uint64
-			sum  float64
-		}{
-			{"e2e", &st.e2e, 2, lastA + lastB},
-			// a is admitted at once; b when a's last step ends.
-			{"queue", &st.queue, 2, lastA},
-			{"prefill", &st.prefill, 2, ta[0] + (tb[0] - lastA)},
-			{"decode", &st.decode, 2, (lastA - ta[0]) + (lastB - tb[0])},
-			{"inference", &st.inference, 2, lastA + (lastB - lastA)},
-			{"itl", &st.itlHist, 5 + 3, (lastA - ta[0]) + (lastB - tb[0])},
-			{"request tpot", &st.requestTPOT, 2, (lastA-ta[0])/5 + (lastB-tb[0])/3},
-			{"prefill per token", &st.prefillPerToken, 2, ta[0]/40 + (tb[0]-lastA)/30},
-			{"prompt tokens", &st.promptTokens, 2, 70},
-			{"generation tokens", &st.generationTokens, 2, 10},
-			// Each step: its tokens, plus the prompt of a sequence whose
-			// first token it is (vLLM's iteration stats).
-			{"iteration tokens", &st.iterationTokens, 10, 70 + 10},
-			{"ttft", &e.ttft, 2, ta[0] + tb[0]},
-		}
-		for _, c := range checks {
-			if c.h.n != c.n || !near(c.h.sum, c.sum, 1e-9) {
-				t.Errorf("%s: %d observations summing to %v, want %d summing to %v", c.name, c.h.n, c.h.sum, c.n, c.sum)
-			}
-		}
-		if st.success != [3]uint64{1, 1, 0} {
-			t.Errorf("request_success stop, length, abort = %v, want [1 1 0]", st.success)
-		}
-		if st.lateness.n != uint64(e.steps.Load()) || st.latenessMax != 0 {
-			t.Errorf("lateness: %d observations, max %v; want one per step (%d), none late on the fake clock", st.lateness.n, st.latenessMax, e.steps.Load())
-		}
-	})
-}
 
 // TestKVCacheUsageIsHeldOverBudget checks vllm:kv_cache_usage_perc against
 // the KV tokens the running batch holds, mid-request and after.
 func TestKVCacheUsageIsHeldOverBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s, err := New(Options{Engine: EngineBatching})
+		s, err := New(Options{Engine: engine.Batching})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,17 +31,14 @@ func TestKVCacheUsageIsHeldOverBudget(t *testing.T) {
 		go func() { done <- serveMem(t, s, ctx, chatBody("a prompt of some words", 200, `,"ignore_eos":true`)) }()
 		time.Sleep(time.Second)
 		synctest.Wait()
-		e := s.engine
-		e.mu.Lock()
-		var held int
-		for _, q := range e.running {
-			held += kvHeld(q)
-		}
-		e.mu.Unlock()
+		// The engine's own test holds KVUsedTokens to the running batch's
+		// KV cache; the gauge is that over the budget.
+		m := s.engine.Metrics()
+		held, budget := m.KVUsedTokens, m.KVBudgetTokens
 		fams := scrapeFamilies(t, s.Handler())
 		got := fams["vllm:kv_cache_usage_perc"].Metric[0].GetGauge().GetValue()
-		if held == 0 || got != float64(held)/float64(e.kvBudget) {
-			t.Errorf("kv_cache_usage_perc %v, want %d held tokens / %d = %v", got, held, e.kvBudget, float64(held)/float64(e.kvBudget))
+		if held == 0 || budget != int64(s.engine.KVBudget()) || got != float64(held)/float64(budget) {
+			t.Errorf("kv_cache_usage_perc %v, want %d held tokens / %d = %v", got, held, budget, float64(held)/float64(budget))
 		}
 		if r := <-done; !r.done {
 			t.Fatal("request did not complete")
@@ -129,7 +67,7 @@ func scrapeFamilies(t *testing.T, h http.Handler) map[string]*dto.MetricFamily {
 // TestMetricsSurfaceIsVLLMs checks the names, types, labels and buckets of
 // the vLLM series against vLLM's PrometheusStatLogger.
 func TestMetricsSurfaceIsVLLMs(t *testing.T) {
-	s, err := New(Options{Engine: EngineBatching, TimeScale: 1000})
+	s, err := New(Options{Engine: engine.Batching, TimeScale: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,44 +130,10 @@ func TestMetricsSurfaceIsVLLMs(t *testing.T) {
 		}
 		return out
 	}
-	if got := bounds("vllm:request_prompt_tokens"); !slices.Equal(got, build125Buckets(s.Profile().MaxModelLen)) || got[len(got)-1] > float64(s.Profile().MaxModelLen) {
+	if got := bounds("vllm:request_prompt_tokens"); !slices.Equal(got, s.engine.Metrics().Requests.PromptTokens.Bounds) || got[len(got)-1] > float64(s.Profile().MaxModelLen) {
 		t.Errorf("request_prompt_tokens buckets %v", got)
 	}
 	if got := bounds("vllm:e2e_request_latency_seconds"); len(got) != 21 || got[0] != 0.3 || got[20] != 7680 {
 		t.Errorf("e2e buckets %v, want vLLM's 21 from 0.3 to 7680", got)
-	}
-	if got := build125Buckets(100); !slices.Equal(got, []float64{1, 2, 5, 10, 20, 50, 100}) {
-		t.Errorf("build125Buckets(100) = %v, want vLLM's docstring example", got)
-	}
-}
-
-// BenchmarkStepMetrics measures what vLLM's request and step metrics add
-// to an engine step of a 256-sequence decode batch: stats=off is the
-// predictor's engine (no stats), stats=on the served one. ns/op is per
-// step, so ns/op ÷ 256 is the cost per token.
-func BenchmarkStepMetrics(b *testing.B) {
-	p, err := BuiltinProfile("t4-qwen2.5-1.5b-batching")
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, on := range []bool{false, true} {
-		b.Run(map[bool]string{false: "stats=off", true: "stats=on"}[on], func(b *testing.B) {
-			e := &engine{prof: p, maxSeqs: 256, kvBudget: 1 << 40, ttft: newHistogram(ttftBuckets)}
-			if on {
-				e.stats = newEngineStats(p.MaxModelLen)
-			}
-			for range 256 {
-				s := &sequence{promptTokens: 100, outputTokens: 1 << 30, notify: make(chan struct{}, 1), scheduledS: 0}
-				e.running = append(e.running, s)
-			}
-			now := 0.0
-			b.ResetTimer()
-			for range b.N {
-				e.planStep()
-				now += 0.01
-				e.applyStep(now)
-				e.publishGauges()
-			}
-		})
 	}
 }

@@ -3,95 +3,20 @@ package sim
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/rehearse/rehearse/internal/sim/engine"
+	"github.com/rehearse/rehearse/internal/tokenizer"
 )
-
-func seqIDs(from, n int) []int {
-	ids := make([]int, n)
-	for i := range ids {
-		ids[i] = from + i
-	}
-	return ids
-}
-
-func TestFNV1aIsHashFNVs(t *testing.T) {
-	for _, in := range []string{"", "a", "the lighthouse keeper"} {
-		h := fnv.New64a()
-		h.Write([]byte(in))
-		if got, want := fnv1a([]byte(in)), h.Sum64(); got != want {
-			t.Errorf("fnv1a(%q) = %x, want %x", in, got, want)
-		}
-	}
-}
-
-func TestBlockHashesChainWholeBlocks(t *testing.T) {
-	a := blockHashes(seqIDs(0, 50)) // 3 whole blocks, 2 tokens over
-	if len(a) != 3 {
-		t.Fatalf("50 tokens: %d block hashes, want 3", len(a))
-	}
-	if b := blockHashes(seqIDs(0, 15)); b != nil {
-		t.Errorf("15 tokens: %d block hashes, want none (no whole block)", len(b))
-	}
-	// The same leading blocks hash the same whatever follows them.
-	b := blockHashes(append(seqIDs(0, 32), seqIDs(1000, 16)...))
-	if !slices.Equal(a[:2], b[:2]) || a[2] == b[2] {
-		t.Errorf("shared 32-token prefix: hashes %x and %x, want the first two equal and the third not", a, b)
-	}
-	// A block's hash covers every block before it: one token changed in
-	// block 0 changes the whole chain, though blocks 1 and 2 are equal.
-	ids := seqIDs(0, 48)
-	ids[3] = 999
-	c := blockHashes(ids)
-	for i := range c {
-		if c[i] == a[i] {
-			t.Errorf("block %d hashes equal after block 0 changed", i)
-		}
-	}
-}
-
-func TestPrefixCacheMatchesAndEvictsLeastRecentlyUsed(t *testing.T) {
-	c := newPrefixCache(4 * BlockTokens) // four blocks
-	x := blockHashes(seqIDs(0, 48))      // chain x0 x1 x2
-	if got := c.match(x, 48); got != 0 {
-		t.Errorf("empty cache: %d tokens matched, want 0", got)
-	}
-	c.insert(x)
-	// A prompt of exactly 48 tokens matches 32: the last token is always
-	// computed, so the third block is not skipped.
-	if got := c.match(x, 48); got != 32 {
-		t.Errorf("48-token prompt, 3 cached blocks: %d tokens matched, want 32", got)
-	}
-	if got := c.match(x, 49); got != 48 {
-		t.Errorf("49-token prompt, 3 cached blocks: %d tokens matched, want 48", got)
-	}
-	if got := c.match(x, 1); got != 0 {
-		t.Errorf("1-token prompt: %d tokens matched, want 0", got)
-	}
-	// Two more blocks of another chain overflow four blocks: the least
-	// recently used goes, the tail of x's chain (x2), not its head.
-	y := blockHashes(seqIDs(500, 32))
-	c.insert(y)
-	if c.cachedBlocks() != 4 {
-		t.Fatalf("%d blocks cached, want the cap of 4", c.cachedBlocks())
-	}
-	if got := c.match(x, 100); got != 32 {
-		t.Errorf("after eviction: x matches %d tokens, want 32 (x2 evicted: a chain's tail goes first)", got)
-	}
-	if got := c.match(y, 100); got != 32 {
-		t.Errorf("y matches %d tokens, want 32", got)
-	}
-}
 
 // sharedPrefixPrompts are prompts with one long shared document and a
 // different question after it, as a RAG or few-shot workload sends.
@@ -120,13 +45,13 @@ func TestPrefixCachingCutsTTFTOnSharedPrefix(t *testing.T) {
 	serve := func(t *testing.T, caching string) run {
 		var r run
 		synctest.Test(t, func(t *testing.T) {
-			s, err := New(Options{Engine: EngineBatching, PrefixCaching: caching})
+			s, err := New(Options{Engine: engine.Batching, PrefixCaching: caching})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close()
 			for _, p := range prompts {
-				start := s.clk.now()
+				start := s.clk.Now()
 				res := serveMem(t, s, context.Background(), chatBody(p, 8, `,"ignore_eos":true`))
 				if !res.done || len(res.contentAtS) != 8 || res.usage == nil {
 					t.Fatalf("request did not complete: %+v", res)
@@ -141,7 +66,7 @@ func TestPrefixCachingCutsTTFTOnSharedPrefix(t *testing.T) {
 	}
 	on, off := serve(t, PrefixCachingOn), serve(t, PrefixCachingOff)
 
-	p := testProfile(t, EngineBatching)
+	p := testProfile(t, engine.Batching)
 	tokens, hits := expectedHits(t, p, prompts)
 	var wantQueries, wantHits int
 	for i := range prompts {
@@ -182,16 +107,16 @@ func TestPrefixCachingCutsTTFTOnSharedPrefix(t *testing.T) {
 // each one's token count and the prompt tokens a prefix cache that forgets
 // nothing skips for it: the whole blocks it shares with an earlier prompt,
 // at most its token count less one.
-func expectedHits(t *testing.T, p *Profile, prompts []string) (tokens, hits []int) {
+func expectedHits(t *testing.T, p *engine.Profile, prompts []string) (tokens, hits []int) {
 	t.Helper()
-	tk, err := defaultCounter()
+	tk, err := tokenizer.Default()
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc := tk.(Encoder)
+	var enc engine.Encoder = tk
 	var ids [][]int
 	for _, text := range prompts {
-		cur := enc.Encode(renderChat(p, []chatMessage{{Role: "user", Content: text}}))
+		cur := enc.Encode(p.RenderChat([]engine.Message{{Role: "user", Content: text}}))
 		common := 0
 		for _, prev := range ids {
 			n := 0
@@ -202,7 +127,7 @@ func expectedHits(t *testing.T, p *Profile, prompts []string) (tokens, hits []in
 		}
 		ids = append(ids, cur)
 		tokens = append(tokens, len(cur))
-		hits = append(hits, min(common/BlockTokens, (len(cur)-1)/BlockTokens)*BlockTokens)
+		hits = append(hits, min(common/engine.BlockTokens, (len(cur)-1)/engine.BlockTokens)*engine.BlockTokens)
 	}
 	return tokens, hits
 }
@@ -216,7 +141,7 @@ func TestPrefixCacheBoundedByKVBudget(t *testing.T) {
 		b := strings.Repeat("omega psi chi phi ", 100)
 		hits := func(kv int) float64 {
 			t.Helper()
-			s, err := New(Options{Engine: EngineBatching, PrefixCaching: PrefixCachingOn, KVTokenBudget: kv})
+			s, err := New(Options{Engine: engine.Batching, PrefixCaching: PrefixCachingOn, KVTokenBudget: kv})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -231,7 +156,7 @@ func TestPrefixCacheBoundedByKVBudget(t *testing.T) {
 			return m["vllm:prefix_cache_hits_total"]
 		}
 		prompts := []string{a, b, a, b}
-		tokens, want := expectedHits(t, testProfile(t, EngineBatching), prompts)
+		tokens, want := expectedHits(t, testProfile(t, engine.Batching), prompts)
 		all := 0
 		for _, h := range want {
 			all += h
@@ -251,13 +176,13 @@ func TestPrefixCacheBoundedByKVBudget(t *testing.T) {
 }
 
 func TestPrefixCachingOptionErrors(t *testing.T) {
-	if _, err := New(Options{Engine: EngineBatching, PrefixCaching: "yes"}); err == nil || !strings.Contains(err.Error(), `prefix caching "yes"`) {
+	if _, err := New(Options{Engine: engine.Batching, PrefixCaching: "yes"}); err == nil || !strings.Contains(err.Error(), `prefix caching "yes"`) {
 		t.Errorf("PrefixCaching yes: error %v, want one naming the value", err)
 	}
-	if _, err := New(Options{Engine: EngineBatching, PrefixCaching: PrefixCachingOn, Tokenizer: wordCounter{}}); err == nil || !strings.Contains(err.Error(), "encodes") {
+	if _, err := New(Options{Engine: engine.Batching, PrefixCaching: PrefixCachingOn, Tokenizer: wordCounter{}}); err == nil || !strings.Contains(err.Error(), "encodes") {
 		t.Errorf("a counting-only tokenizer with caching on: error %v, want one saying it cannot encode", err)
 	}
-	s, err := New(Options{Engine: EngineBatching})
+	s, err := New(Options{Engine: engine.Batching})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +196,7 @@ func TestPrefixCachingOptionErrors(t *testing.T) {
 type wordCounter struct{}
 
 func (wordCounter) Count(s string) int {
-	tk, _ := defaultCounter()
+	tk, _ := tokenizer.Default()
 	return tk.Count(s)
 }
 
@@ -284,7 +209,7 @@ func TestMetricsPassPromtool(t *testing.T) {
 	if err != nil {
 		t.Skip("promtool is not installed")
 	}
-	s, err := New(Options{Engine: EngineBatching, PrefixCaching: PrefixCachingOn, TimeScale: 1000})
+	s, err := New(Options{Engine: engine.Batching, PrefixCaching: PrefixCachingOn, TimeScale: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +267,7 @@ func TestPrefixCachingOnTheCanonicalWorkload(t *testing.T) {
 	measure := func(caching string) []figures {
 		var out []figures
 		synctest.Test(t, func(t *testing.T) {
-			s, err := New(Options{Engine: EngineBatching, PrefixCaching: caching})
+			s, err := New(Options{Engine: engine.Batching, PrefixCaching: caching})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/rehearse/rehearse/internal/sim/engine"
 )
 
 // With ReasoningTokens the stream thinks first: that many tokens on the
@@ -25,7 +27,7 @@ func TestStreamReasoningPhase(t *testing.T) {
 		{"min_tokens counts reasoning too", "", `,"min_tokens":20`, 16, 300, 16, -1, "stop"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := New(Options{Engine: EngineBatching, TimeScale: 1000, ReasoningTokens: tc.reasoning, ReasoningField: tc.field})
+			s, err := New(Options{Engine: engine.Batching, TimeScale: 1000, ReasoningTokens: tc.reasoning, ReasoningField: tc.field})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,7 +67,7 @@ func TestStreamReasoningPhase(t *testing.T) {
 
 // The non-streaming answer carries the reasoning in the message's field.
 func TestCompletionReasoning(t *testing.T) {
-	s, ts := newTestServer(t, Options{Engine: EngineBatching, ReasoningTokens: 5, ReasoningField: ReasoningFieldContent})
+	s, ts := newTestServer(t, Options{Engine: engine.Batching, ReasoningTokens: 5, ReasoningField: ReasoningFieldContent})
 	body := strings.Replace(chatBody("Hi", 12, `,"ignore_eos":true`), `"stream":true`, `"stream":false`, 1)
 	resp, err := http.Post(ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {
@@ -102,7 +104,7 @@ func TestReasoningOptionsChecked(t *testing.T) {
 // With ToolCalls the non-streaming answer is a tool call with the text as
 // its arguments, no content, and finish_reason tool_calls.
 func TestCompletionToolCall(t *testing.T) {
-	s, ts := newTestServer(t, Options{Engine: EngineBatching, ToolCalls: true})
+	s, ts := newTestServer(t, Options{Engine: engine.Batching, ToolCalls: true})
 	body := strings.Replace(chatBody("Hi", 300, ``), `"stream":true`, `"stream":false`, 1)
 	resp, err := http.Post(ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {

@@ -12,6 +12,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rehearse/rehearse/internal/sim/engine"
+	"github.com/rehearse/rehearse/internal/tokenizer"
 )
 
 // Options configures a simulated server.
@@ -20,7 +23,7 @@ type Options struct {
 	Engine string
 	// Profile is the step-latency profile; nil means the built-in
 	// t4-qwen2.5-1.5b profile of the engine.
-	Profile *Profile
+	Profile *engine.Profile
 	// Model is the model id served in /v1/models and responses; empty means
 	// the profile's model.
 	Model string
@@ -40,7 +43,7 @@ type Options struct {
 	PrefixCaching string
 	// Tokenizer counts prompt and output tokens; nil means the pinned
 	// default tokenizer (tokenizer.Default).
-	Tokenizer Counter
+	Tokenizer engine.Counter
 	// Log receives one line per request and nothing else; nil means none.
 	Log *log.Logger
 	// OnCrash is called when a crash fault fires, before the connection is
@@ -94,12 +97,12 @@ const DefaultHeaderTimeout = 10 * time.Second
 // Server is a simulated OpenAI-compatible LLM server.
 type Server struct {
 	opts    Options
-	prof    *Profile
+	prof    *engine.Profile
 	model   string
-	clk     *simClock
-	engine  *engine
-	counter Counter
-	encoder Encoder // set when the engine caches prefixes
+	clk     *engine.Clock
+	engine  *engine.Engine
+	counter engine.Counter
+	encoder engine.Encoder // set when the engine caches prefixes
 	mux     *http.ServeMux
 	created int64
 
@@ -113,32 +116,8 @@ type Server struct {
 
 // New validates the options and starts the simulated engine.
 func New(opts Options) (*Server, error) {
-	if opts.Profile == nil {
-		engine := opts.Engine
-		if engine == "" {
-			engine = EngineBatching
-		}
-		if engine != EngineSerial && engine != EngineBatching {
-			return nil, fmt.Errorf("sim: engine %q: want %q or %q", opts.Engine, EngineSerial, EngineBatching)
-		}
-		p, err := BuiltinProfile("t4-qwen2.5-1.5b-" + engine)
-		if err != nil {
-			return nil, err
-		}
-		opts.Profile = p
-	}
-	prof := opts.Profile
-	if err := prof.Validate(); err != nil {
-		return nil, fmt.Errorf("sim: profile %s: %w", prof.Name, err)
-	}
-	if opts.Engine == "" {
-		opts.Engine = prof.Engine
-	}
-	if opts.Engine != EngineSerial && opts.Engine != EngineBatching {
-		return nil, fmt.Errorf("sim: engine %q: want %q or %q", opts.Engine, EngineSerial, EngineBatching)
-	}
-	if opts.Engine != prof.Engine {
-		return nil, fmt.Errorf("sim: profile %s was fitted for the %s engine, not %s", prof.Name, prof.Engine, opts.Engine)
+	if err := opts.resolveProfile(); err != nil {
+		return nil, err
 	}
 	if opts.TimeScale == 0 {
 		opts.TimeScale = 1
@@ -147,78 +126,29 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("sim: time scale %g: want a positive number", opts.TimeScale)
 	}
 	if opts.Model == "" {
-		opts.Model = prof.Model
+		opts.Model = opts.Profile.Model
 	}
-	maxSeqs, batchTokens, kv := prof.MaxNumSeqs, prof.MaxNumBatchedTokens, prof.KVTokenBudget
-	if opts.MaxNumSeqs < 0 || opts.KVTokenBudget < 0 {
-		return nil, fmt.Errorf("sim: max_num_seqs %d and kv_token_budget %d must not be negative", opts.MaxNumSeqs, opts.KVTokenBudget)
-	}
-	if opts.MaxNumSeqs > 0 {
-		maxSeqs = opts.MaxNumSeqs
-	}
-	if opts.KVTokenBudget > 0 {
-		kv = opts.KVTokenBudget
-	}
-	if opts.Engine == EngineSerial {
-		if maxSeqs != 1 {
-			return nil, fmt.Errorf("sim: the serial engine runs one sequence at a time; max_num_seqs %d is not 1", maxSeqs)
-		}
-		batchTokens = 0
-	}
-	for _, f := range opts.Faults {
-		if _, err := ParseFault(f.String()); err != nil {
-			return nil, err
-		}
-	}
-	if opts.IdleTimeout < 0 {
-		return nil, fmt.Errorf("sim: idle timeout %v: want 0 (none) or a positive duration", opts.IdleTimeout)
-	}
-	if opts.ReasoningTokens < 0 {
-		return nil, fmt.Errorf("sim: reasoning tokens %d: want 0 (none) or more", opts.ReasoningTokens)
-	}
-	switch opts.ReasoningField {
-	case "":
-		opts.ReasoningField = ReasoningFieldReasoning
-	case ReasoningFieldReasoning, ReasoningFieldContent:
-	default:
-		return nil, fmt.Errorf("sim: reasoning field %q: want %q or %q", opts.ReasoningField, ReasoningFieldReasoning, ReasoningFieldContent)
-	}
-	if opts.Tokenizer == nil {
-		tk, err := defaultCounter()
-		if err != nil {
-			return nil, fmt.Errorf("sim: tokenizer: %w", err)
-		}
-		opts.Tokenizer = tk
-	}
-	if err := checkOutputWords(opts.Tokenizer); err != nil {
+	limits, err := opts.limits()
+	if err != nil {
 		return nil, err
 	}
-	var cache *prefixCache
-	switch opts.PrefixCaching {
-	case "":
-		if prof.PrefixCaching {
-			cache = newPrefixCache(kv)
-		}
-	case PrefixCachingOn:
-		cache = newPrefixCache(kv)
-	case PrefixCachingOff:
-	default:
-		return nil, fmt.Errorf("sim: prefix caching %q: want %q or %q", opts.PrefixCaching, PrefixCachingOn, PrefixCachingOff)
+	if err := opts.checkResponses(); err != nil {
+		return nil, err
 	}
-	var enc Encoder
-	if cache != nil {
-		var ok bool
-		if enc, ok = opts.Tokenizer.(Encoder); !ok {
-			return nil, errors.New("sim: prefix caching needs a tokenizer that encodes token ids; this one only counts")
-		}
+	if err := opts.resolveTokenizer(); err != nil {
+		return nil, err
 	}
-	clk := newSimClock(opts.TimeScale)
+	cache, enc, err := opts.prefixCache(limits.KVBudget)
+	if err != nil {
+		return nil, err
+	}
+	clk := engine.NewClock(opts.TimeScale)
 	s := &Server{
 		opts:    opts,
-		prof:    prof,
+		prof:    opts.Profile,
 		model:   opts.Model,
 		clk:     clk,
-		engine:  newEngine(prof, clk, maxSeqs, batchTokens, kv, cache),
+		engine:  engine.Start(opts.Profile, clk, limits, cache),
 		counter: opts.Tokenizer,
 		encoder: enc,
 		mux:     http.NewServeMux(),
@@ -234,6 +164,123 @@ func New(opts Options) (*Server, error) {
 		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})
 	return s, nil
+}
+
+// resolveProfile checks the profile (the built-in T4 one of the engine
+// when none is given) and the engine against it.
+func (opts *Options) resolveProfile() error {
+	if opts.Profile == nil {
+		kind := opts.Engine
+		if kind == "" {
+			kind = engine.Batching
+		}
+		if kind != engine.Serial && kind != engine.Batching {
+			return fmt.Errorf("sim: engine %q: want %q or %q", opts.Engine, engine.Serial, engine.Batching)
+		}
+		p, err := engine.BuiltinProfile("t4-qwen2.5-1.5b-" + kind)
+		if err != nil {
+			return err
+		}
+		opts.Profile = p
+	}
+	prof := opts.Profile
+	if err := prof.Validate(); err != nil {
+		return fmt.Errorf("sim: profile %s: %w", prof.Name, err)
+	}
+	if opts.Engine == "" {
+		opts.Engine = prof.Engine
+	}
+	if opts.Engine != engine.Serial && opts.Engine != engine.Batching {
+		return fmt.Errorf("sim: engine %q: want %q or %q", opts.Engine, engine.Serial, engine.Batching)
+	}
+	if opts.Engine != prof.Engine {
+		return fmt.Errorf("sim: profile %s was fitted for the %s engine, not %s", prof.Name, prof.Engine, opts.Engine)
+	}
+	return nil
+}
+
+// limits are the engine's: the profile's, with the options' overrides.
+func (opts *Options) limits() (engine.Limits, error) {
+	prof := opts.Profile
+	l := engine.Limits{MaxSeqs: prof.MaxNumSeqs, BatchTokens: prof.MaxNumBatchedTokens, KVBudget: prof.KVTokenBudget}
+	if opts.MaxNumSeqs < 0 || opts.KVTokenBudget < 0 {
+		return l, fmt.Errorf("sim: max_num_seqs %d and kv_token_budget %d must not be negative", opts.MaxNumSeqs, opts.KVTokenBudget)
+	}
+	if opts.MaxNumSeqs > 0 {
+		l.MaxSeqs = opts.MaxNumSeqs
+	}
+	if opts.KVTokenBudget > 0 {
+		l.KVBudget = opts.KVTokenBudget
+	}
+	if opts.Engine == engine.Serial {
+		if l.MaxSeqs != 1 {
+			return l, fmt.Errorf("sim: the serial engine runs one sequence at a time; max_num_seqs %d is not 1", l.MaxSeqs)
+		}
+		l.BatchTokens = 0
+	}
+	return l, nil
+}
+
+// checkResponses checks what shapes the responses: the faults, the idle
+// timeout and the reasoning phase.
+func (opts *Options) checkResponses() error {
+	for _, f := range opts.Faults {
+		if _, err := ParseFault(f.String()); err != nil {
+			return err
+		}
+	}
+	if opts.IdleTimeout < 0 {
+		return fmt.Errorf("sim: idle timeout %v: want 0 (none) or a positive duration", opts.IdleTimeout)
+	}
+	if opts.ReasoningTokens < 0 {
+		return fmt.Errorf("sim: reasoning tokens %d: want 0 (none) or more", opts.ReasoningTokens)
+	}
+	switch opts.ReasoningField {
+	case "":
+		opts.ReasoningField = ReasoningFieldReasoning
+	case ReasoningFieldReasoning, ReasoningFieldContent:
+	default:
+		return fmt.Errorf("sim: reasoning field %q: want %q or %q", opts.ReasoningField, ReasoningFieldReasoning, ReasoningFieldContent)
+	}
+	return nil
+}
+
+// resolveTokenizer defaults the tokenizer to the pinned one and checks
+// that every output piece is one token of it.
+func (opts *Options) resolveTokenizer() error {
+	if opts.Tokenizer == nil {
+		tk, err := tokenizer.Default()
+		if err != nil {
+			return fmt.Errorf("sim: tokenizer: %w", err)
+		}
+		opts.Tokenizer = tk
+	}
+	return checkOutputWords(opts.Tokenizer)
+}
+
+// prefixCache is the engine's prefix cache of kv tokens as the options and
+// the profile say (nil: none), and the encoder that hashes prompts for it.
+func (opts *Options) prefixCache(kv int) (*engine.PrefixCache, engine.Encoder, error) {
+	var cache *engine.PrefixCache
+	switch opts.PrefixCaching {
+	case "":
+		if opts.Profile.PrefixCaching {
+			cache = engine.NewPrefixCache(kv)
+		}
+	case PrefixCachingOn:
+		cache = engine.NewPrefixCache(kv)
+	case PrefixCachingOff:
+	default:
+		return nil, nil, fmt.Errorf("sim: prefix caching %q: want %q or %q", opts.PrefixCaching, PrefixCachingOn, PrefixCachingOff)
+	}
+	if cache == nil {
+		return nil, nil, nil
+	}
+	enc, ok := opts.Tokenizer.(engine.Encoder)
+	if !ok {
+		return nil, nil, errors.New("sim: prefix caching needs a tokenizer that encodes token ids; this one only counts")
+	}
+	return cache, enc, nil
 }
 
 // Handler serves /v1/chat/completions, /v1/completions, /v1/models, /health
@@ -259,13 +306,13 @@ const (
 )
 
 // PrefixCaching reports whether the engine caches prompt prefixes.
-func (s *Server) PrefixCaching() bool { return s.engine.cache != nil }
+func (s *Server) PrefixCaching() bool { return s.engine.Caching() }
 
 // Engine is the engine kind in use.
 func (s *Server) Engine() string { return s.opts.Engine }
 
 // Profile is the profile in use.
-func (s *Server) Profile() *Profile { return s.prof }
+func (s *Server) Profile() *engine.Profile { return s.prof }
 
 // Model is the served model id.
 func (s *Server) Model() string { return s.model }
@@ -275,7 +322,7 @@ func (s *Server) Model() string { return s.model }
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
 		close(s.closing)
-		s.engine.close()
+		s.engine.Close()
 	})
 }
 
@@ -353,6 +400,45 @@ const maxRequestBytes = 8 << 20
 // parseChat reads a chat completions request, or with completions a
 // completions request (a prompt, sent as it is: no chat template).
 func (s *Server) parseChat(r *http.Request, completions bool) (*job, int, error) {
+	req, status, err := s.readChat(r, completions)
+	if err != nil {
+		return nil, status, err
+	}
+	prompt, userText, err := s.promptOf(req, completions)
+	if err != nil {
+		return nil, http.StatusBadRequest, err
+	}
+	reqN := s.reqCount.Add(1)
+	id := fmt.Sprintf("chatcmpl-sim-%d", reqN)
+	if completions {
+		id = fmt.Sprintf("cmpl-sim-%d", reqN)
+	}
+	j := &job{
+		id:           id,
+		completions:  completions,
+		stream:       req.Stream,
+		includeUsage: req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
+		text:         newTextSource(s.opts.Seed, prompt),
+	}
+	if s.encoder != nil {
+		ids := s.encoder.Encode(prompt)
+		j.promptTokens, j.blocks = len(ids), engine.BlockHashes(ids)
+	} else {
+		j.promptTokens = s.counter.Count(prompt)
+	}
+	maxTokens, err := s.maxTokensOf(req, j.promptTokens)
+	if err != nil {
+		return nil, http.StatusBadRequest, err
+	}
+	s.planOutput(j, req, userText, maxTokens)
+	j.fault = planFault(s.opts.Faults, s.opts.Seed, reqN, j.outputTokens)
+	return j, 0, nil
+}
+
+// readChat reads and decodes the request body and refuses what the
+// simulator does not serve: another model, several choices, a negative
+// temperature. The status goes with the error.
+func (s *Server) readChat(r *http.Request, completions bool) (*chatRequest, int, error) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
 	if err != nil {
 		return nil, http.StatusBadRequest, fmt.Errorf("reading the request body: %v", err)
@@ -377,33 +463,18 @@ func (s *Server) parseChat(r *http.Request, completions bool) (*job, int, error)
 	if req.Temperature != nil && (*req.Temperature < 0 || !finite(*req.Temperature)) {
 		return nil, http.StatusBadRequest, fmt.Errorf("temperature = %g: want >= 0", *req.Temperature)
 	}
-	prompt, userText, err := s.promptOf(&req, completions)
-	if err != nil {
-		return nil, http.StatusBadRequest, err
-	}
-	reqN := s.reqCount.Add(1)
-	id := fmt.Sprintf("chatcmpl-sim-%d", reqN)
-	if completions {
-		id = fmt.Sprintf("cmpl-sim-%d", reqN)
-	}
-	j := &job{
-		id:           id,
-		completions:  completions,
-		stream:       req.Stream,
-		includeUsage: req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
-		text:         newTextSource(s.opts.Seed, prompt),
-	}
-	if s.encoder != nil {
-		ids := s.encoder.Encode(prompt)
-		j.promptTokens, j.blocks = len(ids), blockHashes(ids)
-	} else {
-		j.promptTokens = s.counter.Count(prompt)
-	}
+	return &req, 0, nil
+}
+
+// maxTokensOf is the output limit of a request of promptTokens: its
+// max_completion_tokens or max_tokens, else the context's room; it must
+// fit the context and the KV budget, and min_tokens must fit it.
+func (s *Server) maxTokensOf(req *chatRequest, promptTokens int) (int, error) {
 	maxLen := s.prof.MaxModelLen
-	if j.promptTokens >= maxLen {
-		return nil, http.StatusBadRequest, fmt.Errorf("this model's maximum context length is %d tokens; the messages have %d", maxLen, j.promptTokens)
+	if promptTokens >= maxLen {
+		return 0, fmt.Errorf("this model's maximum context length is %d tokens; the messages have %d", maxLen, promptTokens)
 	}
-	maxTokens := maxLen - j.promptTokens
+	maxTokens := maxLen - promptTokens
 	switch {
 	case req.MaxCompletionTokens != nil:
 		maxTokens = *req.MaxCompletionTokens
@@ -411,17 +482,25 @@ func (s *Server) parseChat(r *http.Request, completions bool) (*job, int, error)
 		maxTokens = *req.MaxTokens
 	}
 	if maxTokens < 1 {
-		return nil, http.StatusBadRequest, fmt.Errorf("max_tokens = %d: want >= 1", maxTokens)
+		return 0, fmt.Errorf("max_tokens = %d: want >= 1", maxTokens)
 	}
-	if j.promptTokens+maxTokens > maxLen {
-		return nil, http.StatusBadRequest, fmt.Errorf("this model's maximum context length is %d tokens; you requested %d (%d in the messages, %d in the completion)", maxLen, j.promptTokens+maxTokens, j.promptTokens, maxTokens)
+	if promptTokens+maxTokens > maxLen {
+		return 0, fmt.Errorf("this model's maximum context length is %d tokens; you requested %d (%d in the messages, %d in the completion)", maxLen, promptTokens+maxTokens, promptTokens, maxTokens)
 	}
-	if j.promptTokens+maxTokens > s.engine.kvBudget {
-		return nil, http.StatusBadRequest, fmt.Errorf("the request needs %d KV-cache tokens, over the engine's budget of %d", j.promptTokens+maxTokens, s.engine.kvBudget)
+	if promptTokens+maxTokens > s.engine.KVBudget() {
+		return 0, fmt.Errorf("the request needs %d KV-cache tokens, over the engine's budget of %d", promptTokens+maxTokens, s.engine.KVBudget())
 	}
 	if req.MinTokens < 0 || req.MinTokens > maxTokens {
-		return nil, http.StatusBadRequest, fmt.Errorf("min_tokens = %d: want between 0 and max_tokens (%d)", req.MinTokens, maxTokens)
+		return 0, fmt.Errorf("min_tokens = %d: want between 0 and max_tokens (%d)", req.MinTokens, maxTokens)
 	}
+	return maxTokens, nil
+}
+
+// planOutput decides the job's output: its length (the reasoning, then
+// the profile's natural length of the user's text, within min_tokens and
+// maxTokens, or maxTokens under ignore_eos), its reasoning share, tool
+// calls and finish reason.
+func (s *Server) planOutput(j *job, req *chatRequest, userText string, maxTokens int) {
 	// The completions API has no reasoning channel and no tool calls.
 	reasoning := s.opts.ReasoningTokens
 	j.toolCalls = s.opts.ToolCalls
@@ -442,8 +521,6 @@ func (s *Server) parseChat(r *http.Request, completions bool) (*job, int, error)
 	if j.toolCalls && j.finish == "stop" {
 		j.finish = "tool_calls"
 	}
-	j.fault = planFault(s.opts.Faults, s.opts.Seed, reqN, n)
-	return j, 0, nil
 }
 
 // promptOf is the text the engine sees of req and the user's own text:
@@ -467,7 +544,7 @@ func (s *Server) promptOf(req *chatRequest, completions bool) (prompt, user stri
 		}
 		return "", "", errors.New("messages is empty")
 	}
-	msgs := make([]chatMessage, len(req.Messages))
+	msgs := make([]engine.Message, len(req.Messages))
 	for i, m := range req.Messages {
 		if m.Role == "" {
 			return "", "", fmt.Errorf("messages[%d].role is empty", i)
@@ -476,9 +553,9 @@ func (s *Server) promptOf(req *chatRequest, completions bool) (prompt, user stri
 		if err != nil {
 			return "", "", fmt.Errorf("messages[%d].content: %v", i, err)
 		}
-		msgs[i] = chatMessage{Role: m.Role, Content: text}
+		msgs[i] = engine.Message{Role: m.Role, Content: text}
 	}
-	return renderChat(s.prof, msgs), lastUserText(msgs), nil
+	return s.prof.RenderChat(msgs), lastUserText(msgs), nil
 }
 
 // promptText reads a completions prompt: a string or an array of one
@@ -500,7 +577,7 @@ func promptText(raw json.RawMessage) (string, error) {
 
 // lastUserText is the text of the last user message, the prompt a rehearsal
 // sends; "" when there is none.
-func lastUserText(msgs []chatMessage) string {
+func lastUserText(msgs []engine.Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == "user" {
 			return msgs[i].Content
@@ -564,7 +641,7 @@ func (o *outcome) clientLeft() {
 // handle serves one chat completions request, or with completions one
 // completions request.
 func (s *Server) handle(w http.ResponseWriter, r *http.Request, completions bool) {
-	arrivalS := s.clk.now()
+	arrivalS := s.clk.Now()
 	out := outcome{status: http.StatusOK, firstS: -1, arrivalS: arrivalS}
 	var j *job
 	defer func() { s.logRequest(r, j, &out) }()
@@ -587,12 +664,12 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, completions bool
 		writeError(w, http.StatusTooManyRequests, "RateLimitError", "simulated rate limit (fault http429)")
 		return
 	}
-	if !s.clk.sleepUntil(r.Context(), s.frontendDone(arrivalS)) {
+	if !s.clk.SleepUntil(r.Context(), s.frontendDone(arrivalS)) {
 		out.note = "client went away before the engine saw the request"
 		return
 	}
-	seq := &sequence{promptTokens: j.promptTokens, blocks: j.blocks, outputTokens: j.outputTokens, arrivalS: arrivalS, finishReason: j.finish}
-	if err := s.engine.submit(seq); err != nil {
+	seq := &engine.Sequence{PromptTokens: j.promptTokens, Blocks: j.blocks, OutputTokens: j.outputTokens, ArrivalS: arrivalS, FinishReason: j.finish}
+	if err := s.engine.Submit(seq); err != nil {
 		out.status, out.note = http.StatusServiceUnavailable, err.Error()
 		writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", err.Error())
 		return
@@ -621,42 +698,24 @@ func (s *Server) frontendDone(arrivalS float64) float64 {
 
 // stream writes the response as server-sent events: a role chunk, one
 // chunk per token, a finish chunk, a usage chunk when asked, then [DONE].
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *sequence, out *outcome) {
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *engine.Sequence, out *outcome) {
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 
-	model, _ := json.Marshal(s.model)
-	object, piece, finish := "chat.completion.chunk", `{"index":0,"delta":{"content":`, `{"index":0,"delta":{},"logprobs":null,"finish_reason":%q}]}`
-	if j.completions {
-		object, piece, finish = "text_completion", `{"index":0,"text":`, `{"index":0,"text":"","logprobs":null,"finish_reason":%q}]}`
-	}
-	head := fmt.Appendf(nil, `data: {"id":%q,"object":%q,"created":%d,"model":%s,"choices":[`, j.id, object, time.Now().Unix(), model)
-	// appendHead opens a chunk with h (head, or a prefix of it); with
-	// StampSends it carries the send time of the write it is built for.
-	var sentNS int64
-	appendHead := func(buf, h []byte) []byte {
-		if !s.opts.StampSends {
-			return append(buf, h...)
-		}
-		buf = append(buf, `data: {"`+SentStampField+`":`...)
-		buf = strconv.AppendInt(buf, sentNS, 10)
-		buf = append(buf, ',')
-		return append(buf, h[len(`data: {`):]...)
-	}
+	c := s.newChunker(j)
 	var buf []byte
 	if !j.completions {
 		// A chat stream opens with the assistant's role; a completions
 		// stream has none.
-		sentNS = time.Now().UnixNano()
-		buf = appendHead(buf, head)
+		c.sentNS = time.Now().UnixNano()
+		buf = c.appendHead(buf, c.head)
 		buf = append(buf, `{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
 	}
-	reasoningDelta := `{"index":0,"delta":{"` + s.opts.ReasoningField + `":`
 	if _, err := w.Write(buf); err != nil {
-		s.engine.abandon(seq)
+		s.engine.Abandon(seq)
 		out.clientLeft()
 		return
 	}
@@ -666,84 +725,41 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 	defer func() { out.tokens = sent }()
 	for {
 		select {
-		case <-seq.notify:
+		case <-seq.Notify():
 		case <-r.Context().Done():
-			s.engine.abandon(seq)
+			s.engine.Abandon(seq)
 			out.clientLeft()
 			return
 		}
-		produced := int(seq.produced.Load())
-		state := seq.state.Load()
+		produced := seq.Produced()
+		aborted := seq.Aborted()
 		if sent == 0 && produced > 0 {
-			out.firstS = seq.firstTokenS - out.arrivalS
+			out.firstS = seq.FirstTokenS() - out.arrivalS
 		}
 		buf = buf[:0]
-		sentNS = time.Now().UnixNano()
-		for sent < produced {
-			if j.fault.kind != "" && j.fault.kind != FaultOverrun && sent == j.fault.atToken {
-				if j.fault.kind == FaultMalformed {
-					// One chunk of invalid JSON; the stream carries on.
-					buf = appendHead(buf, head)
-					buf = append(buf, piece+`" the`+"\n\n"...)
-					out.note = noteMalformed
-					j.fault.kind = ""
-					continue
-				}
-				s.engine.abandon(seq)
-				w.Write(buf)
-				rc.Flush()
-				s.streamFault(w, rc, r, j, out)
-				return
-			}
-			buf = appendHead(buf, head)
-			closing := `},"logprobs":null,"finish_reason":null}]}` + "\n\n"
-			switch {
-			case j.completions:
-				buf = append(buf, piece...)
-				closing = `,"logprobs":null,"finish_reason":null}]}` + "\n\n"
-			case sent < j.reasoningTokens:
-				buf = append(buf, reasoningDelta...)
-			case j.toolCalls && sent == j.reasoningTokens:
-				buf = fmt.Appendf(buf, `{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_%s","type":"function","function":{"name":%q,"arguments":`, j.id, ToolCallName)
-				closing = `}}]` + closing
-			case j.toolCalls:
-				buf = append(buf, `{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":`...)
-				closing = `}}]` + closing
-			default:
-				buf = append(buf, piece...)
-			}
-			buf = j.text.appendPieceJSON(buf, sent)
-			buf = append(buf, closing...)
-			sent++
+		c.sentNS = time.Now().UnixNano()
+		var faulted bool
+		if buf, sent, faulted = c.appendTokens(buf, sent, produced, out); faulted {
+			s.engine.Abandon(seq)
+			w.Write(buf)
+			rc.Flush()
+			s.streamFault(w, rc, r, j, out)
+			return
 		}
 		if sent == j.outputTokens && j.fault.kind == FaultOverrun {
-			closing := `},"logprobs":null,"finish_reason":null}]}` + "\n\n"
-			if j.completions {
-				closing = `,"logprobs":null,"finish_reason":null}]}` + "\n\n"
-			}
-			if !s.overrun(w, rc, j, buf, func(b []byte, i int) []byte {
-				b = append(appendHead(b, head), piece...)
-				return append(j.text.appendPieceJSON(b, i), closing...)
-			}, out) {
+			if !s.overrun(w, rc, j, buf, c.appendOverrun, out) {
 				return
 			}
 			buf = buf[:0]
 		}
 		if sent == j.outputTokens {
-			buf = appendHead(buf, head)
-			buf = fmt.Appendf(buf, finish+"\n\n", j.finish)
-			if j.includeUsage {
-				buf = appendHead(buf, head[:len(head)-len(`"choices":[`)])
-				buf = fmt.Appendf(buf, `"choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`+"\n\n",
-					j.promptTokens, sent, j.promptTokens+sent)
-			}
-			buf = append(buf, "data: [DONE]\n\n"...)
+			buf = c.appendEnd(buf, sent)
 			w.Write(buf)
 			rc.Flush()
 			out.finish = j.finish
 			return
 		}
-		if state == seqAborted {
+		if aborted {
 			buf = append(buf, `data: {"error":{"message":"the simulated engine shut down before the request finished","type":"InternalServerError","param":null,"code":500}}`+"\n\n"...)
 			buf = append(buf, "data: [DONE]\n\n"...)
 			w.Write(buf)
@@ -753,13 +769,132 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, j *job, seq *seq
 		}
 		if len(buf) > 0 {
 			if _, err := w.Write(buf); err != nil {
-				s.engine.abandon(seq)
+				s.engine.Abandon(seq)
 				out.clientLeft()
 				return
 			}
 			rc.Flush()
 		}
 	}
+}
+
+// chunker builds the chunks of one streamed response, chat or
+// completions, in the wire format vLLM's server writes.
+type chunker struct {
+	j *job
+	// head opens every chunk: data: {"id":…,"object":…,"created":…,
+	// "model":…,"choices":[ .
+	head []byte
+	// piece opens a content piece's choice, reasoningDelta a reasoning
+	// piece's; finish is the finish chunk's choice, a format of the finish
+	// reason.
+	piece, reasoningDelta, finish string
+	// stamp says whether chunks carry SentStampField, and sentNS is the
+	// send time of the write being built.
+	stamp  bool
+	sentNS int64
+}
+
+func (s *Server) newChunker(j *job) *chunker {
+	model, _ := json.Marshal(s.model)
+	object, piece, finish := "chat.completion.chunk", `{"index":0,"delta":{"content":`, `{"index":0,"delta":{},"logprobs":null,"finish_reason":%q}]}`
+	if j.completions {
+		object, piece, finish = "text_completion", `{"index":0,"text":`, `{"index":0,"text":"","logprobs":null,"finish_reason":%q}]}`
+	}
+	return &chunker{
+		j:              j,
+		head:           fmt.Appendf(nil, `data: {"id":%q,"object":%q,"created":%d,"model":%s,"choices":[`, j.id, object, time.Now().Unix(), model),
+		piece:          piece,
+		reasoningDelta: `{"index":0,"delta":{"` + s.opts.ReasoningField + `":`,
+		finish:         finish,
+		stamp:          s.opts.StampSends,
+	}
+}
+
+// appendHead opens a chunk with h (head, or a prefix of it); with
+// StampSends it carries the send time of the write it is built for.
+func (c *chunker) appendHead(buf, h []byte) []byte {
+	if !c.stamp {
+		return append(buf, h...)
+	}
+	buf = append(buf, `data: {"`+SentStampField+`":`...)
+	buf = strconv.AppendInt(buf, c.sentNS, 10)
+	buf = append(buf, ',')
+	return append(buf, h[len(`data: {`):]...)
+}
+
+// appendToken appends the chunk of output token i: text, reasoning, the
+// opening of the tool call or its arguments, or content.
+func (c *chunker) appendToken(buf []byte, i int) []byte {
+	j := c.j
+	buf = c.appendHead(buf, c.head)
+	closing := `},"logprobs":null,"finish_reason":null}]}` + "\n\n"
+	switch {
+	case j.completions:
+		buf = append(buf, c.piece...)
+		closing = `,"logprobs":null,"finish_reason":null}]}` + "\n\n"
+	case i < j.reasoningTokens:
+		buf = append(buf, c.reasoningDelta...)
+	case j.toolCalls && i == j.reasoningTokens:
+		buf = fmt.Appendf(buf, `{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_%s","type":"function","function":{"name":%q,"arguments":`, j.id, ToolCallName)
+		closing = `}}]` + closing
+	case j.toolCalls:
+		buf = append(buf, `{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":`...)
+		closing = `}}]` + closing
+	default:
+		buf = append(buf, c.piece...)
+	}
+	buf = j.text.appendPieceJSON(buf, i)
+	return append(buf, closing...)
+}
+
+// appendTokens appends the chunks of output tokens sent to produced−1 and
+// returns the tokens then sent. A malformed fault at one of them sends a
+// chunk of invalid JSON in its place, once, and the stream carries on;
+// any other mid-stream fault stops at its token (faulted).
+func (c *chunker) appendTokens(buf []byte, sent, produced int, out *outcome) (_ []byte, _ int, faulted bool) {
+	j := c.j
+	for sent < produced {
+		if j.fault.kind != "" && j.fault.kind != FaultOverrun && sent == j.fault.atToken {
+			if j.fault.kind != FaultMalformed {
+				return buf, sent, true
+			}
+			// One chunk of invalid JSON; the stream carries on.
+			buf = c.appendHead(buf, c.head)
+			buf = append(buf, c.piece+`" the`+"\n\n"...)
+			out.note = noteMalformed
+			j.fault.kind = ""
+			continue
+		}
+		buf = c.appendToken(buf, sent)
+		sent++
+	}
+	return buf, sent, false
+}
+
+// appendOverrun appends content chunk i past the output, as FaultOverrun
+// streams it.
+func (c *chunker) appendOverrun(buf []byte, i int) []byte {
+	closing := `},"logprobs":null,"finish_reason":null}]}` + "\n\n"
+	if c.j.completions {
+		closing = `,"logprobs":null,"finish_reason":null}]}` + "\n\n"
+	}
+	buf = append(c.appendHead(buf, c.head), c.piece...)
+	return append(c.j.text.appendPieceJSON(buf, i), closing...)
+}
+
+// appendEnd appends the finish chunk, the usage chunk when asked (sent
+// completion tokens), and [DONE].
+func (c *chunker) appendEnd(buf []byte, sent int) []byte {
+	j := c.j
+	buf = c.appendHead(buf, c.head)
+	buf = fmt.Appendf(buf, c.finish+"\n\n", j.finish)
+	if j.includeUsage {
+		buf = c.appendHead(buf, c.head[:len(c.head)-len(`"choices":[`)])
+		buf = fmt.Appendf(buf, `"choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`+"\n\n",
+			j.promptTokens, sent, j.promptTokens+sent)
+	}
+	return append(buf, "data: [DONE]\n\n"...)
 }
 
 // overrun acts out FaultOverrun once the engine's output (buf holds what
@@ -821,32 +956,32 @@ func (s *Server) crash() {
 }
 
 // complete waits for the whole output and writes one chat.completion.
-func (s *Server) complete(w http.ResponseWriter, r *http.Request, j *job, seq *sequence, out *outcome) {
+func (s *Server) complete(w http.ResponseWriter, r *http.Request, j *job, seq *engine.Sequence, out *outcome) {
 	faultAt := -1
 	if j.fault.kind != "" && j.fault.kind != FaultOverrun {
 		faultAt = j.fault.atToken
 	}
 	for {
 		select {
-		case <-seq.notify:
+		case <-seq.Notify():
 		case <-r.Context().Done():
-			s.engine.abandon(seq)
+			s.engine.Abandon(seq)
 			out.note = "client went away"
 			return
 		}
-		produced := int(seq.produced.Load())
+		produced := seq.Produced()
 		if out.firstS < 0 && produced > 0 {
-			out.firstS = seq.firstTokenS - out.arrivalS
+			out.firstS = seq.FirstTokenS() - out.arrivalS
 		}
 		if faultAt >= 0 && produced >= faultAt {
-			s.engine.abandon(seq)
+			s.engine.Abandon(seq)
 			s.completeFault(w, r, j, out)
 			return
 		}
 		if produced >= j.outputTokens {
 			break
 		}
-		if seq.state.Load() == seqAborted {
+		if seq.Aborted() {
 			out.status, out.note = http.StatusServiceUnavailable, "aborted: server shutting down"
 			writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", "the simulated engine shut down before the request finished")
 			return
@@ -934,7 +1069,7 @@ func (s *Server) logRequest(r *http.Request, j *job, out *outcome) {
 		if out.firstS >= 0 {
 			line += fmt.Sprintf(" sim_ttft_s=%.3f", out.firstS)
 		}
-		line += fmt.Sprintf(" sim_e2e_s=%.3f", s.clk.now()-out.arrivalS)
+		line += fmt.Sprintf(" sim_e2e_s=%.3f", s.clk.Now()-out.arrivalS)
 	}
 	if out.note != "" {
 		line += " (" + out.note + ")"

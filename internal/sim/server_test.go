@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/rehearse/rehearse/internal/sim/engine"
 )
 
 // newTestServer starts a simulator over real loopback at a high time scale.
@@ -75,7 +76,7 @@ func post(t *testing.T, ctx context.Context, url, body string) (*streamResult, e
 }
 
 func TestStreamingContract(t *testing.T) {
-	s, ts := newTestServer(t, Options{Engine: EngineBatching})
+	s, ts := newTestServer(t, Options{Engine: engine.Batching})
 	for _, tc := range []struct {
 		name       string
 		maxTokens  int
@@ -110,7 +111,7 @@ func TestStreamingContract(t *testing.T) {
 			if res.usage.CompletionTokens != len(res.contents) || res.usage.TotalTokens != res.usage.PromptTokens+res.usage.CompletionTokens {
 				t.Errorf("usage %+v disagrees with %d content chunks", *res.usage, len(res.contents))
 			}
-			want := s.counter.Count(renderChat(s.prof, []chatMessage{{"user", "Tell me about the sea."}}))
+			want := s.counter.Count(s.prof.RenderChat([]engine.Message{{Role: "user", Content: "Tell me about the sea."}}))
 			if res.usage.PromptTokens != want {
 				t.Errorf("usage prompt_tokens %d, want %d (the rendered chat template, counted)", res.usage.PromptTokens, want)
 			}
@@ -143,7 +144,7 @@ func TestStreamingContract(t *testing.T) {
 }
 
 func TestNonStreamingCompletion(t *testing.T) {
-	s, ts := newTestServer(t, Options{Engine: EngineSerial})
+	s, ts := newTestServer(t, Options{Engine: engine.Serial})
 	body := `{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"Say "},{"type":"text","text":"something."}]}],"max_tokens":17,"ignore_eos":true}`
 	resp, err := http.Post(ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {
@@ -178,7 +179,7 @@ func TestNonStreamingCompletion(t *testing.T) {
 }
 
 func TestBadRequestsGetClearErrors(t *testing.T) {
-	_, ts := newTestServer(t, Options{Engine: EngineBatching})
+	_, ts := newTestServer(t, Options{Engine: engine.Batching})
 	for _, tc := range []struct {
 		body   string
 		status int
@@ -212,7 +213,7 @@ func TestBadRequestsGetClearErrors(t *testing.T) {
 }
 
 func TestModelsAndHealth(t *testing.T) {
-	s, ts := newTestServer(t, Options{Engine: EngineBatching, Model: "sim/qwen"})
+	s, ts := newTestServer(t, Options{Engine: engine.Batching, Model: "sim/qwen"})
 	resp, err := http.Get(ts.URL + "/health")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("/health: %v %v", resp, err)
@@ -279,7 +280,7 @@ func scrape(t *testing.T, h http.Handler) map[string]float64 {
 
 func TestMetricsParseWithExpfmt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s, err := New(Options{Engine: EngineSerial})
+		s, err := New(Options{Engine: engine.Serial})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -322,7 +323,7 @@ func TestMetricsParseWithExpfmt(t *testing.T) {
 }
 
 func TestClientDisconnectFreesTheSlot(t *testing.T) {
-	_, ts := newTestServer(t, Options{Engine: EngineSerial, TimeScale: 50})
+	_, ts := newTestServer(t, Options{Engine: engine.Serial, TimeScale: 50})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	// 2000 tokens at ~21 tok/s is ~95 s simulated, ~1.9 s wall at 50×.
@@ -345,7 +346,7 @@ func TestFaults(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			var crashes atomic.Int32
 			s, ts := newTestServer(t, Options{
-				Engine:  EngineBatching,
+				Engine:  engine.Batching,
 				Faults:  []Fault{{Kind: kind, Rate: 1}},
 				OnCrash: func() { crashes.Add(1) },
 			})
@@ -385,10 +386,10 @@ func TestFaults(t *testing.T) {
 			}
 			// The engine is left with nothing running.
 			deadline := time.Now().Add(2 * time.Second)
-			for s.engine.nRunning.Load() != 0 && time.Now().Before(deadline) {
+			for s.engine.Metrics().Running != 0 && time.Now().Before(deadline) {
 				time.Sleep(5 * time.Millisecond)
 			}
-			if n := s.engine.nRunning.Load(); n != 0 {
+			if n := s.engine.Metrics().Running; n != 0 {
 				t.Errorf("%d sequences still running after the fault", n)
 			}
 		})
@@ -439,7 +440,7 @@ func TestParseFault(t *testing.T) {
 }
 
 func TestCloseEndsStreamsInFlight(t *testing.T) {
-	s, ts := newTestServer(t, Options{Engine: EngineBatching, TimeScale: 1})
+	s, ts := newTestServer(t, Options{Engine: engine.Batching, TimeScale: 1})
 	done := make(chan *streamResult)
 	go func() {
 		res, _ := post(t, context.Background(), ts.URL, chatBody("long", 1000, `,"ignore_eos":true`))
@@ -460,7 +461,7 @@ func TestCloseEndsStreamsInFlight(t *testing.T) {
 func TestFaultsOnNonStreamingResponses(t *testing.T) {
 	for _, kind := range []FaultKind{FaultErrorEvent, FaultTruncate, FaultMalformed, FaultHTTP429} {
 		t.Run(string(kind), func(t *testing.T) {
-			_, ts := newTestServer(t, Options{Engine: EngineBatching, Faults: []Fault{{Kind: kind, Rate: 1}}})
+			_, ts := newTestServer(t, Options{Engine: engine.Batching, Faults: []Fault{{Kind: kind, Rate: 1}}})
 			body := `{"messages":[{"role":"user","content":"x"}],"max_tokens":10,"ignore_eos":true}`
 			resp, err := http.Post(ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
 			if err != nil {

@@ -5,14 +5,9 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
-)
 
-// Counter counts the tokens of text exactly as the client will: the pinned
-// tokenizer's Count (no special tokens added). *tokenizer.Tokenizer
-// satisfies it.
-type Counter interface {
-	Count(text string) int
-}
+	"github.com/rehearse/rehearse/internal/sim/engine"
+)
 
 // outputWords are the pieces the simulator emits, one per output token.
 // Each is a space followed by lowercase ASCII letters: a whole vocabulary
@@ -87,7 +82,7 @@ func (t textSource) textRange(lo, hi int) string {
 
 // checkOutputWords verifies that every output piece is one token and that
 // a run of them counts exactly one token per piece.
-func checkOutputWords(c Counter) error {
+func checkOutputWords(c engine.Counter) error {
 	var all strings.Builder
 	for _, p := range outputPieces {
 		if n := c.Count(p); n != 1 {
@@ -99,24 +94,4 @@ func checkOutputWords(c Counter) error {
 		return fmt.Errorf("sim: %d output pieces concatenated count %d tokens with this tokenizer", len(outputWords), n)
 	}
 	return nil
-}
-
-// chatMessage is one message of a chat completions request.
-type chatMessage struct {
-	Role    string
-	Content string
-}
-
-// renderChat renders messages the way the profile's chat template does,
-// with the generation prompt, for counting prompt tokens.
-func renderChat(p *Profile, msgs []chatMessage) string {
-	var b strings.Builder
-	if p.DefaultSystemPrompt != "" && (len(msgs) == 0 || msgs[0].Role != "system") {
-		b.WriteString("<|im_start|>system\n" + p.DefaultSystemPrompt + "<|im_end|>\n")
-	}
-	for _, m := range msgs {
-		b.WriteString("<|im_start|>" + m.Role + "\n" + m.Content + "<|im_end|>\n")
-	}
-	b.WriteString("<|im_start|>assistant\n")
-	return b.String()
 }

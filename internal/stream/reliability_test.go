@@ -16,6 +16,7 @@ import (
 
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/sim"
+	"github.com/rehearse/rehearse/internal/sim/engine"
 )
 
 // hostile is one server that misbehaves, and the outcome the client must
@@ -487,7 +488,7 @@ func TestReliabilityFaultMatrix(t *testing.T) {
 			if !known {
 				t.Fatalf("fault %s has no expected class", kind)
 			}
-			s, err := sim.New(sim.Options{Engine: sim.EngineBatching, TimeScale: 1000, Seed: 1,
+			s, err := sim.New(sim.Options{Engine: engine.Batching, TimeScale: 1000, Seed: 1,
 				Faults: []sim.Fault{{Kind: kind, Rate: 1}}, OnCrash: func() {}})
 			if err != nil {
 				t.Fatal(err)

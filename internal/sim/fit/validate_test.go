@@ -1,4 +1,4 @@
-package sim
+package fit
 
 import (
 	"encoding/json"
@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/sim/engine"
+	"github.com/rehearse/rehearse/internal/sim/predict"
 )
 
 func TestParseLoads(t *testing.T) {
@@ -48,22 +50,22 @@ func TestParseLoads(t *testing.T) {
 // validateBundle is a synthetic bundle of the batching T4 profile at 1, 4,
 // 8 and 16 clients, its records re-tokenized 1.06 times longer than
 // generated, as random-weight text is.
-func validateTruth(t *testing.T) (*Profile, ClosedWorkload) {
+func validateTruth(t *testing.T) (*engine.Profile, predict.ClosedWorkload) {
 	t.Helper()
-	truth, err := BuiltinProfile("t4-qwen2.5-1.5b-batching")
+	truth, err := engine.BuiltinProfile("t4-qwen2.5-1.5b-batching")
 	if err != nil {
 		t.Fatal(err)
 	}
 	truth.PrefillBaseS, truth.PrefillPerTokenS, truth.FrontendSPerRequest, truth.RequestOverheadS = 0, 0, 0.0005, 0.004
 	truth.MaxNumSeqs = 64
 	truth.DecodeStepS = [][2]float64{{1, 0.02}, {64, 0.05}} // linear: the fit's points interpolate it exactly
-	return truth, ClosedWorkload{Concurrencies: []int{1, 4, 8, 16}, Repeats: 2, Prompts: fitPrompts, MaxTokens: 32, TimeoutS: 60, IgnoreEOS: true}
+	return truth, predict.ClosedWorkload{Concurrencies: []int{1, 4, 8, 16}, Repeats: 2, Prompts: fitPrompts, MaxTokens: 32, TimeoutS: 60, IgnoreEOS: true}
 }
 
 func TestValidateTablesTheHeldOutLoads(t *testing.T) {
 	truth, w := validateTruth(t)
 	res := syntheticBundle(t, truth, w, "batching", []string{"vllm", "serve", "--max-num-seqs", "64"}, 1.06)
-	v, err := Validate(res, ValidateOptions{Server: "batching", Engine: EngineBatching,
+	v, err := Validate(res, ValidateOptions{Server: "batching", Engine: engine.Batching,
 		FitOn:   []Load{{Mode: contract.ModeClosed, Concurrency: 1}, {Mode: contract.ModeClosed, Concurrency: 16}},
 		HoldOut: []Load{{Mode: contract.ModeClosed, Concurrency: 8}, {Mode: contract.ModeClosed, Concurrency: 4}}})
 	if err != nil {
@@ -125,7 +127,7 @@ func TestValidateTablesTheHeldOutLoads(t *testing.T) {
 
 	// A live run of the same plan: the predictor's own records stand for
 	// it here (the CLI's test runs the simulator); they give the same rows.
-	pr, err := Predict(v.Fit.Profile, v.Workload, PredictOptions{Server: "live"})
+	pr, err := predict.Closed(v.Fit.Profile, v.Workload, predict.Options{Server: "live"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +171,7 @@ func TestValidateRefusesWhatItCannotFit(t *testing.T) {
 		{"absent", []Load{c(1)}, []Load{c(32)}, "no recorded closed-loop wave at 32 clients (have: 1, 4, 8, 16)"},
 		{"none", nil, []Load{c(4)}, "--fit-on names no load"},
 	} {
-		_, err := Validate(res, ValidateOptions{Server: "batching", Engine: EngineBatching, FitOn: tc.fit, HoldOut: tc.hold})
+		_, err := Validate(res, ValidateOptions{Server: "batching", Engine: engine.Batching, FitOn: tc.fit, HoldOut: tc.hold})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}

@@ -1,4 +1,4 @@
-package sim
+package fit
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/sim/engine"
+	"github.com/rehearse/rehearse/internal/sim/predict"
 )
 
 // Load is one load of a bundle that a validation fits on or holds out: a
@@ -98,12 +100,12 @@ type ValidateOptions struct {
 	// of the same servers than the closed waves fitted on, or the other
 	// way round.
 	HeldOut *bundle.Results
-	// Jitter fits the profile's step jitter (FitOptions.Jitter).
+	// Jitter fits the profile's step jitter (Options.Jitter).
 	Jitter bool
 	// MaxModelLen of the fitted profile (0: the fit's default).
 	MaxModelLen int
 	// Tokenizer counts prompts (nil: the pinned default).
-	Tokenizer Counter
+	Tokenizer engine.Counter
 }
 
 // Validation is a profile fitted on some loads of a bundle and judged on the
@@ -111,7 +113,7 @@ type ValidateOptions struct {
 // AddLive has them) a live simulator run's.
 type Validation struct {
 	Server string
-	Fit    *Fit
+	Fit    *Result
 	// FitKeys are the fitted loads; FitOn their closed-loop concurrencies,
 	// ascending.
 	FitKeys []contract.Key
@@ -128,7 +130,7 @@ type Validation struct {
 	HoldOutTrace     bool
 	// Workload is the bundle's closed-loop workload at the held-out
 	// concurrencies: what the predictor ran and a live run sends.
-	Workload ClosedWorkload
+	Workload predict.ClosedWorkload
 	// Rows are the error table, predictor rows first.
 	Rows []ErrorRow
 	// Notes are what the prediction did not model (request fields).
@@ -212,13 +214,13 @@ var validateMetrics = []validateMetric{
 }
 
 // Validate fits a profile of o.Engine to server o.Server of the bundle on
-// the loads o.FitOn (of any mode: FitProfile), predicts the loads o.HoldOut
+// the loads o.FitOn (of any mode: Profile), predicts the loads o.HoldOut
 // with it (of o.HeldOut when set), and tabulates the predictor's error on
 // each held-out load and metric against the bundle's records. Both sides
 // count generated tokens (GeneratedCounts). A closed wave is predicted by
-// Predict, a sustained load by PredictSustained (the bundle's clients,
-// measured and warm-up requests and duration), an open-loop wave by
-// PredictOpen (each recorded wave's own rate or ramp, arrival process,
+// predict.Closed, a sustained load by predict.Sustained (the bundle's
+// clients, measured and warm-up requests and duration), an open-loop wave
+// by predict.Open (each recorded wave's own rate or ramp, arrival process,
 // burstiness and seed, the bundle's bounds, and for a trace replay its
 // traced arrivals); every prompt is sent with its own max_tokens; the
 // contract aggregates each as it aggregates the bundle, goodput over each
@@ -249,103 +251,15 @@ func Validate(res *bundle.Results, o ValidateOptions) (*Validation, error) {
 			v.FitOn = append(v.FitOn, k.Concurrency)
 		}
 	}
-	for _, k := range held {
-		switch {
-		case k.Mode == contract.ModeClosed:
-			v.HoldOut = append(v.HoldOut, k.Concurrency)
-		case k.Mode == contract.ModeSustained:
-			v.HoldOutSustained = append(v.HoldOutSustained, k.Concurrency)
-		case k.Shape == contract.TraceLabel:
-			v.HoldOutTrace = true
-		case k.Shape != "":
-			if r := rampOf(hold, o.Server, k); r != nil && !slices.Contains(v.HoldOutRamps, *r) {
-				v.HoldOutRamps = append(v.HoldOutRamps, *r)
-			}
-		default:
-			v.HoldOutRates = append(v.HoldOutRates, k.RequestRateRPS)
-		}
-	}
-	fit, err := FitProfile(res, FitOptions{Server: o.Server, Engine: o.Engine, FitLoads: fitKeys, Jitter: o.Jitter, MaxModelLen: o.MaxModelLen, Tokenizer: o.Tokenizer})
+	v.sortHeld(hold)
+	fit, err := Profile(res, Options{Server: o.Server, Engine: o.Engine, FitLoads: fitKeys, Jitter: o.Jitter, MaxModelLen: o.MaxModelLen, Tokenizer: o.Tokenizer})
 	if err != nil {
 		return nil, err
 	}
 	v.Fit = fit
-	popts := PredictOptions{Server: o.Server, Tokenizer: o.Tokenizer}
-	var predicted []contract.Aggregate
-	if len(v.HoldOut) > 0 {
-		wl, notes, err := WorkloadOf(hold)
-		if err != nil {
-			return nil, err
-		}
-		wl.Concurrencies = v.HoldOut
-		pr, err := Predict(fit.Profile, wl, popts)
-		if err != nil {
-			return nil, err
-		}
-		v.Workload, v.Notes = wl, notes
-		predicted = append(predicted, pr.Aggregates...)
-	}
-	if len(v.HoldOutSustained) > 0 {
-		s := hold.Workload.Sustained
-		n := s.NumRequests
-		if n == 0 {
-			// Bounded by duration only: more requests than the duration
-			// lets the clients send, so the duration ends the part.
-			n = maxOpenRequests
-		}
-		sw, notes, err := SustainedOf(hold.Workload, n, s.WarmupRequests)
-		if err != nil {
-			return nil, err
-		}
-		sw.DurationS = s.DurationS
-		v.Notes = appendNew(v.Notes, notes)
-		for _, c := range v.HoldOutSustained {
-			pr, err := PredictSustained(fit.Profile, sw, c, popts)
-			if err != nil {
-				return nil, err
-			}
-			predicted = append(predicted, pr.Aggregates...)
-		}
-	}
-	var openHeld []contract.Key
-	for _, k := range held {
-		if k.Mode == contract.ModeOpen {
-			openHeld = append(openHeld, k)
-		}
-	}
-	if len(openHeld) > 0 {
-		op := hold.Workload.Open
-		sw, notes, err := SustainedOf(hold.Workload, 1, 0)
-		if err != nil {
-			return nil, err
-		}
-		v.Notes = appendNew(v.Notes, notes)
-		var waves []contract.Wave
-		var recs []contract.Record
-		for _, hw := range hold.Waves {
-			if hw.Kind != contract.KindRecorded || hw.Server != o.Server || !slices.Contains(openHeld, contract.KeyOf(hw)) {
-				continue
-			}
-			ow := OpenWorkload{Prompts: sw.Prompts, MaxTokens: sw.MaxTokens, TimeoutS: sw.TimeoutS, IgnoreEOS: sw.IgnoreEOS, MinTokens: sw.MinTokens, PromptMaxTokens: sw.PromptMaxTokens,
-				RateRPS: hw.RequestRateRPS, Arrival: hw.Arrival, Burstiness: hw.Burstiness, Seed: hw.Seed, Ramp: hw.Ramp, NumRequests: op.NumRequests, DurationS: op.DurationS}
-			if hw.Arrival == contract.ArrivalTrace {
-				ow.ArrivalsS = hold.Workload.ArrivalsS
-			}
-			pr, err := PredictOpen(fit.Profile, ow, popts)
-			if err != nil {
-				return nil, err
-			}
-			id := len(waves)
-			for _, w := range pr.Waves {
-				w.ID, w.Repeat = id, hw.Repeat
-				waves = append(waves, w)
-			}
-			for _, rec := range pr.Records {
-				rec.Wave, rec.Repeat = id, hw.Repeat
-				recs = append(recs, rec)
-			}
-		}
-		predicted = append(predicted, contract.Aggregates(waves, recs, []string{o.Server}, "")...)
+	predicted, err := v.predictHeld(hold, predict.Options{Server: o.Server, Tokenizer: o.Tokenizer})
+	if err != nil {
+		return nil, err
 	}
 	for _, a := range contract.Aggregates(hold.Waves, GeneratedCounts(hold.Records), hold.ServerNames(), "") {
 		if a.Server == o.Server && v.heldOut(a) {
@@ -354,6 +268,134 @@ func Validate(res *bundle.Results, o ValidateOptions) (*Validation, error) {
 	}
 	v.Rows = errorRows(SourcePredictor, o.Server, predicted, v.measured)
 	return v, nil
+}
+
+// sortHeld files each held-out load of v by its mode and shape: closed
+// concurrencies, sustained ones, constant rates, ramps (of hold's waves)
+// and the trace replay.
+func (v *Validation) sortHeld(hold *bundle.Results) {
+	for _, k := range v.Held {
+		switch {
+		case k.Mode == contract.ModeClosed:
+			v.HoldOut = append(v.HoldOut, k.Concurrency)
+		case k.Mode == contract.ModeSustained:
+			v.HoldOutSustained = append(v.HoldOutSustained, k.Concurrency)
+		case k.Shape == contract.TraceLabel:
+			v.HoldOutTrace = true
+		case k.Shape != "":
+			if r := rampOf(hold, v.Server, k); r != nil && !slices.Contains(v.HoldOutRamps, *r) {
+				v.HoldOutRamps = append(v.HoldOutRamps, *r)
+			}
+		default:
+			v.HoldOutRates = append(v.HoldOutRates, k.RequestRateRPS)
+		}
+	}
+}
+
+// predictHeld predicts v's held-out loads of hold with the fitted profile:
+// the closed waves, the sustained loops, then the open-loop waves.
+func (v *Validation) predictHeld(hold *bundle.Results, popts predict.Options) ([]contract.Aggregate, error) {
+	var predicted []contract.Aggregate
+	if len(v.HoldOut) > 0 {
+		wl, notes, err := predict.ClosedOf(hold)
+		if err != nil {
+			return nil, err
+		}
+		wl.Concurrencies = v.HoldOut
+		pr, err := predict.Closed(v.Fit.Profile, wl, popts)
+		if err != nil {
+			return nil, err
+		}
+		v.Workload, v.Notes = wl, notes
+		predicted = append(predicted, pr.Aggregates...)
+	}
+	if len(v.HoldOutSustained) > 0 {
+		aggs, err := v.predictSustained(hold, popts)
+		if err != nil {
+			return nil, err
+		}
+		predicted = append(predicted, aggs...)
+	}
+	var openHeld []contract.Key
+	for _, k := range v.Held {
+		if k.Mode == contract.ModeOpen {
+			openHeld = append(openHeld, k)
+		}
+	}
+	if len(openHeld) > 0 {
+		aggs, err := v.predictOpen(hold, openHeld, popts)
+		if err != nil {
+			return nil, err
+		}
+		predicted = append(predicted, aggs...)
+	}
+	return predicted, nil
+}
+
+// predictSustained predicts the held-out sustained loops: the bundle's
+// clients, measured and warm-up requests and duration.
+func (v *Validation) predictSustained(hold *bundle.Results, popts predict.Options) ([]contract.Aggregate, error) {
+	s := hold.Workload.Sustained
+	n := s.NumRequests
+	if n == 0 {
+		// Bounded by duration only: more requests than the duration
+		// lets the clients send, so the duration ends the part.
+		n = predict.MaxOpenRequests
+	}
+	sw, notes, err := predict.SustainedOf(hold.Workload, n, s.WarmupRequests)
+	if err != nil {
+		return nil, err
+	}
+	sw.DurationS = s.DurationS
+	v.Notes = appendNew(v.Notes, notes)
+	var out []contract.Aggregate
+	for _, c := range v.HoldOutSustained {
+		pr, err := predict.Sustained(v.Fit.Profile, sw, c, popts)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, pr.Aggregates...)
+	}
+	return out, nil
+}
+
+// predictOpen predicts the held-out open-loop waves of hold (of keys
+// openHeld), each recorded wave's own rate or ramp, arrival process,
+// burstiness and seed, the bundle's bounds, and for a trace replay its
+// traced arrivals, aggregated together.
+func (v *Validation) predictOpen(hold *bundle.Results, openHeld []contract.Key, popts predict.Options) ([]contract.Aggregate, error) {
+	op := hold.Workload.Open
+	sw, notes, err := predict.SustainedOf(hold.Workload, 1, 0)
+	if err != nil {
+		return nil, err
+	}
+	v.Notes = appendNew(v.Notes, notes)
+	var waves []contract.Wave
+	var recs []contract.Record
+	for _, hw := range hold.Waves {
+		if hw.Kind != contract.KindRecorded || hw.Server != v.Server || !slices.Contains(openHeld, contract.KeyOf(hw)) {
+			continue
+		}
+		ow := predict.OpenWorkload{Prompts: sw.Prompts, MaxTokens: sw.MaxTokens, TimeoutS: sw.TimeoutS, IgnoreEOS: sw.IgnoreEOS, MinTokens: sw.MinTokens, PromptMaxTokens: sw.PromptMaxTokens,
+			RateRPS: hw.RequestRateRPS, Arrival: hw.Arrival, Burstiness: hw.Burstiness, Seed: hw.Seed, Ramp: hw.Ramp, NumRequests: op.NumRequests, DurationS: op.DurationS}
+		if hw.Arrival == contract.ArrivalTrace {
+			ow.ArrivalsS = hold.Workload.ArrivalsS
+		}
+		pr, err := predict.Open(v.Fit.Profile, ow, popts)
+		if err != nil {
+			return nil, err
+		}
+		id := len(waves)
+		for _, w := range pr.Waves {
+			w.ID, w.Repeat = id, hw.Repeat
+			waves = append(waves, w)
+		}
+		for _, rec := range pr.Records {
+			rec.Wave, rec.Repeat = id, hw.Repeat
+			recs = append(recs, rec)
+		}
+	}
+	return contract.Aggregates(waves, recs, []string{v.Server}, ""), nil
 }
 
 // rampOf is the ramp of the server's recorded open-loop waves of key k.
@@ -468,19 +510,6 @@ func errorRows(source, server string, predicted, measured []contract.Aggregate) 
 		}
 	}
 	return rows
-}
-
-// closedConcurrencies are the concurrencies of the server's recorded
-// closed-loop waves, ascending.
-func closedConcurrencies(res *bundle.Results, server string) []int {
-	var out []int
-	for _, w := range res.Waves {
-		if w.Kind == contract.KindRecorded && w.Server == server && contract.KeyOf(w).Mode == contract.ModeClosed {
-			out = append(out, w.Concurrency)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 // bundleLoads are the loads of the server's recorded waves, in

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/rehearse/rehearse/internal/sim/engine"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
@@ -49,14 +50,14 @@ func runWave(t *testing.T, s *Server, n int, maxTokens int, extra string, timeou
 		endS   float64
 	}
 	recs := make([]rec, n)
-	release := s.clk.now()
+	release := s.clk.Now()
 	var wg sync.WaitGroup
 	for c := range n {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
 			res := serveMem(t, s, ctx, chatBody(fitPrompts[c%len(fitPrompts)], maxTokens, extra))
-			r := rec{endS: s.clk.now() - release}
+			r := rec{endS: s.clk.Now() - release}
 			if ctx.Err() != nil {
 				r.endS = timeout.Seconds()
 			}
@@ -129,13 +130,13 @@ var fitCases = []fitCase{
 // tokens, 60 s timeout, the demo's prompts) against each T4 profile on the
 // fake clock, aggregates like the contract, and holds the result to SPEC §7,
 // the table the profiles were fitted to. The H200 profiles are fitted to a
-// bundle by FitProfile and checked by TestH200ProfilesAreTheCommittedBundlesFit.
+// bundle by fit.Profile and checked by TestH200ProfilesAreTheCommittedBundlesFit.
 // Run with -v to see the tables written into the profiles' derivations.
 func TestFitMeasuredTables(t *testing.T) {
 	for _, tc := range fitCases {
 		t.Run(tc.profile, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				p, err := BuiltinProfile(tc.profile)
+				p, err := engine.BuiltinProfile(tc.profile)
 				if err != nil {
 					t.Fatal(err)
 				}

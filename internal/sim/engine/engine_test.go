@@ -1,4 +1,4 @@
-package sim
+package engine
 
 import (
 	"math"
@@ -19,12 +19,12 @@ func testProfile(t *testing.T, engine string) *Profile {
 
 // watch records the simulated time of every token of s until it finishes
 // or is aborted.
-func watch(clk *simClock, s *sequence) <-chan []float64 {
+func watch(clk *Clock, s *Sequence) <-chan []float64 {
 	ch := make(chan []float64, 1)
 	go func() {
 		var times []float64
 		for range s.notify {
-			now := clk.now()
+			now := clk.Now()
 			for len(times) < int(s.produced.Load()) {
 				times = append(times, now)
 			}
@@ -42,15 +42,15 @@ func watch(clk *simClock, s *sequence) <-chan []float64 {
 func near(got, want, tol float64) bool { return math.Abs(got-want) <= tol*math.Abs(want)+1e-8 }
 
 // submitAll makes n sequences and submits them together, as one wave.
-func submitAll(t *testing.T, e *engine, clk *simClock, n, prompt, output int) []<-chan []float64 {
+func submitAll(t *testing.T, e *Engine, clk *Clock, n, prompt, output int) []<-chan []float64 {
 	t.Helper()
-	var seqs []*sequence
+	var seqs []*Sequence
 	var done []<-chan []float64
 	for range n {
-		s := &sequence{promptTokens: prompt, outputTokens: output, arrivalS: clk.now()}
+		s := &Sequence{PromptTokens: prompt, OutputTokens: output, ArrivalS: clk.Now()}
 		seqs = append(seqs, s)
 	}
-	if err := e.submit(seqs...); err != nil {
+	if err := e.Submit(seqs...); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range seqs {
@@ -61,13 +61,13 @@ func submitAll(t *testing.T, e *engine, clk *simClock, n, prompt, output int) []
 
 func TestSerialTokenTimesFollowProfile(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testProfile(t, EngineSerial)
-		clk := newSimClock(1)
-		e := newEngine(p, clk, 1, 0, p.KVTokenBudget, nil)
-		defer e.close()
+		p := testProfile(t, Serial)
+		clk := NewClock(1)
+		e := Start(p, clk, Limits{MaxSeqs: 1, BatchTokens: 0, KVBudget: p.KVTokenBudget}, nil)
+		defer e.Close()
 		const prompt, n = 60, 128
-		s := &sequence{promptTokens: prompt, outputTokens: n, arrivalS: clk.now()}
-		if err := e.submit(s); err != nil {
+		s := &Sequence{PromptTokens: prompt, OutputTokens: n, ArrivalS: clk.Now()}
+		if err := e.Submit(s); err != nil {
 			t.Fatal(err)
 		}
 		times := <-watch(clk, s)
@@ -85,7 +85,7 @@ func TestSerialTokenTimesFollowProfile(t *testing.T) {
 			}
 		}
 		rate := float64(n-1) / (times[n-1] - times[0])
-		if want := 1 / p.decodeS(1); !near(rate, want, 0.01) {
+		if want := 1 / p.DecodeS(1); !near(rate, want, 0.01) {
 			t.Errorf("decode rate %.3f tok/s, want %.3f tok/s", rate, want)
 		}
 	})
@@ -93,10 +93,10 @@ func TestSerialTokenTimesFollowProfile(t *testing.T) {
 
 func TestSerialServesOneAtATimeInArrivalOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testProfile(t, EngineSerial)
-		clk := newSimClock(1)
-		e := newEngine(p, clk, 1, 0, p.KVTokenBudget, nil)
-		defer e.close()
+		p := testProfile(t, Serial)
+		clk := NewClock(1)
+		e := Start(p, clk, Limits{MaxSeqs: 1, BatchTokens: 0, KVBudget: p.KVTokenBudget}, nil)
+		defer e.Close()
 		done := submitAll(t, e, clk, 3, 40, 10)
 		synctest.Wait()
 		if r, w := e.nRunning.Load(), e.nWaiting.Load(); r != 1 || w != 2 {
@@ -114,10 +114,10 @@ func TestSerialServesOneAtATimeInArrivalOrder(t *testing.T) {
 
 func TestSerialRateWith64Queued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testProfile(t, EngineSerial)
-		clk := newSimClock(1)
-		e := newEngine(p, clk, 1, 0, p.KVTokenBudget, nil)
-		defer e.close()
+		p := testProfile(t, Serial)
+		clk := NewClock(1)
+		e := Start(p, clk, Limits{MaxSeqs: 1, BatchTokens: 0, KVBudget: p.KVTokenBudget}, nil)
+		defer e.Close()
 		const n, out = 64, 32
 		done := submitAll(t, e, clk, n, 50, out)
 		var last float64
@@ -131,7 +131,7 @@ func TestSerialRateWith64Queued(t *testing.T) {
 		if got := float64(n*out) / last; !near(got, want, 0.01) {
 			t.Errorf("64 queued: %.3f tok/s, want %.3f tok/s", got, want)
 		}
-		if got, decode := float64(n*out)/last, 1/p.decodeS(1); got > decode {
+		if got, decode := float64(n*out)/last, 1/p.DecodeS(1); got > decode {
 			t.Errorf("64 queued: %.3f tok/s, above the batch-1 decode rate %.3f", got, decode)
 		}
 	})
@@ -140,10 +140,10 @@ func TestSerialRateWith64Queued(t *testing.T) {
 func TestBatchingRateAtBatch1And64(t *testing.T) {
 	for _, batch := range []int{1, 64} {
 		synctest.Test(t, func(t *testing.T) {
-			p := testProfile(t, EngineBatching)
-			clk := newSimClock(1)
-			e := newEngine(p, clk, p.MaxNumSeqs, p.MaxNumBatchedTokens, p.KVTokenBudget, nil)
-			defer e.close()
+			p := testProfile(t, Batching)
+			clk := NewClock(1)
+			e := Start(p, clk, Limits{MaxSeqs: p.MaxNumSeqs, BatchTokens: p.MaxNumBatchedTokens, KVBudget: p.KVTokenBudget}, nil)
+			defer e.Close()
 			const n = 128
 			done := submitAll(t, e, clk, batch, 50, n)
 			var firstEnd, lastEnd float64
@@ -162,7 +162,7 @@ func TestBatchingRateAtBatch1And64(t *testing.T) {
 			// Once every sequence has its first token, each step serves
 			// the whole batch: batch tokens per decode step.
 			rate := float64(batch*(n-1)) / (lastEnd - firstEnd)
-			want := float64(batch) / p.decodeS(float64(batch))
+			want := float64(batch) / p.DecodeS(float64(batch))
 			if !near(rate, want, 0.02) {
 				t.Errorf("batch %d: %.1f tok/s, want %.1f tok/s (profile) within 2%%", batch, rate, want)
 			}
@@ -173,10 +173,10 @@ func TestBatchingRateAtBatch1And64(t *testing.T) {
 
 func TestBatchingChunkedPrefillSpreadsFirstTokens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testProfile(t, EngineBatching)
-		clk := newSimClock(1)
-		e := newEngine(p, clk, p.MaxNumSeqs, 2048, p.KVTokenBudget, nil)
-		defer e.close()
+		p := testProfile(t, Batching)
+		clk := NewClock(1)
+		e := Start(p, clk, Limits{MaxSeqs: p.MaxNumSeqs, BatchTokens: 2048, KVBudget: p.KVTokenBudget}, nil)
+		defer e.Close()
 		done := submitAll(t, e, clk, 64, 70, 4)
 		firsts := map[float64]int{}
 		for _, ch := range done {
@@ -192,10 +192,10 @@ func TestBatchingChunkedPrefillSpreadsFirstTokens(t *testing.T) {
 
 func TestMaxNumSeqsAndKVBudgetQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testProfile(t, EngineBatching)
-		clk := newSimClock(1)
-		e := newEngine(p, clk, 4, 0, 1000, nil)
-		defer e.close()
+		p := testProfile(t, Batching)
+		clk := NewClock(1)
+		e := Start(p, clk, Limits{MaxSeqs: 4, BatchTokens: 0, KVBudget: 1000}, nil)
+		defer e.Close()
 		done := submitAll(t, e, clk, 10, 100, 20)
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
@@ -210,8 +210,8 @@ func TestMaxNumSeqsAndKVBudgetQueue(t *testing.T) {
 
 		// A KV budget of 250 tokens holds two 100-token prompts, and the
 		// growing outputs force the newer one out (recompute preemption).
-		e2 := newEngine(p, clk, 8, 0, 250, nil)
-		defer e2.close()
+		e2 := Start(p, clk, Limits{MaxSeqs: 8, BatchTokens: 0, KVBudget: 250}, nil)
+		defer e2.Close()
 		done = submitAll(t, e2, clk, 3, 100, 40)
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
@@ -231,18 +231,18 @@ func TestMaxNumSeqsAndKVBudgetQueue(t *testing.T) {
 
 func TestAbandonFreesSlotAtNextStep(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testProfile(t, EngineSerial)
-		clk := newSimClock(1)
-		e := newEngine(p, clk, 1, 0, p.KVTokenBudget, nil)
-		defer e.close()
-		a := &sequence{promptTokens: 40, outputTokens: 1000, arrivalS: clk.now()}
-		b := &sequence{promptTokens: 40, outputTokens: 5, arrivalS: clk.now()}
-		if err := e.submit(a, b); err != nil {
+		p := testProfile(t, Serial)
+		clk := NewClock(1)
+		e := Start(p, clk, Limits{MaxSeqs: 1, BatchTokens: 0, KVBudget: p.KVTokenBudget}, nil)
+		defer e.Close()
+		a := &Sequence{PromptTokens: 40, OutputTokens: 1000, ArrivalS: clk.Now()}
+		b := &Sequence{PromptTokens: 40, OutputTokens: 5, ArrivalS: clk.Now()}
+		if err := e.Submit(a, b); err != nil {
 			t.Fatal(err)
 		}
 		wa, wb := watch(clk, a), watch(clk, b)
 		time.Sleep(time.Second) // a holds the lock, b waits
-		e.abandon(a)
+		e.Abandon(a)
 		ta := <-wa
 		tb := <-wb
 		if a.state.Load() != seqAborted {
@@ -260,13 +260,13 @@ func TestAbandonFreesSlotAtNextStep(t *testing.T) {
 
 func TestTimeScaleCompressesWallTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testProfile(t, EngineSerial)
-		clk := newSimClock(20)
-		e := newEngine(p, clk, 1, 0, p.KVTokenBudget, nil)
-		defer e.close()
+		p := testProfile(t, Serial)
+		clk := NewClock(20)
+		e := Start(p, clk, Limits{MaxSeqs: 1, BatchTokens: 0, KVBudget: p.KVTokenBudget}, nil)
+		defer e.Close()
 		start := time.Now()
-		s := &sequence{promptTokens: 40, outputTokens: 50, arrivalS: clk.now()}
-		e.submit(s)
+		s := &Sequence{PromptTokens: 40, OutputTokens: 50, ArrivalS: clk.Now()}
+		e.Submit(s)
 		<-watch(clk, s)
 		simS := p.StepS(1, 40) + 49*p.StepS(1, 0)
 		if got := time.Since(start).Seconds(); !near(got, simS/20, 1e-6) {
@@ -277,16 +277,16 @@ func TestTimeScaleCompressesWallTime(t *testing.T) {
 
 func TestCloseAbortsEverything(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := testProfile(t, EngineBatching)
-		clk := newSimClock(1)
-		e := newEngine(p, clk, 2, 0, p.KVTokenBudget, nil)
+		p := testProfile(t, Batching)
+		clk := NewClock(1)
+		e := Start(p, clk, Limits{MaxSeqs: 2, BatchTokens: 0, KVBudget: p.KVTokenBudget}, nil)
 		done := submitAll(t, e, clk, 4, 40, 500)
 		time.Sleep(100 * time.Millisecond)
-		e.close()
+		e.Close()
 		for _, ch := range done {
 			<-ch
 		}
-		if err := e.submit(&sequence{promptTokens: 1, outputTokens: 1}); err == nil {
+		if err := e.Submit(&Sequence{PromptTokens: 1, OutputTokens: 1}); err == nil {
 			t.Error("submit after close succeeded")
 		}
 	})

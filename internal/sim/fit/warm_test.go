@@ -1,4 +1,4 @@
-package sim
+package fit
 
 import (
 	"math"
@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/sim/engine"
+	"github.com/rehearse/rehearse/internal/sim/predict"
 )
 
 // streamRec is a successful record of wave w that sends at start, gets its
@@ -88,9 +90,9 @@ func TestOccupancyStepsFindsAJump(t *testing.T) {
 	if len(pts) < 2 {
 		t.Fatalf("occupancy curve %v: want points on both sides of the jump", pts)
 	}
-	p := &Profile{DecodeStepS: pts}
+	p := &engine.Profile{DecodeStepS: pts}
 	for _, c := range []struct{ n, want float64 }{{2, 0.010}, {4, 0.010}, {6, 0.020}, {8, 0.020}} {
-		if got := p.decodeS(c.n); math.Abs(got-c.want) > 1e-6 {
+		if got := p.DecodeS(c.n); math.Abs(got-c.want) > 1e-6 {
 			t.Errorf("step at %g streaming: %.4f s, want %.4f s (curve %v)", c.n, got, c.want, pts)
 		}
 	}
@@ -108,7 +110,7 @@ func TestOccupancyStepsFindsAJump(t *testing.T) {
 // staggers their first tokens by prefill; the fit reads the prefill cost
 // from the TTFT growth, with no frontend.
 func TestFitReadsStaggeredPrefill(t *testing.T) {
-	truth, err := BuiltinProfile("t4-qwen2.5-1.5b-batching")
+	truth, err := engine.BuiltinProfile("t4-qwen2.5-1.5b-batching")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,9 +122,9 @@ func TestFitReadsStaggeredPrefill(t *testing.T) {
 	for i := range prompts {
 		prompts[i] = strings.Repeat("the quiet harbour at dawn ", 60) + strings.Repeat("x", i)
 	}
-	w := ClosedWorkload{Concurrencies: []int{1, 64}, Repeats: 1, Prompts: prompts, MaxTokens: 64, TimeoutS: 60, IgnoreEOS: true}
+	w := predict.ClosedWorkload{Concurrencies: []int{1, 64}, Repeats: 1, Prompts: prompts, MaxTokens: 64, TimeoutS: 60, IgnoreEOS: true}
 	res := syntheticBundle(t, truth, w, "batching", []string{"python3", "batching_server.py", "--max-num-seqs=64", "--max-num-batched-tokens", "4096"}, 1)
-	f, err := FitProfile(res, FitOptions{Server: "batching", Engine: EngineBatching, FitConcurrencies: []int{1, 64}})
+	f, err := Profile(res, Options{Server: "batching", Engine: engine.Batching, FitConcurrencies: []int{1, 64}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,42 +134,5 @@ func TestFitReadsStaggeredPrefill(t *testing.T) {
 	}
 	if math.Abs(p.PrefillPerTokenS-20e-6) > 0.15*20e-6 {
 		t.Errorf("prefill per token %.3g s, want 2e-05 within 15 %%\n%s", p.PrefillPerTokenS, strings.Join(f.Derivation, "\n"))
-	}
-}
-
-// TestSustainedSuccessorMissesTheStartedStep: with no request overhead or
-// frontend, a sustained client's next request, sent as its last one ends
-// at a step's end, joins the batch one step later (the served engine has
-// started that step before the client's request is read), unless the engine
-// is idle.
-func TestSustainedSuccessorMissesTheStartedStep(t *testing.T) {
-	p := &Profile{Name: "t", Engine: EngineBatching, Model: "m", MaxModelLen: 1024, ChatTemplate: "chatml",
-		DecodeStepS: [][2]float64{{1, 0.01}}, MaxNumSeqs: 8, KVTokenBudget: 1 << 20, OutputTokens: []int{2}}
-	a := &virtualRequest{client: 0, promptTokens: 10, outputTokens: 2, maxTokens: 2}
-	b := &virtualRequest{client: 1, promptTokens: 10, outputTokens: 10, maxTokens: 10}
-	var succ *virtualRequest
-	once := func(r *virtualRequest, endS float64) *virtualRequest {
-		if r == a {
-			succ = &virtualRequest{client: 0, promptTokens: 10, outputTokens: 2, maxTokens: 2}
-			return succ
-		}
-		return nil
-	}
-	if err := runVirtual(p, []*virtualRequest{a, b}, 60, nil, once); err != nil {
-		t.Fatal(err)
-	}
-	// a: tokens at 0.01 and 0.02; its successor is sent at 0.02, misses
-	// the step 0.02–0.03 (b alone) and prefills in 0.03–0.04.
-	if succ == nil || len(succ.tokensS) != 2 || math.Abs(succ.tokensS[0]-0.04) > 1e-9 || succ.sentS != 0.02 {
-		t.Fatalf("successor sent at %v, tokens at %v: want sent at 0.02, first token at 0.04", succ.sentS, succ.tokensS)
-	}
-	// An idle engine takes it at once: a alone, then its successor.
-	succ = nil
-	a = &virtualRequest{client: 0, promptTokens: 10, outputTokens: 2, maxTokens: 2}
-	if err := runVirtual(p, []*virtualRequest{a}, 60, nil, once); err != nil {
-		t.Fatal(err)
-	}
-	if succ == nil || math.Abs(succ.tokensS[0]-0.03) > 1e-9 {
-		t.Fatalf("successor on an idle engine: tokens at %v, want the first at 0.03", succ.tokensS)
 	}
 }

@@ -1,4 +1,4 @@
-package sim
+package predict
 
 import (
 	"reflect"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/sim/engine"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
@@ -16,7 +17,7 @@ func TestPredictOpen(t *testing.T) {
 	truth, w := validateTruth(t)
 	ow := OpenWorkload{Prompts: w.Prompts, MaxTokens: w.MaxTokens, TimeoutS: w.TimeoutS, IgnoreEOS: true,
 		RateRPS: 4, Arrival: workload.ArrivalPoisson, Seed: 3, NumRequests: 12}
-	pr, err := PredictOpen(truth, ow, PredictOptions{Server: "s"})
+	pr, err := Open(truth, ow, Options{Server: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,18 +36,18 @@ func TestPredictOpen(t *testing.T) {
 	if len(pr.Aggregates) != 1 || pr.Aggregates[0].Key().LoadLabel() != "4 req/s" || pr.Aggregates[0].Goodput.Median == nil {
 		t.Errorf("aggregates %+v", pr.Aggregates)
 	}
-	again, err := PredictOpen(truth, ow, PredictOptions{Server: "s"})
+	again, err := Open(truth, ow, Options{Server: "s"})
 	if err != nil || !reflect.DeepEqual(again.Records, pr.Records) {
 		t.Errorf("a second prediction differs (%v)", err)
 	}
 	ow.Seed = 4
-	other, err := PredictOpen(truth, ow, PredictOptions{Server: "s"})
+	other, err := Open(truth, ow, Options{Server: "s"})
 	if err != nil || reflect.DeepEqual(other.Records, pr.Records) {
 		t.Errorf("another seed gave the same records (%v)", err)
 	}
 	// A duration bound: no arrival at or after it.
 	ow.NumRequests, ow.DurationS = 0, 1
-	bounded, err := PredictOpen(truth, ow, PredictOptions{Server: "s"})
+	bounded, err := Open(truth, ow, Options{Server: "s"})
 	if err != nil || len(bounded.Records) == 0 {
 		t.Fatalf("duration-bounded: %v", err)
 	}
@@ -56,11 +57,11 @@ func TestPredictOpen(t *testing.T) {
 		}
 	}
 	ow.DurationS = 0
-	if _, err := PredictOpen(truth, ow, PredictOptions{}); err == nil || !strings.Contains(err.Error(), "num_requests or duration") {
+	if _, err := Open(truth, ow, Options{}); err == nil || !strings.Contains(err.Error(), "num_requests or duration") {
 		t.Errorf("an unbounded open loop: %v", err)
 	}
 	ow.DurationS, ow.Arrival = 1, "ramp"
-	if _, err := PredictOpen(truth, ow, PredictOptions{}); err == nil {
+	if _, err := Open(truth, ow, Options{}); err == nil {
 		t.Error("an unknown arrival process was accepted")
 	}
 }
@@ -71,7 +72,7 @@ func TestPredictSustainedDuration(t *testing.T) {
 	truth, w := validateTruth(t)
 	sw := SustainedWorkload{Prompts: w.Prompts, MaxTokens: w.MaxTokens, TimeoutS: w.TimeoutS, IgnoreEOS: true, Requests: 1000, WarmupRequests: 2}
 	sw.DurationS = 2
-	pr, err := PredictSustained(truth, sw, 2, PredictOptions{})
+	pr, err := Sustained(truth, sw, 2, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,3 +89,19 @@ func TestPredictSustainedDuration(t *testing.T) {
 		t.Errorf("waves %+v", pr.Waves)
 	}
 }
+
+// validateTruth is a batching profile whose fit recovers it, and a closed-loop workload.
+func validateTruth(t *testing.T) (*engine.Profile, ClosedWorkload) {
+	t.Helper()
+	truth, err := engine.BuiltinProfile("t4-qwen2.5-1.5b-batching")
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth.PrefillBaseS, truth.PrefillPerTokenS, truth.FrontendSPerRequest, truth.RequestOverheadS = 0, 0, 0.0005, 0.004
+	truth.MaxNumSeqs = 64
+	truth.DecodeStepS = [][2]float64{{1, 0.02}, {64, 0.05}} // linear: the fit's points interpolate it exactly
+	return truth, ClosedWorkload{Concurrencies: []int{1, 4, 8, 16}, Repeats: 2, Prompts: fitPrompts, MaxTokens: 32, TimeoutS: 60, IgnoreEOS: true}
+}
+
+// fitPrompts are the eight prompts rehearse demo sends.
+var fitPrompts = workload.BuiltinPrompts()

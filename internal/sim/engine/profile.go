@@ -1,25 +1,25 @@
-package sim
+package engine
 
 import (
 	"bytes"
 	"crypto/sha256"
-	"embed"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"math"
 	"os"
-	"path"
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/rehearse/rehearse/internal/sim/profiles"
 )
 
 // Profile is a calibrated step-latency model of one engine serving one model
 // on one accelerator. All durations are simulated seconds. A profile is data:
-// the built-in ones live in profiles/*.json, each with a .md beside it that
-// derives every number.
+// the built-in ones live in package profiles (internal/sim/profiles/*.json),
+// each with a .md beside it that derives every number.
 type Profile struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
@@ -96,7 +96,7 @@ type Profile struct {
 	Source string `json:"-"`
 }
 
-// Encode writes the profile as the indented JSON of profiles/*.json, with
+// Encode writes the profile as the indented JSON of the built-in ones, with
 // each list of numbers on one line.
 func (p *Profile) Encode() ([]byte, error) {
 	data, err := json.MarshalIndent(p, "", "  ")
@@ -125,12 +125,9 @@ type PromptLength struct {
 	Tokens int    `json:"tokens"`
 }
 
-//go:embed profiles/*.json profiles/*.md
-var builtinFS embed.FS
-
 // ProfileNames lists the built-in profiles, sorted.
 func ProfileNames() []string {
-	entries, err := builtinFS.ReadDir("profiles")
+	entries, err := profiles.FS.ReadDir(".")
 	if err != nil {
 		return nil
 	}
@@ -146,7 +143,7 @@ func ProfileNames() []string {
 
 // BuiltinProfile returns the built-in profile of that name.
 func BuiltinProfile(name string) (*Profile, error) {
-	data, err := builtinFS.ReadFile(path.Join("profiles", name+".json"))
+	data, err := profiles.FS.ReadFile(name + ".json")
 	if err != nil {
 		return nil, fmt.Errorf("sim: no built-in profile %q (have: %s)", name, strings.Join(ProfileNames(), ", "))
 	}
@@ -160,7 +157,7 @@ func BuiltinProfile(name string) (*Profile, error) {
 // BuiltinDerivation returns the markdown derivation written beside a
 // built-in profile.
 func BuiltinDerivation(name string) (string, error) {
-	data, err := builtinFS.ReadFile(path.Join("profiles", name+".md"))
+	data, err := profiles.FS.ReadFile(name + ".md")
 	if err != nil {
 		return "", fmt.Errorf("sim: no derivation for built-in profile %q", name)
 	}
@@ -214,8 +211,8 @@ func (p *Profile) Validate() error {
 	if p.Name == "" {
 		return fmt.Errorf("field name is empty")
 	}
-	if p.Engine != EngineSerial && p.Engine != EngineBatching {
-		return fmt.Errorf("field engine = %q, want %q or %q", p.Engine, EngineSerial, EngineBatching)
+	if p.Engine != Serial && p.Engine != Batching {
+		return fmt.Errorf("field engine = %q, want %q or %q", p.Engine, Serial, Batching)
 	}
 	if p.Model == "" {
 		return fmt.Errorf("field model is empty")
@@ -237,8 +234,8 @@ func (p *Profile) Validate() error {
 	if !finite(p.DecodePerContextTokenS) || p.DecodePerContextTokenS < 0 || p.DecodePerContextTokenS > 1 {
 		return fmt.Errorf("field decode_per_context_token_s = %g, want between 0 and 1", p.DecodePerContextTokenS)
 	}
-	if !finite(p.StepJitter) || p.StepJitter < 0 || p.StepJitter > maxStepJitter {
-		return fmt.Errorf("field step_jitter = %g, want between 0 and %g", p.StepJitter, maxStepJitter)
+	if !finite(p.StepJitter) || p.StepJitter < 0 || p.StepJitter > MaxStepJitter {
+		return fmt.Errorf("field step_jitter = %g, want between 0 and %g", p.StepJitter, MaxStepJitter)
 	}
 	if len(p.DecodeStepS) == 0 {
 		return fmt.Errorf("field decode_step_s has no points")
@@ -283,16 +280,16 @@ func (p *Profile) Validate() error {
 // (decoding or finishing a prefill chunk) and prefills prefillTokens prompt
 // tokens.
 func (p *Profile) StepS(batch, prefillTokens int) float64 {
-	s := p.decodeS(float64(max(batch, 1)))
+	s := p.DecodeS(float64(max(batch, 1)))
 	if prefillTokens > 0 {
 		s += p.PrefillBaseS + p.PrefillPerTokenS*float64(prefillTokens)
 	}
 	return s
 }
 
-// maxStepJitter bounds step_jitter so that a jittered step stays positive
+// MaxStepJitter bounds step_jitter so that a jittered step stays positive
 // (1 − √3·0.5 > 0).
-const maxStepJitter = 0.5
+const MaxStepJitter = 0.5
 
 // stepModelS is the latency of step n of an engine: StepS, plus the context
 // term over the contextTokens of the sequences it decodes, times the step's
@@ -316,7 +313,10 @@ func jitterU(n int64) float64 {
 	return (2*u - 1) * math.Sqrt(3)
 }
 
-func (p *Profile) decodeS(b float64) float64 {
+// DecodeS is the latency of a decode step of b sequences: decode_step_s
+// interpolated linearly between its points and extrapolated along the last
+// segment, never below half the first point's.
+func (p *Profile) DecodeS(b float64) float64 {
 	pts := p.DecodeStepS
 	if len(pts) == 1 || b <= pts[0][0] {
 		return pts[0][1]
@@ -350,3 +350,6 @@ func (p *Profile) NaturalOutputTokens(seed int64, prompt string) int {
 	h.Write([]byte(prompt))
 	return p.OutputTokens[h.Sum64()%uint64(len(p.OutputTokens))]
 }
+
+// finite reports whether v is a usable number.
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

@@ -1,8 +1,9 @@
-package sim
+package engine
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,7 +84,7 @@ func TestProfileErrorsNameFileAndField(t *testing.T) {
 }
 
 func TestNaturalOutputTokensFollowTheTable(t *testing.T) {
-	p := testProfile(t, EngineBatching)
+	p := testProfile(t, Batching)
 	counts := map[int]int{}
 	const n = 16000
 	for i := range n {
@@ -103,51 +104,11 @@ func TestNaturalOutputTokensFollowTheTable(t *testing.T) {
 	}
 }
 
-// TestOutputTextCountsExactly: any run of output pieces re-tokenizes with
-// the pinned tokenizer to exactly one token per piece.
-func TestOutputTextCountsExactly(t *testing.T) {
-	c, err := defaultCounter()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := checkOutputWords(c); err != nil {
-		t.Fatal(err)
-	}
-	for seed := range int64(50) {
-		src := newTextSource(seed, "prompt "+string(rune('a'+seed)))
-		for _, n := range []int{1, 2, 7, 128, 1000} {
-			if got := c.Count(src.text(n)); got != n {
-				t.Fatalf("seed %d: %d pieces re-tokenize to %d tokens", seed, n, got)
-			}
-		}
-	}
-	// Every ordered pair, so no two neighbours merge.
-	for _, a := range outputWords {
-		for _, b := range outputWords {
-			if got := c.Count(" " + a + " " + b); got != 2 {
-				t.Fatalf("%q + %q re-tokenize to %d tokens", " "+a, " "+b, got)
-			}
-		}
-	}
-}
-
-func TestCheckOutputWordsRejectsAForeignTokenizer(t *testing.T) {
-	err := checkOutputWords(charCounter{})
-	if err == nil || !strings.Contains(err.Error(), "tokens with this tokenizer, want 1") {
-		t.Errorf("err %v; want a word-piece mismatch", err)
-	}
-}
-
-// charCounter counts bytes: a tokenizer under which no word is one token.
-type charCounter struct{}
-
-func (charCounter) Count(s string) int { return len(s) }
-
 // TestT4ProfilesPinTheDemoPrompts: the T4 fit assumes the demo's eight
 // prompts have the lengths written in the profiles; a change of
 // workload.BuiltinPrompts must come with new pins (and a new fit).
 func TestT4ProfilesPinTheDemoPrompts(t *testing.T) {
-	for _, engine := range []string{EngineSerial, EngineBatching} {
+	for _, engine := range []string{Serial, Batching} {
 		p := testProfile(t, engine)
 		pinned := map[string]bool{}
 		for _, pl := range p.OutputTokensByPrompt {
@@ -158,6 +119,48 @@ func TestT4ProfilesPinTheDemoPrompts(t *testing.T) {
 			if !pinned[hex.EncodeToString(sum[:])] {
 				t.Errorf("%s: built-in prompt %d (%.40q…) has no pinned output length: re-pin output_tokens_by_prompt and rerun TestFitMeasuredTables", p.Name, i, prompt)
 			}
+		}
+	}
+}
+
+// TestStepModelTerms: the context term adds per context token, the jitter
+// moves steps around their model with mean about 0, and both are 0 by
+// default (the step is StepS exactly).
+func TestStepModelTerms(t *testing.T) {
+	p, err := BuiltinProfile("t4-qwen2.5-1.5b-batching")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := p.stepModelS(7, 8, 100, 5000), p.StepS(8, 100); got != want {
+		t.Errorf("default profile: step %g, want StepS %g", got, want)
+	}
+	p.DecodePerContextTokenS = 1e-6
+	if got, want := p.stepModelS(7, 8, 100, 5000), p.StepS(8, 100)+0.005; !near(got, want, 1e-12) {
+		t.Errorf("context term: step %g, want %g", got, want)
+	}
+	p.DecodePerContextTokenS, p.StepJitter = 0, 0.2
+	base := p.StepS(8, 0)
+	sum, lo, hi := 0.0, math.Inf(1), math.Inf(-1)
+	const n = 20000
+	for i := range int64(n) {
+		s := p.stepModelS(i, 8, 0, 0)
+		sum += s
+		lo, hi = min(lo, s), max(hi, s)
+	}
+	if mean := sum / n; math.Abs(mean/base-1) > 0.01 {
+		t.Errorf("jittered steps average %g, want about %g", mean, base)
+	}
+	if lo < base*(1-0.2*math.Sqrt(3))-1e-12 || hi > base*(1+0.2*math.Sqrt(3))+1e-12 || hi-lo < base*0.6 {
+		t.Errorf("jittered steps span [%g, %g] around %g", lo, hi, base)
+	}
+	if p.stepModelS(3, 8, 0, 0) != p.stepModelS(3, 8, 0, 0) {
+		t.Error("the jitter of a step is not a function of its index")
+	}
+	for _, bad := range []float64{-0.1, 0.6, math.NaN()} {
+		q := *p
+		q.StepJitter = bad
+		if err := q.Validate(); err == nil || !strings.Contains(err.Error(), "step_jitter") {
+			t.Errorf("step_jitter %g: %v", bad, err)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package sim
+package engine
 
 import (
 	"context"
@@ -9,17 +9,17 @@ import (
 	"time"
 )
 
-// Engine kinds.
+// Engine kinds, the values of Profile.Engine.
 const (
-	// EngineSerial is a lock-serialized engine: one request at a time, in
+	// Serial is a lock-serialized engine: one request at a time, in
 	// arrival order; its prompt is prefilled in one step, then one token per
 	// decode step until it ends, then the next request takes the lock.
-	EngineSerial = "serial"
-	// EngineBatching is an iteration-level (continuous batching) engine: every
+	Serial = "serial"
+	// Batching is an iteration-level (continuous batching) engine: every
 	// step serves all running sequences; new requests join at the next step,
 	// within max_num_seqs, the KV-token budget and the per-step token budget
 	// (chunked prefill).
-	EngineBatching = "batching"
+	Batching = "batching"
 )
 
 // Sequence states, as seen by the request handler.
@@ -36,20 +36,23 @@ const (
 // overloaded simulator shows up in its own metrics instead of in figures.
 const maxSlipWall = 100 * time.Millisecond
 
-var errEngineClosed = errors.New("sim: engine is shut down")
+// ErrClosed is what Submit returns once the engine is shut down.
+var ErrClosed = errors.New("sim: engine is shut down")
 
-// sequence is one request inside the engine.
-type sequence struct {
-	promptTokens int
-	outputTokens int
-	arrivalS     float64
-	// finishReason is the finish_reason the request ends with ("stop",
+// Sequence is one request inside the engine. The submitter sets the
+// exported fields before Submit; the engine writes the rest, which the
+// submitter reads through the methods once Notify has signalled.
+type Sequence struct {
+	PromptTokens int
+	OutputTokens int
+	ArrivalS     float64
+	// FinishReason is the finish_reason the request ends with ("stop",
 	// "length", "tool_calls"), for vllm:request_success_total; "" counts
 	// as "stop".
-	finishReason string
-	// blocks is the hash chain of the prompt's full blocks, for the prefix
-	// cache; nil when the engine has none.
-	blocks []uint64
+	FinishReason string
+	// Blocks is the hash chain of the prompt's full blocks (BlockHashes),
+	// for the prefix cache; nil when the engine has none.
+	Blocks []uint64
 
 	// Engine goroutine only.
 	prefillLeft int
@@ -71,29 +74,52 @@ type sequence struct {
 	notify      chan struct{}
 }
 
-func (s *sequence) signal() {
+func (s *Sequence) signal() {
 	select {
 	case s.notify <- struct{}{}:
 	default:
 	}
 }
 
-// engine schedules sequences in steps on a simulated clock. One goroutine
-// (run) owns the queue and the running batch; handlers submit and cancel.
-type engine struct {
+// Notify receives a signal after the engine produces tokens of the
+// sequence, finishes it or aborts it; signals coalesce.
+func (s *Sequence) Notify() <-chan struct{} { return s.notify }
+
+// Produced is how many tokens the engine has produced for the sequence.
+func (s *Sequence) Produced() int { return int(s.produced.Load()) }
+
+// FirstTokenS is the simulated time of the sequence's first token, once
+// Produced is above 0.
+func (s *Sequence) FirstTokenS() float64 { return s.firstTokenS }
+
+// Aborted reports whether the engine shut down before the sequence
+// finished.
+func (s *Sequence) Aborted() bool { return s.state.Load() == seqAborted }
+
+// Limits are the scheduling limits an engine runs under: the sequences
+// running at once, the tokens one step processes (0: unlimited) and the
+// KV-cache tokens the running batch may hold.
+type Limits struct {
+	MaxSeqs, BatchTokens, KVBudget int
+}
+
+// Engine schedules sequences in steps on a simulated clock. One goroutine
+// owns the queue and the running batch; handlers submit and abandon. Run
+// steps the same scheduling code on a virtual clock instead.
+type Engine struct {
 	prof        *Profile
-	clk         *simClock
+	clk         *Clock
 	maxSeqs     int
 	batchTokens int // 0: unlimited
 	kvBudget    int
-	cache       *prefixCache // nil: no prefix caching
+	cache       *PrefixCache // nil: no prefix caching
 
 	mu       sync.Mutex
-	incoming []*sequence
+	incoming []*Sequence
 	wake     chan struct{}
 
-	waiting []*sequence
-	running []*sequence
+	waiting []*Sequence
+	running []*Sequence
 	chunks  []int // per running sequence: prompt tokens prefilled this step
 
 	nRunning     atomic.Int64
@@ -110,29 +136,30 @@ type engine struct {
 	stepStartS float64
 
 	histMu sync.Mutex
-	ttft   histogram
+	ttft   Histogram
 	// stats are the rest of vLLM's request and step metrics, under
-	// histMu; nil (the predictor's engine) records none of them.
-	stats *engineStats
+	// histMu; nil (a virtual run's engine) records none of them.
+	stats *RequestStats
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-// newEngine starts an engine; cache is its prefix cache, nil for none.
-func newEngine(prof *Profile, clk *simClock, maxSeqs, batchTokens, kvBudget int, cache *prefixCache) *engine {
+// Start starts an engine of the profile on clk under the limits; cache is
+// its prefix cache, nil for none.
+func Start(prof *Profile, clk *Clock, l Limits, cache *PrefixCache) *Engine {
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &engine{
+	e := &Engine{
 		prof:        prof,
 		clk:         clk,
-		maxSeqs:     maxSeqs,
-		batchTokens: batchTokens,
-		kvBudget:    kvBudget,
+		maxSeqs:     l.MaxSeqs,
+		batchTokens: l.BatchTokens,
+		kvBudget:    l.KVBudget,
 		cache:       cache,
 		wake:        make(chan struct{}, 1),
 		ttft:        newHistogram(ttftBuckets),
-		stats:       newEngineStats(prof.MaxModelLen),
+		stats:       newRequestStats(prof.MaxModelLen),
 		ctx:         ctx,
 		cancel:      cancel,
 		done:        make(chan struct{}),
@@ -141,28 +168,34 @@ func newEngine(prof *Profile, clk *simClock, maxSeqs, batchTokens, kvBudget int,
 	return e
 }
 
-func (e *engine) poke() {
+// KVBudget is the KV-cache tokens the running batch may hold.
+func (e *Engine) KVBudget() int { return e.kvBudget }
+
+// Caching reports whether the engine caches prompt prefixes.
+func (e *Engine) Caching() bool { return e.cache != nil }
+
+func (e *Engine) poke() {
 	select {
 	case e.wake <- struct{}{}:
 	default:
 	}
 }
 
-// submit queues sequences, in order; they join the batch at the next step.
-// It fails only once the engine is closed.
-func (e *engine) submit(seqs ...*sequence) error {
+// Submit queues sequences, in order; they join the batch at the next step.
+// It fails (ErrClosed) only once the engine is closed.
+func (e *Engine) Submit(seqs ...*Sequence) error {
 	prompt := 0
-	now := e.clk.now()
+	now := e.clk.Now()
 	for _, s := range seqs {
 		s.notify = make(chan struct{}, 1)
-		s.prefillLeft = s.promptTokens
+		s.prefillLeft = s.PromptTokens
 		s.queuedS, s.scheduledS = now, -1
-		prompt += s.promptTokens
+		prompt += s.PromptTokens
 	}
 	e.mu.Lock()
 	if err := e.ctx.Err(); err != nil {
 		e.mu.Unlock()
-		return errEngineClosed
+		return ErrClosed
 	}
 	e.incoming = append(e.incoming, seqs...)
 	e.nWaiting.Add(int64(len(seqs)))
@@ -172,22 +205,22 @@ func (e *engine) submit(seqs ...*sequence) error {
 	return nil
 }
 
-// abandon marks a sequence canceled (its client went away); the engine frees
+// Abandon marks a sequence canceled (its client went away); the engine frees
 // its slot at the next step boundary.
-func (e *engine) abandon(s *sequence) {
+func (e *Engine) Abandon(s *Sequence) {
 	s.canceled.Store(true)
 	e.poke()
 }
 
-// close aborts every sequence and stops the engine goroutine.
-func (e *engine) close() {
+// Close aborts every sequence and stops the engine goroutine.
+func (e *Engine) Close() {
 	e.cancel()
 	<-e.done
 }
 
-func (e *engine) run() {
+func (e *Engine) run() {
 	defer close(e.done)
-	vnow := e.clk.now()
+	vnow := e.clk.Now()
 	for {
 		e.drain()
 		e.dropCanceled()
@@ -198,7 +231,7 @@ func (e *engine) run() {
 				e.abortAll()
 				return
 			}
-			vnow = max(vnow, e.clk.now())
+			vnow = max(vnow, e.clk.Now())
 			continue
 		}
 		e.preempt()
@@ -219,11 +252,11 @@ func (e *engine) run() {
 
 		inStep, prefillTokens, contextTokens := e.planStep()
 		target := vnow + e.prof.stepModelS(e.steps.Load(), inStep, prefillTokens, contextTokens)
-		if !e.clk.sleepUntil(e.ctx, target) {
+		if !e.clk.SleepUntil(e.ctx, target) {
 			e.abortAll()
 			return
 		}
-		now := e.clk.now()
+		now := e.clk.Now()
 		if now-target > e.clk.scale*maxSlipWall.Seconds() {
 			e.slipNs.Add(int64((now - target) * 1e9))
 			vnow = now
@@ -244,7 +277,7 @@ func (e *engine) run() {
 // token budget. It returns the sequences served, the prompt tokens
 // prefilled and the context tokens of the sequences decoded, the arguments
 // of the step's latency.
-func (e *engine) planStep() (inStep, prefillTokens, contextTokens int) {
+func (e *Engine) planStep() (inStep, prefillTokens, contextTokens int) {
 	budget := e.batchTokens
 	if budget == 0 {
 		budget = math.MaxInt
@@ -258,7 +291,7 @@ func (e *engine) planStep() (inStep, prefillTokens, contextTokens int) {
 		if s.prefillLeft == 0 {
 			budget--
 			inStep++
-			contextTokens += s.promptTokens + int(s.produced.Load())
+			contextTokens += s.PromptTokens + int(s.produced.Load())
 		}
 	}
 	for i, s := range e.running {
@@ -275,7 +308,7 @@ func (e *engine) planStep() (inStep, prefillTokens, contextTokens int) {
 
 // applyStep applies the planned step that ended at simulated time target:
 // every sequence that decoded or finished its prefill produced one token.
-func (e *engine) applyStep(target float64) {
+func (e *Engine) applyStep(target float64) {
 	e.histMu.Lock()
 	defer e.histMu.Unlock()
 	iterTokens := 0
@@ -288,7 +321,7 @@ func (e *engine) applyStep(target float64) {
 			s.prefillLeft -= e.chunks[i]
 			produce = s.prefillLeft == 0
 			if produce && e.cache != nil {
-				e.cache.insert(s.blocks) // its prompt's blocks are computed
+				e.cache.insert(s.Blocks) // its prompt's blocks are computed
 			}
 		}
 		if produce {
@@ -296,17 +329,17 @@ func (e *engine) applyStep(target float64) {
 			iterTokens++
 			if n == 1 {
 				s.firstTokenS = target
-				e.ttft.observe(target - s.arrivalS)
-				iterTokens += s.promptTokens
+				e.ttft.observe(target - s.ArrivalS)
+				iterTokens += s.PromptTokens
 			} else if e.stats != nil {
-				e.stats.itl(target - s.lastTokenS)
+				e.stats.ITL.observe(target - s.lastTokenS)
 			}
 			s.lastTokenS = target
 			if s.tokenTimesS != nil {
 				*s.tokenTimesS = append(*s.tokenTimesS, target)
 			}
 			e.genTokens.Add(1)
-			if int(n) >= s.outputTokens {
+			if int(n) >= s.OutputTokens {
 				if e.stats != nil {
 					e.stats.finished(s, target)
 				}
@@ -314,7 +347,7 @@ func (e *engine) applyStep(target float64) {
 			}
 			s.produced.Store(n)
 			s.signal()
-			if int(n) >= s.outputTokens {
+			if int(n) >= s.OutputTokens {
 				continue
 			}
 		}
@@ -323,11 +356,11 @@ func (e *engine) applyStep(target float64) {
 	clear(e.running[len(kept):])
 	e.running = kept
 	if e.stats != nil {
-		e.stats.iterationTokens.observe(float64(iterTokens))
+		e.stats.IterationTokens.observe(float64(iterTokens))
 	}
 }
 
-func (e *engine) drain() {
+func (e *Engine) drain() {
 	e.mu.Lock()
 	e.waiting = append(e.waiting, e.incoming...)
 	clear(e.incoming)
@@ -335,14 +368,14 @@ func (e *engine) drain() {
 	e.mu.Unlock()
 }
 
-func (e *engine) dropCanceled() {
-	drop := func(list []*sequence) []*sequence {
+func (e *Engine) dropCanceled() {
+	drop := func(list []*Sequence) []*Sequence {
 		kept := list[:0]
 		for _, s := range list {
 			if s.canceled.Load() {
 				if e.stats != nil {
 					e.histMu.Lock()
-					e.stats.success[finishAbort]++
+					e.stats.Success[finishAbort]++
 					e.histMu.Unlock()
 				}
 				s.state.Store(seqAborted)
@@ -360,12 +393,12 @@ func (e *engine) dropCanceled() {
 }
 
 // kvHeld is the KV cache a running sequence needs for its next step.
-func kvHeld(s *sequence) int { return s.promptTokens + int(s.produced.Load()) + 1 }
+func kvHeld(s *Sequence) int { return s.PromptTokens + int(s.produced.Load()) + 1 }
 
 // preempt moves the newest running sequences back to the queue head while
 // the running batch needs more KV cache than the budget (vLLM's recompute
 // preemption); a preempted sequence prefills its prompt and output again.
-func (e *engine) preempt() {
+func (e *Engine) preempt() {
 	for len(e.running) > 1 {
 		need := 0
 		for _, s := range e.running {
@@ -376,16 +409,16 @@ func (e *engine) preempt() {
 		}
 		last := e.running[len(e.running)-1]
 		e.running = e.running[:len(e.running)-1]
-		last.prefillLeft = last.promptTokens + int(last.produced.Load())
+		last.prefillLeft = last.PromptTokens + int(last.produced.Load())
 		last.state.Store(seqWaiting)
-		e.waiting = append([]*sequence{last}, e.waiting...)
+		e.waiting = append([]*Sequence{last}, e.waiting...)
 		e.preemptions.Add(1)
 	}
 }
 
 // admit moves queue heads into the running batch, first come first served,
 // while there is a free slot and KV budget.
-func (e *engine) admit() {
+func (e *Engine) admit() {
 	held := 0
 	for _, s := range e.running {
 		held += kvHeld(s)
@@ -414,20 +447,20 @@ func (e *engine) admit() {
 
 // lookUp skips the prefill of a sequence's cached prompt prefix, as it
 // joins the batch; the first time, it counts the query and the hit.
-func (e *engine) lookUp(s *sequence) {
+func (e *Engine) lookUp(s *Sequence) {
 	if e.cache == nil {
 		return
 	}
-	hit := e.cache.match(s.blocks, s.promptTokens)
+	hit := e.cache.match(s.Blocks, s.PromptTokens)
 	s.prefillLeft -= hit
 	if !s.looked {
 		s.looked = true
-		e.cache.queries.Add(int64(s.promptTokens))
+		e.cache.queries.Add(int64(s.PromptTokens))
 		e.cache.hits.Add(int64(hit))
 	}
 }
 
-func (e *engine) publishGauges() {
+func (e *Engine) publishGauges() {
 	e.nRunning.Store(int64(len(e.running)))
 	held := 0
 	for _, s := range e.running {
@@ -439,9 +472,9 @@ func (e *engine) publishGauges() {
 	e.mu.Unlock()
 }
 
-func (e *engine) abortAll() {
+func (e *Engine) abortAll() {
 	e.drain()
-	for _, list := range [][]*sequence{e.waiting, e.running} {
+	for _, list := range [][]*Sequence{e.waiting, e.running} {
 		for _, s := range list {
 			s.state.Store(seqAborted)
 			s.signal()
@@ -453,4 +486,4 @@ func (e *engine) abortAll() {
 
 // slipS is the simulated time the engine lost because the host could not
 // keep up with the schedule.
-func (e *engine) slipS() float64 { return float64(e.slipNs.Load()) / 1e9 }
+func (e *Engine) slipS() float64 { return float64(e.slipNs.Load()) / 1e9 }

@@ -1,4 +1,4 @@
-package sim
+package predict
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/search"
+	"github.com/rehearse/rehearse/internal/sim/engine"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
@@ -39,18 +40,15 @@ type SustainedWorkload struct {
 // rehearsal's workload (as results.json keeps it): its prompts, request
 // fields and client timeout, with requests measured and warmupRequests sent
 // first. Request fields of extra_body other than ignore_eos and min_tokens
-// come back as notes; what the simulator cannot model (prompts with their own
-// max_tokens or whole conversations, multi-turn sessions) is an error.
+// come back as notes; what the simulator cannot model (whole
+// conversations, multi-turn sessions) is an error (FieldsOf).
 func SustainedOf(wl bundle.Workload, requests, warmupRequests int) (SustainedWorkload, []string, error) {
-	if err := checkModelled(wl); err != nil {
-		return SustainedWorkload{}, nil, err
-	}
-	ignoreEOS, minTokens, notes, err := requestFields(wl.ExtraBody)
+	f, notes, err := FieldsOf(wl)
 	if err != nil {
 		return SustainedWorkload{}, nil, err
 	}
 	w := SustainedWorkload{
-		Prompts: wl.Prompts, MaxTokens: wl.MaxTokens, TimeoutS: wl.TimeoutS, IgnoreEOS: ignoreEOS, MinTokens: minTokens,
+		Prompts: wl.Prompts, MaxTokens: wl.MaxTokens, TimeoutS: wl.TimeoutS, IgnoreEOS: f.IgnoreEOS, MinTokens: f.MinTokens,
 		Requests: requests, WarmupRequests: warmupRequests, PromptMaxTokens: wl.PromptMaxTokens,
 	}
 	return w, notes, w.validate()
@@ -78,9 +76,9 @@ func (w SustainedWorkload) warmup(clients int) int {
 	return search.Spec{WarmupRequests: w.WarmupRequests}.Warmup(clients, true)
 }
 
-// PredictSustained runs the sustained closed loop of w at the given number
+// Sustained runs the sustained closed loop of w at the given number
 // of clients through the profile's engine on the virtual clock, with the
-// same engine stepping as Predict's closed waves (runVirtual): clients 0 to
+// same engine stepping as Closed's waves (engine.Run): clients 0 to
 // clients−1 send requests 0 to clients−1 at time 0 and each client sends
 // the run's next request the moment its last one ends (its last token, or
 // its timeout), after the profile's request overhead and frontend like any
@@ -88,7 +86,7 @@ func (w SustainedWorkload) warmup(clients int) int {
 // measured wave (kind recorded), both of mode sustained and each timed from
 // its release (its first request's send), as package drive records them.
 // It is deterministic.
-func PredictSustained(p *Profile, w SustainedWorkload, clients int, o PredictOptions) (*Prediction, error) {
+func Sustained(p *engine.Profile, w SustainedWorkload, clients int, o Options) (*Result, error) {
 	if clients < 1 || clients > 1<<16 {
 		return nil, fmt.Errorf("sim: sustained workload clients %d: want 1 to 65536", clients)
 	}
@@ -98,40 +96,40 @@ func PredictSustained(p *Profile, w SustainedWorkload, clients int, o PredictOpt
 	}
 	warm := w.warmup(clients)
 	total := warm + w.Requests
-	reqs := make([]*virtualRequest, 0, total)
-	take := func(client int) *virtualRequest {
+	reqs := make([]*engine.Request, 0, total)
+	take := func(client int) *engine.Request {
 		prompt := workload.PromptIndex(len(reqs), len(w.Prompts))
 		r := plans[prompt].request(client, prompt)
 		reqs = append(reqs, r)
 		return r
 	}
-	first := make([]*virtualRequest, 0, min(clients, total))
+	first := make([]*engine.Request, 0, min(clients, total))
 	for c := range min(clients, total) {
 		first = append(first, take(c))
 	}
-	next := func(r *virtualRequest, atS float64) *virtualRequest {
+	next := func(r *engine.Request, atS float64) *engine.Request {
 		if len(reqs) == total {
 			return nil
 		}
-		if w.DurationS > 0 && len(reqs) > warm && atS >= reqs[warm].sentS+w.DurationS {
+		if w.DurationS > 0 && len(reqs) > warm && atS >= reqs[warm].SentS+w.DurationS {
 			return nil
 		}
-		return take(r.client)
+		return take(r.Client)
 	}
-	if err := runVirtual(p, first, w.TimeoutS, cache, next); err != nil {
+	if err := engine.Run(p, first, w.TimeoutS, cache, next); err != nil {
 		return nil, err
 	}
 
-	pr := &Prediction{}
-	part := func(kind string, rs []*virtualRequest) {
+	pr := &Result{}
+	part := func(kind string, rs []*engine.Request) {
 		if len(rs) == 0 {
 			return
 		}
 		wave := contract.Wave{ID: len(pr.Waves), Server: o.Server, Concurrency: clients, Repeat: 1, Kind: kind, Mode: contract.ModeSustained}
-		release := rs[0].sentS
+		release := rs[0].SentS
 		recs := make([]contract.Record, 0, len(rs))
 		for _, r := range rs {
-			recs = append(recs, r.record(wave, release))
+			recs = append(recs, record(r, wave, release))
 		}
 		wave.WallS = contract.WaveWallS(recs)
 		pr.Waves = append(pr.Waves, wave)
@@ -143,80 +141,4 @@ func PredictSustained(p *Profile, w SustainedWorkload, clients int, o PredictOpt
 	}
 	pr.Aggregates = contract.Aggregates(pr.Waves, pr.Records, []string{o.Server}, "")
 	return pr, nil
-}
-
-// ProbePrediction is the predicted outcome of one probe of a predicted
-// capacity search.
-type ProbePrediction struct {
-	// Load is the probe's number of clients.
-	Load int
-	// N is the predicted measured requests, Good those meeting every
-	// objective, Attainment Good ÷ N.
-	N, Good    int
-	Attainment float64
-	// Verdict is search.VerdictPass when Attainment ≥ α, else
-	// search.VerdictFail: a point estimate.
-	Verdict string
-	// Binding is the objective the most requests missed ("" when none).
-	Binding string
-	// TTFTP95S and TPOTP95S are the predicted p95s (nil: none).
-	TTFTP95S, TPOTP95S *float64
-}
-
-// PredictCapacity predicts the capacity bracket of a server run by the
-// profile's engine: the capacity search of package search (doubling from
-// one client, then bisecting until search.Converged, no repeats) with each
-// probe's outcome taken from PredictSustained at that load, the
-// attainment of its measured records against objectives (contract.Attain).
-//
-// It is a point estimate without intervals: a probe passes when its
-// predicted attainment is at least alpha and fails otherwise, however
-// close to alpha it is and however few requests it has (the virtual clock
-// is deterministic, so there is no sampling noise to bound, but the profile
-// is a model and the prediction carries its error, which no interval here
-// states). It returns the bracket (MaxPass 0: one client already misses;
-// MinFail 0: max passes) and every probe in the order the search asked
-// for them. Objectives and w's times are in simulated seconds.
-func PredictCapacity(p *Profile, w SustainedWorkload, objectives contract.Objectives, alpha float64, maxLoad int, o PredictOptions) (search.Bracket, []ProbePrediction, error) {
-	if len(objectives.Names()) == 0 {
-		return search.Bracket{}, nil, fmt.Errorf("sim: capacity prediction: no objectives")
-	}
-	s, err := search.New(search.Config{Start: 1, Max: maxLoad, Alpha: alpha, MinRequests: 1})
-	if err != nil {
-		return search.Bracket{}, nil, fmt.Errorf("sim: %w", err)
-	}
-	slo := contract.SLO{Objectives: objectives, AttainmentTarget: alpha}
-	var probes []ProbePrediction
-	for {
-		probe, ok := s.Next()
-		if !ok {
-			break
-		}
-		pr, err := PredictSustained(p, w, probe.Load, o)
-		if err != nil {
-			return search.Bracket{}, nil, err
-		}
-		wave := pr.Waves[len(pr.Waves)-1]
-		var recs []contract.Record
-		for _, r := range pr.Records {
-			if r.Wave == wave.ID {
-				recs = append(recs, r)
-			}
-		}
-		out := search.Measure(wave.ID, recs, slo, 1)
-		// The point estimate: a degenerate interval at the attainment.
-		out.CILow, out.CIHigh, out.Verdict = out.Attainment, out.Attainment, search.VerdictFail
-		if out.Attainment >= alpha {
-			out.Verdict = search.VerdictPass
-		}
-		if err := s.Observe(probe, out); err != nil {
-			return search.Bracket{}, nil, fmt.Errorf("sim: capacity prediction: %w", err)
-		}
-		probes = append(probes, ProbePrediction{
-			Load: probe.Load, N: out.N, Good: out.Good, Attainment: out.Attainment, Verdict: out.Verdict,
-			Binding: out.Binding, TTFTP95S: out.TTFTP95S, TPOTP95S: out.TPOTP95S,
-		})
-	}
-	r := s.Result()
-	return search.Bracket{MaxPass: r.MaxPass, MinFail: r.MinFail}, probes, nil
 }

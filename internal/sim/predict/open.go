@@ -1,16 +1,17 @@
-package sim
+package predict
 
 import (
 	"fmt"
 	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/sim/engine"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
-// maxOpenRequests bounds an open-loop prediction's arrivals (drive's
+// MaxOpenRequests bounds an open-loop prediction's arrivals (drive's
 // MaxOpenRequests).
-const maxOpenRequests = 1_000_000
+const MaxOpenRequests = 1_000_000
 
 // OpenWorkload is one open-loop load a prediction runs (drive.OpenWave):
 // request i is sent at the i-th offset of workload.OpenOffsets (the
@@ -69,16 +70,16 @@ func (w OpenWorkload) requests() requestSpec {
 // runner's own (workload.OpenOffsets, as drive.OpenSpec.Offsets), so a
 // prediction sends exactly when a live wave does.
 func (w OpenWorkload) offsets() ([]float64, error) {
-	if w.NumRequests > maxOpenRequests {
-		return nil, fmt.Errorf("sim: open-loop workload of more than %d requests", maxOpenRequests)
+	if w.NumRequests > MaxOpenRequests {
+		return nil, fmt.Errorf("sim: open-loop workload of more than %d requests", MaxOpenRequests)
 	}
-	if w.Ramp == nil && w.Arrival != workload.ArrivalTrace && w.NumRequests == 0 && w.RateRPS*w.DurationS > maxOpenRequests {
-		return nil, fmt.Errorf("sim: open-loop workload of more than %d requests at %g req/s", maxOpenRequests, w.RateRPS)
+	if w.Ramp == nil && w.Arrival != workload.ArrivalTrace && w.NumRequests == 0 && w.RateRPS*w.DurationS > MaxOpenRequests {
+		return nil, fmt.Errorf("sim: open-loop workload of more than %d requests at %g req/s", MaxOpenRequests, w.RateRPS)
 	}
 	l := workload.OpenLoad{
 		RateRPS: w.RateRPS, Arrival: w.Arrival, Burstiness: w.Burstiness, Seed: w.Seed,
 		NumRequests: w.NumRequests, Duration: time.Duration(w.DurationS * float64(time.Second)), Ramp: w.Ramp,
-		Prompts: len(w.Prompts), MaxRequests: maxOpenRequests,
+		Prompts: len(w.Prompts), MaxRequests: MaxOpenRequests,
 	}
 	for _, a := range w.ArrivalsS {
 		l.Arrivals = append(l.Arrivals, time.Duration(a*float64(time.Second)))
@@ -87,8 +88,8 @@ func (w OpenWorkload) offsets() ([]float64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: open-loop workload: %w", err)
 	}
-	if len(offs) > maxOpenRequests {
-		return nil, fmt.Errorf("sim: open-loop workload of more than %d requests", maxOpenRequests)
+	if len(offs) > MaxOpenRequests {
+		return nil, fmt.Errorf("sim: open-loop workload of more than %d requests", MaxOpenRequests)
 	}
 	out := make([]float64, len(offs))
 	for i, o := range offs {
@@ -97,15 +98,15 @@ func (w OpenWorkload) offsets() ([]float64, error) {
 	return out, nil
 }
 
-// PredictOpen runs one open-loop wave of w through the profile's engine on
-// the virtual clock, with the same engine stepping as Predict's closed
-// waves (runVirtual): every arrival is sent at its schedule offset, after
+// Open runs one open-loop wave of w through the profile's engine on
+// the virtual clock, with the same engine stepping as Closed's
+// waves (engine.Run): every arrival is sent at its schedule offset, after
 // the profile's request overhead and frontend like any other request, and
 // no arrival waits for another (no max_concurrency). Its one wave is of
 // kind recorded and mode open, timed from its release (offset 0) as
 // package drive records it. It is deterministic: the same seed, the same
 // records.
-func PredictOpen(p *Profile, w OpenWorkload, o PredictOptions) (*Prediction, error) {
+func Open(p *engine.Profile, w OpenWorkload, o Options) (*Result, error) {
 	o, plans, cache, err := prepare(p, w, o)
 	if err != nil {
 		return nil, err
@@ -114,22 +115,22 @@ func PredictOpen(p *Profile, w OpenWorkload, o PredictOptions) (*Prediction, err
 	if err != nil {
 		return nil, err
 	}
-	reqs := make([]*virtualRequest, len(offs))
+	reqs := make([]*engine.Request, len(offs))
 	for i, off := range offs {
 		prompt := workload.PromptIndex(i, len(w.Prompts))
 		reqs[i] = plans[prompt].request(i, prompt)
-		reqs[i].atS = off
+		reqs[i].AtS = off
 	}
-	if err := runVirtual(p, reqs, w.TimeoutS, cache, nil); err != nil {
+	if err := engine.Run(p, reqs, w.TimeoutS, cache, nil); err != nil {
 		return nil, err
 	}
 	wave := contract.Wave{ID: 0, Server: o.Server, Repeat: 1, Kind: contract.KindRecorded, Mode: contract.ModeOpen,
 		RequestRateRPS: w.RateRPS, Arrival: w.Arrival, Burstiness: w.Burstiness, Seed: w.Seed, Ramp: w.Ramp}
-	pr := &Prediction{}
+	pr := &Result{}
 	recs := make([]contract.Record, 0, len(reqs))
 	for _, r := range reqs {
-		rec := r.record(wave, 0)
-		rec.IntendedStartS = r.atS
+		rec := record(r, wave, 0)
+		rec.IntendedStartS = r.AtS
 		recs = append(recs, rec)
 	}
 	wave.WallS = contract.WaveWallS(recs)

@@ -1,4 +1,4 @@
-package sim
+package engine
 
 import (
 	"container/list"
@@ -17,11 +17,11 @@ type Encoder interface {
 	Encode(text string) []int
 }
 
-// blockHashes is the hash chain of the full blocks of a prompt's token ids,
+// BlockHashes is the hash chain of the full blocks of a prompt's token ids,
 // as vLLM's prefix cache keys them: block i's hash covers its own tokens and
 // the hash of block i-1, so equal hashes mean equal prefixes up to that
 // block's end. A trailing partial block has no hash.
-func blockHashes(ids []int) []uint64 {
+func BlockHashes(ids []int) []uint64 {
 	n := len(ids) / BlockTokens
 	if n == 0 {
 		return nil
@@ -50,7 +50,7 @@ func fnv1a(b []byte) uint64 {
 	return h
 }
 
-// prefixCache holds the hashes of KV blocks computed recently, up to
+// PrefixCache holds the hashes of KV blocks computed recently, up to
 // capBlocks of them, evicting the least recently used, as vLLM's automatic
 // prefix caching keeps freed blocks reusable until their memory is needed.
 // It is owned by the engine goroutine; the counters are read by /metrics.
@@ -59,7 +59,7 @@ func fnv1a(b []byte) uint64 {
 // own (the blocks of running sequences are not subtracted), and admission
 // still reserves a sequence's whole prompt in the KV budget, as if shared
 // blocks were not shared.
-type prefixCache struct {
+type PrefixCache struct {
 	capBlocks int
 	lru       *list.List // of uint64, most recently used first
 	index     map[uint64]*list.Element
@@ -70,15 +70,17 @@ type prefixCache struct {
 	queries, hits atomic.Int64
 }
 
-func newPrefixCache(kvBudgetTokens int) *prefixCache {
-	return &prefixCache{capBlocks: max(1, kvBudgetTokens/BlockTokens), lru: list.New(), index: map[uint64]*list.Element{}}
+// NewPrefixCache makes an empty prefix cache of at most kvBudgetTokens
+// tokens of whole blocks.
+func NewPrefixCache(kvBudgetTokens int) *PrefixCache {
+	return &PrefixCache{capBlocks: max(1, kvBudgetTokens/BlockTokens), lru: list.New(), index: map[uint64]*list.Element{}}
 }
 
 // match returns how many leading prompt tokens of a sequence are cached:
 // whole blocks, and at most promptTokens-1 (vLLM always computes the last
 // prompt token, whose logits give the first output token). Matched blocks
 // become the most recently used.
-func (c *prefixCache) match(blocks []uint64, promptTokens int) int {
+func (c *PrefixCache) match(blocks []uint64, promptTokens int) int {
 	limit := min(len(blocks), (promptTokens-1)/BlockTokens)
 	n := 0
 	for n < limit {
@@ -92,7 +94,7 @@ func (c *prefixCache) match(blocks []uint64, promptTokens int) int {
 }
 
 // insert caches a sequence's computed prompt blocks.
-func (c *prefixCache) insert(blocks []uint64) {
+func (c *PrefixCache) insert(blocks []uint64) {
 	c.touch(blocks)
 	for c.lru.Len() > c.capBlocks {
 		last := c.lru.Back()
@@ -104,7 +106,7 @@ func (c *prefixCache) insert(blocks []uint64) {
 // touch makes blocks the most recently used, the first block most recent of
 // all, so that eviction takes a chain's tail before its head (as vLLM frees a
 // request's blocks in reverse order): a cached block's parents stay cached.
-func (c *prefixCache) touch(blocks []uint64) {
+func (c *PrefixCache) touch(blocks []uint64) {
 	for i := len(blocks) - 1; i >= 0; i-- {
 		if el, ok := c.index[blocks[i]]; ok {
 			c.lru.MoveToFront(el)
@@ -115,4 +117,4 @@ func (c *prefixCache) touch(blocks []uint64) {
 }
 
 // cachedBlocks is how many blocks the cache holds.
-func (c *prefixCache) cachedBlocks() int { return c.lru.Len() }
+func (c *PrefixCache) cachedBlocks() int { return c.lru.Len() }

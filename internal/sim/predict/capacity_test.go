@@ -1,4 +1,4 @@
-package sim
+package predict
 
 import (
 	"reflect"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/search"
+	"github.com/rehearse/rehearse/internal/sim/engine"
 )
 
 // inFlightAtEverySend checks that exactly clients requests are in flight
@@ -61,7 +62,7 @@ func TestPredictSustainedKeepsClientsInFlight(t *testing.T) {
 		{"t4-qwen2.5-1.5b-serial", 0, 4, 15, true},
 	}
 	for _, tc := range cases {
-		p, err := BuiltinProfile(tc.profile)
+		p, err := engine.BuiltinProfile(tc.profile)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +70,7 @@ func TestPredictSustainedKeepsClientsInFlight(t *testing.T) {
 			p.MaxNumSeqs = tc.maxSeqs
 		}
 		w := SustainedWorkload{Prompts: fitPrompts, MaxTokens: 128, TimeoutS: tc.timeoutS, Requests: 60}
-		pr, err := PredictSustained(p, w, tc.clients, PredictOptions{Server: "s"})
+		pr, err := Sustained(p, w, tc.clients, Options{Server: "s"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +92,7 @@ func TestPredictSustainedKeepsClientsInFlight(t *testing.T) {
 		inFlightAtEverySend(t, pr.Records, tc.clients)
 
 		// Deterministic.
-		again, err := PredictSustained(p, w, tc.clients, PredictOptions{Server: "s"})
+		again, err := Sustained(p, w, tc.clients, Options{Server: "s"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,11 +106,11 @@ func TestPredictSustainedKeepsClientsInFlight(t *testing.T) {
 // sent first by the same clients; the measured wave is timed from its first
 // send, so its records start after 0 only where the loop had moved on.
 func TestPredictSustainedWarmup(t *testing.T) {
-	p, err := BuiltinProfile("t4-qwen2.5-1.5b-batching")
+	p, err := engine.BuiltinProfile("t4-qwen2.5-1.5b-batching")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr, err := PredictSustained(p, SustainedWorkload{Prompts: fitPrompts, MaxTokens: 64, TimeoutS: 60, Requests: 20, WarmupRequests: -1}, 5, PredictOptions{})
+	pr, err := Sustained(p, SustainedWorkload{Prompts: fitPrompts, MaxTokens: 64, TimeoutS: 60, Requests: 20, WarmupRequests: -1}, 5, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,13 +141,13 @@ func TestPredictSustainedWarmup(t *testing.T) {
 // tokens) for its first token; under a 2 s TTFT objective one client
 // passes and two fail, and the search stops there.
 func TestPredictCapacitySerial(t *testing.T) {
-	p, err := BuiltinProfile("t4-qwen2.5-1.5b-serial")
+	p, err := engine.BuiltinProfile("t4-qwen2.5-1.5b-serial")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ttft := 2000.0
 	w := SustainedWorkload{Prompts: fitPrompts, MaxTokens: 128, TimeoutS: 60, Requests: 80, WarmupRequests: -1}
-	b, probes, err := PredictCapacity(p, w, contract.Objectives{TTFTMS: &ttft}, 0.9, 256, PredictOptions{})
+	b, probes, err := Capacity(p, w, contract.Objectives{TTFTMS: &ttft}, 0.9, 256, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestPredictCapacitySerial(t *testing.T) {
 
 	// A looser objective the second client's wait meets moves it up.
 	ttft = 60000
-	b, _, err = PredictCapacity(p, w, contract.Objectives{TTFTMS: &ttft}, 0.9, 4, PredictOptions{})
+	b, _, err = Capacity(p, w, contract.Objectives{TTFTMS: &ttft}, 0.9, 4, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,14 +176,14 @@ func TestPredictCapacitySerial(t *testing.T) {
 // engine's bracket lies above 32 (every client runs at once) and below 64
 // (half the clients wait for whole generations), converged.
 func TestPredictCapacityBatchingCap(t *testing.T) {
-	p, err := BuiltinProfile("t4-qwen2.5-1.5b-batching")
+	p, err := engine.BuiltinProfile("t4-qwen2.5-1.5b-batching")
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.MaxNumSeqs = 32
 	ttft, tpot := 2000.0, 100.0
 	w := SustainedWorkload{Prompts: fitPrompts, MaxTokens: 128, TimeoutS: 60, Requests: 160, WarmupRequests: -1}
-	b, probes, err := PredictCapacity(p, w, contract.Objectives{TTFTMS: &ttft, TPOTMS: &tpot}, 0.9, 256, PredictOptions{})
+	b, probes, err := Capacity(p, w, contract.Objectives{TTFTMS: &ttft, TPOTMS: &tpot}, 0.9, 256, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,12 +205,12 @@ func TestPredictCapacityRefuses(t *testing.T) {
 	ttft := 2000.0
 	obj := contract.Objectives{TTFTMS: &ttft}
 	w := SustainedWorkload{Prompts: fitPrompts, MaxTokens: 128, TimeoutS: 60, Requests: 10}
-	serial, err := BuiltinProfile("t4-qwen2.5-1.5b-serial")
+	serial, err := engine.BuiltinProfile("t4-qwen2.5-1.5b-serial")
 	if err != nil {
 		t.Fatal(err)
 	}
 	serial.MaxNumSeqs = 32
-	batching, err := BuiltinProfile("t4-qwen2.5-1.5b-batching")
+	batching, err := engine.BuiltinProfile("t4-qwen2.5-1.5b-batching")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func TestPredictCapacityRefuses(t *testing.T) {
 	small.KVTokenBudget = 100
 	cases := []struct {
 		name string
-		p    *Profile
+		p    *engine.Profile
 		w    SustainedWorkload
 		obj  contract.Objectives
 		want string
@@ -228,12 +229,12 @@ func TestPredictCapacityRefuses(t *testing.T) {
 		{"no objectives", batching, w, contract.Objectives{}, "no objectives"},
 	}
 	for _, tc := range cases {
-		_, _, err := PredictCapacity(tc.p, tc.w, tc.obj, 0.9, 16, PredictOptions{})
+		_, _, err := Capacity(tc.p, tc.w, tc.obj, 0.9, 16, Options{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one naming %q", tc.name, err, tc.want)
 		}
 	}
-	if _, err := ResolveProfile("no-such-profile.json"); err == nil || !strings.Contains(err.Error(), "neither a built-in profile") {
+	if _, err := engine.ResolveProfile("no-such-profile.json"); err == nil || !strings.Contains(err.Error(), "neither a built-in profile") {
 		t.Errorf("a missing profile: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package sim
+package fit
 
 import (
 	"compress/gzip"
@@ -12,15 +12,17 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/sim/engine"
+	"github.com/rehearse/rehearse/internal/sim/predict"
 )
 
 // syntheticBundle is a bundle whose records are a known profile's
 // prediction: what a fit must recover. ratio re-counts each record's
 // output_tokens as random-weight text re-tokenizes (usage keeps the
 // generated count).
-func syntheticBundle(t *testing.T, p *Profile, w ClosedWorkload, server string, argv []string, ratio float64) *bundle.Results {
+func syntheticBundle(t *testing.T, p *engine.Profile, w predict.ClosedWorkload, server string, argv []string, ratio float64) *bundle.Results {
 	t.Helper()
-	pr, err := Predict(p, w, PredictOptions{Server: server})
+	pr, err := predict.Closed(p, w, predict.Options{Server: server})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,16 +48,16 @@ func syntheticBundle(t *testing.T, p *Profile, w ClosedWorkload, server string, 
 }
 
 func TestFitRecoversASerialProfile(t *testing.T) {
-	truth, err := BuiltinProfile("t4-qwen2.5-1.5b-serial")
+	truth, err := engine.BuiltinProfile("t4-qwen2.5-1.5b-serial")
 	if err != nil {
 		t.Fatal(err)
 	}
 	truth.DecodeStepS = [][2]float64{{1, 0.025}}
 	truth.RequestOverheadS, truth.PrefillBaseS, truth.PrefillPerTokenS = 0.004, 0, 0
-	w := ClosedWorkload{Concurrencies: []int{1, 8, 32}, Repeats: 2, Prompts: fitPrompts, MaxTokens: 128, TimeoutS: 60, IgnoreEOS: true}
+	w := predict.ClosedWorkload{Concurrencies: []int{1, 8, 32}, Repeats: 2, Prompts: fitPrompts, MaxTokens: 128, TimeoutS: 60, IgnoreEOS: true}
 	res := syntheticBundle(t, truth, w, "naive", []string{"python3", "naive_server.py"}, 1.05)
 
-	f, err := FitProfile(res, FitOptions{Server: "naive", Engine: EngineSerial, FitConcurrencies: []int{32, 1}})
+	f, err := Profile(res, Options{Server: "naive", Engine: engine.Serial, FitConcurrencies: []int{32, 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +68,7 @@ func TestFitRecoversASerialProfile(t *testing.T) {
 	if !near(p.RequestOverheadS, 0.004, 1e-6) {
 		t.Errorf("request_overhead_s %g, want 0.004", p.RequestOverheadS)
 	}
-	if p.MaxNumSeqs != 1 || p.Engine != EngineSerial || p.DefaultSystemPrompt != qwenSystemPrompt || !reflect.DeepEqual(p.OutputTokens, []int{128}) {
+	if p.MaxNumSeqs != 1 || p.Engine != engine.Serial || p.DefaultSystemPrompt != qwenSystemPrompt || !reflect.DeepEqual(p.OutputTokens, []int{128}) {
 		t.Errorf("profile %+v: want one sequence, Qwen's system prompt, 128 output tokens", p)
 	}
 	// 128 generated tokens were counted round(128 · 1.05) = 134 times.
@@ -100,7 +102,7 @@ func TestFitRecoversASerialProfile(t *testing.T) {
 }
 
 func TestFitRecoversABatchingProfile(t *testing.T) {
-	truth, err := BuiltinProfile("t4-qwen2.5-1.5b-batching")
+	truth, err := engine.BuiltinProfile("t4-qwen2.5-1.5b-batching")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,10 +111,10 @@ func TestFitRecoversABatchingProfile(t *testing.T) {
 	truth.PrefillBaseS, truth.PrefillPerTokenS, truth.MaxNumBatchedTokens = 0, 0, 0
 	truth.MaxNumSeqs = 64
 	truth.MaxModelLen = 32768
-	w := ClosedWorkload{Concurrencies: []int{1, 8, 64}, Repeats: 1, Prompts: fitPrompts, MaxTokens: 128, TimeoutS: 60, IgnoreEOS: true}
+	w := predict.ClosedWorkload{Concurrencies: []int{1, 8, 64}, Repeats: 1, Prompts: fitPrompts, MaxTokens: 128, TimeoutS: 60, IgnoreEOS: true}
 	res := syntheticBundle(t, truth, w, "batching", []string{"python3", "batching_server.py", "--max-num-seqs=64"}, 1)
 
-	f, err := FitProfile(res, FitOptions{Server: "batching", Engine: EngineBatching, FitConcurrencies: []int{1, 64}})
+	f, err := Profile(res, Options{Server: "batching", Engine: engine.Batching, FitConcurrencies: []int{1, 64}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,13 +149,13 @@ func TestFitRecoversABatchingProfile(t *testing.T) {
 }
 
 func TestFitNaturalOutputLengths(t *testing.T) {
-	truth, err := BuiltinProfile("t4-qwen2.5-1.5b-serial")
+	truth, err := engine.BuiltinProfile("t4-qwen2.5-1.5b-serial")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := ClosedWorkload{Concurrencies: []int{1, 8}, Repeats: 1, Prompts: fitPrompts, MaxTokens: 128, TimeoutS: 600}
+	w := predict.ClosedWorkload{Concurrencies: []int{1, 8}, Repeats: 1, Prompts: fitPrompts, MaxTokens: 128, TimeoutS: 600}
 	res := syntheticBundle(t, truth, w, "naive", nil, 1)
-	f, err := FitProfile(res, FitOptions{Server: "naive", Engine: EngineSerial, FitConcurrencies: []int{8}})
+	f, err := Profile(res, Options{Server: "naive", Engine: engine.Serial, FitConcurrencies: []int{8}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,29 +172,29 @@ func TestFitNaturalOutputLengths(t *testing.T) {
 }
 
 func TestFitErrorsNameWhatIsWrong(t *testing.T) {
-	truth, err := BuiltinProfile("t4-qwen2.5-1.5b-serial")
+	truth, err := engine.BuiltinProfile("t4-qwen2.5-1.5b-serial")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := ClosedWorkload{Concurrencies: []int{1}, Repeats: 1, Prompts: fitPrompts, MaxTokens: 16, TimeoutS: 60}
+	w := predict.ClosedWorkload{Concurrencies: []int{1}, Repeats: 1, Prompts: fitPrompts, MaxTokens: 16, TimeoutS: 60}
 	res := syntheticBundle(t, truth, w, "naive", nil, 1)
 	for _, tc := range []struct {
-		o    FitOptions
+		o    Options
 		edit func(*bundle.Results)
 		want string
 	}{
-		{FitOptions{Server: "vllm", Engine: EngineSerial, FitConcurrencies: []int{1}}, nil, `no server "vllm" (have: naive)`},
-		{FitOptions{Server: "naive", Engine: "paged", FitConcurrencies: []int{1}}, nil, `engine "paged"`},
-		{FitOptions{Server: "naive", Engine: EngineSerial, FitConcurrencies: []int{1, 64}}, nil, "no recorded closed-loop wave at 64 clients"},
-		{FitOptions{Server: "naive", Engine: EngineSerial}, nil, "no fit concurrencies"},
-		{FitOptions{Server: "naive", Engine: EngineSerial, FitConcurrencies: []int{1}}, func(r *bundle.Results) { r.Workload.Sessions = []bundle.Session{{Turns: []int{0, 1}}} }, "multi-turn sessions"},
-		{FitOptions{Server: "naive", Engine: EngineSerial, FitLoads: []contract.Key{{Mode: contract.ModeOpen, RequestRateRPS: 2}}}, nil, "no recorded wave at 2 req/s"},
-		{FitOptions{Server: "naive", Engine: EngineSerial, FitConcurrencies: []int{1}}, func(r *bundle.Results) {
+		{Options{Server: "vllm", Engine: engine.Serial, FitConcurrencies: []int{1}}, nil, `no server "vllm" (have: naive)`},
+		{Options{Server: "naive", Engine: "paged", FitConcurrencies: []int{1}}, nil, `engine "paged"`},
+		{Options{Server: "naive", Engine: engine.Serial, FitConcurrencies: []int{1, 64}}, nil, "no recorded closed-loop wave at 64 clients"},
+		{Options{Server: "naive", Engine: engine.Serial}, nil, "no fit concurrencies"},
+		{Options{Server: "naive", Engine: engine.Serial, FitConcurrencies: []int{1}}, func(r *bundle.Results) { r.Workload.Sessions = []bundle.Session{{Turns: []int{0, 1}}} }, "multi-turn sessions"},
+		{Options{Server: "naive", Engine: engine.Serial, FitLoads: []contract.Key{{Mode: contract.ModeOpen, RequestRateRPS: 2}}}, nil, "no recorded wave at 2 req/s"},
+		{Options{Server: "naive", Engine: engine.Serial, FitConcurrencies: []int{1}}, func(r *bundle.Results) {
 			for i := range r.Records {
 				r.Records[i].OK = false
 			}
 		}, "no successful request with more than one token at 1 client"},
-		{FitOptions{Server: "naive", Engine: EngineSerial, FitConcurrencies: []int{1}}, func(r *bundle.Results) {
+		{Options{Server: "naive", Engine: engine.Serial, FitConcurrencies: []int{1}}, func(r *bundle.Results) {
 			r.Workload.ExtraBody = map[string]any{"ignore_eos": "yes"}
 		}, "extra_body.ignore_eos = yes"},
 	} {
@@ -201,7 +203,7 @@ func TestFitErrorsNameWhatIsWrong(t *testing.T) {
 		if tc.edit != nil {
 			tc.edit(&r)
 		}
-		_, err := FitProfile(&r, tc.o)
+		_, err := Profile(&r, tc.o)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want one containing %q", tc.o, err, tc.want)
 		}
@@ -209,8 +211,8 @@ func TestFitErrorsNameWhatIsWrong(t *testing.T) {
 }
 
 func TestProfileEncodeRoundTrips(t *testing.T) {
-	for _, n := range ProfileNames() {
-		p, err := BuiltinProfile(n)
+	for _, n := range engine.ProfileNames() {
+		p, err := engine.BuiltinProfile(n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +220,7 @@ func TestProfileEncodeRoundTrips(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		q, err := ParseProfile(data, "encoded")
+		q, err := engine.ParseProfile(data, "encoded")
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", n, err, data)
 		}
@@ -234,7 +236,7 @@ func TestProfileEncodeRoundTrips(t *testing.T) {
 
 // committedBundle is the H200 rehearsal the built-in H200 profiles were
 // fitted to.
-var committedBundle = filepath.Join("..", "..", "rehearsals", "h200-qwen2.5-1.5b")
+var committedBundle = filepath.Join("..", "..", "..", "rehearsals", "h200-qwen2.5-1.5b")
 
 // TestH200ProfilesAreTheCommittedBundlesFit fits both servers of the
 // committed H200 rehearsal as the derivations' command does and holds the
@@ -250,15 +252,15 @@ func TestH200ProfilesAreTheCommittedBundlesFit(t *testing.T) {
 		// Bounds on the held-out errors, a little above the derivation's.
 		goodputTol, ttftTol float64
 	}{
-		{"naive", EngineSerial, "h200-qwen2.5-1.5b-transformers-serial", 0.10, 0.10},
-		{"batching", EngineBatching, "h200-qwen2.5-1.5b-transformers-batching", 0.06, 0.50},
+		{"naive", engine.Serial, "h200-qwen2.5-1.5b-transformers-serial", 0.10, 0.10},
+		{"batching", engine.Batching, "h200-qwen2.5-1.5b-transformers-batching", 0.06, 0.50},
 	} {
 		t.Run(tc.profile, func(t *testing.T) {
-			builtin, err := BuiltinProfile(tc.profile)
+			builtin, err := engine.BuiltinProfile(tc.profile)
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, err := FitProfile(res, FitOptions{Server: tc.server, Engine: tc.engine, FitConcurrencies: []int{1, 64}, Name: builtin.Name, Description: builtin.Description})
+			f, err := Profile(res, Options{Server: tc.server, Engine: tc.engine, FitConcurrencies: []int{1, 64}, Name: builtin.Name, Description: builtin.Description})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -289,10 +291,10 @@ func TestH200ProfilesAreTheCommittedBundlesFit(t *testing.T) {
 
 // TestH200BatchingProfileAgainstTheEarlierBench predicts an independent
 // measurement, the rehearse bench run the previous profile was fitted to
-// (profiles/measure/h200-2026-11-30: another lease, no --max-num-seqs cap,
+// (internal/sim/profiles/measure/h200-2026-11-30: another lease, no --max-num-seqs cap,
 // also 128 clients), with the profile fitted to the committed rehearsal.
 func TestH200BatchingProfileAgainstTheEarlierBench(t *testing.T) {
-	f, err := os.Open(filepath.Join("profiles", "measure", "h200-2026-11-30", "batching-journal.jsonl.gz"))
+	f, err := os.Open(filepath.Join("..", "profiles", "measure", "h200-2026-11-30", "batching-journal.jsonl.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +311,7 @@ func TestH200BatchingProfileAgainstTheEarlierBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fit, err := FitProfile(res, FitOptions{Server: "batching", Engine: EngineBatching, FitConcurrencies: []int{1, 64}})
+	fit, err := Profile(res, Options{Server: "batching", Engine: engine.Batching, FitConcurrencies: []int{1, 64}})
 	if err != nil {
 		t.Fatal(err)
 	}
