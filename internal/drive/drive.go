@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/secret"
 	"github.com/rehearse/rehearse/internal/stream"
@@ -37,14 +36,18 @@ type Target struct {
 }
 
 // Counter counts the tokens of a text (a *tokenizer.Tokenizer satisfies
-// it); verify re-counts with the same interface.
-type Counter = bundle.Counter
+// it). It must be safe for concurrent use.
+type Counter interface {
+	Count(text string) int
+}
 
-// Output-token sources, for provenance.output_tokens_source.
-const (
-	SourceTokenizer = bundle.SourceTokenizer
-	SourceUsage     = bundle.SourceUsage
-)
+// Sink keeps every wave and record a Driver hands it, as they happen: the
+// runner's journal (a *bundle.Journal is one). An error it returns stops
+// the wave that met it, which returns it.
+type Sink interface {
+	WriteWave(w contract.Wave) error
+	WriteRecord(r contract.Record) error
+}
 
 // EventKind says what a progress Event reports.
 type EventKind int
@@ -71,9 +74,9 @@ type Event struct {
 
 // Options configures a Driver.
 type Options struct {
-	// Journal receives every wave and record as it happens; nil journals
+	// Sink receives every wave and record as it happens; nil keeps
 	// nothing.
-	Journal *bundle.Journal
+	Sink Sink
 	// Counter re-tokenizes returned text into output_tokens; nil takes the
 	// server's usage.completion_tokens instead.
 	Counter Counter
@@ -170,15 +173,6 @@ func (d *Driver) count(w contract.Wave) {
 		d.stats.MaxStallS = max(d.stats.MaxStallS, st.MaxS)
 		d.stats.Stalls += st.Over
 	}
-}
-
-// OutputTokensSource says what output_tokens counts: SourceTokenizer with a
-// Counter, SourceUsage without.
-func (d *Driver) OutputTokensSource() string {
-	if d.opts.Counter != nil {
-		return SourceTokenizer
-	}
-	return SourceUsage
 }
 
 // Load is what each request of a wave sends.
@@ -450,17 +444,17 @@ func (d *Driver) record(w contract.Wave, release time.Time, client, prompt int, 
 }
 
 func (d *Driver) journalWave(w contract.Wave) error {
-	if d.opts.Journal == nil {
+	if d.opts.Sink == nil {
 		return nil
 	}
-	return d.opts.Journal.WriteWave(w)
+	return d.opts.Sink.WriteWave(w)
 }
 
 func (d *Driver) journalRecord(r contract.Record) error {
-	if d.opts.Journal == nil {
+	if d.opts.Sink == nil {
 		return nil
 	}
-	return d.opts.Journal.WriteRecord(r)
+	return d.opts.Sink.WriteRecord(r)
 }
 
 func (d *Driver) progress(ev Event) {
