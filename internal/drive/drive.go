@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/plan"
 	"github.com/rehearse/rehearse/internal/secret"
 	"github.com/rehearse/rehearse/internal/stream"
-	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // Target is the server a wave drives.
@@ -175,67 +175,10 @@ func (d *Driver) count(w contract.Wave) {
 	}
 }
 
-// Load is what each request of a wave sends.
-type Load struct {
-	// Prompts are assigned round-robin: client (or request) i sends
-	// Prompts[workload.PromptIndex(i, len(Prompts))].
-	Prompts     []string
-	MaxTokens   int
-	Temperature float64
-	// Timeout bounds each request from send to end of stream.
-	Timeout time.Duration
-	// PromptMaxTokens is each prompt's own max_tokens, aligned with
-	// Prompts (0 or absent: MaxTokens).
-	PromptMaxTokens []int
-	// InputTokens is each prompt counted with the pinned tokenizer,
-	// aligned with Prompts (nil: not counted); see CountInputs.
-	InputTokens []int
-	// Messages is each prompt's whole conversation, aligned with Prompts
-	// (nil or absent: Prompts[i] as one user message).
-	Messages [][]stream.Message
-	// Arrivals, where the prompts come from a trace, is when request i of
-	// an open-loop wave of arrival trace is sent (prompt i, once each),
-	// from the wave's release; aligned with Prompts.
-	Arrivals []time.Duration
-	// Sessions, when set, make each client go through multi-turn sessions
-	// of these prompts instead of single prompts (see sessionRunner).
-	Sessions []workload.Session
-	// Think is the pause before each later turn of a session.
-	Think workload.ThinkTime
-}
-
-// maxTokens is the max_tokens of prompt i.
-func (l Load) maxTokens(i int) int {
-	if i < len(l.PromptMaxTokens) && l.PromptMaxTokens[i] > 0 {
-		return l.PromptMaxTokens[i]
-	}
-	return l.MaxTokens
-}
-
-// messages is the conversation of prompt i (nil: its text alone).
-func (l Load) messages(i int) []stream.Message {
-	if i < len(l.Messages) {
-		return l.Messages[i]
-	}
-	return nil
-}
-
-// stamp sets what r's prompt asked for: its max_tokens and, where counted,
-// its input tokens.
-func (l Load) stamp(r *contract.Record) {
-	if r.Prompt < 0 || r.Prompt >= len(l.Prompts) {
-		return
-	}
-	r.MaxTokens = l.maxTokens(r.Prompt)
-	if r.Prompt < len(l.InputTokens) {
-		n := l.InputTokens[r.Prompt]
-		r.InputTokens = &n
-	}
-}
-
-// CountInputs counts each prompt of l with c, once, for Load.InputTokens:
-// its message contents (the server's template adds its own tokens).
-func CountInputs(l Load, c Counter) []int {
+// CountInputs counts each prompt of l with c, once, for plan.Load's
+// InputTokens: its message contents (the server's template adds its own
+// tokens).
+func CountInputs(l plan.Load, c Counter) []int {
 	out := make([]int, len(l.Prompts))
 	for i, p := range l.Prompts {
 		if i < len(l.Messages) && l.Messages[i] != nil {
@@ -247,31 +190,6 @@ func CountInputs(l Load, c Counter) []int {
 		out[i] = c.Count(p)
 	}
 	return out
-}
-
-func (l Load) validate() error {
-	if len(l.Prompts) == 0 {
-		return errors.New("no prompts")
-	}
-	if l.MaxTokens <= 0 {
-		return fmt.Errorf("max_tokens %d: want a positive number", l.MaxTokens)
-	}
-	if n := len(l.PromptMaxTokens); n != 0 && n != len(l.Prompts) {
-		return fmt.Errorf("%d prompt max_tokens for %d prompts", n, len(l.Prompts))
-	}
-	if n := len(l.Messages); n != 0 && n != len(l.Prompts) {
-		return fmt.Errorf("%d prompt conversations for %d prompts", n, len(l.Prompts))
-	}
-	if n := len(l.Arrivals); n != 0 && n != len(l.Prompts) {
-		return fmt.Errorf("%d traced arrivals for %d prompts", n, len(l.Prompts))
-	}
-	if n := len(l.InputTokens); n != 0 && n != len(l.Prompts) {
-		return fmt.Errorf("%d prompt input token counts for %d prompts", n, len(l.Prompts))
-	}
-	if l.Timeout < 0 {
-		return fmt.Errorf("timeout %v: want a positive duration", l.Timeout)
-	}
-	return l.validateSessions()
 }
 
 // WaveResult is a finished wave: its journaled state, the monotonic
@@ -292,7 +210,7 @@ type WaveResult struct {
 // prepare builds one request per prompt of l that a wave of the given
 // number of requests sends: request i sends prepared[PromptIndex(i,
 // len(prepared))], which is prompt i mod len(l.Prompts).
-func prepare(t Target, l Load, requests int) ([]*stream.Prepared, error) {
+func prepare(t Target, l plan.Load, requests int) ([]*stream.Prepared, error) {
 	// Request i sends prompt PromptIndex(i, len(out)): with fewer requests
 	// than prompts, only the first ones are sent, and only they are built
 	// (a dataset of 100,000 prompts is not marshalled for a wave of 64).
@@ -301,7 +219,7 @@ func prepare(t Target, l Load, requests int) ([]*stream.Prepared, error) {
 		prompt := l.Prompts[i]
 		p, err := stream.Prepare(stream.Request{
 			BaseURL: t.BaseURL, Endpoint: t.Endpoint, Model: t.Model, APIKey: t.APIKey,
-			Prompt: prompt, Messages: l.messages(i), MaxTokens: l.maxTokens(i), Temperature: l.Temperature,
+			Prompt: prompt, Messages: l.MessagesFor(i), MaxTokens: l.MaxTokensFor(i), Temperature: l.Temperature,
 			IncludeUsage: t.IncludeUsage, ExtraBody: t.ExtraBody, Timeout: l.Timeout,
 			FollowRedirects: t.FollowRedirects,
 		})
@@ -322,7 +240,7 @@ type release struct {
 	wave contract.Wave
 	at   time.Time
 	// load stamps each record with what its prompt asked for.
-	load Load
+	load plan.Load
 	// worker is the worker index records carry (nil: the whole plan).
 	worker *int
 	// secrets are scrubbed from each record (the target's).
@@ -334,7 +252,7 @@ type release struct {
 
 // stamp sets what r's prompt asked for and the worker that sent it.
 func (r *release) stamp(rec *contract.Record) {
-	r.load.stamp(rec)
+	r.load.Stamp(rec)
 	if r.worker != nil {
 		w := *r.worker
 		rec.Worker = &w

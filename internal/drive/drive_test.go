@@ -52,8 +52,8 @@ func fakeServer(t testing.TB, tokens int, gap time.Duration) (*httptest.Server, 
 	return srv, &n
 }
 
-func testLoad() Load {
-	return Load{Prompts: []string{"a", "b", "c"}, MaxTokens: 8, Timeout: 10 * time.Second}
+func testLoad() plan.Load {
+	return plan.Load{Prompts: []string{"a", "b", "c"}, MaxTokens: 8, Timeout: 10 * time.Second}
 }
 
 func journal(t *testing.T) (*bundle.Journal, string) {
@@ -191,8 +191,8 @@ func TestWaveSpecErrors(t *testing.T) {
 		want string
 	}{
 		{WaveSpec{Load: testLoad(), Kind: contract.KindRecorded}, "concurrency 0"},
-		{WaveSpec{Load: Load{MaxTokens: 1}, Kind: contract.KindRecorded, Concurrency: 1}, "no prompts"},
-		{WaveSpec{Load: Load{Prompts: []string{"a"}}, Kind: contract.KindRecorded, Concurrency: 1}, "max_tokens 0"},
+		{WaveSpec{Load: plan.Load{MaxTokens: 1}, Kind: contract.KindRecorded, Concurrency: 1}, "no prompts"},
+		{WaveSpec{Load: plan.Load{Prompts: []string{"a"}}, Kind: contract.KindRecorded, Concurrency: 1}, "max_tokens 0"},
 		{WaveSpec{Load: testLoad(), Kind: "bogus", Concurrency: 1}, `kind "bogus"`},
 	}
 	for _, c := range cases {
@@ -207,9 +207,9 @@ func TestWaveSpecErrors(t *testing.T) {
 
 // runPlan runs the planned waves of server s one by one, as package
 // rehearsal walks them.
-func runPlan(d *Driver, tg Target, wl bundle.Workload) error {
+func runPlan(d *Driver, tg Target, wl plan.Workload) error {
 	for _, w := range plan.Server(wl, tg.Name) {
-		if _, err := d.Wave(context.Background(), tg, LoadOf(wl), w); err != nil {
+		if _, err := d.Wave(context.Background(), tg, wl.Load, w); err != nil {
 			return err
 		}
 	}
@@ -223,8 +223,8 @@ func TestPlannedWaves(t *testing.T) {
 	srv, hits := fakeServer(t, 2, time.Millisecond)
 	j, path := journal(t)
 	d := New(Options{Sink: j, Counter: words{}})
-	wl := bundle.Workload{Concurrencies: []int{1, 3}, Repeats: 2, Prompts: []string{"p"}, MaxTokens: 4, TimeoutS: 5,
-		Open: &bundle.OpenLoop{RequestRatesRPS: []float64{200}, Arrival: "poisson", Seed: 9, NumRequests: 5}}
+	wl := plan.Workload{Concurrencies: []int{1, 3}, Repeats: 2, Load: plan.Load{Prompts: []string{"p"}, MaxTokens: 4, Timeout: 5 * time.Second},
+		Open: &plan.OpenLoop{RequestRatesRPS: []float64{200}, Arrival: "poisson", Seed: 9, NumRequests: 5}}
 	if err := runPlan(d, Target{Name: "s", BaseURL: srv.URL}, wl); err != nil {
 		t.Fatal(err)
 	}

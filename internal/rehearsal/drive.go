@@ -22,23 +22,21 @@ type WaveDriver interface {
 	OutputTokensSource() string
 }
 
-// driveDriver runs waves with package drive; the journal keeps what they
-// record.
+// driveDriver runs waves with package drive, each request sending the
+// plan's load; the journal keeps what they record.
 type driveDriver struct {
 	d    *drive.Driver
-	load drive.Load
+	load plan.Load
 	// source is provenance.output_tokens_source.
 	source string
 }
 
-// newDriveDriver drives the workload's load with each record kept by the
-// journal j; with a counter, the load's prompts are counted once
-// (input_tokens) and returned text re-tokenized, without one the servers'
-// usage counts.
-func newDriveDriver(j *bundle.Journal, counter Counter, w bundle.Workload, events func(WaveEvent)) *driveDriver {
+// newDriveDriver drives the load with each record kept by the journal j;
+// with a counter, the load's prompts are counted once (input_tokens) and
+// returned text re-tokenized, without one the servers' usage counts.
+func newDriveDriver(j *bundle.Journal, counter Counter, load plan.Load, events func(WaveEvent)) *driveDriver {
 	var c drive.Counter
 	source := bundle.SourceUsage
-	load := drive.LoadOf(w)
 	if counter != nil {
 		c, source = counter, bundle.SourceTokenizer
 		load.InputTokens = drive.CountInputs(load, counter)
