@@ -122,22 +122,8 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	// load, and results.json records it.
 	planned := plan.WorkloadOf(cfg, o.Prompts)
 	recorded := recordedWorkload(planned)
-	if err := drive.CheckDescriptors(drive.ConnectionsNeeded(planned)); err != nil {
-		return nil, err
-	}
-	if err := checkSegment(o, planned); err != nil {
-		return nil, err
-	}
-	// A predicted bracket is computed before any request; a profile that
-	// cannot predict refuses the rehearsal (a *PredictError).
-	predicted, err := PredictCapacities(cfg, recorded)
+	predicted, err := preflight(ctx, o, planned, recorded)
 	if err != nil {
-		return nil, err
-	}
-	// A model a server already running does not serve refuses the
-	// rehearsal before its folder is made (a launched one is asked at
-	// readiness).
-	if err := checkServedModels(ctx, cfg); err != nil {
 		return nil, err
 	}
 	if err := prepareDir(o.Dir); err != nil {
@@ -195,6 +181,29 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		}
 	}
 	return r.finish(ctx)
+}
+
+// preflight refuses, before the bundle's folder is made and any request
+// is sent, a rehearsal that cannot run as planned: more connections than
+// the open-file limit allows, a split plan its workers cannot release
+// together, a capacity profile that cannot predict (a *PredictError), a
+// model a server already running does not serve (a launched one is asked
+// at readiness). It returns the predicted capacity brackets.
+func preflight(ctx context.Context, o Options, planned plan.Workload, recorded bundle.Workload) (map[string]Predicted, error) {
+	if err := drive.CheckDescriptors(drive.ConnectionsNeeded(planned)); err != nil {
+		return nil, err
+	}
+	if err := checkSegment(o, planned); err != nil {
+		return nil, err
+	}
+	predicted, err := PredictCapacities(o.Rehearsal, recorded)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkServedModels(ctx, o.Rehearsal); err != nil {
+		return nil, err
+	}
+	return predicted, nil
 }
 
 // finish ends the journal and writes results.json from it; a write error
