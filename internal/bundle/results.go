@@ -107,8 +107,8 @@ type Provenance struct {
 }
 
 // Worker is one worker of a split plan: segment Index of Count, the
-// digest of the plan it ran (plan.Digest: segments of different plans do
-// not merge), its clock's measured offset from the coordinator's
+// digest of the plan it ran (rehearsal.PlanDigest: segments of different
+// plans do not merge), its clock's measured offset from the coordinator's
 // (coordinator − worker, seconds) with that measurement's uncertainty
 // (half the least round trip), and the coordinator it followed ("" when
 // it ran one wave at --start-at without one).

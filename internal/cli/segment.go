@@ -114,16 +114,17 @@ func (o *segmentOptions) synchronizer(ctx context.Context, cfg *config.Rehearsal
 	if !o.start.IsZero() {
 		w.StartAt = o.start.UTC().Format(time.RFC3339Nano)
 	}
+	planned := plan.WorkloadOf(cfg, prompts)
 	if o.coordinator == "" {
 		// The runner refuses a plan of several waves with no synchronizer.
-		if o.start.IsZero() || rehearsal.SyncWaves(cfg, plan.Workload(cfg, prompts)) > 1 {
+		if o.start.IsZero() || rehearsal.SyncWaves(cfg, planned) > 1 {
 			return nil, w, func() {}, nil
 		}
 		return coordinate.Fixed{At: o.start}, w, func() {}, nil
 	}
 	c := &coordinate.Client{
 		URL: o.coordinator, Worker: cfg.Segment.Index, Count: cfg.Segment.Count, Token: os.Getenv(coordinate.TokenEnv),
-		Digest: plan.Digest(cfg, plan.Workload(cfg, prompts)), BarrierTimeout: o.barrierTimeout, StartAt: o.start,
+		Digest: rehearsal.PlanDigest(cfg, planned), BarrierTimeout: o.barrierTimeout, StartAt: o.start,
 	}
 	if err := measureOffset(ctx, c); err != nil {
 		return nil, nil, nil, &ExitError{Code: 1, Err: fmt.Errorf("--coordinator: %v", config.RedactURL(err.Error()))}

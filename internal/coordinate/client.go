@@ -21,7 +21,7 @@ type Client struct {
 	// Token is the coordinator's shared token (TokenEnv), sent with every
 	// request ("": none).
 	Token string
-	// Digest is the worker's plan digest (plan.Digest): the coordinator
+	// Digest is the worker's plan digest (rehearsal.PlanDigest): the coordinator
 	// refuses workers of another plan.
 	Digest string
 	// HTTP sends the requests (nil: a client without a timeout; each

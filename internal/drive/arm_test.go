@@ -115,7 +115,7 @@ func TestWaveNotAgreedSendsNothing(t *testing.T) {
 	tg := Target{Name: "s", BaseURL: srv.URL, Model: "m"}
 	jr, path := journal(t)
 	for _, mode := range []string{contract.ModeClosed, contract.ModeOpen, contract.ModeSustained} {
-		d := New(Options{Journal: jr})
+		d := New(Options{Sink: jr})
 		o := &orderSender{inner: d.client}
 		d.client = o
 		w := plan.Wave{Kind: contract.KindRecorded, Mode: mode, Concurrency: 4, Repeat: 1, Segment: plan.Segment{Index: 0, Count: 2},

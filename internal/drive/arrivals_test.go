@@ -8,14 +8,13 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/plan"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
-func traceLoad() Load {
-	l := Load{Prompts: []string{"p0", "p1", "p2", "p3", "p4"}, MaxTokens: 8, Timeout: 10 * time.Second, PromptMaxTokens: []int{3, 4, 5, 6, 7}}
+func traceLoad() plan.Load {
+	l := plan.Load{Prompts: []string{"p0", "p1", "p2", "p3", "p4"}, MaxTokens: 8, Timeout: 10 * time.Second, PromptMaxTokens: []int{3, 4, 5, 6, 7}}
 	l.Arrivals = []time.Duration{0, 250 * time.Millisecond, 250 * time.Millisecond, 1500 * time.Millisecond, 4 * time.Second}
 	return l
 }
@@ -128,8 +127,14 @@ func TestOpenWaveRamp(t *testing.T) {
 }
 
 func TestConnectionsNeededByTraceAndRamp(t *testing.T) {
-	wl := bundle.Workload{TimeoutS: 1, Open: &bundle.OpenLoop{Arrival: contract.ArrivalTrace},
-		ArrivalsS: []float64{0, 0.1, 0.2, 0.9, 1.0, 1.05, 5}}
+	ms := func(n ...time.Duration) []time.Duration {
+		for i := range n {
+			n[i] *= time.Millisecond
+		}
+		return n
+	}
+	wl := plan.Workload{Open: &plan.OpenLoop{Arrival: contract.ArrivalTrace},
+		Load: plan.Load{Timeout: time.Second, Arrivals: ms(0, 100, 200, 900, 1000, 1050, 5000)}}
 	// At most 5 arrivals within 1 s of each other (0.1…1.05), plus the
 	// warmed connections, never more than the 7 requests.
 	if got := ConnectionsNeeded(wl); got.Connections != 7 || !strings.Contains(got.Because, "5 arrivals") {
@@ -139,7 +144,7 @@ func TestConnectionsNeededByTraceAndRamp(t *testing.T) {
 	if got := ConnectionsNeeded(wl); got.Connections != 3 {
 		t.Errorf("trace, 3 requests: %+v", got)
 	}
-	wl = bundle.Workload{TimeoutS: 10, Open: &bundle.OpenLoop{Arrival: workload.ArrivalFixed, DurationS: 100,
+	wl = plan.Workload{Load: plan.Load{Timeout: 10 * time.Second}, Open: &plan.OpenLoop{Arrival: workload.ArrivalFixed, Duration: 100 * time.Second,
 		Ramp: &contract.Ramp{Strategy: contract.RampLinear, StartRPS: 50, EndRPS: 5}}}
 	if got := ConnectionsNeeded(wl); got.Connections != 500+openWarm {
 		t.Errorf("ramp: %+v, want the start rate's 500 + %d", got, openWarm)
@@ -152,7 +157,7 @@ func TestConnectionsNeededByTraceAndRamp(t *testing.T) {
 // in order.
 func TestOpenWaveBurstOfArrivals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		load := Load{MaxTokens: 8, Timeout: 10 * time.Second}
+		load := plan.Load{MaxTokens: 8, Timeout: 10 * time.Second}
 		for i := range 60 {
 			at := time.Duration(0)
 			if i >= 50 {

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/plan"
 	"github.com/rehearse/rehearse/internal/stream"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // WaveSpec is one closed-loop wave.
 type WaveSpec struct {
-	Load
+	plan.Load
 	// Kind is contract.KindRecorded, KindWarmup or KindMechanismCheck.
 	Kind        string
 	Concurrency int
@@ -33,7 +34,7 @@ type WaveSpec struct {
 // wave is journaled as stopped, and the error says why; the WaveResult is
 // complete either way.
 func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveResult, error) {
-	if err := spec.validate(); err != nil {
+	if err := spec.Validate(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: closed wave: %w", t.Name, err)
 	}
 	if spec.Concurrency <= 0 {

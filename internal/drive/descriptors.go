@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"time"
 
-	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/plan"
 )
 
 // ReservedDescriptors are the open files a rehearsal holds besides its
@@ -34,7 +35,7 @@ type Need struct {
 // requests in flight when each lasts the whole timeout,
 // ceil(rate × timeout), plus the connections warmed ahead, and never more
 // than num_requests.
-func ConnectionsNeeded(wl bundle.Workload) Need {
+func ConnectionsNeeded(wl plan.Workload) Need {
 	var need Need
 	take := func(n int, because string) {
 		if n > need.Connections {
@@ -54,16 +55,17 @@ func ConnectionsNeeded(wl bundle.Workload) Need {
 		take(m.Concurrency, "mechanism-check concurrency "+strconv.Itoa(m.Concurrency))
 	}
 	if o := wl.Open; o != nil {
+		timeoutS := wl.Load.Timeout.Seconds()
 		for _, rate := range o.RequestRatesRPS {
-			n, because := openNeed(o, rate, wl.TimeoutS)
+			n, because := openNeed(o, rate, timeoutS)
 			take(n, because)
 		}
 		if r := o.Ramp; r != nil {
-			n, because := openNeed(o, max(r.StartRPS, r.EndRPS), wl.TimeoutS)
+			n, because := openNeed(o, max(r.StartRPS, r.EndRPS), timeoutS)
 			take(n, because)
 		}
 		if o.Arrival == contract.ArrivalTrace {
-			take(traceNeed(o, wl.ArrivalsS, wl.TimeoutS))
+			take(traceNeed(o, wl.Load.Arrivals, timeoutS))
 		}
 	}
 	return need
@@ -72,17 +74,20 @@ func ConnectionsNeeded(wl bundle.Workload) Need {
 // traceNeed is a trace replay's open connections: max_concurrency when
 // capped, else the most traced arrivals within one timeout of each other
 // plus the connections warmed ahead, never more than the requests sent.
-func traceNeed(o *bundle.OpenLoop, arrivalsS []float64, timeoutS float64) (int, string) {
+func traceNeed(o *plan.OpenLoop, arrivals []time.Duration, timeoutS float64) (int, string) {
 	if o.MaxConcurrency > 0 {
 		return o.MaxConcurrency, "max concurrency " + strconv.Itoa(o.MaxConcurrency)
 	}
-	a := arrivalsS
+	a := make([]float64, len(arrivals))
+	for i, at := range arrivals {
+		a[i] = at.Seconds()
+	}
 	if o.NumRequests > 0 && o.NumRequests < len(a) {
 		a = a[:o.NumRequests]
 	}
-	if o.DurationS > 0 {
+	if durationS := o.Duration.Seconds(); durationS > 0 {
 		n := 0
-		for n < len(a) && a[n] < o.DurationS {
+		for n < len(a) && a[n] < durationS {
 			n++
 		}
 		a = a[:n]
@@ -101,7 +106,7 @@ func traceNeed(o *bundle.OpenLoop, arrivalsS []float64, timeoutS float64) (int, 
 	return n, fmt.Sprintf("trace replay with %d arrivals within a %g s timeout", peak, timeoutS)
 }
 
-func openNeed(o *bundle.OpenLoop, rate, timeoutS float64) (int, string) {
+func openNeed(o *plan.OpenLoop, rate, timeoutS float64) (int, string) {
 	if o.MaxConcurrency > 0 {
 		return o.MaxConcurrency, "max concurrency " + strconv.Itoa(o.MaxConcurrency)
 	}
@@ -109,8 +114,8 @@ func openNeed(o *bundle.OpenLoop, rate, timeoutS float64) (int, string) {
 	requests := o.NumRequests
 	if requests == 0 {
 		requests = math.MaxInt
-		if o.DurationS > 0 {
-			requests = ceilInt(rate * o.DurationS)
+		if durationS := o.Duration.Seconds(); durationS > 0 {
+			requests = ceilInt(rate * durationS)
 		}
 	}
 	if timeoutS <= 0 {

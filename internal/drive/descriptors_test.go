@@ -8,27 +8,28 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
-	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/plan"
 )
 
 func TestConnectionsNeeded(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		wl     bundle.Workload
+		wl     plan.Workload
 		warmup int
 		want   int
 		has    string
 	}{
-		{"closed: the largest concurrency", bundle.Workload{Concurrencies: []int{1, 5000, 64}, TimeoutS: 60}, 0, 5000, "concurrency 5000"},
-		{"warm-up wider than the waves", bundle.Workload{Concurrencies: []int{8}, WarmupWaves: 1}, 100, 100, "warm-up concurrency 100"},
-		{"warm-up concurrency without warm-up waves", bundle.Workload{Concurrencies: []int{8}}, 100, 8, "concurrency 8"},
-		{"mechanism check", bundle.Workload{Concurrencies: []int{8}, MechanismCheck: &bundle.MechanismSpec{Concurrency: 64}}, 0, 64, "mechanism-check concurrency 64"},
-		{"open, capped", bundle.Workload{TimeoutS: 60, Open: &bundle.OpenLoop{RequestRatesRPS: []float64{1000}, NumRequests: 100000, MaxConcurrency: 300}}, 0, 300, "max concurrency 300"},
-		{"open: rate × timeout + warm", bundle.Workload{TimeoutS: 60, Open: &bundle.OpenLoop{RequestRatesRPS: []float64{2, 200}, NumRequests: 100000}}, 0, 200*60 + 32, "200 req/s with a 60 s timeout"},
-		{"open: fewer requests than that", bundle.Workload{TimeoutS: 60, Open: &bundle.OpenLoop{RequestRatesRPS: []float64{200}, NumRequests: 75}}, 0, 75, "75 requests"},
-		{"open: duration only", bundle.Workload{TimeoutS: 10, Open: &bundle.OpenLoop{RequestRatesRPS: []float64{3.5}, DurationS: 600}}, 0, 35 + 32, "3.5 req/s with a 10 s timeout"},
-		{"open: no timeout", bundle.Workload{Open: &bundle.OpenLoop{RequestRatesRPS: []float64{3}, NumRequests: 90}}, 0, 90, "no timeout"},
+		{"closed: the largest concurrency", plan.Workload{Concurrencies: []int{1, 5000, 64}, Load: plan.Load{Timeout: time.Minute}}, 0, 5000, "concurrency 5000"},
+		{"warm-up wider than the waves", plan.Workload{Concurrencies: []int{8}, WarmupWaves: 1}, 100, 100, "warm-up concurrency 100"},
+		{"warm-up concurrency without warm-up waves", plan.Workload{Concurrencies: []int{8}}, 100, 8, "concurrency 8"},
+		{"mechanism check", plan.Workload{Concurrencies: []int{8}, MechanismCheck: &plan.MechanismCheck{Concurrency: 64}}, 0, 64, "mechanism-check concurrency 64"},
+		{"open, capped", plan.Workload{Load: plan.Load{Timeout: 60 * time.Second}, Open: &plan.OpenLoop{RequestRatesRPS: []float64{1000}, NumRequests: 100000, MaxConcurrency: 300}}, 0, 300, "max concurrency 300"},
+		{"open: rate × timeout + warm", plan.Workload{Load: plan.Load{Timeout: 60 * time.Second}, Open: &plan.OpenLoop{RequestRatesRPS: []float64{2, 200}, NumRequests: 100000}}, 0, 200*60 + 32, "200 req/s with a 60 s timeout"},
+		{"open: fewer requests than that", plan.Workload{Load: plan.Load{Timeout: 60 * time.Second}, Open: &plan.OpenLoop{RequestRatesRPS: []float64{200}, NumRequests: 75}}, 0, 75, "75 requests"},
+		{"open: duration only", plan.Workload{Load: plan.Load{Timeout: 10 * time.Second}, Open: &plan.OpenLoop{RequestRatesRPS: []float64{3.5}, Duration: 600 * time.Second}}, 0, 35 + 32, "3.5 req/s with a 10 s timeout"},
+		{"open: no timeout", plan.Workload{Open: &plan.OpenLoop{RequestRatesRPS: []float64{3}, NumRequests: 90}}, 0, 90, "no timeout"},
 	} {
 		wl := tc.wl
 		wl.WarmupConcurrency = tc.warmup

@@ -7,11 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/plan"
 	"github.com/rehearse/rehearse/internal/secret"
 	"github.com/rehearse/rehearse/internal/stream"
-	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // Target is the server a wave drives.
@@ -37,14 +36,18 @@ type Target struct {
 }
 
 // Counter counts the tokens of a text (a *tokenizer.Tokenizer satisfies
-// it); verify re-counts with the same interface.
-type Counter = bundle.Counter
+// it). It must be safe for concurrent use.
+type Counter interface {
+	Count(text string) int
+}
 
-// Output-token sources, for provenance.output_tokens_source.
-const (
-	SourceTokenizer = bundle.SourceTokenizer
-	SourceUsage     = bundle.SourceUsage
-)
+// Sink keeps every wave and record a Driver hands it, as they happen: the
+// runner's journal (a *bundle.Journal is one). An error it returns stops
+// the wave that met it, which returns it.
+type Sink interface {
+	WriteWave(w contract.Wave) error
+	WriteRecord(r contract.Record) error
+}
 
 // EventKind says what a progress Event reports.
 type EventKind int
@@ -71,9 +74,9 @@ type Event struct {
 
 // Options configures a Driver.
 type Options struct {
-	// Journal receives every wave and record as it happens; nil journals
+	// Sink receives every wave and record as it happens; nil keeps
 	// nothing.
-	Journal *bundle.Journal
+	Sink Sink
 	// Counter re-tokenizes returned text into output_tokens; nil takes the
 	// server's usage.completion_tokens instead.
 	Counter Counter
@@ -172,76 +175,10 @@ func (d *Driver) count(w contract.Wave) {
 	}
 }
 
-// OutputTokensSource says what output_tokens counts: SourceTokenizer with a
-// Counter, SourceUsage without.
-func (d *Driver) OutputTokensSource() string {
-	if d.opts.Counter != nil {
-		return SourceTokenizer
-	}
-	return SourceUsage
-}
-
-// Load is what each request of a wave sends.
-type Load struct {
-	// Prompts are assigned round-robin: client (or request) i sends
-	// Prompts[workload.PromptIndex(i, len(Prompts))].
-	Prompts     []string
-	MaxTokens   int
-	Temperature float64
-	// Timeout bounds each request from send to end of stream.
-	Timeout time.Duration
-	// PromptMaxTokens is each prompt's own max_tokens, aligned with
-	// Prompts (0 or absent: MaxTokens).
-	PromptMaxTokens []int
-	// InputTokens is each prompt counted with the pinned tokenizer,
-	// aligned with Prompts (nil: not counted); see CountInputs.
-	InputTokens []int
-	// Messages is each prompt's whole conversation, aligned with Prompts
-	// (nil or absent: Prompts[i] as one user message).
-	Messages [][]stream.Message
-	// Arrivals, where the prompts come from a trace, is when request i of
-	// an open-loop wave of arrival trace is sent (prompt i, once each),
-	// from the wave's release; aligned with Prompts.
-	Arrivals []time.Duration
-	// Sessions, when set, make each client go through multi-turn sessions
-	// of these prompts instead of single prompts (see sessionRunner).
-	Sessions []workload.Session
-	// Think is the pause before each later turn of a session.
-	Think workload.ThinkTime
-}
-
-// maxTokens is the max_tokens of prompt i.
-func (l Load) maxTokens(i int) int {
-	if i < len(l.PromptMaxTokens) && l.PromptMaxTokens[i] > 0 {
-		return l.PromptMaxTokens[i]
-	}
-	return l.MaxTokens
-}
-
-// messages is the conversation of prompt i (nil: its text alone).
-func (l Load) messages(i int) []stream.Message {
-	if i < len(l.Messages) {
-		return l.Messages[i]
-	}
-	return nil
-}
-
-// stamp sets what r's prompt asked for: its max_tokens and, where counted,
-// its input tokens.
-func (l Load) stamp(r *contract.Record) {
-	if r.Prompt < 0 || r.Prompt >= len(l.Prompts) {
-		return
-	}
-	r.MaxTokens = l.maxTokens(r.Prompt)
-	if r.Prompt < len(l.InputTokens) {
-		n := l.InputTokens[r.Prompt]
-		r.InputTokens = &n
-	}
-}
-
-// CountInputs counts each prompt of l with c, once, for Load.InputTokens:
-// its message contents (the server's template adds its own tokens).
-func CountInputs(l Load, c Counter) []int {
+// CountInputs counts each prompt of l with c, once, for plan.Load's
+// InputTokens: its message contents (the server's template adds its own
+// tokens).
+func CountInputs(l plan.Load, c Counter) []int {
 	out := make([]int, len(l.Prompts))
 	for i, p := range l.Prompts {
 		if i < len(l.Messages) && l.Messages[i] != nil {
@@ -253,31 +190,6 @@ func CountInputs(l Load, c Counter) []int {
 		out[i] = c.Count(p)
 	}
 	return out
-}
-
-func (l Load) validate() error {
-	if len(l.Prompts) == 0 {
-		return errors.New("no prompts")
-	}
-	if l.MaxTokens <= 0 {
-		return fmt.Errorf("max_tokens %d: want a positive number", l.MaxTokens)
-	}
-	if n := len(l.PromptMaxTokens); n != 0 && n != len(l.Prompts) {
-		return fmt.Errorf("%d prompt max_tokens for %d prompts", n, len(l.Prompts))
-	}
-	if n := len(l.Messages); n != 0 && n != len(l.Prompts) {
-		return fmt.Errorf("%d prompt conversations for %d prompts", n, len(l.Prompts))
-	}
-	if n := len(l.Arrivals); n != 0 && n != len(l.Prompts) {
-		return fmt.Errorf("%d traced arrivals for %d prompts", n, len(l.Prompts))
-	}
-	if n := len(l.InputTokens); n != 0 && n != len(l.Prompts) {
-		return fmt.Errorf("%d prompt input token counts for %d prompts", n, len(l.Prompts))
-	}
-	if l.Timeout < 0 {
-		return fmt.Errorf("timeout %v: want a positive duration", l.Timeout)
-	}
-	return l.validateSessions()
 }
 
 // WaveResult is a finished wave: its journaled state, the monotonic
@@ -298,7 +210,7 @@ type WaveResult struct {
 // prepare builds one request per prompt of l that a wave of the given
 // number of requests sends: request i sends prepared[PromptIndex(i,
 // len(prepared))], which is prompt i mod len(l.Prompts).
-func prepare(t Target, l Load, requests int) ([]*stream.Prepared, error) {
+func prepare(t Target, l plan.Load, requests int) ([]*stream.Prepared, error) {
 	// Request i sends prompt PromptIndex(i, len(out)): with fewer requests
 	// than prompts, only the first ones are sent, and only they are built
 	// (a dataset of 100,000 prompts is not marshalled for a wave of 64).
@@ -307,7 +219,7 @@ func prepare(t Target, l Load, requests int) ([]*stream.Prepared, error) {
 		prompt := l.Prompts[i]
 		p, err := stream.Prepare(stream.Request{
 			BaseURL: t.BaseURL, Endpoint: t.Endpoint, Model: t.Model, APIKey: t.APIKey,
-			Prompt: prompt, Messages: l.messages(i), MaxTokens: l.maxTokens(i), Temperature: l.Temperature,
+			Prompt: prompt, Messages: l.MessagesFor(i), MaxTokens: l.MaxTokensFor(i), Temperature: l.Temperature,
 			IncludeUsage: t.IncludeUsage, ExtraBody: t.ExtraBody, Timeout: l.Timeout,
 			FollowRedirects: t.FollowRedirects,
 		})
@@ -328,7 +240,7 @@ type release struct {
 	wave contract.Wave
 	at   time.Time
 	// load stamps each record with what its prompt asked for.
-	load Load
+	load plan.Load
 	// worker is the worker index records carry (nil: the whole plan).
 	worker *int
 	// secrets are scrubbed from each record (the target's).
@@ -340,7 +252,7 @@ type release struct {
 
 // stamp sets what r's prompt asked for and the worker that sent it.
 func (r *release) stamp(rec *contract.Record) {
-	r.load.stamp(rec)
+	r.load.Stamp(rec)
 	if r.worker != nil {
 		w := *r.worker
 		rec.Worker = &w
@@ -450,17 +362,17 @@ func (d *Driver) record(w contract.Wave, release time.Time, client, prompt int, 
 }
 
 func (d *Driver) journalWave(w contract.Wave) error {
-	if d.opts.Journal == nil {
+	if d.opts.Sink == nil {
 		return nil
 	}
-	return d.opts.Journal.WriteWave(w)
+	return d.opts.Sink.WriteWave(w)
 }
 
 func (d *Driver) journalRecord(r contract.Record) error {
-	if d.opts.Journal == nil {
+	if d.opts.Sink == nil {
 		return nil
 	}
-	return d.opts.Journal.WriteRecord(r)
+	return d.opts.Sink.WriteRecord(r)
 }
 
 func (d *Driver) progress(ev Event) {

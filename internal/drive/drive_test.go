@@ -52,8 +52,8 @@ func fakeServer(t testing.TB, tokens int, gap time.Duration) (*httptest.Server, 
 	return srv, &n
 }
 
-func testLoad() Load {
-	return Load{Prompts: []string{"a", "b", "c"}, MaxTokens: 8, Timeout: 10 * time.Second}
+func testLoad() plan.Load {
+	return plan.Load{Prompts: []string{"a", "b", "c"}, MaxTokens: 8, Timeout: 10 * time.Second}
 }
 
 func journal(t *testing.T) (*bundle.Journal, string) {
@@ -74,7 +74,7 @@ func TestClosedWave(t *testing.T) {
 	srv, hits := fakeServer(t, 4, 5*time.Millisecond)
 	j, path := journal(t)
 	var events []Event
-	d := New(Options{Journal: j, Counter: words{}, FirstWaveID: 7, Progress: func(e Event) { events = append(events, e) }})
+	d := New(Options{Sink: j, Counter: words{}, FirstWaveID: 7, Progress: func(e Event) { events = append(events, e) }})
 	res, err := d.ClosedWave(context.Background(), Target{Name: "s", BaseURL: srv.URL, Model: "m", IncludeUsage: true},
 		WaveSpec{Load: testLoad(), Kind: contract.KindRecorded, Concurrency: 8, Repeat: 2, Cold: true})
 	if err != nil {
@@ -123,9 +123,6 @@ func TestClosedWave(t *testing.T) {
 	if len(back.Waves) != 1 || back.Waves[0].WallS != w.WallS || len(back.Records) != 8 || back.Waves[0].ReleaseSpreadS != w.ReleaseSpreadS {
 		t.Fatalf("journal gives %d waves %+v, %d records", len(back.Waves), back.Waves, len(back.Records))
 	}
-	if d.OutputTokensSource() != SourceTokenizer || New(Options{}).OutputTokensSource() != SourceUsage {
-		t.Fatal("output tokens source")
-	}
 }
 
 func TestClosedWaveUsageTokensWithoutCounter(t *testing.T) {
@@ -146,7 +143,7 @@ func TestClosedWaveUsageTokensWithoutCounter(t *testing.T) {
 func TestClosedWaveCanceled(t *testing.T) {
 	srv, _ := fakeServer(t, 1000, 5*time.Millisecond)
 	j, path := journal(t)
-	d := New(Options{Journal: j})
+	d := New(Options{Sink: j})
 	ctx, cancel := context.WithCancelCause(context.Background())
 	time.AfterFunc(150*time.Millisecond, func() { cancel(errors.New("interrupt")) })
 	load := testLoad()
@@ -194,8 +191,8 @@ func TestWaveSpecErrors(t *testing.T) {
 		want string
 	}{
 		{WaveSpec{Load: testLoad(), Kind: contract.KindRecorded}, "concurrency 0"},
-		{WaveSpec{Load: Load{MaxTokens: 1}, Kind: contract.KindRecorded, Concurrency: 1}, "no prompts"},
-		{WaveSpec{Load: Load{Prompts: []string{"a"}}, Kind: contract.KindRecorded, Concurrency: 1}, "max_tokens 0"},
+		{WaveSpec{Load: plan.Load{MaxTokens: 1}, Kind: contract.KindRecorded, Concurrency: 1}, "no prompts"},
+		{WaveSpec{Load: plan.Load{Prompts: []string{"a"}}, Kind: contract.KindRecorded, Concurrency: 1}, "max_tokens 0"},
 		{WaveSpec{Load: testLoad(), Kind: "bogus", Concurrency: 1}, `kind "bogus"`},
 	}
 	for _, c := range cases {
@@ -210,9 +207,9 @@ func TestWaveSpecErrors(t *testing.T) {
 
 // runPlan runs the planned waves of server s one by one, as package
 // rehearsal walks them.
-func runPlan(d *Driver, tg Target, wl bundle.Workload) error {
+func runPlan(d *Driver, tg Target, wl plan.Workload) error {
 	for _, w := range plan.Server(wl, tg.Name) {
-		if _, err := d.Wave(context.Background(), tg, LoadOf(wl), w); err != nil {
+		if _, err := d.Wave(context.Background(), tg, wl.Load, w); err != nil {
 			return err
 		}
 	}
@@ -225,9 +222,9 @@ func runPlan(d *Driver, tg Target, wl bundle.Workload) error {
 func TestPlannedWaves(t *testing.T) {
 	srv, hits := fakeServer(t, 2, time.Millisecond)
 	j, path := journal(t)
-	d := New(Options{Journal: j, Counter: words{}})
-	wl := bundle.Workload{Concurrencies: []int{1, 3}, Repeats: 2, Prompts: []string{"p"}, MaxTokens: 4, TimeoutS: 5,
-		Open: &bundle.OpenLoop{RequestRatesRPS: []float64{200}, Arrival: "poisson", Seed: 9, NumRequests: 5}}
+	d := New(Options{Sink: j, Counter: words{}})
+	wl := plan.Workload{Concurrencies: []int{1, 3}, Repeats: 2, Load: plan.Load{Prompts: []string{"p"}, MaxTokens: 4, Timeout: 5 * time.Second},
+		Open: &plan.OpenLoop{RequestRatesRPS: []float64{200}, Arrival: "poisson", Seed: 9, NumRequests: 5}}
 	if err := runPlan(d, Target{Name: "s", BaseURL: srv.URL}, wl); err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +256,7 @@ func TestPlannedWaves(t *testing.T) {
 	wl.WarmupConcurrency = 2
 	wl.Open = nil
 	j2, path2 := journal(t)
-	if err := runPlan(New(Options{Journal: j2}), Target{Name: "s", BaseURL: srv.URL}, wl); err != nil {
+	if err := runPlan(New(Options{Sink: j2}), Target{Name: "s", BaseURL: srv.URL}, wl); err != nil {
 		t.Fatal(err)
 	}
 	j2.Close()

@@ -24,7 +24,7 @@ const MaxOpenRequests = 10_000_000
 // OpenSpec is one open-loop wave: requests sent on an arrival schedule,
 // bounded by NumRequests, Duration, or both (whichever ends first).
 type OpenSpec struct {
-	Load
+	plan.Load
 	Kind           string // default contract.KindRecorded
 	Repeat         int
 	RequestRateRPS float64
@@ -69,7 +69,7 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 	if spec.Kind == "" {
 		spec.Kind = contract.KindRecorded
 	}
-	if err := spec.validate(); err != nil {
+	if err := spec.Validate(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: open wave: %w", t.Name, err)
 	}
 	if spec.MaxConcurrency < 0 {

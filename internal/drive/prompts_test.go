@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/plan"
 	"github.com/rehearse/rehearse/internal/stream"
 )
 
@@ -34,7 +35,7 @@ func TestPerPromptMaxTokens(t *testing.T) {
 		io.WriteString(rw, `data: {"choices":[{"delta":{"content":"w "},"finish_reason":"length"}]}`+"\n\ndata: [DONE]\n\n")
 	}))
 	t.Cleanup(srv.Close)
-	load := Load{Prompts: []string{"one two", "three", "four five six"}, MaxTokens: 8, Timeout: 10 * time.Second,
+	load := plan.Load{Prompts: []string{"one two", "three", "four five six"}, MaxTokens: 8, Timeout: 10 * time.Second,
 		PromptMaxTokens: []int{3, 0, 5}}
 	load.InputTokens = CountInputs(load, words{})
 	d := New(Options{Counter: words{}})
@@ -79,7 +80,7 @@ func TestPromptMessages(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	conv := []stream.Message{{Role: "system", Content: "be very brief"}, {Role: "user", Content: "hi there"}}
-	load := Load{Prompts: []string{"hi there", "alone"}, MaxTokens: 4, Timeout: 10 * time.Second, Messages: [][]stream.Message{conv, nil}}
+	load := plan.Load{Prompts: []string{"hi there", "alone"}, MaxTokens: 4, Timeout: 10 * time.Second, Messages: [][]stream.Message{conv, nil}}
 	load.InputTokens = CountInputs(load, words{})
 	if load.InputTokens[0] != 5 || load.InputTokens[1] != 1 {
 		t.Fatalf("input tokens %v, want [5 1]", load.InputTokens)

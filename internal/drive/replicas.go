@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/rehearse/rehearse/internal/plan"
 	"github.com/rehearse/rehearse/internal/stream"
 )
 
@@ -45,7 +46,7 @@ type replicaSet struct {
 // prepareReplicas builds the requests of a wave of requests: prepare's,
 // once per replica of a balanced target, numbered on from the target's
 // earlier waves.
-func (d *Driver) prepareReplicas(t Target, l Load, requests int) (*replicaSet, error) {
+func (d *Driver) prepareReplicas(t Target, l plan.Load, requests int) (*replicaSet, error) {
 	rs, err := prepareReplicas(t, l, requests)
 	if err != nil || !rs.balanced() {
 		return rs, err
@@ -73,7 +74,7 @@ func (d *Driver) advance(t Target, rs *replicaSet) {
 	d.mu.Unlock()
 }
 
-func prepareReplicas(t Target, l Load, requests int) (*replicaSet, error) {
+func prepareReplicas(t Target, l plan.Load, requests int) (*replicaSet, error) {
 	urls := t.Replicas
 	if len(urls) < 2 {
 		p, err := prepare(t, l, requests)

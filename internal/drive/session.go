@@ -2,7 +2,6 @@ package drive
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"sort"
 	"sync"
@@ -10,12 +9,13 @@ import (
 	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/plan"
 	"github.com/rehearse/rehearse/internal/stream"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // A session is how a client goes through its work when the load has
-// sessions (Load.Sessions): instead of one prompt, a conversation of
+// sessions (plan.Load.Sessions): instead of one prompt, a conversation of
 // turns, turn t+1 sent only after turn t's reply ended (and the think
 // time), carrying the whole history: the first turn's messages, then for
 // each earlier turn the server's actual reply (its record's text) as an
@@ -35,7 +35,7 @@ import (
 // A later turn's intended_start_s is the end of the turn before plus the
 // think time, so an open-loop wave's lateness stays the client's own.
 // A turn's input_tokens counts every message content it sends, the
-// history included: the prompts' counts (Load.InputTokens) plus the
+// history included: the prompts' counts (plan.Load.InputTokens) plus the
 // replies' output_tokens (re-tokenized text), so it is set only where the
 // Driver has a Counter. A turn's body is built when it is sent, from a
 // stream.Template marshalled once per wave and the session's history kept
@@ -49,7 +49,7 @@ import (
 // the session's end. Each turn's record names the replica.
 type sessionRunner struct {
 	d *Driver
-	l Load
+	l plan.Load
 	// tmpls is one template per replica (one for a single address).
 	tmpls   []*stream.Template
 	balance string
@@ -88,7 +88,7 @@ type turnFunc func(tag turnTag, prompt int, p *stream.Prepared, intended time.Du
 
 // newSessionRunner returns the runner of l's sessions against t, or nil
 // when l has none.
-func (d *Driver) newSessionRunner(t Target, l Load) (*sessionRunner, error) {
+func (d *Driver) newSessionRunner(t Target, l plan.Load) (*sessionRunner, error) {
 	if len(l.Sessions) == 0 {
 		return nil, nil
 	}
@@ -179,7 +179,7 @@ func (sr *sessionRunner) run(ctx context.Context, run int, send turnFunc) bool {
 		if ctx.Err() != nil {
 			return true
 		}
-		if ms := l.messages(prompt); ms != nil {
+		if ms := l.MessagesFor(prompt); ms != nil {
 			for _, m := range ms {
 				msgs = stream.AppendMessage(msgs, m)
 			}
@@ -192,7 +192,7 @@ func (sr *sessionRunner) run(ctx context.Context, run int, send turnFunc) bool {
 			n := history
 			tag.input = &n
 		}
-		r, sent := send(tag, prompt, tmpl.Prepare(msgs, l.maxTokens(prompt)), intended)
+		r, sent := send(tag, prompt, tmpl.Prepare(msgs, l.MaxTokensFor(prompt)), intended)
 		if !sent {
 			return false
 		}
@@ -257,30 +257,12 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// validateSessions checks that every turn of l's sessions is a prompt.
-func (l Load) validateSessions() error {
-	for s, sess := range l.Sessions {
-		if len(sess.Turns) == 0 {
-			return fmt.Errorf("session %d has no turns", s)
-		}
-		for t, p := range sess.Turns {
-			if p < 0 || p >= len(l.Prompts) {
-				return fmt.Errorf("session %d, turn %d: prompt %d of %d", s, t+1, p, len(l.Prompts))
-			}
-		}
-	}
-	if err := l.Think.Check(); err != nil {
-		return fmt.Errorf("think time %w", err)
-	}
-	return nil
-}
-
 // sendables is what a closed or open wave of n clients (or arrivals), of
 // which this share runs units, sends: with sessions, their runner and the
 // turns of the units' sessions; without, the prepared requests of its
 // prompts (for all n, so unit k sends the prompt it sends in the whole
 // plan) and len(units).
-func (d *Driver) sendables(t Target, l Load, n int, units []int) (*sessionRunner, *replicaSet, int, error) {
+func (d *Driver) sendables(t Target, l plan.Load, n int, units []int) (*sessionRunner, *replicaSet, int, error) {
 	ss, err := d.newSessionRunner(t, l)
 	switch {
 	case err != nil:

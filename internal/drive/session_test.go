@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/plan"
 	"github.com/rehearse/rehearse/internal/stream"
 	"github.com/rehearse/rehearse/internal/workload"
 )
@@ -56,8 +57,8 @@ func newSessionServer(t *testing.T, fail func([]stream.Message) bool) (*httptest
 	return srv, ss
 }
 
-func sessionLoad() Load {
-	return Load{
+func sessionLoad() plan.Load {
+	return plan.Load{
 		Prompts:   []string{"first question", "second question", "third question", "other opening"},
 		MaxTokens: 8, Timeout: 10 * time.Second,
 		Sessions: []workload.Session{{Turns: []int{0, 1, 2}}, {Turns: []int{3}}},

@@ -18,7 +18,7 @@ import (
 // WarmupRequests requests of warm-up, then the measured requests, bounded by
 // NumRequests, Duration, or both (whichever ends first).
 type SustainedSpec struct {
-	Load
+	plan.Load
 	Kind        string // default contract.KindRecorded
 	Concurrency int
 	Repeat      int
@@ -62,7 +62,7 @@ type SustainedSpec struct {
 }
 
 func (s SustainedSpec) check() error {
-	if err := s.validate(); err != nil {
+	if err := s.Validate(); err != nil {
 		return err
 	}
 	switch {

@@ -79,7 +79,7 @@ func TestSustainedWaveKeepsCInFlight(t *testing.T) {
 	srv, s := newInFlightServer(t, c, warmN+n)
 	j, path := journal(t)
 	var released []int
-	d := New(Options{Journal: j, Counter: words{}, Progress: func(e Event) {
+	d := New(Options{Sink: j, Counter: words{}, Progress: func(e Event) {
 		if e.Kind == WaveReleased {
 			released = append(released, e.Wave.ID)
 		}
@@ -170,7 +170,7 @@ func TestSustainedWaveCanceled(t *testing.T) {
 		cancel(errors.New("interrupt"))
 	}()
 	j, path := journal(t)
-	d := New(Options{Journal: j, Counter: words{}})
+	d := New(Options{Sink: j, Counter: words{}})
 	load := testLoad()
 	load.MaxTokens = 1000 // what the server streams: fewer would be an overrun the client cuts
 	res, err := d.SustainedWave(ctx, Target{Name: "s", BaseURL: srv.URL, Model: "m"},

@@ -2,13 +2,9 @@ package plan
 
 import (
 	"context"
-	"maps"
 	"time"
 
-	"github.com/rehearse/rehearse/internal/bundle"
-	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/contract"
-	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // Wave is one planned wave of a server.
@@ -108,7 +104,7 @@ func (w Wave) Label() string {
 
 // WarmupConcurrency is the clients of each warm-up wave of wl: its
 // warmup_concurrency, else its first concurrency, else 1.
-func WarmupConcurrency(wl bundle.Workload) int {
+func WarmupConcurrency(wl Workload) int {
 	switch {
 	case wl.WarmupConcurrency > 0:
 		return wl.WarmupConcurrency
@@ -129,7 +125,7 @@ func WarmupConcurrency(wl bundle.Workload) int {
 // independent draws and each is reproducible) — or wl.Repeats waves of its
 // ramp, or wl.Repeats replays of its trace — then the mechanism check
 // when it is this server's.
-func Server(wl bundle.Workload, server string) []Wave {
+func Server(wl Workload, server string) []Wave {
 	var out []Wave
 	warm := WarmupConcurrency(wl)
 	for r := 1; r <= wl.WarmupWaves; r++ {
@@ -139,7 +135,7 @@ func Server(wl bundle.Workload, server string) []Wave {
 	mode, bounds := contract.ModeClosed, (*Bounds)(nil)
 	if s := wl.Sustained; s != nil {
 		mode = contract.ModeSustained
-		bounds = &Bounds{NumRequests: s.NumRequests, Duration: seconds(s.DurationS), WarmupRequests: s.WarmupRequests}
+		bounds = &Bounds{NumRequests: s.NumRequests, Duration: s.Duration, WarmupRequests: s.WarmupRequests}
 		cold = cold && s.WarmupRequests == 0
 	}
 	for _, c := range wl.Concurrencies {
@@ -159,7 +155,7 @@ func Server(wl bundle.Workload, server string) []Wave {
 			}
 			return Wave{Kind: contract.KindRecorded, Mode: contract.ModeOpen, Repeat: r, Open: &Schedule{
 				RequestRateRPS: rate, Arrival: o.Arrival, Burstiness: o.Burstiness, Seed: seed,
-				NumRequests: o.NumRequests, Duration: seconds(o.DurationS), MaxConcurrency: o.MaxConcurrency, Ramp: o.Ramp,
+				NumRequests: o.NumRequests, Duration: o.Duration, MaxConcurrency: o.MaxConcurrency, Ramp: o.Ramp,
 			}}
 		}
 		for _, rate := range o.RequestRatesRPS {
@@ -178,107 +174,3 @@ func Server(wl bundle.Workload, server string) []Wave {
 	}
 	return out
 }
-
-// Workload is the bundle's record of the rehearsal's workload, with the
-// prompts of the resolved source, their own max_tokens and the source's
-// record. Its kind is closed or sustained (the mode of the waves at each
-// concurrency), open (open-loop waves only), or closed+open or
-// sustained+open.
-func Workload(cfg *config.Rehearsal, prompts workload.Set) bundle.Workload {
-	w := cfg.Workload
-	out := bundle.Workload{
-		Kind:               contract.ModeClosed,
-		Concurrencies:      append([]int{}, w.Concurrencies...),
-		Repeats:            w.Repeats,
-		Prompts:            prompts.Texts(),
-		PromptMaxTokens:    prompts.MaxTokens(),
-		PromptMessages:     promptMessages(prompts),
-		MaxTokens:          w.MaxTokens,
-		Temperature:        *w.Temperature,
-		TimeoutS:           w.Timeout.Seconds(),
-		WarmupWaves:        w.WarmupWaves,
-		WarmupConcurrency:  w.WarmupConcurrency,
-		WarmupWavesPerLoad: w.WarmupWavesPerLoad,
-		PercentileMethod:   contract.PercentileMethod,
-		Endpoint:           w.Endpoint,
-		IncludeUsage:       *w.IncludeUsage,
-		ExtraBody:          w.ExtraBody,
-	}
-	if s := w.Sustained; w.Mode == contract.ModeSustained && s != nil {
-		out.Kind = contract.ModeSustained
-		out.Sustained = &bundle.Sustained{NumRequests: s.NumRequests, DurationS: s.Duration.Seconds(), WarmupRequests: s.WarmupRequests}
-	}
-	if o := w.OpenLoop; o != nil {
-		out.Kind += "+" + contract.ModeOpen
-		if len(w.Concurrencies) == 0 {
-			out.Kind = contract.ModeOpen
-		}
-		out.Open = &bundle.OpenLoop{
-			RequestRatesRPS: append([]float64(nil), o.RequestRatesRPS...), Arrival: o.Arrival, Burstiness: o.Burstiness,
-			Seed: o.Seed, NumRequests: o.NumRequests, DurationS: o.Duration.Seconds(), MaxConcurrency: o.MaxConcurrency,
-		}
-		if r := o.Ramp; r != nil {
-			out.Open.Ramp = &contract.Ramp{Strategy: r.Strategy, StartRPS: r.StartRPS, EndRPS: r.EndRPS}
-		}
-		if o.Arrival == workload.ArrivalTrace && prompts.Arrivals != nil {
-			out.ArrivalsS = make([]float64, len(prompts.Arrivals))
-			for i, a := range prompts.Arrivals {
-				out.ArrivalsS[i] = a.Seconds()
-			}
-		}
-	}
-	if len(prompts.Sessions) > 0 {
-		out.Sessions = make([]bundle.Session, len(prompts.Sessions))
-		for i, s := range prompts.Sessions {
-			out.Sessions[i] = bundle.Session{Turns: append([]int(nil), s.Turns...)}
-		}
-		if s := w.Sessions; s != nil && s.ThinkTime.Mean > 0 {
-			t := s.ThinkTime
-			dist := t.Distribution
-			if dist == "" {
-				dist = workload.ThinkFixed
-			}
-			out.ThinkTime = &bundle.ThinkTime{MeanS: t.Mean.Seconds(), Distribution: dist, Seed: t.Seed}
-		}
-	}
-	if prompts.IgnoreEOS {
-		out.ExtraBody = maps.Clone(out.ExtraBody)
-		if out.ExtraBody == nil {
-			out.ExtraBody = map[string]any{}
-		}
-		out.ExtraBody["ignore_eos"] = true
-	}
-	if r := prompts.Record; r.Name != "" {
-		out.PromptSource = &bundle.PromptSource{
-			Name: r.Name, Params: r.Params, SHA256: r.SHA256, Count: len(prompts.Prompts), Skipped: r.Skipped,
-		}
-	}
-	if c := cfg.Capacity; c != nil {
-		spec := c.Spec("")
-		out.Capacity = &spec
-	}
-	if m := cfg.MechanismCheck; m != nil {
-		out.MechanismCheck = &bundle.MechanismSpec{Server: m.Server, Metric: m.Metric, Concurrency: m.Concurrency, PeriodS: m.Period.Seconds()}
-	}
-	return out
-}
-
-func promptMessages(s workload.Set) [][]bundle.Message {
-	in := s.Messages()
-	if in == nil {
-		return nil
-	}
-	out := make([][]bundle.Message, len(in))
-	for i, ms := range in {
-		if ms == nil {
-			continue
-		}
-		out[i] = make([]bundle.Message, len(ms))
-		for j, m := range ms {
-			out[i][j] = bundle.Message{Role: m.Role, Content: m.Content}
-		}
-	}
-	return out
-}
-
-func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/workload"
 )
@@ -29,54 +29,54 @@ func describe(ws []Wave) string {
 }
 
 func TestServer(t *testing.T) {
-	open := &bundle.OpenLoop{RequestRatesRPS: []float64{2.5, 4}, Arrival: "gamma", Burstiness: 0.5, Seed: 9, NumRequests: 5, DurationS: 30, MaxConcurrency: 3}
-	mc := &bundle.MechanismSpec{Server: "b", Concurrency: 64}
+	open := &OpenLoop{RequestRatesRPS: []float64{2.5, 4}, Arrival: "gamma", Burstiness: 0.5, Seed: 9, NumRequests: 5, Duration: 30 * time.Second, MaxConcurrency: 3}
+	mc := &MechanismCheck{Server: "b", Concurrency: 64}
 	for _, tc := range []struct {
 		name   string
-		wl     bundle.Workload
+		wl     Workload
 		server string
 		want   []string
 	}{
-		{"no warm-up: the first recorded wave is cold", bundle.Workload{Concurrencies: []int{1, 8}, Repeats: 2}, "a", []string{
+		{"no warm-up: the first recorded wave is cold", Workload{Concurrencies: []int{1, 8}, Repeats: 2}, "a", []string{
 			"recorded/closed 1 client r1 cold", "recorded/closed 1 client r2", "recorded/closed 8 clients r1", "recorded/closed 8 clients r2",
 		}},
-		{"warm-up at the first concurrency", bundle.Workload{Concurrencies: []int{8, 1}, Repeats: 1, WarmupWaves: 2}, "a", []string{
+		{"warm-up at the first concurrency", Workload{Concurrencies: []int{8, 1}, Repeats: 1, WarmupWaves: 2}, "a", []string{
 			"warmup/closed 8 clients r1", "warmup/closed 8 clients r2", "recorded/closed 8 clients r1", "recorded/closed 1 client r1",
 		}},
-		{"warm-up at warmup_concurrency", bundle.Workload{Concurrencies: []int{8}, Repeats: 1, WarmupWaves: 1, WarmupConcurrency: 2}, "a", []string{
+		{"warm-up at warmup_concurrency", Workload{Concurrencies: []int{8}, Repeats: 1, WarmupWaves: 1, WarmupConcurrency: 2}, "a", []string{
 			"warmup/closed 2 clients r1", "recorded/closed 8 clients r1",
 		}},
-		{"warm-up waves at each concurrency, just before its repeats: none is cold", bundle.Workload{Concurrencies: []int{1, 8}, Repeats: 2, WarmupWavesPerLoad: 1}, "a", []string{
+		{"warm-up waves at each concurrency, just before its repeats: none is cold", Workload{Concurrencies: []int{1, 8}, Repeats: 2, WarmupWavesPerLoad: 1}, "a", []string{
 			"warmup/closed 1 client r1", "recorded/closed 1 client r1", "recorded/closed 1 client r2",
 			"warmup/closed 8 clients r1", "recorded/closed 8 clients r1", "recorded/closed 8 clients r2",
 		}},
-		{"warm-up waves first and at each concurrency", bundle.Workload{Concurrencies: []int{8}, Repeats: 1, WarmupWaves: 1, WarmupConcurrency: 2, WarmupWavesPerLoad: 2}, "a", []string{
+		{"warm-up waves first and at each concurrency", Workload{Concurrencies: []int{8}, Repeats: 1, WarmupWaves: 1, WarmupConcurrency: 2, WarmupWavesPerLoad: 2}, "a", []string{
 			"warmup/closed 2 clients r1", "warmup/closed 8 clients r1", "warmup/closed 8 clients r2", "recorded/closed 8 clients r1",
 		}},
-		{"open loop: a seed per repeat", bundle.Workload{Concurrencies: []int{1}, Repeats: 2, Open: open}, "a", []string{
+		{"open loop: a seed per repeat", Workload{Concurrencies: []int{1}, Repeats: 2, Open: open}, "a", []string{
 			"recorded/closed 1 client r1 cold", "recorded/closed 1 client r2",
 			"recorded/open 2.5 req/s r1 gamma seed=9 n=5 d=30s cap=3", "recorded/open 2.5 req/s r2 gamma seed=10 n=5 d=30s cap=3",
 			"recorded/open 4 req/s r1 gamma seed=9 n=5 d=30s cap=3", "recorded/open 4 req/s r2 gamma seed=10 n=5 d=30s cap=3",
 		}},
-		{"open loop only, warm-up at one client", bundle.Workload{Repeats: 1, WarmupWaves: 1, Open: &bundle.OpenLoop{RequestRatesRPS: []float64{3}, Arrival: "fixed", NumRequests: 2}}, "a", []string{
+		{"open loop only, warm-up at one client", Workload{Repeats: 1, WarmupWaves: 1, Open: &OpenLoop{RequestRatesRPS: []float64{3}, Arrival: "fixed", NumRequests: 2}}, "a", []string{
 			"warmup/closed 1 client r1", "recorded/open 3 req/s r1 fixed seed=0 n=2 d=0s cap=0",
 		}},
-		{"sustained: a wave per concurrency and repeat, after the warm-up waves", bundle.Workload{Concurrencies: []int{16, 64}, Repeats: 2, WarmupWaves: 1,
-			Sustained: &bundle.Sustained{NumRequests: 200, DurationS: 30, WarmupRequests: 16}}, "a", []string{
+		{"sustained: a wave per concurrency and repeat, after the warm-up waves", Workload{Concurrencies: []int{16, 64}, Repeats: 2, WarmupWaves: 1,
+			Sustained: &Bounds{NumRequests: 200, Duration: 30 * time.Second, WarmupRequests: 16}}, "a", []string{
 			"warmup/closed 16 clients r1",
 			"recorded/sustained 16 clients, sustained r1 n=200 d=30s warmup=16", "recorded/sustained 16 clients, sustained r2 n=200 d=30s warmup=16",
 			"recorded/sustained 64 clients, sustained r1 n=200 d=30s warmup=16", "recorded/sustained 64 clients, sustained r2 n=200 d=30s warmup=16",
 		}},
-		{"sustained without any warm-up: the first is cold", bundle.Workload{Concurrencies: []int{4}, Repeats: 2, Sustained: &bundle.Sustained{NumRequests: 10}}, "a", []string{
+		{"sustained without any warm-up: the first is cold", Workload{Concurrencies: []int{4}, Repeats: 2, Sustained: &Bounds{NumRequests: 10}}, "a", []string{
 			"recorded/sustained 4 clients, sustained r1 cold n=10 d=0s warmup=0", "recorded/sustained 4 clients, sustained r2 n=10 d=0s warmup=0",
 		}},
-		{"sustained warm-up requests: not cold", bundle.Workload{Concurrencies: []int{4}, Repeats: 1, Sustained: &bundle.Sustained{DurationS: 5, WarmupRequests: 4}}, "a", []string{
+		{"sustained warm-up requests: not cold", Workload{Concurrencies: []int{4}, Repeats: 1, Sustained: &Bounds{Duration: 5 * time.Second, WarmupRequests: 4}}, "a", []string{
 			"recorded/sustained 4 clients, sustained r1 n=0 d=5s warmup=4",
 		}},
-		{"the mechanism check last, on its server", bundle.Workload{Concurrencies: []int{1}, Repeats: 1, MechanismCheck: mc}, "b", []string{
+		{"the mechanism check last, on its server", Workload{Concurrencies: []int{1}, Repeats: 1, MechanismCheck: mc}, "b", []string{
 			"recorded/closed 1 client r1 cold", "mechanism_check/closed 64 clients r1",
 		}},
-		{"not on another server", bundle.Workload{Concurrencies: []int{1}, Repeats: 1, MechanismCheck: mc}, "a", []string{
+		{"not on another server", Workload{Concurrencies: []int{1}, Repeats: 1, MechanismCheck: mc}, "a", []string{
 			"recorded/closed 1 client r1 cold",
 		}},
 	} {
@@ -95,7 +95,6 @@ func parse(t *testing.T, yaml string) *config.Rehearsal {
 	return cfg
 }
 
-// Moved from package rehearsal with the function it tests.
 func TestWorkloadOfTheRehearsal(t *testing.T) {
 	cfg := parse(t, `model: {id: m}
 servers: [{name: v, launch: [vllm, "{port}"]}]
@@ -104,10 +103,10 @@ workload:
   extra_body: {ignore_eos: true}
   open_loop: {request_rates_rps: [2], arrival: gamma, burstiness: 0.5, num_requests: 10, duration: 30s}
 `)
-	w := Workload(cfg, workload.Texts("p"))
-	if w.TimeoutS != 90 || w.Kind != "closed+open" || w.Open == nil || w.Open.DurationS != 30 || w.Open.Burstiness != 0.5 ||
-		w.MechanismCheck == nil || w.MechanismCheck.Concurrency != 64 || w.MechanismCheck.PeriodS != 0.1 ||
-		w.ExtraBody["ignore_eos"] != true || !w.IncludeUsage || w.PercentileMethod == "" || len(w.Prompts) != 1 {
+	w := WorkloadOf(cfg, workload.Texts("p"))
+	if w.Load.Timeout != 90*time.Second || w.Kind() != "closed+open" || w.Open == nil || w.Open.Duration != 30*time.Second || w.Open.Burstiness != 0.5 ||
+		w.MechanismCheck == nil || w.MechanismCheck.Concurrency != 64 || w.MechanismCheck.Period != 100*time.Millisecond ||
+		w.ExtraBody["ignore_eos"] != true || !w.IncludeUsage || len(w.Load.Prompts) != 1 || w.Load.MaxTokens != cfg.Workload.MaxTokens {
 		t.Errorf("workload = %+v", w)
 	}
 }
@@ -121,13 +120,13 @@ workload:
   warmup_concurrency: 4
   open_loop: {request_rates_rps: [2], arrival: poisson, num_requests: 10}
 `)
-	w := Workload(cfg, workload.Texts("p"))
-	if w.Kind != "open" || w.WarmupConcurrency != 4 || w.Concurrencies == nil || len(w.Concurrencies) != 0 {
+	w := WorkloadOf(cfg, workload.Texts("p"))
+	if w.Kind() != "open" || w.WarmupConcurrency != 4 || w.Concurrencies == nil || len(w.Concurrencies) != 0 {
 		t.Errorf("workload = %+v", w)
 	}
 }
 
-func TestWorkloadRecordsPromptSource(t *testing.T) {
+func TestWorkloadKeepsPromptSource(t *testing.T) {
 	cfg := parse(t, `model: {id: m}
 servers: [{name: v, base_url: "http://127.0.0.1:1"}]
 `)
@@ -135,21 +134,20 @@ servers: [{name: v, base_url: "http://127.0.0.1:1"}]
 		Prompts: []workload.Prompt{{Text: "a", MaxTokens: 3}, {Text: "b"}},
 		Record:  workload.SourceRecord{Name: "synthetic", Params: map[string]any{"seed": 1}, SHA256: "abc", Skipped: map[string]int{"empty": 2}},
 	}
-	w := Workload(cfg, set)
+	w := WorkloadOf(cfg, set)
 	if w.ExtraBody["ignore_eos"] != nil {
 		t.Fatalf("extra_body %v without ignore_eos asked", w.ExtraBody)
 	}
 	set.IgnoreEOS = true
-	w = Workload(cfg, set)
-	if w.ExtraBody["ignore_eos"] != true {
-		t.Fatalf("extra_body %v", w.ExtraBody)
+	w = WorkloadOf(cfg, set)
+	if w.ExtraBody["ignore_eos"] != true || cfg.Workload.ExtraBody["ignore_eos"] != nil {
+		t.Fatalf("extra_body %v (the file's %v)", w.ExtraBody, cfg.Workload.ExtraBody)
 	}
-	s := w.PromptSource
-	if s == nil || s.Name != "synthetic" || s.SHA256 != "abc" || s.Count != 2 || s.Params["seed"] != 1 || s.Skipped["empty"] != 2 {
+	if s := w.Source; s.Name != "synthetic" || s.SHA256 != "abc" {
 		t.Fatalf("prompt source %+v", s)
 	}
-	if len(w.PromptMaxTokens) != 2 || w.PromptMaxTokens[0] != 3 || w.PromptMaxTokens[1] != 0 {
-		t.Fatalf("prompt max_tokens %v", w.PromptMaxTokens)
+	if l := w.Load; len(l.PromptMaxTokens) != 2 || l.MaxTokensFor(0) != 3 || l.MaxTokensFor(1) != cfg.Workload.MaxTokens {
+		t.Fatalf("prompt max_tokens %v", l.PromptMaxTokens)
 	}
 }
 
@@ -162,11 +160,11 @@ workload:
   sustained: {duration: 30s, warmup_requests: 16}
   open_loop: {request_rates_rps: [2], arrival: poisson, num_requests: 10}
 `)
-	w := Workload(cfg, workload.Texts("p"))
-	if w.Kind != "sustained+open" || w.Sustained == nil || *w.Sustained != (bundle.Sustained{DurationS: 30, WarmupRequests: 16}) {
+	w := WorkloadOf(cfg, workload.Texts("p"))
+	if w.Kind() != "sustained+open" || w.Sustained == nil || w.Sustained.Duration != 30*time.Second || w.Sustained.WarmupRequests != 16 {
 		t.Errorf("workload = %+v, sustained %+v", w, w.Sustained)
 	}
-	if w := Workload(parse(t, "model: {id: m}\nservers: [{name: v, base_url: \"http://127.0.0.1:1\"}]\n"), workload.Texts("p")); w.Kind != "closed" || w.Sustained != nil {
+	if w := WorkloadOf(parse(t, "model: {id: m}\nservers: [{name: v, base_url: \"http://127.0.0.1:1\"}]\n"), workload.Texts("p")); w.Kind() != "closed" || w.Sustained != nil {
 		t.Errorf("default workload = %+v", w)
 	}
 }

@@ -1,13 +1,6 @@
 package plan
 
-import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-
-	"github.com/rehearse/rehearse/internal/bundle"
-	"github.com/rehearse/rehearse/internal/config"
-)
+import "github.com/rehearse/rehearse/internal/config"
 
 // Segment is one worker's share of a plan split among several (SPEC §10):
 // worker Index of Count. The zero value is the whole plan.
@@ -47,37 +40,4 @@ func ShareCap(s Segment, c int) int {
 		share++
 	}
 	return max(share, 1)
-}
-
-// Digest is the SHA-256 (hex) of the canonical plan: the recorded workload
-// (prompts, loads, seeds, schedules, sessions) and the servers it drives
-// (name, base URL or URLs, model), with no segment in it. Segments of one plan
-// carry the same digest; merge refuses segments whose digests differ.
-func Digest(cfg *config.Rehearsal, wl bundle.Workload) string {
-	type server struct {
-		Name    string `json:"name"`
-		BaseURL string `json:"base_url"`
-		Model   string `json:"model"`
-		// BaseURLs are a balanced server's replicas already running.
-		BaseURLs []string `json:"base_urls,omitempty"`
-	}
-	canon := struct {
-		Workload bundle.Workload `json:"workload"`
-		Servers  []server        `json:"servers"`
-	}{Workload: wl}
-	for _, s := range cfg.Servers {
-		sv := server{Name: s.Name, BaseURL: config.RedactURL(s.BaseURL), Model: s.Model}
-		for _, u := range s.BaseURLs {
-			sv.BaseURLs = append(sv.BaseURLs, config.RedactURL(u))
-		}
-		canon.Servers = append(canon.Servers, sv)
-	}
-	data, err := json.Marshal(canon)
-	if err != nil {
-		// A workload that is not JSON (a NaN) has no canonical form; its
-		// digest is of its error, so two such segments still agree.
-		data = []byte(err.Error())
-	}
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])
 }

@@ -3,9 +3,6 @@ package plan
 import (
 	"slices"
 	"testing"
-
-	"github.com/rehearse/rehearse/internal/bundle"
-	"github.com/rehearse/rehearse/internal/config"
 )
 
 // TestShareSplitsEveryUnitOnce: the workers' shares of n units are
@@ -55,33 +52,5 @@ func TestShareCap(t *testing.T) {
 	}
 	if got := ShareCap(Segment{Index: 1, Count: 4}, 0); got != 0 {
 		t.Errorf("no cap stays no cap: %d", got)
-	}
-}
-
-// TestDigest: the digest depends on the plan (a seed, a prompt, a server)
-// and not on the segment.
-func TestDigest(t *testing.T) {
-	cfg := &config.Rehearsal{Servers: []config.Server{{Name: "a", BaseURL: "http://127.0.0.1:1", Model: "m"}}}
-	wl := bundle.Workload{Concurrencies: []int{4}, Repeats: 1, Prompts: []string{"x"}, Open: &bundle.OpenLoop{Seed: 1}}
-	d := Digest(cfg, wl)
-	seg := *cfg
-	seg.Segment = Segment{Index: 1, Count: 4}
-	if Digest(&seg, wl) != d {
-		t.Error("the segment changed the digest")
-	}
-	other := wl
-	other.Open = &bundle.OpenLoop{Seed: 2}
-	if Digest(cfg, other) == d {
-		t.Error("another seed, the same digest")
-	}
-	other = wl
-	other.Prompts = []string{"y"}
-	if Digest(cfg, other) == d {
-		t.Error("another prompt, the same digest")
-	}
-	srv := *cfg
-	srv.Servers = []config.Server{{Name: "a", BaseURL: "http://127.0.0.1:2", Model: "m"}}
-	if Digest(&srv, wl) == d {
-		t.Error("another server, the same digest")
 	}
 }

@@ -37,7 +37,7 @@ type waveSource struct {
 // starting point (so a search killed before its first probe is bundled
 // as begun).
 func (r *runner) waveSource(server string) (*waveSource, error) {
-	src := &waveSource{planned: plan.Server(r.res.Workload, server), repeats: map[int]int{}}
+	src := &waveSource{planned: plan.Server(r.planned, server), repeats: map[int]int{}}
 	for _, w := range src.planned {
 		if w.Kind == contract.KindRecorded && w.Mode == contract.ModeSustained {
 			src.repeats[w.Concurrency] = max(src.repeats[w.Concurrency], w.Repeat)

@@ -1,6 +1,8 @@
 // Package rehearsal is the one runner: run, demo and bench all go through
-// Run. For each server in order it launches the process (or reaches one
-// already running), waits for readiness, walks the server's planned waves
+// Run. It plans the workload once (plan.WorkloadOf), records that plan in
+// the bundle's header (results.json's workload) and hands its load to
+// package drive. For each server in order it launches the process (or
+// reaches one already running), waits for readiness, walks the server's planned waves
 // (package plan; package drive runs each one), runs the mechanism check
 // while polling the server's metric, stops the server deliberately, and
 // finally writes the bundle from the journal — also when a server failed or

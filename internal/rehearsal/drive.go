@@ -22,26 +22,33 @@ type WaveDriver interface {
 	OutputTokensSource() string
 }
 
-// driveDriver runs waves with package drive.
+// driveDriver runs waves with package drive, each request sending the
+// plan's load; the journal keeps what they record.
 type driveDriver struct {
 	d    *drive.Driver
-	load drive.Load
+	load plan.Load
+	// source is provenance.output_tokens_source.
+	source string
 }
 
-func newDriveDriver(j *bundle.Journal, counter Counter, w bundle.Workload, events func(WaveEvent)) *driveDriver {
+// newDriveDriver drives the load with each record kept by the journal j;
+// with a counter, the load's prompts are counted once (input_tokens) and
+// returned text re-tokenized, without one the servers' usage counts.
+func newDriveDriver(j *bundle.Journal, counter Counter, load plan.Load, events func(WaveEvent)) *driveDriver {
 	var c drive.Counter
-	load := drive.LoadOf(w)
+	source := bundle.SourceUsage
 	if counter != nil {
-		c = counter
+		c, source = counter, bundle.SourceTokenizer
 		load.InputTokens = drive.CountInputs(load, counter)
 	}
 	return &driveDriver{
-		d:    drive.New(drive.Options{Journal: j, Counter: c, Progress: events}),
-		load: load,
+		d:      drive.New(drive.Options{Sink: j, Counter: c, Progress: events}),
+		load:   load,
+		source: source,
 	}
 }
 
-func (dd *driveDriver) OutputTokensSource() string { return dd.d.OutputTokensSource() }
+func (dd *driveDriver) OutputTokensSource() string { return dd.source }
 
 // Stats is what the load generator did over the waves so far.
 func (dd *driveDriver) Stats() drive.Stats { return dd.d.Stats() }

@@ -10,19 +10,19 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
-	"github.com/rehearse/rehearse/internal/plan"
 	"github.com/rehearse/rehearse/internal/tokenizer"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // header is the bundle's header before any server ran: provenance, the
-// workload, the servers as configured (secrets redacted), notes.
-func header(o Options, driver WaveDriver, start time.Time) *bundle.Results {
+// workload as recorded (wl), the servers as configured (secrets redacted),
+// notes.
+func header(o Options, driver WaveDriver, wl bundle.Workload, start time.Time) *bundle.Results {
 	cfg := o.Rehearsal
 	res := &bundle.Results{
 		Schema:     bundle.Schema,
 		Provenance: o.Provenance,
-		Workload:   plan.Workload(cfg, o.Prompts),
+		Workload:   wl,
 		Notes:      append([]string(nil), o.Notes...),
 		SLO:        cfg.SLO.Results(),
 	}

@@ -35,7 +35,8 @@ type Predicted struct {
 
 // PredictCapacities predicts the bracket of every server capacity.
 // predict_from names (predict.Capacity over the workload wl each probe
-// sends), before any request. The profile is a built-in one or a JSON
+// sends, as results.json records it: the form the predictor reads from a
+// bundle), before any request. The profile is a built-in one or a JSON
 // file relative to the rehearsal file; max_num_seqs and kv_token_budget
 // replace the profile's. A server launched with --time-scale K (a
 // simulator) runs K times faster than its profile's simulated seconds, so

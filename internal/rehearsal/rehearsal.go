@@ -118,22 +118,12 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if cfg == nil {
 		return nil, errors.New("rehearsal: no rehearsal given")
 	}
-	if err := drive.CheckDescriptors(drive.ConnectionsNeeded(plan.Workload(cfg, o.Prompts))); err != nil {
-		return nil, err
-	}
-	if err := checkSegment(o, plan.Workload(cfg, o.Prompts)); err != nil {
-		return nil, err
-	}
-	// A predicted bracket is computed before any request; a profile that
-	// cannot predict refuses the rehearsal (a *PredictError).
-	predicted, err := PredictCapacities(cfg, plan.Workload(cfg, o.Prompts))
+	// The plan is computed once: the runner walks it, drive sends its
+	// load, and results.json records it.
+	planned := plan.WorkloadOf(cfg, o.Prompts)
+	recorded := recordedWorkload(planned)
+	predicted, err := preflight(ctx, o, planned, recorded)
 	if err != nil {
-		return nil, err
-	}
-	// A model a server already running does not serve refuses the
-	// rehearsal before its folder is made (a launched one is asked at
-	// readiness).
-	if err := checkServedModels(ctx, cfg); err != nil {
 		return nil, err
 	}
 	if err := prepareDir(o.Dir); err != nil {
@@ -150,16 +140,16 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	journal.OnFail(cancel)
 	driver := o.Driver
 	if driver == nil {
-		driver = newDriveDriver(journal, o.Counter, plan.Workload(cfg, o.Prompts), o.WaveEvents)
+		driver = newDriveDriver(journal, o.Counter, planned.Load, o.WaveEvents)
 	}
-	r := &runner{o: o, cfg: cfg, journal: journal, driver: driver, out: &Outcome{Dir: o.Dir}, predicted: predicted, secrets: rehearsalSecrets(cfg)}
-	r.res = header(o, driver, time.Now())
+	r := &runner{o: o, cfg: cfg, planned: planned, journal: journal, driver: driver, out: &Outcome{Dir: o.Dir}, predicted: predicted, secrets: rehearsalSecrets(cfg)}
+	r.res = header(o, driver, recorded, time.Now())
 	if seg := cfg.Segment; !seg.Whole() {
 		w := bundle.Worker{}
 		if o.Provenance.Worker != nil {
 			w = *o.Provenance.Worker
 		}
-		w.Index, w.Count, w.PlanDigest = seg.Index, seg.Count, plan.Digest(cfg, r.res.Workload)
+		w.Index, w.Count, w.PlanDigest = seg.Index, seg.Count, digest(cfg, r.res.Workload)
 		r.res.Provenance.Worker = &w
 	}
 	for _, s := range cfg.Servers {
@@ -191,6 +181,29 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		}
 	}
 	return r.finish(ctx)
+}
+
+// preflight refuses, before the bundle's folder is made and any request
+// is sent, a rehearsal that cannot run as planned: more connections than
+// the open-file limit allows, a split plan its workers cannot release
+// together, a capacity profile that cannot predict (a *PredictError), a
+// model a server already running does not serve (a launched one is asked
+// at readiness). It returns the predicted capacity brackets.
+func preflight(ctx context.Context, o Options, planned plan.Workload, recorded bundle.Workload) (map[string]Predicted, error) {
+	if err := drive.CheckDescriptors(drive.ConnectionsNeeded(planned)); err != nil {
+		return nil, err
+	}
+	if err := checkSegment(o, planned); err != nil {
+		return nil, err
+	}
+	predicted, err := PredictCapacities(o.Rehearsal, recorded)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkServedModels(ctx, o.Rehearsal); err != nil {
+		return nil, err
+	}
+	return predicted, nil
 }
 
 // finish ends the journal and writes results.json from it; a write error
@@ -255,8 +268,11 @@ func prepareDir(dir string) error {
 }
 
 type runner struct {
-	o       Options
-	cfg     *config.Rehearsal
+	o   Options
+	cfg *config.Rehearsal
+	// planned is the workload the runner walks: each server's waves
+	// (plan.Server) and what each request sends.
+	planned plan.Workload
 	journal *bundle.Journal
 	driver  WaveDriver
 	out     *Outcome
@@ -365,10 +381,11 @@ func (r *runner) server(ctx context.Context, i int) bool {
 		r.askServer(ctx, s.Name, s.Model, fl.urls[0], apiKey)
 	}
 
-	// The body's extra fields are the recorded workload's: extra_body and
-	// what the prompt source adds (ignore_eos), so body and bundle agree.
-	target := Target{Name: s.Name, BaseURL: baseURL, Endpoint: r.cfg.Workload.Endpoint, Model: s.Model, APIKey: apiKey,
-		IncludeUsage: *r.cfg.Workload.IncludeUsage, ExtraBody: r.res.Workload.ExtraBody, FollowRedirects: s.FollowRedirects,
+	// The body's extra fields are the plan's, which results.json records:
+	// extra_body and what the prompt source adds (ignore_eos), so body and
+	// bundle agree.
+	target := Target{Name: s.Name, BaseURL: baseURL, Endpoint: r.planned.Endpoint, Model: s.Model, APIKey: apiKey,
+		IncludeUsage: r.planned.IncludeUsage, ExtraBody: r.planned.ExtraBody, FollowRedirects: s.FollowRedirects,
 		Secrets: r.secrets}
 	if s.Balanced() {
 		target.Replicas, target.Balance = fl.urls, s.Balance
@@ -468,7 +485,7 @@ func (r *runner) waves(ctx context.Context, i int, t Target, proc *fleet, apiKey
 			r.note("server %s: the capacity search stopped early: %s", t.Name, src.stopped)
 		}
 	}()
-	seq := syncBase(r.cfg, r.res.Workload, i)
+	seq := syncBase(r.cfg, r.planned, i)
 	for {
 		w, ok := src.Next()
 		if !ok || ctx.Err() != nil {

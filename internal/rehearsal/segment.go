@@ -2,6 +2,9 @@ package rehearsal
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 
 	"github.com/rehearse/rehearse/internal/bundle"
@@ -28,7 +31,7 @@ func (e *SegmentError) Error() string { return e.Msg }
 // SyncWaves is how many waves a worker of cfg's split plan waits at a
 // barrier for: every planned wave of every server but the mechanism check
 // (worker 0 runs it whole, alone, after the others).
-func SyncWaves(cfg *config.Rehearsal, wl bundle.Workload) int {
+func SyncWaves(cfg *config.Rehearsal, wl plan.Workload) int {
 	n := 0
 	for _, s := range cfg.Servers {
 		for _, w := range plan.Server(wl, s.Name) {
@@ -42,7 +45,7 @@ func SyncWaves(cfg *config.Rehearsal, wl bundle.Workload) int {
 
 // checkSegment refuses a split plan the runner cannot release together:
 // one of more than one wave with no synchronizer (no coordinator).
-func checkSegment(o Options, wl bundle.Workload) error {
+func checkSegment(o Options, wl plan.Workload) error {
 	cfg := o.Rehearsal
 	if cfg.Segment.Whole() {
 		return nil
@@ -61,10 +64,50 @@ func checkSegment(o Options, wl bundle.Workload) error {
 // number comes from the plan, not from what this worker ran, so a worker
 // that skipped a server (not ready) waits at that server's next wave, not
 // at another's.
-func syncBase(cfg *config.Rehearsal, wl bundle.Workload, i int) int {
+func syncBase(cfg *config.Rehearsal, wl plan.Workload, i int) int {
 	before := *cfg
 	before.Servers = cfg.Servers[:i]
 	return SyncWaves(&before, wl)
+}
+
+// PlanDigest is the SHA-256 (hex) of the canonical plan: the workload as
+// results.json records it (prompts, loads, seeds, schedules, sessions) and
+// the servers it drives (name, base URL or URLs, model), with no segment in
+// it. Segments of one plan carry the same digest
+// (provenance.worker.plan_digest); the coordinator refuses a worker of
+// another plan, and merge segments whose digests differ.
+func PlanDigest(cfg *config.Rehearsal, wl plan.Workload) string {
+	return digest(cfg, recordedWorkload(wl))
+}
+
+// digest is PlanDigest of the recorded workload wl.
+func digest(cfg *config.Rehearsal, wl bundle.Workload) string {
+	type server struct {
+		Name    string `json:"name"`
+		BaseURL string `json:"base_url"`
+		Model   string `json:"model"`
+		// BaseURLs are a balanced server's replicas already running.
+		BaseURLs []string `json:"base_urls,omitempty"`
+	}
+	canon := struct {
+		Workload bundle.Workload `json:"workload"`
+		Servers  []server        `json:"servers"`
+	}{Workload: wl}
+	for _, s := range cfg.Servers {
+		sv := server{Name: s.Name, BaseURL: config.RedactURL(s.BaseURL), Model: s.Model}
+		for _, u := range s.BaseURLs {
+			sv.BaseURLs = append(sv.BaseURLs, config.RedactURL(u))
+		}
+		canon.Servers = append(canon.Servers, sv)
+	}
+	data, err := json.Marshal(canon)
+	if err != nil {
+		// A workload that is not JSON (a NaN) has no canonical form; its
+		// digest is of its error, so two such segments still agree.
+		data = []byte(err.Error())
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }
 
 // release prepares wave w of a split plan, the seq-th the workers release

@@ -24,7 +24,7 @@ type requestSpec struct {
 	ignoreEOS       bool
 }
 
-// maxTokensOf is the max_tokens prompt i is sent with (drive.Load's).
+// maxTokensOf is the max_tokens prompt i is sent with (plan.Load's).
 func (r requestSpec) maxTokensOf(i int) int {
 	if i < len(r.promptMaxTokens) && r.promptMaxTokens[i] > 0 {
 		return r.promptMaxTokens[i]
