@@ -133,9 +133,6 @@ func OpenDir(dir string) (*Dir, error) {
 	return &Dir{path: dir, root: root}, nil
 }
 
-// Path is the directory as it was given.
-func (d *Dir) Path() string { return d.path }
-
 // Close releases the directory.
 func (d *Dir) Close() error { return d.root.Close() }
 

@@ -87,7 +87,7 @@ func CacheDir() (string, error) {
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return "", fmt.Errorf("Hugging Face cache: no HF_HUB_CACHE, HF_HOME or home directory: %v", err)
+		return "", fmt.Errorf("the Hugging Face cache: no HF_HUB_CACHE, HF_HOME or home directory: %v", err)
 	}
 	return filepath.Join(home, ".cache", "huggingface", "hub"), nil
 }

@@ -99,13 +99,7 @@ type Scraper struct {
 	Client *http.Client
 }
 
-// Scrape fetches the metrics page once and returns the metric's value.
-func (s Scraper) Scrape(ctx context.Context) (float64, error) {
-	v, _, err := s.ScrapeLabeled(ctx)
-	return v, err
-}
-
-// ScrapeLabeled is Scrape with the value of each label set (Labeled).
+// ScrapeLabeled fetches the metrics page once and returns the metric's value, with the value of each label set (Labeled).
 func (s Scraper) ScrapeLabeled(ctx context.Context) (float64, []LabelValue, error) {
 	var v float64
 	var sets []LabelValue

@@ -537,9 +537,6 @@ func (s *Search) nextRepeat() {
 // Observed is how many probes the search has observed.
 func (s *Search) Observed() int { return len(s.probes) }
 
-// Done reports whether the search is over.
-func (s *Search) Done() bool { return s.done }
-
 // Result returns where the search stands: its answer once Done, else the
 // bracket so far with StopInterrupted.
 func (s *Search) Result() Result {

@@ -70,13 +70,3 @@ func (g *Group) Died() (int, Exit, bool) {
 	}
 	return -1, Exit{}, false
 }
-
-// Alive reports whether every process of the group still runs.
-func (g *Group) Alive() bool {
-	for _, p := range g.procs {
-		if !p.Alive() {
-			return false
-		}
-	}
-	return true
-}

@@ -503,9 +503,6 @@ func (p *Process) Name() string { return p.spec.Name }
 // PID is the server's process id (and process group id), not its keeper's.
 func (p *Process) PID() int { return p.pid }
 
-// Started is when the process was launched.
-func (p *Process) Started() time.Time { return p.started }
-
 // Done is closed once the process has exited, nothing it started is left,
 // and its log is closed.
 func (p *Process) Done() <-chan struct{} { return p.done }
