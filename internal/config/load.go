@@ -228,78 +228,14 @@ func checkShape(t reflect.Type, v any, path string, probs *Problems) bool {
 	if v == nil {
 		return true
 	}
-	switch t {
-	case sloType:
-		if _, key, err := parseSLO(v); err != nil {
-			if key != "" {
-				path = join(path, key)
-			}
-			probs.add(path, "%v", err)
-			return false
-		}
-		return true
-	case durationType:
-		if _, err := parseDuration(v); err != nil {
-			probs.add(path, "%v", err)
-			return false
-		}
-		return true
-	case thinkType:
-		if m, ok := v.(map[string]any); ok {
-			return checkShape(reflect.TypeFor[thinkTimeMapping](), m, path, probs)
-		}
-		return checkShape(durationType, v, path, probs)
-	case promptsType:
-		switch x := v.(type) {
-		case string:
-		case []any:
-			ok := true
-			for i, e := range x {
-				if _, isString := e.(string); !isString {
-					probs.add(fmt.Sprintf("%s[%d]", path, i), "want a string, got %s", describe(e))
-					ok = false
-				}
-			}
-			return ok
-		case map[string]any:
-			return checkShape(promptsMappingType, x, path, probs)
-		default:
-			probs.add(path, "want a file name, a list of prompts or a mapping with source:, got %s", describe(v))
-			return false
-		}
-		return true
+	if ok, special := checkSpecial(t, v, path, probs); special {
+		return ok
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
 		return checkShape(t.Elem(), v, path, probs)
 	case reflect.Struct:
-		m, ok := v.(map[string]any)
-		if !ok {
-			probs.add(path, "want a mapping, got %s", describe(v))
-			return false
-		}
-		fields := map[string]reflect.Type{}
-		var known []string
-		for i := range t.NumField() {
-			f := t.Field(i)
-			tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			if tag == "" || tag == "-" {
-				continue
-			}
-			fields[tag] = f.Type
-			known = append(known, tag)
-		}
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			ft, ok := fields[k]
-			if !ok {
-				probs.add(join(path, k), "unknown key (known: %s)", strings.Join(known, ", "))
-				delete(m, k)
-				continue
-			}
-			if !checkShape(ft, m[k], join(path, k), probs) {
-				delete(m, k)
-			}
-		}
+		return checkStruct(t, v, path, probs)
 	case reflect.Slice:
 		s, ok := v.([]any)
 		if !ok {
@@ -313,29 +249,130 @@ func checkShape(t reflect.Type, v any, path string, probs *Problems) bool {
 		}
 		return ok
 	case reflect.Map:
-		m, ok := v.(map[string]any)
-		if !ok {
-			probs.add(path, "want a mapping, got %s", describe(v))
-			return false
-		}
-		if t.Elem().Kind() == reflect.Interface {
-			return true
-		}
-		if t.Elem().Kind() == reflect.Struct {
-			for _, k := range slices.Sorted(maps.Keys(m)) {
-				if !checkShape(t.Elem(), m[k], join(path, k), probs) {
-					delete(m, k)
-				}
+		return checkMap(t, v, path, probs)
+	}
+	return checkScalar(t.Kind(), v, path, probs)
+}
+
+// checkSpecial is checkShape for the types a YAML value of several forms
+// decodes into (an SLO string or mapping, a duration, a think time, the
+// prompts); special is false for any other type.
+func checkSpecial(t reflect.Type, v any, path string, probs *Problems) (ok, special bool) {
+	switch t {
+	case sloType:
+		if _, key, err := parseSLO(v); err != nil {
+			if key != "" {
+				path = join(path, key)
 			}
-			return true
+			probs.add(path, "%v", err)
+			return false, true
 		}
+		return true, true
+	case durationType:
+		if _, err := parseDuration(v); err != nil {
+			probs.add(path, "%v", err)
+			return false, true
+		}
+		return true, true
+	case thinkType:
+		if m, isMap := v.(map[string]any); isMap {
+			return checkShape(reflect.TypeFor[thinkTimeMapping](), m, path, probs), true
+		}
+		return checkShape(durationType, v, path, probs), true
+	case promptsType:
+		return checkPrompts(v, path, probs), true
+	}
+	return false, false
+}
+
+// checkPrompts checks the prompts: a file name, a list of strings or a
+// mapping.
+func checkPrompts(v any, path string, probs *Problems) bool {
+	switch x := v.(type) {
+	case string:
+	case []any:
+		ok := true
+		for i, e := range x {
+			if _, isString := e.(string); !isString {
+				probs.add(fmt.Sprintf("%s[%d]", path, i), "want a string, got %s", describe(e))
+				ok = false
+			}
+		}
+		return ok
+	case map[string]any:
+		return checkShape(promptsMappingType, x, path, probs)
+	default:
+		probs.add(path, "want a file name, a list of prompts or a mapping with source:, got %s", describe(v))
+		return false
+	}
+	return true
+}
+
+// checkStruct checks a mapping against struct type t's yaml keys,
+// dropping the unknown keys and the values of the wrong kind.
+func checkStruct(t reflect.Type, v any, path string, probs *Problems) bool {
+	m, ok := v.(map[string]any)
+	if !ok {
+		probs.add(path, "want a mapping, got %s", describe(v))
+		return false
+	}
+	fields := map[string]reflect.Type{}
+	var known []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		fields[tag] = f.Type
+		known = append(known, tag)
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		ft, ok := fields[k]
+		if !ok {
+			probs.add(join(path, k), "unknown key (known: %s)", strings.Join(known, ", "))
+			delete(m, k)
+			continue
+		}
+		if !checkShape(ft, m[k], join(path, k), probs) {
+			delete(m, k)
+		}
+	}
+	return true
+}
+
+// checkMap checks a mapping against map type t: its values against t's
+// element type, or, for plain values, that none is a mapping or a list.
+func checkMap(t reflect.Type, v any, path string, probs *Problems) bool {
+	m, ok := v.(map[string]any)
+	if !ok {
+		probs.add(path, "want a mapping, got %s", describe(v))
+		return false
+	}
+	switch t.Elem().Kind() {
+	case reflect.Interface:
+		return true
+	case reflect.Struct:
 		for _, k := range slices.Sorted(maps.Keys(m)) {
-			switch m[k].(type) {
-			case map[string]any, []any:
-				probs.add(join(path, k), "want a plain value, got %s", describe(m[k]))
+			if !checkShape(t.Elem(), m[k], join(path, k), probs) {
 				delete(m, k)
 			}
 		}
+		return true
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		switch m[k].(type) {
+		case map[string]any, []any:
+			probs.add(join(path, k), "want a plain value, got %s", describe(m[k]))
+			delete(m, k)
+		}
+	}
+	return true
+}
+
+// checkScalar checks a plain value against kind.
+func checkScalar(kind reflect.Kind, v any, path string, probs *Problems) bool {
+	switch kind {
 	case reflect.String:
 		switch v.(type) {
 		case map[string]any, []any:
