@@ -25,7 +25,7 @@ func writeBundle(t *testing.T, res *bundle.Results) string {
 	if err := os.WriteFile(filepath.Join(dir, "naive.log"), []byte("INFO started\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := bundle.WriteSums(dir); err != nil {
+	if err := bundle.WriteSumsKnown(dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	return dir

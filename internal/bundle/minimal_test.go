@@ -43,7 +43,7 @@ func TestVerifyMinimalResultsTampered(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, bundle.ResultsFile), tampered, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if err := bundle.WriteSums(dir); err != nil {
+			if err := bundle.WriteSumsKnown(dir, nil); err != nil {
 				t.Fatal(err)
 			}
 			var got []string
@@ -81,7 +81,7 @@ func TestVerifyMinimalResultsColdRepeat(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, bundle.ResultsFile), edited, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if err := bundle.WriteSums(dir); err != nil {
+			if err := bundle.WriteSumsKnown(dir, nil); err != nil {
 				t.Fatal(err)
 			}
 			streamed, ok, _, held := bundle.VerifyBothWays(dir, bundle.Options{})
@@ -131,7 +131,7 @@ func TestVerifyTailBoundsOptional(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, bundle.ResultsFile), tc.edit(data), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if err := bundle.WriteSums(dir); err != nil {
+			if err := bundle.WriteSumsKnown(dir, nil); err != nil {
 				t.Fatal(err)
 			}
 			probs := verifyAll(t, dir)

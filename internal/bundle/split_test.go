@@ -171,7 +171,7 @@ func TestVerifyStreamingWithoutRecords(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, ResultsFile), []byte(data), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteSums(dir); err != nil {
+	if err := WriteSumsKnown(dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	d, err := OpenDir(dir)
@@ -180,7 +180,7 @@ func TestVerifyStreamingWithoutRecords(t *testing.T) {
 	}
 	defer d.Close()
 	var rep Report
-	if done, err := d.verifyStreaming(context.Background(), Options{}, &rep); done || err != nil {
+	if _, done, err := d.verifyStreaming(context.Background(), Options{}, &rep); done || err != nil {
 		t.Fatalf("streamed a results.json without records: %v %v", done, err)
 	}
 	if probs := Verify(dir); len(probs) == 0 {
@@ -205,7 +205,7 @@ func TestVerifyStreamingOfOddFiles(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, ResultsFile), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := WriteSums(dir); err != nil {
+		if err := WriteSumsKnown(dir, nil); err != nil {
 			t.Fatal(err)
 		}
 		streamed, took, _, held := VerifyBothWays(dir, Options{})

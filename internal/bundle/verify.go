@@ -185,7 +185,7 @@ func (d *Dir) verify(ctx context.Context, o Options, rep *Report, stream bool) (
 		}()
 		var srep Report
 		// The results come back without their records (ReadVerifiedHead).
-		sv, done, err := d.verifyStreamingState(ctx, o, &srep)
+		sv, done, err := d.verifyStreaming(ctx, o, &srep)
 		h := <-hashed
 		rep.Problems = append(rep.Problems, h.probs...)
 		if h.err != nil {
