@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/bundle/bundletest"
 )
 
 // testdata/minimal is a results.json written by hand with only the fields
@@ -19,7 +20,7 @@ import (
 const minimalDir = "testdata/minimal"
 
 func TestVerifyMinimalResults(t *testing.T) {
-	for _, p := range bundle.Verify(minimalDir) {
+	for _, p := range bundletest.Verify(minimalDir) {
 		t.Errorf("%s", p)
 	}
 }
@@ -47,7 +48,7 @@ func TestVerifyMinimalResultsTampered(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []string
-			for _, p := range bundle.Verify(dir) {
+			for _, p := range bundletest.Verify(dir) {
 				got = append(got, p.String())
 			}
 			if len(got) != 1 || !strings.Contains(got[0], tc.want) {

@@ -35,7 +35,7 @@ func TestVerifyRecomputesSLO(t *testing.T) {
 	if good == 0 || good == len(res.Records) {
 		t.Fatalf("%d good of %d: the test needs some requests good and some not", good, len(res.Records))
 	}
-	if probs := bundle.Verify(writeBundle(t, res)); len(probs) != 0 {
+	if probs := bundletest.Verify(writeBundle(t, res)); len(probs) != 0 {
 		t.Fatalf("a fresh bundle with objectives must verify, got %v", probs)
 	}
 }
@@ -67,7 +67,7 @@ func TestVerifyCatchesTamperedSLO(t *testing.T) {
 		res := sloLike(t)
 		tc.tamper(res)
 		var msgs []string
-		for _, p := range bundle.Verify(writeBundle(t, res)) {
+		for _, p := range bundletest.Verify(writeBundle(t, res)) {
 			msgs = append(msgs, p.String())
 		}
 		if joined := strings.Join(msgs, "\n"); !strings.Contains(joined, tc.want) {

@@ -108,7 +108,7 @@ func TestFastEndTakesWrittenRecords(t *testing.T) {
 			StartS: 0.1, EndS: 1.5, ChunkTimesS: []float64{0.2, 0.3}, Text: text})
 	}
 	var buf bytes.Buffer
-	if err := EncodeTo(&buf, res); err != nil {
+	if err := encodeTo(&buf, res); err != nil {
 		t.Fatal(err)
 	}
 	data := buf.Bytes()
@@ -183,7 +183,7 @@ func TestVerifyStreamingWithoutRecords(t *testing.T) {
 	if _, done, err := d.verifyStreaming(context.Background(), Options{}, &rep); done || err != nil {
 		t.Fatalf("streamed a results.json without records: %v %v", done, err)
 	}
-	if probs := Verify(dir); len(probs) == 0 {
+	if rep, err := VerifyWith(context.Background(), dir, Options{}); err == nil && len(rep.Problems) == 0 {
 		t.Log("verify found nothing wrong with it") // whatever it finds, it must not panic
 	}
 }

@@ -26,17 +26,6 @@ func DigestOf(file string, data []byte) Digest {
 	return Digest{File: file, SHA256: hex.EncodeToString(sum[:])}
 }
 
-// HashFile returns the hex SHA-256 of a regular file (never through a
-// symbolic link, at most FileLimit bytes).
-func HashFile(path string) (string, error) {
-	d, err := OpenDir(filepath.Dir(path))
-	if err != nil {
-		return "", err
-	}
-	defer d.Close()
-	return d.Hash(context.Background(), filepath.Base(path), FileLimit)
-}
-
 // Digests hashes every file of the bundle except SHA256SUMS and those
 // named in except, stopping when ctx ends.
 func Digests(ctx context.Context, dir string, except ...string) ([]Digest, error) {

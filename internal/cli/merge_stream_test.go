@@ -290,8 +290,8 @@ func TestReadVerifiedHead(t *testing.T) {
 		t.Fatalf("%d records held", len(got.Records))
 	}
 	want.Records = nil
-	a, _ := bundle.Encode(want)
-	b, _ := bundle.Encode(got)
+	a, _ := bundletest.Encode(want)
+	b, _ := bundletest.Encode(got)
 	if string(a) != string(b) {
 		t.Error("the results differ from ReadVerified's")
 	}
