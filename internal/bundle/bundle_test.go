@@ -389,13 +389,13 @@ func TestMergeRefusesDifferentOpenLoopSchedules(t *testing.T) {
 		{"absent", bundletest.SeedLike(), "partB: workload differs from partA's: open_loop absent vs present"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := bundle.Merge([]*bundle.Results{open(1, 2), tc.b}, []string{"partA", "partB"}, "batching")
+			_, err := bundletest.Merge(t, []*bundle.Results{open(1, 2), tc.b}, []string{"partA", "partB"}, bundle.MergeOptions{MechanismServer: "batching"})
 			if err == nil || err.Error() != tc.want {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
 		})
 	}
-	if _, err := bundle.Merge([]*bundle.Results{open(1, 2), open(1, 2)}, []string{"partA", "partB"}, "batching"); err != nil && strings.Contains(err.Error(), "open_loop") {
+	if _, err := bundletest.Merge(t, []*bundle.Results{open(1, 2), open(1, 2)}, []string{"partA", "partB"}, bundle.MergeOptions{MechanismServer: "batching"}); err != nil && strings.Contains(err.Error(), "open_loop") {
 		t.Errorf("equal schedules refused: %v", err)
 	}
 }
@@ -403,7 +403,7 @@ func TestMergeRefusesDifferentOpenLoopSchedules(t *testing.T) {
 func TestMergeRefusesTheSameRehearsalTwice(t *testing.T) {
 	res := bundletest.SeedLike()
 	copyOf := *res
-	_, err := bundle.Merge([]*bundle.Results{res, &copyOf}, []string{"a", "a-copy"}, "batching")
+	_, err := bundletest.Merge(t, []*bundle.Results{res, &copyOf}, []string{"a", "a-copy"}, bundle.MergeOptions{MechanismServer: "batching"})
 	if want := fmt.Sprintf("a-copy holds the same rehearsal as a (the same %d records): merged, it would count twice", len(res.Records)); err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}
@@ -414,10 +414,10 @@ func TestMergeRefusesTheSameRehearsalTwice(t *testing.T) {
 		r.Provenance.StartedAt = started
 		return &r
 	}
-	if _, err := bundle.Merge([]*bundle.Results{empty("2026-11-30T12:00:00Z"), empty("2026-11-30T12:00:00Z")}, []string{"a", "b"}, ""); err == nil || !strings.Contains(err.Error(), "b holds the same rehearsal as a (no records, the same start 2026-11-30T12:00:00Z on testhost") {
+	if _, err := bundle.MergeWith([]*bundle.Results{empty("2026-11-30T12:00:00Z"), empty("2026-11-30T12:00:00Z")}, []string{"a", "b"}, bundle.MergeOptions{}); err == nil || !strings.Contains(err.Error(), "b holds the same rehearsal as a (no records, the same start 2026-11-30T12:00:00Z on testhost") {
 		t.Errorf("two empty parts of one start: %v", err)
 	}
-	if _, err := bundle.Merge([]*bundle.Results{empty("2026-11-30T12:00:00Z"), empty("2026-11-30T13:00:00Z")}, []string{"a", "b"}, ""); err != nil && strings.Contains(err.Error(), "same rehearsal") {
+	if _, err := bundle.MergeWith([]*bundle.Results{empty("2026-11-30T12:00:00Z"), empty("2026-11-30T13:00:00Z")}, []string{"a", "b"}, bundle.MergeOptions{}); err != nil && strings.Contains(err.Error(), "same rehearsal") {
 		t.Errorf("two empty parts of different starts refused: %v", err)
 	}
 }
@@ -433,7 +433,7 @@ func TestMergeSaysWhenPartsCameFromDifferentBuilds(t *testing.T) {
 	}
 	a := bundle.Tool{Name: "rehearse", Version: "v0.1.0", Commit: "0123456789abcdef0123456789abcdef01234567", GoVersion: "go1.26.8"}
 	b := bundle.Tool{Name: "rehearse", Version: "(devel)", GoVersion: "go1.26.8", Note: "commit unknown: no VCS stamp"}
-	out, err := bundle.Merge([]*bundle.Results{part("2026-11-30T12:00:00Z", a), part("2026-11-30T13:00:00Z", b), part("2026-11-30T14:00:00Z", a)}, []string{"a", "b", "c"}, "")
+	out, err := bundle.MergeWith([]*bundle.Results{part("2026-11-30T12:00:00Z", a), part("2026-11-30T13:00:00Z", b), part("2026-11-30T14:00:00Z", a)}, []string{"a", "b", "c"}, bundle.MergeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func TestJournalKeepsSLO(t *testing.T) {
 func TestMergeRefusesDifferentObjectives(t *testing.T) {
 	a := sloLike(t)
 	b := bundletest.SeedLike()
-	_, err := bundle.Merge([]*bundle.Results{a, b}, []string{"partA", "partB"}, "batching")
+	_, err := bundletest.Merge(t, []*bundle.Results{a, b}, []string{"partA", "partB"}, bundle.MergeOptions{MechanismServer: "batching"})
 	if err == nil || !strings.Contains(err.Error(), `partB: slo (none) differs from partA's "ttft<=500ms,tpot<=50ms" at 0.9`) {
 		t.Fatalf("got %v", err)
 	}
