@@ -15,7 +15,6 @@
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"math"
@@ -205,7 +204,7 @@ func strip(dir string) error {
 			}
 		}
 	}
-	return bundle.WriteSums(dir)
+	return bundle.WriteSumsKnown(dir, nil)
 }
 
 func mb(n int64) string { return fmt.Sprintf("%.2f MB", float64(n)/1e6) }
@@ -370,10 +369,10 @@ func synthesize(dir string, n int, servers []string, texts []counted) error {
 	if err := writeJournal(filepath.Join(dir, bundle.JournalFile), h); err != nil {
 		return err
 	}
-	if err := writeResults(filepath.Join(dir, bundle.ResultsFile), h); err != nil {
+	if err := bundle.WriteResults(dir, h); err != nil {
 		return err
 	}
-	return bundle.WriteSums(dir)
+	return bundle.WriteSumsKnown(dir, nil)
 }
 
 // writeJournal writes the journal a rehearsal of res would have written:
@@ -402,26 +401,6 @@ func writeJournal(path string, res *bundle.Results) error {
 		}
 	}
 	return j.Close()
-}
-
-// writeResults writes results.json through bundle.EncodeTo, the records
-// encoded one at a time (Encode would hold the whole file, gigabytes at
-// 1 M records, in memory).
-func writeResults(path string, res *bundle.Results) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	if err := bundle.EncodeTo(w, res); err != nil {
-		f.Close()
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // timeScale is 10^-time-digits seconds: the synthesized times' grain.

@@ -25,7 +25,7 @@ func writeBundle(t *testing.T, res *bundle.Results) string {
 	if err := os.WriteFile(filepath.Join(dir, "naive.log"), []byte("INFO started\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := bundle.WriteSums(dir); err != nil {
+	if err := bundle.WriteSumsKnown(dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -44,7 +44,7 @@ func TestRoundTripAndVerify(t *testing.T) {
 	if len(got.Records) != len(res.Records) {
 		t.Errorf("records: %d, want %d", len(got.Records), len(res.Records))
 	}
-	if probs := bundle.Verify(dir); len(probs) != 0 {
+	if probs := bundletest.Verify(dir); len(probs) != 0 {
 		t.Fatalf("a fresh bundle must verify, got %v", probs)
 	}
 }
@@ -55,7 +55,7 @@ func TestVerifyDetectsChangedBytes(t *testing.T) {
 	if err := os.WriteFile(log, []byte("INFO started\nERROR hidden\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	probs := bundle.Verify(dir)
+	probs := bundletest.Verify(dir)
 	if len(probs) != 1 || probs[0].File != "naive.log" || !strings.Contains(probs[0].Msg, "SHA256SUMS says") {
 		t.Fatalf("want one digest problem for naive.log, got %v", probs)
 	}
@@ -68,7 +68,7 @@ func TestVerifyDetectsChangedContentWithRemadeDigests(t *testing.T) {
 	v := *res.Aggregates[1].Goodput.Median * 1.5
 	res.Aggregates[1].Goodput.Median = &v
 	dir := writeBundle(t, res)
-	probs := bundle.Verify(dir)
+	probs := bundletest.Verify(dir)
 	if len(probs) != 1 {
 		t.Fatalf("want exactly one problem, got %v", probs)
 	}
@@ -84,7 +84,7 @@ func TestVerifyDetectsChangedRecord(t *testing.T) {
 	res := bundletest.SeedLike()
 	res.Records[5].OutputTokens += 40 // a record changed after aggregation
 	dir := writeBundle(t, res)
-	probs := bundle.Verify(dir)
+	probs := bundletest.Verify(dir)
 	if len(probs) == 0 {
 		t.Fatal("a changed record must make the stored aggregates disagree")
 	}
@@ -95,7 +95,7 @@ func TestVerifyUnlistedAndMissingFiles(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "extra.txt"), []byte("x"), 0o644)
 	os.Remove(filepath.Join(dir, "naive.log"))
 	var msgs []string
-	for _, p := range bundle.Verify(dir) {
+	for _, p := range bundletest.Verify(dir) {
 		msgs = append(msgs, p.String())
 	}
 	joined := strings.Join(msgs, "\n")
@@ -105,7 +105,7 @@ func TestVerifyUnlistedAndMissingFiles(t *testing.T) {
 }
 
 func TestReadResultsBadInput(t *testing.T) {
-	good, err := bundle.Encode(bundletest.SeedLike())
+	good, err := bundletest.Encode(bundletest.SeedLike())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,12 +243,12 @@ func FuzzDecodeJournal(f *testing.F) {
 }
 
 func FuzzDecodeResults(f *testing.F) {
-	good, _ := bundle.Encode(bundletest.SeedLike())
+	good, _ := bundletest.Encode(bundletest.SeedLike())
 	f.Add(good)
 	f.Add([]byte(`{"schema":"rehearse/results/v1","records":[{}]}`))
 	f.Add([]byte(`{"schema":"rehearse/results/v1","waves":[{"id":1,"server":"a","concurrency":1,"repeat":0,"kind":"recorded","started_at":"","wall_s":1,"cold":false}],"records":[]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := bundle.Decode(data)
+		r, err := bundletest.Decode(data)
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("multi-line error: %q", err)
@@ -270,7 +270,7 @@ func TestVerifyDetectsDuplicateAggregate(t *testing.T) {
 	res.Aggregates = append([]contract.Aggregate{bogus}, res.Aggregates...)
 	dir := writeBundle(t, res)
 	var msgs []string
-	for _, p := range bundle.Verify(dir) {
+	for _, p := range bundletest.Verify(dir) {
 		msgs = append(msgs, p.String())
 	}
 	joined := strings.Join(msgs, "\n")
@@ -287,7 +287,7 @@ func TestVerifyRecomputesStoredWaveAndWorkloadFields(t *testing.T) {
 	res.Workload.PercentileMethod = "nearest rank"
 	dir := writeBundle(t, res)
 	var msgs []string
-	for _, p := range bundle.Verify(dir) {
+	for _, p := range bundletest.Verify(dir) {
 		msgs = append(msgs, p.String())
 	}
 	joined := strings.Join(msgs, "\n")
@@ -325,7 +325,7 @@ func TestReadResultsRejectsRecordDisagreeingWithWave(t *testing.T) {
 func TestEncodeNamesNonFiniteMechanismValue(t *testing.T) {
 	res := bundletest.SeedLike()
 	res.MechanismCheck.Series[2][1] = math.NaN()
-	_, err := bundle.Encode(res)
+	_, err := bundletest.Encode(res)
 	if err == nil || !strings.Contains(err.Error(), "mechanism_check.series[2]") {
 		t.Fatalf("got %v, want an error naming mechanism_check.series[2]", err)
 	}
@@ -349,7 +349,7 @@ func TestVerifyNamesOpenLoopLoadByRate(t *testing.T) {
 	v := *last.Goodput.Median * 2
 	last.Goodput.Median = &v
 	dir := writeBundle(t, res)
-	probs := bundle.Verify(dir)
+	probs := bundletest.Verify(dir)
 	if len(probs) != 1 {
 		t.Fatalf("want one problem, got %v", probs)
 	}
@@ -368,7 +368,7 @@ func TestWriteSumsKnownHashesOnlyTheOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := bundle.HashFile(filepath.Join(dir, bundle.ResultsFile))
+	want, _ := bundletest.HashFile(filepath.Join(dir, bundle.ResultsFile))
 	if len(got) != 2 || got[0] != (bundle.Digest{File: "naive.log", SHA256: fake}) || got[1] != (bundle.Digest{File: bundle.ResultsFile, SHA256: want}) {
 		t.Errorf("SHA256SUMS %v: want naive.log's given digest reused and results.json hashed", got)
 	}
@@ -389,13 +389,13 @@ func TestMergeRefusesDifferentOpenLoopSchedules(t *testing.T) {
 		{"absent", bundletest.SeedLike(), "partB: workload differs from partA's: open_loop absent vs present"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := bundle.Merge([]*bundle.Results{open(1, 2), tc.b}, []string{"partA", "partB"}, "batching")
+			_, err := bundletest.Merge(t, []*bundle.Results{open(1, 2), tc.b}, []string{"partA", "partB"}, bundle.MergeOptions{MechanismServer: "batching"})
 			if err == nil || err.Error() != tc.want {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
 		})
 	}
-	if _, err := bundle.Merge([]*bundle.Results{open(1, 2), open(1, 2)}, []string{"partA", "partB"}, "batching"); err != nil && strings.Contains(err.Error(), "open_loop") {
+	if _, err := bundletest.Merge(t, []*bundle.Results{open(1, 2), open(1, 2)}, []string{"partA", "partB"}, bundle.MergeOptions{MechanismServer: "batching"}); err != nil && strings.Contains(err.Error(), "open_loop") {
 		t.Errorf("equal schedules refused: %v", err)
 	}
 }
@@ -403,7 +403,7 @@ func TestMergeRefusesDifferentOpenLoopSchedules(t *testing.T) {
 func TestMergeRefusesTheSameRehearsalTwice(t *testing.T) {
 	res := bundletest.SeedLike()
 	copyOf := *res
-	_, err := bundle.Merge([]*bundle.Results{res, &copyOf}, []string{"a", "a-copy"}, "batching")
+	_, err := bundletest.Merge(t, []*bundle.Results{res, &copyOf}, []string{"a", "a-copy"}, bundle.MergeOptions{MechanismServer: "batching"})
 	if want := fmt.Sprintf("a-copy holds the same rehearsal as a (the same %d records): merged, it would count twice", len(res.Records)); err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}
@@ -414,10 +414,10 @@ func TestMergeRefusesTheSameRehearsalTwice(t *testing.T) {
 		r.Provenance.StartedAt = started
 		return &r
 	}
-	if _, err := bundle.Merge([]*bundle.Results{empty("2026-11-30T12:00:00Z"), empty("2026-11-30T12:00:00Z")}, []string{"a", "b"}, ""); err == nil || !strings.Contains(err.Error(), "b holds the same rehearsal as a (no records, the same start 2026-11-30T12:00:00Z on testhost") {
+	if _, err := bundle.MergeWith([]*bundle.Results{empty("2026-11-30T12:00:00Z"), empty("2026-11-30T12:00:00Z")}, []string{"a", "b"}, bundle.MergeOptions{}); err == nil || !strings.Contains(err.Error(), "b holds the same rehearsal as a (no records, the same start 2026-11-30T12:00:00Z on testhost") {
 		t.Errorf("two empty parts of one start: %v", err)
 	}
-	if _, err := bundle.Merge([]*bundle.Results{empty("2026-11-30T12:00:00Z"), empty("2026-11-30T13:00:00Z")}, []string{"a", "b"}, ""); err != nil && strings.Contains(err.Error(), "same rehearsal") {
+	if _, err := bundle.MergeWith([]*bundle.Results{empty("2026-11-30T12:00:00Z"), empty("2026-11-30T13:00:00Z")}, []string{"a", "b"}, bundle.MergeOptions{}); err != nil && strings.Contains(err.Error(), "same rehearsal") {
 		t.Errorf("two empty parts of different starts refused: %v", err)
 	}
 }
@@ -433,7 +433,7 @@ func TestMergeSaysWhenPartsCameFromDifferentBuilds(t *testing.T) {
 	}
 	a := bundle.Tool{Name: "rehearse", Version: "v0.1.0", Commit: "0123456789abcdef0123456789abcdef01234567", GoVersion: "go1.26.8"}
 	b := bundle.Tool{Name: "rehearse", Version: "(devel)", GoVersion: "go1.26.8", Note: "commit unknown: no VCS stamp"}
-	out, err := bundle.Merge([]*bundle.Results{part("2026-11-30T12:00:00Z", a), part("2026-11-30T13:00:00Z", b), part("2026-11-30T14:00:00Z", a)}, []string{"a", "b", "c"}, "")
+	out, err := bundle.MergeWith([]*bundle.Results{part("2026-11-30T12:00:00Z", a), part("2026-11-30T13:00:00Z", b), part("2026-11-30T14:00:00Z", a)}, []string{"a", "b", "c"}, bundle.MergeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,12 +477,12 @@ func TestVerifyRecomputesASustainedWave(t *testing.T) {
 	if last.Mode != contract.ModeSustained || *last.Goodput.Median != 8/1.0 {
 		t.Fatalf("last aggregate %s %v: want sustained, 8 tokens over the 1 s window", last.Mode, *last.Goodput.Median)
 	}
-	if probs := bundle.Verify(writeBundle(t, res)); len(probs) != 0 {
+	if probs := bundletest.Verify(writeBundle(t, res)); len(probs) != 0 {
 		t.Fatalf("a sustained bundle must verify, got %v", probs)
 	}
 	v := *last.Goodput.Median * 2
 	res.Aggregates[len(res.Aggregates)-1].Goodput.Median = &v
-	probs := bundle.Verify(writeBundle(t, res))
+	probs := bundletest.Verify(writeBundle(t, res))
 	if len(probs) != 1 || !strings.HasPrefix(probs[0].String(), "results.json: server batching, 2 clients, sustained: goodput_tok_s.median: stored") {
 		t.Fatalf("want the goodput named, got %v", probs)
 	}
@@ -502,7 +502,7 @@ func TestVerifyRecomputesTrafficLengths(t *testing.T) {
 	a.InputLength.P90, a.OutputLength.Mean = &p90, &mean
 	dir := writeBundle(t, res)
 	var msgs []string
-	for _, p := range bundle.Verify(dir) {
+	for _, p := range bundletest.Verify(dir) {
 		msgs = append(msgs, p.String())
 	}
 	joined := strings.Join(msgs, "\n")

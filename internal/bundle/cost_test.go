@@ -91,7 +91,7 @@ func TestMergeKeepsOnePrice(t *testing.T) {
 		return r
 	}
 	p := &bundle.CostBasis{GPUHourUSD: 2, GPUs: 1}
-	out, err := bundle.Merge([]*bundle.Results{part("2026-11-30T12:00:00Z", p), part("2026-11-30T13:00:00Z", &bundle.CostBasis{GPUHourUSD: 2, GPUs: 1})}, []string{"a", "b"}, "")
+	out, err := bundle.MergeWith([]*bundle.Results{part("2026-11-30T12:00:00Z", p), part("2026-11-30T13:00:00Z", &bundle.CostBasis{GPUHourUSD: 2, GPUs: 1})}, []string{"a", "b"}, bundle.MergeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestMergeKeepsOnePrice(t *testing.T) {
 		t.Errorf("merged cost %+v, provenance %+v", out.Cost, out.Provenance.Cost)
 	}
 	for _, other := range []*bundle.CostBasis{{GPUHourUSD: 3, GPUs: 1}, nil} {
-		_, err := bundle.Merge([]*bundle.Results{part("2026-11-30T12:00:00Z", p), part("2026-11-30T13:00:00Z", other)}, []string{"a", "b"}, "")
+		_, err := bundle.MergeWith([]*bundle.Results{part("2026-11-30T12:00:00Z", p), part("2026-11-30T13:00:00Z", other)}, []string{"a", "b"}, bundle.MergeOptions{})
 		if err == nil || !strings.Contains(err.Error(), "b: priced at ") || !strings.Contains(err.Error(), "one bundle's cost figures need one price") {
 			t.Errorf("parts priced at %+v and %+v: %v", p, other, err)
 		}

@@ -101,7 +101,7 @@ func (d *Dir) compareJournalWith(ctx context.Context, res *Results, side journal
 			return 0, errDiffers
 		}
 		seen = n + 1
-		if sums != nil && side.summable(n) && summed && sum == sums[n] { // sameSum, hashed on the decoding cores
+		if sums != nil && side.summable(n) && summed && sum == sums[n] { // lineSum's, hashed on the decoding cores
 			return side.wave(n), nil
 		}
 		if side.record == nil {

@@ -19,12 +19,12 @@ import (
 // is wrong with a line number (describeJSONError).
 var errMalformed = errors.New("malformed results.json")
 
-// decodeStream decodes results.json from in as Decode does, one record at a
+// decodeStream decodes results.json from in as decodeWhole does, one record at a
 // time: nothing holds the file whole, and each record's bytes are decoded
 // once into its contract.Record and scanned once for its keys. Any problem
 // of the JSON itself (syntax, a type, a missing field, trailing data) is
 // errMalformed, or the reader's own error (an interruption); the checks of
-// SPEC §2 are Decode's.
+// SPEC §2 are finishDecode's.
 func decodeStream(in io.Reader) (*Results, error) { return decodeVisitSums(in, nil, true) }
 
 // decodeLean is decodeStream without the records' sums, which only
@@ -653,7 +653,7 @@ func jsonNumber(b []byte) bool {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// finishDecode is what Decode does once the JSON is decoded: a wave's
+// finishDecode is what a decode does once the JSON is decoded: a wave's
 // absent id is its index, and the records are checked against SPEC §2;
 // visited: the records went to a visitor, which checks them (and their
 // waves' plans) itself.

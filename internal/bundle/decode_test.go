@@ -1,11 +1,13 @@
 package bundle
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -67,15 +69,20 @@ func TestDecodeMalformedKeepsMessages(t *testing.T) {
 		if !errors.Is(serr, errMalformed) {
 			t.Errorf("%s: stream error %v, want errMalformed", name, serr)
 		}
-		_, got := Decode([]byte(in))
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, ResultsFile), []byte(in), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, got := ReadResults(dir)
 		_, want := decodeWhole([]byte(in))
-		if got == nil || want == nil || got.Error() != want.Error() {
-			t.Errorf("%s: Decode says %v, the whole-file decoder %v", name, got, want)
+		var fe *FileError
+		if !errors.As(got, &fe) || fe.Name != ResultsFile || want == nil || fe.Msg != want.Error() {
+			t.Errorf("%s: ReadResults says %v, the whole-file decoder %v", name, got, want)
 		}
 	}
 }
 
-func TestDecodeOrderedKeepsOrder(t *testing.T) {
+func TestDecodeRecycledKeepsOrder(t *testing.T) {
 	const n = 5*orderedBatch + 17
 	i := 0
 	next := func() ([]byte, error) {
@@ -86,7 +93,7 @@ func TestDecodeOrderedKeepsOrder(t *testing.T) {
 		return []byte(fmt.Sprint(i)), nil
 	}
 	var got []string
-	err := decodeOrdered(next, func(raw []byte, out *string) { *out = string(raw) }, func(s *string) error {
+	err := decodeRecycled(next, func(raw []byte, out *string) { *out = string(raw) }, func(s *string) error {
 		got = append(got, *s)
 		if len(got) == n-3 {
 			return errStop
@@ -106,7 +113,7 @@ func TestDecodeOrderedKeepsOrder(t *testing.T) {
 	}
 	boom := errors.New("boom")
 	i = 0
-	err = decodeOrdered(func() ([]byte, error) {
+	err = decodeRecycled(func() ([]byte, error) {
 		if i == 3 {
 			return nil, boom
 		}
@@ -153,7 +160,7 @@ func TestUnmarshalRecordMatchesJSON(t *testing.T) {
 	}
 }
 
-// encodeTo writes Encode's bytes as encodeWhole writes them.
+// encodeTo (WriteResults' encoder) writes the bytes encodeWhole writes.
 func TestEncodeStreamsTheSameBytes(t *testing.T) {
 	for name, data := range committedResults(t) {
 		r, err := decodeWhole(data)
@@ -161,15 +168,15 @@ func TestEncodeStreamsTheSameBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.Records[0].ChunkTimesS = nil
-		got, err := Encode(r)
-		if err != nil {
+		var got bytes.Buffer
+		if err := encodeTo(&got, r); err != nil {
 			t.Fatal(err)
 		}
 		want, err := encodeWhole(r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if string(got) != string(want) {
+		if got.String() != string(want) {
 			t.Errorf("%s: the streamed encoding differs from the whole one", name)
 		}
 	}

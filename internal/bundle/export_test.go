@@ -15,7 +15,7 @@ func VerifyBothWays(dir string, o Options) (streamed Report, took, heldForJourna
 	}
 	defer d.Close()
 	streamed.Problems, _ = d.verifySums(ctx)
-	sv, took, _ := d.verifyStreamingState(ctx, o, &streamed)
+	sv, took, _ := d.verifyStreaming(ctx, o, &streamed)
 	streamed.Problems = dedupe(streamed.Problems)
 	return streamed, took, sv.heldForJournal, held
 }

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/bundle/bundletest"
 	"github.com/rehearse/rehearse/internal/contract"
 )
@@ -15,14 +14,14 @@ func TestVerifyChecksHostHonestyForm(t *testing.T) {
 	res := bundletest.SeedLike()
 	res.Waves[0].ClientStalls = &contract.Stalls{PeriodS: 0.005, Ticks: 100, MaxS: 0.03, P99S: 0.01, Over: 1}
 	res.Waves[0].ServerSlip = &contract.ServerSlip{Steps: 50, Late: 2, MaxS: 0.05, SlipS: 0}
-	if probs := bundle.Verify(writeBundle(t, res)); len(probs) != 0 {
+	if probs := bundletest.Verify(writeBundle(t, res)); len(probs) != 0 {
 		t.Fatalf("sane stalls and slip: %v", probs)
 	}
 	res.Waves[1].ClientStalls = &contract.Stalls{PeriodS: 0.005, Ticks: 10, MaxS: 0.01, P99S: 0.02, Over: 11}
 	res.Waves[2].ClientStalls = &contract.Stalls{PeriodS: 0.005, Ticks: 10, MaxS: -1}
 	res.Waves[3].ServerSlip = &contract.ServerSlip{Steps: 5, Late: 6}
 	var msgs []string
-	for _, p := range bundle.Verify(writeBundle(t, res)) {
+	for _, p := range bundletest.Verify(writeBundle(t, res)) {
 		msgs = append(msgs, p.String())
 	}
 	joined := strings.Join(msgs, "\n")

@@ -128,24 +128,12 @@ func discard(f *os.File, err error) error {
 	return err
 }
 
-// Encode returns results.json's bytes: indented JSON, nil slices as [].
-func Encode(r *Results) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := encodeTo(&buf, r); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
 // recordsKey is how the empty records list of an encoded header reads.
 const recordsKey = "\n \"records\": []"
 
-// EncodeTo writes Encode's bytes to w, the records one at a time (a
-// million records are gigabytes: their encoding is never held whole).
-func EncodeTo(w io.Writer, r *Results) error { return encodeTo(w, r) }
-
-// encodeTo writes results.json's bytes to w, the records one at a time
-// (the bytes are Encode's: a million records are gigabytes, never held).
+// encodeTo writes results.json's bytes to w: indented JSON, nil slices as
+// [], the records one at a time (a million records are gigabytes: their
+// encoding is never held whole).
 func encodeTo(w io.Writer, r *Results) error {
 	return encodeRecords(w, r, len(r.Records) > 0, nil, func(yield func(*contract.Record) error) error {
 		for i := range r.Records {
@@ -229,7 +217,7 @@ func encodeRecords(w io.Writer, r *Results, some bool, then func() error, record
 	return err
 }
 
-// encodeWhole is Encode of results held whole.
+// encodeWhole is encodeTo of results held whole.
 func encodeWhole(r *Results) ([]byte, error) {
 	c := *r
 	c.Schema = Schema
@@ -318,7 +306,7 @@ const wholeLimit = 1 << 30
 
 // results reads and decodes results.json as it streams (decodeStream);
 // every error is a *FileError naming it (or the interruption). A file the
-// stream cannot take is read whole and decoded again, for Decode's
+// stream cannot take is read whole and decoded again, for decodeWhole's
 // message naming the line.
 func (d *Dir) results(ctx context.Context) (*Results, error) {
 	return d.resultsLean(ctx, true)
@@ -367,19 +355,12 @@ func (d *Dir) resultsLean(ctx context.Context, sums bool) (*Results, error) {
 	return r, nil
 }
 
-// Decode parses results.json's bytes and checks the schema, that every
-// record and wave has every required field (a wave's id, where absent, is
-// its index in waves), and that waves and records keep SPEC §2; results
-// that break it come back with an *InvalidError that lists every problem.
-func Decode(data []byte) (*Results, error) {
-	r, err := decodeStream(bytes.NewReader(data))
-	if !errors.Is(err, errMalformed) {
-		return r, err
-	}
-	return decodeWhole(data)
-}
-
-// decodeWhole is Decode of data held whole: its errors name the line.
+// decodeWhole parses results.json's bytes held whole (its errors name the
+// line) and checks the schema, that every record and wave has every
+// required field (a wave's id, where absent, is its index in waves), and
+// that waves and records keep SPEC §2; results that break it come back
+// with an *InvalidError that lists every problem. It reads a file the
+// stream (decodeStream) cannot take, for a message naming the line.
 func decodeWhole(data []byte) (*Results, error) {
 	var head struct {
 		Schema     *string           `json:"schema"`
@@ -503,20 +484,10 @@ func describeJSONError(data []byte, err error) error {
 	return err
 }
 
-// Files lists the regular files of a bundle relative to dir, sorted, except
-// the manifest itself and hidden files. An entry that is not a regular file
-// or a folder (a symbolic link, a FIFO) is an error naming it: a bundle
-// holds nothing its manifest cannot cover.
-func Files(dir string) ([]string, error) {
-	d, err := OpenDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	return d.regularFiles(context.Background())
-}
-
-// regularFiles is Files through d.
+// regularFiles lists the regular files of a bundle relative to it, sorted,
+// except the manifest itself and hidden files (Dir.Files). An entry that
+// is not a regular file or a folder (a symbolic link, a FIFO) is an error
+// naming it: a bundle holds nothing its manifest cannot cover.
 func (d *Dir) regularFiles(ctx context.Context) ([]string, error) {
 	files, bad, err := d.Files(ctx)
 	switch {

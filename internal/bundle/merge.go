@@ -17,32 +17,27 @@ import (
 	"github.com/rehearse/rehearse/internal/contract"
 )
 
-// Merge combines the results of several parts of one rehearsal (say one
-// server per GPU session) into one. The parts must share the workload's
-// prompts, max_tokens, temperature, timeout, endpoint and open-loop
-// schedule; wave ids are
-// renumbered, servers are joined by name (a server may appear in several
-// parts, e.g. split by concurrency), and aggregates are recomputed from the
-// records. names labels each part in errors and notes. Where several parts
-// hold a mechanism check, mechanismServer names the one to keep as
-// mechanism_check; the others stay in waves and records and are described
-// in a note.
-func Merge(parts []*Results, names []string, mechanismServer string) (*Results, error) {
-	return MergeWith(parts, names, MergeOptions{MechanismServer: mechanismServer})
-}
-
 // MergeOptions are the choices of a merge.
 type MergeOptions struct {
-	// MechanismServer names the part's mechanism check to keep (Merge).
+	// MechanismServer names the part's mechanism check to keep where
+	// several parts hold one (the others stay in waves and records and are
+	// described in a note).
 	MechanismServer string
 	// MaxOffsetUncertaintyS refuses a segment whose worker's clock offset
 	// is known less well than this (seconds; 0: no bound).
 	MaxOffsetUncertaintyS float64
 }
 
-// MergeWith is Merge with options. Parts that are segments of one split
-// plan (provenance.worker) are joined by mergeSegments instead: their
-// waves are rejoined across workers rather than set side by side.
+// MergeWith combines the results of several parts of one rehearsal (say
+// one server per GPU session), held whole, into one; PartSet.Merge calls
+// it for the parts it does not stream. The parts must share the
+// workload's prompts, max_tokens, temperature, timeout, endpoint and
+// open-loop schedule; wave ids are renumbered, servers are joined by name
+// (a server may appear in several parts, e.g. split by concurrency), and
+// aggregates are recomputed from the records. names labels each part in
+// errors and notes. Parts that are segments of one split plan
+// (provenance.worker) are joined by mergeSegments instead: their waves
+// are rejoined across workers rather than set side by side.
 func MergeWith(parts []*Results, names []string, o MergeOptions) (*Results, error) {
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("nothing to merge")
@@ -298,28 +293,6 @@ func refusal(ctx context.Context, dir string, res *Results, probs []Problem, err
 		return &UnverifiedError{Dir: dir, Problems: probs}
 	}
 	return nil
-}
-
-// ReadParts reads the parts of a merge: each must be a bundle that
-// verifies, or, where a part's rehearsal stopped before writing
-// results.json, a folder with its journal (rebuilt from it, as `rehearse
-// report` would). The same folder given twice is refused.
-func ReadParts(ctx context.Context, dirs []string) ([]*Results, error) {
-	if err := sameFolderTwice(dirs); err != nil {
-		return nil, err
-	}
-	parts := make([]*Results, 0, len(dirs))
-	for _, dir := range dirs {
-		res, err := ReadVerified(ctx, dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			res, err = readJournalFor(ctx, dir, err)
-		}
-		if err != nil {
-			return nil, err
-		}
-		parts = append(parts, res)
-	}
-	return parts, nil
 }
 
 func joinNonEmpty(a, b string) string {

@@ -73,10 +73,12 @@ type PartSet struct {
 	srcs    []*partSource
 }
 
-// ReadPartSet is ReadParts keeping no records: each part is verified as
-// its records stream past (a part verify does not stream, and one read
-// from its journal, keeps them, as ReadParts does). The refusals are
-// ReadParts'.
+// ReadPartSet reads the parts of a merge, keeping no records: each must be
+// a bundle that verifies (verified as its records stream past; a part
+// verify does not stream keeps them), or, where a part's rehearsal
+// stopped before writing results.json, a folder with its journal (rebuilt
+// from it, as `rehearse report` would; its records are kept). The same
+// folder given twice is refused.
 func ReadPartSet(ctx context.Context, dirs []string) (*PartSet, error) {
 	if err := sameFolderTwice(dirs); err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/bundle/bundletest"
 )
 
 // testdata/minimal is a results.json written by hand with only the fields
@@ -19,7 +20,7 @@ import (
 const minimalDir = "testdata/minimal"
 
 func TestVerifyMinimalResults(t *testing.T) {
-	for _, p := range bundle.Verify(minimalDir) {
+	for _, p := range bundletest.Verify(minimalDir) {
 		t.Errorf("%s", p)
 	}
 }
@@ -43,11 +44,11 @@ func TestVerifyMinimalResultsTampered(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, bundle.ResultsFile), tampered, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if err := bundle.WriteSums(dir); err != nil {
+			if err := bundle.WriteSumsKnown(dir, nil); err != nil {
 				t.Fatal(err)
 			}
 			var got []string
-			for _, p := range bundle.Verify(dir) {
+			for _, p := range bundletest.Verify(dir) {
 				got = append(got, p.String())
 			}
 			if len(got) != 1 || !strings.Contains(got[0], tc.want) {
@@ -81,7 +82,7 @@ func TestVerifyMinimalResultsColdRepeat(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, bundle.ResultsFile), edited, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if err := bundle.WriteSums(dir); err != nil {
+			if err := bundle.WriteSumsKnown(dir, nil); err != nil {
 				t.Fatal(err)
 			}
 			streamed, ok, _, held := bundle.VerifyBothWays(dir, bundle.Options{})
@@ -131,7 +132,7 @@ func TestVerifyTailBoundsOptional(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, bundle.ResultsFile), tc.edit(data), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if err := bundle.WriteSums(dir); err != nil {
+			if err := bundle.WriteSumsKnown(dir, nil); err != nil {
 				t.Fatal(err)
 			}
 			probs := verifyAll(t, dir)

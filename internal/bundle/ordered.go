@@ -7,34 +7,26 @@ import (
 	"sync"
 )
 
-// orderedBatch is how many items one worker of decodeOrdered decodes at a
+// orderedBatch is how many items one worker of decodeRecycled decodes at a
 // time.
 const orderedBatch = 256
 
-// errStop, from use, ends decodeOrdered early without an error.
+// errStop, from use, ends decodeRecycled early without an error.
 var errStop = errors.New("stop")
 
-// decodeOrdered reads raw items with next (one after another, until it
+// decodeRecycled reads raw items with next (one after another, until it
 // returns io.EOF or another error, an item possibly with it), decodes them
 // on all cores with decode, and hands each decoded item to use in the
 // order read: the JSON decoding of a big file, which is most of reading
 // it, spreads over the cores while the items stay in order. At most a few
 // batches are held at once. It returns next's error (not io.EOF) or
 // use's (not errStop).
-func decodeOrdered[T any](next func() ([]byte, error), decode func(raw []byte, out *T), use func(*T) error) error {
-	return decodeOrderedOpt(next, decode, use, false)
-}
-
-// decodeRecycled is decodeOrdered for a use that keeps nothing of the raw
-// bytes or of the item it is handed once it returns (it copies what it
-// keeps): the batches' buffers are then used again, and a file of
-// gigabytes is decoded through a few megabytes of them instead of
-// allocating its size again in garbage.
+//
+// use must keep nothing of the raw bytes or of the item it is handed once
+// it returns (it copies what it keeps): the batches' buffers are used
+// again, and a file of gigabytes is decoded through a few megabytes of
+// them instead of allocating its size again in garbage.
 func decodeRecycled[T any](next func() ([]byte, error), decode func(raw []byte, out *T), use func(*T) error) error {
-	return decodeOrderedOpt(next, decode, use, true)
-}
-
-func decodeOrderedOpt[T any](next func() ([]byte, error), decode func(raw []byte, out *T), use func(*T) error, recycle bool) error {
 	workers := runtime.GOMAXPROCS(0)
 	type batch struct {
 		buf  []byte
@@ -74,11 +66,9 @@ func decodeOrderedOpt[T any](next func() ([]byte, error), decode func(raw []byte
 			for i := 0; err == nil && i < len(b.out); i++ {
 				err = use(&b.out[i])
 			}
-			if recycle {
-				select {
-				case free <- b:
-				default:
-				}
+			select {
+			case free <- b:
+			default:
 			}
 			if err != nil {
 				stopped.Do(func() { close(stop) })

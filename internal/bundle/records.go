@@ -25,7 +25,7 @@ const (
 	SourceUsage     = "usage"
 )
 
-// InvalidError is Decode's error for results.json whose waves or records
+// InvalidError is the decoders' error for results.json whose waves or records
 // break SPEC §2 (a record of no wave, times out of order, an unknown failure
 // kind …). It carries the decoded results, so that verify can go on and
 // report every problem, while every other reader refuses the file.

@@ -383,7 +383,7 @@ func writeRow(t *testing.T, edit, journal func(*testing.T, *bundle.Results), kee
 	if err := os.WriteFile(filepath.Join(dir, "naive.log"), []byte("INFO started\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := bundle.WriteSums(dir); err != nil {
+	if err := bundle.WriteSumsKnown(dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	return dir

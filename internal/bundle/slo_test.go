@@ -35,7 +35,7 @@ func TestVerifyRecomputesSLO(t *testing.T) {
 	if good == 0 || good == len(res.Records) {
 		t.Fatalf("%d good of %d: the test needs some requests good and some not", good, len(res.Records))
 	}
-	if probs := bundle.Verify(writeBundle(t, res)); len(probs) != 0 {
+	if probs := bundletest.Verify(writeBundle(t, res)); len(probs) != 0 {
 		t.Fatalf("a fresh bundle with objectives must verify, got %v", probs)
 	}
 }
@@ -67,7 +67,7 @@ func TestVerifyCatchesTamperedSLO(t *testing.T) {
 		res := sloLike(t)
 		tc.tamper(res)
 		var msgs []string
-		for _, p := range bundle.Verify(writeBundle(t, res)) {
+		for _, p := range bundletest.Verify(writeBundle(t, res)) {
 			msgs = append(msgs, p.String())
 		}
 		if joined := strings.Join(msgs, "\n"); !strings.Contains(joined, tc.want) {
@@ -110,7 +110,7 @@ func TestJournalKeepsSLO(t *testing.T) {
 func TestMergeRefusesDifferentObjectives(t *testing.T) {
 	a := sloLike(t)
 	b := bundletest.SeedLike()
-	_, err := bundle.Merge([]*bundle.Results{a, b}, []string{"partA", "partB"}, "batching")
+	_, err := bundletest.Merge(t, []*bundle.Results{a, b}, []string{"partA", "partB"}, bundle.MergeOptions{MechanismServer: "batching"})
 	if err == nil || !strings.Contains(err.Error(), `partB: slo (none) differs from partA's "ttft<=500ms,tpot<=50ms" at 0.9`) {
 		t.Fatalf("got %v", err)
 	}

@@ -18,11 +18,11 @@ func manyRecords(t *testing.T, n int) []byte {
 		res.Records = append(res.Records, contract.Record{Kind: contract.KindRecorded, Server: "s", Client: k,
 			StartS: 0, FirstContentS: &first, ChunkTimesS: []float64{first}, EndS: 1, Text: " the", OutputTokens: 1, OK: true})
 	}
-	data, err := Encode(res)
-	if err != nil {
+	var data bytes.Buffer
+	if err := encodeTo(&data, res); err != nil {
 		t.Fatal(err)
 	}
-	return data
+	return data.Bytes()
 }
 
 // TestPassOverRecordsStops: a pass over the records looks at its context

@@ -30,13 +30,8 @@ import (
 // whose waves follow its records or that the stream cannot read — and
 // verify then holds the records as before. Otherwise what it reports is
 // what that would: the same problems in the same order, the same notes.
-func (d *Dir) verifyStreaming(ctx context.Context, o Options, rep *Report) (bool, error) {
-	_, done, err := d.verifyStreamingState(ctx, o, rep)
-	return done, err
-}
-
-// verifyStreamingState is verifyStreaming, with its state for the tests.
-func (d *Dir) verifyStreamingState(ctx context.Context, o Options, rep *Report) (*streamVerify, bool, error) {
+// Its state comes back beside (the results, read without their records).
+func (d *Dir) verifyStreaming(ctx context.Context, o Options, rep *Report) (*streamVerify, bool, error) {
 	sv := &streamVerify{o: o, clocks: map[int]*contract.WaveClock{}}
 	res, err := d.visitResults(ctx, &recordVisitor{begin: sv.begin, work: sv.work, record: sv.record})
 	var invalid *InvalidError

@@ -115,21 +115,16 @@ func sumBytes(b []byte) recordSum {
 // journalRecordPrefix and journalRecordSuffix frame a record line.
 var journalRecordPrefix, journalRecordSuffix = []byte(`{"record":`), []byte(`}`)
 
-// sameSum reports whether the journal's record line holds, byte for byte
-// (less the space between tokens), the record whose results.json bytes
-// hash to sum: then the two decode to the same record, whatever
-// json.Marshal would write for it. False says nothing: sameLine decides.
+// lineSum is the recordSum of the record a journal record line holds;
+// false for a line not of that form. Where it equals the sum of a
+// record's results.json bytes, the line holds that record byte for byte
+// (less the space between tokens): then the two decode to the same
+// record, whatever json.Marshal would write for it. Unequal sums say
+// nothing: sameLine decides.
 //
 // Equal sums of unequal bytes happen with a probability of about 2^-128
 // per record for bytes chosen without knowing the seeds, which nobody
 // outside this process knows.
-func sameSum(sum recordSum, line []byte) bool {
-	s, ok := lineSum(line)
-	return ok && s == sum
-}
-
-// lineSum is the recordSum of the record a journal record line holds, as
-// sameSum compares it; false for a line not of that form.
 func lineSum(line []byte) (recordSum, bool) {
 	if !bytes.HasPrefix(line, journalRecordPrefix) || !bytes.HasSuffix(line, journalRecordSuffix) {
 		return recordSum{}, false

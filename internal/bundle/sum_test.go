@@ -106,3 +106,11 @@ func TestDecodeTimesIsTheWholeDecode(t *testing.T) {
 		}
 	}
 }
+
+// sameSum reports whether the journal's record line holds the record whose
+// results.json bytes hash to sum, as the journal comparison decides it
+// (lineSum's sum equal to the record's).
+func sameSum(sum recordSum, line []byte) bool {
+	s, ok := lineSum(line)
+	return ok && s == sum
+}

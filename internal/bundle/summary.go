@@ -134,7 +134,7 @@ func readReportStreaming(ctx context.Context, dir string) (*ReportInput, bool, e
 // streamedProblems are VerifyResults's problems of a bundle streamed by
 // sv with no record problem (readReportStreaming falls back otherwise),
 // no session and no capacity search, want its aggregates recomputed: the
-// list of verifyStreamingState, whose record checks are sv's. Tested
+// list of verifyStreaming, whose record checks are sv's. Tested
 // against VerifyResults of the records held.
 func streamedProblems(res *Results, sv *streamVerify, want []contract.Aggregate) []Problem {
 	probs := checkHeader(res)

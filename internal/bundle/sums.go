@@ -26,17 +26,6 @@ func DigestOf(file string, data []byte) Digest {
 	return Digest{File: file, SHA256: hex.EncodeToString(sum[:])}
 }
 
-// HashFile returns the hex SHA-256 of a regular file (never through a
-// symbolic link, at most FileLimit bytes).
-func HashFile(path string) (string, error) {
-	d, err := OpenDir(filepath.Dir(path))
-	if err != nil {
-		return "", err
-	}
-	defer d.Close()
-	return d.Hash(context.Background(), filepath.Base(path), FileLimit)
-}
-
 // Digests hashes every file of the bundle except SHA256SUMS and those
 // named in except, stopping when ctx ends.
 func Digests(ctx context.Context, dir string, except ...string) ([]Digest, error) {
@@ -63,16 +52,12 @@ func Digests(ctx context.Context, dir string, except ...string) ([]Digest, error
 	return out, nil
 }
 
-// WriteSums writes SHA256SUMS over every file of the bundle, in the format
-// of sha256sum(1), so `sha256sum -c SHA256SUMS` checks it too.
-func WriteSums(dir string) error {
-	return WriteSumsKnown(dir, nil)
-}
-
-// WriteSumsKnown writes SHA256SUMS like WriteSums, taking the digest of a
-// file from known where it is listed there (the caller hashed it and has
-// not changed it since) and hashing only the others: a bundle's logs can
-// be large, and a report that lists digests need not hash them twice.
+// WriteSumsKnown writes SHA256SUMS over every file of the bundle, in the
+// format of sha256sum(1), so `sha256sum -c SHA256SUMS` checks it too. It
+// takes the digest of a file from known where it is listed there (the
+// caller hashed it and has not changed it since) and hashes only the
+// others (nil known: it hashes every file): a bundle's logs can be large,
+// and a report that lists digests need not hash them twice.
 // A bundle holding an entry that is not a regular file gets no manifest.
 func WriteSumsKnown(dir string, known []Digest) error {
 	d, err := OpenDir(dir)

@@ -50,18 +50,9 @@ const (
 	absTol = 1e-12
 )
 
-// Verify checks a bundle as VerifyWith does with no options: output_tokens
-// are not re-counted, and nothing stops it.
-func Verify(dir string) []Problem {
-	rep, err := VerifyWith(context.Background(), dir, Options{})
-	if err != nil {
-		return append(rep.Problems, fileProblem(err))
-	}
-	return rep.Problems
-}
-
-// VerifyContext is Verify stopping when ctx ends, between files and
-// within each: the error is then the interruption (IsInterrupted) and the
+// VerifyContext checks a bundle as VerifyWith does with no options
+// (output_tokens are not re-counted), stopping when ctx ends, between
+// files and within each: the error is then the interruption (IsInterrupted) and the
 // problems are those found so far. A dir that cannot be opened as a
 // directory is its error (a *FileError naming it), as VerifyWith's.
 func VerifyContext(ctx context.Context, dir string) ([]Problem, error) {
@@ -185,7 +176,7 @@ func (d *Dir) verify(ctx context.Context, o Options, rep *Report, stream bool) (
 		}()
 		var srep Report
 		// The results come back without their records (ReadVerifiedHead).
-		sv, done, err := d.verifyStreamingState(ctx, o, &srep)
+		sv, done, err := d.verifyStreaming(ctx, o, &srep)
 		h := <-hashed
 		rep.Problems = append(rep.Problems, h.probs...)
 		if h.err != nil {
@@ -206,7 +197,7 @@ func (d *Dir) verify(ctx context.Context, o Options, rep *Report, stream bool) (
 	}
 	res, err := d.results(ctx)
 	var invalid *InvalidError
-	recordsChecked := err == nil // Decode checked them and found nothing
+	recordsChecked := err == nil // the decoder checked them and found nothing
 	if errors.As(err, &invalid) {
 		// VerifyResults reports each of its problems, with the rest.
 		res, err = invalid.Results, nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/bundle/bundletest"
 	"github.com/rehearse/rehearse/internal/tokenizer"
 )
 
@@ -94,7 +95,7 @@ func TestBenchMultiTurn(t *testing.T) {
 	if len(res.Workload.Sessions) != 2 || len(res.Records) != 6 || res.Workload.ThinkTime == nil || res.Workload.ThinkTime.MeanS != 0.001 {
 		t.Fatalf("%d sessions, %d records, think time %+v; want 2, 6 and 1 ms", len(res.Workload.Sessions), len(res.Records), res.Workload.ThinkTime)
 	}
-	if p := bundle.Verify(dir); len(p) > 0 {
+	if p := bundletest.Verify(dir); len(p) > 0 {
 		t.Fatalf("verify: %v", p)
 	}
 	for _, r := range res.Records {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/bundle/bundletest"
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/tokenizer"
 )
@@ -103,7 +104,7 @@ func TestBenchWritesAVerifiedBundle(t *testing.T) {
 			t.Fatalf("record %+v", r)
 		}
 	}
-	files, _ := bundle.Files(dir)
+	files, _ := bundletest.Files(dir)
 	for _, f := range files {
 		data, _ := os.ReadFile(filepath.Join(dir, f))
 		if bytes.Contains(data, []byte("sk-never-stored")) {

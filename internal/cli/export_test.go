@@ -55,7 +55,7 @@ func TestExportRefusals(t *testing.T) {
 	res, _ := bundle.ReadResults(tampered)
 	res.Records[0].OutputTokens += 7
 	bundle.WriteResults(tampered, res)
-	bundle.WriteSums(tampered)
+	bundle.WriteSumsKnown(tampered, nil)
 	for _, tc := range []struct {
 		args []string
 		code int

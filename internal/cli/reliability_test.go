@@ -62,7 +62,7 @@ func newLayout(t *testing.T) layout {
 			t.Fatal(err)
 		}
 	}
-	if err := bundle.WriteSums(l.b); err != nil {
+	if err := bundle.WriteSumsKnown(l.b, nil); err != nil {
 		t.Fatal(err)
 	}
 	return l
@@ -110,7 +110,7 @@ func (l layout) dropMechanismCheck(t *testing.T) {
 	if err := bundle.WriteResults(l.b, res); err != nil {
 		t.Fatal(err)
 	}
-	if err := bundle.WriteSums(l.b); err != nil {
+	if err := bundle.WriteSumsKnown(l.b, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -295,7 +295,7 @@ var badBundles = []badBundle{
 				t.Fatal(err)
 			}
 			os.Remove(filepath.Join(l.b, "naive.log"))
-			if err := bundle.WriteSums(l.b); err != nil {
+			if err := bundle.WriteSumsKnown(l.b, nil); err != nil {
 				t.Fatal(err)
 			}
 			// The merged bundle goes beside the outside folder, so that the

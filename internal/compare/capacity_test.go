@@ -46,7 +46,7 @@ func TestCapacityGateTripsOnARegression(t *testing.T) {
 	if ca, cb := capacityOf(a, "batching"), capacityOf(b, "batching"); cb >= ca*9/10 {
 		t.Fatalf("fixture: batching capacity %d → %d should fall by more than 10%%", ca, cb)
 	}
-	r := Compare(a, b, mustGates(t, "capacity<-10%", "naive:capacity<-10%", "batching:capacity<-1000", "capacity>+50%"))
+	r := compareSides(side{res: a}, side{res: b}, mustGates(t, "capacity<-10%", "naive:capacity<-10%", "batching:capacity<-1000", "capacity>+50%"))
 	if len(r.Capacity) != 2 || r.Capacity[0].Server != "naive" || r.Capacity[1].Server != "batching" {
 		t.Fatalf("capacity rows %+v", r.Capacity)
 	}
@@ -82,7 +82,7 @@ func TestCapacityGateTripsOnARegression(t *testing.T) {
 
 func TestCapacityGateUnchanged(t *testing.T) {
 	a, b := capacityPair(t, false)
-	r := Compare(a, b, mustGates(t, "capacity<-10%"))
+	r := compareSides(side{res: a}, side{res: b}, mustGates(t, "capacity<-10%"))
 	if len(r.Tripped()) != 0 {
 		t.Errorf("an unchanged search tripped: %q (capacities %s → %s, %s → %s)", r.Tripped(),
 			r.Capacity[0].A.Text(), r.Capacity[0].B.Text(), r.Capacity[1].A.Text(), r.Capacity[1].B.Text())
@@ -93,13 +93,13 @@ func TestCapacityGateUnchanged(t *testing.T) {
 // says why.
 func TestCapacityGateWithoutCapacity(t *testing.T) {
 	a, b := pair(false)
-	r := Compare(a, b, mustGates(t, "capacity<-10%"))
+	r := compareSides(side{res: a}, side{res: b}, mustGates(t, "capacity<-10%"))
 	g := r.Gates[0]
 	if g.Evaluated != 0 || len(r.Tripped()) != 1 || len(g.Skipped) != 1 || !strings.Contains(g.Skipped[0], "no server's capacity was searched in both bundles") {
 		t.Errorf("evaluated %d, skipped %q, tripped %q", g.Evaluated, g.Skipped, r.Tripped())
 	}
 	ca, _ := capacityPair(t, false)
-	r = Compare(ca, b, nil)
+	r = compareSides(side{res: ca}, side{res: b}, nil)
 	if len(r.Capacity) != 0 || !strings.Contains(strings.Join(r.OnlyA, ","), "capacity of batching") {
 		t.Errorf("capacity rows %v, only in A %q", r.Capacity, r.OnlyA)
 	}

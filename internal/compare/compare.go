@@ -133,14 +133,9 @@ type Report struct {
 	Capacity []CapacityRow
 }
 
-// Compare compares b against a, per server and load present in both, in
-// a's order, and evaluates gates on every such row.
-func Compare(a, b *bundle.Results, gates []Gate) Report {
-	return compareSides(side{res: a}, side{res: b}, gates)
-}
-
-// compareSides is Compare of two sides, either of which may be a vLLM
-// result JSON: its loads are held against the other side's servers, and
+// compareSides compares side b against side a, per server and load
+// present in both, in a's order, and evaluates gates on every such row.
+// Either side may be a vLLM result JSON: its loads are held against the other side's servers, and
 // only what both sides record is said to differ.
 func compareSides(sa, sb side, gates []Gate) Report {
 	a, b := sa.res, sb.res

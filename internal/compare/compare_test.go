@@ -43,7 +43,7 @@ func mustGates(t *testing.T, ss ...string) []Gate {
 
 func TestPlantedRegressionIsFlaggedAndGated(t *testing.T) {
 	a, b := pair(true)
-	r := Compare(a, b, mustGates(t, "goodput<-5%", "batching:ttft_p95>+50%", "naive:goodput<-5%", "failure_rate>+0.05"))
+	r := compareSides(side{res: a}, side{res: b}, mustGates(t, "goodput<-5%", "batching:ttft_p95>+50%", "naive:goodput<-5%", "failure_rate>+0.05"))
 	if len(r.Rows) != 8 {
 		t.Fatalf("%d rows, want 2 servers × 4 concurrencies", len(r.Rows))
 	}
@@ -84,7 +84,7 @@ func TestPlantedRegressionIsFlaggedAndGated(t *testing.T) {
 
 func TestSameRehearsalTwicePasses(t *testing.T) {
 	a, b := pair(false)
-	r := Compare(a, b, mustGates(t, "goodput<-5%", "ttft_p95>+25%", "failure_rate>+0.1"))
+	r := compareSides(side{res: a}, side{res: b}, mustGates(t, "goodput<-5%", "ttft_p95>+25%", "failure_rate>+0.1"))
 	for _, row := range r.Rows {
 		if row.GoodputChanged {
 			t.Errorf("%s at %s flagged between two runs of one rehearsal (ratio %.3f)", row.Server, row.Load, *row.GoodputRatio)
@@ -149,7 +149,7 @@ func orZero(p *float64) *float64 {
 
 func TestGateNotEvaluatedTrips(t *testing.T) {
 	a, b := pair(false)
-	r := Compare(a, b, mustGates(t, "nosuch:goodput<-5%"))
+	r := compareSides(side{res: a}, side{res: b}, mustGates(t, "nosuch:goodput<-5%"))
 	tr := r.Tripped()
 	if len(tr) != 1 || !strings.Contains(tr[0], "evaluated on no server and load present in both bundles") {
 		t.Errorf("a gate that tests nothing must trip: %q", tr)
@@ -164,7 +164,7 @@ func TestMissingValuesAreSkippedNotTripped(t *testing.T) {
 	ob := plottest.Default()
 	ob.TimeoutS = 1 // B's serial server completes nothing: no TTFT
 	a, b := plottest.Results(oa), plottest.Results(ob)
-	r := Compare(a, b, mustGates(t, "naive:ttft_p95>+10%", "goodput<-5%"))
+	r := compareSides(side{res: a}, side{res: b}, mustGates(t, "naive:ttft_p95>+10%", "goodput<-5%"))
 	g := r.Gates[0]
 	if g.Evaluated != 0 || len(g.Skipped) != 4 || !strings.Contains(g.Skipped[0], "B has no ttft_p95 (no successful request)") {
 		t.Errorf("ttft gate: evaluated %d, skipped %q", g.Evaluated, g.Skipped)
@@ -182,7 +182,7 @@ func TestRowsPresentInOneBundleOnly(t *testing.T) {
 	oa := plottest.Default()
 	ob := plottest.Default()
 	ob.Concurrencies = []int{1, 8, 16}
-	r := Compare(plottest.Results(oa), plottest.Results(ob), nil)
+	r := compareSides(side{res: plottest.Results(oa)}, side{res: plottest.Results(ob)}, nil)
 	if len(r.Rows) != 4 {
 		t.Errorf("%d rows, want 2 servers × {1, 8}", len(r.Rows))
 	}
@@ -205,7 +205,7 @@ func TestOpenLoopLoads(t *testing.T) {
 		}
 		res.Recompute()
 	}
-	r := Compare(a, b, nil)
+	r := compareSides(side{res: a}, side{res: b}, nil)
 	if len(r.Rows) != 8 || r.Rows[0].Load != "0.25 req/s" || r.Rows[3].Load != "16 req/s" {
 		t.Errorf("open-loop loads: %d rows, first %q, fourth %q", len(r.Rows), r.Rows[0].Load, r.Rows[3].Load)
 	}
@@ -213,7 +213,7 @@ func TestOpenLoopLoads(t *testing.T) {
 
 func TestTextAndMarkdownGolden(t *testing.T) {
 	a, b := pair(true)
-	r := Compare(a, b, mustGates(t, "goodput<-5%", "ttft_p95>+10%", "failure_rate>+5pp"))
+	r := compareSides(side{res: a}, side{res: b}, mustGates(t, "goodput<-5%", "ttft_p95>+10%", "failure_rate>+5pp"))
 	r.LabelA, r.LabelB = "out/before", "out/after"
 	var txt, md bytes.Buffer
 	if err := r.Text(&txt); err != nil {
@@ -261,7 +261,7 @@ func BenchmarkCompare(b *testing.B) {
 	}
 	for b.Loop() {
 		var buf bytes.Buffer
-		_ = Compare(x, y, gates).Text(&buf)
+		_ = compareSides(side{res: x}, side{res: y}, gates).Text(&buf)
 	}
 }
 
@@ -298,7 +298,7 @@ func writeVerifiable(t *testing.T, dir string, res *bundle.Results) {
 	if err := bundle.WriteResults(dir, res); err != nil {
 		t.Fatal(err)
 	}
-	if err := bundle.WriteSums(dir); err != nil {
+	if err := bundle.WriteSumsKnown(dir, nil); err != nil {
 		t.Fatal(err)
 	}
 }

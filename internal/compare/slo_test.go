@@ -31,7 +31,7 @@ func TestAttainmentGate(t *testing.T) {
 	expr := "tpot<=" + contract.FormatMS(tpot)
 	judged(t, a, expr)
 	judged(t, b, expr)
-	r := Compare(a, b, mustGates(t, "attainment<-2%", "naive:attainment<-10pp", "slo_goodput<-50%"))
+	r := compareSides(side{res: a}, side{res: b}, mustGates(t, "attainment<-2%", "naive:attainment<-10pp", "slo_goodput<-50%"))
 	tripped := strings.Join(r.Tripped(), "\n")
 	if !strings.Contains(tripped, "attainment<-2%: batching at 1 client: 100.0% → ") {
 		t.Errorf("the attainment gate did not trip on batching at 1 client: %q", tripped)
@@ -48,13 +48,13 @@ func TestAttainmentGate(t *testing.T) {
 
 func TestAttainmentGateWithoutObjectives(t *testing.T) {
 	a, b := pair(false)
-	r := Compare(a, b, mustGates(t, "attainment<-2%"))
+	r := compareSides(side{res: a}, side{res: b}, mustGates(t, "attainment<-2%"))
 	g := r.Gates[0]
 	if g.Evaluated != 0 || len(g.Skipped) == 0 || !strings.Contains(g.Skipped[0], "A and B has no attainment (no objectives, or no request)") {
 		t.Errorf("evaluated %d, skipped %q", g.Evaluated, g.Skipped)
 	}
 	judged(t, b, "ttft<=1s")
-	if r := Compare(a, b, nil); len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "SLO objectives differ: A none, B ttft<=1s at 0.95") {
+	if r := compareSides(side{res: a}, side{res: b}, nil); len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "SLO objectives differ: A none, B ttft<=1s at 0.95") {
 		t.Errorf("notes %q", r.Notes)
 	}
 }

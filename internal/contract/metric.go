@@ -1,7 +1,5 @@
 package contract
 
-import "slices"
-
 // Unit is the unit of a Metric's value.
 type Unit string
 
@@ -37,6 +35,7 @@ type Metric struct {
 // may test.
 func (m Metric) Latency() bool { return m.Unit == Seconds }
 
+// metrics is the metric table, in the order it is listed to people.
 var metrics = []Metric{
 	{Name: "goodput", Unit: TokensPerSecond, HigherIsBetter: true, Value: func(a Aggregate) *float64 { return a.Goodput.Median }},
 	{Name: "ttft_p50", Unit: Seconds, Value: func(a Aggregate) *float64 { return a.TTFT.P50 }},
@@ -68,9 +67,6 @@ var metrics = []Metric{
 		return a.SLO.RequestGoodput.Median
 	}},
 }
-
-// Metrics is the metric table, in the order it is listed to people.
-func Metrics() []Metric { return slices.Clone(metrics) }
 
 // AbsentReason says why an aggregate may have no value of the metric: "no
 // successful request" unless the metric says otherwise.

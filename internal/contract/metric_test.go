@@ -12,7 +12,7 @@ func TestMetricTable(t *testing.T) {
 		Failures: Failures{Count: 1, Total: 4, Rate: 0.25},
 		SLO:      &SLOAggregate{SLOStanding: SLOStanding{Attainment: &v, RequestGoodput: Spread{Median: &v}}},
 	}
-	for _, m := range Metrics() {
+	for _, m := range metrics {
 		got := m.Value(a)
 		if got == nil {
 			t.Errorf("%s: no value", m.Name)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/bundle/bundletest"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/rehearsal"
@@ -135,7 +136,7 @@ func TestCapacityExampleRuns(t *testing.T) {
 		part.Baseline = nil
 		parts = append([]*bundle.Results{&part}, parts...) // batching first: its wave ids move
 	}
-	merged, err := bundle.Merge(parts, []string{"batching", "serial"}, "")
+	merged, err := bundletest.Merge(t, parts, []string{"batching", "serial"}, bundle.MergeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestCapacityExampleRuns(t *testing.T) {
 	if len(merged.Capacity) != 2 || merged.Capacity[1].Server != "serial" || ptr(merged.Capacity[1].MinFail) != 2 {
 		t.Errorf("merged capacity %+v", merged.Capacity)
 	}
-	if _, err := bundle.Merge([]*bundle.Results{parts[0], parts[0]}, []string{"a", "b"}, ""); err == nil {
+	if _, err := bundletest.Merge(t, []*bundle.Results{parts[0], parts[0]}, []string{"a", "b"}, bundle.MergeOptions{}); err == nil {
 		t.Error("merge took the same part twice")
 	}
 

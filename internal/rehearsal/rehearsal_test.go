@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/bundle/bundletest"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/rehearsal"
@@ -122,7 +123,7 @@ func (r *run) do(t *testing.T, ctx context.Context) *rehearsal.Outcome {
 	if err := report.Write(r.dir, out.Results); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range bundle.Verify(r.dir) {
+	for _, p := range bundletest.Verify(r.dir) {
 		t.Errorf("verify: %s", p)
 	}
 	return out
@@ -206,7 +207,7 @@ func TestRunTwoSimulatedServers(t *testing.T) {
 		assertGone(t, r.pid(t, s.Name))
 	}
 	// No secret reaches any file of the bundle.
-	files, _ := bundle.Files(r.dir)
+	files, _ := bundletest.Files(r.dir)
 	for _, f := range append(files, bundle.SumsFile) {
 		text := readFile(t, filepath.Join(r.dir, f))
 		for _, secret := range []string{"hf_supersecretvalue", "sk-supersecretkey"} {
@@ -575,7 +576,7 @@ func TestDemoBundleVerifies(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("demo: %v\n%s\n%s", err, stdout.String(), stderr.String())
 	}
-	for _, p := range bundle.Verify(out) {
+	for _, p := range bundletest.Verify(out) {
 		t.Errorf("verify: %s", p)
 	}
 	res, err := bundle.ReadResults(out)
@@ -760,7 +761,7 @@ func runExample(t *testing.T, name string, edits ...string) *bundle.Results {
 	if b, err := exec.Command(rehearseExe, "run", "-q", "-f", file, "-o", out).CombinedOutput(); err != nil {
 		t.Fatalf("run %s: %v\n%s", name, err, b)
 	}
-	for _, p := range bundle.Verify(out) {
+	for _, p := range bundletest.Verify(out) {
 		t.Errorf("%s: verify: %s", name, p)
 	}
 	res, err := bundle.ReadResults(out)

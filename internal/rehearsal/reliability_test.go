@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/bundle/bundletest"
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/supervise"
 )
@@ -208,7 +209,7 @@ func reliabilityCase(t *testing.T, sig syscall.Signal) string {
 	} else if code != 130 {
 		t.Errorf("exit status %d, want 130; stderr:\n%s", code, strings.Join(all, "\n"))
 	}
-	for _, p := range bundle.Verify(out) {
+	for _, p := range bundletest.Verify(out) {
 		t.Errorf("verify: %s", p)
 	}
 	res, err := bundle.ReadResults(out)

@@ -112,11 +112,11 @@ func TestWriteBundle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, _ := bundle.HashFile(filepath.Join(dir, "naive.log"))
+	sum, _ := bundletest.HashFile(filepath.Join(dir, "naive.log"))
 	if !strings.Contains(string(readme), "| `naive.log` | complete log of server `naive` | `"+sum+"` |") {
 		t.Errorf("README's integrity table lacks naive.log's digest")
 	}
-	if probs := bundle.Verify(dir); len(probs) != 0 {
+	if probs := bundletest.Verify(dir); len(probs) != 0 {
 		t.Fatalf("written bundle does not verify: %v", probs)
 	}
 }
@@ -144,7 +144,7 @@ func TestWriteTwiceStillVerifies(t *testing.T) {
 		if err := Write(dir, res); err != nil {
 			t.Fatal(err)
 		}
-		if probs := bundle.Verify(dir); len(probs) != 0 {
+		if probs := bundletest.Verify(dir); len(probs) != 0 {
 			t.Fatalf("render %d: %v", i+1, probs)
 		}
 		res.Notes = append(res.Notes, "changed between renders")

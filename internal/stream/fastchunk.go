@@ -8,21 +8,16 @@ import (
 	"unsafe"
 )
 
-// parseChunkFast reads the common shapes of a chat.completion.chunk into c
-// without reflection. It returns false for anything it does not handle
-// with certainty (escaped or non-UTF-8 keys, duplicate or case-folded
-// field names, unexpected types, syntax errors), and the caller then falls
-// back to encoding/json, which defines the result: FuzzParseChunkFast checks
+// parseChunkInto reads the common shapes of a chat.completion.chunk into c
+// without reflection or allocation for a stream's common chunk: its
+// strings point into data instead of copies (so c is valid only while
+// data is unchanged), and the pointers to them are elements of *arena
+// (appended while it has capacity, new ones past it; reset by the caller
+// per chunk). It returns false for anything it does not handle with
+// certainty (escaped or non-UTF-8 keys, duplicate or case-folded field
+// names, unexpected types, syntax errors), and the caller then falls back
+// to encoding/json, which defines the result: FuzzParseChunkFast checks
 // that the two agree on every input the fast path accepts.
-func parseChunkFast(data []byte, c *chunk) bool {
-	return parseChunkInto(data, c, nil)
-}
-
-// parseChunkInto is parseChunkFast without allocation for a stream's
-// common chunk: its strings point into data instead of copies (so c is
-// valid only while data is unchanged), and the pointers to them are
-// elements of *arena (appended while it has capacity; reset by the caller
-// per chunk). With arena nil it copies, as parseChunkFast.
 func parseChunkInto(data []byte, c *chunk, arena *[]string) bool {
 	p := fastParser{data: data, arena: arena}
 	p.ws()
@@ -54,14 +49,14 @@ type fastParser struct {
 	data  []byte
 	i     int
 	depth int
-	// arena, when set, holds the strings read (see parseChunkInto).
+	// arena holds the strings read (see parseChunkInto).
 	arena *[]string
 }
 
 // str returns a pointer to s: an element of the arena while it has room,
 // else a new one.
 func (p *fastParser) str(s string) *string {
-	if a := p.arena; a != nil && len(*a) < cap(*a) {
+	if a := p.arena; len(*a) < cap(*a) {
 		*a = append(*a, s)
 		return &(*a)[len(*a)-1]
 	}
@@ -241,12 +236,8 @@ func (p *fastParser) stringValue(dst **string) bool {
 		if !utf8.Valid(raw) {
 			return false
 		}
-		if p.arena != nil {
-			// Zero-copy: the caller copies what it keeps.
-			s = unsafe.String(unsafe.SliceData(raw[1:]), len(raw)-2)
-		} else {
-			s = string(raw[1 : len(raw)-1])
-		}
+		// Zero-copy: the caller copies what it keeps.
+		s = unsafe.String(unsafe.SliceData(raw[1:]), len(raw)-2)
 	}
 	*dst = p.str(s)
 	return true

@@ -82,6 +82,13 @@ func TestParseChunkFastAgrees(t *testing.T) {
 	}
 }
 
+// parseChunkFast parses data as a stream's state.handle does: through
+// parseChunkInto, with an arena of the stream's size.
+func parseChunkFast(data []byte, c *chunk) bool {
+	arena := make([]string, 0, 8)
+	return parseChunkInto(data, c, &arena)
+}
+
 // checkFastChunk fails the test when the fast path accepts data and
 // disagrees with encoding/json, or accepts what encoding/json rejects.
 func checkFastChunk(t *testing.T, data []byte) bool {

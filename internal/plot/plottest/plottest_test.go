@@ -4,24 +4,24 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/bundle/bundletest"
 	"github.com/rehearse/rehearse/internal/contract"
 )
 
 func TestDefaultIsAValidSeedShapedBundle(t *testing.T) {
 	res := Results(Default())
-	data, err := bundle.Encode(res)
+	data, err := bundletest.Encode(res)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := bundle.Decode(data)
+	back, err := bundletest.Decode(data)
 	if err != nil {
-		t.Fatalf("synthetic results do not pass bundle.Decode: %v", err)
+		t.Fatalf("synthetic results do not read back (bundle.ReadResults): %v", err)
 	}
 	recomputed := *back
 	recomputed.Recompute()
-	a, _ := bundle.Encode(back)
-	b, _ := bundle.Encode(&recomputed)
+	a, _ := bundletest.Encode(back)
+	b, _ := bundletest.Encode(&recomputed)
 	if !bytes.Equal(a, b) {
 		t.Error("stored aggregates differ from the contract's recomputation")
 	}
@@ -71,14 +71,14 @@ func TestDefaultIsAValidSeedShapedBundle(t *testing.T) {
 }
 
 func TestSameOptionsSameResults(t *testing.T) {
-	a, _ := bundle.Encode(Results(Default()))
-	b, _ := bundle.Encode(Results(Default()))
+	a, _ := bundletest.Encode(Results(Default()))
+	b, _ := bundletest.Encode(Results(Default()))
 	if !bytes.Equal(a, b) {
 		t.Error("two builds with the same options differ")
 	}
 	o := Default()
 	o.Seed = 2
-	c, _ := bundle.Encode(Results(o))
+	c, _ := bundletest.Encode(Results(o))
 	if bytes.Equal(a, c) {
 		t.Error("another seed gives the same results")
 	}

@@ -115,6 +115,3 @@ func (c *PrefixCache) touch(blocks []uint64) {
 		}
 	}
 }
-
-// cachedBlocks is how many blocks the cache holds.
-func (c *PrefixCache) cachedBlocks() int { return c.lru.Len() }

@@ -71,8 +71,8 @@ func TestPrefixCacheMatchesAndEvictsLeastRecentlyUsed(t *testing.T) {
 	// recently used goes, the tail of x's chain (x2), not its head.
 	y := BlockHashes(seqIDs(500, 32))
 	c.insert(y)
-	if c.cachedBlocks() != 4 {
-		t.Fatalf("%d blocks cached, want the cap of 4", c.cachedBlocks())
+	if c.lru.Len() != 4 {
+		t.Fatalf("%d blocks cached, want the cap of 4", c.lru.Len())
 	}
 	if got := c.match(x, 100); got != 32 {
 		t.Errorf("after eviction: x matches %d tokens, want 32 (x2 evicted: a chain's tail goes first)", got)
