@@ -45,11 +45,3 @@ func (t *TrafficLengths) Add(r Record) {
 		t.Output = append(t.Output, float64(r.OutputTokens))
 	}
 }
-
-// PooledTrafficLengths returns the length populations behind the aggregate
-// of key k, pooled over the recorded repeats.
-func PooledTrafficLengths(waves []Wave, records []Record, k Key) TrafficLengths {
-	var t TrafficLengths
-	EachPooled(waves, records, k, t.Add)
-	return t
-}

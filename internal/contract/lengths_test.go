@@ -62,7 +62,7 @@ func TestTrafficLengths(t *testing.T) {
 	if got := *a.InputLength.P90; math.Abs(got-37) > 1e-12 {
 		t.Errorf("input p90 %v, want 37 (type 7 over 10 20 30 40)", got)
 	}
-	pooled := PooledTrafficLengths(waves, records, a.Key())
+	pooled := pooledTrafficLengths(waves, records, a.Key())
 	if len(pooled.Input) != 4 || len(pooled.Output) != 4 {
 		t.Errorf("pooled %+v: want the aggregate's populations", pooled)
 	}
@@ -78,4 +78,12 @@ func TestTrafficLengths(t *testing.T) {
 	if !strings.Contains(string(j), `"input_length_tok":{"n":0,"mean":null,"p50":null,"p90":null,"p99":null}`) {
 		t.Errorf("empty population JSON: %s", j)
 	}
+}
+
+// pooledTrafficLengths is the length populations behind the aggregate of
+// key k, pooled over the recorded repeats, as the report's figures pool them.
+func pooledTrafficLengths(waves []Wave, records []Record, k Key) TrafficLengths {
+	var t TrafficLengths
+	EachPooled(waves, records, k, t.Add)
+	return t
 }

@@ -317,17 +317,6 @@ func Margin(records []Record, o Objectives, alpha float64) (float64, bool) {
 // floating-point rounding.
 const limitSlackMS = 1e-6
 
-// Verdicts judges each record against o, in the order given. Callers pass
-// the records of one population (a probe, a wave): every record counts,
-// whatever its kind.
-func Verdicts(records []Record, o Objectives) []RequestVerdict {
-	out := make([]RequestVerdict, len(records))
-	for i, r := range records {
-		out[i] = Judge(r, o)
-	}
-	return out
-}
-
 // Attainment is the share of attempted requests that were good, with its
 // 95 % Wilson score interval.
 type Attainment struct {
@@ -395,7 +384,7 @@ func (t *attainer) attainment() Attainment {
 
 // AttainmentOf is the attainment of good requests out of n attempts, for a
 // caller that counted them itself (pooling probes, a test); its Missed is
-// empty.
+// empty. A test helper: the binary's attainments all come from Attain.
 func AttainmentOf(good, n int) Attainment {
 	a := Attainment{N: n, Good: good, Missed: map[string]int{}}
 	a.fill()

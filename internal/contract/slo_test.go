@@ -148,7 +148,7 @@ func TestAttainAndVerdict(t *testing.T) {
 	if got := Attain(nil, o); got.N != 0 || got.CILow != 0 || got.CIHigh != 1 || got.Verdict(0.5, 0) != VerdictUnresolved || got.Binding() != "" {
 		t.Errorf("Attain(nil) = %+v", got)
 	}
-	if v := Verdicts(recs[94:97], o); len(v) != 3 || !v[0].Good || v[1].Good || v[1].Missed[0] != ObjTTFT {
+	if v := verdicts(recs[94:97], o); len(v) != 3 || !v[0].Good || v[1].Good || v[1].Missed[0] != ObjTTFT {
 		t.Errorf("Verdicts = %+v", v)
 	}
 }
@@ -196,4 +196,12 @@ func TestCheckAttainmentTarget(t *testing.T) {
 	if err := CheckAttainmentTarget(0.95); err != nil {
 		t.Error(err)
 	}
+}
+
+func verdicts(records []Record, o Objectives) []RequestVerdict {
+	out := make([]RequestVerdict, len(records))
+	for i, r := range records {
+		out[i] = Judge(r, o)
+	}
+	return out
 }

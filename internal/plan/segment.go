@@ -25,9 +25,6 @@ func Share(s Segment, n int) []int {
 	return out
 }
 
-// Owns reports whether unit k belongs to worker s.
-func Owns(s Segment, k int) bool { return s.Whole() || k%s.Count == s.Index }
-
 // ShareCap is worker s's part of a cap c shared by the workers (an
 // open-loop max_concurrency): c split as evenly as whole numbers allow,
 // at least 1 for a positive cap; 0 (no cap) stays 0.

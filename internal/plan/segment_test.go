@@ -18,7 +18,7 @@ func TestShareSplitsEveryUnitOnce(t *testing.T) {
 					if k%count != i && count > 1 {
 						t.Fatalf("n=%d %d/%d: unit %d is not this worker's", n, i, count, k)
 					}
-					if !Owns(s, k) {
+					if !owns(s, k) {
 						t.Fatalf("n=%d %d/%d: Share gives %d, Owns says no", n, i, count, k)
 					}
 					seen[k]++
@@ -54,3 +54,6 @@ func TestShareCap(t *testing.T) {
 		t.Errorf("no cap stays no cap: %d", got)
 	}
 }
+
+// owns reports whether segment s owns unit k of a wave (k mod count = index).
+func owns(s Segment, k int) bool { return s.Whole() || k%s.Count == s.Index }

@@ -20,19 +20,6 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// Value returns the value of metric in a Prometheus text exposition: the
-// sum over its label sets (vLLM labels by model name) of the gauge, counter
-// or untyped value. A metric that is absent is an error naming it.
-//
-// Only the metric's own lines are handed to the parser (the others are
-// blanked, so line numbers in errors stay true): a vLLM page has dozens of
-// histogram families, and the mechanism check reads one gauge many times a
-// second.
-func Value(in io.Reader, metric string) (float64, error) {
-	sum, _, err := Labeled(in, metric)
-	return sum, err
-}
-
 // LabelValue is a metric's value for one label set; Labels is the set
 // written as in the exposition, sorted by name (`engine="0",model_name="m"`;
 // "" for none).
@@ -246,11 +233,6 @@ type Poller struct {
 
 	mu     sync.Mutex
 	series Series
-}
-
-// StartPoller begins polling at once and then every period.
-func StartPoller(ctx context.Context, s Scraper, period time.Duration) (*Poller, error) {
-	return StartGroupPoller(ctx, []Scraper{s}, period)
 }
 
 // StartGroupPoller polls every scraper (one per replica of a server) at

@@ -3,6 +3,7 @@ package promscrape
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -36,7 +37,7 @@ func TestValue(t *testing.T) {
 		{"vllm:num_requests_waiting", 0, `metric "vllm:num_requests_waiting" not exposed`},
 		{"vllm:time_to_first_token_seconds", 0, "is a HISTOGRAM, not a gauge or counter"},
 	} {
-		got, err := Value(strings.NewReader(page), c.metric)
+		got, err := value(strings.NewReader(page), c.metric)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%s: err = %v, want %q", c.metric, err, c.err)
@@ -47,13 +48,13 @@ func TestValue(t *testing.T) {
 			t.Errorf("%s = %v, %v; want %v", c.metric, got, err, c.want)
 		}
 	}
-	_, err := Value(strings.NewReader("other 1\nok{a=\"x\"} 1\nok{ 2\n"), "ok")
+	_, err := value(strings.NewReader("other 1\nok{a=\"x\"} 1\nok{ 2\n"), "ok")
 	if err == nil || !strings.Contains(err.Error(), "line 3") {
 		t.Errorf("malformed page: %v", err)
 	}
 	// Lines of other metrics are not the mechanism check's business, and
 	// a name that only starts like the metric's is another metric.
-	v, err := Value(strings.NewReader("broken{ 2\nok_total 5\n# TYPE ok gauge\nok 1\n"), "ok")
+	v, err := value(strings.NewReader("broken{ 2\nok_total 5\n# TYPE ok gauge\nok 1\n"), "ok")
 	if err != nil || v != 1 {
 		t.Errorf("got %v, %v; want 1", v, err)
 	}
@@ -71,7 +72,7 @@ func TestPollerSeriesOnTheMonotonicClock(t *testing.T) {
 	}))
 	defer srv.Close()
 	origin := time.Now()
-	p, err := StartPoller(context.Background(), Scraper{URL: srv.URL, Metric: "vllm:num_requests_running", Client: srv.Client()}, 10*time.Millisecond)
+	p, err := StartGroupPoller(context.Background(), []Scraper{{URL: srv.URL, Metric: "vllm:num_requests_running", Client: srv.Client()}}, 10*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func FuzzValue(f *testing.F) {
 	f.Add(page)
 	f.Add("x 1\n")
 	f.Fuzz(func(t *testing.T, text string) {
-		_, _ = Value(strings.NewReader(text), "vllm:num_requests_running")
+		_, _ = value(strings.NewReader(text), "vllm:num_requests_running")
 	})
 }
 
@@ -144,7 +145,7 @@ func BenchmarkValue(b *testing.B) {
 	text := page.String()
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
-		if _, err := Value(strings.NewReader(text), "vllm:num_requests_running"); err != nil {
+		if _, err := value(strings.NewReader(text), "vllm:num_requests_running"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -161,10 +162,10 @@ func TestPollerDropsNonFiniteValues(t *testing.T) {
 		fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running %s\n", v)
 	}))
 	defer srv.Close()
-	if v, err := Value(strings.NewReader("m NaN\n"), "m"); err != nil || !math.IsNaN(v) {
+	if v, err := value(strings.NewReader("m NaN\n"), "m"); err != nil || !math.IsNaN(v) {
 		t.Fatalf("Value(NaN) = %v, %v: the parser is expected to pass NaN through", v, err)
 	}
-	p, err := StartPoller(context.Background(), Scraper{URL: srv.URL, Metric: "vllm:num_requests_running", Client: srv.Client()}, time.Millisecond)
+	p, err := StartGroupPoller(context.Background(), []Scraper{{URL: srv.URL, Metric: "vllm:num_requests_running", Client: srv.Client()}}, time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,4 +190,11 @@ func TestPollerDropsNonFiniteValues(t *testing.T) {
 	if m := s.Max(); m == nil || *m != 5 {
 		t.Errorf("max = %v, want 5", m)
 	}
+}
+
+// value is the metric's value summed over its label sets, as Labeled
+// gives it.
+func value(in io.Reader, metric string) (float64, error) {
+	sum, _, err := Labeled(in, metric)
+	return sum, err
 }

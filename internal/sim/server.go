@@ -284,7 +284,8 @@ func (opts *Options) prefixCache(kv int) (*engine.PrefixCache, engine.Encoder, e
 }
 
 // Handler serves /v1/chat/completions, /v1/completions, /v1/models, /health
-// and /metrics.
+// and /metrics. A test helper (tests serve it with httptest); the binary
+// serves the same mux through HTTPServer.
 func (s *Server) Handler() http.Handler { return s.mux }
 
 // HTTPServer returns an http.Server for Handler that closes idle

@@ -47,7 +47,8 @@ func Parse(data []byte) (*Tokenizer, error) {
 	return parse(data, nil)
 }
 
-// Load reads and parses a tokenizer.json; errors name the file.
+// Load reads and parses a tokenizer.json; errors name the file. A test
+// helper: the binary finds and opens a tokenizer through Resolve.
 func Load(path string) (*Tokenizer, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {

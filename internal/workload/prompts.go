@@ -25,6 +25,7 @@ var builtin = []string{
 // BuiltinPrompts returns the eight default prompts: explanation, code,
 // summary, arithmetic reasoning, correspondence, translation, comparison and
 // fiction, so that output lengths and token mixes vary as real traffic does.
+// A test helper: the binary resolves them as the builtin source.
 func BuiltinPrompts() []string { return append([]string(nil), builtin...) }
 
 // PromptIndex is the prompt request (or client) i of a wave sends, of n

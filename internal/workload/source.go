@@ -154,8 +154,9 @@ func (s Set) Messages() [][]Message {
 	return out
 }
 
-// Texts is a Set of the given prompts under the inline source, for callers
-// (and tests) that hold the prompts already.
+// Texts is a Set of the given prompts under the inline source. A test
+// helper, for tests that hold the prompts already: the binary resolves
+// prompts through a Spec.
 func Texts(prompts ...string) Set {
 	set, _ := resolveInline(Spec{Inline: prompts}, Env{})
 	return set

@@ -155,7 +155,8 @@ func BuiltinProfile(name string) (*Profile, error) {
 }
 
 // BuiltinDerivation returns the markdown derivation written beside a
-// built-in profile.
+// built-in profile. A test helper: the tests hold each built-in profile to
+// the figures its derivation states.
 func BuiltinDerivation(name string) (string, error) {
 	data, err := profiles.FS.ReadFile(name + ".md")
 	if err != nil {
