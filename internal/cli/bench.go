@@ -19,9 +19,9 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/endpoint"
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/report"
-	"github.com/rehearse/rehearse/internal/stream"
 	"github.com/rehearse/rehearse/internal/tokenizer"
 	"github.com/rehearse/rehearse/internal/workload"
 )
@@ -383,13 +383,13 @@ func (o *benchOptions) validate() error {
 	if err := o.dataset.validate(o.promptsPath); err != nil {
 		return err
 	}
-	if stream.IsCompletions(o.endpoint) {
+	if endpoint.IsCompletions(o.endpoint) {
 		// The completions API takes one prompt: no history, no messages.
 		switch {
 		case o.dataset.multiTurn:
-			return usageError("--multi-turn needs the chat API, and --endpoint %s is the completions API: use --backend openai-chat (or --endpoint %s)", o.endpoint, stream.DefaultEndpoint)
+			return usageError("--multi-turn needs the chat API, and --endpoint %s is the completions API: use --backend openai-chat (or --endpoint %s)", o.endpoint, endpoint.Default)
 		case o.dataset.name == datasetChat:
-			return usageError("--dataset-name chat sends chat messages, and --endpoint %s is the completions API: use --backend openai-chat (or --endpoint %s)", o.endpoint, stream.DefaultEndpoint)
+			return usageError("--dataset-name chat sends chat messages, and --endpoint %s is the completions API: use --backend openai-chat (or --endpoint %s)", o.endpoint, endpoint.Default)
 		}
 	}
 	if err := o.slo.apply(&config.Rehearsal{}); err != nil {
@@ -619,7 +619,7 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 		}
 		extra["ignore_eos"] = true
 	}
-	extra = o.vllm.sampling(extra, stream.IsCompletions(o.endpoint))
+	extra = o.vllm.sampling(extra, endpoint.IsCompletions(o.endpoint))
 	tok, err := o.tokenizerConfig()
 	if err != nil {
 		return nil, nil, err

@@ -15,8 +15,8 @@ import (
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/endpoint"
 	"github.com/rehearse/rehearse/internal/rehearsal"
-	"github.com/rehearse/rehearse/internal/stream"
 )
 
 // The flags of `vllm bench serve` that bench takes with vLLM's meaning,
@@ -357,15 +357,15 @@ func (o *benchOptions) applyBackend() error {
 		return usageError("%s %q: want openai or vllm (the completions API) or openai-chat (chat completions)", flag, backend)
 	}
 	if !v.changed["endpoint"] {
-		o.endpoint = stream.DefaultEndpoint
+		o.endpoint = endpoint.Default
 		if completions {
-			o.endpoint = stream.CompletionsEndpoint
+			o.endpoint = endpoint.Completions
 		}
 		return nil
 	}
-	if stream.IsCompletions(o.endpoint) != completions {
+	if endpoint.IsCompletions(o.endpoint) != completions {
 		return usageError("%s %s sends the %s API, and --endpoint %s is a %s path: use %s", flag, backend,
-			map[bool]string{true: "completions", false: "chat"}[completions], o.endpoint, stream.API(o.endpoint),
+			map[bool]string{true: "completions", false: "chat"}[completions], o.endpoint, endpoint.API(o.endpoint),
 			map[bool]string{true: "--backend openai-chat for chat, or --endpoint /v1/completions", false: "--backend openai for completions, or --endpoint /v1/chat/completions"}[completions])
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/rehearse/rehearse/internal/endpoint"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
@@ -486,7 +487,7 @@ const (
 	DefaultRepeats      = 3
 	DefaultMaxTokens    = 128
 	DefaultTimeout      = 60 * time.Second
-	DefaultEndpoint     = "/v1/chat/completions"
+	DefaultEndpoint     = endpoint.Default
 	DefaultReadyPath    = "/health"
 	DefaultReadyTimeout = 10 * time.Minute
 	// DefaultRunningReadyTimeout is the readiness timeout of a server

@@ -16,7 +16,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
-	"github.com/rehearse/rehearse/internal/stream"
+	"github.com/rehearse/rehearse/internal/endpoint"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
@@ -712,7 +712,7 @@ func (r *Rehearsal) validateWorkload(names map[string]int, p *Problems) {
 	if !strings.HasPrefix(w.Endpoint, "/") {
 		p.add("workload.endpoint", "%q must start with /", w.Endpoint)
 	}
-	if stream.IsCompletions(w.Endpoint) {
+	if endpoint.IsCompletions(w.Endpoint) {
 		// The completions API takes one prompt: no history, no messages.
 		if w.Sessions != nil {
 			p.add("workload.sessions", "multi-turn sessions need the chat API, and workload.endpoint %q is the completions API (use %s)", w.Endpoint, DefaultEndpoint)

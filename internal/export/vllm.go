@@ -11,7 +11,7 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
-	"github.com/rehearse/rehearse/internal/stream"
+	"github.com/rehearse/rehearse/internal/endpoint"
 )
 
 // The vllm format follows the result dict of vLLM's
@@ -135,8 +135,8 @@ func pyFloat(f float64) string {
 
 // vllmBackend is vLLM's --backend of an endpoint path: openai (completions)
 // or openai-chat.
-func vllmBackend(endpoint string) string {
-	if stream.IsCompletions(endpoint) {
+func vllmBackend(ep string) string {
+	if endpoint.IsCompletions(ep) {
 		return "openai"
 	}
 	return "openai-chat"

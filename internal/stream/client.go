@@ -19,36 +19,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/endpoint"
 )
-
-// DefaultEndpoint is the chat-completions path appended to a base URL.
-const DefaultEndpoint = "/v1/chat/completions"
-
-// CompletionsEndpoint is the path of the (legacy) completions API, which
-// takes a prompt and streams choices[0].text.
-const CompletionsEndpoint = "/v1/completions"
-
-// IsCompletions reports whether endpoint is the completions API rather than
-// chat completions: a path ending in /completions that is not
-// /chat/completions (vLLM's own rule for its openai and openai-chat
-// backends). Every other path is sent chat bodies.
-func IsCompletions(endpoint string) bool {
-	p := strings.TrimRight(endpoint, "/")
-	return strings.HasSuffix(p, "/completions") && !strings.HasSuffix(p, "/chat/completions")
-}
-
-// API names the request body an endpoint is sent: "completions" or "chat".
-func API(endpoint string) string {
-	if IsCompletions(endpoint) {
-		return "completions"
-	}
-	return "chat"
-}
 
 // Request is one streaming chat completion: the prompt is sent as one user
 // message with temperature and max_tokens, stream on, and ExtraBody merged
 // into the top level of the JSON body last (so it may set ignore_eos,
-// min_tokens, …). To a completions endpoint (IsCompletions) the prompt is
+// min_tokens, …). To a completions endpoint (endpoint.IsCompletions) the prompt is
 // sent as the body's "prompt" instead, and Messages are refused.
 type Request struct {
 	BaseURL, Endpoint, Model, APIKey, Prompt string
@@ -146,17 +123,17 @@ func Prepare(req Request) (*Prepared, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("base URL %q: want an absolute http:// or https:// URL", req.BaseURL)
 	}
-	endpoint := req.Endpoint
-	if endpoint == "" {
-		endpoint = DefaultEndpoint
+	ep := req.Endpoint
+	if ep == "" {
+		ep = endpoint.Default
 	}
-	if !strings.HasPrefix(endpoint, "/") {
-		return nil, fmt.Errorf("endpoint %q: want a path starting with /", endpoint)
+	if !strings.HasPrefix(ep, "/") {
+		return nil, fmt.Errorf("endpoint %q: want a path starting with /", ep)
 	}
 	body := bodyFields(req)
-	if IsCompletions(endpoint) {
+	if endpoint.IsCompletions(ep) {
 		if req.Messages != nil {
-			return nil, fmt.Errorf("endpoint %s is the completions API, which takes one prompt: chat messages need a chat endpoint such as %s", endpoint, DefaultEndpoint)
+			return nil, fmt.Errorf("endpoint %s is the completions API, which takes one prompt: chat messages need a chat endpoint such as %s", ep, endpoint.Default)
 		}
 		body["prompt"] = req.Prompt
 	} else {
@@ -171,7 +148,7 @@ func Prepare(req Request) (*Prepared, error) {
 		return nil, fmt.Errorf("request body: %v", err)
 	}
 	p := &Prepared{
-		url:     strings.TrimRight(req.BaseURL, "/") + endpoint,
+		url:     strings.TrimRight(req.BaseURL, "/") + ep,
 		body:    data,
 		apiKey:  req.APIKey,
 		timeout: req.Timeout,

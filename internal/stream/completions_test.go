@@ -11,17 +11,6 @@ import (
 	"time"
 )
 
-func TestIsCompletions(t *testing.T) {
-	for ep, want := range map[string]bool{
-		"/v1/completions": true, "/v1/completions/": true, "/openai/v1/completions": true,
-		"/v1/chat/completions": false, "/v1/chat/completions/": false, "/generate": false, "/v1/responses": false,
-	} {
-		if got := IsCompletions(ep); got != want {
-			t.Errorf("IsCompletions(%q) = %v, want %v", ep, got, want)
-		}
-	}
-}
-
 // To /v1/completions the prompt goes as "prompt", with the same
 // max_tokens, stream, stream_options and extra body as a chat request, and
 // no messages.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/endpoint"
 )
 
 // scriptConn is a connection whose reads return the given pieces, one per
@@ -137,7 +138,7 @@ func TestH1EveryBoundary(t *testing.T) {
 			t.Fatalf("the request written is not HTTP: %v\n%s", err, conn.written.String())
 		}
 		body, _ := io.ReadAll(req.Body)
-		if req.Method != "POST" || req.URL.Path != DefaultEndpoint || req.Host != "example.test:8000" ||
+		if req.Method != "POST" || req.URL.Path != endpoint.Default || req.Host != "example.test:8000" ||
 			req.Header.Get("Content-Type") != "application/json" || req.Header.Get("Accept") != "text/event-stream" ||
 			!strings.Contains(string(body), `"stream":true`) {
 			t.Fatalf("request %s %s host %q headers %v body %s", req.Method, req.URL, req.Host, req.Header, body)

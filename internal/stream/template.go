@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/rehearse/rehearse/internal/endpoint"
 )
 
 // Template builds the requests of a multi-turn session at send time, when
@@ -25,8 +27,8 @@ type Template struct {
 // NewTemplate validates req as Prepare does and keeps all of it but its
 // prompt, messages and max_tokens.
 func NewTemplate(req Request) (*Template, error) {
-	if IsCompletions(req.Endpoint) {
-		return nil, fmt.Errorf("endpoint %s is the completions API: multi-turn sessions need a chat endpoint such as %s", req.Endpoint, DefaultEndpoint)
+	if endpoint.IsCompletions(req.Endpoint) {
+		return nil, fmt.Errorf("endpoint %s is the completions API: multi-turn sessions need a chat endpoint such as %s", req.Endpoint, endpoint.Default)
 	}
 	probe := req
 	probe.Messages, probe.Prompt, probe.MaxTokens = nil, "", 0

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rehearse/rehearse/internal/endpoint"
 	"github.com/rehearse/rehearse/internal/stream"
 )
 
@@ -350,7 +351,7 @@ func modelListed(pr Probe, data []byte) error {
 // an endpoint/API mismatch, said as such.
 func tinyRequest(ctx context.Context, client *http.Client, pr Probe) error {
 	body := map[string]any{"model": pr.Model, "max_tokens": 1, "temperature": 0, "stream": false}
-	completions := stream.IsCompletions(pr.Endpoint)
+	completions := endpoint.IsCompletions(pr.Endpoint)
 	if completions {
 		body["prompt"] = "Hi"
 	} else {
@@ -384,19 +385,19 @@ func tinyRequest(ctx context.Context, client *http.Client, pr Probe) error {
 		}
 		return err
 	}
-	if shape := answerShape(msg); shape != "" && shape != stream.API(pr.Endpoint) {
-		return &fatalProbe{fmt.Errorf("the answer is a %s response, not a %s one; %s", shape, stream.API(pr.Endpoint), apiMismatch(pr.Endpoint, completions))}
+	if shape := answerShape(msg); shape != "" && shape != endpoint.API(pr.Endpoint) {
+		return &fatalProbe{fmt.Errorf("the answer is a %s response, not a %s one; %s", shape, endpoint.API(pr.Endpoint), apiMismatch(pr.Endpoint, completions))}
 	}
 	return nil
 }
 
-// apiMismatch says which API the workload sends to endpoint and what to
+// apiMismatch says which API the workload sends to ep and what to
 // use for the other one.
-func apiMismatch(endpoint string, completions bool) string {
+func apiMismatch(ep string, completions bool) string {
 	if completions {
-		return fmt.Sprintf("the workload sends the completions API (prompt) to %s (--backend openai or an endpoint ending in /completions): does the server serve it there? For chat use --backend openai-chat / endpoint %s", endpoint, stream.DefaultEndpoint)
+		return fmt.Sprintf("the workload sends the completions API (prompt) to %s (--backend openai or an ep ending in /completions): does the server serve it there? For chat use --backend openai-chat / ep %s", ep, endpoint.Default)
 	}
-	return fmt.Sprintf("the workload sends the chat API (messages) to %s (--backend openai-chat or any endpoint not ending in /completions): does the server serve it there? For a completions server use --backend openai / endpoint %s", endpoint, stream.CompletionsEndpoint)
+	return fmt.Sprintf("the workload sends the chat API (messages) to %s (--backend openai-chat or any ep not ending in /completions): does the server serve it there? For a completions server use --backend openai / ep %s", ep, endpoint.Completions)
 }
 
 // mentionsOtherAPI reports whether a 400's body complains about the field

@@ -1,0 +1,31 @@
+// Package endpoint is the vocabulary of which API an OpenAI-compatible
+// endpoint speaks: its default paths, and which request body a path is
+// sent. The client (package stream), the config's checks, readiness and
+// the exports all ask it, so none of them need the HTTP client to know.
+package endpoint
+
+import "strings"
+
+// Default is the chat-completions path appended to a base URL.
+const Default = "/v1/chat/completions"
+
+// Completions is the path of the (legacy) completions API, which takes a
+// prompt and streams choices[0].text.
+const Completions = "/v1/completions"
+
+// IsCompletions reports whether endpoint is the completions API rather than
+// chat completions: a path ending in /completions that is not
+// /chat/completions (vLLM's own rule for its openai and openai-chat
+// backends). Every other path is sent chat bodies.
+func IsCompletions(endpoint string) bool {
+	p := strings.TrimRight(endpoint, "/")
+	return strings.HasSuffix(p, "/completions") && !strings.HasSuffix(p, "/chat/completions")
+}
+
+// API names the request body an endpoint is sent: "completions" or "chat".
+func API(endpoint string) string {
+	if IsCompletions(endpoint) {
+		return "completions"
+	}
+	return "chat"
+}
