@@ -12,6 +12,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/rehearse/rehearse/internal/endpoint"
+	"github.com/rehearse/rehearse/internal/secret"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
@@ -539,9 +540,6 @@ var (
 	envNameRE     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
-// Redacted is written in place of a secret.
-const Redacted = "[redacted]"
-
 // Argv returns the launch argv with placeholders substituted: {port} the
 // chosen port, {rehearse} the rehearse executable, {config_dir} the folder
 // of the rehearsal file, {model}, {revision} and {dtype} from model,
@@ -633,7 +631,7 @@ func RedactURL(s string) string {
 	if !strings.Contains(s, "@") {
 		return s
 	}
-	return urlUserinfoRE.ReplaceAllString(s, "${1}"+Redacted+"@")
+	return urlUserinfoRE.ReplaceAllString(s, "${1}"+secret.Redacted+"@")
 }
 
 // secretEnv reports whether the variable name (of env, with apiKeyEnv
@@ -651,7 +649,7 @@ func RedactEnv(env map[string]string, apiKeyEnv string) map[string]string {
 	out := make(map[string]string, len(env))
 	for k, v := range env {
 		if secretEnv(k, apiKeyEnv) {
-			v = Redacted
+			v = secret.Redacted
 		}
 		out[k] = v
 	}

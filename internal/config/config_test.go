@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rehearse/rehearse/internal/secret"
 )
 
 const seedYAML = `
@@ -191,8 +193,8 @@ func TestRedaction(t *testing.T) {
 	}
 	got := RedactEnv(env, "CUSTOM")
 	want := map[string]string{
-		"HF_TOKEN": Redacted, "OPENAI_API_KEY": Redacted, "DB_PASSWORD": Redacted, "MY_AUTH_HEADER": Redacted,
-		"SERVICE_CREDENTIALS": Redacted, "CUSTOM": Redacted, "CUDA_VISIBLE_DEVICES": "0",
+		"HF_TOKEN": secret.Redacted, "OPENAI_API_KEY": secret.Redacted, "DB_PASSWORD": secret.Redacted, "MY_AUTH_HEADER": secret.Redacted,
+		"SERVICE_CREDENTIALS": secret.Redacted, "CUSTOM": secret.Redacted, "CUDA_VISIBLE_DEVICES": "0",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("RedactEnv = %v, want %v", got, want)
@@ -201,7 +203,7 @@ func TestRedaction(t *testing.T) {
 		t.Error("RedactEnv modified its input")
 	}
 	argv := RedactArgv([]string{"vllm", "serve", "m", "--api-key", "sk-1", "--hf-token=hf_x", "--port", "8000"})
-	wantArgv := []string{"vllm", "serve", "m", "--api-key", Redacted, "--hf-token=" + Redacted, "--port", "8000"}
+	wantArgv := []string{"vllm", "serve", "m", "--api-key", secret.Redacted, "--hf-token=" + secret.Redacted, "--port", "8000"}
 	if !slices.Equal(argv, wantArgv) {
 		t.Errorf("RedactArgv = %q", argv)
 	}
@@ -240,7 +242,7 @@ func TestIsSecretName(t *testing.T) {
 		}
 	}
 	got := RedactArgv([]string{"serve", "--tokenizer-file", "/tmp/t.json", "--api-key", "sk-1", "--hf-token=hf_x"})
-	want := []string{"serve", "--tokenizer-file", "/tmp/t.json", "--api-key", Redacted, "--hf-token=" + Redacted}
+	want := []string{"serve", "--tokenizer-file", "/tmp/t.json", "--api-key", secret.Redacted, "--hf-token=" + secret.Redacted}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("RedactArgv = %q, want %q", got, want)
 	}
@@ -315,7 +317,7 @@ func TestSecretValues(t *testing.T) {
 	}
 	for _, v := range got {
 		for k, ev := range RedactEnv(env, "CUSTOM") {
-			if env[k] == v && ev != Redacted {
+			if env[k] == v && ev != secret.Redacted {
 				t.Errorf("%s=%s is scrubbed but not redacted", k, v)
 			}
 		}

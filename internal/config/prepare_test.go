@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rehearse/rehearse/internal/secret"
 )
 
 // TestReplicaLaunchSubstitutesEverywhere: placeholders are substituted in
@@ -36,7 +38,7 @@ func TestReplicaLaunchSubstitutesEverywhere(t *testing.T) {
 		!slices.Equal(l.Prepare[1], []string{"/bin/rh", "tokens", "--api-key", "sk-secret"}) {
 		t.Errorf("prepare %q", l.Prepare)
 	}
-	if got := l.ShownPrepare[1]; !slices.Equal(got, []string{"rehearse", "tokens", "--api-key", Redacted}) {
+	if got := l.ShownPrepare[1]; !slices.Equal(got, []string{"rehearse", "tokens", "--api-key", secret.Redacted}) {
 		t.Errorf("shown prepare %q", got)
 	}
 	plain, err := parseServer(t, `  - {name: s, launch: [srv, "{port}"], env: {A: "b"}}`)

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/rehearse/rehearse/internal/secret"
 )
 
 // secretSpan is a secret value inside an argv item: bytes [start, end) of
@@ -119,7 +121,7 @@ func addSpan(argv []string, w argWord, out *[]secretSpan) {
 }
 
 // redactSpans replaces each span's bytes in out (argv's copy) with
-// Redacted.
+// secret.Redacted.
 func redactSpans(out []string, spans []secretSpan) {
 	sort.SliceStable(spans, func(i, j int) bool {
 		if spans[i].item != spans[j].item {
@@ -129,7 +131,7 @@ func redactSpans(out []string, spans []secretSpan) {
 	})
 	for _, s := range spans {
 		a := out[s.item]
-		out[s.item] = a[:s.start] + Redacted + a[s.end:]
+		out[s.item] = a[:s.start] + secret.Redacted + a[s.end:]
 	}
 }
 

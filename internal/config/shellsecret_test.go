@@ -3,6 +3,8 @@ package config
 import (
 	"slices"
 	"testing"
+
+	"github.com/rehearse/rehearse/internal/secret"
 )
 
 // TestSecretsInsideAShellString: a launch that goes through a shell
@@ -10,7 +12,7 @@ import (
 // values are redacted in the shown argv, quotes kept, and handed to the
 // scrubbers as the process sees them.
 func TestSecretsInsideAShellString(t *testing.T) {
-	const r = Redacted
+	const r = secret.Redacted
 	for _, c := range []struct {
 		name   string
 		argv   []string
@@ -61,7 +63,7 @@ func FuzzShellSecrets(f *testing.F) {
 	f.Fuzz(func(t *testing.T, script string) {
 		argv := []string{"sh", "-c", script, "--api-key", "sk-tail"}
 		shown := RedactArgv(argv)
-		if len(shown) != len(argv) || shown[4] != Redacted {
+		if len(shown) != len(argv) || shown[4] != secret.Redacted {
 			t.Fatalf("RedactArgv(%q) = %q", argv, shown)
 		}
 		_ = SecretValues(nil, "", argv)

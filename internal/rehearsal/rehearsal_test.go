@@ -22,6 +22,7 @@ import (
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/report"
+	"github.com/rehearse/rehearse/internal/secret"
 	"github.com/rehearse/rehearse/internal/supervise"
 	"github.com/rehearse/rehearse/internal/tokenizer"
 	"github.com/rehearse/rehearse/internal/workload"
@@ -201,7 +202,7 @@ func TestRunTwoSimulatedServers(t *testing.T) {
 		if !strings.Contains(log, "listening on 127.0.0.1:") || !strings.Contains(log, "(deliberate stop; lines below are shutdown)") {
 			t.Errorf("%s.log lacks the server's lines or the marker:\n%s", s.Name, log)
 		}
-		if s.Env["HF_TOKEN"] != config.Redacted {
+		if s.Env["HF_TOKEN"] != secret.Redacted {
 			t.Errorf("%s env not redacted: %v", s.Name, s.Env)
 		}
 		assertGone(t, r.pid(t, s.Name))
@@ -661,9 +662,9 @@ mechanism_check: ~
 	}
 	log = markerLine.ReplaceAllString(log, "")
 	for _, want := range []string{
-		"PLAIN_SETTING=plain-visible-value", "HF_TOKEN=" + config.Redacted, "TEST_SCRUB_API_KEY=" + config.Redacted,
-		"INHERITED_TOKEN=" + config.Redacted, "--api-key " + config.Redacted + " --hf-token=" + config.Redacted,
-		"split: " + config.Redacted + " end\n", "listening on 127.0.0.1:",
+		"PLAIN_SETTING=plain-visible-value", "HF_TOKEN=" + secret.Redacted, "TEST_SCRUB_API_KEY=" + secret.Redacted,
+		"INHERITED_TOKEN=" + secret.Redacted, "--api-key " + secret.Redacted + " --hf-token=" + secret.Redacted,
+		"split: " + secret.Redacted + " end\n", "listening on 127.0.0.1:",
 	} {
 		if !strings.Contains(log, want) {
 			t.Errorf("chatty.log lacks %q:\n%s", want, log)

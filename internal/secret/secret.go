@@ -2,9 +2,11 @@ package secret
 
 import (
 	"sort"
-
-	"github.com/rehearse/rehearse/internal/config"
 )
+
+// Redacted is written in place of a secret: in records, server logs,
+// argv and environments shown in a bundle.
+const Redacted = "[redacted]"
 
 // MinLen is the shortest secret scrubbed: a shorter value ("1", "abc") is
 // everywhere in a log or a reply, and replacing it would garble every line
@@ -99,7 +101,7 @@ func New(values ...string) *Set {
 	return &Set{m: NewMatcher(v)}
 }
 
-// Scrub returns s with every secret replaced by config.Redacted, in one
+// Scrub returns s with every secret replaced by Redacted, in one
 // pass, and whether it replaced any. As at the end of a log, a tail of s
 // that begins a secret (MinLen bytes of it or more: a reply cut short in
 // the middle of one) is replaced too.
@@ -123,7 +125,7 @@ func (set *Set) Scrub(s string) (string, bool) {
 			continue
 		}
 		out = append(out, s[start:i]...)
-		out = append(out, config.Redacted...)
+		out = append(out, Redacted...)
 		i += n
 		start = i
 	}

@@ -3,11 +3,9 @@ package secret
 import (
 	"strings"
 	"testing"
-
-	"github.com/rehearse/rehearse/internal/config"
 )
 
-const r = config.Redacted
+const r = Redacted
 
 func TestScrub(t *testing.T) {
 	set := New("sk-apikey1", "sk-apikey12345", "hf_tok", "abc", "", "sk-apikey1")

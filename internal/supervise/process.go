@@ -45,7 +45,7 @@ type Spec struct {
 	// Keeper is the rehearse executable run as the server's keeper
 	// (default: this program, which must call KeeperMain first thing).
 	Keeper string
-	// Secrets are replaced by config.Redacted wherever the server writes
+	// Secrets are replaced by secret.Redacted wherever the server writes
 	// them into its log (values shorter than MinSecretLen are left). They
 	// stay in this process's memory.
 	Secrets []string

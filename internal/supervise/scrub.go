@@ -9,7 +9,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/secret"
 )
 
@@ -18,7 +17,7 @@ import (
 const MinSecretLen = secret.MinLen
 
 // scrubber replaces every occurrence of its secrets in a byte stream with
-// config.Redacted (finding them with a secret.Matcher, as records' text is
+// secret.Redacted (finding them with a secret.Matcher, as records' text is
 // scrubbed), holding back a tail that could be the start of one until
 // the next bytes say whether it is: a secret split across two writes is
 // still caught. One more pattern, the barrier, stands for a marker line:
@@ -124,7 +123,7 @@ func (s *scrubber) scan(dst, buf []byte, marks []int, marker func() []byte, fina
 			continue
 		}
 		dst = append(dst, buf[start:i]...)
-		dst = append(dst, config.Redacted...)
+		dst = append(dst, secret.Redacted...)
 		i += n
 		start = i
 	}

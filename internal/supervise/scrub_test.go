@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/secret"
 )
 
 var testBarrier = []byte("\x00barrier\x00")
@@ -28,7 +28,7 @@ func scrubInPieces(secrets []string, text string, cuts ...int) string {
 func TestScrubberAtEverySplit(t *testing.T) {
 	secrets := []string{"hf_abcdef", "hf_abc1234567", "sk-key"}
 	text := "HF_TOKEN=hf_abcdef\nOTHER=hf_abc1234567 key=sk-key; hf_ab is not one, sk-ke neither\x00barrier\x00after"
-	want := "HF_TOKEN=" + config.Redacted + "\nOTHER=" + config.Redacted + " key=" + config.Redacted + "; hf_ab is not one, sk-ke neither<MARK>after"
+	want := "HF_TOKEN=" + secret.Redacted + "\nOTHER=" + secret.Redacted + " key=" + secret.Redacted + "; hf_ab is not one, sk-ke neither<MARK>after"
 	for i := 0; i <= len(text); i++ {
 		for j := i; j <= len(text); j++ {
 			if got := scrubInPieces(secrets, text, i, j); got != want {
@@ -53,7 +53,7 @@ func TestScrubberAtEverySplit(t *testing.T) {
 func TestScrubberSecretAcrossAMarker(t *testing.T) {
 	secrets := []string{"hf_envsecret1"}
 	text := "split: hf_env\x00barrier\x00secret1 end\nnext \x00barrier\x00line\n"
-	want := "split: " + config.Redacted + "<MARK> end\nnext <MARK>line\n"
+	want := "split: " + secret.Redacted + "<MARK> end\nnext <MARK>line\n"
 	for i := 0; i <= len(text); i++ {
 		for j := i; j <= len(text); j++ {
 			if got := scrubInPieces(secrets, text, i, j); got != want {
@@ -67,7 +67,7 @@ func TestScrubberEndOfStream(t *testing.T) {
 	secrets := []string{"hf_abcdef"}
 	// A tail that is the start of a secret, long enough to tell, is
 	// redacted at the end; a short one is kept.
-	if got := scrubInPieces(secrets, "x hf_abcd"); got != "x "+config.Redacted {
+	if got := scrubInPieces(secrets, "x hf_abcd"); got != "x "+secret.Redacted {
 		t.Errorf("long tail: %q", got)
 	}
 	if got := scrubInPieces(secrets, "x hf_"); got != "x hf_" {
@@ -92,7 +92,7 @@ func FuzzScrubber(f *testing.F) {
 			t.Fatalf("cut output %q differs from whole %q", cut, whole)
 		}
 		for _, s := range secrets {
-			if len(s) >= MinSecretLen && strings.Contains(strings.ReplaceAll(whole, config.Redacted, "\x00"), s) {
+			if len(s) >= MinSecretLen && strings.Contains(strings.ReplaceAll(whole, secret.Redacted, "\x00"), s) {
 				t.Fatalf("secret %q survives in %q", s, whole)
 			}
 		}
@@ -115,7 +115,7 @@ func TestMarkerKeepsItsPlace(t *testing.T) {
 	for i := range 200 {
 		line := strings.Repeat("x", i) + " hf_secretvalue\n"
 		l.w.Write([]byte(line))
-		want.WriteString(strings.Repeat("x", i) + " " + config.Redacted + "\n")
+		want.WriteString(strings.Repeat("x", i) + " " + secret.Redacted + "\n")
 		if i%50 == 0 {
 			l.mark("==> mark\n")
 			want.WriteString("==> mark\n")
