@@ -2,25 +2,22 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
-	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/sim/engine"
 	"github.com/rehearse/rehearse/internal/sim/fit"
-	"github.com/rehearse/rehearse/internal/tokenizer"
 )
 
 type simValidateOptions struct {
@@ -177,7 +174,7 @@ func runSimValidate(cmd *cobra.Command, st *State, o simValidateOptions) error {
 		return err
 	}
 	var notes []string
-	if n := inSimulatedTime(res, "the bundle", o.timeScale); n != "" {
+	if n := fit.InSimulatedTime(res, "the bundle", o.timeScale); n != "" {
 		notes = append(notes, n)
 	}
 	hold := res
@@ -185,7 +182,7 @@ func runSimValidate(cmd *cobra.Command, st *State, o simValidateOptions) error {
 		if hold, err = bundle.ReadResults(o.holdBundle); err != nil {
 			return usageError("sim validate: --hold-out-bundle: %v", err)
 		}
-		if n := inSimulatedTime(hold, "the held-out bundle", o.timeScale); n != "" {
+		if n := fit.InSimulatedTime(hold, "the held-out bundle", o.timeScale); n != "" {
 			notes = append(notes, n)
 		}
 		for _, s := range servers {
@@ -246,10 +243,8 @@ func printValidate(st *State, o simValidateOptions, rows []fit.ErrorRow, notes [
 			rows = []fit.ErrorRow{}
 		}
 		return enc.Encode(rows)
-	case o.markdown:
-		writeValidateMarkdown(w, rows)
 	default:
-		writeValidateText(w, rows)
+		fit.WriteTable(w, rows, o.markdown)
 	}
 	for _, n := range notes {
 		fmt.Fprintf(w, "Note: %s.\n", n)
@@ -263,47 +258,6 @@ func printValidate(st *State, o simValidateOptions, rows []fit.ErrorRow, notes [
 		fmt.Fprintf(w, "The table is written to %s.\n", o.output)
 	}
 	return nil
-}
-
-// inSimulatedTime reads a bundle of simulated servers at time scale k (the
-// demo's) in simulated time, so the fit is the profiles' own: its waves and
-// records (fit.SlowedDown), and its workload's client timeout, sustained
-// duration, open-loop rates, ramp and duration, and traced arrivals. It returns a note saying so,
-// or "" for a bundle at time scale 1.
-func inSimulatedTime(res *bundle.Results, what string, liveScale float64) string {
-	s := res.Provenance.Simulation
-	if s == nil || !(s.TimeScale > 0) || s.TimeScale == 1 {
-		return ""
-	}
-	k := s.TimeScale
-	res.Waves, res.Records = fit.SlowedDown(res.Waves, res.Records, k)
-	wl := &res.Workload
-	wl.TimeoutS *= k
-	if su := wl.Sustained; su != nil {
-		c := *su
-		c.DurationS *= k
-		wl.Sustained = &c
-	}
-	if op := wl.Open; op != nil {
-		c := *op
-		c.DurationS *= k
-		c.RequestRatesRPS = slices.Clone(op.RequestRatesRPS)
-		for i := range c.RequestRatesRPS {
-			c.RequestRatesRPS[i] /= k
-		}
-		if r := op.Ramp; r != nil {
-			c.Ramp = &contract.Ramp{Strategy: r.Strategy, StartRPS: r.StartRPS / k, EndRPS: r.EndRPS / k}
-		}
-		wl.Open = &c
-	}
-	if len(wl.ArrivalsS) > 0 {
-		a := slices.Clone(wl.ArrivalsS)
-		for i := range a {
-			a[i] *= k
-		}
-		wl.ArrivalsS = a
-	}
-	return fmt.Sprintf("%s's servers were simulated at time scale %g: its figures are read in simulated time (×%g), as the live run's (×%g) are", what, k, k, liveScale)
 }
 
 // validateServers reads --server NAME=ENGINE, or every server of the bundle
@@ -362,7 +316,10 @@ func runValidateLive(cmd *cobra.Command, st *State, o simValidateOptions, res *b
 	if dir == "" {
 		dir = filepath.Join(work, "live")
 	}
-	cfg, err := validateLiveConfig(res, vals, work, o.timeScale)
+	cfg, err := fit.LiveConfig(res, vals, work, o.timeScale)
+	if nl, ok := errors.AsType[*fit.NoLiveError](err); ok {
+		return usageError("%s", nl)
+	}
 	if err != nil {
 		return err
 	}
@@ -436,303 +393,4 @@ func serverFlags(vals []*fit.Validation) []string {
 		out = append(out, "--server", v.Server+"="+v.Fit.Profile.Engine)
 	}
 	return out
-}
-
-// validateLiveConfig is the rehearsal file of the live run, at time scale
-// 1 (scaleSimulated converts it): one simulated server per validation,
-// launched with its fitted profile (written under work), and the bundle's
-// workload at the held-out loads: its closed waves or its sustained loops
-// at the held-out concurrencies (one rehearsal runs them one way), and its
-// open loop at the held-out rates, or its ramp, or its trace replay (one
-// of the three). Prompts with their own max_tokens are written under work
-// as chat JSON Lines, one user message and its max_tokens a line; a trace
-// replay reads the bundle's own trace again (its prompt_source), its time
-// scale set so that the live run's simulated arrivals are the bundle's. It
-// counts with the embedded tokenizer the simulators emit tokens of.
-func validateLiveConfig(res *bundle.Results, vals []*fit.Validation, work string, liveScale float64) (map[string]any, error) {
-	var servers []any
-	var holdOut, sustained []int
-	var rates []float64
-	var ramps []contract.Ramp
-	trace := false
-	for _, v := range vals {
-		p := v.Fit.Profile
-		data, err := p.Encode()
-		if err != nil {
-			return nil, err
-		}
-		path := filepath.Join(work, v.Server+".json")
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			return nil, err
-		}
-		servers = append(servers, map[string]any{
-			"name":      v.Server,
-			"simulated": p.Name,
-			"launch": []string{"{rehearse}", "sim", "--engine", p.Engine, "--profile", path, "--model", "{model}",
-				"--port", "{port}", "--time-scale", "1", "--seed", "0", "--quiet"},
-			"ready":      map[string]any{"timeout": "30s"},
-			"stop_grace": "5s",
-		})
-		for _, c := range v.HoldOut {
-			if !slices.Contains(holdOut, c) {
-				holdOut = append(holdOut, c)
-			}
-		}
-		for _, c := range v.HoldOutSustained {
-			if !slices.Contains(sustained, c) {
-				sustained = append(sustained, c)
-			}
-		}
-		for _, r := range v.HoldOutRates {
-			if !slices.Contains(rates, r) {
-				rates = append(rates, r)
-			}
-		}
-		for _, r := range v.HoldOutRamps {
-			if !slices.Contains(ramps, r) {
-				ramps = append(ramps, r)
-			}
-		}
-		trace = trace || v.HoldOutTrace
-	}
-	shapes := 0
-	for _, b := range []bool{len(rates) > 0, len(ramps) > 0, trace} {
-		if b {
-			shapes++
-		}
-	}
-	if shapes > 1 || len(ramps) > 1 {
-		return nil, usageError("sim validate: the held-out open-loop loads mix constant rates, ramps and trace replays, which one live rehearsal cannot run together (its open loop has one of them): hold out one kind, or pass --no-live")
-	}
-	if len(holdOut) > 0 && len(sustained) > 0 {
-		return nil, usageError("sim validate: the held-out loads are closed waves and sustained loops, which one live rehearsal cannot run both (its concurrencies run one way): hold out one of them, or pass --no-live")
-	}
-	concurrencies := holdOut
-	if len(sustained) > 0 {
-		concurrencies = sustained
-	}
-	slices.Sort(concurrencies)
-	slices.Sort(rates)
-	wl := res.Workload
-	workload := map[string]any{
-		"concurrencies": concurrencies,
-		"repeats":       wl.Repeats,
-		"prompts":       wl.Prompts,
-		"max_tokens":    wl.MaxTokens,
-		"temperature":   wl.Temperature,
-		"timeout":       strconv.FormatFloat(wl.TimeoutS, 'f', -1, 64) + "s",
-		"warmup_waves":  wl.WarmupWaves,
-	}
-	if wl.WarmupConcurrency > 0 {
-		workload["warmup_concurrency"] = wl.WarmupConcurrency
-	}
-	if wl.WarmupWavesPerLoad > 0 {
-		workload["warmup_waves_per_load"] = wl.WarmupWavesPerLoad
-	}
-	if len(wl.ExtraBody) > 0 {
-		workload["extra_body"] = wl.ExtraBody
-	}
-	if trace {
-		src, err := liveTraceSource(res, liveScale)
-		if err != nil {
-			return nil, err
-		}
-		workload["prompts"] = src
-	} else if len(wl.PromptMaxTokens) > 0 {
-		path := filepath.Join(work, "prompts.jsonl")
-		var b strings.Builder
-		for i, text := range wl.Prompts {
-			line := map[string]any{"messages": []map[string]string{{"role": "user", "content": text}}}
-			if i < len(wl.PromptMaxTokens) && wl.PromptMaxTokens[i] > 0 {
-				line["max_tokens"] = wl.PromptMaxTokens[i]
-			}
-			data, err := json.Marshal(line)
-			if err != nil {
-				return nil, err
-			}
-			b.Write(data)
-			b.WriteByte('\n')
-		}
-		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-			return nil, err
-		}
-		workload["prompts"] = map[string]any{"source": "chat_jsonl", "path": path}
-	}
-	if len(sustained) > 0 {
-		su := wl.Sustained
-		workload["mode"] = "sustained"
-		workload["sustained"] = map[string]any{"num_requests": su.NumRequests, "warmup_requests": su.WarmupRequests,
-			"duration": strconv.FormatFloat(su.DurationS, 'f', -1, 64) + "s"}
-	}
-	if shapes > 0 {
-		op := wl.Open
-		ol := map[string]any{"arrival": op.Arrival, "seed": op.Seed, "num_requests": op.NumRequests,
-			"duration": strconv.FormatFloat(op.DurationS, 'f', -1, 64) + "s"}
-		switch {
-		case len(rates) > 0:
-			ol["request_rates_rps"] = rates
-		case len(ramps) > 0:
-			ol["ramp"] = map[string]any{"strategy": ramps[0].Strategy, "start_rps": ramps[0].StartRPS, "end_rps": ramps[0].EndRPS}
-		default:
-			ol["arrival"] = contract.ArrivalTrace
-			delete(ol, "seed")
-		}
-		if op.Burstiness != 0 {
-			ol["burstiness"] = op.Burstiness
-		}
-		workload["open_loop"] = ol
-	}
-	model := res.Provenance.Model
-	m := map[string]any{"id": model.ID, "note": "served by the simulator with profiles fitted by rehearse sim validate; no weights were loaded"}
-	if model.Revision != "" {
-		m["revision"] = model.Revision
-	}
-	if model.Dtype != "" {
-		m["dtype"] = model.Dtype
-	}
-	// The simulators emit tokens of the embedded Qwen file (rehearse sim's
-	// tokenizer), so the live run counts with it: in the bundle's variant
-	// where the bundle counted with the embedded file, else Qwen3's.
-	variant := res.Provenance.Tokenizer.Variant
-	if variant == "" {
-		variant = tokenizer.VariantQwen3
-	}
-	return map[string]any{
-		"model":           m,
-		"tokenizer":       map[string]any{"variant": variant},
-		"baseline":        vals[0].Server,
-		"servers":         servers,
-		"workload":        workload,
-		"mechanism_check": map[string]any{"disabled": true},
-	}, nil
-}
-
-// liveTraceSource is the prompts mapping that reads the bundle's trace
-// again: its prompt_source's file and parameters, its time scale set so
-// that, run at liveScale, the arrivals in simulated time are the bundle's.
-func liveTraceSource(res *bundle.Results, liveScale float64) (map[string]any, error) {
-	ps := res.Workload.PromptSource
-	if ps == nil || ps.Name != "trace" {
-		return nil, usageError("sim validate: the held-out trace replay's bundle names no trace prompt source to replay live; pass --no-live")
-	}
-	path, _ := ps.Params["path"].(string)
-	if _, err := os.Stat(path); err != nil {
-		return nil, usageError("sim validate: the held-out trace %q cannot be read for the live run (%v); run from the folder the bundle's rehearsal ran in, or pass --no-live", path, err)
-	}
-	m := map[string]any{"source": "trace", "path": path}
-	for _, k := range []string{"format", "block_size", "count", "seed", "ignore_eos"} {
-		if v, ok := ps.Params[k]; ok {
-			m[k] = v
-		}
-	}
-	ts := 1.0
-	if v, ok := ps.Params["time_scale"].(float64); ok && v > 0 {
-		ts = v
-	}
-	if sc := res.Provenance.Simulation; sc != nil && sc.TimeScale > 0 {
-		ts *= sc.TimeScale
-	}
-	m["time_scale"] = ts / liveScale
-	return m, nil
-}
-
-// validateValue formats a metric's value: goodput in tok/s, throughput in
-// req/s, latencies in ms.
-func validateValue(metric string, v *float64) string {
-	if v == nil {
-		return "—"
-	}
-	switch {
-	case strings.HasSuffix(metric, "_tok_s"):
-		return fmt.Sprintf("%.1f tok/s", *v)
-	case strings.HasSuffix(metric, "_rps"):
-		return fmt.Sprintf("%.3f req/s", *v)
-	}
-	return fmt.Sprintf("%.1f ms", 1000**v)
-}
-
-// validateError formats a row's error: relative, or absolute (with the
-// relative beside it) for a small TTFT.
-func validateError(r *fit.ErrorRow) string {
-	if r == nil || r.Error == nil {
-		return "—"
-	}
-	rel := fmt.Sprintf("%+.1f %%", 100**r.Error)
-	if r.JudgedBy == "absolute" && r.AbsError != nil {
-		return fmt.Sprintf("%+.1f ms (%s)", 1000**r.AbsError, rel)
-	}
-	if r.WithinGoal != nil && !*r.WithinGoal {
-		return rel + " !"
-	}
-	return rel
-}
-
-// validatePair is the predictor's and the live run's row of one metric.
-type validatePair struct {
-	server, load, metric string
-	pred, live           *fit.ErrorRow
-}
-
-func validatePairs(rows []fit.ErrorRow) []validatePair {
-	var out []validatePair
-	for i := range rows {
-		r := &rows[i]
-		j := slices.IndexFunc(out, func(p validatePair) bool { return p.server == r.Server && p.load == r.Load && p.metric == r.Metric })
-		if j < 0 {
-			out = append(out, validatePair{server: r.Server, load: r.Load, metric: r.Metric})
-			j = len(out) - 1
-		}
-		if r.Source == fit.SourceLive {
-			out[j].live = r
-		} else {
-			out[j].pred = r
-		}
-	}
-	return out
-}
-
-func measuredOf(p validatePair) *float64 {
-	if p.pred != nil {
-		return p.pred.Measured
-	}
-	if p.live != nil {
-		return p.live.Measured
-	}
-	return nil
-}
-
-func predictedOf(r *fit.ErrorRow) *float64 {
-	if r == nil {
-		return nil
-	}
-	return r.Predicted
-}
-
-func writeValidateText(w io.Writer, rows []fit.ErrorRow) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "server\tload\tmetric\tmeasured\tpredictor\terror\tlive\terror\n")
-	for _, p := range validatePairs(rows) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.server, p.load, p.metric,
-			validateValue(p.metric, measuredOf(p)), validateValue(p.metric, predictedOf(p.pred)), validateError(p.pred),
-			validateValue(p.metric, predictedOf(p.live)), validateError(p.live))
-	}
-	tw.Flush()
-	writeValidateLegend(w)
-}
-
-func writeValidateMarkdown(w io.Writer, rows []fit.ErrorRow) {
-	fmt.Fprintf(w, "| server | load | metric | measured | predictor | error | live | error |\n")
-	fmt.Fprintf(w, "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n")
-	for _, p := range validatePairs(rows) {
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", p.server, p.load, p.metric,
-			validateValue(p.metric, measuredOf(p)), validateValue(p.metric, predictedOf(p.pred)), validateError(p.pred),
-			validateValue(p.metric, predictedOf(p.live)), validateError(p.live))
-	}
-	fmt.Fprintln(w)
-	writeValidateLegend(w)
-}
-
-func writeValidateLegend(w io.Writer) {
-	fmt.Fprintf(w, "Error = (predicted − measured) ÷ measured; \"!\" marks a goal metric (goodput, E2E, TPOT) outside ±%.0f %%; a TTFT under %.0f ms is judged by its absolute error. Output tokens are counted as generated (usage) on every side.\n",
-		100*fit.ValidateGoal, 1000*fit.SmallTTFTS)
 }
