@@ -67,7 +67,34 @@ type Request struct {
 	// it a 3xx is the request's outcome, so another host's stream is never
 	// credited to the server under test.
 	FollowRedirects bool
+	// Style is the body's shape: StyleRehearse, or StyleVLLM for the body
+	// vllm bench serve's request functions build (see vllmBody).
+	Style string
+	// Headers are sent with the request after the client's own (a header
+	// of the same name replaces Accept, Authorization, Content-Type or
+	// User-Agent); their values are secrets and never shown.
+	Headers []Header
+	// RequestID, when set, is sent as the x-request-id header, last, as
+	// vllm bench serve sends its request ids.
+	RequestID string
 }
+
+// Header is one HTTP header a request sends.
+type Header struct{ Name, Value string }
+
+// Body styles of a request.
+const (
+	// StyleRehearse is rehearse's body: model, temperature, stream,
+	// stream_options, the prompt (completions) or messages (chat), and
+	// max_tokens.
+	StyleRehearse = ""
+	// StyleVLLM is the body of vllm bench serve (vllm/benchmarks/lib/
+	// endpoint_request_func.py): no temperature (sampling fields come in
+	// ExtraBody), completions with repetition_penalty 1.0 and logprobs
+	// null, chat with max_completion_tokens and the prompt as one text
+	// part of the user's content.
+	StyleVLLM = "vllm"
+)
 
 // Result is everything a request produced. Times carry the monotonic clock
 // reading of time.Now; zero values mean "did not happen".
@@ -137,6 +164,9 @@ type Prepared struct {
 	// max_tokens or max_completion_tokens, × n; 0 when it sets none): the
 	// storage its stream is read into, and the bounds of an overrun.
 	hint int
+	// headers are sent after the client's own (Request.Headers, then
+	// x-request-id); a name here replaces the client's header of that name.
+	headers []Header
 }
 
 // Prepare builds the HTTP request of req. It fails on a base URL that is not
@@ -163,6 +193,17 @@ func Prepare(req Request) (*Prepared, error) {
 		body["messages"] = messages(req)
 	}
 	body["max_tokens"] = req.MaxTokens
+	switch req.Style {
+	case StyleRehearse:
+	case StyleVLLM:
+		vllmBody(body, req, IsCompletions(endpoint))
+	default:
+		return nil, fmt.Errorf("body style %q: want %q or %q", req.Style, StyleRehearse, StyleVLLM)
+	}
+	headers, err := requestHeaders(req)
+	if err != nil {
+		return nil, err
+	}
 	for k, v := range req.ExtraBody {
 		body[k] = v
 	}
@@ -177,6 +218,7 @@ func Prepare(req Request) (*Prepared, error) {
 		timeout: req.Timeout,
 		follow:  req.FollowRedirects,
 		hint:    outputLimit(body),
+		headers: headers,
 	}
 	p.route()
 	return p, nil
@@ -198,6 +240,7 @@ func (p *Prepared) route() {
 			return // net/http refuses it with its own error
 		}
 	}
+
 	p.addr = u.Host
 	if u.Port() == "" {
 		p.addr = net.JoinHostPort(u.Hostname(), "80")
@@ -621,6 +664,9 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, p *Prepared, rele
 	hreq.Header.Set("Accept", "text/event-stream")
 	if p.apiKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+p.apiKey)
+	}
+	for _, h := range p.headers {
+		hreq.Header.Set(h.Name, h.Value)
 	}
 
 	resp, err := hc.Do(hreq)
