@@ -665,8 +665,12 @@ func (r *Rehearsal) validate(p *Problems) {
 		}
 	}
 	for _, e := range CheckExtraBody(w.ExtraBody) {
+		if e.Key == "temperature" && w.BodyStyle == stream.StyleVLLM {
+			continue // vLLM's body has no temperature of its own: its sampling flags set it here
+		}
 		p.add("workload.extra_body."+e.Key, "%s", e.Error())
 	}
+	validateVLLMWorkload(w, p)
 	if w.Prompts.Inline != nil && len(w.Prompts.Inline) == 0 {
 		p.add("workload.prompts", "empty list")
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rehearse/rehearse/internal/stream"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
@@ -230,5 +231,54 @@ func validateOpenLoop(w Workload, p *Problems) {
 	}
 	if o.MaxConcurrency < 0 {
 		p.add(at+".max_concurrency", "%d: must be 0 (no cap) or more", o.MaxConcurrency)
+	}
+	validatePacing(o, p)
+}
+
+// validateVLLMWorkload checks the workload keys of vllm bench serve's
+// meanings: body_style, request_id_prefix and num_warmups.
+func validateVLLMWorkload(w Workload, p *Problems) {
+	switch w.BodyStyle {
+	case stream.StyleRehearse:
+	case stream.StyleVLLM:
+		if w.Sessions != nil {
+			p.add("workload.body_style", "%s: vLLM's body has no multi-turn sessions", w.BodyStyle)
+		}
+	default:
+		p.add("workload.body_style", "%q: want %s, or none for rehearse's", w.BodyStyle, stream.StyleVLLM)
+	}
+	for _, c := range w.RequestIDPrefix {
+		if c < ' ' || c == 0x7f {
+			p.add("workload.request_id_prefix", "%q holds a control character, which a header cannot carry", w.RequestIDPrefix)
+			break
+		}
+	}
+	if w.NumWarmups < 0 {
+		p.add("workload.num_warmups", "%d: must be 0 or more", w.NumWarmups)
+	}
+}
+
+// validatePacing checks workload.open_loop.pacing: vLLM's pacing bounds a
+// wave by num_requests alone and draws a ramp's first gap at its start
+// rate, which must be positive.
+func validatePacing(o *OpenLoop, p *Problems) {
+	const at = "workload.open_loop.pacing"
+	switch o.Pacing {
+	case "":
+		return
+	case workload.PacingVLLM:
+	default:
+		p.add(at, "%q: want %s, or none for rehearse's schedules", o.Pacing, workload.PacingVLLM)
+		return
+	}
+	switch {
+	case o.Arrival == workload.ArrivalTrace:
+		p.add(at, "%s: trace arrivals take their times from the trace", o.Pacing)
+	case o.NumRequests < 1:
+		p.add(at, "%s needs num_requests (vLLM's --num-prompts bounds the wave)", o.Pacing)
+	case o.Duration != 0:
+		p.add(at, "%s: a vLLM wave is bounded by num_requests alone, not by duration", o.Pacing)
+	case o.Ramp != nil && !(o.Ramp.StartRPS > 0):
+		p.add(at, "%s: the ramp's first request is drawn at start_rps, which must be above 0", o.Pacing)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -28,6 +29,9 @@ type Target struct {
 	// FollowRedirects follows a 3xx answer; without it the 3xx is the
 	// request's outcome (http_status), so no other host is credited.
 	FollowRedirects bool
+	// Headers are sent with every request (vLLM's --header); their values
+	// are secrets, scrubbed like the API key.
+	Headers []stream.Header
 	// Replicas, when it has two or more, are the base URLs of the
 	// server's replicas, over which the client balances each request as
 	// Balance says (BalanceRoundRobin by default), recording the replica;
@@ -208,6 +212,19 @@ type Load struct {
 	Sessions []workload.Session
 	// Think is the pause before each later turn of a session.
 	Think workload.ThinkTime
+	// Style is the request body's shape (stream.StyleVLLM or rehearse's).
+	Style string
+	// RequestIDPrefix, when set, sends prompt i's requests with the
+	// x-request-id prefix + i (vLLM's --request-id-prefix).
+	RequestIDPrefix string
+}
+
+// requestID is the x-request-id of prompt i's requests ("" for none).
+func (l Load) requestID(i int) string {
+	if l.RequestIDPrefix == "" {
+		return ""
+	}
+	return l.RequestIDPrefix + strconv.Itoa(i)
 }
 
 // maxTokens is the max_tokens of prompt i.
@@ -309,7 +326,7 @@ func prepare(t Target, l Load, requests int) ([]*stream.Prepared, error) {
 			BaseURL: t.BaseURL, Endpoint: t.Endpoint, Model: t.Model, APIKey: t.APIKey,
 			Prompt: prompt, Messages: l.messages(i), MaxTokens: l.maxTokens(i), Temperature: l.Temperature,
 			IncludeUsage: t.IncludeUsage, ExtraBody: t.ExtraBody, Timeout: l.Timeout,
-			FollowRedirects: t.FollowRedirects,
+			FollowRedirects: t.FollowRedirects, Style: l.Style, Headers: t.Headers, RequestID: l.requestID(i),
 		})
 		if err != nil {
 			return nil, err

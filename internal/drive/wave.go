@@ -25,6 +25,8 @@ func LoadOf(wl bundle.Workload) Load {
 		Arrivals:        loadArrivals(wl.ArrivalsS),
 		Sessions:        loadSessions(wl.Sessions),
 		Think:           loadThink(wl.ThinkTime),
+		Style:           wl.BodyStyle,
+		RequestIDPrefix: wl.RequestIDPrefix,
 	}
 }
 
@@ -78,6 +80,9 @@ func loadMessages(in [][]bundle.Message) [][]stream.Message {
 // load: a closed-loop wave at its concurrency, a sustained closed loop at
 // its concurrency and bounds, or an open-loop wave on its schedule.
 func (d *Driver) Wave(ctx context.Context, t Target, load Load, w plan.Wave) (WaveResult, error) {
+	if w.Kind == contract.KindWarmup {
+		load.RequestIDPrefix = "" // vLLM's warm-ups carry no request id
+	}
 	switch w.Mode {
 	case contract.ModeClosed:
 		return d.ClosedWave(ctx, t, WaveSpec{Load: load, Kind: w.Kind, Concurrency: w.Concurrency, Repeat: w.Repeat, Cold: w.Cold, Share: ShareOf(w)})
@@ -90,7 +95,7 @@ func (d *Driver) Wave(ctx context.Context, t Target, load Load, w plan.Wave) (Wa
 			Load: load, Kind: w.Kind, Repeat: w.Repeat, RequestRateRPS: s.RequestRateRPS,
 			Arrival: s.Arrival, Burstiness: s.Burstiness, Seed: s.Seed,
 			NumRequests: s.NumRequests, Duration: s.Duration, MaxConcurrency: s.MaxConcurrency, Ramp: s.Ramp,
-			Share: ShareOf(w),
+			Pacing: s.Pacing, Share: ShareOf(w),
 		})
 	case contract.ModeSustained:
 		if w.Sustained == nil {

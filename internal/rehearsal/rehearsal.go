@@ -369,7 +369,7 @@ func (r *runner) server(ctx context.Context, i int) bool {
 	// what the prompt source adds (ignore_eos), so body and bundle agree.
 	target := Target{Name: s.Name, BaseURL: baseURL, Endpoint: r.cfg.Workload.Endpoint, Model: s.Model, APIKey: apiKey,
 		IncludeUsage: *r.cfg.Workload.IncludeUsage, ExtraBody: r.res.Workload.ExtraBody, FollowRedirects: s.FollowRedirects,
-		Secrets: r.secrets}
+		Secrets: r.secrets, Headers: streamHeaders(s.Headers)}
 	if s.Balanced() {
 		target.Replicas, target.Balance = fl.urls, s.Balance
 	}
