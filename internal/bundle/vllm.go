@@ -7,6 +7,12 @@ package bundle
 // its keys from it, so the file of `rehearse export --format vllm` is the
 // one --save-result wrote.
 type VLLMRun struct {
+	// Serve is true for rehearse bench serve, whose every field is as given
+	// (or vLLM's default). For rehearse bench, which takes vLLM's flags
+	// over rehearse's own loads, only Backend, Label, ModelID,
+	// TokenizerID, Metadata and the percentile choice are; each load's
+	// rate, burstiness, concurrency and count come from its waves.
+	Serve bool `json:"serve"`
 	// Backend is --backend (vLLM's default openai).
 	Backend string `json:"backend"`
 	// Label is --label; null without one (the file name then starts with

@@ -52,6 +52,21 @@ type vllmOptions struct {
 	disableShuffle        bool
 	customOutputLen       int
 	sharegptOutputLen     int
+	requestIDPrefix       string
+	headers               []string
+	insecure              bool
+	skipChatTemplate      bool
+
+	// serve is rehearse bench serve: vLLM's defaults, vLLM's body style,
+	// pacing and result file (bench_serve.go).
+	serve bool
+	// requestRate and burstiness are --request-rate and --burstiness as
+	// given (or vLLM's defaults), before they are mapped.
+	requestRate, burstiness float64
+	// metadataPairs are --metadata's pairs, in order.
+	metadataPairs []bundle.KeyValue
+	// headerPairs are --header's pairs, in order; their values are secrets.
+	headerPairs []config.Header
 
 	// changed are the flags given on the command line.
 	changed map[string]bool
@@ -110,6 +125,10 @@ func vllmFlags(f *pflag.FlagSet, v *vllmOptions) {
 	f.BoolVar(&v.disableShuffle, "disable-shuffle", false, "accepted: rehearse sends sharegpt, custom and chat datasets in file order")
 	f.IntVar(&v.customOutputLen, "custom-output-len", 0, "max_tokens of --dataset-name custom prompts (--max-tokens)")
 	f.IntVar(&v.sharegptOutputLen, "sharegpt-output-len", 0, "max_tokens of every --dataset-name sharegpt prompt instead of its reply's length")
+	f.StringVar(&v.requestIDPrefix, "request-id-prefix", "", "send each request with the header x-request-id: this prefix and its prompt's index, as vLLM does (bench serve's default: bench-<8 random hex>-; warm-ups carry none)")
+	f.StringArrayVar(&v.headers, "header", nil, "KEY=VALUE headers sent with every request, space-separated; the values are secrets, never written or shown")
+	f.BoolVar(&v.insecure, "insecure", false, "do not verify the server's TLS certificate (self-signed servers)")
+	f.BoolVar(&v.skipChatTemplate, "skip-chat-template", false, "send custom prompts as they are (rehearse renders no chat template on the client)")
 	for _, r := range vllmRefused {
 		if r.noValue {
 			f.Bool(r.name, false, r.why)
@@ -133,24 +152,19 @@ const notYet = "not yet in rehearse"
 // vllmRefused are vllm bench serve's flags with no equivalent in bench,
 // each with what to use instead.
 var vllmRefused = []refusedFlag{
-	{"header", false, notYet + ": requests carry no extra headers (the API key goes through --api-key-env)"},
 	{"use-beam-search", true, "rehearse does not send beam search requests"},
 	{"probe-request-rate", false, notYet + ": no side probe requests beside the load"},
 	{"profile", true, "rehearse does not drive vLLM's profiler (start it on the server)"},
-	{"append-result", true, notYet + ": every bench writes a bundle of its own (rehearse merge joins bundles)"},
 	{"self-timed", true, "applies to vLLM's timed_trace dataset, which rehearse does not read"},
 	{"no-self-timed", true, "applies to vLLM's timed_trace dataset, which rehearse does not read"},
-	{"request-id-prefix", false, notYet + ": requests carry no request id"},
 	{"lora-modules", false, notYet + ": every request asks for --model (name an adapter with --model)"},
 	{"lora-assignment", false, notYet + ": every request asks for --model"},
 	{"chat-template-kwargs", false, "rehearse renders no chat template client-side; for the server's template use --extra-body '{\"chat_template_kwargs\":{...}}'"},
-	{"insecure", true, notYet + ": TLS certificates are always verified"},
 	{"plot-timeline", true, "the bundle's report has the plots (rehearse report DIR)"},
 	{"timeline-itl-thresholds", false, "the bundle's report has the plots (rehearse report DIR)"},
 	{"plot-dataset-stats", true, "the bundle's report has the plots (rehearse report DIR)"},
 	{"no-stream", true, "applies to vLLM's Hugging Face datasets, which rehearse does not read"},
 	{"no-oversample", true, "rehearse never oversamples: requests go through the dataset's prompts in turn"},
-	{"skip-chat-template", true, "rehearse applies no chat template client-side: the server applies its own"},
 	{"enable-multimodal-chat", true, "rehearse sends text prompts only"},
 	{"spec-bench-output-len", false, "applies to vLLM's spec_bench dataset, which rehearse does not read"},
 	{"spec-bench-category", false, "applies to vLLM's spec_bench dataset, which rehearse does not read"},
@@ -290,12 +304,20 @@ func (o *benchOptions) applyVLLM(f *pflag.FlagSet) error {
 		}
 		o.name = v.label
 	}
+	v.metadataPairs = nil
 	for _, kv := range v.metadata {
-		k, val, ok := strings.Cut(kv, "=")
-		if !ok || strings.TrimSpace(k) == "" {
+		p, ok := metadataPair(kv)
+		if !ok {
 			return usageError("--metadata %q: want KEY=VALUE", kv)
 		}
-		v.notes = append(v.notes, fmt.Sprintf("metadata %s=%s", strings.TrimSpace(k), strings.TrimSpace(val)))
+		v.metadataPairs = append(v.metadataPairs, p)
+		v.notes = append(v.notes, fmt.Sprintf("metadata %s=%s", p.Key, p.Value))
+	}
+	if err := v.parseHeaders(); err != nil {
+		return err
+	}
+	if err := o.recordRate(); err != nil {
+		return err
 	}
 	if err := o.applyLengths(); err != nil {
 		return err
@@ -469,14 +491,50 @@ func (o *benchOptions) applyLoad() error {
 	}
 	if v.changed["num-warmups"] {
 		switch {
-		case !o.sustained():
-			return usageError("--num-warmups applies to the sustained closed loop (--max-concurrency C); for closed waves use --warmup-waves")
-		case o.warmupRequestsSet:
-			return usageError("--num-warmups and --warmup-requests: give one")
 		case v.numWarmups < 0:
 			return usageError("--num-warmups %d: want 0 or more", v.numWarmups)
+		case v.numWarmups > 0 && (o.warmupWaves > 0 || o.warmupRequestsSet):
+			return usageError("--num-warmups and --warmup-waves/--warmup-requests: give one")
+		case v.numWarmups > 0 && o.dataset.multiTurn:
+			return usageError("--num-warmups: multi-turn sessions warm up with --warmup-waves")
 		}
-		o.warmupRequests, o.warmupRequestsSet = v.numWarmups, true
+		o.numWarmups = v.numWarmups
+	}
+	return o.serveLoad()
+}
+
+// recordRate keeps --request-rate and --burstiness as given, for vLLM's
+// result file: vLLM takes one rate.
+func (o *benchOptions) recordRate() error {
+	v := &o.vllm
+	v.requestRate, v.burstiness = math.Inf(1), o.burstiness
+	switch {
+	case len(o.requestRates) == 1:
+		v.requestRate = o.requestRates[0]
+	case len(o.requestRates) > 1 && v.serve:
+		return usageError("--request-rate: vllm bench serve takes one rate (rehearse bench takes several, comma-separated)")
+	}
+	if v.serve && !(o.burstiness > 0) {
+		return usageError("--burstiness %v: want a positive gamma shape (1: Poisson, below 1 burstier, inf: evenly spaced)", o.burstiness)
+	}
+	return nil
+}
+
+// parseHeaders splits --header's KEY=VALUE pairs as vLLM does (at the
+// first =, both sides trimmed). An error names the pair by its position
+// and key, never its value.
+func (v *vllmOptions) parseHeaders() error {
+	v.headerPairs = nil
+	for i, kv := range v.headers {
+		k, val, ok := strings.Cut(kv, "=")
+		k, val = strings.TrimSpace(k), strings.TrimSpace(val)
+		if !ok || k == "" {
+			return usageError("--header (value %d of %d): want KEY=VALUE (the value is not shown)", i+1, len(v.headers))
+		}
+		if _, err := stream.Prepare(stream.Request{BaseURL: "http://127.0.0.1", Headers: []stream.Header{{Name: k, Value: val}}}); err != nil {
+			return usageError("--header: %v", err)
+		}
+		v.headerPairs = append(v.headerPairs, config.Header{Name: k, Value: val})
 	}
 	return nil
 }
@@ -491,7 +549,13 @@ func (v *vllmOptions) sampling(extra map[string]any, completions bool) map[strin
 			fields[strings.ReplaceAll(flag, "-", "_")] = val
 		}
 	}
-	if v.changed["logprobs"] {
+	if v.serve && v.changed["temperature"] {
+		// vLLM's body has no temperature of its own: its flag is a sampling field.
+		fields["temperature"] = v.temperature
+	}
+	if v.serve && !completions {
+		// vLLM's chat request sends no logprobs.
+	} else if v.changed["logprobs"] {
 		if completions {
 			fields["logprobs"] = v.logprobs
 		} else {

@@ -141,7 +141,7 @@ func TestVLLMFlagErrors(t *testing.T) {
 		{[]string{"--input-len", "8"}, "--input-len applies to --dataset-name random"},
 		{[]string{"--output-len", "8"}, "--output-len applies to"},
 		{[]string{"--custom-output-len", "8"}, "--custom-output-len applies to --dataset-name custom"},
-		{[]string{"--dataset-name", "random", "--num-warmups", "2"}, "--num-warmups applies to the sustained closed loop"},
+		{[]string{"--num-warmups", "2", "--warmup-waves", "1"}, "--num-warmups and --warmup-waves/--warmup-requests: give one"},
 		{[]string{"--tokenizer-mode", "mistral"}, `--tokenizer-mode "mistral"`},
 		{[]string{"--skip-tokenizer-init", "--tokenizer", "qwen3"}, "give one"},
 		{[]string{"--dataset-name", "prefix_repetition", "--disable-shuffle"}, "--disable-shuffle"},
@@ -326,9 +326,9 @@ func TestVLLMDocsCommandRunsUnchanged(t *testing.T) {
 	if res.SLO != nil {
 		o = res.SLO.Objectives
 	}
-	// --save-result's file, beside the bundle under vLLM's name, holds the
-	// percentiles the command asked for.
-	files, _ := filepath.Glob("openai-40.0qps-concurrency4-Llama-3.1-8B-Instruct-*.json")
+	// --save-result's file, beside the bundle under vLLM's name (its
+	// --label first), holds the percentiles the command asked for.
+	files, _ := filepath.Glob("sim-40.0qps-concurrency4-Llama-3.1-8B-Instruct-*.json")
 	if len(files) != 1 {
 		entries, _ := os.ReadDir(".")
 		t.Fatalf("--save-result files %q in %v", files, entries)
