@@ -101,7 +101,7 @@ func newBenchCmd(st *State) *cobra.Command {
 // those not given (applyServeDefaults).
 func benchCommand(st *State, serve bool) *cobra.Command {
 	var o benchOptions
-	o.vllm.serve = serve
+	o.vllm.serve, o.save.here = serve, serve
 	cmd := &cobra.Command{
 		Use:   "bench --base-url URL [flags]",
 		Short: "Drive an endpoint that is already running and write a bundle",

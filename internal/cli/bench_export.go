@@ -22,6 +22,9 @@ type saveResultOptions struct {
 	filename string // --result-filename
 	detailed bool   // --save-detailed
 	appendTo bool   // --append-result
+	// here puts the files in the working folder without --result-dir, as
+	// vLLM does (bench serve); bench puts them beside the bundle.
+	here bool
 	// metrics and percentiles are --percentile-metrics and
 	// --metric-percentiles when given (nil: vLLM's defaults).
 	metrics     []string
@@ -30,7 +33,7 @@ type saveResultOptions struct {
 
 func saveResultFlags(f *pflag.FlagSet, o *saveResultOptions) {
 	f.BoolVar(&o.save, "save-result", false, "also write the bundle's vLLM result JSON (as rehearse export --format vllm), one file per load named as vLLM names it: {backend}-{request_rate}qps[-concurrency{C}]-{model}-{date}.json")
-	f.StringVar(&o.dir, "result-dir", "", "folder of the --save-result files (default: the folder the bundle is in, beside it)")
+	f.StringVar(&o.dir, "result-dir", "", "folder of the --save-result files (default: bench, the folder the bundle is in; bench serve, the working folder, as vLLM)")
 	f.StringVar(&o.filename, "result-filename", "", "name of the --save-result file (several loads: one object per line in it, as vLLM's --append-result writes them)")
 	f.BoolVar(&o.detailed, "save-detailed", false, "add the per-request arrays to the --save-result file (input_lens, output_lens, ttfts, itls, start_times, generated_texts, errors)")
 	f.BoolVar(&o.appendTo, "append-result", false, "append the result to its file (a newline, then the object, as vLLM does) instead of replacing the file; implies --save-result")
@@ -41,8 +44,11 @@ func saveResultFlags(f *pflag.FlagSet, o *saveResultOptions) {
 // (checkOutput) for the bundle in bundleDir.
 func (o *saveResultOptions) validate(changed func(string) bool, bundleDir string) error {
 	o.save = o.save || o.appendTo // vLLM saves with either
-	if o.save && o.filename != "" {
+	if o.save && o.filename != "" && !filepath.IsAbs(o.filename) {
 		return checkOutput("--result-filename", filepath.Join(o.resultDir(bundleDir), o.filename))
+	}
+	if o.save && o.filename != "" {
+		return checkOutput("--result-filename", o.filename)
 	}
 	if o.save {
 		return nil
@@ -86,7 +92,10 @@ func (o saveResultOptions) write(st *State, res *bundle.Results, bundleDir strin
 		if o.filename != "" {
 			name = o.filename
 		}
-		path := filepath.Join(dir, name)
+		path := name
+		if !filepath.IsAbs(name) {
+			path = filepath.Join(dir, name)
+		}
 		if err := writeVLLMResult(st, path, r.Object.PyJSON(), o.appendTo); err != nil {
 			return err
 		}
@@ -129,6 +138,9 @@ func writeVLLMResult(st *State, path string, data []byte, appendTo bool) error {
 func (o saveResultOptions) resultDir(bundleDir string) string {
 	if o.dir != "" {
 		return o.dir
+	}
+	if o.here {
+		return "."
 	}
 	return filepath.Dir(filepath.Clean(bundleDir))
 }

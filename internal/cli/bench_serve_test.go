@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -81,7 +82,10 @@ func serveRun(t *testing.T, l *vllmLog, line string) (out, errs, dir string, res
 	t.Helper()
 	wd := t.TempDir()
 	t.Chdir(wd)
-	args := append([]string{"bench", "serve", "--base-url", l.URL}, strings.Fields(line)...)
+	args := append([]string{"bench", "serve"}, strings.Fields(strings.ReplaceAll(line, "{port}", l.URL[strings.LastIndex(l.URL, ":")+1:]))...)
+	if !strings.Contains(line, "--port") {
+		args = append(args, "--base-url", l.URL)
+	}
 	if !strings.Contains(line, "--tokenizer") {
 		args = append(args, "--tokenizer", "qwen2.5")
 	}
@@ -160,5 +164,265 @@ func TestServeDefaults(t *testing.T) {
 	}
 	if strings.Contains(out, "E2EL") || strings.Contains(out, "Maximum request concurrency") || strings.Contains(out, "Request rate configured") {
 		t.Errorf("the block has lines vLLM prints only when asked:\n%s", out)
+	}
+}
+
+// shareGPTFile writes a ShareGPT file of n conversations and returns its
+// path.
+func shareGPTFile(t *testing.T, n int) string {
+	t.Helper()
+	var entries []string
+	for i := range n {
+		entries = append(entries, fmt.Sprintf(`{"conversations":[{"from":"human","value":"Question %d: tell me about the sea and its tides."},{"from":"gpt","value":"The sea rises and falls twice a day, pulled by the moon, number %d."}]}`, i, i))
+	}
+	path := filepath.Join(t.TempDir(), "ShareGPT_V3_unfiltered_cleaned_split.json")
+	if err := os.WriteFile(path, []byte("["+strings.Join(entries, ",")+"]"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// savedResult reads the one result file matching pattern (vLLM's name) in
+// the working folder, and its keys in order.
+func savedResult(t *testing.T, pattern string) (map[string]any, []string) {
+	t.Helper()
+	files, _ := filepath.Glob(pattern)
+	if len(files) != 1 {
+		entries, _ := os.ReadDir(filepath.Dir(pattern))
+		t.Fatalf("result files %q for %s, in %v", files, pattern, entries)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatalf("%s: %v\n%s", files[0], err, data)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	var keys []string
+	dec.Token()
+	for dec.More() {
+		tok, _ := dec.Token()
+		keys = append(keys, tok.(string))
+		var skip json.RawMessage
+		dec.Decode(&skip)
+	}
+	return m, keys
+}
+
+// The examples of vLLM's docs/benchmarking/cli.md, as rehearse bench serve
+// command lines (vllm replaced by rehearse; the tokenizer given, there
+// being no Hub here): the same requests (count, API, body) as vLLM sends.
+func TestServeDocsExamplesOnline(t *testing.T) {
+	sg := shareGPTFile(t, 12)
+	for _, c := range []struct {
+		name, line string
+		check      func(t *testing.T, got []received, res *bundle.Results)
+	}{
+		{"online benchmark", "--backend vllm --model NousResearch/Hermes-3-Llama-3.1-8B --endpoint /v1/completions --dataset-name sharegpt --dataset-path " + sg + " --num-prompts 10",
+			func(t *testing.T, got []received, res *bundle.Results) {
+				if len(got) != 10 || got[0].path != "/v1/completions" || got[0].body["ignore_eos"] != nil || got[0].body["max_tokens"] == 128.0 ||
+					!strings.HasPrefix(got[0].body["prompt"].(string), "Question ") {
+					t.Errorf("%d requests, first %s %v: want 10 completions, the first human turn, max_tokens the reply's length", len(got), got[0].path, got[0].body)
+				}
+			}},
+		{"sampling parameters", "--backend vllm --model NousResearch/Hermes-3-Llama-3.1-8B --endpoint /v1/completions --dataset-name sharegpt --dataset-path " + sg + " --top-k 10 --top-p 0.9 --temperature 0.5 --num-prompts 10",
+			func(t *testing.T, got []received, res *bundle.Results) {
+				b := got[0].body
+				if len(got) != 10 || b["top_k"] != 10.0 || b["top_p"] != 0.9 || b["temperature"] != 0.5 || b["min_p"] != nil {
+					t.Errorf("%d requests, body %v: want 10 with top_k 10, top_p 0.9, temperature 0.5 and no other sampling field", len(got), b)
+				}
+			}},
+		{"prefix repetition", "--backend openai --model meta-llama/Llama-2-7b-chat-hf --dataset-name prefix_repetition --num-prompts 100 --prefix-repetition-prefix-len 512 --prefix-repetition-suffix-len 128 --prefix-repetition-num-prefixes 5 --prefix-repetition-output-len 128",
+			func(t *testing.T, got []received, res *bundle.Results) {
+				prefixes := map[string]bool{}
+				for _, r := range got {
+					prefixes[r.body["prompt"].(string)[:200]] = true
+				}
+				if len(got) != 100 || got[0].body["max_tokens"] != 128.0 || got[0].body["ignore_eos"] != nil || len(prefixes) != 5 {
+					t.Errorf("%d requests, %d prefixes, body %v: want 100 at once over 5 prefixes, max_tokens 128", len(got), len(prefixes), got[0].body)
+				}
+				if in := res.Records[0].InputTokens; in == nil || *in != 640 {
+					t.Errorf("input tokens %v, want 512 + 128", in)
+				}
+				if w := recordedWaves(res); !slices.Equal(w, []string{"closed 100 clients"}) {
+					t.Errorf("waves %q: vLLM sends the 100 at time 0", w)
+				}
+			}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			model, _, _ := strings.Cut(strings.SplitN(c.line, "--model ", 2)[1], " ")
+			l := newVLLMLog(t, model)
+			_, _, _, res := serveRun(t, l, c.line)
+			c.check(t, l.requests(), res)
+		})
+	}
+}
+
+// The custom-dataset example of cli.md: 80 requests of the file's prompts,
+// one at a time (--max-concurrency 1), the sampling flags in the body,
+// max_tokens vLLM's --custom-output-len 256, and the detailed result in
+// ./log/ under vLLM's name.
+func TestServeDocsExampleCustom(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data.jsonl")
+	os.WriteFile(data, []byte(`{"prompt": "What is the capital of India?"}
+{"prompt": "What is the capital of Iran?"}
+{"prompt": "What is the capital of China?"}
+`), 0o644)
+	l := newVLLMLog(t, "meta-llama/Llama-3.1-8B-Instruct")
+	line := "--port {port} --save-result --save-detailed --backend vllm --model meta-llama/Llama-3.1-8B-Instruct --endpoint /v1/completions" +
+		" --dataset-name custom --dataset-path " + data + " --skip-chat-template --num-prompts 80 --max-concurrency 1 --temperature=0.3 --top-p=0.75 --result-dir ./log/"
+	_, _, _, res := serveRun(t, l, line)
+	got := l.requests()
+	b := got[0].body
+	if len(got) != 80 || b["max_tokens"] != 256.0 || b["temperature"] != 0.3 || b["top_p"] != 0.75 || b["prompt"] != "What is the capital of India?" {
+		t.Fatalf("%d requests, body %v", len(got), b)
+	}
+	if w := recordedWaves(res); !slices.Equal(w, []string{"sustained 1 client, sustained"}) {
+		t.Errorf("waves %q: want at most one request in flight", w)
+	}
+	m, _ := savedResult(t, "log/vllm-infqps-concurrency1-Llama-3.1-8B-Instruct-*.json")
+	if m["max_concurrency"] != 1.0 || m["label"] != nil || m["request_rate"] != "inf" || m["burstiness"] != 1.0 || m["num_prompts"] != 80.0 ||
+		m["completed"] != 80.0 || len(m["output_lens"].([]any)) != 80 || m["backend"] != "vllm" || m["endpoint_type"] != "vllm" {
+		t.Errorf("result %v", m)
+	}
+}
+
+// serve.py's docstring, with a rate: the requests are paced as vLLM paces
+// them (the last at num-prompts/rate), and the result carries the label,
+// max_concurrency null and the default percentile keys only.
+func TestServeDocstringExample(t *testing.T) {
+	l := newVLLMLog(t, "m")
+	_, _, _, res := serveRun(t, l, "--backend openai --label mylabel --model m --dataset-name random --input-len 64 --output-len 16 --request-rate 5 --num-prompts 10 --save-result --metadata gpu=none tp=1")
+	got := l.requests()
+	if len(got) != 10 || got[0].body["max_tokens"] != 16.0 || got[0].body["ignore_eos"] != true {
+		t.Fatalf("%d requests, body %v", len(got), got[0].body)
+	}
+	var last float64
+	for _, r := range res.Records {
+		last = max(last, r.IntendedStartS)
+	}
+	if w := recordedWaves(res); len(w) != 1 || !strings.HasPrefix(w[0], "open 5 req/s") || last != 2 {
+		t.Errorf("waves %q, last intended send %v s: want one open wave at 5 req/s whose 10th request goes at 10/5 = 2 s", w, last)
+	}
+	if res.Workload.Open == nil || res.Workload.Open.Pacing != "vllm" || res.Workload.VLLM == nil || !res.Workload.VLLM.Serve {
+		t.Errorf("workload %+v", res.Workload.Open)
+	}
+	m, keys := savedResult(t, "mylabel-5.0qps-m-*.json")
+	want := []string{"date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts", "gpu", "tp",
+		"request_rate", "burstiness", "max_concurrency", "duration", "completed", "failed", "total_input_tokens", "total_output_tokens",
+		"request_throughput", "request_goodput", "output_throughput", "total_token_throughput", "latencies", "queue_times",
+		"max_output_tokens_per_s", "max_concurrent_requests", "rtfx",
+		"mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "std_tpot_ms", "p99_tpot_ms",
+		"mean_itl_ms", "median_itl_ms", "std_itl_ms", "p99_itl_ms"}
+	if !slices.Equal(keys, want) {
+		t.Errorf("keys\n got %q\nwant %q", keys, want)
+	}
+	if m["label"] != "mylabel" || m["gpu"] != "none" || m["tp"] != "1" || m["request_rate"] != 5.0 || m["max_concurrency"] != nil || m["tokenizer_id"] != "qwen2.5" {
+		t.Errorf("result %v", m)
+	}
+}
+
+// A ramp-up as cli.md describes it: one open wave whose rate climbs by
+// request index, vLLM's ramp-up file name and keys, and its
+// rps_change_events from the start rate up.
+func TestServeRampUp(t *testing.T) {
+	l := newVLLMLog(t, "m")
+	_, _, _, res := serveRun(t, l, "--model m --random-input-len 16 --random-output-len 4 --ramp-up-strategy linear --ramp-up-start-rps 10 --ramp-up-end-rps 40 --num-prompts 20 --label mylabel --save-result")
+	if got := l.requests(); len(got) != 20 {
+		t.Fatalf("%d requests, want 20", len(got))
+	}
+	if w := recordedWaves(res); len(w) != 1 || !strings.HasPrefix(w[0], "open ") {
+		t.Errorf("waves %q: want one open ramp wave", w)
+	}
+	m, keys := savedResult(t, "mylabel-ramp-up-linear-10qps-40qps-m-*.json")
+	if m["ramp_up_strategy"] != "linear" || m["ramp_up_start_rps"] != 10.0 || m["ramp_up_end_rps"] != 40.0 || m["request_rate"] != "inf" {
+		t.Errorf("result %v", m)
+	}
+	i := slices.Index(keys, "max_concurrency")
+	if i < 0 || !slices.Equal(keys[i+1:i+4], []string{"ramp_up_strategy", "ramp_up_start_rps", "ramp_up_end_rps"}) {
+		t.Errorf("keys %q: the ramp-up keys follow max_concurrency", keys)
+	}
+	events, _ := m["rps_change_events"].([]any)
+	if len(events) != 31 || events[0].(map[string]any)["rps"] != 10.0 || events[30].(map[string]any)["rps"] != 40.0 {
+		t.Errorf("rps_change_events %v: want 10 to 40, one per whole rate", events)
+	}
+}
+
+// --num-warmups, --max-concurrency, --header and --request-id-prefix as
+// vLLM sends them: the warm-ups first, under the same gate and with no
+// request id; every request with the header, whose value is never written
+// or shown.
+func TestServeWarmupsHeadersAndIDs(t *testing.T) {
+	l := newVLLMLog(t, "m")
+	const secret = "s3cr3t-tenant-value"
+	out, errs, dir, res := serveRun(t, l, "--model m --random-input-len 16 --random-output-len 4 --num-prompts 4 --max-concurrency 2 --num-warmups 3"+
+		" --header x-tenant="+secret+" x-other=1 --request-id-prefix run7- --save-result --append-result --result-filename r.json")
+	got := l.requests()
+	if len(got) != 7 {
+		t.Fatalf("%d requests, want 3 warm-ups and 4", len(got))
+	}
+	var ids []string
+	for i, r := range got {
+		if r.header.Get("X-Tenant") != secret || r.header.Get("X-Other") != "1" {
+			t.Errorf("request %d headers %v", i, r.header)
+		}
+		if i < 3 && r.header.Get("X-Request-Id") != "" {
+			t.Errorf("warm-up %d has x-request-id %q", i, r.header.Get("X-Request-Id"))
+		}
+		if i >= 3 {
+			ids = append(ids, r.header.Get("X-Request-Id"))
+		}
+	}
+	slices.Sort(ids)
+	if !slices.Equal(ids, []string{"run7-0", "run7-1", "run7-2", "run7-3"}) {
+		t.Errorf("request ids %q", ids)
+	}
+	var modes []string
+	for _, w := range res.Waves {
+		modes = append(modes, w.Kind+" "+w.Mode+" "+fmt.Sprint(w.Concurrency))
+	}
+	if !slices.Equal(modes, []string{"warmup sustained 2", "recorded sustained 2"}) {
+		t.Errorf("waves %q: want the 3 warm-ups, then the 4, at most 2 in flight", modes)
+	}
+	files := []string{"r.json"}
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	for _, f := range files {
+		if data, _ := os.ReadFile(f); strings.Contains(string(data), secret) {
+			t.Errorf("%s holds the header's value", f)
+		}
+	}
+	if strings.Contains(out+errs, secret) {
+		t.Error("the output shows the header's value")
+	}
+	m, _ := savedResult(t, "r.json")
+	if m["max_concurrency"] != 2.0 {
+		t.Errorf("max_concurrency %v", m["max_concurrency"])
+	}
+}
+
+// --append-result writes a newline and the object after what the file
+// holds, as vLLM's mode a+ does: two runs, two lines, no newline at the end.
+func TestServeAppendResult(t *testing.T) {
+	l := newVLLMLog(t, "m")
+	path := filepath.Join(t.TempDir(), "results.jsonl")
+	for range 2 {
+		code, out, errs := runMain(context.Background(), "bench", "serve", "--base-url", l.URL, "--model", "m", "--tokenizer", "qwen2.5",
+			"--random-input-len", "8", "--random-output-len", "2", "--num-prompts", "2", "--append-result", "--result-filename", path,
+			"-o", filepath.Join(t.TempDir(), "b"))
+		if code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+		}
+	}
+	data, _ := os.ReadFile(path)
+	lines := strings.Split(string(data), "\n")
+	if len(lines) != 2 || strings.HasSuffix(string(data), "\n") || !strings.HasPrefix(lines[1], `{"date": "`) {
+		t.Fatalf("%q: want two objects, one per line, as json.dump writes them", data)
 	}
 }
