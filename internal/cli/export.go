@@ -19,6 +19,7 @@ import (
 type exportOptions struct {
 	dir, format, out  string
 	detailed          bool
+	appendTo          bool   // --append-result: vllm objects appended to -o FILE
 	metricPercentiles string // --metric-percentiles, vLLM's name
 	percentileMetrics string // --percentile-metrics, vLLM's name
 }
@@ -76,6 +77,7 @@ that cannot be read.`,
 	f := cmd.Flags()
 	f.StringVar(&o.format, "format", "", "what to write: "+strings.Join(export.Names(), ", ")+" (required)")
 	f.StringVarP(&o.out, "output", "o", "", "file to write (default, or -: standard output)")
+	f.BoolVar(&o.appendTo, "append-result", false, "vllm with -o FILE.json: append each load's object to FILE (a newline before each where it has content), as vLLM's --append-result does")
 	f.BoolVar(&o.detailed, "save-detailed", false, "vllm: add the per-request arrays (input_lens, output_lens, ttfts, itls, start_times, generated_texts, errors)")
 	f.StringVar(&o.metricPercentiles, "metric-percentiles", "99", "vllm: comma-separated percentiles of each metric, e.g. 50,90,99")
 	f.StringVar(&o.percentileMetrics, "percentile-metrics", strings.Join(export.DefaultVLLMMetrics, ","), "vllm: comma-separated metrics given mean, median, std and percentiles: "+strings.Join(export.VLLMMetrics, ", "))
@@ -116,6 +118,12 @@ func runExport(ctx context.Context, st *State, o exportOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.appendTo && (o.format != "vllm" || !vllmFile(o.out)) {
+		return usageError("--append-result: only with --format vllm and -o FILE.json")
+	}
+	if o.format == "vllm" && !toStdout(o.out) {
+		return runVLLMExport(ctx, st, o, eo)
+	}
 	if err := checkOutput("-o", o.out); err != nil {
 		return err
 	}
@@ -142,6 +150,56 @@ func runExport(ctx context.Context, st *State, o exportOptions) error {
 	}
 	if !toStdout(o.out) {
 		fmt.Fprintf(st.Stderr, "rehearse: wrote %s (%s, from %s)\n", o.out, o.format, o.dir)
+	}
+	return nil
+}
+
+// vllmFile reports whether -o names one vLLM result file (a name ending in
+// .json or .jsonl) rather than the folder of one file per load.
+func vllmFile(out string) bool {
+	return strings.HasSuffix(out, ".json") || strings.HasSuffix(out, ".jsonl")
+}
+
+// runVLLMExport writes a bundle's vLLM results as vLLM writes them: into
+// the folder -o names (made when absent), one file per load under vLLM's
+// name; or to -o FILE.json, the one load's object, or, with
+// --append-result, each load's appended (one object per line).
+func runVLLMExport(ctx context.Context, st *State, o exportOptions, eo export.Options) error {
+	if inside(o.dir, filepath.Join(o.out, "x")) || inside(o.dir, o.out) {
+		return usageError("-o %s: inside the bundle %s, where SHA256SUMS would not list it and verify would fail; write it elsewhere", o.out, o.dir)
+	}
+	file := vllmFile(o.out)
+	if file {
+		if err := checkOutput("-o", o.out); err != nil {
+			return err
+		}
+	}
+	res, err := bundle.ReadVerified(ctx, o.dir)
+	if err != nil {
+		var ue *bundle.UnverifiedError
+		if errors.As(err, &ue) {
+			return &ExitError{Code: 1, Err: fmt.Errorf("export refused: %w", err)}
+		}
+		return unreadable(err)
+	}
+	results := export.VLLMResults(res, eo)
+	if file && len(results) > 1 && !o.appendTo {
+		return usageError("-o %s: the bundle has %d loads and vLLM writes one run per file: give -o a folder (one file per load under vLLM's name), or add --append-result (one object per line)", o.out, len(results))
+	}
+	if !file {
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
+			return usageError("-o %s: %v", o.out, err)
+		}
+	}
+	for _, r := range results {
+		path := o.out
+		if !file {
+			path = filepath.Join(o.out, r.FileName)
+		}
+		if err := writeVLLMResult(st, path, r.Object.PyJSON(), o.appendTo); err != nil {
+			return err
+		}
+		fmt.Fprintf(st.Stderr, "rehearse: wrote %s (vllm, %s at %s, from %s)\n", path, r.Server, r.Load, o.dir)
 	}
 	return nil
 }

@@ -27,13 +27,27 @@ func TestExportCommand(t *testing.T) {
 		t.Fatalf("csv: %d rows for %d records (%v)", len(rows), len(res.Records), err)
 	}
 	file := filepath.Join(t.TempDir(), "r.json")
-	if code, _, errs := run(t, "export", dir, "--format", "vllm", "--save-detailed", "--metric-percentiles", "50,90", "-o", file); code != 0 || !strings.Contains(errs, "wrote "+file) {
+	// Several loads are one file each, as vLLM writes one run per file:
+	// into one file only with --append-result.
+	if code, _, errs := run(t, "export", dir, "--format", "vllm", "-o", file); code != 2 || !strings.Contains(errs, "give -o a folder") {
+		t.Fatalf("export vllm -o FILE of %d loads: %d %s", len(res.Aggregates), code, errs)
+	}
+	if code, _, errs := run(t, "export", dir, "--format", "vllm", "--save-detailed", "--metric-percentiles", "50,90", "--append-result", "-o", file); code != 0 || !strings.Contains(errs, "wrote "+file) {
 		t.Fatalf("export vllm -o: %d %s", code, errs)
 	}
 	data, _ := os.ReadFile(file)
-	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
-	if len(lines) != len(res.Aggregates) {
+	lines := bytes.Split(data, []byte("\n"))
+	if len(lines) != len(res.Aggregates) || bytes.HasSuffix(data, []byte("\n")) {
 		t.Fatalf("%d vllm objects for %d loads", len(lines), len(res.Aggregates))
+	}
+	folder := filepath.Join(t.TempDir(), "results")
+	if code, _, errs := run(t, "export", dir, "--format", "vllm", "-o", folder); code != 0 {
+		t.Fatalf("export vllm -o DIR: %d %s", code, errs)
+	}
+	names, _ := filepath.Glob(filepath.Join(folder, "*-infqps-concurrency*-*.json"))
+	if len(names) != len(res.Aggregates) {
+		entries, _ := os.ReadDir(folder)
+		t.Fatalf("%d files under vLLM's names for %d loads: %v", len(names), len(res.Aggregates), entries)
 	}
 	var first map[string]any
 	if err := json.Unmarshal(lines[0], &first); err != nil {

@@ -268,8 +268,13 @@ func vllmSetup(r *bundle.Results, l load, run *bundle.VLLMRun) vllmHead {
 		}
 	}
 	h.prefix = backend
-	if label != nil {
+	switch {
+	case label != nil:
 		h.prefix = label.(string)
+	case len(r.Servers) > 1:
+		// vLLM's name has no server: several servers' loads would share
+		// names, so each server's name stands where a label would.
+		h.prefix = l.key.Server
 	}
 	obj := object{{"date", h.date}, {"endpoint_type", backend}, {"backend", backend}, {"label", label},
 		{"model_id", h.model}, {"tokenizer_id", tokenizer}, {"num_prompts", numPrompts}}
