@@ -659,7 +659,7 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 		if o.apiKeyEnv != "" {
 			apiKey = os.Getenv(o.apiKeyEnv)
 		}
-		m, err := rehearsal.FirstModel(ctx, o.baseURL, apiKey)
+		m, err := rehearsal.FirstModel(ctx, o.baseURL, apiKey, o.vllm.insecure)
 		if err != nil {
 			// The server failed to answer, not the user: exit 1.
 			return nil, nil, &ExitError{Code: 1, Err: fmt.Errorf("--model not given, and the server did not name one: %v", config.RedactURL(err.Error()))}

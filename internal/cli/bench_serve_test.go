@@ -37,9 +37,13 @@ type vllmLog struct {
 }
 
 func newVLLMLog(t *testing.T, model string) *vllmLog {
+	return newVLLMLogOf(t, model, httptest.NewServer)
+}
+
+func newVLLMLogOf(t *testing.T, model string, start func(http.Handler) *httptest.Server) *vllmLog {
 	t.Helper()
 	l := &vllmLog{}
-	l.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	l.Server = start(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
 			fmt.Fprintf(w, `{"data":[{"id":%q,"root":%q}]}`, model, model)
 			return
@@ -424,5 +428,22 @@ func TestServeAppendResult(t *testing.T) {
 	lines := strings.Split(string(data), "\n")
 	if len(lines) != 2 || strings.HasSuffix(string(data), "\n") || !strings.HasPrefix(lines[1], `{"date": "`) {
 		t.Fatalf("%q: want two objects, one per line, as json.dump writes them", data)
+	}
+}
+
+// --insecure reaches a server whose certificate is self-signed, as vLLM's
+// does; without it the certificate is verified and the run stops before
+// any request.
+func TestServeInsecure(t *testing.T) {
+	l := newVLLMLogOf(t, "m", httptest.NewTLSServer)
+	dir := filepath.Join(t.TempDir(), "b")
+	code, out, errs := runMain(context.Background(), "bench", "serve", "--base-url", l.URL, "--model", "m", "--tokenizer", "qwen2.5",
+		"--random-input-len", "8", "--random-output-len", "2", "--num-prompts", "2", "--ready-timeout", "1s", "-o", dir)
+	if code == 0 || len(l.requests()) != 0 {
+		t.Fatalf("without --insecure: exit %d, %d requests\n%s\n%s", code, len(l.requests()), out, errs)
+	}
+	_, _, _, res := serveRun(t, l, "--model m --random-input-len 8 --random-output-len 2 --num-prompts 2 --insecure")
+	if n := len(l.requests()); n != 2 || len(res.Records) != 2 || !res.Records[0].OK {
+		t.Fatalf("with --insecure: %d requests, records %+v", n, res.Records)
 	}
 }

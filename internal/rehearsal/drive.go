@@ -6,6 +6,7 @@ import (
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/drive"
 	"github.com/rehearse/rehearse/internal/plan"
+	"github.com/rehearse/rehearse/internal/stream"
 )
 
 // Target is the server a wave drives.
@@ -28,7 +29,7 @@ type driveDriver struct {
 	load drive.Load
 }
 
-func newDriveDriver(j *bundle.Journal, counter Counter, w bundle.Workload, events func(WaveEvent)) *driveDriver {
+func newDriveDriver(j *bundle.Journal, counter Counter, w bundle.Workload, events func(WaveEvent), client *stream.Client) *driveDriver {
 	var c drive.Counter
 	load := drive.LoadOf(w)
 	if counter != nil {
@@ -36,7 +37,7 @@ func newDriveDriver(j *bundle.Journal, counter Counter, w bundle.Workload, event
 		load.InputTokens = drive.CountInputs(load, counter)
 	}
 	return &driveDriver{
-		d:    drive.New(drive.Options{Journal: j, Counter: c, Progress: events}),
+		d:    drive.New(drive.Options{Journal: j, Counter: c, Progress: events, Client: client}),
 		load: load,
 	}
 }

@@ -185,6 +185,7 @@ func (r *runner) ready(ctx context.Context, i int, f *fleet, apiKey string) (log
 		return supervise.Probe{
 			Name: name, BaseURL: url, HealthPath: rd.Path, Endpoint: r.cfg.Workload.Endpoint,
 			Model: s.Model, APIKey: apiKey, Timeout: rd.Timeout.D(), Mode: rd.Mode,
+			Client: httpClient(s.InsecureTLS, 10*time.Second),
 		}
 	}
 	if !f.replicated {

@@ -150,7 +150,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	journal.OnFail(cancel)
 	driver := o.Driver
 	if driver == nil {
-		driver = newDriveDriver(journal, o.Counter, plan.Workload(cfg, o.Prompts), o.WaveEvents)
+		driver = newDriveDriver(journal, o.Counter, plan.Workload(cfg, o.Prompts), o.WaveEvents, wavesClient(cfg))
 	}
 	r := &runner{o: o, cfg: cfg, journal: journal, driver: driver, out: &Outcome{Dir: o.Dir}, predicted: predicted, secrets: rehearsalSecrets(cfg)}
 	r.res = header(o, driver, time.Now())
@@ -362,7 +362,7 @@ func (r *runner) server(ctx context.Context, i int) bool {
 	// A server reached with readiness "answer" is asked nothing more than
 	// the waves send it.
 	if s.Ready.Mode != config.ReadyAnswer {
-		r.askServer(ctx, s.Name, s.Model, fl.urls[0], apiKey)
+		r.askServer(ctx, s, fl.urls[0], apiKey)
 	}
 
 	// The body's extra fields are the recorded workload's: extra_body and
@@ -385,8 +385,9 @@ func (r *runner) server(ctx context.Context, i int) bool {
 // askServer asks a ready server, before the load, what software it runs
 // and, where it offers /tokenize, whether it counts the first prompt as the
 // rehearsal's tokenizer does (a mismatch is a note and a warning).
-func (r *runner) askServer(ctx context.Context, name, model, url, apiKey string) {
-	if rt := serverRuntimes(ctx, name, url, apiKey); len(rt) > 0 {
+func (r *runner) askServer(ctx context.Context, s config.Server, url, apiKey string) {
+	name, model, client := s.Name, s.Model, orDefault(httpClient(s.InsecureTLS, 0))
+	if rt := serverRuntimes(ctx, client, name, url, apiKey); len(rt) > 0 {
 		r.mu.Lock()
 		r.res.Provenance.Runtimes = append(r.res.Provenance.Runtimes, rt...)
 		r.mu.Unlock()
@@ -395,7 +396,7 @@ func (r *runner) askServer(ctx context.Context, name, model, url, apiKey string)
 	if len(r.o.Prompts.Prompts) == 0 {
 		return
 	}
-	if w := tokenizeCheck(ctx, url, apiKey, model, r.o.Prompts.Prompts[0].Text, r.o.Counter); w != "" {
+	if w := tokenizeCheck(ctx, client, url, apiKey, model, r.o.Prompts.Prompts[0].Text, r.o.Counter); w != "" {
 		r.note("server %s: %s", name, w)
 		r.progress(name, "warn", "%s", w)
 	}
