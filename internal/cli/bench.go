@@ -137,6 +137,10 @@ ended, bounded by --num-requests and/or --duration, after --warmup-requests
 W requests that are sent but kept out of the figures; goodput is over the
 measured window.
 
+rehearse bench serve takes the same flags with vLLM's defaults: a vllm bench
+serve command line with vllm replaced by rehearse sends what vLLM sends
+(rehearse bench serve --help). Here, rehearse's defaults stand.
+
 vllm bench serve's flags mean what they mean there (the README's table
 lists every one; those with no equivalent are refused by name): given no
 --num-requests or --duration, --num-prompts (1000) bounds an open-loop or

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -24,7 +26,7 @@ import (
 // vLLM's defaults (config.VLLMDefault*) for every flag not given.
 
 func serveHelp(cmd *cobra.Command) {
-	cmd.Use = "serve [vllm bench serve flags]"
+	cmd.Use = "serve [flags]"
 	cmd.Short = "vllm bench serve's command line, with vLLM's defaults, through rehearse"
 	cmd.Long = `A vllm bench serve command line with vllm replaced by rehearse: the same
 requests as vLLM main sends them (count, API, body, arrivals), vLLM's result
@@ -44,11 +46,26 @@ index on each request, OPENAI_API_KEY as the bearer token when it is set, a
 request timeout of 6 hours.
 
 The bundle goes to -o DIR (default rehearse-bench-<UTC time>); --save-result
-writes vLLM's file beside it, or in --result-dir, under vLLM's name.`
+writes vLLM's file in the working folder (or --result-dir) under vLLM's name.
+The defaults below are vLLM's where vLLM has the flag.`
+	for name, def := range vllmDefaultsShown {
+		if fl := cmd.Flags().Lookup(name); fl != nil {
+			fl.DefValue = def
+		}
+	}
 	cmd.Example = `  rehearse bench serve --backend vllm --model NousResearch/Hermes-3-Llama-3.1-8B --endpoint /v1/completions \
       --dataset-name sharegpt --dataset-path ShareGPT_V3_unfiltered_cleaned_split.json --num-prompts 10
   rehearse bench serve --model Qwen/Qwen2.5-1.5B-Instruct --random-input-len 512 --random-output-len 128 \
       --request-rate 5 --max-concurrency 16 --num-prompts 200 --save-result --label mylabel --metadata gpu=h100 tp=1`
+}
+
+// vllmDefaultsShown are the defaults bench serve's help shows where they
+// are vLLM's, not bench's (applyServeDefaults sets them).
+var vllmDefaultsShown = map[string]string{
+	"backend": config.VLLMDefaultBackend, "endpoint": config.VLLMDefaultEndpoint, "dataset-name": config.VLLMDefaultDataset,
+	"request-rate": "inf", "burstiness": "1", "repeats": strconv.Itoa(config.VLLMDefaultRepeats),
+	"timeout": config.VLLMDefaultTimeout.String(), "percentile-metrics": config.VLLMDefaultPercentileMetrics,
+	"request-id-prefix": config.VLLMRequestIDPrefix + "<8 random hex>-", "custom-output-len": strconv.Itoa(config.VLLMDefaultCustomOutputLen),
 }
 
 // applyServeDefaults gives every flag of bench serve that was not given
@@ -59,6 +76,9 @@ func (o *benchOptions) applyServeDefaults(f *pflag.FlagSet) error {
 		return nil
 	}
 	given := f.Changed
+	if !given("base-url") && !given("host") && !given("port") {
+		o.baseURL = "http://" + net.JoinHostPort(vllmDefaultHost, strconv.Itoa(vllmDefaultPort)) // vLLM's --host and --port
+	}
 	if !given("backend") && !given("endpoint-type") {
 		v.backend = config.VLLMDefaultBackend
 	}

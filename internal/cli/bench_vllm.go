@@ -56,6 +56,7 @@ type vllmOptions struct {
 	headers               []string
 	insecure              bool
 	skipChatTemplate      bool
+	useBeamSearch         bool
 
 	// serve is rehearse bench serve: vLLM's defaults, vLLM's body style,
 	// pacing and result file (bench_serve.go).
@@ -128,6 +129,7 @@ func vllmFlags(f *pflag.FlagSet, v *vllmOptions) {
 	f.StringVar(&v.requestIDPrefix, "request-id-prefix", "", "send each request with the header x-request-id: this prefix and its prompt's index, as vLLM does (bench serve's default: bench-<8 random hex>-; warm-ups carry none)")
 	f.StringArrayVar(&v.headers, "header", nil, "KEY=VALUE headers sent with every request, space-separated; the values are secrets, never written or shown")
 	f.BoolVar(&v.insecure, "insecure", false, "do not verify the server's TLS certificate (self-signed servers)")
+	f.BoolVar(&v.useBeamSearch, "use-beam-search", false, "accepted: vLLM main parses it and sends nothing different")
 	f.BoolVar(&v.skipChatTemplate, "skip-chat-template", false, "send custom prompts as they are (rehearse renders no chat template on the client)")
 	for _, r := range vllmRefused {
 		if r.noValue {
@@ -152,13 +154,12 @@ const notYet = "not yet in rehearse"
 // vllmRefused are vllm bench serve's flags with no equivalent in bench,
 // each with what to use instead.
 var vllmRefused = []refusedFlag{
-	{"use-beam-search", true, "rehearse does not send beam search requests"},
-	{"probe-request-rate", false, notYet + ": no side probe requests beside the load"},
+	{"probe-request-rate", false, notYet + ": no side probes beside the load (run a second rehearse bench at a low --request-rate beside it)"},
 	{"profile", true, "rehearse does not drive vLLM's profiler (start it on the server)"},
-	{"self-timed", true, "applies to vLLM's timed_trace dataset, which rehearse does not read"},
-	{"no-self-timed", true, "applies to vLLM's timed_trace dataset, which rehearse does not read"},
-	{"lora-modules", false, notYet + ": every request asks for --model (name an adapter with --model)"},
-	{"lora-assignment", false, notYet + ": every request asks for --model"},
+	{"self-timed", true, timedTrace},
+	{"no-self-timed", true, timedTrace},
+	{"lora-modules", false, notYet + ": every request asks for --model (rehearse one adapter at a time with --model ADAPTER)"},
+	{"lora-assignment", false, notYet + ": every request asks for --model (rehearse one adapter at a time with --model ADAPTER)"},
 	{"chat-template-kwargs", false, "rehearse renders no chat template client-side; for the server's template use --extra-body '{\"chat_template_kwargs\":{...}}'"},
 	{"plot-timeline", true, "the bundle's report has the plots (rehearse report DIR)"},
 	{"timeline-itl-thresholds", false, "the bundle's report has the plots (rehearse report DIR)"},
@@ -183,7 +184,23 @@ var vllmRefused = []refusedFlag{
 	{"hf-split", false, "rehearse reads no Hugging Face dataset: convert it to JSONL (--dataset-name custom or chat)"},
 	{"hf-name", false, "rehearse reads no Hugging Face dataset: convert it to JSONL (--dataset-name custom or chat)"},
 	{"hf-output-len", false, "rehearse reads no Hugging Face dataset: convert it to JSONL (--dataset-name custom or chat)"},
+	{"bfcl-categories", false, "applies to vLLM's BFCL tool-calling dataset (a Hugging Face dataset), which rehearse does not read: convert it to chat JSONL (--dataset-name chat)"},
+	{"custom-ensure-client-side-data", true, "applies to vLLM's custom_image dataset: rehearse sends text prompts only"},
+	{"speed-bench-dataset-subset", false, "applies to vLLM's speed_bench dataset, which rehearse does not read"},
+	{"speed-bench-output-len", false, "applies to vLLM's speed_bench dataset, which rehearse does not read"},
+	{"speed-bench-category", false, "applies to vLLM's speed_bench dataset, which rehearse does not read"},
+	{"asr-max-audio-len-sec", false, "applies to vLLM's audio (ASR) datasets: rehearse rehearses text generation"},
+	{"asr-min-audio-len-sec", false, "applies to vLLM's audio (ASR) datasets: rehearse rehearses text generation"},
+	{"timed-trace-chunk-hash-size", false, timedTrace + " (its hash block is --trace-block-size)"},
+	{"timed-trace-sec-multiplier", false, timedTrace + " (scale its times with --trace-time-scale)"},
+	{"timed-trace-label-timestamp", false, timedTrace + ", whose fields are Mooncake's"},
+	{"timed-trace-label-input-length", false, timedTrace + ", whose fields are Mooncake's"},
+	{"timed-trace-label-output-length", false, timedTrace + ", whose fields are Mooncake's"},
+	{"timed-trace-label-hash-ids", false, timedTrace + ", whose fields are Mooncake's"},
 }
+
+// timedTrace is the refusal of vLLM's timed_trace flags.
+const timedTrace = "applies to vLLM's timed_trace dataset: replay a Mooncake trace at its own times with --dataset-name mooncake --dataset-path FILE"
 
 // vllmDatasets are vllm bench serve's dataset names that rehearse does not
 // read, for --dataset-name's refusal.
@@ -191,7 +208,7 @@ var vllmDatasets = []string{"burstgpt", "sonnet", "random-mm", "random-rerank", 
 
 // vllmBackends are vllm bench serve's backends that are not text
 // generation over the chat or completions API.
-var vllmBackends = []string{"openai-audio", "openai-embeddings", "openai-embeddings-chat", "openai-embeddings-clip", "openai-embeddings-vlm2vec",
+var vllmBackends = []string{"openai-responses", "openai-audio", "openai-embeddings", "openai-embeddings-chat", "openai-embeddings-clip", "openai-embeddings-vlm2vec",
 	"infinity-embeddings", "infinity-embeddings-clip", "vllm-pooling", "vllm-rerank"}
 
 // vllmMultiValued are vllm bench serve's flags of nargs "+" or "*": every
