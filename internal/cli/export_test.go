@@ -122,7 +122,7 @@ func TestBenchSaveResult(t *testing.T) {
 	rd := filepath.Join(t.TempDir(), "results")
 	code, out, errs = runMain(context.Background(), "bench", "--base-url", srv.URL, "--tokenizer", "usage",
 		"--concurrency", "1,2", "--repeats", "1", "--max-tokens", "4", "--save-result", "--save-detailed",
-		"--result-dir", rd, "--result-filename", "mine.json", "-o", filepath.Join(t.TempDir(), "b2"))
+		"--result-dir", rd, "--result-filename", "mine.json", "--append-result", "-o", filepath.Join(t.TempDir(), "b2"))
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
@@ -130,8 +130,8 @@ func TestBenchSaveResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := bytes.Count(data, []byte("\n")); n != 2 || !bytes.Contains(data, []byte(`"ttfts"`)) {
-		t.Fatalf("mine.json: %d lines (want one per load), detailed %v", n, bytes.Contains(data, []byte(`"ttfts"`)))
+	if n := bytes.Count(data, []byte("\n")); n != 1 || !bytes.Contains(data, []byte(`"ttfts"`)) {
+		t.Fatalf("mine.json: %d newlines (want the two loads' objects, one per line, as --append-result writes them), detailed %v", n, bytes.Contains(data, []byte(`"ttfts"`)))
 	}
 	code, _, errs = runMain(context.Background(), "bench", "--base-url", srv.URL, "--result-dir", rd)
 	if code != 2 || !strings.Contains(errs, "--result-dir: only with --save-result") {
@@ -175,7 +175,7 @@ func TestBenchSaveResultAgainstTheSimulator(t *testing.T) {
 		t.Errorf("%d ttfts for 10 requests", n)
 	}
 	code, exported, errs := run(t, "export", dir, "--format", "vllm", "--save-detailed")
-	if code != 0 || exported != string(saved) {
+	if code != 0 || exported != string(saved)+"\n" {
 		t.Fatalf("export after the run: exit %d %s\nexported %s\nsaved    %s", code, errs, exported, saved)
 	}
 }
