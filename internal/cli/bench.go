@@ -657,36 +657,16 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 	if err != nil {
 		return nil, nil, err
 	}
-	notes := slices.Clone(o.vllm.notes)
-	if o.model == "" {
-		apiKey := ""
-		if o.apiKeyEnv != "" {
-			apiKey = os.Getenv(o.apiKeyEnv)
-		}
-		m, err := rehearsal.FirstModel(ctx, o.baseURL, apiKey, o.vllm.insecure)
-		if err != nil {
-			// The server failed to answer, not the user: exit 1.
-			return nil, nil, &ExitError{Code: 1, Err: fmt.Errorf("--model not given, and the server did not name one: %v", config.RedactURL(err.Error()))}
-		}
-		o.model = m.ID
-		notes = append(notes, fmt.Sprintf("model %q was taken from the server's /v1/models", o.model))
-		switch {
-		case o.dataset.maxModelLen == 0 && m.MaxModelLen > 0 && o.tokenizer == rehearsal.VariantUsage:
-			// Nothing counts the prompts: the server's limit cannot be
-			// checked, and a limit the user did not give refuses nothing.
-			notes = append(notes, fmt.Sprintf("the server's max_model_len %d was not checked: --tokenizer usage counts no prompt", m.MaxModelLen))
-		case o.dataset.maxModelLen == 0 && m.MaxModelLen > 0:
-			// The same answer tells vLLM's context length: checked as --max-model-len is.
-			o.dataset.maxModelLen = m.MaxModelLen
-			notes = append(notes, fmt.Sprintf("max_model_len %d was taken from the server's /v1/models", m.MaxModelLen))
-		}
+	notes, err := o.firstModel(ctx, slices.Clone(o.vllm.notes))
+	if err != nil {
+		return nil, nil, err
 	}
 	temperature, includeUsage := 0.0, o.includeUsage
+	if t := o.vllm.temperature; o.vllm.changed["temperature"] && (t < 0 || math.IsNaN(t) || math.IsInf(t, 0)) {
+		return nil, nil, usageError("--temperature %v: want 0 or more", t)
+	}
 	if o.vllm.changed["temperature"] && !o.vllm.serve {
-		if o.vllm.temperature < 0 || math.IsNaN(o.vllm.temperature) || math.IsInf(o.vllm.temperature, 0) {
-			return nil, nil, usageError("--temperature %v: want 0 or more", o.vllm.temperature)
-		}
-		temperature = o.vllm.temperature
+		temperature = o.vllm.temperature // bench serve sends it as a sampling field, as vLLM
 	}
 	w := config.Workload{
 		Concurrencies: o.concurrencies, Repeats: o.repeats, Prompts: o.dataset.prompts(o.promptsPath, o.seed),
@@ -750,6 +730,36 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 	}
 	cfg.Cost = o.cost.config()
 	return cfg, notes, nil
+}
+
+// firstModel takes, without --model, the server's first listed model (and
+// its max_model_len, where it lists one) and says so in notes.
+func (o *benchOptions) firstModel(ctx context.Context, notes []string) ([]string, error) {
+	if o.model != "" {
+		return notes, nil
+	}
+	apiKey := ""
+	if o.apiKeyEnv != "" {
+		apiKey = os.Getenv(o.apiKeyEnv)
+	}
+	m, err := rehearsal.FirstModel(ctx, o.baseURL, apiKey, o.vllm.insecure)
+	if err != nil {
+		// The server failed to answer, not the user: exit 1.
+		return nil, &ExitError{Code: 1, Err: fmt.Errorf("--model not given, and the server did not name one: %v", config.RedactURL(err.Error()))}
+	}
+	o.model = m.ID
+	notes = append(notes, fmt.Sprintf("model %q was taken from the server's /v1/models", o.model))
+	switch {
+	case o.dataset.maxModelLen == 0 && m.MaxModelLen > 0 && o.tokenizer == rehearsal.VariantUsage:
+		// Nothing counts the prompts: the server's limit cannot be
+		// checked, and a limit the user did not give refuses nothing.
+		notes = append(notes, fmt.Sprintf("the server's max_model_len %d was not checked: --tokenizer usage counts no prompt", m.MaxModelLen))
+	case o.dataset.maxModelLen == 0 && m.MaxModelLen > 0:
+		// The same answer tells vLLM's context length: checked as --max-model-len is.
+		o.dataset.maxModelLen = m.MaxModelLen
+		notes = append(notes, fmt.Sprintf("max_model_len %d was taken from the server's /v1/models", m.MaxModelLen))
+	}
+	return notes, nil
 }
 
 // tokenizerConfig turns --tokenizer into the rehearsal's tokenizer choice:

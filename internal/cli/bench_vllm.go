@@ -315,22 +315,7 @@ func (o *benchOptions) applyVLLM(f *pflag.FlagSet) error {
 		}
 		o.progress = config.ProgressNever
 	}
-	if ch["label"] {
-		if ch["name"] {
-			return usageError("--label and --name: give one (--label is the server's name in the bundle)")
-		}
-		o.name = v.label
-	}
-	v.metadataPairs = nil
-	for _, kv := range v.metadata {
-		p, ok := metadataPair(kv)
-		if !ok {
-			return usageError("--metadata %q: want KEY=VALUE", kv)
-		}
-		v.metadataPairs = append(v.metadataPairs, p)
-		v.notes = append(v.notes, fmt.Sprintf("metadata %s=%s", p.Key, p.Value))
-	}
-	if err := v.parseHeaders(); err != nil {
+	if err := o.applyRecordFlags(); err != nil {
 		return err
 	}
 	if err := o.recordRate(); err != nil {
@@ -369,6 +354,29 @@ func (o *benchOptions) applyVLLM(f *pflag.FlagSet) error {
 		return usageError("--disable-shuffle: rehearse shuffles prefix_repetition prompts with --seed, always")
 	}
 	return o.applyLoad()
+}
+
+// applyRecordFlags maps what the run records and sends beside its load:
+// --label (the server's name), --metadata (notes, and the result's keys)
+// and --header.
+func (o *benchOptions) applyRecordFlags() error {
+	v := &o.vllm
+	if v.changed["label"] {
+		if v.changed["name"] {
+			return usageError("--label and --name: give one (--label is the server's name in the bundle)")
+		}
+		o.name = v.label
+	}
+	v.metadataPairs = nil
+	for _, kv := range v.metadata {
+		p, ok := metadataPair(kv)
+		if !ok {
+			return usageError("--metadata %q: want KEY=VALUE", kv)
+		}
+		v.metadataPairs = append(v.metadataPairs, p)
+		v.notes = append(v.notes, fmt.Sprintf("metadata %s=%s", p.Key, p.Value))
+	}
+	return v.parseHeaders()
 }
 
 // applyBackend sets the endpoint of --backend (or --endpoint-type) and

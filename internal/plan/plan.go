@@ -240,14 +240,7 @@ func Workload(cfg *config.Rehearsal, prompts workload.Set) bundle.Workload {
 		if len(w.Concurrencies) == 0 {
 			out.Kind = contract.ModeOpen
 		}
-		out.Open = &bundle.OpenLoop{
-			RequestRatesRPS: append([]float64(nil), o.RequestRatesRPS...), Arrival: o.Arrival, Burstiness: o.Burstiness,
-			Seed: o.Seed, NumRequests: o.NumRequests, DurationS: o.Duration.Seconds(), MaxConcurrency: o.MaxConcurrency,
-			Pacing: o.Pacing,
-		}
-		if r := o.Ramp; r != nil {
-			out.Open.Ramp = &contract.Ramp{Strategy: r.Strategy, StartRPS: r.StartRPS, EndRPS: r.EndRPS}
-		}
+		out.Open = openLoop(o)
 		if o.Arrival == workload.ArrivalTrace && prompts.Arrivals != nil {
 			out.ArrivalsS = make([]float64, len(prompts.Arrivals))
 			for i, a := range prompts.Arrivals {
@@ -287,6 +280,19 @@ func Workload(cfg *config.Rehearsal, prompts workload.Set) bundle.Workload {
 	}
 	if m := cfg.MechanismCheck; m != nil {
 		out.MechanismCheck = &bundle.MechanismSpec{Server: m.Server, Metric: m.Metric, Concurrency: m.Concurrency, PeriodS: m.Period.Seconds()}
+	}
+	return out
+}
+
+// openLoop is the bundle's record of an open loop.
+func openLoop(o *config.OpenLoop) *bundle.OpenLoop {
+	out := &bundle.OpenLoop{
+		RequestRatesRPS: append([]float64(nil), o.RequestRatesRPS...), Arrival: o.Arrival, Burstiness: o.Burstiness,
+		Seed: o.Seed, NumRequests: o.NumRequests, DurationS: o.Duration.Seconds(), MaxConcurrency: o.MaxConcurrency,
+		Pacing: o.Pacing,
+	}
+	if r := o.Ramp; r != nil {
+		out.Ramp = &contract.Ramp{Strategy: r.Strategy, StartRPS: r.StartRPS, EndRPS: r.EndRPS}
 	}
 	return out
 }
