@@ -125,7 +125,7 @@ func (o *benchOptions) applyServeDefaults(f *pflag.FlagSet) error {
 		o.maxTokens = config.VLLMDefaultCustomOutputLen
 	}
 	if o.dataset.name == datasetCustom && !v.skipChatTemplate {
-		return usageError("--dataset-name custom without --skip-chat-template: vLLM renders each prompt through the tokenizer's chat template on the client, which rehearse does not do yet; add --skip-chat-template to send the prompts as they are, or use --backend openai-chat for the server's template")
+		return usageError("--dataset-name custom without --skip-chat-template: vLLM renders each prompt through the tokenizer's chat template on the client, which rehearse does not do yet; add --skip-chat-template to send the prompts as they are")
 	}
 	if given("multi-turn") {
 		return usageError("--multi-turn: vllm bench serve has no multi-turn sessions; use rehearse bench --multi-turn")

@@ -390,6 +390,9 @@ func (o *benchOptions) applyBackend() error {
 		}
 		backend, flag = v.endpointType, "--endpoint-type"
 	}
+	if !v.changed["backend"] && !v.changed["endpoint-type"] {
+		flag = "vLLM's default --backend"
+	}
 	var completions bool
 	switch backend {
 	case "":
