@@ -298,7 +298,7 @@ func TestServeDocsExampleCustom(t *testing.T) {
 // max_concurrency null and the default percentile keys only.
 func TestServeDocstringExample(t *testing.T) {
 	l := newVLLMLog(t, "m")
-	_, _, _, res := serveRun(t, l, "--backend openai --label mylabel --model m --dataset-name random --input-len 64 --output-len 16 --request-rate 5 --num-prompts 10 --save-result --metadata gpu=none tp=1")
+	_, _, dir, res := serveRun(t, l, "--backend openai --label mylabel --model m --dataset-name random --input-len 64 --output-len 16 --request-rate 5 --num-prompts 10 --save-result --metadata gpu=none tp=1")
 	got := l.requests()
 	if len(got) != 10 || got[0].body["max_tokens"] != 16.0 || got[0].body["ignore_eos"] != true {
 		t.Fatalf("%d requests, body %v", len(got), got[0].body)
@@ -314,6 +314,16 @@ func TestServeDocstringExample(t *testing.T) {
 		t.Errorf("workload %+v", res.Workload.Open)
 	}
 	m, keys := savedResult(t, "mylabel-5.0qps-m-*.json")
+	// The file is a pure function of the bundle: export writes the same bytes.
+	files, _ := filepath.Glob("mylabel-5.0qps-m-*.json")
+	saved, _ := os.ReadFile(files[0])
+	folder := filepath.Join(t.TempDir(), "exported")
+	if code, _, errs := runMain(context.Background(), "export", dir, "--format", "vllm", "-o", folder); code != 0 {
+		t.Fatalf("export: exit %d %s", code, errs)
+	}
+	if exported, err := os.ReadFile(filepath.Join(folder, filepath.Base(files[0]))); err != nil || string(exported) != string(saved) {
+		t.Errorf("export -o DIR: %v\n%s\nsaved\n%s", err, exported, saved)
+	}
 	want := []string{"date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts", "gpu", "tp",
 		"request_rate", "burstiness", "max_concurrency", "duration", "completed", "failed", "total_input_tokens", "total_output_tokens",
 		"request_throughput", "request_goodput", "output_throughput", "total_token_throughput", "latencies", "queue_times",

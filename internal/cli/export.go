@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/export"
@@ -22,6 +23,9 @@ type exportOptions struct {
 	appendTo          bool   // --append-result: vllm objects appended to -o FILE
 	metricPercentiles string // --metric-percentiles, vLLM's name
 	percentileMetrics string // --percentile-metrics, vLLM's name
+	// given are the vLLM flags given: without them, a bench serve
+	// bundle's own choice stands (its file is the one it saved).
+	given map[string]bool
 }
 
 func newExportCmd(st *State) *cobra.Command {
@@ -71,6 +75,8 @@ that cannot be read.`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.dir = args[0]
+			o.given = map[string]bool{}
+			cmd.Flags().Visit(func(f *pflag.Flag) { o.given[f.Name] = true })
 			return interruption(cmd.Context(), "export "+o.dir, runExport(cmd.Context(), st, o))
 		},
 	}
@@ -79,8 +85,8 @@ that cannot be read.`,
 	f.StringVarP(&o.out, "output", "o", "", "file to write (default, or -: standard output)")
 	f.BoolVar(&o.appendTo, "append-result", false, "vllm with -o FILE.json: append each load's object to FILE (a newline before each where it has content), as vLLM's --append-result does")
 	f.BoolVar(&o.detailed, "save-detailed", false, "vllm: add the per-request arrays (input_lens, output_lens, ttfts, itls, start_times, generated_texts, errors)")
-	f.StringVar(&o.metricPercentiles, "metric-percentiles", "99", "vllm: comma-separated percentiles of each metric, e.g. 50,90,99")
-	f.StringVar(&o.percentileMetrics, "percentile-metrics", strings.Join(export.DefaultVLLMMetrics, ","), "vllm: comma-separated metrics given mean, median, std and percentiles: "+strings.Join(export.VLLMMetrics, ", "))
+	f.StringVar(&o.metricPercentiles, "metric-percentiles", "99", "vllm: comma-separated percentiles of each metric, e.g. 50,90,99 (default: a bench serve bundle's own)")
+	f.StringVar(&o.percentileMetrics, "percentile-metrics", strings.Join(export.DefaultVLLMMetrics, ","), "vllm: comma-separated metrics given mean, median, std and percentiles: "+strings.Join(export.VLLMMetrics, ", ")+" (default: a bench serve bundle's own)")
 	return cmd
 }
 
@@ -103,6 +109,12 @@ func (o exportOptions) options() (export.Options, error) {
 	}
 	if err := eo.Validate(); err != nil {
 		return eo, usageError("--percentile-metrics: %v", err)
+	}
+	if !o.given["metric-percentiles"] {
+		eo.Percentiles = nil // the bundle's choice, else vLLM's default
+	}
+	if !o.given["percentile-metrics"] {
+		eo.Metrics = nil
 	}
 	return eo, nil
 }
