@@ -327,7 +327,8 @@ func Validate(res *bundle.Results, o ValidateOptions) (*Validation, error) {
 				continue
 			}
 			ow := OpenWorkload{Prompts: sw.Prompts, MaxTokens: sw.MaxTokens, TimeoutS: sw.TimeoutS, IgnoreEOS: sw.IgnoreEOS, MinTokens: sw.MinTokens, PromptMaxTokens: sw.PromptMaxTokens,
-				RateRPS: hw.RequestRateRPS, Arrival: hw.Arrival, Burstiness: hw.Burstiness, Seed: hw.Seed, Ramp: hw.Ramp, NumRequests: op.NumRequests, DurationS: op.DurationS}
+				RateRPS: hw.RequestRateRPS, Arrival: hw.Arrival, Burstiness: hw.Burstiness, Seed: hw.Seed, Ramp: hw.Ramp, NumRequests: op.NumRequests, DurationS: op.DurationS,
+				Pacing: op.Pacing}
 			if hw.Arrival == contract.ArrivalTrace {
 				ow.ArrivalsS = hold.Workload.ArrivalsS
 			}
