@@ -50,6 +50,11 @@ tpot, itl, e2el; default all four) choose the p{P} keys as vLLM's do. Where
 vLLM's definitions differ from rehearse's, each object's "notes" key says
 which one each figure follows:
 ` + bullets(export.VLLMDefinitions) + `
+A rehearse bench serve bundle gives exactly the file its --save-result wrote
+(vLLM's keys, valued as its command line gave them). With -o, vLLM's files as
+json.dump writes them: -o DIR (made when absent) one file per load under
+vLLM's name; -o FILE.json one load, or, with --append-result, each load
+appended to FILE, a newline before each where it has content.
 
 llmd-br: the llm-d benchmark report v` + export.LLMDVersion + ` (run, scenario with the stack
 and load, results with request performance and observability). Left empty:
@@ -69,7 +74,7 @@ is refused before anything is written.
 Exit status: 0 when written, 1 when the bundle does not verify or FILE
 cannot be written, 2 for bad usage (a refused FILE among it) or a bundle
 that cannot be read.`,
-		Example: `  rehearse export out --format vllm -o result.json
+		Example: `  rehearse export out --format vllm -o results/
   rehearse export out --format csv > requests.csv
   rehearse export out --format llmd-br -o report.json`,
 		Args: exactArgs(1, "DIR"),
