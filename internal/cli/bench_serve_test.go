@@ -125,7 +125,7 @@ func recordedWaves(res *bundle.Results) []string {
 // table.
 func TestServeDefaults(t *testing.T) {
 	l := newVLLMLog(t, "m")
-	out, _, _, res := serveRun(t, l, "--model m --num-prompts 6")
+	out, _, _, res := serveRun(t, l, "--model m --num-prompts 6 --save-result")
 	got := l.requests()
 	if len(got) != 6 {
 		t.Fatalf("%d requests, want 6", len(got))
@@ -168,6 +168,11 @@ func TestServeDefaults(t *testing.T) {
 	}
 	if strings.Contains(out, "E2EL") || strings.Contains(out, "Maximum request concurrency") || strings.Contains(out, "Request rate configured") {
 		t.Errorf("the block has lines vLLM prints only when asked:\n%s", out)
+	}
+	// --request-rate inf alone: no -concurrency in the name, max_concurrency null.
+	m, _ := savedResult(t, "openai-infqps-m-*.json")
+	if v, ok := m["max_concurrency"]; !ok || v != nil || m["request_rate"] != "inf" || m["burstiness"] != 1.0 || m["label"] != nil || m["num_prompts"] != 6.0 {
+		t.Errorf("result %v", m)
 	}
 }
 
