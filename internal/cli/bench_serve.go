@@ -121,6 +121,13 @@ func (o *benchOptions) applyServeDefaults(f *pflag.FlagSet) error {
 	if !given("api-key-env") && os.Getenv(config.VLLMAPIKeyEnv) != "" {
 		o.apiKeyEnv = config.VLLMAPIKeyEnv
 	}
+	if o.dataset.name == datasetShareGPT {
+		// vLLM samples ShareGPT with its seed (CPython's shuffle) and its length checks.
+		o.dataset.order = workload.OrderVLLM
+		if v.disableShuffle {
+			o.dataset.order = workload.OrderVLLMUnshuffled
+		}
+	}
 	if o.dataset.name == datasetCustom && !given("custom-output-len") && !given("output-len") && !given("max-tokens") {
 		o.maxTokens = config.VLLMDefaultCustomOutputLen
 	}

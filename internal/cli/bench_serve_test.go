@@ -235,6 +235,11 @@ func TestServeDocsExamplesOnline(t *testing.T) {
 					!strings.HasPrefix(got[0].body["prompt"].(string), "Question ") {
 					t.Errorf("%d requests, first %s %v: want 10 completions, the first human turn, max_tokens the reply's length", len(got), got[0].path, got[0].body)
 				}
+				// vLLM's sample: CPython's shuffle of the 12 entries with --seed 0
+				// is 1 9 8 5 10 2 3 7 4 0 11 6; the first 10 are sent.
+				if p := res.Workload.Prompts; len(p) != 10 || !strings.HasPrefix(p[0], "Question 1:") || !strings.HasPrefix(p[1], "Question 9:") || !strings.HasPrefix(p[9], "Question 0:") {
+					t.Errorf("prompts %q: want vLLM's sample of the file", p)
+				}
 			}},
 		{"sampling parameters", "--backend vllm --model NousResearch/Hermes-3-Llama-3.1-8B --endpoint /v1/completions --dataset-name sharegpt --dataset-path " + sg + " --top-k 10 --top-p 0.9 --temperature 0.5 --num-prompts 10",
 			func(t *testing.T, got []received, res *bundle.Results) {

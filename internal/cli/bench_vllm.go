@@ -464,6 +464,7 @@ func (o *benchOptions) applyLengths() error {
 		}
 		o.maxTokens = n
 		d.fixedOutputLen = dataset == datasetShareGPT
+		d.fixedOutputTokens = n
 	}
 	return nil
 }

@@ -363,6 +363,11 @@ type Prompts struct {
 	// Dataset sources' parameters (sharegpt, chat_jsonl).
 	UseOutputLen bool
 	MaxModelLen  int
+	// Order is sharegpt's: "" (the file's order), or vllm bench serve's
+	// sampling, "vllm" (shuffled with seed) or "vllm_unshuffled"
+	// (workload.OrderVLLM); output_len {fixed: N} then is the fixed output
+	// length vLLM checks lengths with.
+	Order string
 	// The trace source's parameters (count, seed and ignore_eos too).
 	Format    string
 	TimeScale float64
@@ -395,8 +400,9 @@ type promptsMapping struct {
 	Seed      int64   `yaml:"seed"`
 	IgnoreEOS bool    `yaml:"ignore_eos"`
 
-	UseOutputLen bool `yaml:"use_output_len"`
-	MaxModelLen  int  `yaml:"max_model_len"`
+	UseOutputLen bool   `yaml:"use_output_len"`
+	MaxModelLen  int    `yaml:"max_model_len"`
+	Order        string `yaml:"order"`
 
 	Format      string  `yaml:"format"`
 	TimeScale   float64 `yaml:"time_scale"`
@@ -434,7 +440,7 @@ func (p *Prompts) UnmarshalYAML(b []byte) error {
 			return err
 		}
 		*p = Prompts{Source: m.Source, File: m.Path, InputLen: m.InputLen, OutputLen: m.OutputLen,
-			Count: m.Count, Seed: m.Seed, IgnoreEOS: m.IgnoreEOS, UseOutputLen: m.UseOutputLen, MaxModelLen: m.MaxModelLen,
+			Count: m.Count, Seed: m.Seed, IgnoreEOS: m.IgnoreEOS, UseOutputLen: m.UseOutputLen, MaxModelLen: m.MaxModelLen, Order: m.Order,
 			Format: m.Format, TimeScale: m.TimeScale, BlockSize: m.BlockSize,
 			NumPrefixes: m.NumPrefixes, PrefixLen: m.PrefixLen, SuffixLen: m.SuffixLen}
 	default:

@@ -766,7 +766,10 @@ func (p Prompts) Spec() workload.Spec {
 		p := p.PrefixRepetition()
 		spec.Prefix = &p
 	case workload.SourceShareGPT, workload.SourceChatJSONL:
-		spec.Dataset = &workload.Dataset{UseOutputLen: p.UseOutputLen, MaxModelLen: p.MaxModelLen, Count: p.Count}
+		spec.Dataset = &workload.Dataset{UseOutputLen: p.UseOutputLen, MaxModelLen: p.MaxModelLen, Count: p.Count, Order: p.Order, Seed: p.Seed}
+		if p.OutputLen != nil {
+			spec.Dataset.OutputLen = p.OutputLen.Fixed
+		}
 	case workload.SourceTrace:
 		tr := p.Trace()
 		spec.Trace = &tr

@@ -32,6 +32,11 @@ func validatePrompts(w Prompts, p *Problems) {
 		}
 	}
 	synthetic := w.InputLen != nil || w.OutputLen != nil || w.Seed != 0 || w.IgnoreEOS
+	if w.Order != "" {
+		validateOrder(w, p)
+		// vLLM's order takes a seed and a fixed output length.
+		synthetic = w.InputLen != nil || w.IgnoreEOS
+	}
 	dataset := w.UseOutputLen || w.MaxModelLen != 0
 	trace := w.Format != "" || w.TimeScale != 0 || w.BlockSize != 0
 	if trace && w.Source != workload.SourceTrace {
@@ -233,6 +238,24 @@ func validateOpenLoop(w Workload, p *Problems) {
 		p.add(at+".max_concurrency", "%d: must be 0 (no cap) or more", o.MaxConcurrency)
 	}
 	validatePacing(o, p)
+}
+
+// validateOrder checks workload.prompts.order: vLLM's sampling of a
+// sharegpt file, with its seed and a fixed output_len.
+func validateOrder(w Prompts, p *Problems) {
+	const at = "workload.prompts"
+	switch {
+	case w.Order != workload.OrderVLLM && w.Order != workload.OrderVLLMUnshuffled:
+		p.add(at+".order", "%q: want %s or %s", w.Order, workload.OrderVLLM, workload.OrderVLLMUnshuffled)
+	case w.Source != workload.SourceShareGPT:
+		p.add(at+".order", "%s is the sharegpt source's", w.Order)
+	case w.Seed < 0:
+		p.add(at+".seed", "%d: vLLM's shuffle takes 0 or more", w.Seed)
+	case w.OutputLen != nil && (w.OutputLen.Fixed < 1 || w.OutputLen.Mean != 0 || w.OutputLen.SD != 0 || w.OutputLen.RangeRatio != 0):
+		p.add(at+".output_len", "with order %s, a fixed length of 1 or more ({fixed: N}, vLLM's --sharegpt-output-len)", w.Order)
+	case w.OutputLen != nil && w.UseOutputLen:
+		p.add(at+".output_len", "a fixed output length, or use_output_len: give one")
+	}
 }
 
 // validateVLLMWorkload checks the workload keys of vllm bench serve's
