@@ -248,6 +248,20 @@ type Workload struct {
 	// ThinkTime is the pause before each later turn of a session; absent
 	// without one.
 	ThinkTime *ThinkTime `json:"think_time,omitempty"`
+	// BodyStyle is absent for rehearse's request body, "vllm" for vllm
+	// bench serve's (endpoint.StyleVLLM; Temperature is then unused, and a
+	// temperature sent is extra_body's).
+	BodyStyle string `json:"body_style,omitempty"`
+	// RequestIDPrefix, when set, is the x-request-id of every recorded
+	// request, followed by its prompt's index (vLLM's --request-id-prefix).
+	RequestIDPrefix string `json:"request_id_prefix,omitempty"`
+	// NumWarmups is the requests of one warm-up wave before the recorded
+	// ones (vLLM's --num-warmups), at most WarmupConcurrency in flight;
+	// absent when none.
+	NumWarmups int `json:"num_warmups,omitempty"`
+	// VLLM is the vllm bench serve command line the workload came from,
+	// as its result file records it; absent otherwise.
+	VLLM *VLLMRun `json:"vllm,omitempty"`
 	// PromptSource says where Prompts came from; absent in bundles
 	// written before sources were recorded.
 	PromptSource *PromptSource `json:"prompt_source,omitempty"`
@@ -312,6 +326,9 @@ type OpenLoop struct {
 	// start_rps to end_rps) instead of a wave per rate; RequestRatesRPS is
 	// then empty.
 	Ramp *contract.Ramp `json:"ramp,omitempty"`
+	// Pacing is absent for rehearse's arrival schedules, "vllm" for vllm
+	// bench serve's (workload.PacingVLLM).
+	Pacing string `json:"pacing,omitempty"`
 }
 
 // MechanismSpec is the configured mechanism check.

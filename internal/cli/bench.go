@@ -22,6 +22,7 @@ import (
 	"github.com/rehearse/rehearse/internal/endpoint"
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/report"
+	"github.com/rehearse/rehearse/internal/secret"
 	"github.com/rehearse/rehearse/internal/tokenizer"
 	"github.com/rehearse/rehearse/internal/workload"
 )
@@ -59,6 +60,11 @@ type benchOptions struct {
 	maxConcurrency int
 	warmupRequests int
 
+	// pacing is the open loop's (workload.PacingVLLM for bench serve).
+	pacing string
+	// numWarmups is --num-warmups: one warm-up wave of that many requests.
+	numWarmups int
+
 	rampStrategy string
 	rampStartRPS float64
 	rampEndRPS   float64
@@ -86,7 +92,17 @@ type benchOptions struct {
 }
 
 func newBenchCmd(st *State) *cobra.Command {
+	cmd := benchCommand(st, false)
+	cmd.AddCommand(benchCommand(st, true))
+	return cmd
+}
+
+// benchCommand is rehearse bench, or, serve, rehearse bench serve: the same
+// flags with the same meanings, bench serve taking vLLM's defaults for
+// those not given (applyServeDefaults).
+func benchCommand(st *State, serve bool) *cobra.Command {
 	var o benchOptions
+	o.vllm.serve, o.save.here = serve, serve
 	cmd := &cobra.Command{
 		Use:   "bench --base-url URL [flags]",
 		Short: "Drive an endpoint that is already running and write a bundle",
@@ -121,6 +137,10 @@ repeat, C clients each sending its next request as soon as its last one
 ended, bounded by --num-requests and/or --duration, after --warmup-requests
 W requests that are sent but kept out of the figures; goodput is over the
 measured window.
+
+rehearse bench serve takes the same flags with vLLM's defaults: a vllm bench
+serve command line with vllm replaced by rehearse sends what vLLM sends
+(rehearse bench serve --help). Here, rehearse's defaults stand.
 
 vllm bench serve's flags mean what they mean there (the README's table
 lists every one; those with no equivalent are refused by name): given no
@@ -225,6 +245,9 @@ canceled, and the bundle of what finished is written.`,
 			if err := o.save.validate(cmd.Flags().Changed, o.out); err != nil {
 				return err
 			}
+			if err := o.applyServeDefaults(cmd.Flags()); err != nil {
+				return err
+			}
 			if err := o.applyVLLM(cmd.Flags()); err != nil {
 				return err
 			}
@@ -262,6 +285,9 @@ canceled, and the bundle of what finished is written.`,
 	costFlags(f, &o.cost)
 	saveResultFlags(f, &o.save)
 	segmentFlags(f, &o.seg)
+	if serve {
+		serveHelp(cmd)
+	}
 	return cmd
 }
 
@@ -291,8 +317,16 @@ func endpointFlags(f *pflag.FlagSet, o *benchOptions, command string) {
 // commandLine is the invocation as provenance records it: the flags that
 // were set, in the order cobra lists them.
 func commandLine(cmd *cobra.Command) []string {
-	out := []string{"rehearse", cmd.Name()}
+	out := strings.Fields(cmd.CommandPath())
 	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if f.Name == "header" {
+			// A header's value is a secret: its name alone is kept.
+			for _, kv := range f.Value.(pflag.SliceValue).GetSlice() {
+				k, _, _ := strings.Cut(kv, "=")
+				out = append(out, "--header="+strings.TrimSpace(k)+"="+secret.Redacted)
+			}
+			return
+		}
 		v := f.Value.String()
 		if t := f.Value.Type(); strings.HasSuffix(t, "Slice") || strings.HasSuffix(t, "Array") {
 			v = strings.TrimSuffix(strings.TrimPrefix(v, "["), "]")
@@ -520,8 +554,11 @@ func (o *benchOptions) parseExtraBody() (map[string]any, error) {
 	if err := json.Unmarshal([]byte(o.extraBody), &m); err != nil || m == nil {
 		return nil, usageError("--extra-body %q: want a JSON object such as '{\"ignore_eos\":true}'", o.extraBody)
 	}
-	if errs := config.CheckExtraBody(m); len(errs) > 0 {
-		return nil, usageError("--extra-body: %v", errs[0])
+	for _, e := range config.CheckExtraBody(m) {
+		if e.Key == "temperature" && o.vllm.serve {
+			continue // vLLM's extra body may set the temperature
+		}
+		return nil, usageError("--extra-body: %v", e)
 	}
 	return m, nil
 }
@@ -554,7 +591,7 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 			dir = "rehearse-bench-" + time.Now().UTC().Format("20060102T150405Z")
 		}
 		return runWorkers(ctx, st, workersJob{seg: &o.seg, args: o.workerArgs, dir: dir, quietFlag: "--progress=never",
-			summary: func(res *bundle.Results) { printBenchSummary(st.Stdout, res) },
+			summary: func(res *bundle.Results) { o.printSummary(st.Stdout, res) },
 			after:   func(res *bundle.Results) error { return o.save.write(st, res, dir) }})
 	}
 	prompts, err := rehearsal.Prompts(cfg, opened.Tokenizer)
@@ -590,10 +627,7 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 	if err != nil {
 		return err
 	}
-	printBenchSummary(st.Stdout, r.out.Results)
-	if o.vllm.showPercentiles() {
-		printPercentiles(st.Stdout, r.out.Results, o.vllm.metrics, o.vllm.percentiles)
-	}
+	o.printSummary(st.Stdout, r.out.Results)
 	printWarnings(st.Stderr, r.out.Results, r.problems)
 	fmt.Fprintf(st.Stdout, "\nbundle: %s (check it with: rehearse verify %s)\n", dir, dir)
 	if len(r.problems) == 0 {
@@ -624,43 +658,29 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 	if err != nil {
 		return nil, nil, err
 	}
-	notes := slices.Clone(o.vllm.notes)
-	if o.model == "" {
-		apiKey := ""
-		if o.apiKeyEnv != "" {
-			apiKey = os.Getenv(o.apiKeyEnv)
-		}
-		m, err := rehearsal.FirstModel(ctx, o.baseURL, apiKey)
-		if err != nil {
-			// The server failed to answer, not the user: exit 1.
-			return nil, nil, &ExitError{Code: 1, Err: fmt.Errorf("--model not given, and the server did not name one: %v", config.RedactURL(err.Error()))}
-		}
-		o.model = m.ID
-		notes = append(notes, fmt.Sprintf("model %q was taken from the server's /v1/models", o.model))
-		switch {
-		case o.dataset.maxModelLen == 0 && m.MaxModelLen > 0 && o.tokenizer == rehearsal.VariantUsage:
-			// Nothing counts the prompts: the server's limit cannot be
-			// checked, and a limit the user did not give refuses nothing.
-			notes = append(notes, fmt.Sprintf("the server's max_model_len %d was not checked: --tokenizer usage counts no prompt", m.MaxModelLen))
-		case o.dataset.maxModelLen == 0 && m.MaxModelLen > 0:
-			// The same answer tells vLLM's context length: checked as --max-model-len is.
-			o.dataset.maxModelLen = m.MaxModelLen
-			notes = append(notes, fmt.Sprintf("max_model_len %d was taken from the server's /v1/models", m.MaxModelLen))
-		}
+	notes, err := o.firstModel(ctx, slices.Clone(o.vllm.notes))
+	if err != nil {
+		return nil, nil, err
 	}
 	temperature, includeUsage := 0.0, o.includeUsage
-	if o.vllm.changed["temperature"] {
-		if o.vllm.temperature < 0 || math.IsNaN(o.vllm.temperature) || math.IsInf(o.vllm.temperature, 0) {
-			return nil, nil, usageError("--temperature %v: want 0 or more", o.vllm.temperature)
-		}
-		temperature = o.vllm.temperature
+	if t := o.vllm.temperature; o.vllm.changed["temperature"] && (t < 0 || math.IsNaN(t) || math.IsInf(t, 0)) {
+		return nil, nil, usageError("--temperature %v: want 0 or more", t)
+	}
+	if o.vllm.changed["temperature"] && !o.vllm.serve {
+		temperature = o.vllm.temperature // bench serve sends it as a sampling field, as vLLM
 	}
 	w := config.Workload{
 		Concurrencies: o.concurrencies, Repeats: o.repeats, Prompts: o.dataset.prompts(o.promptsPath, o.seed),
 		MaxTokens: o.maxTokens, Temperature: &temperature, Timeout: config.Duration(o.timeout),
 		WarmupWaves: o.warmupWaves, WarmupConcurrency: o.warmupClients, WarmupWavesPerLoad: o.warmupPerLoad,
 		Endpoint: o.endpoint, IncludeUsage: &includeUsage, ExtraBody: extra,
-		Sessions: o.dataset.sessions(),
+		Sessions: o.dataset.sessions(), RequestIDPrefix: o.vllm.requestIDPrefix, NumWarmups: o.numWarmups,
+	}
+	if o.vllm.serve {
+		w.BodyStyle = endpoint.StyleVLLM
+	}
+	if o.numWarmups > 0 && o.maxConcurrency > 0 {
+		w.WarmupConcurrency = min(o.numWarmups, o.maxConcurrency) // vLLM's warm-ups share its gate
 	}
 	w.Mode = config.DefaultMode
 	switch {
@@ -678,6 +698,7 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 		w.OpenLoop = &config.OpenLoop{
 			RequestRatesRPS: o.requestRates, Arrival: o.arrival, Burstiness: o.burstiness, Seed: o.seed,
 			NumRequests: o.numRequests, Duration: config.Duration(o.duration), MaxConcurrency: o.maxConcurrency,
+			Pacing: o.pacing,
 		}
 		switch {
 		case o.ramp():
@@ -701,13 +722,45 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 		Workload:        w,
 		Tokenizer:       tok,
 		OnServerFailure: config.OnFailureStop,
+		VLLM:            o.vllmRun(modelID),
 	}
+	cfg.Servers[0].Headers, cfg.Servers[0].InsecureTLS = o.vllm.headerPairs, o.vllm.insecure
 	o.replicas(&cfg.Servers[0])
 	if err := o.slo.apply(cfg); err != nil {
 		return nil, nil, err
 	}
 	cfg.Cost = o.cost.config()
 	return cfg, notes, nil
+}
+
+// firstModel takes, without --model, the server's first listed model (and
+// its max_model_len, where it lists one) and says so in notes.
+func (o *benchOptions) firstModel(ctx context.Context, notes []string) ([]string, error) {
+	if o.model != "" {
+		return notes, nil
+	}
+	apiKey := ""
+	if o.apiKeyEnv != "" {
+		apiKey = os.Getenv(o.apiKeyEnv)
+	}
+	m, err := rehearsal.FirstModel(ctx, o.baseURL, apiKey, o.vllm.insecure)
+	if err != nil {
+		// The server failed to answer, not the user: exit 1.
+		return nil, &ExitError{Code: 1, Err: fmt.Errorf("--model not given, and the server did not name one: %v", config.RedactURL(err.Error()))}
+	}
+	o.model = m.ID
+	notes = append(notes, fmt.Sprintf("model %q was taken from the server's /v1/models", o.model))
+	switch {
+	case o.dataset.maxModelLen == 0 && m.MaxModelLen > 0 && o.tokenizer == rehearsal.VariantUsage:
+		// Nothing counts the prompts: the server's limit cannot be
+		// checked, and a limit the user did not give refuses nothing.
+		notes = append(notes, fmt.Sprintf("the server's max_model_len %d was not checked: --tokenizer usage counts no prompt", m.MaxModelLen))
+	case o.dataset.maxModelLen == 0 && m.MaxModelLen > 0:
+		// The same answer tells vLLM's context length: checked as --max-model-len is.
+		o.dataset.maxModelLen = m.MaxModelLen
+		notes = append(notes, fmt.Sprintf("max_model_len %d was taken from the server's /v1/models", m.MaxModelLen))
+	}
+	return notes, nil
 }
 
 // tokenizerConfig turns --tokenizer into the rehearsal's tokenizer choice:

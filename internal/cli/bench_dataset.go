@@ -61,8 +61,13 @@ type datasetOptions struct {
 	// maxModelLen is --max-model-len, the server's max_model_len.
 	maxModelLen int
 	// fixedOutputLen sends --max-tokens as every sharegpt prompt's
-	// max_tokens, not its reply's length (vLLM's --sharegpt-output-len).
-	fixedOutputLen bool
+	// max_tokens, not its reply's length (vLLM's --sharegpt-output-len);
+	// fixedOutputTokens is that length.
+	fixedOutputLen    bool
+	fixedOutputTokens int
+	// order is sharegpt's sampling: "" (file order) or vLLM's
+	// (workload.OrderVLLM, OrderVLLMUnshuffled), for bench serve.
+	order string
 	// changed are the dataset flags given on the command line.
 	changed map[string]bool
 
@@ -290,7 +295,14 @@ func (d *datasetOptions) prompts(promptsPath string, seed int64) config.Prompts 
 		return config.Prompts{Source: workload.SourcePrefixRepetition, NumPrefixes: p.NumPrefixes, PrefixLen: p.PrefixLen, SuffixLen: p.SuffixLen,
 			OutputLen: length(p.OutputLen), Count: p.Count, Seed: p.Seed, IgnoreEOS: p.IgnoreEOS}
 	case datasetShareGPT:
-		return config.Prompts{Source: workload.SourceShareGPT, File: d.path, UseOutputLen: !d.fixedOutputLen, Count: d.numPrompts}
+		p := config.Prompts{Source: workload.SourceShareGPT, File: d.path, UseOutputLen: !d.fixedOutputLen, Count: d.numPrompts, Order: d.order}
+		if d.order != "" {
+			p.Seed = seed
+		}
+		if d.order != "" && d.fixedOutputLen {
+			p.OutputLen = &config.Length{Fixed: d.fixedOutputTokens}
+		}
+		return p
 	case datasetChat:
 		return config.Prompts{Source: workload.SourceChatJSONL, File: d.path, Count: d.numPrompts}
 	case datasetCustom:

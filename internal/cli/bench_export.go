@@ -1,11 +1,10 @@
 package cli
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -22,6 +21,10 @@ type saveResultOptions struct {
 	dir      string // --result-dir
 	filename string // --result-filename
 	detailed bool   // --save-detailed
+	appendTo bool   // --append-result
+	// here puts the files in the working folder without --result-dir, as
+	// vLLM does (bench serve); bench puts them beside the bundle.
+	here bool
 	// metrics and percentiles are --percentile-metrics and
 	// --metric-percentiles when given (nil: vLLM's defaults).
 	metrics     []string
@@ -30,17 +33,22 @@ type saveResultOptions struct {
 
 func saveResultFlags(f *pflag.FlagSet, o *saveResultOptions) {
 	f.BoolVar(&o.save, "save-result", false, "also write the bundle's vLLM result JSON (as rehearse export --format vllm), one file per load named as vLLM names it: {backend}-{request_rate}qps[-concurrency{C}]-{model}-{date}.json")
-	f.StringVar(&o.dir, "result-dir", "", "folder of the --save-result files (default: the folder the bundle is in, beside it)")
+	f.StringVar(&o.dir, "result-dir", "", "folder of the --save-result files (default: bench, the folder the bundle is in; bench serve, the working folder, as vLLM)")
 	f.StringVar(&o.filename, "result-filename", "", "name of the --save-result file (several loads: one object per line in it, as vLLM's --append-result writes them)")
 	f.BoolVar(&o.detailed, "save-detailed", false, "add the per-request arrays to the --save-result file (input_lens, output_lens, ttfts, itls, start_times, generated_texts, errors)")
+	f.BoolVar(&o.appendTo, "append-result", false, "append the result to its file (a newline, then the object, as vLLM does) instead of replacing the file; implies --save-result")
 }
 
 // validate refuses the save flags without --save-result, by name, and a
 // --result-filename that names what is not nothing or a regular file
 // (checkOutput) for the bundle in bundleDir.
-func (o saveResultOptions) validate(changed func(string) bool, bundleDir string) error {
-	if o.save && o.filename != "" {
+func (o *saveResultOptions) validate(changed func(string) bool, bundleDir string) error {
+	o.save = o.save || o.appendTo // vLLM saves with either
+	if o.save && o.filename != "" && !filepath.IsAbs(o.filename) {
 		return checkOutput("--result-filename", filepath.Join(o.resultDir(bundleDir), o.filename))
+	}
+	if o.save && o.filename != "" {
+		return checkOutput("--result-filename", o.filename)
 	}
 	if o.save {
 		return nil
@@ -53,8 +61,12 @@ func (o saveResultOptions) validate(changed func(string) bool, bundleDir string)
 	return nil
 }
 
-// write writes res's vllm export for the bundle in bundleDir and says
-// where on stdout; nothing without --save-result.
+// write writes res's vllm export for the bundle in bundleDir, as vLLM
+// writes its file (Python's json.dump, no newline after it), one file per
+// load under vLLM's name, and says where on stdout; nothing without
+// --save-result. --append-result appends a newline and the object to a
+// file that has content; without it, several loads into one
+// --result-filename are refused (vLLM writes one run per file).
 func (o saveResultOptions) write(st *State, res *bundle.Results, bundleDir string) error {
 	if !o.save || res == nil {
 		return nil
@@ -68,36 +80,56 @@ func (o saveResultOptions) write(st *State, res *bundle.Results, bundleDir strin
 		fmt.Fprintf(st.Stderr, "rehearse: --save-result: the bundle has no recorded load; no result file written\n")
 		return nil
 	}
-	files := map[string]*bytes.Buffer{}
-	var order []string
-	for _, r := range results {
-		name := r.FileName
-		if o.filename != "" {
-			name = o.filename
-		}
-		data, err := json.Marshal(r.Object)
-		if err != nil {
-			return err
-		}
-		if files[name] == nil {
-			files[name] = &bytes.Buffer{}
-			order = append(order, name)
-		}
-		files[name].Write(data)
-		files[name].WriteByte('\n')
+	if o.filename != "" && len(results) > 1 && !o.appendTo {
+		return usageError("--result-filename %s: the bundle has %d loads and vLLM writes one run per file; add --append-result to write them one per line", o.filename, len(results))
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return &ExitError{Code: 2, Err: fmt.Errorf("--result-dir: %w", err)}
 	}
 	var written []string
-	for _, name := range order {
-		path := filepath.Join(dir, name)
-		if err := writeOutput(st, "--save-result", path, files[name].Bytes()); err != nil {
+	for _, r := range results {
+		name := r.FileName
+		if o.filename != "" {
+			name = o.filename
+		}
+		path := name
+		if !filepath.IsAbs(name) {
+			path = filepath.Join(dir, name)
+		}
+		if err := writeVLLMResult(st, path, r.Object.PyJSON(), o.appendTo); err != nil {
 			return err
 		}
-		written = append(written, path)
+		if !slices.Contains(written, path) {
+			written = append(written, path)
+		}
 	}
 	fmt.Fprintf(st.Stdout, "vLLM result JSON (%d load(s)): %s\n", len(results), strings.Join(written, ", "))
+	return nil
+}
+
+// writeVLLMResult writes one result to path, replacing the file, or, to
+// append, after a newline where the file has content (vLLM's mode a+).
+func writeVLLMResult(st *State, path string, data []byte, appendTo bool) error {
+	if !appendTo {
+		return writeOutput(st, "--save-result", path, data)
+	}
+	if err := checkOutput("--result-filename", path); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return &ExitError{Code: 1, Err: fmt.Errorf("--append-result: %w", err)}
+	}
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+		data = append([]byte("\n"), data...)
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return &ExitError{Code: 1, Err: fmt.Errorf("--append-result: %w", err)}
+	}
 	return nil
 }
 
@@ -106,6 +138,9 @@ func (o saveResultOptions) write(st *State, res *bundle.Results, bundleDir strin
 func (o saveResultOptions) resultDir(bundleDir string) string {
 	if o.dir != "" {
 		return o.dir
+	}
+	if o.here {
+		return "."
 	}
 	return filepath.Dir(filepath.Clean(bundleDir))
 }

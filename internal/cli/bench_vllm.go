@@ -17,6 +17,7 @@ import (
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/endpoint"
 	"github.com/rehearse/rehearse/internal/rehearsal"
+	"github.com/rehearse/rehearse/internal/stream"
 )
 
 // The flags of `vllm bench serve` that bench takes with vLLM's meaning,
@@ -52,6 +53,22 @@ type vllmOptions struct {
 	disableShuffle        bool
 	customOutputLen       int
 	sharegptOutputLen     int
+	requestIDPrefix       string
+	headers               []string
+	insecure              bool
+	skipChatTemplate      bool
+	useBeamSearch         bool
+
+	// serve is rehearse bench serve: vLLM's defaults, vLLM's body style,
+	// pacing and result file (bench_serve.go).
+	serve bool
+	// requestRate and burstiness are --request-rate and --burstiness as
+	// given (or vLLM's defaults), before they are mapped.
+	requestRate, burstiness float64
+	// metadataPairs are --metadata's pairs, in order.
+	metadataPairs []bundle.KeyValue
+	// headerPairs are --header's pairs, in order; their values are secrets.
+	headerPairs []config.Header
 
 	// changed are the flags given on the command line.
 	changed map[string]bool
@@ -110,6 +127,11 @@ func vllmFlags(f *pflag.FlagSet, v *vllmOptions) {
 	f.BoolVar(&v.disableShuffle, "disable-shuffle", false, "accepted: rehearse sends sharegpt, custom and chat datasets in file order")
 	f.IntVar(&v.customOutputLen, "custom-output-len", 0, "max_tokens of --dataset-name custom prompts (--max-tokens)")
 	f.IntVar(&v.sharegptOutputLen, "sharegpt-output-len", 0, "max_tokens of every --dataset-name sharegpt prompt instead of its reply's length")
+	f.StringVar(&v.requestIDPrefix, "request-id-prefix", "", "send each request with the header x-request-id: this prefix and its prompt's index, as vLLM does (bench serve's default: bench-<8 random hex>-; warm-ups carry none)")
+	f.StringArrayVar(&v.headers, "header", nil, "KEY=VALUE headers sent with every request, space-separated; the values are secrets, never written or shown")
+	f.BoolVar(&v.insecure, "insecure", false, "do not verify the server's TLS certificate (self-signed servers)")
+	f.BoolVar(&v.useBeamSearch, "use-beam-search", false, "accepted: vLLM main parses it and sends nothing different")
+	f.BoolVar(&v.skipChatTemplate, "skip-chat-template", false, "send custom prompts as they are (rehearse renders no chat template on the client)")
 	for _, r := range vllmRefused {
 		if r.noValue {
 			f.Bool(r.name, false, r.why)
@@ -133,24 +155,18 @@ const notYet = "not yet in rehearse"
 // vllmRefused are vllm bench serve's flags with no equivalent in bench,
 // each with what to use instead.
 var vllmRefused = []refusedFlag{
-	{"header", false, notYet + ": requests carry no extra headers (the API key goes through --api-key-env)"},
-	{"use-beam-search", true, "rehearse does not send beam search requests"},
-	{"probe-request-rate", false, notYet + ": no side probe requests beside the load"},
+	{"probe-request-rate", false, notYet + ": no side probes beside the load (run a second rehearse bench at a low --request-rate beside it)"},
 	{"profile", true, "rehearse does not drive vLLM's profiler (start it on the server)"},
-	{"append-result", true, notYet + ": every bench writes a bundle of its own (rehearse merge joins bundles)"},
-	{"self-timed", true, "applies to vLLM's timed_trace dataset, which rehearse does not read"},
-	{"no-self-timed", true, "applies to vLLM's timed_trace dataset, which rehearse does not read"},
-	{"request-id-prefix", false, notYet + ": requests carry no request id"},
-	{"lora-modules", false, notYet + ": every request asks for --model (name an adapter with --model)"},
-	{"lora-assignment", false, notYet + ": every request asks for --model"},
+	{"self-timed", true, timedTrace},
+	{"no-self-timed", true, timedTrace},
+	{"lora-modules", false, notYet + ": every request asks for --model (rehearse one adapter at a time with --model ADAPTER)"},
+	{"lora-assignment", false, notYet + ": every request asks for --model (rehearse one adapter at a time with --model ADAPTER)"},
 	{"chat-template-kwargs", false, "rehearse renders no chat template client-side; for the server's template use --extra-body '{\"chat_template_kwargs\":{...}}'"},
-	{"insecure", true, notYet + ": TLS certificates are always verified"},
 	{"plot-timeline", true, "the bundle's report has the plots (rehearse report DIR)"},
 	{"timeline-itl-thresholds", false, "the bundle's report has the plots (rehearse report DIR)"},
 	{"plot-dataset-stats", true, "the bundle's report has the plots (rehearse report DIR)"},
 	{"no-stream", true, "applies to vLLM's Hugging Face datasets, which rehearse does not read"},
 	{"no-oversample", true, "rehearse never oversamples: requests go through the dataset's prompts in turn"},
-	{"skip-chat-template", true, "rehearse applies no chat template client-side: the server applies its own"},
 	{"enable-multimodal-chat", true, "rehearse sends text prompts only"},
 	{"spec-bench-output-len", false, "applies to vLLM's spec_bench dataset, which rehearse does not read"},
 	{"spec-bench-category", false, "applies to vLLM's spec_bench dataset, which rehearse does not read"},
@@ -169,7 +185,23 @@ var vllmRefused = []refusedFlag{
 	{"hf-split", false, "rehearse reads no Hugging Face dataset: convert it to JSONL (--dataset-name custom or chat)"},
 	{"hf-name", false, "rehearse reads no Hugging Face dataset: convert it to JSONL (--dataset-name custom or chat)"},
 	{"hf-output-len", false, "rehearse reads no Hugging Face dataset: convert it to JSONL (--dataset-name custom or chat)"},
+	{"bfcl-categories", false, "applies to vLLM's BFCL tool-calling dataset (a Hugging Face dataset), which rehearse does not read: convert it to chat JSONL (--dataset-name chat)"},
+	{"custom-ensure-client-side-data", true, "applies to vLLM's custom_image dataset: rehearse sends text prompts only"},
+	{"speed-bench-dataset-subset", false, "applies to vLLM's speed_bench dataset, which rehearse does not read"},
+	{"speed-bench-output-len", false, "applies to vLLM's speed_bench dataset, which rehearse does not read"},
+	{"speed-bench-category", false, "applies to vLLM's speed_bench dataset, which rehearse does not read"},
+	{"asr-max-audio-len-sec", false, "applies to vLLM's audio (ASR) datasets: rehearse rehearses text generation"},
+	{"asr-min-audio-len-sec", false, "applies to vLLM's audio (ASR) datasets: rehearse rehearses text generation"},
+	{"timed-trace-chunk-hash-size", false, timedTrace + " (its hash block is --trace-block-size)"},
+	{"timed-trace-sec-multiplier", false, timedTrace + " (scale its times with --trace-time-scale)"},
+	{"timed-trace-label-timestamp", false, timedTrace + ", whose fields are Mooncake's"},
+	{"timed-trace-label-input-length", false, timedTrace + ", whose fields are Mooncake's"},
+	{"timed-trace-label-output-length", false, timedTrace + ", whose fields are Mooncake's"},
+	{"timed-trace-label-hash-ids", false, timedTrace + ", whose fields are Mooncake's"},
 }
+
+// timedTrace is the refusal of vLLM's timed_trace flags.
+const timedTrace = "applies to vLLM's timed_trace dataset: replay a Mooncake trace at its own times with --dataset-name mooncake --dataset-path FILE"
 
 // vllmDatasets are vllm bench serve's dataset names that rehearse does not
 // read, for --dataset-name's refusal.
@@ -177,7 +209,7 @@ var vllmDatasets = []string{"burstgpt", "sonnet", "random-mm", "random-rerank", 
 
 // vllmBackends are vllm bench serve's backends that are not text
 // generation over the chat or completions API.
-var vllmBackends = []string{"openai-audio", "openai-embeddings", "openai-embeddings-chat", "openai-embeddings-clip", "openai-embeddings-vlm2vec",
+var vllmBackends = []string{"openai-responses", "openai-audio", "openai-embeddings", "openai-embeddings-chat", "openai-embeddings-clip", "openai-embeddings-vlm2vec",
 	"infinity-embeddings", "infinity-embeddings-clip", "vllm-pooling", "vllm-rerank"}
 
 // vllmMultiValued are vllm bench serve's flags of nargs "+" or "*": every
@@ -284,18 +316,11 @@ func (o *benchOptions) applyVLLM(f *pflag.FlagSet) error {
 		}
 		o.progress = config.ProgressNever
 	}
-	if ch["label"] {
-		if ch["name"] {
-			return usageError("--label and --name: give one (--label is the server's name in the bundle)")
-		}
-		o.name = v.label
+	if err := o.applyRecordFlags(); err != nil {
+		return err
 	}
-	for _, kv := range v.metadata {
-		k, val, ok := strings.Cut(kv, "=")
-		if !ok || strings.TrimSpace(k) == "" {
-			return usageError("--metadata %q: want KEY=VALUE", kv)
-		}
-		v.notes = append(v.notes, fmt.Sprintf("metadata %s=%s", strings.TrimSpace(k), strings.TrimSpace(val)))
+	if err := o.recordRate(); err != nil {
+		return err
 	}
 	if err := o.applyLengths(); err != nil {
 		return err
@@ -332,6 +357,29 @@ func (o *benchOptions) applyVLLM(f *pflag.FlagSet) error {
 	return o.applyLoad()
 }
 
+// applyRecordFlags maps what the run records and sends beside its load:
+// --label (the server's name), --metadata (notes, and the result's keys)
+// and --header.
+func (o *benchOptions) applyRecordFlags() error {
+	v := &o.vllm
+	if v.changed["label"] {
+		if v.changed["name"] {
+			return usageError("--label and --name: give one (--label is the server's name in the bundle)")
+		}
+		o.name = v.label
+	}
+	v.metadataPairs = nil
+	for _, kv := range v.metadata {
+		p, ok := metadataPair(kv)
+		if !ok {
+			return usageError("--metadata %q: want KEY=VALUE", kv)
+		}
+		v.metadataPairs = append(v.metadataPairs, p)
+		v.notes = append(v.notes, fmt.Sprintf("metadata %s=%s", p.Key, p.Value))
+	}
+	return v.parseHeaders()
+}
+
 // applyBackend sets the endpoint of --backend (or --endpoint-type) and
 // checks that --endpoint, when given too, is of its API.
 func (o *benchOptions) applyBackend() error {
@@ -342,6 +390,9 @@ func (o *benchOptions) applyBackend() error {
 			return usageError("--backend %s and --endpoint-type %s: give one", v.backend, v.endpointType)
 		}
 		backend, flag = v.endpointType, "--endpoint-type"
+	}
+	if !v.changed["backend"] && !v.changed["endpoint-type"] {
+		flag = "vLLM's default --backend"
 	}
 	var completions bool
 	switch backend {
@@ -414,6 +465,7 @@ func (o *benchOptions) applyLengths() error {
 		}
 		o.maxTokens = n
 		d.fixedOutputLen = dataset == datasetShareGPT
+		d.fixedOutputTokens = n
 	}
 	return nil
 }
@@ -469,14 +521,50 @@ func (o *benchOptions) applyLoad() error {
 	}
 	if v.changed["num-warmups"] {
 		switch {
-		case !o.sustained():
-			return usageError("--num-warmups applies to the sustained closed loop (--max-concurrency C); for closed waves use --warmup-waves")
-		case o.warmupRequestsSet:
-			return usageError("--num-warmups and --warmup-requests: give one")
 		case v.numWarmups < 0:
 			return usageError("--num-warmups %d: want 0 or more", v.numWarmups)
+		case v.numWarmups > 0 && (o.warmupWaves > 0 || o.warmupRequestsSet):
+			return usageError("--num-warmups and --warmup-waves/--warmup-requests: give one")
+		case v.numWarmups > 0 && o.dataset.multiTurn:
+			return usageError("--num-warmups: multi-turn sessions warm up with --warmup-waves")
 		}
-		o.warmupRequests, o.warmupRequestsSet = v.numWarmups, true
+		o.numWarmups = v.numWarmups
+	}
+	return o.serveLoad()
+}
+
+// recordRate keeps --request-rate and --burstiness as given, for vLLM's
+// result file: vLLM takes one rate.
+func (o *benchOptions) recordRate() error {
+	v := &o.vllm
+	v.requestRate, v.burstiness = math.Inf(1), o.burstiness
+	switch {
+	case len(o.requestRates) == 1:
+		v.requestRate = o.requestRates[0]
+	case len(o.requestRates) > 1 && v.serve:
+		return usageError("--request-rate: vllm bench serve takes one rate (rehearse bench takes several, comma-separated)")
+	}
+	if v.serve && !(o.burstiness > 0) {
+		return usageError("--burstiness %v: want a positive gamma shape (1: Poisson, below 1 burstier, inf: evenly spaced)", o.burstiness)
+	}
+	return nil
+}
+
+// parseHeaders splits --header's KEY=VALUE pairs as vLLM does (at the
+// first =, both sides trimmed). An error names the pair by its position
+// and key, never its value.
+func (v *vllmOptions) parseHeaders() error {
+	v.headerPairs = nil
+	for i, kv := range v.headers {
+		k, val, ok := strings.Cut(kv, "=")
+		k, val = strings.TrimSpace(k), strings.TrimSpace(val)
+		if !ok || k == "" {
+			return usageError("--header (value %d of %d): want KEY=VALUE (the value is not shown)", i+1, len(v.headers))
+		}
+		if _, err := stream.Prepare(stream.Request{BaseURL: "http://127.0.0.1", Headers: []stream.Header{{Name: k, Value: val}}}); err != nil {
+			return usageError("--header: %v", err)
+		}
+		v.headerPairs = append(v.headerPairs, config.Header{Name: k, Value: val})
 	}
 	return nil
 }
@@ -491,7 +579,13 @@ func (v *vllmOptions) sampling(extra map[string]any, completions bool) map[strin
 			fields[strings.ReplaceAll(flag, "-", "_")] = val
 		}
 	}
-	if v.changed["logprobs"] {
+	if v.serve && v.changed["temperature"] {
+		// vLLM's body has no temperature of its own: its flag is a sampling field.
+		fields["temperature"] = v.temperature
+	}
+	if v.serve && !completions {
+		// vLLM's chat request sends no logprobs.
+	} else if v.changed["logprobs"] {
 		if completions {
 			fields["logprobs"] = v.logprobs
 		} else {

@@ -141,7 +141,7 @@ func TestVLLMFlagErrors(t *testing.T) {
 		{[]string{"--input-len", "8"}, "--input-len applies to --dataset-name random"},
 		{[]string{"--output-len", "8"}, "--output-len applies to"},
 		{[]string{"--custom-output-len", "8"}, "--custom-output-len applies to --dataset-name custom"},
-		{[]string{"--dataset-name", "random", "--num-warmups", "2"}, "--num-warmups applies to the sustained closed loop"},
+		{[]string{"--num-warmups", "2", "--warmup-waves", "1"}, "--num-warmups and --warmup-waves/--warmup-requests: give one"},
 		{[]string{"--tokenizer-mode", "mistral"}, `--tokenizer-mode "mistral"`},
 		{[]string{"--skip-tokenizer-init", "--tokenizer", "qwen3"}, "give one"},
 		{[]string{"--dataset-name", "prefix_repetition", "--disable-shuffle"}, "--disable-shuffle"},
@@ -326,9 +326,9 @@ func TestVLLMDocsCommandRunsUnchanged(t *testing.T) {
 	if res.SLO != nil {
 		o = res.SLO.Objectives
 	}
-	// --save-result's file, beside the bundle under vLLM's name, holds the
-	// percentiles the command asked for.
-	files, _ := filepath.Glob("openai-40.0qps-concurrency4-Llama-3.1-8B-Instruct-*.json")
+	// --save-result's file, beside the bundle under vLLM's name (its
+	// --label first), holds the percentiles the command asked for.
+	files, _ := filepath.Glob("sim-40.0qps-concurrency4-Llama-3.1-8B-Instruct-*.json")
 	if len(files) != 1 {
 		entries, _ := os.ReadDir(".")
 		t.Fatalf("--save-result files %q in %v", files, entries)
@@ -346,7 +346,7 @@ func TestVLLMDocsCommandRunsUnchanged(t *testing.T) {
 			t.Errorf("the saved result lacks %q", k)
 		}
 	}
-	if saved["completed"] != 24.0 || saved["backend"] != "openai" {
+	if saved["completed"] != 24.0 || saved["backend"] != "vllm" {
 		t.Errorf("completed %v, backend %v", saved["completed"], saved["backend"])
 	}
 	if a.RequestRateRPS != 40 || a.SLO == nil || res.SLO == nil || o.TTFTMS == nil || *o.TTFTMS != 500 || o.TPOTMS == nil || *o.TPOTMS != 50 || o.E2ELMS != nil {
@@ -376,4 +376,82 @@ func TestVLLMReadyNamesTheAPIMismatch(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
 	t.Log(errs)
+}
+
+// vllmFlagList is the pinned copy of vllm bench serve's flags
+// (testdata/vllm-bench-serve-flags.txt).
+func vllmFlagList(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "vllm-bench-serve-flags.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if line = strings.TrimSpace(line); strings.HasPrefix(line, "--") {
+			out = append(out, strings.TrimPrefix(line, "--"))
+		}
+	}
+	if len(out) < 100 {
+		t.Fatalf("%d flags: not vLLM's list", len(out))
+	}
+	return out
+}
+
+// Every flag of vLLM main's parser is taken by rehearse bench serve with
+// vLLM's meaning, or refused by name with its reason (exit 2, one line,
+// before any request), and the README's table gives each its verdict: a
+// flag the next vLLM adds fails here until it is one or the other.
+func TestVLLMFlagList(t *testing.T) {
+	cmd := benchCommand(&State{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard}, true)
+	refused := map[string]string{}
+	for _, r := range vllmRefused {
+		refused[r.name] = r.why
+	}
+	verdict := map[string]string{}
+	for _, r := range readVLLMTable(t) {
+		verdict[r.flag] = r.rehearse
+	}
+	for _, name := range vllmFlagList(t) {
+		fl := cmd.Flags().Lookup(name)
+		switch {
+		case fl == nil:
+			t.Errorf("--%s: vLLM's flag is neither taken nor refused by name by rehearse bench serve", name)
+		case verdict[name] == "":
+			t.Errorf("--%s: the README's table does not list it", name)
+		case refused[name] != "":
+			if verdict[name] != "refused" {
+				t.Errorf("--%s: refused, and the README's table says %q", name, verdict[name])
+			}
+			args := []string{"bench", "serve", "--base-url", "http://127.0.0.1:1", "--" + name}
+			if fl.Value.Type() != "bool" {
+				args = append(args, "x")
+			}
+			code, _, errs := runMain(context.Background(), args...)
+			if want := "--" + name + " (vllm bench serve's): " + refused[name]; code != 2 || strings.TrimSpace(errs) != "rehearse: "+want {
+				t.Errorf("--%s: exit %d, %q; want 2 and one line %q", name, code, errs, want)
+			}
+		case verdict[name] == "refused":
+			t.Errorf("--%s: the README's table says refused, and bench serve takes it", name)
+		}
+	}
+	var same, mapped, no int
+	all := vllmFlagList(t)
+	for _, name := range all {
+		switch verdict[name] {
+		case "same":
+			same++
+		case "refused":
+			no++
+		default:
+			mapped++
+		}
+	}
+	readme, _ := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	text := strings.Join(strings.Fields(string(readme)), " ")
+	want := fmt.Sprintf("Of vLLM main's %d flags, %d are taken with vLLM's meaning (%d under their own name, %d mapped onto rehearse's own: the second column) and %d are refused by name.",
+		len(all), same+mapped, same, mapped, no)
+	if !strings.Contains(text, want) {
+		t.Errorf("the README's count of verdicts is not %q", want)
+	}
 }

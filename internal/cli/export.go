@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/export"
@@ -19,8 +20,12 @@ import (
 type exportOptions struct {
 	dir, format, out  string
 	detailed          bool
+	appendTo          bool   // --append-result: vllm objects appended to -o FILE
 	metricPercentiles string // --metric-percentiles, vLLM's name
 	percentileMetrics string // --percentile-metrics, vLLM's name
+	// given are the vLLM flags given: without them, a bench serve
+	// bundle's own choice stands (its file is the one it saved).
+	given map[string]bool
 }
 
 func newExportCmd(st *State) *cobra.Command {
@@ -45,6 +50,11 @@ tpot, itl, e2el; default all four) choose the p{P} keys as vLLM's do. Where
 vLLM's definitions differ from rehearse's, each object's "notes" key says
 which one each figure follows:
 ` + bullets(export.VLLMDefinitions) + `
+A rehearse bench serve bundle gives exactly the file its --save-result wrote
+(vLLM's keys, valued as its command line gave them). With -o, vLLM's files as
+json.dump writes them: -o DIR (made when absent) one file per load under
+vLLM's name; -o FILE.json one load, or, with --append-result, each load
+appended to FILE, a newline before each where it has content.
 
 llmd-br: the llm-d benchmark report v` + export.LLMDVersion + ` (run, scenario with the stack
 and load, results with request performance and observability). Left empty:
@@ -64,21 +74,24 @@ is refused before anything is written.
 Exit status: 0 when written, 1 when the bundle does not verify or FILE
 cannot be written, 2 for bad usage (a refused FILE among it) or a bundle
 that cannot be read.`,
-		Example: `  rehearse export out --format vllm -o result.json
+		Example: `  rehearse export out --format vllm -o results/
   rehearse export out --format csv > requests.csv
   rehearse export out --format llmd-br -o report.json`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.dir = args[0]
+			o.given = map[string]bool{}
+			cmd.Flags().Visit(func(f *pflag.Flag) { o.given[f.Name] = true })
 			return interruption(cmd.Context(), "export "+o.dir, runExport(cmd.Context(), st, o))
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.format, "format", "", "what to write: "+strings.Join(export.Names(), ", ")+" (required)")
 	f.StringVarP(&o.out, "output", "o", "", "file to write (default, or -: standard output)")
+	f.BoolVar(&o.appendTo, "append-result", false, "vllm with -o FILE.json: append each load's object to FILE (a newline before each where it has content), as vLLM's --append-result does")
 	f.BoolVar(&o.detailed, "save-detailed", false, "vllm: add the per-request arrays (input_lens, output_lens, ttfts, itls, start_times, generated_texts, errors)")
-	f.StringVar(&o.metricPercentiles, "metric-percentiles", "99", "vllm: comma-separated percentiles of each metric, e.g. 50,90,99")
-	f.StringVar(&o.percentileMetrics, "percentile-metrics", strings.Join(export.DefaultVLLMMetrics, ","), "vllm: comma-separated metrics given mean, median, std and percentiles: "+strings.Join(export.VLLMMetrics, ", "))
+	f.StringVar(&o.metricPercentiles, "metric-percentiles", "99", "vllm: comma-separated percentiles of each metric, e.g. 50,90,99 (default: a bench serve bundle's own)")
+	f.StringVar(&o.percentileMetrics, "percentile-metrics", strings.Join(export.DefaultVLLMMetrics, ","), "vllm: comma-separated metrics given mean, median, std and percentiles: "+strings.Join(export.VLLMMetrics, ", ")+" (default: a bench serve bundle's own)")
 	return cmd
 }
 
@@ -102,6 +115,12 @@ func (o exportOptions) options() (export.Options, error) {
 	if err := eo.Validate(); err != nil {
 		return eo, usageError("--percentile-metrics: %v", err)
 	}
+	if !o.given["metric-percentiles"] {
+		eo.Percentiles = nil // the bundle's choice, else vLLM's default
+	}
+	if !o.given["percentile-metrics"] {
+		eo.Metrics = nil
+	}
 	return eo, nil
 }
 
@@ -115,6 +134,12 @@ func runExport(ctx context.Context, st *State, o exportOptions) error {
 	eo, err := o.options()
 	if err != nil {
 		return err
+	}
+	if o.appendTo && (o.format != "vllm" || !vllmFile(o.out)) {
+		return usageError("--append-result: only with --format vllm and -o FILE.json")
+	}
+	if o.format == "vllm" && !toStdout(o.out) {
+		return runVLLMExport(ctx, st, o, eo)
 	}
 	if err := checkOutput("-o", o.out); err != nil {
 		return err
@@ -142,6 +167,56 @@ func runExport(ctx context.Context, st *State, o exportOptions) error {
 	}
 	if !toStdout(o.out) {
 		fmt.Fprintf(st.Stderr, "rehearse: wrote %s (%s, from %s)\n", o.out, o.format, o.dir)
+	}
+	return nil
+}
+
+// vllmFile reports whether -o names one vLLM result file (a name ending in
+// .json or .jsonl) rather than the folder of one file per load.
+func vllmFile(out string) bool {
+	return strings.HasSuffix(out, ".json") || strings.HasSuffix(out, ".jsonl")
+}
+
+// runVLLMExport writes a bundle's vLLM results as vLLM writes them: into
+// the folder -o names (made when absent), one file per load under vLLM's
+// name; or to -o FILE.json, the one load's object, or, with
+// --append-result, each load's appended (one object per line).
+func runVLLMExport(ctx context.Context, st *State, o exportOptions, eo export.Options) error {
+	if inside(o.dir, filepath.Join(o.out, "x")) || inside(o.dir, o.out) {
+		return usageError("-o %s: inside the bundle %s, where SHA256SUMS would not list it and verify would fail; write it elsewhere", o.out, o.dir)
+	}
+	file := vllmFile(o.out)
+	if file {
+		if err := checkOutput("-o", o.out); err != nil {
+			return err
+		}
+	}
+	res, err := bundle.ReadVerified(ctx, o.dir)
+	if err != nil {
+		var ue *bundle.UnverifiedError
+		if errors.As(err, &ue) {
+			return &ExitError{Code: 1, Err: fmt.Errorf("export refused: %w", err)}
+		}
+		return unreadable(err)
+	}
+	results := export.VLLMResults(res, eo)
+	if file && len(results) > 1 && !o.appendTo {
+		return usageError("-o %s: the bundle has %d loads and vLLM writes one run per file: give -o a folder (one file per load under vLLM's name), or add --append-result (one object per line)", o.out, len(results))
+	}
+	if !file {
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
+			return usageError("-o %s: %v", o.out, err)
+		}
+	}
+	for _, r := range results {
+		path := o.out
+		if !file {
+			path = filepath.Join(o.out, r.FileName)
+		}
+		if err := writeVLLMResult(st, path, r.Object.PyJSON(), o.appendTo); err != nil {
+			return err
+		}
+		fmt.Fprintf(st.Stderr, "rehearse: wrote %s (vllm, %s at %s, from %s)\n", path, r.Server, r.Load, o.dir)
 	}
 	return nil
 }

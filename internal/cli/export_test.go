@@ -27,13 +27,27 @@ func TestExportCommand(t *testing.T) {
 		t.Fatalf("csv: %d rows for %d records (%v)", len(rows), len(res.Records), err)
 	}
 	file := filepath.Join(t.TempDir(), "r.json")
-	if code, _, errs := run(t, "export", dir, "--format", "vllm", "--save-detailed", "--metric-percentiles", "50,90", "-o", file); code != 0 || !strings.Contains(errs, "wrote "+file) {
+	// Several loads are one file each, as vLLM writes one run per file:
+	// into one file only with --append-result.
+	if code, _, errs := run(t, "export", dir, "--format", "vllm", "-o", file); code != 2 || !strings.Contains(errs, "give -o a folder") {
+		t.Fatalf("export vllm -o FILE of %d loads: %d %s", len(res.Aggregates), code, errs)
+	}
+	if code, _, errs := run(t, "export", dir, "--format", "vllm", "--save-detailed", "--metric-percentiles", "50,90", "--append-result", "-o", file); code != 0 || !strings.Contains(errs, "wrote "+file) {
 		t.Fatalf("export vllm -o: %d %s", code, errs)
 	}
 	data, _ := os.ReadFile(file)
-	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
-	if len(lines) != len(res.Aggregates) {
+	lines := bytes.Split(data, []byte("\n"))
+	if len(lines) != len(res.Aggregates) || bytes.HasSuffix(data, []byte("\n")) {
 		t.Fatalf("%d vllm objects for %d loads", len(lines), len(res.Aggregates))
+	}
+	folder := filepath.Join(t.TempDir(), "results")
+	if code, _, errs := run(t, "export", dir, "--format", "vllm", "-o", folder); code != 0 {
+		t.Fatalf("export vllm -o DIR: %d %s", code, errs)
+	}
+	names, _ := filepath.Glob(filepath.Join(folder, "*-infqps-concurrency*-*.json"))
+	if len(names) != len(res.Aggregates) {
+		entries, _ := os.ReadDir(folder)
+		t.Fatalf("%d files under vLLM's names for %d loads: %v", len(names), len(res.Aggregates), entries)
 	}
 	var first map[string]any
 	if err := json.Unmarshal(lines[0], &first); err != nil {
@@ -108,7 +122,7 @@ func TestBenchSaveResult(t *testing.T) {
 	rd := filepath.Join(t.TempDir(), "results")
 	code, out, errs = runMain(context.Background(), "bench", "--base-url", srv.URL, "--tokenizer", "usage",
 		"--concurrency", "1,2", "--repeats", "1", "--max-tokens", "4", "--save-result", "--save-detailed",
-		"--result-dir", rd, "--result-filename", "mine.json", "-o", filepath.Join(t.TempDir(), "b2"))
+		"--result-dir", rd, "--result-filename", "mine.json", "--append-result", "-o", filepath.Join(t.TempDir(), "b2"))
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
@@ -116,8 +130,8 @@ func TestBenchSaveResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := bytes.Count(data, []byte("\n")); n != 2 || !bytes.Contains(data, []byte(`"ttfts"`)) {
-		t.Fatalf("mine.json: %d lines (want one per load), detailed %v", n, bytes.Contains(data, []byte(`"ttfts"`)))
+	if n := bytes.Count(data, []byte("\n")); n != 1 || !bytes.Contains(data, []byte(`"ttfts"`)) {
+		t.Fatalf("mine.json: %d newlines (want the two loads' objects, one per line, as --append-result writes them), detailed %v", n, bytes.Contains(data, []byte(`"ttfts"`)))
 	}
 	code, _, errs = runMain(context.Background(), "bench", "--base-url", srv.URL, "--result-dir", rd)
 	if code != 2 || !strings.Contains(errs, "--result-dir: only with --save-result") {
@@ -161,7 +175,7 @@ func TestBenchSaveResultAgainstTheSimulator(t *testing.T) {
 		t.Errorf("%d ttfts for 10 requests", n)
 	}
 	code, exported, errs := run(t, "export", dir, "--format", "vllm", "--save-detailed")
-	if code != 0 || exported != string(saved) {
+	if code != 0 || exported != string(saved)+"\n" {
 		t.Fatalf("export after the run: exit %d %s\nexported %s\nsaved    %s", code, errs, exported, saved)
 	}
 }

@@ -171,7 +171,7 @@ func TestK8sRefusals(t *testing.T) {
 		{append(base, "bench", "--base-url", "http://u:pw@vllm:8000"), "carries a password"},
 		{append(base, "bench", "--base-url", "http://vllm:8000", "--base-url", "http://u:pw@vllm-b:8000"), "carries a password"},
 		{append(base, "bench", "--base-url", "http://vllm:8000", "--frob"), "unknown flag: --frob"},
-		{append(base, "bench", "--base-url", "http://vllm:8000", "--use-beam-search"), "--use-beam-search (vllm bench serve's)"},
+		{append(base, "bench", "--base-url", "http://vllm:8000", "--profile"), "--profile (vllm bench serve's)"},
 		{append(base[:3], "--start-at", "2026-12-01T20:00:00Z", "--start-delay", "1m", "--image", "img", "run", "-f", good), "give one"},
 		{append(base[:3], "--pvc", "r", "--storage", "5Gi", "--image", "img", "run", "-f", good), "--pvc names an existing claim"},
 		{append(base[:3], "--memory", "lots", "--image", "img", "run", "-f", good), `--memory "lots"`},

@@ -24,11 +24,11 @@ import (
 // fails the row instead of the whole test binary.
 const hangGuard = 20 * time.Second
 
-// secret is the content of a file outside the bundle that no command may
+// outsideText is the content of a file outside the bundle that no command may
 // read. SHA256SUMS entries that reach it carry its true digest, so a
 // command that did read it would find the digest matching and report
 // nothing: a problem naming the entry is the proof that it was refused.
-const secret = "outside the bundle: never read\n"
+const outsideText = "outside the bundle: never read\n"
 
 func sha(s string) string {
 	sum := sha256.Sum256([]byte(s))
@@ -50,7 +50,7 @@ func newLayout(t *testing.T) layout {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(l.outside, "secret.txt"), []byte(secret), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(l.outside, "secret.txt"), []byte(outsideText), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	res := bundletest.SeedLike()
@@ -74,7 +74,7 @@ func (l layout) checkOutside(t *testing.T) {
 	t.Helper()
 	entries, _ := os.ReadDir(l.outside)
 	data, _ := os.ReadFile(filepath.Join(l.outside, "secret.txt"))
-	if len(entries) != 1 || string(data) != secret {
+	if len(entries) != 1 || string(data) != outsideText {
 		var names []string
 		for _, e := range entries {
 			names = append(names, e.Name())
@@ -168,7 +168,7 @@ var badBundles = []badBundle{
 	{
 		name: "a ../ entry in SHA256SUMS",
 		setup: func(t *testing.T, l layout) []string {
-			l.list(t, "../outside/secret.txt", sha(secret))
+			l.list(t, "../outside/secret.txt", sha(outsideText))
 			return []string{"verify", l.b}
 		},
 		code: 1, want: []string{"../outside/secret.txt: not a file name inside the bundle"},
@@ -176,7 +176,7 @@ var badBundles = []badBundle{
 	{
 		name: "an absolute entry in SHA256SUMS",
 		setup: func(t *testing.T, l layout) []string {
-			l.list(t, filepath.Join(l.outside, "secret.txt"), sha(secret))
+			l.list(t, filepath.Join(l.outside, "secret.txt"), sha(outsideText))
 			return []string{"verify", l.b}
 		},
 		code: 1, want: []string{"/outside/secret.txt: not a file name inside the bundle"},
@@ -239,7 +239,7 @@ var badBundles = []badBundle{
 				}
 			}
 			os.WriteFile(filepath.Join(l.b, bundle.SumsFile), []byte(strings.Join(kept, "")), 0o644)
-			l.list(t, "naive.log", sha(secret))
+			l.list(t, "naive.log", sha(outsideText))
 			return []string{"verify", l.b}
 		},
 		code: 1, want: []string{"naive.log: a symbolic link"},
@@ -248,7 +248,7 @@ var badBundles = []badBundle{
 		name: "a symlinked subdirectory",
 		setup: func(t *testing.T, l layout) []string {
 			l.symlink(t, l.outside, "figures")
-			l.list(t, "figures/secret.txt", sha(secret))
+			l.list(t, "figures/secret.txt", sha(outsideText))
 			return []string{"verify", l.b}
 		},
 		code: 1, want: []string{"figures/secret.txt: figures is a symbolic link", "figures: a symbolic link"},
@@ -439,7 +439,7 @@ func TestReliabilityBadBundles(t *testing.T) {
 					t.Errorf("%v: output does not name the entry with %q:\n%s", args, w, msg)
 				}
 			}
-			if strings.Contains(msg, sha(secret)) || strings.Contains(msg, strings.TrimSpace(secret)) {
+			if strings.Contains(msg, sha(outsideText)) || strings.Contains(msg, strings.TrimSpace(outsideText)) {
 				t.Errorf("%v: the output shows the outside file was read:\n%s", args, msg)
 			}
 			l.checkOutside(t)

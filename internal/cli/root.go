@@ -89,7 +89,7 @@ func newRootCmd(st *State) *cobra.Command {
 // stopped and the bundle of what finished is written; a second one kills
 // the servers' process groups at once. Every other command stops at the
 // first signal, and a second one ends it as Go does by default.
-var drivesServers = map[string]bool{"run": true, "bench": true, "demo": true, "sim": true, "validate": true} // validate: sim validate's live run
+var drivesServers = map[string]bool{"run": true, "bench": true, "serve": true, "demo": true, "sim": true, "validate": true} // validate: sim validate's live run; serve: bench serve
 
 // DrivesServers reports whether args name one of the commands that drive
 // servers (see drivesServers), for main to choose its signal handling.

@@ -31,7 +31,7 @@ func TestUsageErrorsExit2WithOneLine(t *testing.T) {
 		{[]string{"bench", "-o"}, []string{"bench: -o (--output) needs a value"}},
 		{[]string{"bench", "--frob"}, []string{"bench: unknown flag: --frob"}},
 		{[]string{"bench", "-x"}, []string{"bench: unknown shorthand flag: 'x' in -x"}},
-		{[]string{"bench", "stray"}, []string{`bench: unexpected argument "stray"`}},
+		{[]string{"bench", "stray"}, []string{`bench: unknown command "stray"; the commands are serve`}},
 		// Every other command.
 		{[]string{"demo", "extra"}, []string{`demo: unexpected argument "extra"`}},
 		{[]string{"demo", "--time-scale", "abc"}, []string{`demo: --time-scale "abc": want a number`}},
@@ -91,7 +91,7 @@ func TestHelpIsNotAnError(t *testing.T) {
 // them (go test -update rewrites testdata/help/ for review).
 func TestHelpGolden(t *testing.T) {
 	for _, path := range [][]string{nil, {"demo"}, {"run"}, {"bench"}, {"sim"}, {"sim", "fit"},
-		{"capacity"}, {"report"}, {"verify"}, {"compare"}, {"export"}, {"merge"}, {"coordinate"}, {"k8s"}, {"annotate"}, {"tokens"}, {"model", "write"}} {
+		{"bench", "serve"}, {"capacity"}, {"report"}, {"verify"}, {"compare"}, {"export"}, {"merge"}, {"coordinate"}, {"k8s"}, {"annotate"}, {"tokens"}, {"model", "write"}} {
 		name := "rehearse"
 		if len(path) > 0 {
 			name = strings.Join(path, "-")

@@ -36,7 +36,7 @@ var workerFlags = map[string]bool{
 // subcommand and every flag that was set (values as given, never
 // redacted: the worker needs them), less workerFlags.
 func workerArgs(cmd *cobra.Command) []string {
-	out := []string{cmd.Name()}
+	out := strings.Fields(cmd.CommandPath())[1:] // bench, or bench serve
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		if workerFlags[f.Name] {
 			return

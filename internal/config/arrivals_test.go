@@ -58,3 +58,30 @@ func TestRampAndTraceKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestVLLMKeys: the workload keys of vllm bench serve's meanings, each
+// refusal one problem naming its field.
+func TestVLLMKeys(t *testing.T) {
+	const base = "servers: [{name: s, base_url: 'http://127.0.0.1:1', insecure_tls: true}]\nmodel: {id: m}\nworkload: {concurrencies: [], "
+	const open = "open_loop: {request_rates_rps: [2], arrival: poisson, num_requests: 5, pacing: vllm}"
+	for _, c := range []struct{ wl, want string }{
+		{"body_style: vllm, num_warmups: 2, request_id_prefix: run-, extra_body: {temperature: 0.3}, " + open, ""},
+		{"open_loop: {arrival: gamma, burstiness: 0.5, ramp: {strategy: linear, start_rps: 1, end_rps: 8}, num_requests: 5, pacing: vllm}", ""},
+		{"extra_body: {temperature: 0.3}, " + open, "workload.extra_body.temperature:"},
+		{"body_style: tgi, " + open, `workload.body_style: "tgi": want vllm`},
+		{"num_warmups: -1, " + open, "workload.num_warmups: -1: must be 0 or more"},
+		{"request_id_prefix: \"a\\nb\", " + open, "workload.request_id_prefix:"},
+		{"open_loop: {request_rates_rps: [2], arrival: poisson, num_requests: 5, pacing: k6}", `workload.open_loop.pacing: "k6": want vllm`},
+		{"open_loop: {request_rates_rps: [2], arrival: poisson, duration: 5s, pacing: vllm}", "workload.open_loop.pacing: vllm needs num_requests"},
+		{"open_loop: {request_rates_rps: [2], arrival: poisson, num_requests: 5, duration: 5s, pacing: vllm}", "workload.open_loop.pacing: vllm: a vLLM wave is bounded by num_requests alone"},
+		{"open_loop: {arrival: fixed, ramp: {strategy: linear, start_rps: 0, end_rps: 8}, num_requests: 5, pacing: vllm}", "the ramp's first request is drawn at start_rps"},
+	} {
+		_, err := Parse([]byte(base+c.wl+"}\n"), "x.yaml", t.TempDir())
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.wl, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want %q", c.wl, err, c.want)
+		}
+	}
+}

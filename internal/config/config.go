@@ -11,6 +11,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/endpoint"
 	"github.com/rehearse/rehearse/internal/secret"
 	"github.com/rehearse/rehearse/internal/workload"
@@ -45,6 +46,10 @@ type Rehearsal struct {
 	SegmentSpec string `yaml:"segment"`
 	// Segment is SegmentSpec parsed (the zero value: the whole plan).
 	Segment Segment `yaml:"-"`
+	// VLLM is the vllm bench serve command line the rehearsal came from
+	// (rehearse bench serve), recorded for vLLM's result file; nil
+	// otherwise.
+	VLLM *bundle.VLLMRun `yaml:"-"`
 
 	// Path is the file the rehearsal was read from ("" for bytes).
 	Path string `yaml:"-"`
@@ -122,7 +127,17 @@ type Server struct {
 	// Balance is the client's balancing over replicas: round-robin (the
 	// default with replicas > 1 and no router) or least-outstanding.
 	Balance string `yaml:"balance"`
+	// Headers are sent with every request to the server (vllm bench
+	// serve's --header). Their values are secrets, scrubbed like an API
+	// key and never written; they come from the command line only.
+	Headers []Header `yaml:"-"`
+	// InsecureTLS skips the verification of the server's TLS certificate
+	// (vllm bench serve's --insecure), for servers with self-signed ones.
+	InsecureTLS bool `yaml:"insecure_tls"`
 }
+
+// Header is one HTTP header every request carries; Value is a secret.
+type Header struct{ Name, Value string }
 
 // Launched reports whether rehearse starts this server itself.
 func (s Server) Launched() bool { return len(s.Launch) > 0 }
@@ -187,6 +202,20 @@ type Workload struct {
 	// sessions of the prompt source (sharegpt, chat_jsonl or synthetic)
 	// instead of single prompts.
 	Sessions *Sessions `yaml:"sessions"`
+	// BodyStyle is the request body's shape: "" for rehearse's, or "vllm"
+	// for vllm bench serve's (endpoint.StyleVLLM): no temperature field
+	// (extra_body may then carry one, as vLLM's sampling flags do),
+	// completions with repetition_penalty 1.0 and logprobs null, chat with
+	// max_completion_tokens and the prompt as a text part.
+	BodyStyle string `yaml:"body_style"`
+	// RequestIDPrefix, when set, sends every recorded request with the
+	// header x-request-id: the prefix and its prompt's index, as vllm bench
+	// serve's --request-id-prefix does (warm-up requests carry none).
+	RequestIDPrefix string `yaml:"request_id_prefix"`
+	// NumWarmups is vllm bench serve's --num-warmups: before the recorded
+	// waves, one unrecorded warm-up wave of this many requests, at most
+	// warmup_concurrency of them in flight (0: all at once).
+	NumWarmups int `yaml:"num_warmups"`
 }
 
 // Sessions are multi-turn sessions: conversations whose turn t+1 is sent
@@ -283,6 +312,11 @@ type OpenLoop struct {
 	// Ramp, instead of RequestRatesRPS, makes each repeat one wave whose
 	// rate moves from StartRPS to EndRPS over the wave.
 	Ramp *Ramp `yaml:"ramp"`
+	// Pacing is "" for rehearse's arrival schedules, or "vllm" for vllm
+	// bench serve's (workload.PacingVLLM): every gap drawn, a constant
+	// rate's rescaled to end at num_requests/rate, a ramp's rate by request
+	// index; bounded by num_requests alone.
+	Pacing string `yaml:"pacing"`
 }
 
 // Ramp is an open-loop ramp-up: the rate moves from StartRPS to EndRPS,
@@ -339,6 +373,11 @@ type Prompts struct {
 	// Dataset sources' parameters (sharegpt, chat_jsonl).
 	UseOutputLen bool
 	MaxModelLen  int
+	// Order is sharegpt's: "" (the file's order), or vllm bench serve's
+	// sampling, "vllm" (shuffled with seed) or "vllm_unshuffled"
+	// (workload.OrderVLLM); output_len {fixed: N} then is the fixed output
+	// length vLLM checks lengths with.
+	Order string
 	// The trace source's parameters (count, seed and ignore_eos too).
 	Format    string
 	TimeScale float64
@@ -371,8 +410,9 @@ type promptsMapping struct {
 	Seed      int64   `yaml:"seed"`
 	IgnoreEOS bool    `yaml:"ignore_eos"`
 
-	UseOutputLen bool `yaml:"use_output_len"`
-	MaxModelLen  int  `yaml:"max_model_len"`
+	UseOutputLen bool   `yaml:"use_output_len"`
+	MaxModelLen  int    `yaml:"max_model_len"`
+	Order        string `yaml:"order"`
 
 	Format      string  `yaml:"format"`
 	TimeScale   float64 `yaml:"time_scale"`
@@ -410,7 +450,7 @@ func (p *Prompts) UnmarshalYAML(b []byte) error {
 			return err
 		}
 		*p = Prompts{Source: m.Source, File: m.Path, InputLen: m.InputLen, OutputLen: m.OutputLen,
-			Count: m.Count, Seed: m.Seed, IgnoreEOS: m.IgnoreEOS, UseOutputLen: m.UseOutputLen, MaxModelLen: m.MaxModelLen,
+			Count: m.Count, Seed: m.Seed, IgnoreEOS: m.IgnoreEOS, UseOutputLen: m.UseOutputLen, MaxModelLen: m.MaxModelLen, Order: m.Order,
 			Format: m.Format, TimeScale: m.TimeScale, BlockSize: m.BlockSize,
 			NumPrefixes: m.NumPrefixes, PrefixLen: m.PrefixLen, SuffixLen: m.SuffixLen}
 	default:

@@ -722,8 +722,12 @@ func (r *Rehearsal) validateWorkload(names map[string]int, p *Problems) {
 		}
 	}
 	for _, e := range CheckExtraBody(w.ExtraBody) {
+		if e.Key == "temperature" && w.BodyStyle == endpoint.StyleVLLM {
+			continue // vLLM's body has no temperature of its own: its sampling flags set it here
+		}
 		p.add("workload.extra_body."+e.Key, "%s", e.Error())
 	}
+	validateVLLMWorkload(w, p)
 	if w.Prompts.Inline != nil && len(w.Prompts.Inline) == 0 {
 		p.add("workload.prompts", "empty list")
 	}
@@ -824,7 +828,10 @@ func (p Prompts) Spec() workload.Spec {
 		p := p.PrefixRepetition()
 		spec.Prefix = &p
 	case workload.SourceShareGPT, workload.SourceChatJSONL:
-		spec.Dataset = &workload.Dataset{UseOutputLen: p.UseOutputLen, MaxModelLen: p.MaxModelLen, Count: p.Count}
+		spec.Dataset = &workload.Dataset{UseOutputLen: p.UseOutputLen, MaxModelLen: p.MaxModelLen, Count: p.Count, Order: p.Order, Seed: p.Seed}
+		if p.OutputLen != nil {
+			spec.Dataset.OutputLen = p.OutputLen.Fixed
+		}
 	case workload.SourceTrace:
 		tr := p.Trace()
 		spec.Trace = &tr

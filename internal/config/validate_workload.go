@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rehearse/rehearse/internal/endpoint"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
@@ -31,6 +32,11 @@ func validatePrompts(w Prompts, p *Problems) {
 		}
 	}
 	synthetic := w.InputLen != nil || w.OutputLen != nil || w.Seed != 0 || w.IgnoreEOS
+	if w.Order != "" {
+		validateOrder(w, p)
+		// vLLM's order takes a seed and a fixed output length.
+		synthetic = w.InputLen != nil || w.IgnoreEOS
+	}
 	dataset := w.UseOutputLen || w.MaxModelLen != 0
 	trace := w.Format != "" || w.TimeScale != 0 || w.BlockSize != 0
 	if trace && w.Source != workload.SourceTrace {
@@ -230,5 +236,72 @@ func validateOpenLoop(w Workload, p *Problems) {
 	}
 	if o.MaxConcurrency < 0 {
 		p.add(at+".max_concurrency", "%d: must be 0 (no cap) or more", o.MaxConcurrency)
+	}
+	validatePacing(o, p)
+}
+
+// validateOrder checks workload.prompts.order: vLLM's sampling of a
+// sharegpt file, with its seed and a fixed output_len.
+func validateOrder(w Prompts, p *Problems) {
+	const at = "workload.prompts"
+	switch {
+	case w.Order != workload.OrderVLLM && w.Order != workload.OrderVLLMUnshuffled:
+		p.add(at+".order", "%q: want %s or %s", w.Order, workload.OrderVLLM, workload.OrderVLLMUnshuffled)
+	case w.Source != workload.SourceShareGPT:
+		p.add(at+".order", "%s is the sharegpt source's", w.Order)
+	case w.Seed < 0:
+		p.add(at+".seed", "%d: vLLM's shuffle takes 0 or more", w.Seed)
+	case w.OutputLen != nil && (w.OutputLen.Fixed < 1 || w.OutputLen.Mean != 0 || w.OutputLen.SD != 0 || w.OutputLen.RangeRatio != 0):
+		p.add(at+".output_len", "with order %s, a fixed length of 1 or more ({fixed: N}, vLLM's --sharegpt-output-len)", w.Order)
+	case w.OutputLen != nil && w.UseOutputLen:
+		p.add(at+".output_len", "a fixed output length, or use_output_len: give one")
+	}
+}
+
+// validateVLLMWorkload checks the workload keys of vllm bench serve's
+// meanings: body_style, request_id_prefix and num_warmups.
+func validateVLLMWorkload(w Workload, p *Problems) {
+	switch w.BodyStyle {
+	case endpoint.StyleRehearse:
+	case endpoint.StyleVLLM:
+		if w.Sessions != nil {
+			p.add("workload.body_style", "%s: vLLM's body has no multi-turn sessions", w.BodyStyle)
+		}
+	default:
+		p.add("workload.body_style", "%q: want %s, or none for rehearse's", w.BodyStyle, endpoint.StyleVLLM)
+	}
+	for _, c := range w.RequestIDPrefix {
+		if c < ' ' || c == 0x7f {
+			p.add("workload.request_id_prefix", "%q holds a control character, which a header cannot carry", w.RequestIDPrefix)
+			break
+		}
+	}
+	if w.NumWarmups < 0 {
+		p.add("workload.num_warmups", "%d: must be 0 or more", w.NumWarmups)
+	}
+}
+
+// validatePacing checks workload.open_loop.pacing: vLLM's pacing bounds a
+// wave by num_requests alone and draws a ramp's first gap at its start
+// rate, which must be positive.
+func validatePacing(o *OpenLoop, p *Problems) {
+	const at = "workload.open_loop.pacing"
+	switch o.Pacing {
+	case "":
+		return
+	case workload.PacingVLLM:
+	default:
+		p.add(at, "%q: want %s, or none for rehearse's schedules", o.Pacing, workload.PacingVLLM)
+		return
+	}
+	switch {
+	case o.Arrival == workload.ArrivalTrace:
+		p.add(at, "%s: trace arrivals take their times from the trace", o.Pacing)
+	case o.NumRequests < 1:
+		p.add(at, "%s needs num_requests (vLLM's --num-prompts bounds the wave)", o.Pacing)
+	case o.Duration != 0:
+		p.add(at, "%s: a vLLM wave is bounded by num_requests alone, not by duration", o.Pacing)
+	case o.Ramp != nil && !(o.Ramp.StartRPS > 0):
+		p.add(at, "%s: the ramp's first request is drawn at start_rps, which must be above 0", o.Pacing)
 	}
 }

@@ -27,6 +27,9 @@ type Target struct {
 	// FollowRedirects follows a 3xx answer; without it the 3xx is the
 	// request's outcome (http_status), so no other host is credited.
 	FollowRedirects bool
+	// Headers are sent with every request (vLLM's --header); their values
+	// are secrets, scrubbed like the API key.
+	Headers []stream.Header
 	// Replicas, when it has two or more, are the base URLs of the
 	// server's replicas, over which the client balances each request as
 	// Balance says (BalanceRoundRobin by default), recording the replica;
@@ -221,7 +224,7 @@ func prepare(t Target, l plan.Load, requests int) ([]*stream.Prepared, error) {
 			BaseURL: t.BaseURL, Endpoint: t.Endpoint, Model: t.Model, APIKey: t.APIKey,
 			Prompt: prompt, Messages: l.MessagesFor(i), MaxTokens: l.MaxTokensFor(i), Temperature: l.Temperature,
 			IncludeUsage: t.IncludeUsage, ExtraBody: t.ExtraBody, Timeout: l.Timeout,
-			FollowRedirects: t.FollowRedirects,
+			FollowRedirects: t.FollowRedirects, Style: l.Style, Headers: t.Headers, RequestID: l.RequestID(i),
 		})
 		if err != nil {
 			return nil, err

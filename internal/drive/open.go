@@ -41,6 +41,9 @@ type OpenSpec struct {
 	// Duration (or, without one, over the time NumRequests are expected
 	// to take); RequestRateRPS is then unused.
 	Ramp *contract.Ramp
+	// Pacing is "" for rehearse's schedules, workload.PacingVLLM for vllm
+	// bench serve's.
+	Pacing string
 	// Share, on a split plan, sends this worker's requests only (request
 	// k of the schedule, at its planned offset, for k mod N = i), with its
 	// part of MaxConcurrency (plan.ShareCap), from the agreed release.
@@ -55,7 +58,7 @@ func (s OpenSpec) Offsets() ([]time.Duration, error) {
 	return workload.OpenOffsets(workload.OpenLoad{
 		RateRPS: s.RequestRateRPS, Arrival: s.Arrival, Burstiness: s.Burstiness, Seed: s.Seed,
 		NumRequests: s.NumRequests, Duration: s.Duration, Ramp: s.Ramp,
-		Arrivals: s.Load.Arrivals, Prompts: len(s.Load.Prompts), MaxRequests: MaxOpenRequests,
+		Arrivals: s.Load.Arrivals, Prompts: len(s.Load.Prompts), MaxRequests: MaxOpenRequests, Pacing: s.Pacing,
 	})
 }
 

@@ -12,6 +12,9 @@ import (
 // load: a closed-loop wave at its concurrency, a sustained closed loop at
 // its concurrency and bounds, or an open-loop wave on its schedule.
 func (d *Driver) Wave(ctx context.Context, t Target, load plan.Load, w plan.Wave) (WaveResult, error) {
+	if w.Kind == contract.KindWarmup {
+		load.RequestIDPrefix = "" // vLLM's warm-ups carry no request id
+	}
 	switch w.Mode {
 	case contract.ModeClosed:
 		return d.ClosedWave(ctx, t, WaveSpec{Load: load, Kind: w.Kind, Concurrency: w.Concurrency, Repeat: w.Repeat, Cold: w.Cold, Share: ShareOf(w)})
@@ -24,7 +27,7 @@ func (d *Driver) Wave(ctx context.Context, t Target, load plan.Load, w plan.Wave
 			Load: load, Kind: w.Kind, Repeat: w.Repeat, RequestRateRPS: s.RequestRateRPS,
 			Arrival: s.Arrival, Burstiness: s.Burstiness, Seed: s.Seed,
 			NumRequests: s.NumRequests, Duration: s.Duration, MaxConcurrency: s.MaxConcurrency, Ramp: s.Ramp,
-			Share: ShareOf(w),
+			Pacing: s.Pacing, Share: ShareOf(w),
 		})
 	case contract.ModeSustained:
 		if w.Sustained == nil {

@@ -29,3 +29,17 @@ func API(endpoint string) string {
 	}
 	return "chat"
 }
+
+// Body styles of a request: the shape of the JSON body a workload sends.
+const (
+	// StyleRehearse is rehearse's body: model, temperature, stream,
+	// stream_options, the prompt (completions) or messages (chat), and
+	// max_tokens.
+	StyleRehearse = ""
+	// StyleVLLM is the body of vllm bench serve (vllm/benchmarks/lib/
+	// endpoint_request_func.py): no temperature (sampling fields come in
+	// ExtraBody), completions with repetition_penalty 1.0 and logprobs
+	// null, chat with max_completion_tokens and the prompt as one text
+	// part of the user's content.
+	StyleVLLM = "vllm"
+)

@@ -1,7 +1,7 @@
 package export
 
 import (
-	"encoding/json"
+	"bytes"
 	"fmt"
 	"math"
 	"slices"
@@ -31,7 +31,7 @@ type VLLMResult struct {
 	// {backend}-{request_rate}qps[-concurrency{C}]-{model}-{date}.json.
 	FileName string
 	// Object is the JSON object, keys in vLLM's order.
-	Object json.Marshaler
+	Object VLLMObject
 }
 
 // VLLMDefinitions says which definition each figure follows, where
@@ -58,71 +58,99 @@ var VLLMDefinitions = []string{
 	"rtfx: 0 (no audio)",
 }
 
-// VLLMResults renders every load of r as vLLM's --save-result object.
+// VLLMResults renders every load of r as vLLM's --save-result object. A
+// bundle of rehearse bench serve (Workload.VLLM with Serve) gives exactly
+// the keys vLLM's file has, valued as its command line gave them; another
+// bundle's loads are described from its waves, with the server, load and
+// notes keys beside vLLM's.
 func VLLMResults(r *bundle.Results, o Options) []VLLMResult {
-	metrics := o.Metrics
-	if metrics == nil {
-		metrics = DefaultVLLMMetrics
-	}
-	pcts := o.Percentiles
-	if pcts == nil {
-		pcts = []float64{99}
-	}
-	backend := vllmBackend(r.Workload.Endpoint)
-	model := r.Provenance.Model.ID
-	if model == "" {
-		for _, s := range r.Servers {
-			if s.Model != "" {
-				model = s.Model
-				break
-			}
-		}
-	}
-	tokenizer := r.Provenance.Tokenizer.Name
-	if tokenizer == "" {
-		tokenizer = model
-	}
+	run := r.Workload.VLLM
+	metrics, pcts := vllmChoice(o, run)
 	var out []VLLMResult
 	for _, l := range loads(r) {
-		obj, date := vllmObject(r, l, o, metrics, pcts, backend, model, tokenizer)
-		out = append(out, VLLMResult{
-			Server: l.key.Server, Load: l.key.LoadLabel(), Object: obj,
-			FileName: VLLMFileName(backend, vllmRate(l), vllmMaxConcurrency(l), model, date),
-		})
+		h := vllmSetup(r, l, run)
+		obj := h.obj
+		for _, f := range vllmBenchmark(r, l, o) {
+			obj = obj.set(f.k, f.v)
+		}
+		if h.ramp != nil {
+			obj = obj.set("rps_change_events", rpsChangeEvents(l, h.ramp))
+		}
+		for _, f := range vllmPercentiles(l, metrics, pcts, h.tokenizer) {
+			obj = obj.set(f.k, f.v)
+		}
+		name := VLLMFileName(h.prefix, h.rate, h.maxConcurrency, h.model, h.date)
+		if h.ramp != nil {
+			name = VLLMRampFileName(h.prefix, *h.ramp, h.maxConcurrency, h.model, h.date)
+		}
+		out = append(out, VLLMResult{Server: l.key.Server, Load: l.key.LoadLabel(), Object: obj, FileName: name})
 	}
 	return out
 }
 
-// VLLM is the vllm format: every load's object, one per line.
-func VLLM(r *bundle.Results, o Options) (Output, error) {
-	res := VLLMResults(r, o)
-	objs := make([]json.Marshaler, len(res))
-	for i, v := range res {
-		objs[i] = v.Object
+// vllmChoice is the metrics and percentiles of the percentile keys: the
+// options', else the run's (--percentile-metrics, --metric-percentiles),
+// else the defaults.
+func vllmChoice(o Options, run *bundle.VLLMRun) ([]string, []float64) {
+	metrics, pcts := o.Metrics, o.Percentiles
+	if metrics == nil && run != nil && run.PercentileMetrics != nil {
+		metrics = run.PercentileMetrics
 	}
-	data, err := lines(objs)
-	if err != nil {
-		return Output{}, err
+	if metrics == nil {
+		metrics = DefaultVLLMMetrics
 	}
-	notes := []string{fmt.Sprintf("vllm: %d object(s), one per load and line (server and load are metadata keys); where vLLM's definitions differ from rehearse's, its \"notes\" key says which each figure follows", len(res))}
-	return Output{Data: data, Notes: notes}, nil
+	if pcts == nil && run != nil && run.MetricPercentiles != nil {
+		pcts = run.MetricPercentiles
+	}
+	if pcts == nil {
+		pcts = []float64{99}
+	}
+	return metrics, pcts
 }
 
-// VLLMFileName is vLLM's default result file name (compute_result_filename
-// without --label): {backend}-{request_rate}qps[-concurrency{C}]-{model's
-// last path part}-{date}.json, the rate as Python prints a float.
-func VLLMFileName(backend string, rate any, maxConcurrency *int, model, date string) string {
+// VLLM is the vllm format: every load's object, one per line (as vLLM's
+// --append-result writes several into one file), as Python's json.dump
+// writes it.
+func VLLM(r *bundle.Results, o Options) (Output, error) {
+	res := VLLMResults(r, o)
+	var b bytes.Buffer
+	for _, v := range res {
+		b.Write(v.Object.PyJSON())
+		b.WriteByte('\n')
+	}
+	notes := []string{fmt.Sprintf("vllm: %d object(s), one per load and line", len(res))}
+	if r.Workload.VLLM == nil || !r.Workload.VLLM.Serve {
+		notes[0] += " (server and load are metadata keys); where vLLM's definitions differ from rehearse's, its \"notes\" key says which each figure follows"
+	}
+	return Output{Data: b.Bytes(), Notes: notes}, nil
+}
+
+// VLLMFileName is vLLM's default result file name (compute_result_filename):
+// {label or backend}-{request_rate}qps[-concurrency{C}]-{model's last path
+// part}-{date}.json, the rate as Python prints a float ("inf" for inf).
+func VLLMFileName(prefix string, rate any, maxConcurrency *int, model, date string) string {
 	rateText := "inf"
 	if f, ok := rate.(float64); ok {
 		rateText = pyFloat(f)
 	}
-	mc := ""
-	if maxConcurrency != nil {
-		mc = "-concurrency" + strconv.Itoa(*maxConcurrency)
-	}
-	base := model[strings.LastIndex(model, "/")+1:]
-	return backend + "-" + rateText + "qps" + mc + "-" + base + "-" + date + ".json"
+	return prefix + "-" + rateText + "qps" + concurrencySuffix(maxConcurrency) + "-" + modelBase(model) + "-" + date + ".json"
 }
+
+// VLLMRampFileName is vLLM's file name of a ramp-up run:
+// {label or backend}-ramp-up-{strategy}-{start}qps-{end}qps[-concurrency{C}]-{model}-{date}.json.
+func VLLMRampFileName(prefix string, ramp bundle.VLLMRampUp, maxConcurrency *int, model, date string) string {
+	return fmt.Sprintf("%s-ramp-up-%s-%dqps-%dqps%s-%s-%s.json", prefix, ramp.Strategy, ramp.StartRPS, ramp.EndRPS,
+		concurrencySuffix(maxConcurrency), modelBase(model), date)
+}
+
+func concurrencySuffix(mc *int) string {
+	if mc == nil {
+		return ""
+	}
+	return "-concurrency" + strconv.Itoa(*mc)
+}
+
+func modelBase(model string) string { return model[strings.LastIndex(model, "/")+1:] }
 
 // pyFloat formats f as Python's str(float) does for ordinary values: 4.0,
 // 2.5, 0.1.
@@ -145,7 +173,7 @@ func vllmBackend(ep string) string {
 // vllmRate is the load's request_rate as vLLM writes it: the rate, or
 // "inf".
 func vllmRate(l load) any {
-	if l.key.Mode == contract.ModeOpen {
+	if l.key.Mode == contract.ModeOpen && l.key.RequestRateRPS > 0 {
 		return l.key.RequestRateRPS
 	}
 	return "inf"
@@ -196,8 +224,162 @@ func vllmEnd(l load) string {
 	return end.UTC().Format("20060102-150405")
 }
 
-func vllmObject(r *bundle.Results, l load, o Options, metrics []string, pcts []float64, backend, model, tokenizer string) (object, string) {
-	date := vllmEnd(l)
+// vllmHead is the setup part of one load's object (main_async's keys
+// before the benchmark's) and what names its file.
+type vllmHead struct {
+	obj                 object
+	prefix, model, date string
+	rate                any
+	maxConcurrency      *int
+	ramp                *bundle.VLLMRampUp
+	tokenizer           bool // ttft, tpot and itl are written (vLLM: a tokenizer was loaded)
+}
+
+// vllmSetup is the keys main_async writes before the benchmark's: from the
+// run as given where the bundle came from bench serve, else from the load.
+func vllmSetup(r *bundle.Results, l load, run *bundle.VLLMRun) vllmHead {
+	h := vllmHead{date: vllmEnd(l), model: vllmModel(r), rate: vllmRate(l), maxConcurrency: vllmMaxConcurrency(l), tokenizer: true}
+	backend, label := vllmBackend(r.Workload.Endpoint), any(nil)
+	var tokenizer any = r.Provenance.Tokenizer.Name
+	if r.Provenance.Tokenizer.Name == "" {
+		tokenizer = h.model
+	}
+	numPrompts, burstiness := any(len(l.records)), vllmBurstiness(l)
+	if run != nil {
+		if run.Backend != "" {
+			backend = run.Backend
+		}
+		if run.ModelID != "" {
+			h.model = run.ModelID
+		}
+		if run.Label != nil {
+			label = *run.Label
+		}
+		tokenizer, h.tokenizer = nil, run.TokenizerID != nil
+		if run.TokenizerID != nil {
+			tokenizer = *run.TokenizerID
+		}
+	}
+	serve := run != nil && run.Serve
+	if serve {
+		numPrompts, burstiness, h.rate, h.maxConcurrency, h.ramp = run.NumPrompts, pyInf(run.Burstiness), "inf", run.MaxConcurrency, run.RampUp
+		if run.RequestRateRPS != nil {
+			h.rate = *run.RequestRateRPS
+		}
+	}
+	h.prefix = backend
+	switch {
+	case label != nil:
+		h.prefix = label.(string)
+	case len(r.Servers) > 1:
+		// vLLM's name has no server: several servers' loads would share
+		// names, so each server's name stands where a label would.
+		h.prefix = l.key.Server
+	}
+	obj := object{{"date", h.date}, {"endpoint_type", backend}, {"backend", backend}, {"label", label},
+		{"model_id", h.model}, {"tokenizer_id", tokenizer}, {"num_prompts", numPrompts}}
+	if !serve {
+		obj = append(obj, field{"server", l.key.Server}, field{"load", l.key.LoadLabel()}, field{"notes", strings.Join(VLLMDefinitions, "; ")})
+	}
+	if run != nil {
+		for _, kv := range run.Metadata {
+			obj = obj.set(kv.Key, kv.Value)
+		}
+	}
+	var mc any
+	if h.maxConcurrency != nil {
+		mc = *h.maxConcurrency
+	}
+	obj = obj.set("request_rate", h.rate).set("burstiness", burstiness).set("max_concurrency", mc)
+	if h.ramp != nil {
+		obj = obj.set("ramp_up_strategy", h.ramp.Strategy).set("ramp_up_start_rps", h.ramp.StartRPS).set("ramp_up_end_rps", h.ramp.EndRPS)
+	}
+	h.obj = obj
+	return h
+}
+
+// pyInf is a burstiness as vLLM writes it: the number, or Infinity for
+// nil (--burstiness inf).
+func pyInf(b *float64) float64 {
+	if b == nil {
+		return math.Inf(1)
+	}
+	return *b
+}
+
+// vllmModel is the model the bundle asked for.
+func vllmModel(r *bundle.Results) string {
+	if r.Provenance.Model.ID != "" {
+		return r.Provenance.Model.ID
+	}
+	for _, s := range r.Servers {
+		if s.Model != "" {
+			return s.Model
+		}
+	}
+	return ""
+}
+
+// vllmPop is a load's records as calculate_metrics reads them.
+type vllmPop struct {
+	completed, failed, inTok, outTok, good int
+	ttfts, tpots, itls, e2els              []float64
+	inputLens, outputLens                  []int
+	ttftsAll, latencies, starts, queues    []float64
+	itlsAll                                [][]float64
+	texts, errs                            []string
+}
+
+func (p *vllmPop) add(rec contract.Record, slo *contract.SLO) {
+	// vLLM's prompt_len: the server's usage.prompt_tokens where it sent
+	// one (its request functions overwrite the dataset's with it), else
+	// the prompt's own count.
+	in := 0
+	switch {
+	case rec.UsagePromptTokens != nil:
+		in = *rec.UsagePromptTokens
+	case rec.InputTokens != nil:
+		in = *rec.InputTokens
+	}
+	p.inputLens, p.starts = append(p.inputLens, in), append(p.starts, rec.StartS)
+	p.queues, p.texts = append(p.queues, rec.StartS-rec.IntendedStartS), append(p.texts, rec.Text)
+	gaps := []float64{}
+	if !rec.OK {
+		p.failed++
+		e := rec.Error
+		if e == "" {
+			e = rec.ErrorKind
+		}
+		p.outputLens, p.ttftsAll, p.latencies = append(p.outputLens, 0), append(p.ttftsAll, 0), append(p.latencies, 0)
+		p.itlsAll, p.errs = append(p.itlsAll, gaps), append(p.errs, e)
+		return
+	}
+	p.completed++
+	p.inTok += in
+	p.outTok += rec.OutputTokens
+	p.outputLens = append(p.outputLens, rec.OutputTokens)
+	t, ok := rec.TTFT()
+	if ok {
+		p.ttfts = append(p.ttfts, t)
+	}
+	p.ttftsAll = append(p.ttftsAll, t)
+	if v, ok := rec.TPOT(); ok {
+		p.tpots = append(p.tpots, v)
+	}
+	for i := 1; i < len(rec.ChunkTimesS); i++ {
+		gaps = append(gaps, rec.ChunkTimesS[i]-rec.ChunkTimesS[i-1])
+	}
+	p.itls, p.itlsAll = append(p.itls, gaps...), append(p.itlsAll, gaps)
+	e2e := rec.EndS - rec.StartS
+	p.e2els, p.latencies, p.errs = append(p.e2els, e2e), append(p.latencies, e2e), append(p.errs, "")
+	if slo != nil && contract.Judge(rec, slo.Objectives).Good {
+		p.good++
+	}
+}
+
+// vllmBenchmark is the keys benchmark() returns, in its order, without
+// the --save-detailed arrays unless asked.
+func vllmBenchmark(r *bundle.Results, l load, o Options) object {
 	dur := l.durationS()
 	per := func(n float64) float64 {
 		if dur <= 0 {
@@ -205,118 +387,48 @@ func vllmObject(r *bundle.Results, l load, o Options, metrics []string, pcts []f
 		}
 		return n / dur
 	}
-	var (
-		completed, failed, inTok, outTok int
-		ttfts, tpots, itls, e2els        []float64
-		inputLens, outputLens            []int
-		ttftsAll, latencies, starts      []float64
-		queues                           []float64
-		itlsAll                          [][]float64
-		texts, errs                      []string
-		good                             int
-	)
+	var p vllmPop
 	for _, rec := range l.records {
-		// vLLM's prompt_len: the server's usage.prompt_tokens where it
-		// sent one, else the prompt's own count.
-		in := 0
-		switch {
-		case rec.UsagePromptTokens != nil:
-			in = *rec.UsagePromptTokens
-		case rec.InputTokens != nil:
-			in = *rec.InputTokens
-		}
-		inputLens = append(inputLens, in)
-		starts = append(starts, rec.StartS)
-		queues = append(queues, rec.StartS-rec.IntendedStartS)
-		texts = append(texts, rec.Text)
-		gaps := []float64{}
-		if !rec.OK {
-			failed++
-			outputLens = append(outputLens, 0)
-			ttftsAll = append(ttftsAll, 0)
-			latencies = append(latencies, 0)
-			itlsAll = append(itlsAll, gaps)
-			e := rec.Error
-			if e == "" {
-				e = rec.ErrorKind
-			}
-			errs = append(errs, e)
-			continue
-		}
-		completed++
-		inTok += in
-		outTok += rec.OutputTokens
-		outputLens = append(outputLens, rec.OutputTokens)
-		t, ok := rec.TTFT()
-		if ok {
-			ttfts = append(ttfts, t)
-		}
-		ttftsAll = append(ttftsAll, t)
-		if v, ok := rec.TPOT(); ok {
-			tpots = append(tpots, v)
-		}
-		for i := 1; i < len(rec.ChunkTimesS); i++ {
-			gaps = append(gaps, rec.ChunkTimesS[i]-rec.ChunkTimesS[i-1])
-		}
-		itls = append(itls, gaps...)
-		itlsAll = append(itlsAll, gaps)
-		e2e := rec.EndS - rec.StartS
-		e2els = append(e2els, e2e)
-		latencies = append(latencies, e2e)
-		errs = append(errs, "")
-		if r.SLO != nil && contract.Judge(rec, r.SLO.Objectives).Good {
-			good++
-		}
+		p.add(rec, r.SLO)
 	}
 	var goodput any
 	if r.SLO != nil {
-		goodput = per(float64(good))
-	}
-	var maxConc any
-	if mc := vllmMaxConcurrency(l); mc != nil {
-		maxConc = *mc
+		goodput = per(float64(p.good))
 	}
 	obj := object{
-		{"date", date},
-		{"endpoint_type", backend},
-		{"backend", backend},
-		{"label", nil},
-		{"model_id", model},
-		{"tokenizer_id", tokenizer},
-		{"num_prompts", len(l.records)},
-		{"server", l.key.Server},
-		{"load", l.key.LoadLabel()},
-		{"notes", strings.Join(VLLMDefinitions, "; ")},
-		{"request_rate", vllmRate(l)},
-		{"burstiness", vllmBurstiness(l)},
-		{"max_concurrency", maxConc},
-		{"duration", dur},
-		{"completed", completed},
-		{"failed", failed},
-		{"total_input_tokens", inTok},
-		{"total_output_tokens", outTok},
-		{"request_throughput", per(float64(completed))},
-		{"request_goodput", goodput},
-		{"output_throughput", per(float64(outTok))},
-		{"total_token_throughput", per(float64(inTok + outTok))},
+		{"duration", dur}, {"completed", p.completed}, {"failed", p.failed},
+		{"total_input_tokens", p.inTok}, {"total_output_tokens", p.outTok},
+		{"request_throughput", per(float64(p.completed))}, {"request_goodput", goodput},
+		{"output_throughput", per(float64(p.outTok))}, {"total_token_throughput", per(float64(p.inTok + p.outTok))},
 	}
 	if o.Detailed {
-		obj = append(obj, field{"input_lens", inputLens}, field{"output_lens", outputLens},
-			field{"ttfts", ttftsAll}, field{"itls", itlsAll})
+		obj = append(obj, field{"input_lens", p.inputLens}, field{"output_lens", p.outputLens},
+			field{"ttfts", p.ttftsAll}, field{"itls", p.itlsAll})
 	}
-	obj = append(obj, field{"latencies", latencies})
+	obj = append(obj, field{"latencies", p.latencies})
 	if o.Detailed {
-		obj = append(obj, field{"start_times", starts})
+		obj = append(obj, field{"start_times", p.starts})
 	}
-	obj = append(obj, field{"queue_times", queues})
+	obj = append(obj, field{"queue_times", p.queues})
 	if o.Detailed {
-		obj = append(obj, field{"generated_texts", texts}, field{"errors", errs})
+		obj = append(obj, field{"generated_texts", p.texts}, field{"errors", p.errs})
 	}
 	peakTok, peakConc := vllmPeaks(l)
-	obj = append(obj, field{"max_output_tokens_per_s", peakTok}, field{"max_concurrent_requests", peakConc}, field{"rtfx", 0.0})
-	pops := map[string][]float64{"ttft": ttfts, "tpot": tpots, "itl": itls, "e2el": e2els}
+	return append(obj, field{"max_output_tokens_per_s", peakTok}, field{"max_concurrent_requests", peakConc}, field{"rtfx", 0.0})
+}
+
+// vllmPercentiles is process_one_metric's keys of each metric chosen, in
+// vLLM's order: ttft, tpot and itl only where a tokenizer counted (vLLM
+// skips them without one), e2el always when chosen.
+func vllmPercentiles(l load, metrics []string, pcts []float64, tokenizer bool) object {
+	var p vllmPop
+	for _, rec := range l.records {
+		p.add(rec, nil)
+	}
+	pops := map[string][]float64{"ttft": p.ttfts, "tpot": p.tpots, "itl": p.itls, "e2el": p.e2els}
+	var obj object
 	for _, m := range VLLMMetrics {
-		if !slices.Contains(metrics, m) {
+		if !slices.Contains(metrics, m) || (!tokenizer && m != "e2el") {
 			continue
 		}
 		xs := pops[m]
@@ -324,11 +436,11 @@ func vllmObject(r *bundle.Results, l load, o Options, metrics []string, pcts []f
 			field{"mean_" + m + "_ms", finite(mean(xs) * 1000)},
 			field{"median_" + m + "_ms", pct(xs, 50) * 1000},
 			field{"std_" + m + "_ms", finite(std(xs) * 1000)})
-		for _, p := range pcts {
-			obj = append(obj, field{"p" + pyPercent(p) + "_" + m + "_ms", pct(xs, p) * 1000})
+		for _, q := range pcts {
+			obj = append(obj, field{"p" + pyPercent(q) + "_" + m + "_ms", pct(xs, q) * 1000})
 		}
 	}
-	return obj, date
+	return obj
 }
 
 // pyPercent names a percentile as vLLM does: str(int(p)) when whole, else
@@ -429,4 +541,46 @@ func pct(xs []float64, p float64) float64 {
 		return 0
 	}
 	return *v
+}
+
+// rpsChangeEvents are vLLM's rps_change_events of a ramp-up load: the
+// start rate at the release, then each whole rate the ramp reaches, at
+// the send of the first request drawn at it (request i is drawn at the
+// ramp's rate at i/(N − 1), as workload.PacingVLLM draws it). Times are
+// ISO 8601 without a zone, in UTC (vLLM: local time).
+func rpsChangeEvents(l load, ramp *bundle.VLLMRampUp) []object {
+	var out []object
+	for _, w := range l.waves {
+		release, err := time.Parse(time.RFC3339Nano, w.StartedAt)
+		if err != nil {
+			continue
+		}
+		recs := slices.Clone(l.byWave[w.ID])
+		slices.SortFunc(recs, func(a, b contract.Record) int { return a.Client - b.Client })
+		last := ramp.StartRPS
+		out = append(out, object{{"rps", last}, {"timestamp", isoTime(release)}})
+		n := len(recs)
+		for i, rec := range recs {
+			p := float64(i) / float64(max(n-1, 1))
+			rate := float64(ramp.StartRPS) + float64(ramp.EndRPS-ramp.StartRPS)*p
+			if ramp.Strategy == contract.RampExponential {
+				rate = float64(ramp.StartRPS) * math.Pow(float64(ramp.EndRPS)/float64(ramp.StartRPS), p)
+			}
+			at := release.Add(time.Duration(rec.IntendedStartS * float64(time.Second)))
+			for rps := last + 1; rps <= int(rate); rps++ {
+				out = append(out, object{{"rps", rps}, {"timestamp", isoTime(at)}})
+				last = rps
+			}
+		}
+	}
+	return out
+}
+
+// isoTime is Python's datetime.isoformat of a naive time, in UTC.
+func isoTime(t time.Time) string {
+	t = t.UTC()
+	if t.Nanosecond()/1000 == 0 {
+		return t.Format("2006-01-02T15:04:05")
+	}
+	return t.Format("2006-01-02T15:04:05.000000")
 }

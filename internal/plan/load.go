@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/rehearse/rehearse/internal/contract"
@@ -38,6 +39,19 @@ type Load struct {
 	Sessions []workload.Session
 	// Think is the pause before each later turn of a session.
 	Think workload.ThinkTime
+	// Style is the request body's shape (endpoint.StyleVLLM or rehearse's).
+	Style string
+	// RequestIDPrefix, when set, sends prompt i's requests with the
+	// x-request-id prefix + i (vLLM's --request-id-prefix).
+	RequestIDPrefix string
+}
+
+// RequestID is the x-request-id of prompt i's requests ("" for none).
+func (l Load) RequestID(i int) string {
+	if l.RequestIDPrefix == "" {
+		return ""
+	}
+	return l.RequestIDPrefix + strconv.Itoa(i)
 }
 
 // MaxTokensFor is the max_tokens of prompt i.

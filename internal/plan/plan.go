@@ -89,6 +89,9 @@ type Schedule struct {
 	// Ramp, when set, moves the rate from its start to its end rate over
 	// the wave (RequestRateRPS is then 0).
 	Ramp *contract.Ramp
+	// Pacing is "" for rehearse's schedules, workload.PacingVLLM for
+	// vllm bench serve's.
+	Pacing string
 }
 
 // Label names the wave's load as contract does everywhere: "1 client",
@@ -131,7 +134,10 @@ func Server(wl Workload, server string) []Wave {
 	for r := 1; r <= wl.WarmupWaves; r++ {
 		out = append(out, Wave{Kind: contract.KindWarmup, Mode: contract.ModeClosed, Concurrency: warm, Repeat: r})
 	}
-	cold := wl.WarmupWaves == 0 && wl.WarmupWavesPerLoad == 0
+	if w, ok := numWarmups(wl); ok {
+		out = append(out, w)
+	}
+	cold := wl.WarmupWaves == 0 && wl.WarmupWavesPerLoad == 0 && wl.NumWarmups == 0
 	mode, bounds := contract.ModeClosed, (*Bounds)(nil)
 	if s := wl.Sustained; s != nil {
 		mode = contract.ModeSustained
@@ -156,6 +162,7 @@ func Server(wl Workload, server string) []Wave {
 			return Wave{Kind: contract.KindRecorded, Mode: contract.ModeOpen, Repeat: r, Open: &Schedule{
 				RequestRateRPS: rate, Arrival: o.Arrival, Burstiness: o.Burstiness, Seed: seed,
 				NumRequests: o.NumRequests, Duration: o.Duration, MaxConcurrency: o.MaxConcurrency, Ramp: o.Ramp,
+				Pacing: o.Pacing,
 			}}
 		}
 		for _, rate := range o.RequestRatesRPS {
@@ -173,4 +180,20 @@ func Server(wl Workload, server string) []Wave {
 		out = append(out, Wave{Kind: contract.KindMechanismCheck, Mode: contract.ModeClosed, Concurrency: m.Concurrency, Repeat: 1})
 	}
 	return out
+}
+
+// numWarmups is the warm-up wave of wl.NumWarmups requests (vLLM's
+// --num-warmups), sent at once or, with a cap (WarmupConcurrency) below
+// their number, at most the cap in flight: a closed wave of them all, or a
+// sustained wave of the cap's clients bounded by their number.
+func numWarmups(wl Workload) (Wave, bool) {
+	n := wl.NumWarmups
+	if n < 1 {
+		return Wave{}, false
+	}
+	c := wl.WarmupConcurrency
+	if c < 1 || c >= n {
+		return Wave{Kind: contract.KindWarmup, Mode: contract.ModeClosed, Concurrency: n, Repeat: 1}, true
+	}
+	return Wave{Kind: contract.KindWarmup, Mode: contract.ModeSustained, Concurrency: c, Repeat: 1, Sustained: &Bounds{NumRequests: n}}, true
 }

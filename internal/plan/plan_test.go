@@ -168,3 +168,25 @@ workload:
 		t.Errorf("default workload = %+v", w)
 	}
 }
+
+// vLLM's --num-warmups is one warm-up wave before the recorded ones: its
+// requests all at once, or, under a lower cap, at most the cap in flight;
+// the first recorded wave is then not cold.
+func TestNumWarmups(t *testing.T) {
+	open := &OpenLoop{RequestRatesRPS: []float64{4}, Arrival: "poisson", NumRequests: 10, MaxConcurrency: 2, Pacing: workload.PacingVLLM}
+	for _, tc := range []struct {
+		wl   Workload
+		want string
+	}{
+		{Workload{Concurrencies: []int{10}, Repeats: 1, NumWarmups: 3},
+			"warmup/closed 3 clients r1\nrecorded/closed 10 clients r1"},
+		{Workload{Concurrencies: []int{}, Repeats: 1, NumWarmups: 5, WarmupConcurrency: 2, Open: open},
+			"warmup/sustained 2 clients, sustained r1 n=5 d=0s warmup=0\nrecorded/open 4 req/s r1 poisson seed=0 n=10 d=0s cap=2"},
+		{Workload{Concurrencies: []int{}, Repeats: 1, NumWarmups: 2, WarmupConcurrency: 2, Open: open},
+			"warmup/closed 2 clients r1\nrecorded/open 4 req/s r1 poisson seed=0 n=10 d=0s cap=2"},
+	} {
+		if got := describe(Server(tc.wl, "a")); got != tc.want {
+			t.Errorf("got\n%s\nwant\n%s", got, tc.want)
+		}
+	}
+}

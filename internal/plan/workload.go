@@ -27,6 +27,10 @@ type Workload struct {
 	// WarmupWavesPerLoad are unrecorded closed-loop waves at each
 	// concurrency just before its recorded ones (0: none).
 	WarmupWavesPerLoad int
+	// NumWarmups is the requests of one warm-up wave before the recorded
+	// ones (vLLM's --num-warmups; 0: none), under WarmupConcurrency as a
+	// cap where that is set.
+	NumWarmups int
 	// Sustained, when set, makes the waves at each concurrency sustained
 	// closed loops with these bounds (its Until unset) instead of
 	// closed-loop waves.
@@ -68,6 +72,9 @@ type OpenLoop struct {
 	// Ramp, when set, moves the rate from its start to its end rate over
 	// each wave (RequestRatesRPS is then empty).
 	Ramp *contract.Ramp
+	// Pacing is "" for rehearse's schedules, workload.PacingVLLM for vllm
+	// bench serve's.
+	Pacing string
 }
 
 // MechanismCheck is the unrecorded wave of Concurrency clients on Server
@@ -106,6 +113,7 @@ func WorkloadOf(cfg *config.Rehearsal, prompts workload.Set) Workload {
 		WarmupWaves:        w.WarmupWaves,
 		WarmupConcurrency:  w.WarmupConcurrency,
 		WarmupWavesPerLoad: w.WarmupWavesPerLoad,
+		NumWarmups:         w.NumWarmups,
 		Endpoint:           w.Endpoint,
 		IncludeUsage:       *w.IncludeUsage,
 		ExtraBody:          extraBody(w.ExtraBody, prompts.IgnoreEOS),
@@ -119,6 +127,7 @@ func WorkloadOf(cfg *config.Rehearsal, prompts workload.Set) Workload {
 		out.Open = &OpenLoop{
 			RequestRatesRPS: append([]float64(nil), o.RequestRatesRPS...), Arrival: o.Arrival, Burstiness: o.Burstiness,
 			Seed: o.Seed, NumRequests: o.NumRequests, Duration: o.Duration.D(), MaxConcurrency: o.MaxConcurrency,
+			Pacing: o.Pacing,
 		}
 		if r := o.Ramp; r != nil {
 			out.Open.Ramp = &contract.Ramp{Strategy: r.Strategy, StartRPS: r.StartRPS, EndRPS: r.EndRPS}
@@ -144,6 +153,8 @@ func loadOf(w config.Workload, prompts workload.Set) Load {
 		Timeout:         w.Timeout.D(),
 		PromptMaxTokens: prompts.MaxTokens(),
 		Messages:        messages(prompts),
+		Style:           w.BodyStyle,
+		RequestIDPrefix: w.RequestIDPrefix,
 	}
 	if o := w.OpenLoop; o != nil && o.Arrival == workload.ArrivalTrace && prompts.Arrivals != nil {
 		l.Arrivals = slices.Clone(prompts.Arrivals)

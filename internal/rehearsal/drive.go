@@ -6,6 +6,7 @@ import (
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/drive"
 	"github.com/rehearse/rehearse/internal/plan"
+	"github.com/rehearse/rehearse/internal/stream"
 )
 
 // Target is the server a wave drives.
@@ -34,7 +35,7 @@ type driveDriver struct {
 // newDriveDriver drives the load with each record kept by the journal j;
 // with a counter, the load's prompts are counted once (input_tokens) and
 // returned text re-tokenized, without one the servers' usage counts.
-func newDriveDriver(j *bundle.Journal, counter Counter, load plan.Load, events func(WaveEvent)) *driveDriver {
+func newDriveDriver(j *bundle.Journal, counter Counter, load plan.Load, events func(WaveEvent), client *stream.Client) *driveDriver {
 	var c drive.Counter
 	source := bundle.SourceUsage
 	if counter != nil {
@@ -42,7 +43,7 @@ func newDriveDriver(j *bundle.Journal, counter Counter, load plan.Load, events f
 		load.InputTokens = drive.CountInputs(load, counter)
 	}
 	return &driveDriver{
-		d:      drive.New(drive.Options{Sink: j, Counter: c, Progress: events}),
+		d:      drive.New(drive.Options{Sink: j, Counter: c, Progress: events, Client: client}),
 		load:   load,
 		source: source,
 	}

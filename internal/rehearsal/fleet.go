@@ -235,6 +235,7 @@ func (r *runner) probe(s config.Server, url string, rd config.Ready, apiKey stri
 	return supervise.Probe{
 		Name: s.Name, BaseURL: url, HealthPath: rd.Path, Endpoint: r.cfg.Workload.Endpoint,
 		Model: s.Model, APIKey: apiKey, Timeout: rd.Timeout.D(), Mode: rd.Mode, Prepare: prepare,
+		Client: httpClient(s.InsecureTLS, 10*time.Second),
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/stream"
@@ -38,7 +39,8 @@ func checkServedModels(ctx context.Context, cfg *config.Rehearsal) error {
 			if u == "" {
 				continue
 			}
-			if err := supervise.CheckModel(ctx, supervise.Probe{Name: s.Name, BaseURL: u, Model: s.Model, APIKey: apiKey}); err != nil {
+			probe := supervise.Probe{Name: s.Name, BaseURL: u, Model: s.Model, APIKey: apiKey, Client: httpClient(s.InsecureTLS, 5*time.Second)}
+			if err := supervise.CheckModel(ctx, probe); err != nil {
 				return err
 			}
 		}

@@ -46,8 +46,11 @@ func Provenance(ctx context.Context, cfg *config.Rehearsal, command []string, to
 // /v1/models, with the max_model_len it reports there (vLLM does; 0 when
 // the server reports none). Its error may quote the server's answer: the
 // API key and the URL's password are scrubbed from it.
-func FirstModel(ctx context.Context, baseURL, apiKey string) (stream.Model, error) {
+func FirstModel(ctx context.Context, baseURL, apiKey string, insecure bool) (stream.Model, error) {
 	c := stream.NewClient(nil)
+	if insecure {
+		c = stream.NewClient(insecureConfig())
+	}
 	defer c.Close()
 	m, err := c.FirstModel(ctx, baseURL, apiKey)
 	if err != nil {

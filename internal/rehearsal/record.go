@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/plan"
 	"github.com/rehearse/rehearse/internal/stream"
@@ -15,8 +16,9 @@ import (
 // max_tokens, conversations, traced arrivals and sessions beside the
 // workload's, the source's record, and the percentile method the
 // aggregates use. It is the one way from a plan to its record; the runner
-// makes it once, for the bundle's header.
-func recordedWorkload(wl plan.Workload) bundle.Workload {
+// makes it once, for the bundle's header. cfg adds the vllm bench serve
+// command line the rehearsal came from, where it did.
+func recordedWorkload(cfg *config.Rehearsal, wl plan.Workload) bundle.Workload {
 	l := wl.Load
 	out := bundle.Workload{
 		Kind:               wl.Kind(),
@@ -38,6 +40,10 @@ func recordedWorkload(wl plan.Workload) bundle.Workload {
 		Sessions:           recordedSessions(l.Sessions),
 		PromptSource:       recordedSource(wl.Source, len(l.Prompts)),
 		Capacity:           wl.Capacity,
+		BodyStyle:          l.Style,
+		RequestIDPrefix:    l.RequestIDPrefix,
+		NumWarmups:         wl.NumWarmups,
+		VLLM:               cfg.VLLM,
 	}
 	if s := wl.Sustained; s != nil {
 		out.Sustained = &bundle.Sustained{NumRequests: s.NumRequests, DurationS: s.Duration.Seconds(), WarmupRequests: s.WarmupRequests}
@@ -46,6 +52,7 @@ func recordedWorkload(wl plan.Workload) bundle.Workload {
 		out.Open = &bundle.OpenLoop{
 			RequestRatesRPS: append([]float64(nil), o.RequestRatesRPS...), Arrival: o.Arrival, Burstiness: o.Burstiness, Seed: o.Seed,
 			NumRequests: o.NumRequests, DurationS: o.Duration.Seconds(), MaxConcurrency: o.MaxConcurrency, Ramp: o.Ramp,
+			Pacing: o.Pacing,
 		}
 	}
 	if l.Arrivals != nil {

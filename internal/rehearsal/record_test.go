@@ -18,7 +18,8 @@ import (
 // its prompts: the plan, then its record.
 func recorded(t *testing.T, yaml string, prompts workload.Set) bundle.Workload {
 	t.Helper()
-	return recordedWorkload(plan.WorkloadOf(parse(t, yaml), prompts))
+	cfg := parse(t, yaml)
+	return recordedWorkload(cfg, plan.WorkloadOf(cfg, prompts))
 }
 
 func TestRecordedWorkloadOfTheRehearsal(t *testing.T) {
@@ -131,7 +132,7 @@ func TestRecordedWorkloadCarriesTheTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := recordedWorkload(plan.WorkloadOf(cfg, set))
+	w := recordedWorkload(cfg, plan.WorkloadOf(cfg, set))
 	if w.Kind != "open" || !slices.Equal(w.ArrivalsS, []float64{0, 1.5}) || w.Open.Arrival != "trace" || w.Open.DurationS != 60 {
 		t.Errorf("trace workload: kind %s, arrivals %v, open %+v", w.Kind, w.ArrivalsS, w.Open)
 	}
@@ -139,7 +140,7 @@ func TestRecordedWorkloadCarriesTheTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w = recordedWorkload(plan.WorkloadOf(cfg, set))
+	w = recordedWorkload(cfg, plan.WorkloadOf(cfg, set))
 	if w.ArrivalsS != nil || w.Open.Ramp == nil || *w.Open.Ramp != (contract.Ramp{Strategy: "linear", StartRPS: 2, EndRPS: 8}) {
 		t.Errorf("ramp workload: arrivals %v, ramp %+v", w.ArrivalsS, w.Open.Ramp)
 	}
@@ -156,7 +157,7 @@ func TestPlanDigest(t *testing.T) {
 	if PlanDigest(&seg, wl) != d {
 		t.Error("the segment changed the digest")
 	}
-	if digest(cfg, recordedWorkload(wl)) != d {
+	if digest(cfg, recordedWorkload(cfg, wl)) != d {
 		t.Error("the digest of the record is not the plan's")
 	}
 	other := wl

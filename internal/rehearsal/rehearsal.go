@@ -121,7 +121,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	// The plan is computed once: the runner walks it, drive sends its
 	// load, and results.json records it.
 	planned := plan.WorkloadOf(cfg, o.Prompts)
-	recorded := recordedWorkload(planned)
+	recorded := recordedWorkload(cfg, planned)
 	predicted, err := preflight(ctx, o, planned, recorded)
 	if err != nil {
 		return nil, err
@@ -140,7 +140,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	journal.OnFail(cancel)
 	driver := o.Driver
 	if driver == nil {
-		driver = newDriveDriver(journal, o.Counter, planned.Load, o.WaveEvents)
+		driver = newDriveDriver(journal, o.Counter, planned.Load, o.WaveEvents, wavesClient(cfg))
 	}
 	r := &runner{o: o, cfg: cfg, planned: planned, journal: journal, driver: driver, out: &Outcome{Dir: o.Dir}, predicted: predicted, secrets: rehearsalSecrets(cfg)}
 	r.res = header(o, driver, recorded, time.Now())
@@ -378,7 +378,7 @@ func (r *runner) server(ctx context.Context, i int) bool {
 	// A server reached with readiness "answer" is asked nothing more than
 	// the waves send it.
 	if s.Ready.Mode != config.ReadyAnswer {
-		r.askServer(ctx, s.Name, s.Model, fl.urls[0], apiKey)
+		r.askServer(ctx, s, fl.urls[0], apiKey)
 	}
 
 	// The body's extra fields are the plan's, which results.json records:
@@ -386,7 +386,7 @@ func (r *runner) server(ctx context.Context, i int) bool {
 	// bundle agree.
 	target := Target{Name: s.Name, BaseURL: baseURL, Endpoint: r.planned.Endpoint, Model: s.Model, APIKey: apiKey,
 		IncludeUsage: r.planned.IncludeUsage, ExtraBody: r.planned.ExtraBody, FollowRedirects: s.FollowRedirects,
-		Secrets: r.secrets}
+		Secrets: r.secrets, Headers: streamHeaders(s.Headers)}
 	if s.Balanced() {
 		target.Replicas, target.Balance = fl.urls, s.Balance
 	}
@@ -402,8 +402,9 @@ func (r *runner) server(ctx context.Context, i int) bool {
 // askServer asks a ready server, before the load, what software it runs
 // and, where it offers /tokenize, whether it counts the first prompt as the
 // rehearsal's tokenizer does (a mismatch is a note and a warning).
-func (r *runner) askServer(ctx context.Context, name, model, url, apiKey string) {
-	if rt := serverRuntimes(ctx, name, url, apiKey); len(rt) > 0 {
+func (r *runner) askServer(ctx context.Context, s config.Server, url, apiKey string) {
+	name, model, client := s.Name, s.Model, orDefault(httpClient(s.InsecureTLS, 0))
+	if rt := serverRuntimes(ctx, client, name, url, apiKey); len(rt) > 0 {
 		r.mu.Lock()
 		r.res.Provenance.Runtimes = append(r.res.Provenance.Runtimes, rt...)
 		r.mu.Unlock()
@@ -412,7 +413,7 @@ func (r *runner) askServer(ctx context.Context, name, model, url, apiKey string)
 	if len(r.o.Prompts.Prompts) == 0 {
 		return
 	}
-	if w := tokenizeCheck(ctx, url, apiKey, model, r.o.Prompts.Prompts[0].Text, r.o.Counter); w != "" {
+	if w := tokenizeCheck(ctx, client, url, apiKey, model, r.o.Prompts.Prompts[0].Text, r.o.Counter); w != "" {
 		r.note("server %s: %s", name, w)
 		r.progress(name, "warn", "%s", w)
 	}

@@ -22,7 +22,7 @@ var runtimeKeys = []string{"python", "torch", "transformers", "vllm", "cuda", "t
 // GET /version ({"version": ...}) and the reference servers' /v1/models
 // entries, whose "rehearse" object carries package versions. A server that
 // reports nothing gives nothing; failures are not errors.
-func serverRuntimes(ctx context.Context, server, baseURL, apiKey string) []bundle.Runtime {
+func serverRuntimes(ctx context.Context, client *http.Client, server, baseURL, apiKey string) []bundle.Runtime {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	get := func(path string, v any) bool {
@@ -33,7 +33,7 @@ func serverRuntimes(ctx context.Context, server, baseURL, apiKey string) []bundl
 		if apiKey != "" {
 			req.Header.Set("Authorization", "Bearer "+apiKey)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			return false
 		}

@@ -17,7 +17,7 @@ func TestServerRuntimes(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	got := serverRuntimes(context.Background(), "naive", srv.URL, "")
+	got := serverRuntimes(context.Background(), http.DefaultClient, "naive", srv.URL, "")
 	want := map[string]string{"vllm": "0.29.0", "torch": "2.11.0+cu130", "transformers": "5.17.0"}
 	if len(got) != len(want) {
 		t.Fatalf("got %+v, want %v", got, want)
@@ -29,7 +29,7 @@ func TestServerRuntimes(t *testing.T) {
 	}
 	// A server that reports nothing (or is gone) gives nothing.
 	srv.Close()
-	if got := serverRuntimes(context.Background(), "x", srv.URL, ""); len(got) != 0 {
+	if got := serverRuntimes(context.Background(), http.DefaultClient, "x", srv.URL, ""); len(got) != 0 {
 		t.Errorf("closed server: %+v", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/secret"
+	"github.com/rehearse/rehearse/internal/stream"
 )
 
 // rehearsalSecrets are the values nothing the rehearsal writes may hold:
@@ -20,6 +21,9 @@ func rehearsalSecrets(cfg *config.Rehearsal) *secret.Set {
 		if s.APIKeyEnv != "" {
 			values = append(values, os.Getenv(s.APIKeyEnv))
 		}
+		for _, h := range s.Headers {
+			values = append(values, h.Value)
+		}
 		values = append(values, config.SecretValues(s.Env, s.APIKeyEnv, s.Launch)...)
 		urls := append([]string{s.BaseURL}, s.BaseURLs...)
 		if rt := s.Router; rt != nil {
@@ -31,6 +35,15 @@ func rehearsalSecrets(cfg *config.Rehearsal) *secret.Set {
 		}
 	}
 	return secret.New(values...)
+}
+
+// streamHeaders are a server's headers as its requests send them.
+func streamHeaders(hs []config.Header) []stream.Header {
+	var out []stream.Header
+	for _, h := range hs {
+		out = append(out, stream.Header{Name: h.Name, Value: h.Value})
+	}
+	return out
 }
 
 // urlSecret is the secret of a URL's userinfo (config.RedactURL hides it

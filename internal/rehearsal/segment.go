@@ -77,7 +77,7 @@ func syncBase(cfg *config.Rehearsal, wl plan.Workload, i int) int {
 // (provenance.worker.plan_digest); the coordinator refuses a worker of
 // another plan, and merge segments whose digests differ.
 func PlanDigest(cfg *config.Rehearsal, wl plan.Workload) string {
-	return digest(cfg, recordedWorkload(wl))
+	return digest(cfg, recordedWorkload(cfg, wl))
 }
 
 // digest is PlanDigest of the recorded workload wl.

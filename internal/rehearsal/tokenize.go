@@ -17,7 +17,7 @@ import (
 // warning when the rehearsal's counter says otherwise: its output tokens
 // would then not be the server's. "" when they agree, when there is no
 // counter, or when the server offers no /tokenize.
-func tokenizeCheck(ctx context.Context, baseURL, apiKey, model, text string, c Counter) string {
+func tokenizeCheck(ctx context.Context, client *http.Client, baseURL, apiKey, model, text string, c Counter) string {
 	if c == nil || text == "" {
 		return ""
 	}
@@ -35,7 +35,7 @@ func tokenizeCheck(ctx context.Context, baseURL, apiKey, model, text string, c C
 	if apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+apiKey)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return ""
 	}

@@ -42,24 +42,24 @@ func TestTokenizeCheck(t *testing.T) {
 	}))
 	defer srv.Close()
 	ctx := context.Background()
-	if w := tokenizeCheck(ctx, srv.URL, "k", "m", "three words here", wordCounter{}); w != "" {
+	if w := tokenizeCheck(ctx, http.DefaultClient, srv.URL, "k", "m", "three words here", wordCounter{}); w != "" {
 		t.Errorf("counts agree: %q", w)
 	}
-	w := tokenizeCheck(ctx, srv.URL+"/", "k", "other", "three words here", wordCounter{})
+	w := tokenizeCheck(ctx, http.DefaultClient, srv.URL+"/", "k", "other", "three words here", wordCounter{})
 	if w != "the server's /tokenize counts 4 tokens in the first prompt, rehearse's tokenizer 3: output tokens are not being counted with the served model's tokenizer (give its own tokenizer.json)" {
 		t.Errorf("counts differ: %q", w)
 	}
 	before := asked.Load()
-	if w := tokenizeCheck(ctx, srv.URL, "k", "m", "text", nil); w != "" || asked.Load() != before {
+	if w := tokenizeCheck(ctx, http.DefaultClient, srv.URL, "k", "m", "text", nil); w != "" || asked.Load() != before {
 		t.Errorf("no counter: %q, asked %d times", w, asked.Load()-before)
 	}
 	// No /tokenize, or one that refuses: nothing to say.
 	for _, url := range []string{srv.URL + "/v1", "http://127.0.0.1:1"} {
-		if w := tokenizeCheck(ctx, url, "k", "m", "text", wordCounter{}); w != "" {
+		if w := tokenizeCheck(ctx, http.DefaultClient, url, "k", "m", "text", wordCounter{}); w != "" {
 			t.Errorf("%s: %q", url, w)
 		}
 	}
-	if w := tokenizeCheck(ctx, srv.URL, "", "m", "text", wordCounter{}); w != "" {
+	if w := tokenizeCheck(ctx, http.DefaultClient, srv.URL, "", "m", "text", wordCounter{}); w != "" {
 		t.Errorf("unauthorized: %q", w)
 	}
 }

@@ -44,7 +44,20 @@ type Request struct {
 	// it a 3xx is the request's outcome, so another host's stream is never
 	// credited to the server under test.
 	FollowRedirects bool
+	// Style is the body's shape: endpoint.StyleRehearse, or endpoint.StyleVLLM for the body
+	// vllm bench serve's request functions build (see vllmBody).
+	Style string
+	// Headers are sent with the request after the client's own (a header
+	// of the same name replaces Accept, Authorization, Content-Type or
+	// User-Agent); their values are secrets and never shown.
+	Headers []Header
+	// RequestID, when set, is sent as the x-request-id header, last, as
+	// vllm bench serve sends its request ids.
+	RequestID string
 }
+
+// Header is one HTTP header a request sends.
+type Header struct{ Name, Value string }
 
 // Result is everything a request produced. Times carry the monotonic clock
 // reading of time.Now; zero values mean "did not happen".
@@ -114,6 +127,9 @@ type Prepared struct {
 	// max_tokens or max_completion_tokens, × n; 0 when it sets none): the
 	// storage its stream is read into, and the bounds of an overrun.
 	hint int
+	// headers are sent after the client's own (Request.Headers, then
+	// x-request-id); a name here replaces the client's header of that name.
+	headers []Header
 }
 
 // Prepare builds the HTTP request of req. It fails on a base URL that is not
@@ -140,6 +156,17 @@ func Prepare(req Request) (*Prepared, error) {
 		body["messages"] = messages(req)
 	}
 	body["max_tokens"] = req.MaxTokens
+	switch req.Style {
+	case endpoint.StyleRehearse:
+	case endpoint.StyleVLLM:
+		vllmBody(body, req, endpoint.IsCompletions(ep))
+	default:
+		return nil, fmt.Errorf("body style %q: want %q or %q", req.Style, endpoint.StyleRehearse, endpoint.StyleVLLM)
+	}
+	headers, err := requestHeaders(req)
+	if err != nil {
+		return nil, err
+	}
 	for k, v := range req.ExtraBody {
 		body[k] = v
 	}
@@ -154,6 +181,7 @@ func Prepare(req Request) (*Prepared, error) {
 		timeout: req.Timeout,
 		follow:  req.FollowRedirects,
 		hint:    outputLimit(body),
+		headers: headers,
 	}
 	p.route()
 	return p, nil
@@ -175,6 +203,7 @@ func (p *Prepared) route() {
 			return // net/http refuses it with its own error
 		}
 	}
+
 	p.addr = u.Host
 	if u.Port() == "" {
 		p.addr = net.JoinHostPort(u.Hostname(), "80")
@@ -598,6 +627,9 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, p *Prepared, rele
 	hreq.Header.Set("Accept", "text/event-stream")
 	if p.apiKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+p.apiKey)
+	}
+	for _, h := range p.headers {
+		hreq.Header.Set(h.Name, h.Value)
 	}
 
 	resp, err := hc.Do(hreq)

@@ -20,15 +20,30 @@ func appendRequest(dst []byte, p *Prepared) []byte {
 	dst = append(dst, p.uri...)
 	dst = append(dst, " HTTP/1.1\r\nHost: "...)
 	dst = append(dst, p.host...)
-	dst = append(dst, "\r\nUser-Agent: Go-http-client/1.1\r\nContent-Length: "...)
+	if !p.overrides("User-Agent") {
+		dst = append(dst, "\r\nUser-Agent: Go-http-client/1.1"...)
+	}
+	dst = append(dst, "\r\nContent-Length: "...)
 	dst = strconv.AppendInt(dst, int64(len(p.body)), 10)
-	dst = append(dst, "\r\nAccept: text/event-stream\r\n"...)
-	if p.apiKey != "" {
+	dst = append(dst, "\r\n"...)
+	if !p.overrides("Accept") {
+		dst = append(dst, "Accept: text/event-stream\r\n"...)
+	}
+	if p.apiKey != "" && !p.overrides("Authorization") {
 		dst = append(dst, "Authorization: Bearer "...)
 		dst = append(dst, p.apiKey...)
 		dst = append(dst, "\r\n"...)
 	}
-	dst = append(dst, "Content-Type: application/json\r\n\r\n"...)
+	if !p.overrides("Content-Type") {
+		dst = append(dst, "Content-Type: application/json\r\n"...)
+	}
+	for _, h := range p.headers {
+		dst = append(dst, h.Name...)
+		dst = append(dst, ": "...)
+		dst = append(dst, h.Value...)
+		dst = append(dst, "\r\n"...)
+	}
+	dst = append(dst, "\r\n"...)
 	return append(dst, p.body...)
 }
 

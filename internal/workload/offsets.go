@@ -32,6 +32,9 @@ type OpenLoad struct {
 	// MaxRequests bounds the requests of one wave, so that a duration-bound
 	// schedule at an absurd rate is refused rather than allocated.
 	MaxRequests int
+	// Pacing is "" for rehearse's schedules (NewSchedule, NewRampSchedule)
+	// or PacingVLLM for vllm bench serve's.
+	Pacing string
 }
 
 // OpenOffsets returns the intended send offsets of an open-loop wave's
@@ -48,6 +51,13 @@ func OpenOffsets(l OpenLoad) ([]time.Duration, error) {
 	}
 	if l.Arrival == ArrivalTrace {
 		return traced(l)
+	}
+	switch l.Pacing {
+	case "":
+	case PacingVLLM:
+		return vllmOffsets(l)
+	default:
+		return nil, fmt.Errorf("pacing %q: want %s or none", l.Pacing, PacingVLLM)
 	}
 	if l.NumRequests == 0 && l.Duration == 0 {
 		return nil, fmt.Errorf("open-loop wave at %v req/s is unbounded: set num_requests, duration, or both", l.RateRPS)

@@ -20,13 +20,37 @@ type Dataset struct {
 	MaxModelLen int
 	// Count, when positive, keeps the first Count usable entries.
 	Count int
+	// Order is "" for the file's order, or how vllm bench serve samples a
+	// ShareGPT file (OrderVLLM, OrderVLLMUnshuffled; sharegpt only).
+	Order string
+	// Seed shuffles the entries under OrderVLLM (vLLM's --seed).
+	Seed int64
+	// OutputLen, under vLLM's orders without UseOutputLen, is the fixed
+	// output length vLLM checks each entry's lengths with
+	// (--sharegpt-output-len).
+	OutputLen int
 }
+
+// vLLM's orders of a ShareGPT file (vllm/benchmarks/datasets.py,
+// ShareGPTDataset): the entries of two turns or more, shuffled as
+// random.seed(seed); random.shuffle(entries) does in CPython (OrderVLLM)
+// or left in file order (OrderVLLMUnshuffled, its --disable-shuffle);
+// then each entry's first turn is the prompt and its second turn's token
+// length the output length (or OutputLen), and an entry is kept where
+// vLLM's is_valid_sequence keeps it (prompt at least 4 tokens and at most
+// 1024, output at least 4 unless fixed, both at most 2048), until Count.
+const (
+	OrderVLLM           = "vllm"
+	OrderVLLMUnshuffled = "vllm_unshuffled"
+)
 
 // Skip reasons counted in SourceRecord.Skipped.
 const (
 	SkipEmpty   = "empty"    // no human turn, or an empty one
 	SkipNoReply = "no_reply" // use_output_len without a reply to measure
 	SkipTooLong = "too_long" // input + output over max_model_len
+	// SkipVLLMLength: outside vLLM's is_valid_sequence (vLLM's orders).
+	SkipVLLMLength = "vllm_length"
 )
 
 // SourceShareGPT is ShareGPT JSON: [{"conversations": [{"from": "human"|"gpt", "value": …}]}].
@@ -49,8 +73,11 @@ func resolveShareGPT(spec Spec, env Env) (Set, error) {
 	if spec.Dataset != nil {
 		ds = *spec.Dataset
 	}
-	if (ds.UseOutputLen || ds.MaxModelLen > 0) && env.Tokenizer == nil {
-		return Set{}, errors.New("sharegpt: use_output_len and max_model_len need the pinned tokenizer to count tokens")
+	if (ds.UseOutputLen || ds.MaxModelLen > 0 || ds.Order != "") && env.Tokenizer == nil {
+		return Set{}, errors.New("sharegpt: use_output_len, max_model_len and vLLM's order need the pinned tokenizer to count tokens")
+	}
+	if ds.Order != "" {
+		return resolveShareGPTVLLM(spec, env, ds)
 	}
 	f, err := os.Open(spec.Path)
 	if err != nil {
@@ -151,7 +178,7 @@ func skipSummary(skipped map[string]int) string {
 		return "none"
 	}
 	var parts []string
-	for _, k := range []string{SkipEmpty, SkipNoReply, SkipTooLong} {
+	for _, k := range []string{SkipEmpty, SkipNoReply, SkipTooLong, SkipVLLMLength} {
 		if n := skipped[k]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, k))
 		}

@@ -377,7 +377,8 @@ func (v *Validation) predictOpen(hold *bundle.Results, openHeld []contract.Key, 
 			continue
 		}
 		ow := predict.OpenWorkload{Prompts: sw.Prompts, MaxTokens: sw.MaxTokens, TimeoutS: sw.TimeoutS, IgnoreEOS: sw.IgnoreEOS, MinTokens: sw.MinTokens, PromptMaxTokens: sw.PromptMaxTokens,
-			RateRPS: hw.RequestRateRPS, Arrival: hw.Arrival, Burstiness: hw.Burstiness, Seed: hw.Seed, Ramp: hw.Ramp, NumRequests: op.NumRequests, DurationS: op.DurationS}
+			RateRPS: hw.RequestRateRPS, Arrival: hw.Arrival, Burstiness: hw.Burstiness, Seed: hw.Seed, Ramp: hw.Ramp, NumRequests: op.NumRequests, DurationS: op.DurationS,
+			Pacing: op.Pacing}
 		if hw.Arrival == contract.ArrivalTrace {
 			ow.ArrivalsS = hold.Workload.ArrivalsS
 		}

@@ -43,6 +43,9 @@ type OpenWorkload struct {
 	// ArrivalsS are a trace's send times, aligned with Prompts (arrival
 	// trace: request i sends prompt i at ArrivalsS[i]).
 	ArrivalsS []float64
+	// Pacing is "" for rehearse's schedules, workload.PacingVLLM for vllm
+	// bench serve's, as drive.OpenSpec.Pacing.
+	Pacing string
 }
 
 func (w OpenWorkload) validate() error {
@@ -79,7 +82,7 @@ func (w OpenWorkload) offsets() ([]float64, error) {
 	l := workload.OpenLoad{
 		RateRPS: w.RateRPS, Arrival: w.Arrival, Burstiness: w.Burstiness, Seed: w.Seed,
 		NumRequests: w.NumRequests, Duration: time.Duration(w.DurationS * float64(time.Second)), Ramp: w.Ramp,
-		Prompts: len(w.Prompts), MaxRequests: MaxOpenRequests,
+		Prompts: len(w.Prompts), MaxRequests: MaxOpenRequests, Pacing: w.Pacing,
 	}
 	for _, a := range w.ArrivalsS {
 		l.Arrivals = append(l.Arrivals, time.Duration(a*float64(time.Second)))

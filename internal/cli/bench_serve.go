@@ -1,0 +1,281 @@
+package cli
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/export"
+	"github.com/rehearse/rehearse/internal/workload"
+)
+
+// rehearse bench serve is `vllm bench serve` with vllm replaced by
+// rehearse: bench's flags, one mapping of vLLM's (bench_vllm.go), and
+// vLLM's defaults (config.VLLMDefault*) for every flag not given.
+
+func serveHelp(cmd *cobra.Command) {
+	cmd.Use = "serve [flags]"
+	cmd.Short = "vllm bench serve's command line, with vLLM's defaults, through rehearse"
+	cmd.Long = `A vllm bench serve command line with vllm replaced by rehearse: the same
+requests as vLLM main sends them (count, API, body, arrivals), vLLM's result
+file (--save-result) and its "Serving Benchmark Result" block on stdout, and a
+verified bundle beside them. Every flag has vLLM's meaning and vLLM's default
+(rehearse bench keeps rehearse's own); a flag rehearse cannot honour is refused
+by name, with what to use, before any request (the README's table lists each).
+
+vLLM's defaults: --backend openai (the completions API, /v1/completions),
+--dataset-name random (1024 tokens in, 128 out, ignore_eos on), --num-prompts
+1000, --request-rate inf (every request at time 0; with --max-concurrency C at
+most C in flight), --burstiness 1 (a finite rate draws Poisson arrivals,
+rescaled so the last request goes at num-prompts/rate, as vLLM does), no
+temperature unless --temperature, sampling fields only when given, one run,
+an x-request-id of --request-id-prefix (bench-<random>-) and the prompt's
+index on each request, OPENAI_API_KEY as the bearer token when it is set, a
+request timeout of 6 hours.
+
+The bundle goes to -o DIR (default rehearse-bench-<UTC time>); --save-result
+writes vLLM's file in the working folder (or --result-dir) under vLLM's name.
+The defaults below are vLLM's where vLLM has the flag.`
+	for name, def := range vllmDefaultsShown {
+		if fl := cmd.Flags().Lookup(name); fl != nil {
+			fl.DefValue = def
+		}
+	}
+	cmd.Example = `  rehearse bench serve --backend vllm --model NousResearch/Hermes-3-Llama-3.1-8B --endpoint /v1/completions \
+      --dataset-name sharegpt --dataset-path ShareGPT_V3_unfiltered_cleaned_split.json --num-prompts 10
+  rehearse bench serve --model Qwen/Qwen2.5-1.5B-Instruct --random-input-len 512 --random-output-len 128 \
+      --request-rate 5 --max-concurrency 16 --num-prompts 200 --save-result --label mylabel --metadata gpu=h100 tp=1`
+}
+
+// vllmDefaultsShown are the defaults bench serve's help shows where they
+// are vLLM's, not bench's (applyServeDefaults sets them).
+var vllmDefaultsShown = map[string]string{
+	"backend": config.VLLMDefaultBackend, "endpoint": config.VLLMDefaultEndpoint, "dataset-name": config.VLLMDefaultDataset,
+	"request-rate": "inf", "burstiness": "1", "repeats": strconv.Itoa(config.VLLMDefaultRepeats),
+	"timeout": config.VLLMDefaultTimeout.String(), "percentile-metrics": config.VLLMDefaultPercentileMetrics,
+	"request-id-prefix": config.VLLMRequestIDPrefix + "<8 random hex>-", "custom-output-len": strconv.Itoa(config.VLLMDefaultCustomOutputLen),
+}
+
+// applyServeDefaults gives every flag of bench serve that was not given
+// vLLM's default; nothing for bench.
+func (o *benchOptions) applyServeDefaults(f *pflag.FlagSet) error {
+	v := &o.vllm
+	if !v.serve {
+		return nil
+	}
+	given := f.Changed
+	if !given("base-url") && !given("host") && !given("port") {
+		o.baseURL = "http://" + net.JoinHostPort(vllmDefaultHost, strconv.Itoa(vllmDefaultPort)) // vLLM's --host and --port
+	}
+	if !given("backend") && !given("endpoint-type") {
+		v.backend = config.VLLMDefaultBackend
+	}
+	if !given("dataset-name") && o.promptsPath == "" {
+		o.dataset.name = config.VLLMDefaultDataset
+	}
+	if !given("num-prompts") {
+		o.dataset.numPrompts = config.VLLMDefaultNumPrompts
+	}
+	backend := v.backend
+	if given("endpoint-type") {
+		backend = v.endpointType
+	}
+	if o.dataset.name == datasetRandom && slices.Contains(vllmOpenAICompatible, backend) {
+		// vLLM turns ignore_eos on for random prompts on these backends,
+		// so every request runs to its --random-output-len.
+		o.dataset.ignoreEOS = true
+	}
+	if !given("request-rate") && len(o.rampSet) == 0 && !o.dataset.trace() {
+		o.requestRates = []float64{config.VLLMDefaultRequestRate}
+	}
+	if !given("burstiness") {
+		o.burstiness = config.VLLMDefaultBurstiness
+	}
+	if !given("repeats") {
+		o.repeats = config.VLLMDefaultRepeats
+	}
+	if !given("timeout") {
+		o.timeout = config.VLLMDefaultTimeout
+	}
+	if !given("warmup-requests") {
+		o.warmupRequests = 0
+	}
+	if !given("percentile-metrics") {
+		v.percentileMetrics = config.VLLMDefaultPercentileMetrics
+	}
+	if !given("request-id-prefix") {
+		v.requestIDPrefix = config.VLLMRequestIDPrefix + randomHex(4) + "-"
+	}
+	if !given("api-key-env") && os.Getenv(config.VLLMAPIKeyEnv) != "" {
+		o.apiKeyEnv = config.VLLMAPIKeyEnv
+	}
+	if o.dataset.name == datasetShareGPT {
+		// vLLM samples ShareGPT with its seed (CPython's shuffle) and its length checks.
+		o.dataset.order = workload.OrderVLLM
+		if v.disableShuffle {
+			o.dataset.order = workload.OrderVLLMUnshuffled
+		}
+	}
+	if o.dataset.name == datasetCustom && !given("custom-output-len") && !given("output-len") && !given("max-tokens") {
+		o.maxTokens = config.VLLMDefaultCustomOutputLen
+	}
+	if o.dataset.name == datasetCustom && !v.skipChatTemplate {
+		return usageError("--dataset-name custom without --skip-chat-template: vLLM renders each prompt through the tokenizer's chat template on the client, which rehearse does not do yet; add --skip-chat-template to send the prompts as they are")
+	}
+	if given("multi-turn") {
+		return usageError("--multi-turn: vllm bench serve has no multi-turn sessions; use rehearse bench --multi-turn")
+	}
+	return nil
+}
+
+// vllmOpenAICompatible are the text backends of vLLM's
+// OPENAI_COMPATIBLE_BACKENDS that rehearse sends.
+var vllmOpenAICompatible = []string{"openai", "vllm", "openai-chat"}
+
+// randomHex is n random bytes in hex, as Python's uuid4().hex[:2n].
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// serveLoad maps bench serve's load onto rehearse's with vLLM's meaning,
+// once applyLoad has: a finite rate or a ramp is paced as vLLM paces it
+// (workload.PacingVLLM), its arrivals gamma of --burstiness (1: Poisson,
+// inf: every 1/rate), bounded by --num-prompts alone.
+func (o *benchOptions) serveLoad() error {
+	v := &o.vllm
+	if !v.serve {
+		return nil
+	}
+	if o.ramp() {
+		if err := o.serveRamp(); err != nil {
+			return err
+		}
+	}
+	open := o.ramp() || (len(o.requestRates) > 0 && !o.sustained())
+	// vLLM takes --burstiness and --seed with any rate (the seed also
+	// shuffles its datasets): they are never refused as open-loop flags.
+	v.consumed["burstiness"], v.consumed["seed"] = true, true
+	if !open {
+		return nil
+	}
+	if o.duration > 0 {
+		return usageError("--duration: vllm bench serve's run is bounded by --num-prompts (use rehearse bench for a timed open loop)")
+	}
+	o.pacing = workload.PacingVLLM
+	switch {
+	case math.IsInf(o.burstiness, 1):
+		o.arrival, o.burstiness = workload.ArrivalFixed, 0
+	case o.burstiness == 1 && !v.changed["arrival"]:
+		o.arrival, o.burstiness = workload.ArrivalPoisson, 0
+	case !v.changed["arrival"]:
+		o.arrival = workload.ArrivalGamma
+	}
+	return nil
+}
+
+// serveRamp checks a ramp-up as vLLM's main_async does, and that its first
+// request, drawn at the start rate, has a rate above 0 (vLLM's get_request
+// asserts it).
+func (o *benchOptions) serveRamp() error {
+	switch {
+	case o.vllm.changed["request-rate"]:
+		return usageError("--request-rate with --ramp-up-strategy: the ramp sets the rate (vLLM: remove --request-rate)")
+	case !slices.Contains(o.rampSet, "ramp-up-start-rps") || !slices.Contains(o.rampSet, "ramp-up-end-rps"):
+		return usageError("--ramp-up-strategy needs both --ramp-up-start-rps and --ramp-up-end-rps")
+	case o.rampStartRPS != math.Trunc(o.rampStartRPS) || o.rampEndRPS != math.Trunc(o.rampEndRPS):
+		return usageError("--ramp-up-start-rps %v, --ramp-up-end-rps %v: vLLM takes whole requests per second", o.rampStartRPS, o.rampEndRPS)
+	case o.rampStartRPS > o.rampEndRPS:
+		return usageError("--ramp-up-start-rps %v is above --ramp-up-end-rps %v (vLLM: the start must be less than the end)", o.rampStartRPS, o.rampEndRPS)
+	case o.rampStartRPS < 1:
+		return usageError("--ramp-up-start-rps %v: vLLM draws the first request's gap at the start rate, which must be at least 1", o.rampStartRPS)
+	}
+	o.requestRates = nil
+	return nil
+}
+
+// vllmRun is what the result file records of the command line: for bench
+// serve every value given, or vLLM's default; for bench, given --label,
+// --metadata or --backend, those (each load's rate, concurrency and count
+// then come from its waves); nil for bench without them.
+func (o *benchOptions) vllmRun(modelID string) *bundle.VLLMRun {
+	v := &o.vllm
+	shaped := v.changed["label"] || v.changed["metadata"] || v.changed["backend"] || v.changed["endpoint-type"]
+	if !v.serve && !shaped {
+		return nil
+	}
+	run := &bundle.VLLMRun{Serve: v.serve, Backend: v.backend, ModelID: modelID, Metadata: v.metadataPairs}
+	if v.serve || v.showPercentiles() {
+		run.PercentileMetrics, run.MetricPercentiles = v.metrics, v.percentiles
+	}
+	if v.changed["label"] {
+		run.Label = &v.label
+	}
+	if !v.skipTokenizerInit {
+		tok := modelID
+		if v.changed["tokenizer"] {
+			tok = o.tokenizer
+		}
+		run.TokenizerID = &tok
+	}
+	if !v.serve {
+		return run
+	}
+	run.NumPrompts = o.dataset.numPrompts
+	if !v.changed["request-rate"] || o.ramp() {
+		run.RequestRateRPS = nil
+	} else if r := v.requestRate; !math.IsInf(r, 1) {
+		run.RequestRateRPS = &r
+	}
+	if b := v.burstiness; !math.IsInf(b, 1) {
+		run.Burstiness = &b
+	}
+	if v.changed["max-concurrency"] {
+		c := o.maxConcurrency
+		run.MaxConcurrency = &c
+	}
+	if o.ramp() {
+		run.RampUp = &bundle.VLLMRampUp{Strategy: o.rampStrategy, StartRPS: int(o.rampStartRPS), EndRPS: int(o.rampEndRPS)}
+	}
+	return run
+}
+
+// printSummary prints, for bench serve, vLLM's "Serving Benchmark Result"
+// block of each load (from the figures of its result file) before
+// rehearse's own table; for bench, the table, then vLLM's percentile
+// block where --percentile-metrics or --metric-percentiles asked for it.
+func (o *benchOptions) printSummary(w io.Writer, res *bundle.Results) {
+	if o.vllm.serve {
+		for _, r := range export.VLLMResults(res, export.Options{}) {
+			export.VLLMSummary(w, r.Object)
+		}
+		fmt.Fprintln(w)
+	}
+	printBenchSummary(w, res)
+	if !o.vllm.serve && o.vllm.showPercentiles() {
+		printPercentiles(w, res, o.vllm.metrics, o.vllm.percentiles)
+	}
+}
+
+// metadataPair splits one --metadata KEY=VALUE as vLLM does (at the first
+// =, both sides trimmed).
+func metadataPair(kv string) (bundle.KeyValue, bool) {
+	k, val, ok := strings.Cut(kv, "=")
+	if !ok || strings.TrimSpace(k) == "" {
+		return bundle.KeyValue{}, false
+	}
+	return bundle.KeyValue{Key: strings.TrimSpace(k), Value: strings.TrimSpace(val)}, true
+}
