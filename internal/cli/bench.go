@@ -104,9 +104,88 @@ func benchCommand(st *State, serve bool) *cobra.Command {
 	var o benchOptions
 	o.vllm.serve, o.save.here = serve, serve
 	cmd := &cobra.Command{
-		Use:   "bench --base-url URL [flags]",
-		Short: "Drive an endpoint that is already running and write a bundle",
-		Long: `Drive one OpenAI-compatible endpoint that is already running and write a
+		Use:     "bench --base-url URL [flags]",
+		Short:   "Drive an endpoint that is already running and write a bundle",
+		Long:    benchLong,
+		Example: benchExample,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.fromFlags(cmd); err != nil {
+				return err
+			}
+			return runBench(cmd.Context(), st, &o, commandLine(cmd))
+		},
+	}
+	benchFlags(cmd.Flags(), &o)
+	if serve {
+		serveHelp(cmd)
+	}
+	return cmd
+}
+
+// fromFlags takes what the flags say beyond their values: which were
+// given, vLLM's meaning and bench serve's defaults.
+func (o *benchOptions) fromFlags(cmd *cobra.Command) error {
+	if err := checkRefused(cmd.Flags()); err != nil {
+		return err
+	}
+	o.closedSet = cmd.Flags().Changed("concurrency")
+	o.dataset.markChanged(cmd.Flags())
+	for _, name := range []string{"ramp-up-strategy", "ramp-up-start-rps", "ramp-up-end-rps"} {
+		if cmd.Flags().Changed(name) {
+			o.rampSet = append(o.rampSet, name)
+		}
+	}
+	o.warmupRequestsSet = cmd.Flags().Changed("warmup-requests")
+	o.slo.noteChanged(cmd.Flags())
+	o.cost.noteChanged(cmd.Flags())
+	if err := o.save.validate(cmd.Flags().Changed, o.out); err != nil {
+		return err
+	}
+	if err := o.applyServeDefaults(cmd.Flags()); err != nil {
+		return err
+	}
+	if err := o.applyVLLM(cmd.Flags()); err != nil {
+		return err
+	}
+	for _, name := range []string{"arrival", "burstiness", "seed", "num-requests", "duration", "max-concurrency"} {
+		// --seed also seeds the random and prefix_repetition datasets, as in vLLM,
+		// and a trace's texts.
+		if cmd.Flags().Changed(name) && !o.vllm.consumed[name] && (name != "seed" || (o.dataset.name != datasetRandom && o.dataset.name != datasetPrefix && !o.dataset.trace())) {
+			o.openSet = append(o.openSet, name)
+		}
+	}
+	o.workerArgs = workerArgs(cmd)
+	return nil
+}
+
+// benchFlags are bench's flags.
+func benchFlags(f *pflag.FlagSet, o *benchOptions) {
+	endpointFlags(f, o, "bench")
+	f.IntSliceVar(&o.concurrencies, "concurrency", config.DefaultConcurrencies, "clients per closed-loop wave, comma-separated")
+	f.IntVar(&o.repeats, "repeats", config.DefaultRepeats, "recorded waves per concurrency (and per request rate)")
+	f.IntVar(&o.warmupWaves, "warmup-waves", 0, "unrecorded warm-up waves before the recorded ones")
+	f.IntVar(&o.warmupClients, "warmup-concurrency", 0, "clients per warm-up wave (default: the first --concurrency)")
+	f.IntVar(&o.warmupPerLoad, "warmup-waves-per-load", 0, "unrecorded warm-up waves at each --concurrency, just before its recorded ones")
+	f.Float64SliceVar(&o.requestRates, "request-rate", nil, "open-loop request rates in requests per second, comma-separated; inf with --max-concurrency C: the sustained closed loop at C")
+	f.StringVar(&o.arrival, "arrival", config.DefaultArrival, "open-loop arrival process: fixed, poisson or gamma")
+	f.Float64Var(&o.burstiness, "burstiness", 0, "gamma shape: 1 is Poisson, below 1 burstier (gamma arrivals only)")
+	f.IntVar(&o.numRequests, "num-requests", 0, "requests per open-loop or sustained wave (0: bounded by --duration; neither: by --num-prompts)")
+	f.DurationVar(&o.duration, "duration", 0, "length of an open-loop wave's schedule, or of a sustained wave's measured part (0: bounded by --num-requests only)")
+	f.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on open-loop requests in flight (0: none), waits counted; with --request-rate inf the clients of the sustained closed loop")
+	f.StringVar(&o.rampStrategy, "ramp-up-strategy", "", "open-loop ramp-up instead of --request-rate: linear or exponential, from --ramp-up-start-rps to --ramp-up-end-rps over each wave")
+	f.Float64Var(&o.rampStartRPS, "ramp-up-start-rps", 0, "request rate at the start of a ramp-up wave")
+	f.Float64Var(&o.rampEndRPS, "ramp-up-end-rps", 0, "request rate at the end of a ramp-up wave (--duration, or the time --num-requests are expected to take)")
+	f.IntVar(&o.warmupRequests, "warmup-requests", config.DefaultSustainedWarmupRequests, "requests of warm-up at the start of each sustained wave, kept out of the figures (--request-rate inf only)")
+	datasetFlags(f, &o.dataset)
+	sloFlags(f, &o.slo, false)
+	vllmFlags(f, &o.vllm)
+	costFlags(f, &o.cost)
+	saveResultFlags(f, &o.save)
+	segmentFlags(f, &o.seg)
+}
+
+const benchLong = `Drive one OpenAI-compatible endpoint that is already running and write a
 results bundle (results.json, journal.jsonl, README.md, plots, SHA256SUMS).
 
 Closed loop (the default): for each --concurrency N, --repeats waves of N
@@ -218,78 +297,16 @@ what they recorded.
 
 The API key is read from the environment variable named by --api-key-env and
 is never written anywhere. Ctrl-C stops cleanly: requests in flight end as
-canceled, and the bundle of what finished is written.`,
-		Example: `  rehearse bench --base-url http://127.0.0.1:8000 --model Qwen/Qwen2.5-1.5B-Instruct
+canceled, and the bundle of what finished is written.`
+
+const benchExample = `  rehearse bench --base-url http://127.0.0.1:8000 --model Qwen/Qwen2.5-1.5B-Instruct
   rehearse bench --base-url http://127.0.0.1:8000 --concurrency 1,8 --repeats 2 -o out
   rehearse bench --base-url http://127.0.0.1:8000 --request-rate 4 --arrival gamma --burstiness 0.5 --duration 60s
   rehearse bench --base-url http://127.0.0.1:8000 --ramp-up-strategy linear --ramp-up-start-rps 1 --ramp-up-end-rps 20 --duration 60s
   rehearse bench --base-url http://127.0.0.1:8000 --dataset-name mooncake --dataset-path mooncake_trace.jsonl --num-prompts 0 --trace-time-scale 0.5
   rehearse bench --base-url http://127.0.0.1:8000 --request-rate inf --max-concurrency 64 --num-requests 2000 --warmup-requests 64
   rehearse bench --base-url http://127.0.0.1:8000 --request-rate inf --max-concurrency 16 --slo 'ttft<=500ms,tpot<=50ms' --attainment 0.9
-  rehearse bench --base-url https://api.example.com --api-key-env API_KEY --extra-body '{"ignore_eos":true}'`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkRefused(cmd.Flags()); err != nil {
-				return err
-			}
-			o.closedSet = cmd.Flags().Changed("concurrency")
-			o.dataset.markChanged(cmd.Flags())
-			for _, name := range []string{"ramp-up-strategy", "ramp-up-start-rps", "ramp-up-end-rps"} {
-				if cmd.Flags().Changed(name) {
-					o.rampSet = append(o.rampSet, name)
-				}
-			}
-			o.warmupRequestsSet = cmd.Flags().Changed("warmup-requests")
-			o.slo.noteChanged(cmd.Flags())
-			o.cost.noteChanged(cmd.Flags())
-			if err := o.save.validate(cmd.Flags().Changed, o.out); err != nil {
-				return err
-			}
-			if err := o.applyServeDefaults(cmd.Flags()); err != nil {
-				return err
-			}
-			if err := o.applyVLLM(cmd.Flags()); err != nil {
-				return err
-			}
-			for _, name := range []string{"arrival", "burstiness", "seed", "num-requests", "duration", "max-concurrency"} {
-				// --seed also seeds the random and prefix_repetition datasets, as in vLLM,
-				// and a trace's texts.
-				if cmd.Flags().Changed(name) && !o.vllm.consumed[name] && (name != "seed" || (o.dataset.name != datasetRandom && o.dataset.name != datasetPrefix && !o.dataset.trace())) {
-					o.openSet = append(o.openSet, name)
-				}
-			}
-			o.workerArgs = workerArgs(cmd)
-			return runBench(cmd.Context(), st, &o, commandLine(cmd))
-		},
-	}
-	f := cmd.Flags()
-	endpointFlags(f, &o, "bench")
-	f.IntSliceVar(&o.concurrencies, "concurrency", config.DefaultConcurrencies, "clients per closed-loop wave, comma-separated")
-	f.IntVar(&o.repeats, "repeats", config.DefaultRepeats, "recorded waves per concurrency (and per request rate)")
-	f.IntVar(&o.warmupWaves, "warmup-waves", 0, "unrecorded warm-up waves before the recorded ones")
-	f.IntVar(&o.warmupClients, "warmup-concurrency", 0, "clients per warm-up wave (default: the first --concurrency)")
-	f.IntVar(&o.warmupPerLoad, "warmup-waves-per-load", 0, "unrecorded warm-up waves at each --concurrency, just before its recorded ones")
-	f.Float64SliceVar(&o.requestRates, "request-rate", nil, "open-loop request rates in requests per second, comma-separated; inf with --max-concurrency C: the sustained closed loop at C")
-	f.StringVar(&o.arrival, "arrival", config.DefaultArrival, "open-loop arrival process: fixed, poisson or gamma")
-	f.Float64Var(&o.burstiness, "burstiness", 0, "gamma shape: 1 is Poisson, below 1 burstier (gamma arrivals only)")
-	f.IntVar(&o.numRequests, "num-requests", 0, "requests per open-loop or sustained wave (0: bounded by --duration; neither: by --num-prompts)")
-	f.DurationVar(&o.duration, "duration", 0, "length of an open-loop wave's schedule, or of a sustained wave's measured part (0: bounded by --num-requests only)")
-	f.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on open-loop requests in flight (0: none), waits counted; with --request-rate inf the clients of the sustained closed loop")
-	f.StringVar(&o.rampStrategy, "ramp-up-strategy", "", "open-loop ramp-up instead of --request-rate: linear or exponential, from --ramp-up-start-rps to --ramp-up-end-rps over each wave")
-	f.Float64Var(&o.rampStartRPS, "ramp-up-start-rps", 0, "request rate at the start of a ramp-up wave")
-	f.Float64Var(&o.rampEndRPS, "ramp-up-end-rps", 0, "request rate at the end of a ramp-up wave (--duration, or the time --num-requests are expected to take)")
-	f.IntVar(&o.warmupRequests, "warmup-requests", config.DefaultSustainedWarmupRequests, "requests of warm-up at the start of each sustained wave, kept out of the figures (--request-rate inf only)")
-	datasetFlags(f, &o.dataset)
-	sloFlags(f, &o.slo, false)
-	vllmFlags(f, &o.vllm)
-	costFlags(f, &o.cost)
-	saveResultFlags(f, &o.save)
-	segmentFlags(f, &o.seg)
-	if serve {
-		serveHelp(cmd)
-	}
-	return cmd
-}
+  rehearse bench --base-url https://api.example.com --api-key-env API_KEY --extra-body '{"ignore_eos":true}'`
 
 // endpointFlags are the flags of bench and capacity alike: the endpoint,
 // the request, the tokenizer, the bundle, the progress view and readiness.
