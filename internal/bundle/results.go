@@ -5,6 +5,7 @@ import (
 
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/search"
+	"github.com/rehearse/rehearse/internal/vllmcli"
 )
 
 // Schema is the version string of results.json this package reads and writes.
@@ -261,7 +262,7 @@ type Workload struct {
 	NumWarmups int `json:"num_warmups,omitempty"`
 	// VLLM is the vllm bench serve command line the workload came from,
 	// as its result file records it; absent otherwise.
-	VLLM *VLLMRun `json:"vllm,omitempty"`
+	VLLM *vllmcli.Run `json:"vllm,omitempty"`
 	// PromptSource says where Prompts came from; absent in bundles
 	// written before sources were recorded.
 	PromptSource *PromptSource `json:"prompt_source,omitempty"`

@@ -18,6 +18,7 @@ import (
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/export"
+	"github.com/rehearse/rehearse/internal/vllmcli"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
@@ -211,13 +212,13 @@ func (o *benchOptions) serveRamp() error {
 // serve every value given, or vLLM's default; for bench, given --label,
 // --metadata or --backend, those (each load's rate, concurrency and count
 // then come from its waves); nil for bench without them.
-func (o *benchOptions) vllmRun(modelID string) *bundle.VLLMRun {
+func (o *benchOptions) vllmRun(modelID string) *vllmcli.Run {
 	v := &o.vllm
 	shaped := v.changed["label"] || v.changed["metadata"] || v.changed["backend"] || v.changed["endpoint-type"]
 	if !v.serve && !shaped {
 		return nil
 	}
-	run := &bundle.VLLMRun{Serve: v.serve, Backend: v.backend, ModelID: modelID, Metadata: v.metadataPairs}
+	run := &vllmcli.Run{Serve: v.serve, Backend: v.backend, ModelID: modelID, Metadata: v.metadataPairs}
 	if v.serve || v.showPercentiles() {
 		run.PercentileMetrics, run.MetricPercentiles = v.metrics, v.percentiles
 	}
@@ -248,7 +249,7 @@ func (o *benchOptions) vllmRun(modelID string) *bundle.VLLMRun {
 		run.MaxConcurrency = &c
 	}
 	if o.ramp() {
-		run.RampUp = &bundle.VLLMRampUp{Strategy: o.rampStrategy, StartRPS: int(o.rampStartRPS), EndRPS: int(o.rampEndRPS)}
+		run.RampUp = &vllmcli.RampUp{Strategy: o.rampStrategy, StartRPS: int(o.rampStartRPS), EndRPS: int(o.rampEndRPS)}
 	}
 	return run
 }
@@ -272,10 +273,10 @@ func (o *benchOptions) printSummary(w io.Writer, res *bundle.Results) {
 
 // metadataPair splits one --metadata KEY=VALUE as vLLM does (at the first
 // =, both sides trimmed).
-func metadataPair(kv string) (bundle.KeyValue, bool) {
+func metadataPair(kv string) (vllmcli.KeyValue, bool) {
 	k, val, ok := strings.Cut(kv, "=")
 	if !ok || strings.TrimSpace(k) == "" {
-		return bundle.KeyValue{}, false
+		return vllmcli.KeyValue{}, false
 	}
-	return bundle.KeyValue{Key: strings.TrimSpace(k), Value: strings.TrimSpace(val)}, true
+	return vllmcli.KeyValue{Key: strings.TrimSpace(k), Value: strings.TrimSpace(val)}, true
 }

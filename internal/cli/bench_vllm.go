@@ -18,6 +18,7 @@ import (
 	"github.com/rehearse/rehearse/internal/endpoint"
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/stream"
+	"github.com/rehearse/rehearse/internal/vllmcli"
 )
 
 // The flags of `vllm bench serve` that bench takes with vLLM's meaning,
@@ -66,7 +67,7 @@ type vllmOptions struct {
 	// given (or vLLM's defaults), before they are mapped.
 	requestRate, burstiness float64
 	// metadataPairs are --metadata's pairs, in order.
-	metadataPairs []bundle.KeyValue
+	metadataPairs []vllmcli.KeyValue
 	// headerPairs are --header's pairs, in order; their values are secrets.
 	headerPairs []config.Header
 

@@ -11,9 +11,9 @@ import (
 
 	"github.com/goccy/go-yaml"
 
-	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/endpoint"
 	"github.com/rehearse/rehearse/internal/secret"
+	"github.com/rehearse/rehearse/internal/vllmcli"
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
@@ -49,7 +49,7 @@ type Rehearsal struct {
 	// VLLM is the vllm bench serve command line the rehearsal came from
 	// (rehearse bench serve), recorded for vLLM's result file; nil
 	// otherwise.
-	VLLM *bundle.VLLMRun `yaml:"-"`
+	VLLM *vllmcli.Run `yaml:"-"`
 
 	// Path is the file the rehearsal was read from ("" for bytes).
 	Path string `yaml:"-"`

@@ -12,6 +12,7 @@ import (
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/endpoint"
+	"github.com/rehearse/rehearse/internal/vllmcli"
 )
 
 // The vllm format follows the result dict of vLLM's
@@ -91,7 +92,7 @@ func VLLMResults(r *bundle.Results, o Options) []VLLMResult {
 // vllmChoice is the metrics and percentiles of the percentile keys: the
 // options', else the run's (--percentile-metrics, --metric-percentiles),
 // else the defaults.
-func vllmChoice(o Options, run *bundle.VLLMRun) ([]string, []float64) {
+func vllmChoice(o Options, run *vllmcli.Run) ([]string, []float64) {
 	metrics, pcts := o.Metrics, o.Percentiles
 	if metrics == nil && run != nil && run.PercentileMetrics != nil {
 		metrics = run.PercentileMetrics
@@ -138,7 +139,7 @@ func VLLMFileName(prefix string, rate any, maxConcurrency *int, model, date stri
 
 // VLLMRampFileName is vLLM's file name of a ramp-up run:
 // {label or backend}-ramp-up-{strategy}-{start}qps-{end}qps[-concurrency{C}]-{model}-{date}.json.
-func VLLMRampFileName(prefix string, ramp bundle.VLLMRampUp, maxConcurrency *int, model, date string) string {
+func VLLMRampFileName(prefix string, ramp vllmcli.RampUp, maxConcurrency *int, model, date string) string {
 	return fmt.Sprintf("%s-ramp-up-%s-%dqps-%dqps%s-%s-%s.json", prefix, ramp.Strategy, ramp.StartRPS, ramp.EndRPS,
 		concurrencySuffix(maxConcurrency), modelBase(model), date)
 }
@@ -231,13 +232,13 @@ type vllmHead struct {
 	prefix, model, date string
 	rate                any
 	maxConcurrency      *int
-	ramp                *bundle.VLLMRampUp
+	ramp                *vllmcli.RampUp
 	tokenizer           bool // ttft, tpot and itl are written (vLLM: a tokenizer was loaded)
 }
 
 // vllmSetup is the keys main_async writes before the benchmark's: from the
 // run as given where the bundle came from bench serve, else from the load.
-func vllmSetup(r *bundle.Results, l load, run *bundle.VLLMRun) vllmHead {
+func vllmSetup(r *bundle.Results, l load, run *vllmcli.Run) vllmHead {
 	h := vllmHead{date: vllmEnd(l), model: vllmModel(r), rate: vllmRate(l), maxConcurrency: vllmMaxConcurrency(l), tokenizer: true}
 	backend, label := vllmBackend(r.Workload.Endpoint), any(nil)
 	var tokenizer any = r.Provenance.Tokenizer.Name
@@ -548,7 +549,7 @@ func pct(xs []float64, p float64) float64 {
 // the send of the first request drawn at it (request i is drawn at the
 // ramp's rate at i/(N − 1), as workload.PacingVLLM draws it). Times are
 // ISO 8601 without a zone, in UTC (vLLM: local time).
-func rpsChangeEvents(l load, ramp *bundle.VLLMRampUp) []object {
+func rpsChangeEvents(l load, ramp *vllmcli.RampUp) []object {
 	var out []object
 	for _, w := range l.waves {
 		release, err := time.Parse(time.RFC3339Nano, w.StartedAt)

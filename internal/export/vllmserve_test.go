@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/vllmcli"
 )
 
 // Python's json.dump of the values a result holds.
@@ -72,8 +73,8 @@ func TestVLLMServeRun(t *testing.T) {
 	res := bundletestOneLoad()
 	label, tok := "mylabel", "m"
 	rate, burst, mc := 2.5, 1.0, 4
-	res.Workload.VLLM = &bundle.VLLMRun{Serve: true, Backend: "vllm", Label: &label, ModelID: "org/m", TokenizerID: &tok, NumPrompts: 1000,
-		Metadata: []bundle.KeyValue{{Key: "gpu", Value: "none"}, {Key: "date", Value: "overridden"}}, RequestRateRPS: &rate, Burstiness: &burst,
+	res.Workload.VLLM = &vllmcli.Run{Serve: true, Backend: "vllm", Label: &label, ModelID: "org/m", TokenizerID: &tok, NumPrompts: 1000,
+		Metadata: []vllmcli.KeyValue{{Key: "gpu", Value: "none"}, {Key: "date", Value: "overridden"}}, RequestRateRPS: &rate, Burstiness: &burst,
 		MaxConcurrency: &mc, PercentileMetrics: []string{"ttft"}, MetricPercentiles: []float64{50}}
 	r := VLLMResults(res, Options{})[0]
 	if !strings.HasPrefix(r.FileName, "mylabel-2.5qps-concurrency4-m-") {
@@ -91,7 +92,7 @@ func TestVLLMServeRun(t *testing.T) {
 	if v, _ := r.Object.Get("date"); v != "overridden" {
 		t.Errorf("a --metadata key of vLLM's own takes its value in its place, as a Python dict update: date %v", v)
 	}
-	res.Workload.VLLM.RampUp, res.Workload.VLLM.RequestRateRPS, res.Workload.VLLM.MaxConcurrency = &bundle.VLLMRampUp{Strategy: "linear", StartRPS: 1, EndRPS: 20}, nil, nil
+	res.Workload.VLLM.RampUp, res.Workload.VLLM.RequestRateRPS, res.Workload.VLLM.MaxConcurrency = &vllmcli.RampUp{Strategy: "linear", StartRPS: 1, EndRPS: 20}, nil, nil
 	r = VLLMResults(res, Options{})[0]
 	if !strings.HasPrefix(r.FileName, "mylabel-ramp-up-linear-1qps-20qps-m-") {
 		t.Errorf("ramp file name %s", r.FileName)

@@ -1,12 +1,16 @@
-package bundle
+// Package vllmcli is what a vllm bench serve command line said about its
+// run beyond the workload, as vLLM's result file records it: a leaf type
+// that the rehearsal file (package config) carries from the command line
+// and results.json (package bundle) records.
+package vllmcli
 
-// VLLMRun is what a vllm bench serve command line (rehearse bench serve)
+// Run is what a vllm bench serve command line (rehearse bench serve)
 // said about its run beyond the workload, as vLLM's result file records it
 // (vllm/benchmarks/serve.py, main_async): the values given, or vLLM's
 // defaults, not what rehearse derived from them. The vllm export writes
 // its keys from it, so the file of `rehearse export --format vllm` is the
 // one --save-result wrote.
-type VLLMRun struct {
+type Run struct {
 	// Serve is true for rehearse bench serve, whose every field is as given
 	// (or vLLM's default). For rehearse bench, which takes vLLM's flags
 	// over rehearse's own loads, only Backend, Label, ModelID,
@@ -35,7 +39,7 @@ type VLLMRun struct {
 	// MaxConcurrency is --max-concurrency; null without one.
 	MaxConcurrency *int `json:"max_concurrency"`
 	// RampUp is --ramp-up-strategy with its rates; absent without one.
-	RampUp *VLLMRampUp `json:"ramp_up,omitempty"`
+	RampUp *RampUp `json:"ramp_up,omitempty"`
 	// PercentileMetrics and MetricPercentiles are --percentile-metrics
 	// (vLLM's default ttft,tpot,itl) and --metric-percentiles (99): the
 	// percentile keys of the result and the summary's blocks.
@@ -43,9 +47,9 @@ type VLLMRun struct {
 	MetricPercentiles []float64 `json:"metric_percentiles"`
 }
 
-// VLLMRampUp is vllm bench serve's ramp-up: its rates are whole requests
+// RampUp is vllm bench serve's ramp-up: its rates are whole requests
 // per second, as vLLM's parser takes them.
-type VLLMRampUp struct {
+type RampUp struct {
 	Strategy string `json:"strategy"`
 	StartRPS int    `json:"start_rps"`
 	EndRPS   int    `json:"end_rps"`
