@@ -259,6 +259,10 @@ func Workload(cfg *config.Rehearsal, prompts workload.Set) bundle.Workload {
 	}
 	if m := cfg.MechanismCheck; m != nil {
 		out.MechanismCheck = &bundle.MechanismSpec{Server: m.Server, Metric: m.Metric, Concurrency: m.Concurrency, PeriodS: m.Period.Seconds()}
+		if m.Evidence == config.EvidenceClient {
+			out.MechanismCheck.Evidence = bundle.EvidenceClient
+			out.MechanismCheck.PeriodS = 0
+		}
 	}
 	return out
 }

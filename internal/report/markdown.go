@@ -515,6 +515,10 @@ func writeMechanism(b *bytes.Buffer, res *bundle.Results) {
 		return
 	}
 	b.WriteString("## Mechanism check\n\n")
+	if m.RestsOnClient() {
+		writeClientMechanism(b, m)
+		return
+	}
 	max := dash
 	if m.Max != nil {
 		max = Number(*m.Max)
@@ -529,6 +533,41 @@ func writeMechanism(b *bytes.Buffer, res *bundle.Results) {
 	}
 	fmt.Fprintf(b, "); the observed maximum was **%s**. This wave is not part of the results table.\n\n", max)
 	mechanismReplicas(b, m)
+	if c := m.Client; c != nil {
+		fmt.Fprintf(b, "The client's own records of the same wave, read without the metric: at most %d requests were streaming at once (each from its first content to its end), of at most %d in flight (sent, not ended).\n\n", c.StreamingMax, c.InFlightMax)
+	}
+}
+
+// writeClientMechanism is the mechanism check where no server metric was
+// read: what it rests on instead, the client's records of its wave.
+func writeClientMechanism(b *bytes.Buffer, m *bundle.MechanismCheck) {
+	if m.Metric == "" {
+		fmt.Fprintf(b, "No server metric was read: the rehearsal asked for none (`%s` has no metrics endpoint). ", m.Server)
+	} else {
+		fmt.Fprintf(b, "No server metric was read: not one of %d scrapes of `%s`'s `%s` answered a sample (the notes give the first error). ", m.Errors, m.Server, m.Metric)
+	}
+	fmt.Fprintf(b, "This check rests on the client's own records of a separate, unrecorded %d-client wave (not part of the results table) instead", m.Concurrency)
+	c := m.Client
+	if c == nil {
+		b.WriteString(", and this bundle does not hold them.\n\n")
+		return
+	}
+	fmt.Fprintf(b, ": at most **%d** requests were streaming at once (each from its first content to its end), of at most %d in flight (sent, not ended). "+
+		"A server that generates for one request at a time streams one at a time whatever the clients; more than one at once means it generated for several together.\n\n", c.StreamingMax, c.InFlightMax)
+	if len(c.ByStreaming) == 0 {
+		return
+	}
+	b.WriteString("Output tokens against the requests streaming (each successful record's tokens spread evenly over its content chunks):\n\n")
+	writeRow(b, []string{"Streaming at once", "Time", "Output tokens", "tok/s"})
+	writeRow(b, []string{"---:", "---:", "---:", "---:"})
+	for _, l := range c.ByStreaming {
+		rate := dash
+		if l.TokS != nil {
+			rate = fmt.Sprintf("%.1f", *l.TokS)
+		}
+		writeRow(b, []string{fmt.Sprint(l.Streaming), Seconds(&l.DurationS), fmt.Sprintf("%.0f", l.OutputTokens), rate})
+	}
+	b.WriteString("\n")
 }
 
 func writeWarnings(b *bytes.Buffer, res *bundle.Results) {
