@@ -200,7 +200,7 @@ func TestMechanismCheckEvidence(t *testing.T) {
 	}
 	for y, want := range map[string]string{
 		"mechanism_check: {evidence: client, metric: vllm:num_requests_running}": "mechanism_check.metric: \"vllm:num_requests_running\": no metric is read with evidence client",
-		"mechanism_check: {evidence: logs}":                                    "mechanism_check.evidence: \"logs\": must be metric",
+		"mechanism_check: {evidence: logs}":                                      "mechanism_check.evidence: \"logs\": must be metric",
 	} {
 		_, err := Parse([]byte(servers+y+"\n"), "r.yaml", "/")
 		if err == nil || !strings.Contains(err.Error(), want) {
