@@ -46,8 +46,10 @@ func ollamaBin(t *testing.T) string {
 	return bin
 }
 
-// ollamaSmall is ollama.yaml at a CI's size: 1 and 4 clients, one repeat,
-// 16 tokens, batching 4 sequences.
+// ollamaSmall is ollama.yaml at a CI's size: its closed waves at 1 and 4
+// clients, one repeat, 16 tokens, batching 4 sequences, and its mechanism
+// check (on the client's records, 4 clients); no capacity search (its
+// probes take minutes on 2 cores).
 func ollamaSmall(t *testing.T) []byte {
 	t.Helper()
 	data, err := os.ReadFile("ollama.yaml")
@@ -58,7 +60,7 @@ func ollamaSmall(t *testing.T) []byte {
 	for old, new := range map[string]string{
 		"concurrencies: [1, 2, 4, 8]": "concurrencies: [1, 4]",
 		"repeats: 3":                  "repeats: 1",
-		"max_tokens: 64":              "max_tokens: 16",
+		"max_tokens: 32":              "max_tokens: 16",
 		`OLLAMA_NUM_PARALLEL: "8"`:    `OLLAMA_NUM_PARALLEL: "4"`,
 	} {
 		if strings.Count(text, old) != 1 {
@@ -66,7 +68,11 @@ func ollamaSmall(t *testing.T) []byte {
 		}
 		text = strings.Replace(text, old, new, 1)
 	}
-	return []byte(text)
+	start, end := strings.Index(text, "\nslo:"), strings.Index(text, "\ntokenizer:")
+	if start < 0 || end < start || !strings.Contains(text[start:end], "\ncapacity:") {
+		t.Fatal("ollama.yaml no longer holds its slo: and capacity: before tokenizer:")
+	}
+	return []byte(text[:start] + text[end:])
 }
 
 // TestOllamaRehearsalEndToEnd rehearses a real engine rehearse did not
@@ -113,7 +119,23 @@ func TestOllamaRehearsalEndToEnd(t *testing.T) {
 	}
 	checkExact(t, res)
 	checkServers(t, res, bundleDir)
+	checkMechanism(t, res)
 	t.Logf("end to end in %.1f s (building rehearse %.1f s)", time.Since(start).Seconds(), built.Seconds())
+}
+
+// checkMechanism: ollama has no /metrics, so the mechanism check read no
+// metric and rests on the client's records of its 4-client wave on the
+// batching server, which streamed several requests at once.
+func checkMechanism(t *testing.T, res *bundle.Results) {
+	t.Helper()
+	m := res.MechanismCheck
+	if m == nil || m.Server != "batching" || m.Concurrency != 4 || !m.RestsOnClient() || m.Metric != "" || m.Max != nil || m.Client == nil {
+		t.Fatalf("mechanism check: %+v", m)
+	}
+	if m.Client.InFlightMax != 4 || m.Client.StreamingMax < 2 {
+		t.Errorf("batching 4 sequences at 4 clients: %d in flight, %d streaming at once", m.Client.InFlightMax, m.Client.StreamingMax)
+	}
+	t.Logf("mechanism check: %s", m.Finding())
 }
 
 func must(t *testing.T, err error) {
@@ -147,7 +169,7 @@ func checkExact(t *testing.T, res *bundle.Results) {
 				rec.Server, rec.Concurrency, recount, rec.OutputTokens, usage, rec.MaxTokens, rec.Text)
 		}
 	}
-	if want := 2 * (1 + 4); n != want {
+	if want := 2 * (1 + 4); n != want { // the mechanism check's records are not recorded
 		t.Errorf("%d recorded requests; want %d", n, want)
 	}
 	var table strings.Builder

@@ -3,6 +3,7 @@ package examples
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -21,9 +22,25 @@ func TestOllamaExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Servers) != 2 || r.Baseline != "serial" || r.MechanismCheck != nil || r.Tokenizer.Variant != "qwen3" ||
+	if len(r.Servers) != 2 || r.Baseline != "serial" || r.Tokenizer.Variant != "qwen3" ||
 		*r.Workload.Temperature <= 0 || r.Workload.ExtraBody["seed"] == nil || !r.Model.RandomWeights {
 		t.Fatalf("not the example described: %+v", r)
+	}
+	// ollama has no /metrics: the mechanism check reads none.
+	if m := r.MechanismCheck; m == nil || m.Evidence != config.EvidenceClient || m.Server != "batching" || m.Metric != "" {
+		t.Errorf("mechanism check: %+v", m)
+	}
+	if r.SLO == nil || r.Capacity == nil || r.Capacity.MaxConcurrency != 8 || r.Workload.Mode != "closed" {
+		t.Errorf("closed waves, then a capacity search under an SLO: mode %q, slo %+v, capacity %+v", r.Workload.Mode, r.SLO, r.Capacity)
+	}
+	// The sibling file: the same servers, the sustained loop.
+	s, err := config.Load("ollama-sustained.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Workload.Mode != "sustained" || s.Workload.MaxTokens != r.Workload.MaxTokens || s.Capacity != nil ||
+		!slices.EqualFunc(s.Servers, r.Servers, func(a, b config.Server) bool { return reflect.DeepEqual(a, b) }) {
+		t.Errorf("ollama-sustained.yaml is not ollama.yaml's servers in the sustained loop: %+v", s)
 	}
 	parallel := []string{"1", "8"}
 	for i, s := range r.Servers {

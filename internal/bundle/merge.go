@@ -167,12 +167,8 @@ func mergeHeads(parts []*Results, ids [][sha256.Size]byte, counts []int, names [
 				out.MechanismCheck = &m
 				out.Workload.MechanismCheck = p.Workload.MechanismCheck
 			} else {
-				max := "none"
-				if m.Max != nil {
-					max = fmt.Sprint(*m.Max)
-				}
-				out.Notes = append(out.Notes, fmt.Sprintf("[%s] A mechanism-check wave also ran on %s at %d clients (wave %d, not in the results table): %s max %s over %d samples.",
-					names[i], m.Server, m.Concurrency, m.Wave, m.Metric, max, len(m.Series)))
+				out.Notes = append(out.Notes, fmt.Sprintf("[%s] A mechanism-check wave also ran on %s at %d clients (wave %d, not in the results table): %s.",
+					names[i], m.Server, m.Concurrency, m.Wave, m.Finding()))
 			}
 		}
 		for _, c := range p.Capacity {

@@ -2,6 +2,8 @@ package bundle
 
 import (
 	"encoding/json"
+	"fmt"
+	"strconv"
 
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/search"
@@ -338,7 +340,21 @@ type MechanismSpec struct {
 	Metric      string  `json:"metric"`
 	Concurrency int     `json:"concurrency"`
 	PeriodS     float64 `json:"period_s"`
+	// Evidence is EvidenceClient where the rehearsal asked for no server
+	// metric (the server has no metrics endpoint); absent: the metric.
+	Evidence string `json:"evidence,omitempty"`
 }
+
+// What a mechanism check rests on (MechanismCheck.Evidence).
+const (
+	// EvidenceMetric: the server's metric, of which at least one sample
+	// was read.
+	EvidenceMetric = "metric"
+	// EvidenceClient: no sample of a server metric was read (none was
+	// asked for, or every scrape failed); the check rests on the client's
+	// own records of the wave alone (MechanismCheck.Client).
+	EvidenceClient = "client"
+)
 
 // Server is one server under test.
 type Server struct {
@@ -409,6 +425,34 @@ type MechanismCheck struct {
 	// each polled at the same ticks; Series is their sum at the ticks
 	// every replica answered.
 	Replicas []ReplicaSeries `json:"replicas,omitempty"`
+	// Evidence is what the check rests on: EvidenceMetric or
+	// EvidenceClient. Absent in bundles made before it: the metric.
+	Evidence string `json:"evidence,omitempty"`
+	// Client is what the wave's own records show of the server's
+	// concurrency, read without any server metric; verify recomputes it
+	// from the records of Wave. Absent in bundles made before it.
+	Client *contract.ClientConcurrency `json:"client,omitempty"`
+}
+
+// RestsOnClient reports whether the check rests on the client's records
+// alone: no sample of a server metric was read.
+func (m *MechanismCheck) RestsOnClient() bool { return m.Evidence == EvidenceClient }
+
+// Finding is what the check found, in a line: the metric's peak, or, where
+// it rests on the client's records, theirs.
+func (m *MechanismCheck) Finding() string {
+	if m.RestsOnClient() {
+		if m.Client == nil {
+			return fmt.Sprintf("no server metric of %s read", m.Server)
+		}
+		return fmt.Sprintf("no server metric of %s read; the client's records: at most %d requests streaming at once, of %d in flight",
+			m.Server, m.Client.StreamingMax, m.Client.InFlightMax)
+	}
+	max := "no sample"
+	if m.Max != nil {
+		max = strconv.FormatFloat(*m.Max, 'g', -1, 64)
+	}
+	return fmt.Sprintf("%s of %s peaked at %s over %d samples", m.Metric, m.Server, max, len(m.Series))
 }
 
 // LabelSeries is a metric's series for one label set.

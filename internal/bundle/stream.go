@@ -189,6 +189,9 @@ type streamVerify struct {
 	reasoning, inputs      int
 	redacted               int
 	countProbs, inputProbs []Problem
+	// mechanism are the records of mechanism-check waves, less their
+	// text, for the check's client view (checkMechanism).
+	mechanism []contract.Record
 }
 
 // begin sets up the pass from what results.json holds before its records.
@@ -234,6 +237,11 @@ func (sv *streamVerify) record(i int, rec *contract.Record, x *recordWork) {
 		sv.clocks[rec.Wave] = c
 	}
 	c.Add(rec)
+	if rec.Kind == contract.KindMechanismCheck {
+		m := *rec
+		m.Text, m.ReasoningText, m.ToolCallText = "", "", ""
+		sv.mechanism = append(sv.mechanism, m)
+	}
 	sv.agg.Add(rec)
 	sv.replicas.Add(rec)
 	if p := recordReplicaProblem(i, rec, sv.servers); p != nil {

@@ -315,7 +315,7 @@ func verifyResults(res *Results, recordsChecked bool) []Problem {
 	probs = append(probs, checkHeader(res)...)
 	probs = append(probs, checkWaveTimes(res)...)
 	probs = append(probs, checkHostHonesty(res)...)
-	probs = append(probs, checkMechanism(res)...)
+	probs = append(probs, checkMechanism(res, mechanismRecords(res, res.Records))...)
 	probs = append(probs, checkReplicas(res)...)
 	probs = append(probs, checkSLO(res)...)
 	probs = append(probs, checkAggregates(res)...)
@@ -509,10 +509,17 @@ func checkHostHonesty(res *Results) []Problem {
 	return probs
 }
 
-func checkMechanism(res *Results) []Problem {
+// checkMechanism checks the mechanism check's maximum against its series,
+// what it says it rests on against what was read, and its client's view
+// against the records of its wave (mechanismRecords of the bundle's).
+func checkMechanism(res *Results, records []contract.Record) []Problem {
 	m := res.MechanismCheck
 	if m == nil {
 		return nil
+	}
+	var probs []Problem
+	bad := func(field, format string, args ...any) {
+		probs = append(probs, Problem{File: ResultsFile, Server: m.Server, Field: "mechanism_check." + field, Msg: fmt.Sprintf(format, args...)})
 	}
 	var max *float64
 	for _, s := range m.Series {
@@ -522,10 +529,42 @@ func checkMechanism(res *Results) []Problem {
 		}
 	}
 	if !closePtr(m.Max, max) {
-		return []Problem{{File: ResultsFile, Server: m.Server, Field: "mechanism_check.max",
-			Msg: fmt.Sprintf("stored %s, series maximum %s", fmtPtr(m.Max), fmtPtr(max))}}
+		bad("max", "stored %s, series maximum %s", fmtPtr(m.Max), fmtPtr(max))
 	}
-	return nil
+	switch m.Evidence {
+	case "", EvidenceMetric:
+		if m.Evidence != "" && len(m.Series) == 0 {
+			bad("evidence", "%q, but no sample of %s was read: the check rests on the client's records (%q)", m.Evidence, m.Metric, EvidenceClient)
+		}
+	case EvidenceClient:
+		if m.Client == nil {
+			bad("client", "absent, yet the check rests on the client's records (evidence %q)", m.Evidence)
+		}
+	default:
+		bad("evidence", "%q is not %q or %q", m.Evidence, EvidenceMetric, EvidenceClient)
+	}
+	if m.Client != nil {
+		want := contract.ClientConcurrencyOf(records)
+		for _, d := range diffJSON(m.Client, want) {
+			bad("client."+d.path, "stored %s, the records of wave %d give %s", d.a, m.Wave, d.b)
+		}
+	}
+	return probs
+}
+
+// mechanismRecords are those of records of the mechanism check's wave.
+func mechanismRecords(res *Results, records []contract.Record) []contract.Record {
+	m := res.MechanismCheck
+	if m == nil {
+		return nil
+	}
+	var out []contract.Record
+	for _, r := range records {
+		if r.Kind == contract.KindMechanismCheck && r.Wave == m.Wave {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // aggregateFields are SPEC §4a's figures of an aggregate: a stored

@@ -45,7 +45,9 @@ process group (or reach it at base_url), wait until it is ready (alive, health
 probe, /v1/models, one tiny request; a model that the /v1/models list does not
 serve stops the rehearsal there, before any request to it, exit 2), run the
 warm-up and recorded waves, run the mechanism check while polling its
-Prometheus metric, and stop it (SIGTERM to the group with a marker line in its
+Prometheus metric (with mechanism_check.evidence: client, or where no sample
+could be read, on the client's own records of the wave: how many requests
+streamed at once), and stop it (SIGTERM to the group with a marker line in its
 log, SIGKILL after the grace period).
 Then write the bundle: results.json, journal.jsonl, each server's complete log,
 README.md with plots, SHA256SUMS; verify it; print the results table.
@@ -379,12 +381,7 @@ func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
 		fmt.Fprintf(st.Stdout, "\n%s\n", report.CapacitySentence(c))
 	}
 	if m := r.out.Results.MechanismCheck; m != nil {
-		max := "no sample"
-		if m.Max != nil {
-			max = report.Number(*m.Max)
-		}
-		fmt.Fprintf(st.Stdout, "\nMechanism check (separate %d-client wave, not in the table): %s of %s peaked at %s over %d samples.\n",
-			m.Concurrency, m.Metric, m.Server, max, len(m.Series))
+		fmt.Fprintf(st.Stdout, "\nMechanism check (separate %d-client wave, not in the table): %s.\n", m.Concurrency, m.Finding())
 	}
 	if sim := r.out.Results.Provenance.Simulation; sim != nil && sim.TimeScale > 0 {
 		fmt.Fprintf(st.Stdout, "Simulated servers, not GPU measurements: figures are on the wall clock at time scale %s (goodput ÷ %s and latencies × %s give simulated time).\n",

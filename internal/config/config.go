@@ -336,7 +336,18 @@ type MechanismCheck struct {
 	Concurrency int      `yaml:"concurrency"`
 	Period      Duration `yaml:"period"`
 	Disabled    bool     `yaml:"disabled"`
+	// Evidence is what the check rests on: EvidenceMetric (the server's
+	// metric, polled; the default) or EvidenceClient (no metric is read:
+	// the client's own records of the wave, for a server with no metrics
+	// endpoint, e.g. ollama).
+	Evidence string `yaml:"evidence"`
 }
+
+// What a mechanism check rests on (MechanismCheck.Evidence).
+const (
+	EvidenceMetric = "metric"
+	EvidenceClient = "client"
+)
 
 // Tokenizer chooses the tokenizer that counts output tokens: an explicit
 // path (a tokenizer.json or a folder holding one), a model and revision

@@ -186,6 +186,31 @@ func TestMechanismCheckOff(t *testing.T) {
 	}
 }
 
+// A server with no metrics endpoint (ollama) gets a mechanism check that
+// reads no metric: evidence client, no metric named, defaulted or given.
+func TestMechanismCheckEvidence(t *testing.T) {
+	servers := "model: {id: m}\nservers: [{name: a, launch: [x, '{port}']}, {name: b, launch: [x, '{port}']}]\n"
+	r, err := Parse([]byte(servers+"mechanism_check: {evidence: client}\n"), "r.yaml", "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := r.MechanismCheck; m == nil || m.Evidence != EvidenceClient || m.Metric != "" || m.Server != "b" {
+		t.Errorf("evidence client: %+v", m)
+	}
+	if r, err := Parse([]byte(servers), "r.yaml", "/"); err != nil || r.MechanismCheck.Evidence != EvidenceMetric {
+		t.Errorf("the default: %+v, %v", r.MechanismCheck, err)
+	}
+	for y, want := range map[string]string{
+		"mechanism_check: {evidence: client, metric: vllm:num_requests_running}": "mechanism_check.metric: \"vllm:num_requests_running\": no metric is read with evidence client",
+		"mechanism_check: {evidence: logs}":                                      "mechanism_check.evidence: \"logs\": must be metric",
+	} {
+		_, err := Parse([]byte(servers+y+"\n"), "r.yaml", "/")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want %q", y, err, want)
+		}
+	}
+}
+
 func TestRedaction(t *testing.T) {
 	env := map[string]string{
 		"HF_TOKEN": "hf_secret", "OPENAI_API_KEY": "sk-1", "DB_PASSWORD": "pw", "MY_AUTH_HEADER": "x",

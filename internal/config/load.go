@@ -542,7 +542,10 @@ func (r *Rehearsal) applyDefaults(raw map[string]any) {
 			m.Server = r.Servers[0].Name
 		}
 	}
-	if m.Metric == "" {
+	if m.Evidence == "" {
+		m.Evidence = EvidenceMetric
+	}
+	if m.Metric == "" && m.Evidence == EvidenceMetric {
 		for _, s := range r.Servers {
 			if s.Name == m.Server {
 				m.Metric = s.Metrics.Metric
@@ -760,10 +763,14 @@ func (r *Rehearsal) validateMechanismCheck(names map[string]int, p *Problems) {
 	if m.Period <= 0 || m.Period.D() < time.Millisecond {
 		p.add("mechanism_check.period", "%v: must be at least 1ms", m.Period)
 	}
-	if m.Metric == "" {
+	switch {
+	case m.Evidence != EvidenceMetric && m.Evidence != EvidenceClient:
+		p.add("mechanism_check.evidence", "%q: must be %s (the server's metric, polled) or %s (the client's records of the wave, no metric read)", m.Evidence, EvidenceMetric, EvidenceClient)
+	case m.Evidence == EvidenceMetric && m.Metric == "":
 		p.add("mechanism_check.metric", "empty")
+	case m.Evidence == EvidenceClient && m.Metric != "":
+		p.add("mechanism_check.metric", "%q: no metric is read with evidence %s (the client's records of the wave); leave it out", m.Metric, EvidenceClient)
 	}
-
 }
 
 // validate checks tokenizer: (path, model and revision, or variant).

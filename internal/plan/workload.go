@@ -83,6 +83,9 @@ type MechanismCheck struct {
 	Server, Metric string
 	Concurrency    int
 	Period         time.Duration
+	// Client says the check reads no server metric and rests on the
+	// client's own records of its wave (config.EvidenceClient).
+	Client bool
 }
 
 // Kind is the workload's kind as results.json records it: closed or
@@ -138,7 +141,8 @@ func WorkloadOf(cfg *config.Rehearsal, prompts workload.Set) Workload {
 		out.Capacity = &spec
 	}
 	if m := cfg.MechanismCheck; m != nil {
-		out.MechanismCheck = &MechanismCheck{Server: m.Server, Metric: m.Metric, Concurrency: m.Concurrency, Period: m.Period.D()}
+		out.MechanismCheck = &MechanismCheck{Server: m.Server, Metric: m.Metric, Concurrency: m.Concurrency, Period: m.Period.D(),
+			Client: m.Evidence == config.EvidenceClient}
 	}
 	return out
 }

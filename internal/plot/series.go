@@ -18,6 +18,9 @@ import (
 // default running requests) against time, with the wave's client count.
 func mechanismFigures(d *data) ([]Figure, error) {
 	m := d.res.MechanismCheck
+	if m != nil && m.RestsOnClient() && m.Client != nil {
+		return clientMechanismFigures(d, m)
+	}
 	if m == nil || len(m.Series) == 0 {
 		return nil, nil
 	}
@@ -130,6 +133,62 @@ func mechanismCaption(m *bundle.MechanismCheck, parts bool, dropped int) string 
 		caption += fmt.Sprintf(" %d samples were not finite numbers and are not drawn.", dropped)
 	}
 	return caption
+}
+
+// clientMechanismFigures draws the mechanism check that rests on the
+// client's records (no server metric read): the requests streaming and
+// the requests in flight against time.
+func clientMechanismFigures(d *data, m *bundle.MechanismCheck) ([]Figure, error) {
+	c := m.Client
+	if len(c.InFlight) == 0 {
+		return nil, nil
+	}
+	title := fmt.Sprintf("Mechanism check: requests streaming on %s (client records)", m.Server)
+	p := newPlot(title, "time since the wave's release (s)", "requests")
+	i, ok := d.index[m.Server]
+	if !ok {
+		i = 0
+	}
+	end := c.InFlight[len(c.InFlight)-1][0]
+	for k, s := range []struct {
+		name   string
+		series [][2]float64
+	}{
+		{"streaming (first content received, not ended)", c.Streaming},
+		{"in flight (sent, not ended)", c.InFlight},
+	} {
+		xys := plotter.XYs{{X: 0, Y: 0}}
+		for _, pt := range s.series {
+			xys = append(xys, plotter.XY{X: pt[0], Y: pt[1]})
+		}
+		xys = append(xys, plotter.XY{X: end, Y: 0})
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return nil, fmt.Errorf("mechanism.svg: %w", err)
+		}
+		l.LineStyle = lineStyle(i)
+		l.LineStyle.Dashes = nil
+		if k == 1 {
+			l.LineStyle.Color = grey
+			l.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		}
+		l.StepStyle = plotter.PostStep
+		p.Add(l)
+		p.Legend.Add(s.name, l)
+	}
+	ymax := float64(max(c.InFlightMax, m.Concurrency, 1))
+	p.X.Min, p.X.Max = 0, end
+	p.X.Tick.Marker = fixedTicks(linearTicks(p.X.Max)...)
+	p.Y.Min, p.Y.Max = 0, ymax*1.05
+	p.Y.Tick.Marker = fixedTicks(linearTicks(p.Y.Max)...)
+	headroom(&p.Y, 2)
+	caption := fmt.Sprintf("No server metric was read: the client's own records of a separate %d-client wave on %s, not part of the results table. "+
+		"A request streams from its first content to its end; at most %d streamed at once, of at most %d in flight.", m.Concurrency, m.Server, c.StreamingMax, c.InFlightMax)
+	doc, err := svg(title, p)
+	if err != nil {
+		return nil, fmt.Errorf("mechanism.svg: %w", err)
+	}
+	return []Figure{{Name: "mechanism.svg", Title: title, Caption: caption, SVG: doc}}, nil
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

@@ -66,6 +66,10 @@ func recordedWorkload(cfg *config.Rehearsal, wl plan.Workload) bundle.Workload {
 	}
 	if m := wl.MechanismCheck; m != nil {
 		out.MechanismCheck = &bundle.MechanismSpec{Server: m.Server, Metric: m.Metric, Concurrency: m.Concurrency, PeriodS: m.Period.Seconds()}
+		if m.Client {
+			out.MechanismCheck.Evidence = bundle.EvidenceClient
+			out.MechanismCheck.PeriodS = 0
+		}
 	}
 	return out
 }

@@ -608,10 +608,44 @@ func (r *runner) waveProgress(server string, spec plan.Wave, res WaveResult) {
 }
 
 // mechanismCheck runs the separate, unrecorded wave while polling the
-// server's metric; false when the server died during it.
+// server's metric (with evidence client, none), and keeps the client's
+// view of the wave's concurrency beside it: the evidence itself where no
+// sample of a metric was read. False when the server died during it.
 func (r *runner) mechanismCheck(ctx context.Context, i int, t Target, proc *fleet, apiKey string, spec plan.Wave) bool {
 	m := r.cfg.MechanismCheck
 	s := r.cfg.Servers[i]
+	var res drive.WaveResult
+	var mc bundle.MechanismCheck
+	if m.Evidence == config.EvidenceClient {
+		var werr error
+		res, werr = r.driver.Wave(ctx, t, spec)
+		if werr != nil && ctx.Err() == nil {
+			r.note("mechanism check on %s: the wave did not run: %v", s.Name, werr)
+		}
+		r.waveProgress(s.Name, spec, res)
+		mc = bundle.MechanismCheck{Server: s.Name, Concurrency: m.Concurrency, Wave: res.Wave.ID, Series: [][2]float64{}, Evidence: bundle.EvidenceClient}
+	} else {
+		var ok bool
+		if res, mc, ok = r.pollMechanism(ctx, s, t, proc, apiKey, spec); !ok {
+			return true
+		}
+	}
+	c := contract.ClientConcurrencyOf(res.Records)
+	mc.Client = &c
+	_ = r.journal.WriteMechanismCheck(mc)
+	if mc.RestsOnClient() {
+		r.progress(s.Name, "mechanism_check", "no server metric read; the client's records: at most %d requests streaming at once, %d in flight", c.StreamingMax, c.InFlightMax)
+	} else {
+		r.progress(s.Name, "mechanism_check", "%s max %s over %d samples%s", m.Metric, maxText(mc.Max), len(mc.Series), mechanismParts(mc))
+	}
+	return !r.died(i, proc, "during the mechanism-check wave", res.Records)
+}
+
+// pollMechanism runs the mechanism check's wave while polling the server's
+// metric; false when the poller could not start (the wave did not run).
+// Where no sample was read, the check rests on the client's records.
+func (r *runner) pollMechanism(ctx context.Context, s config.Server, t Target, proc *fleet, apiKey string, spec plan.Wave) (drive.WaveResult, bundle.MechanismCheck, bool) {
+	m := r.cfg.MechanismCheck
 	period := m.Period.D()
 	// Each replica's page is polled (a router's is not the engines'); the
 	// series is their sum, kept per replica and per label set besides.
@@ -622,7 +656,7 @@ func (r *runner) mechanismCheck(ctx context.Context, i int, t Target, proc *flee
 	poller, err := promscrape.StartGroupPoller(ctx, scrapers, period)
 	if err != nil {
 		r.note("mechanism check on %s did not run: %v", s.Name, err)
-		return true
+		return drive.WaveResult{}, bundle.MechanismCheck{}, false
 	}
 	res, werr := r.driver.Wave(ctx, t, spec)
 	// One more period so the series covers the wave's end.
@@ -642,6 +676,7 @@ func (r *runner) mechanismCheck(ctx context.Context, i int, t Target, proc *flee
 	mc := bundle.MechanismCheck{
 		Server: s.Name, Metric: m.Metric, Concurrency: m.Concurrency, PeriodS: period.Seconds(),
 		Wave: res.Wave.ID, Max: series.Max(), Series: series.Offsets(origin), Errors: series.Errors, NonFinite: series.NonFinite,
+		Evidence: bundle.EvidenceMetric,
 	}
 	if mc.Series == nil {
 		mc.Series = [][2]float64{}
@@ -651,7 +686,6 @@ func (r *runner) mechanismCheck(ctx context.Context, i int, t Target, proc *flee
 		rs := bundle.ReplicaSeries{Replica: j, Max: part.Max(), Series: part.Offsets(origin), Errors: part.Errors, LabelSets: labelSeries(part, origin)}
 		mc.Replicas = append(mc.Replicas, rs)
 	}
-	_ = r.journal.WriteMechanismCheck(mc)
 	if series.Errors > 0 {
 		where := proc.urls[0] + s.Metrics.Path
 		if len(proc.urls) > 1 {
@@ -659,8 +693,12 @@ func (r *runner) mechanismCheck(ctx context.Context, i int, t Target, proc *flee
 		}
 		r.note("mechanism check on %s: %d of %d scrapes of %s failed; the first: %s", s.Name, series.Errors, series.Errors+len(series.Samples), where, series.FirstError)
 	}
-	r.progress(s.Name, "mechanism_check", "%s max %s over %d samples%s", m.Metric, maxText(mc.Max), len(series.Samples), mechanismParts(mc))
-	return !r.died(i, proc, "during the mechanism-check wave", res.Records)
+	if len(mc.Series) == 0 {
+		// Nothing was read: the check cannot rest on the metric.
+		mc.Evidence = bundle.EvidenceClient
+		r.note("mechanism check on %s: no sample of %s was read, so it rests on the client's records of its wave instead (mechanism_check.evidence: client)", s.Name, m.Metric)
+	}
+	return res, mc, true
 }
 
 // logNotes turns a server log's warnings into bundle notes, keeping what

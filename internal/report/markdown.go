@@ -547,6 +547,10 @@ func writeMechanism(b *bytes.Buffer, res *bundle.Results) {
 		return
 	}
 	b.WriteString("## Mechanism check\n\n")
+	if m.RestsOnClient() {
+		writeClientMechanism(b, res, m)
+		return
+	}
 	max := dash
 	if m.Max != nil {
 		max = Number(*m.Max)
@@ -561,6 +565,80 @@ func writeMechanism(b *bytes.Buffer, res *bundle.Results) {
 	}
 	fmt.Fprintf(b, "); the observed maximum was **%s**. This wave is not part of the results table.\n\n", max)
 	mechanismReplicas(b, m)
+	if c := m.Client; c != nil {
+		fmt.Fprintf(b, "The client's own records of the same wave, read without the metric: at most %d requests were streaming at once (each from its first content to its end), of at most %d in flight (sent, not ended).\n\n", c.StreamingMax, c.InFlightMax)
+	}
+}
+
+// writeClientMechanism is the mechanism check where no server metric was
+// read: what it rests on instead, the client's records of its wave.
+func writeClientMechanism(b *bytes.Buffer, res *bundle.Results, m *bundle.MechanismCheck) {
+	if m.Metric == "" {
+		b.WriteString("No server metric was read: the rehearsal asked for none (`mechanism_check.evidence: client`, for a server with no metrics endpoint). ")
+	} else {
+		fmt.Fprintf(b, "No server metric was read: not one of %d scrapes of `%s`'s `%s` answered a sample (the notes give the first error). ", m.Errors, m.Server, m.Metric)
+	}
+	fmt.Fprintf(b, "This check rests on the client's own records of a separate, unrecorded %d-client wave (not part of the results table) instead", m.Concurrency)
+	c := m.Client
+	if c == nil {
+		b.WriteString(", and this bundle does not hold them.\n\n")
+		return
+	}
+	fmt.Fprintf(b, ": `%s` had at most **%d** requests streaming at once (each from its first content to its end), of at most %d in flight (sent, not ended). "+
+		"A server that generates for one request at a time streams one at a time whatever the clients; more than one at once means it generated for several together.", m.Server, c.StreamingMax, c.InFlightMax)
+	if base, waves := baselineStreaming(res, m); waves > 0 {
+		what := "recorded closed-loop wave"
+		if waves > 1 {
+			what = fmt.Sprintf("%d recorded closed-loop waves", waves)
+		}
+		fmt.Fprintf(b, " Read the same way, the baseline `%s`'s %s at %d clients had at most **%d** streaming at once.", res.BaselineName(), what, m.Concurrency, base)
+	}
+	b.WriteString("\n\n")
+	if len(c.ByStreaming) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "Output tokens against the requests streaming (each successful record's tokens spread evenly over its content chunks; a rate only where the count held for %s s or more):\n\n", Number(minRateS))
+	writeRow(b, []string{"Streaming at once", "Time", "Output tokens", "tok/s"})
+	writeRow(b, []string{"---:", "---:", "---:", "---:"})
+	for _, l := range c.ByStreaming {
+		rate := dash
+		if l.TokS != nil && l.DurationS >= minRateS {
+			rate = fmt.Sprintf("%.1f", *l.TokS)
+		}
+		writeRow(b, []string{fmt.Sprint(l.Streaming), Seconds(&l.DurationS), fmt.Sprintf("%.0f", l.OutputTokens), rate})
+	}
+	b.WriteString("\n")
+}
+
+// minRateS is the shortest time at one streaming count whose token rate the
+// report gives: a count held for a few milliseconds (every client's first
+// token arriving together) has a token or two and no meaningful rate.
+const minRateS = 0.1
+
+// baselineStreaming is the most requests streaming at once in the
+// baseline's recorded closed-loop waves at the mechanism check's
+// concurrency, read from their records as the check reads its own, and how
+// many such waves there were (0: none, or the check is on the baseline).
+func baselineStreaming(res *bundle.Results, m *bundle.MechanismCheck) (streaming, waves int) {
+	base := res.BaselineName()
+	if base == "" || base == m.Server {
+		return 0, 0
+	}
+	byWave := map[int][]contract.Record{}
+	for _, w := range res.Waves {
+		if w.Server == base && w.Kind == contract.KindRecorded && contract.IsClosed(w.Mode) && w.Concurrency == m.Concurrency {
+			byWave[w.ID] = []contract.Record{}
+		}
+	}
+	for _, r := range res.Records {
+		if recs, ok := byWave[r.Wave]; ok {
+			byWave[r.Wave] = append(recs, r)
+		}
+	}
+	for _, recs := range byWave {
+		streaming = max(streaming, contract.ClientConcurrencyOf(recs).StreamingMax)
+	}
+	return streaming, len(byWave)
 }
 
 func writeWarnings(b *bytes.Buffer, res *bundle.Results) {
