@@ -1,7 +1,6 @@
 package gguf
 
 import (
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"math"
@@ -11,52 +10,19 @@ import (
 	"reflect"
 	"strconv"
 	"testing"
-	"time"
 
+	"github.com/rehearse/rehearse/internal/npmtest"
 	"github.com/x448/float16"
 )
 
 // hfGGUF is the independent reader the writer is checked against, pinned.
 const hfGGUF = "@huggingface/gguf@0.4.6"
 
-// skipOrFail skips with msg, or fails where the reader is required: on CI
-// (CI=true) and wherever REHEARSE_REQUIRE_OLLAMA=1.
-func skipOrFail(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" || os.Getenv("REHEARSE_REQUIRE_OLLAMA") == "1" {
-		t.Fatal(msg + " (CI=true or REHEARSE_REQUIRE_OLLAMA=1 makes this a failure)")
-	}
-	t.Skip(msg)
-}
-
 // hfReaderPrefix installs the reader with npm into the cache folder once and
 // returns its npm prefix.
 func hfReaderPrefix(t *testing.T) string {
 	t.Helper()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			skipOrFail(t, tool+" is not on PATH; the GGUF writer's check against "+hfGGUF+" needs Node.js and npm")
-		}
-	}
-	cache := os.Getenv("REHEARSE_CACHE")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			skipOrFail(t, "no home folder for the npm cache: "+err.Error())
-		}
-		cache = filepath.Join(home, ".cache", "rehearse")
-	}
-	prefix := filepath.Join(cache, "huggingface-gguf-0.4.6")
-	if _, err := os.Stat(filepath.Join(prefix, "node_modules", "@huggingface", "gguf", "package.json")); err == nil {
-		return prefix
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--prefix", prefix, hfGGUF).CombinedOutput()
-	if err != nil {
-		skipOrFail(t, "npm install "+hfGGUF+" failed: "+err.Error()+"\n"+string(out))
-	}
-	return prefix
+	return npmtest.Prefix(t, hfGGUF, "the GGUF writer's check against "+hfGGUF)
 }
 
 // hfRead is what the reader makes of a file.

@@ -2,11 +2,14 @@ package gguf
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/rehearse/rehearse/internal/chattemplate"
 )
 
 // Token types, as llama.cpp's converter writes tokenizer.ggml.token_type.
@@ -183,29 +186,17 @@ func specialName(raw json.RawMessage, def string) (string, error) {
 	return obj.Content, nil
 }
 
-// chatTemplate reads chat_template: a string, or a list of {name, template}
-// (the one named "default"), or absent (ChatML).
+// chatTemplate reads chat_template as chattemplate.Parse does (the one
+// reading bench serve renders with), or ChatML where there is none.
 func chatTemplate(raw json.RawMessage) (string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
+	s, err := chattemplate.Parse(raw)
+	switch {
+	case errors.Is(err, chattemplate.ErrNone):
 		return ChatML, nil
+	case err != nil:
+		return "", fieldErr("tokenizer-config", "%v", err)
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
-	}
-	var named []struct {
-		Name     string `json:"name"`
-		Template string `json:"template"`
-	}
-	if err := json.Unmarshal(raw, &named); err != nil {
-		return "", fieldErr("tokenizer-config", "chat_template is neither a string nor a list of {name, template}")
-	}
-	for _, t := range named {
-		if t.Name == "default" {
-			return t.Template, nil
-		}
-	}
-	return "", fieldErr("tokenizer-config", "chat_template lists no template named \"default\"")
+	return s, nil
 }
 
 // Padded returns the tokens and types grown to n ids with unused "[PADi]"
