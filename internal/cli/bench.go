@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/chattemplate"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/endpoint"
 	"github.com/rehearse/rehearse/internal/rehearsal"
@@ -612,6 +613,9 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 			after:   func(res *bundle.Results) error { return o.save.write(st, res, dir) }})
 	}
 	prompts, err := rehearsal.Prompts(cfg, opened.Tokenizer)
+	if ce := (*chattemplate.Error)(nil); errors.As(err, &ce) {
+		return usageError("--dataset-name custom: %v; pass --skip-chat-template to send the prompts as they are", err)
+	}
 	if err != nil {
 		flag := "--prompts"
 		if o.dataset.name != "" {

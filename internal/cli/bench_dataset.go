@@ -43,14 +43,19 @@ var prefixFlags = []string{"prefix-repetition-prefix-len", "prefix-repetition-su
 // datasetOptions are bench's prompt-source flags, named as `vllm bench
 // serve` names them.
 type datasetOptions struct {
-	name          string
-	path          string
-	numPrompts    int
-	inputLen      int
-	outputLen     int
-	rangeRatio    float64
-	ignoreEOS     bool
-	numPromptsSet bool
+	name string
+	// chatTemplate renders custom prompts through the tokenizer's chat
+	// template with chatTemplateKwargs (bench serve without
+	// --skip-chat-template, as vLLM's custom dataset).
+	chatTemplate       bool
+	chatTemplateKwargs map[string]any
+	path               string
+	numPrompts         int
+	inputLen           int
+	outputLen          int
+	rangeRatio         float64
+	ignoreEOS          bool
+	numPromptsSet      bool
 
 	traceTimeScale float64
 	traceBlockSize int
@@ -306,7 +311,7 @@ func (d *datasetOptions) prompts(promptsPath string, seed int64) config.Prompts 
 	case datasetChat:
 		return config.Prompts{Source: workload.SourceChatJSONL, File: d.path, Count: d.numPrompts}
 	case datasetCustom:
-		return config.Prompts{Source: workload.SourceFile, File: d.path}
+		return config.Prompts{Source: workload.SourceFile, File: d.path, ChatTemplate: d.chatTemplate, ChatTemplateKwargs: d.chatTemplateKwargs}
 	case datasetMooncake, datasetAzure:
 		tr := d.traceParams(seed)
 		return config.Prompts{Source: workload.SourceTrace, File: d.path, Format: tr.Format, TimeScale: tr.TimeScale,

@@ -3,6 +3,7 @@ package cli
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -73,6 +74,9 @@ var vllmDefaultsShown = map[string]string{
 // vLLM's default; nothing for bench.
 func (o *benchOptions) applyServeDefaults(f *pflag.FlagSet) error {
 	v := &o.vllm
+	if !v.serve && f.Changed("chat-template-kwargs") {
+		return usageError("--chat-template-kwargs: only rehearse bench serve renders custom prompts through the chat template")
+	}
 	if !v.serve {
 		return nil
 	}
@@ -132,11 +136,32 @@ func (o *benchOptions) applyServeDefaults(f *pflag.FlagSet) error {
 	if o.dataset.name == datasetCustom && !given("custom-output-len") && !given("output-len") && !given("max-tokens") {
 		o.maxTokens = config.VLLMDefaultCustomOutputLen
 	}
-	if o.dataset.name == datasetCustom && !v.skipChatTemplate {
-		return usageError("--dataset-name custom without --skip-chat-template: vLLM renders each prompt through the tokenizer's chat template on the client, which rehearse does not do yet; add --skip-chat-template to send the prompts as they are")
+	if err := v.chatTemplate(o, given("chat-template-kwargs")); err != nil {
+		return err
 	}
 	if given("multi-turn") {
 		return usageError("--multi-turn: vllm bench serve has no multi-turn sessions; use rehearse bench --multi-turn")
+	}
+	return nil
+}
+
+// chatTemplate sets custom prompts to be rendered through the tokenizer's
+// chat template on the client, as vLLM's custom dataset does unless
+// --skip-chat-template, with --chat-template-kwargs (a JSON object) as
+// extra template variables.
+func (v *vllmOptions) chatTemplate(o *benchOptions, kwargsGiven bool) error {
+	render := o.dataset.name == datasetCustom && !v.skipChatTemplate
+	if kwargsGiven && !render {
+		return usageError("--chat-template-kwargs: rehearse renders a chat template only for --dataset-name custom without --skip-chat-template; for the server's template use --extra-body '{\"chat_template_kwargs\":{...}}'")
+	}
+	if !render {
+		return nil
+	}
+	o.dataset.chatTemplate = true
+	if kwargsGiven {
+		if err := json.Unmarshal([]byte(v.chatTemplateKwargs), &o.dataset.chatTemplateKwargs); err != nil || o.dataset.chatTemplateKwargs == nil {
+			return usageError("--chat-template-kwargs %s: not a JSON object", v.chatTemplateKwargs)
+		}
 	}
 	return nil
 }

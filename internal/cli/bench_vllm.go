@@ -58,6 +58,7 @@ type vllmOptions struct {
 	headers               []string
 	insecure              bool
 	skipChatTemplate      bool
+	chatTemplateKwargs    string
 	useBeamSearch         bool
 
 	// serve is rehearse bench serve: vLLM's defaults, vLLM's body style,
@@ -132,7 +133,8 @@ func vllmFlags(f *pflag.FlagSet, v *vllmOptions) {
 	f.StringArrayVar(&v.headers, "header", nil, "KEY=VALUE headers sent with every request, space-separated; the values are secrets, never written or shown")
 	f.BoolVar(&v.insecure, "insecure", false, "do not verify the server's TLS certificate (self-signed servers)")
 	f.BoolVar(&v.useBeamSearch, "use-beam-search", false, "accepted: vLLM main parses it and sends nothing different")
-	f.BoolVar(&v.skipChatTemplate, "skip-chat-template", false, "send custom prompts as they are (rehearse renders no chat template on the client)")
+	f.BoolVar(&v.skipChatTemplate, "skip-chat-template", false, "send custom prompts as they are; bench serve otherwise renders each through the tokenizer's chat template (the tokenizer_config.json beside its tokenizer.json)")
+	f.StringVar(&v.chatTemplateKwargs, "chat-template-kwargs", "", "JSON object of extra chat template variables for custom prompts rendered on the client (bench serve), e.g. '{\"enable_thinking\":false}'")
 	for _, r := range vllmRefused {
 		if r.noValue {
 			f.Bool(r.name, false, r.why)
@@ -162,7 +164,6 @@ var vllmRefused = []refusedFlag{
 	{"no-self-timed", true, timedTrace},
 	{"lora-modules", false, notYet + ": every request asks for --model (rehearse one adapter at a time with --model ADAPTER)"},
 	{"lora-assignment", false, notYet + ": every request asks for --model (rehearse one adapter at a time with --model ADAPTER)"},
-	{"chat-template-kwargs", false, "rehearse renders no chat template client-side; for the server's template use --extra-body '{\"chat_template_kwargs\":{...}}'"},
 	{"plot-timeline", true, "the bundle's report has the plots (rehearse report DIR)"},
 	{"timeline-itl-thresholds", false, "the bundle's report has the plots (rehearse report DIR)"},
 	{"plot-dataset-stats", true, "the bundle's report has the plots (rehearse report DIR)"},

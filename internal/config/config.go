@@ -399,6 +399,12 @@ type Prompts struct {
 	// The prefix_repetition source's other parameters (with OutputLen,
 	// Count, Seed and IgnoreEOS).
 	NumPrefixes, SuffixLen int
+	// ChatTemplate, set by bench serve for vLLM's custom dataset (no YAML
+	// key), renders each prompt through the tokenizer's chat template
+	// (chattemplate) before it is counted and sent, with ChatTemplateKwargs
+	// as extra template variables (--chat-template-kwargs).
+	ChatTemplate       bool
+	ChatTemplateKwargs map[string]any
 }
 
 // Length is a token-length distribution of the synthetic source: fixed;

@@ -1,6 +1,7 @@
 package rehearsal
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/chattemplate"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/tokenizer"
 	"github.com/rehearse/rehearse/internal/workload"
@@ -180,6 +182,9 @@ func Prompts(cfg *config.Rehearsal, tok *tokenizer.Tokenizer) (workload.Set, err
 		env.Tokenizer = tok
 	}
 	set, err := workload.Resolve(spec, env)
+	if err == nil && cfg.Workload.Prompts.ChatTemplate {
+		err = renderChat(&set, tok, cfg.Workload.Prompts.ChatTemplateKwargs)
+	}
 	if err != nil || limit == 0 {
 		return set, err
 	}
@@ -202,4 +207,28 @@ func ModelLen(cfg *config.Rehearsal) (int, string) {
 		}
 	}
 	return limit, server
+}
+
+// renderChat renders every prompt's text through the chat template of the
+// tokenizer_config.json beside tok's tokenizer.json, as vLLM's custom
+// dataset does before it counts and sends a prompt; the error is a
+// *chattemplate.Error naming the file.
+func renderChat(set *workload.Set, tok *tokenizer.Tokenizer, kwargs map[string]any) error {
+	if tok == nil {
+		return &chattemplate.Error{File: "tokenizer variant " + VariantUsage, Err: errors.New("no tokenizer_config.json to read a chat template from")}
+	}
+	source := tok.Info().Source
+	if source == "embedded" {
+		return &chattemplate.Error{File: "the embedded " + tok.Info().Name + " tokenizer.json", Err: errors.New("no tokenizer_config.json beside it, so no chat template (pass --tokenizer with the model's folder)")}
+	}
+	tmpl, err := chattemplate.Load(source)
+	if err != nil {
+		return err
+	}
+	for i := range set.Prompts {
+		if set.Prompts[i].Text, err = tmpl.RenderUser(set.Prompts[i].Text, kwargs); err != nil {
+			return err
+		}
+	}
+	return nil
 }
