@@ -313,7 +313,9 @@ func TestVLLMDocsCommandRunsUnchanged(t *testing.T) {
 	if n != 24 || len(res.Aggregates) != 1 || res.Workload.Endpoint != "/v1/completions" || res.Servers[0].Name != "sim" {
 		t.Fatalf("%d recorded requests, %d aggregates, endpoint %q, servers %+v", n, len(res.Aggregates), res.Workload.Endpoint, res.Servers)
 	}
-	if tok := res.Provenance.Tokenizer; asked.Load() != 1 || !strings.Contains(tok.Source, filepath.Join("models--meta-llama--Llama-3.1-8B-Instruct", "snapshots", hubCommit)) {
+	// Two requests: tokenizer.json, and tokenizer_config.json beside it
+	// (this Hub has none).
+	if tok := res.Provenance.Tokenizer; asked.Load() != 2 || !strings.Contains(tok.Source, filepath.Join("models--meta-llama--Llama-3.1-8B-Instruct", "snapshots", hubCommit)) {
 		t.Errorf("the Hub asked %d times, tokenizer %+v: want the model's own, downloaded once", asked.Load(), tok)
 	}
 	if !slices.ContainsFunc(res.Notes, func(n string) bool {

@@ -230,6 +230,12 @@ func (r *resolver) download(ctx context.Context, hub *hfhub.Client, repo hfhub.R
 	}
 	t, err := r.load(d.Path)
 	o := Origin{Kind: OriginHub, Note: fmt.Sprintf("tokenizer.json of %s at commit %s was downloaded from %s into the Hugging Face cache", repo.ID, d.Commit, hub.Shown())}
+	// Its tokenizer_config.json goes beside it, where the chat template a
+	// client-side rendering needs (vLLM's custom dataset) is read; a repo
+	// without one loses nothing else, so its absence is not an error here.
+	if _, cerr := hub.Download(ctx, hfhub.Repo{ID: repo.ID, Revision: d.Commit}, "tokenizer_config.json"); cerr == nil {
+		o.Note += ", with its tokenizer_config.json"
+	}
 	return t, o, err
 }
 

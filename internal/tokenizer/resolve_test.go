@@ -154,6 +154,13 @@ func tinyHub(t *testing.T, data []byte) (*httptest.Server, *atomic.Int32) {
 	var asked atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		asked.Add(1)
+		if strings.HasSuffix(r.URL.Path, "/resolve/"+tinyCommit+"/tokenizer_config.json") && strings.Contains(r.URL.Path, "/org/fresh/") {
+			cfg := []byte(`{"chat_template": "{{ messages[0].content }}"}`)
+			w.Header().Set("X-Repo-Commit", tinyCommit)
+			w.Header().Set("ETag", `"`+sha(cfg)+`"`)
+			w.Write(cfg)
+			return
+		}
 		if !strings.HasSuffix(r.URL.Path, "/resolve/main/tokenizer.json") {
 			w.Header().Set("X-Error-Code", "EntryNotFound")
 			w.WriteHeader(http.StatusNotFound)
@@ -181,12 +188,17 @@ func TestResolveFromTheHub(t *testing.T) {
 	if !strings.Contains(o.Note, "tokenizer.json of org/fresh at commit "+tinyCommit+" was downloaded from "+srv.URL) {
 		t.Errorf("note %q", o.Note)
 	}
-	// The next run finds it in the cache, and asks the Hub nothing.
-	if _, o, err := Resolve(context.Background(), Request{Model: "org/fresh"}); err != nil || o.Kind != OriginCache || asked.Load() != 1 {
+	// Its tokenizer_config.json (its chat template) was fetched beside it,
+	// at the same commit: two requests. The next run finds it in the
+	// cache, and asks the Hub nothing.
+	if data, err := os.ReadFile(filepath.Join(filepath.Dir(want), "tokenizer_config.json")); err != nil || !strings.Contains(string(data), "chat_template") || !strings.Contains(o.Note, "with its tokenizer_config.json") {
+		t.Errorf("tokenizer_config.json beside the tokenizer: %q, %v; note %q", data, err, o.Note)
+	}
+	if _, o, err := Resolve(context.Background(), Request{Model: "org/fresh"}); err != nil || o.Kind != OriginCache || asked.Load() != 2 {
 		t.Errorf("again: %+v, %v, the Hub asked %d times", o, err, asked.Load())
 	}
 	// A Qwen-family model is the embedded file's before the Hub is asked.
-	if _, o, err := Resolve(context.Background(), Request{Model: "Qwen/Qwen3-0.6B"}); err != nil || o.Kind != OriginEmbedded || asked.Load() != 1 {
+	if _, o, err := Resolve(context.Background(), Request{Model: "Qwen/Qwen3-0.6B"}); err != nil || o.Kind != OriginEmbedded || asked.Load() != 2 {
 		t.Errorf("Qwen3: %+v, %v, the Hub asked %d times", o, err, asked.Load())
 	}
 	// What the Hub lacks is a stop that says so.
@@ -194,7 +206,7 @@ func TestResolveFromTheHub(t *testing.T) {
 		t.Errorf("a revision the Hub lacks: %v", err)
 	}
 	t.Setenv("HF_HUB_OFFLINE", "1")
-	if _, _, err := Resolve(context.Background(), Request{Model: "org/other"}); err == nil || asked.Load() != 2 {
+	if _, _, err := Resolve(context.Background(), Request{Model: "org/other"}); err == nil || asked.Load() != 3 {
 		t.Errorf("offline: %v, the Hub asked %d times", err, asked.Load())
 	}
 	// A file the Hub gives that cannot be counted exactly is refused by name.
