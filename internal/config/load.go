@@ -430,33 +430,7 @@ func join(path, key string) string {
 
 func (r *Rehearsal) applyDefaults(raw map[string]any) {
 	for i := range r.Servers {
-		s := &r.Servers[i]
-		if s.Ready.Path == "" {
-			s.Ready.Path = DefaultReadyPath
-		}
-		if s.Ready.Mode == "" {
-			s.Ready.Mode = ReadyFull
-		}
-		if s.Ready.Timeout == 0 {
-			s.Ready.Timeout = Duration(DefaultReadyTimeout)
-			if !s.Launched() {
-				s.Ready.Timeout = Duration(DefaultRunningReadyTimeout)
-			}
-		}
-		if s.Metrics.Path == "" {
-			s.Metrics.Path = DefaultMetricsPath
-		}
-		if s.Metrics.Metric == "" {
-			s.Metrics.Metric = DefaultMetric
-		}
-		if s.Model == "" {
-			s.Model = r.Model.ID
-		}
-		if s.StopGrace == 0 {
-			s.StopGrace = Duration(DefaultStopGrace)
-		}
-		s.BaseURL = strings.TrimRight(s.BaseURL, "/")
-		s.applyReplicaDefaults()
+		r.Servers[i].applyDefaults(r.Model.ID)
 	}
 	if r.Baseline == "" && len(r.Servers) >= 2 {
 		r.Baseline = r.Servers[0].Name
@@ -464,6 +438,57 @@ func (r *Rehearsal) applyDefaults(raw map[string]any) {
 	if r.Cost != nil {
 		r.Cost.applyDefaults()
 	}
+	r.applyWorkloadDefaults()
+	w := &r.Workload
+	if w.Prompts.File != "" && !filepath.IsAbs(w.Prompts.File) {
+		w.Prompts.File = filepath.Join(r.Dir, w.Prompts.File)
+	}
+	if r.Tokenizer.Path != "" && !filepath.IsAbs(r.Tokenizer.Path) {
+		r.Tokenizer.Path = filepath.Join(r.Dir, r.Tokenizer.Path)
+	}
+	if r.Output.Dir != "" && !filepath.IsAbs(r.Output.Dir) {
+		r.Output.Dir = filepath.Join(r.Dir, r.Output.Dir)
+	}
+	if r.OnServerFailure == "" {
+		r.OnServerFailure = OnFailureContinue
+	}
+	r.applyMechanismDefaults(raw)
+}
+
+// applyDefaults fills server s's readiness, metrics, model (modelID where
+// it names none), stop grace and replicas.
+func (s *Server) applyDefaults(modelID string) {
+	if s.Ready.Path == "" {
+		s.Ready.Path = DefaultReadyPath
+	}
+	if s.Ready.Mode == "" {
+		s.Ready.Mode = ReadyFull
+	}
+	if s.Ready.Timeout == 0 {
+		s.Ready.Timeout = Duration(DefaultReadyTimeout)
+		if !s.Launched() {
+			s.Ready.Timeout = Duration(DefaultRunningReadyTimeout)
+		}
+	}
+	if s.Metrics.Path == "" {
+		s.Metrics.Path = DefaultMetricsPath
+	}
+	if s.Metrics.Metric == "" {
+		s.Metrics.Metric = DefaultMetric
+	}
+	if s.Model == "" {
+		s.Model = modelID
+	}
+	if s.StopGrace == 0 {
+		s.StopGrace = Duration(DefaultStopGrace)
+	}
+	s.BaseURL = strings.TrimRight(s.BaseURL, "/")
+	s.applyReplicaDefaults()
+}
+
+// applyWorkloadDefaults fills workload: (and the capacity search's
+// defaults, which decide whether fixed concurrencies run).
+func (r *Rehearsal) applyWorkloadDefaults() {
 	w := &r.Workload
 	if r.Capacity != nil {
 		alpha := 0.0
@@ -511,18 +536,13 @@ func (r *Rehearsal) applyDefaults(raw map[string]any) {
 			w.Sustained.NumRequests = DefaultSustainedNumRequests
 		}
 	}
-	if w.Prompts.File != "" && !filepath.IsAbs(w.Prompts.File) {
-		w.Prompts.File = filepath.Join(r.Dir, w.Prompts.File)
-	}
-	if r.Tokenizer.Path != "" && !filepath.IsAbs(r.Tokenizer.Path) {
-		r.Tokenizer.Path = filepath.Join(r.Dir, r.Tokenizer.Path)
-	}
-	if r.Output.Dir != "" && !filepath.IsAbs(r.Output.Dir) {
-		r.Output.Dir = filepath.Join(r.Dir, r.Output.Dir)
-	}
-	if r.OnServerFailure == "" {
-		r.OnServerFailure = OnFailureContinue
-	}
+}
+
+// applyMechanismDefaults fills mechanism_check: (its server, evidence,
+// metric, clients and period), or removes it where it is turned off or has
+// no server to check.
+func (r *Rehearsal) applyMechanismDefaults(raw map[string]any) {
+	w := &r.Workload
 	if _, given := raw["mechanism_check"]; !given || r.MechanismCheck == nil {
 		r.MechanismCheck = &MechanismCheck{}
 		if given {
