@@ -103,49 +103,14 @@ func validateReplicas(at string, s Server, p *Problems) {
 	if len(s.GPUs) > 0 && len(s.GPUs) != n {
 		p.add(at+".gpus", "%d GPU sets for %d replicas: give one set per replica", len(s.GPUs), n)
 	}
-	owner := map[int]int{}
-	for i, set := range s.GPUs {
-		if len(set) == 0 {
-			p.add(fmt.Sprintf("%s.gpus[%d]", at, i), "empty: give the GPU indices replica %d uses", i)
-		}
-		for j, g := range set {
-			if g < 0 {
-				p.add(fmt.Sprintf("%s.gpus[%d][%d]", at, i, j), "%d: a GPU index is 0 or more", g)
-				continue
-			}
-			if k, dup := owner[g]; dup && k != i {
-				p.add(fmt.Sprintf("%s.gpus[%d][%d]", at, i, j), "GPU %d is already replica %d's: no GPU serves two replicas", g, k)
-			} else if dup {
-				p.add(fmt.Sprintf("%s.gpus[%d][%d]", at, i, j), "GPU %d is listed twice", g)
-			}
-			owner[g] = i
-		}
-	}
+	validateGPUSets(at, s.GPUs, p)
 	if len(s.GPUs) > 0 {
 		if _, set := s.Env["CUDA_VISIBLE_DEVICES"]; set {
 			p.add(at+".env.CUDA_VISIBLE_DEVICES", "set, and gpus sets it too: give the GPUs in one place")
 		}
 	}
 	if len(s.BaseURLs) > 0 {
-		switch {
-		case s.Launched():
-			p.add(at+".base_urls", "given for a launched server: its replicas listen on the ports rehearse gives them (use replicas)")
-		case s.BaseURL != s.BaseURLs[0]:
-			p.add(at+".base_url", "given with base_urls: give the addresses in one place")
-		case s.Replicas != len(s.BaseURLs):
-			p.add(at+".replicas", "%d, but base_urls has %d addresses: one replica per address", s.Replicas, len(s.BaseURLs))
-		case s.Router != nil:
-			p.add(at+".router", "given with base_urls: point base_url at the router instead")
-		}
-		seen := map[string]int{}
-		for j, u := range s.BaseURLs {
-			if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-				p.add(fmt.Sprintf("%s.base_urls[%d]", at, j), "%q is not an http(s) URL", u)
-			} else if k, dup := seen[u]; dup {
-				p.add(fmt.Sprintf("%s.base_urls[%d]", at, j), "%q is base_urls[%d] again: each replica has its own address", u, k)
-			}
-			seen[u] = j
-		}
+		validateBaseURLs(at, s, p)
 	}
 	if n > 1 {
 		switch {
@@ -168,56 +133,109 @@ func validateReplicas(at string, s Server, p *Problems) {
 	} else if s.Balance != "" && n == 1 {
 		p.add(at+".balance", "given, but the server has one replica: nothing to balance")
 	}
-	if rt := s.Router; rt != nil {
-		rat := at + ".router"
-		if !s.Launched() {
-			p.add(rat, "only meaningful for a launched server (point base_url at the router instead)")
+	if s.Router != nil {
+		validateRouter(at, s, p)
+	}
+}
+
+// validateGPUSets checks each replica's GPU set: not empty, indices of 0
+// or more, and no GPU in two sets.
+func validateGPUSets(at string, sets [][]int, p *Problems) {
+	owner := map[int]int{}
+	for i, set := range sets {
+		if len(set) == 0 {
+			p.add(fmt.Sprintf("%s.gpus[%d]", at, i), "empty: give the GPU indices replica %d uses", i)
 		}
-		if s.BaseURL != "" {
-			p.add(at+".base_url", "given with a router: requests go to the router (give router.base_url)")
+		for j, g := range set {
+			if g < 0 {
+				p.add(fmt.Sprintf("%s.gpus[%d][%d]", at, i, j), "%d: a GPU index is 0 or more", g)
+				continue
+			}
+			if k, dup := owner[g]; dup && k != i {
+				p.add(fmt.Sprintf("%s.gpus[%d][%d]", at, i, j), "GPU %d is already replica %d's: no GPU serves two replicas", g, k)
+			} else if dup {
+				p.add(fmt.Sprintf("%s.gpus[%d][%d]", at, i, j), "GPU %d is listed twice", g)
+			}
+			owner[g] = i
 		}
-		if rt.Launch != nil && len(rt.Launch) == 0 {
-			p.add(rat+".launch", "empty")
+	}
+}
+
+// validateBaseURLs checks the base_urls of endpoints already running, one
+// per replica.
+func validateBaseURLs(at string, s Server, p *Problems) {
+	switch {
+	case s.Launched():
+		p.add(at+".base_urls", "given for a launched server: its replicas listen on the ports rehearse gives them (use replicas)")
+	case s.BaseURL != s.BaseURLs[0]:
+		p.add(at+".base_url", "given with base_urls: give the addresses in one place")
+	case s.Replicas != len(s.BaseURLs):
+		p.add(at+".replicas", "%d, but base_urls has %d addresses: one replica per address", s.Replicas, len(s.BaseURLs))
+	case s.Router != nil:
+		p.add(at+".router", "given with base_urls: point base_url at the router instead")
+	}
+	seen := map[string]int{}
+	for j, u := range s.BaseURLs {
+		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			p.add(fmt.Sprintf("%s.base_urls[%d]", at, j), "%q is not an http(s) URL", u)
+		} else if k, dup := seen[u]; dup {
+			p.add(fmt.Sprintf("%s.base_urls[%d]", at, j), "%q is base_urls[%d] again: each replica has its own address", u, k)
 		}
-		if len(rt.Launch) > 0 && strings.TrimSpace(rt.Launch[0]) == "" {
-			p.add(rat+".launch[0]", "empty program name")
+		seen[u] = j
+	}
+}
+
+// validateRouter checks server s's router (at.router).
+func validateRouter(at string, s Server, p *Problems) {
+	rt := s.Router
+	rat := at + ".router"
+	if !s.Launched() {
+		p.add(rat, "only meaningful for a launched server (point base_url at the router instead)")
+	}
+	if s.BaseURL != "" {
+		p.add(at+".base_url", "given with a router: requests go to the router (give router.base_url)")
+	}
+	if rt.Launch != nil && len(rt.Launch) == 0 {
+		p.add(rat+".launch", "empty")
+	}
+	if len(rt.Launch) > 0 && strings.TrimSpace(rt.Launch[0]) == "" {
+		p.add(rat+".launch[0]", "empty program name")
+	}
+	if rt.BaseURL == "" && len(rt.Launch) == 0 {
+		p.add(rat, "needs base_url (a router already running) or launch (an argv to start it)")
+	}
+	if rt.BaseURL != "" {
+		u, err := url.Parse(rt.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.add(rat+".base_url", "%q is not an http(s) URL", rt.BaseURL)
 		}
-		if rt.BaseURL == "" && len(rt.Launch) == 0 {
-			p.add(rat, "needs base_url (a router already running) or launch (an argv to start it)")
-		}
+	}
+	if rt.Port < 0 || rt.Port > 65535 {
+		p.add(rat+".port", "%d is not a port (0 picks a free one)", rt.Port)
+	}
+	if len(rt.Launch) == 0 && rt.Port != 0 {
+		p.add(rat+".port", "only meaningful for a launched router (put the port in base_url)")
+	}
+	if len(rt.Launch) > 0 && rt.Port == 0 && !slices.ContainsFunc(rt.Launch, func(a string) bool { return strings.Contains(a, "{port}") }) {
 		if rt.BaseURL != "" {
-			u, err := url.Parse(rt.BaseURL)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				p.add(rat+".base_url", "%q is not an http(s) URL", rt.BaseURL)
-			}
+			p.add(rat+".port", "0, but base_url is given: a launched router with a base_url needs its port set")
+		} else {
+			p.add(rat+".launch", "no {port} placeholder and no port: rehearse cannot know where the router listens")
 		}
-		if rt.Port < 0 || rt.Port > 65535 {
-			p.add(rat+".port", "%d is not a port (0 picks a free one)", rt.Port)
+	}
+	for _, k := range sortedKeysOf(rt.Env) {
+		if !envNameRE.MatchString(k) {
+			p.add(rat+".env", "%q is not an environment variable name", k)
 		}
-		if len(rt.Launch) == 0 && rt.Port != 0 {
-			p.add(rat+".port", "only meaningful for a launched router (put the port in base_url)")
+	}
+	if rt.Ready != nil {
+		if rt.Ready.Path != "" && !strings.HasPrefix(rt.Ready.Path, "/") {
+			p.add(rat+".ready.path", "%q must start with /", rt.Ready.Path)
 		}
-		if len(rt.Launch) > 0 && rt.Port == 0 && !slices.ContainsFunc(rt.Launch, func(a string) bool { return strings.Contains(a, "{port}") }) {
-			if rt.BaseURL != "" {
-				p.add(rat+".port", "0, but base_url is given: a launched router with a base_url needs its port set")
-			} else {
-				p.add(rat+".launch", "no {port} placeholder and no port: rehearse cannot know where the router listens")
-			}
-		}
-		for _, k := range sortedKeysOf(rt.Env) {
-			if !envNameRE.MatchString(k) {
-				p.add(rat+".env", "%q is not an environment variable name", k)
-			}
-		}
-		if rt.Ready != nil {
-			if rt.Ready.Path != "" && !strings.HasPrefix(rt.Ready.Path, "/") {
-				p.add(rat+".ready.path", "%q must start with /", rt.Ready.Path)
-			}
-			switch rt.Ready.Mode {
-			case "", ReadyFull, ReadyModels, ReadyAnswer:
-			default:
-				p.add(rat+".ready.mode", "%q: want full, models or answer", rt.Ready.Mode)
-			}
+		switch rt.Ready.Mode {
+		case "", ReadyFull, ReadyModels, ReadyAnswer:
+		default:
+			p.add(rat+".ready.mode", "%q: want full, models or answer", rt.Ready.Mode)
 		}
 	}
 }
