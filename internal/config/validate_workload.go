@@ -15,112 +15,149 @@ import (
 // and the parameters that source takes (and no others).
 func validatePrompts(w Prompts, p *Problems) {
 	const at = "workload.prompts"
-	fileAt := at
-	if w.Source != "" {
-		fileAt = at + ".path"
-	}
-	checkFile := func() {
-		f := w.File
-		if f == "" {
-			p.add(fileAt, "empty (the %s source reads a file)", w.Source)
-			return
-		}
-		if st, err := os.Stat(f); err != nil {
-			p.add(fileAt, "%s: no such file", f)
-		} else if st.IsDir() {
-			p.add(fileAt, "%s: a folder, not a prompts file", f)
-		}
-	}
-	synthetic := w.InputLen != nil || w.OutputLen != nil || w.Seed != 0 || w.IgnoreEOS
-	if w.Order != "" {
-		validateOrder(w, p)
-		// vLLM's order takes a seed and a fixed output length.
-		synthetic = w.InputLen != nil || w.IgnoreEOS
-	}
-	dataset := w.UseOutputLen || w.MaxModelLen != 0
-	trace := w.Format != "" || w.TimeScale != 0 || w.BlockSize != 0
-	if trace && w.Source != workload.SourceTrace {
+	k := promptKeysOf(w, p)
+	if k.trace && w.Source != workload.SourceTrace {
 		p.add(at, "format, time_scale and block_size are the trace source's, not the %s source's", w.Name())
 	}
-	repetition := w.NumPrefixes != 0 || w.SuffixLen != 0
-	prefix := repetition || w.PrefixLen != 0
 	switch w.Source {
 	case "":
 		if w.File != "" {
-			checkFile()
+			checkPromptsFile(w, p)
 		}
 	case workload.SourceFile:
-		checkFile()
-		if synthetic || dataset || prefix || w.Count != 0 {
+		checkPromptsFile(w, p)
+		if k.synthetic || k.dataset || k.prefix || w.Count != 0 {
 			p.add(at, "the file source takes path alone")
 		}
 	case workload.SourceShareGPT, workload.SourceChatJSONL:
-		checkFile()
-		if w.Source == workload.SourceChatJSONL && w.UseOutputLen {
-			p.add(at+".use_output_len", "the chat_jsonl source always takes a line's max_tokens or output_len")
-		}
-		if synthetic {
-			p.add(at, "input_len, output_len, seed and ignore_eos are the synthetic source's, not the %s source's", w.Source)
-		}
-		if prefix {
-			p.add(at, "num_prefixes, prefix_len and suffix_len are the prefix_repetition source's, not the %s source's", w.Source)
-		}
-		if w.Count < 0 {
-			p.add(at+".count", "%d: must be 0 (all) or more", w.Count)
-		}
-		if w.MaxModelLen < 0 {
-			p.add(at+".max_model_len", "%d: must be 0 (no limit) or more", w.MaxModelLen)
-		}
+		validateDatasetPrompts(w, k, p)
 	case workload.SourceSynthetic:
-		if w.File != "" {
-			p.add(at+".path", "the synthetic source reads no file")
-		}
-		if dataset {
-			p.add(at, "use_output_len and max_model_len are the dataset sources', not the synthetic source's")
-		}
-		if repetition {
-			p.add(at, "num_prefixes and suffix_len are the prefix_repetition source's, not the synthetic source's (which takes prefix_len alone)")
-		}
-		for _, msg := range w.Synthetic().Check() {
-			field, why, _ := strings.Cut(msg, ": ")
-			p.add(at+"."+field, "%s", why)
-		}
+		validateSyntheticPrompts(w, k, p)
 	case workload.SourceTrace:
-		checkFile()
-		if w.InputLen != nil || w.OutputLen != nil || dataset || prefix {
-			p.add(at, "input_len, output_len, use_output_len, max_model_len and the prefix keys are not the trace source's (a trace gives each request's lengths)")
-		}
-		for _, msg := range w.Trace().Check() {
-			field, why, _ := strings.Cut(msg, ": ")
-			p.add(at+"."+field, "%s", why)
-		}
-		if w.File != "" {
-			if _, err := workload.TraceFormat(w.Format, w.File); err != nil {
-				p.add(at+".format", "empty, and the path's extension names no trace format (mooncake for .jsonl, azure for .csv)")
-			}
-		}
+		validateTracePrompts(w, k, p)
 	case workload.SourcePrefixRepetition:
-		if w.File != "" {
-			p.add(at+".path", "the prefix_repetition source reads no file")
-		}
-		if dataset {
-			p.add(at, "use_output_len and max_model_len are the dataset sources', not the prefix_repetition source's")
-		}
-		if w.InputLen != nil {
-			p.add(at+".input_len", "the synthetic source's: prefix_repetition prompts are prefix_len + suffix_len tokens")
-		}
-		for _, msg := range w.PrefixRepetition().Check() {
-			field, why, _ := strings.Cut(msg, ": ")
-			p.add(at+"."+field, "%s", why)
-		}
+		validatePrefixPrompts(w, k, p)
 	case workload.SourceBuiltin:
-		if w.File != "" || synthetic || dataset || prefix || w.Count != 0 {
+		if w.File != "" || k.synthetic || k.dataset || k.prefix || w.Count != 0 {
 			p.add(at, "the builtin source takes no parameters")
 		}
 	default:
 		p.add(at+".source", "%q: want one of %s (or a list of prompts, or a file name)", w.Source,
 			strings.Join(slices.DeleteFunc(workload.Sources(), func(s string) bool { return s == workload.SourceInline }), ", "))
 	}
+}
+
+// promptKeys says which sources' keys workload.prompts gives.
+type promptKeys struct {
+	synthetic, dataset, trace, repetition, prefix bool
+}
+
+func promptKeysOf(w Prompts, p *Problems) promptKeys {
+	k := promptKeys{
+		synthetic: w.InputLen != nil || w.OutputLen != nil || w.Seed != 0 || w.IgnoreEOS,
+		dataset:   w.UseOutputLen || w.MaxModelLen != 0,
+		trace:     w.Format != "" || w.TimeScale != 0 || w.BlockSize != 0,
+	}
+	if w.Order != "" {
+		validateOrder(w, p)
+		// vLLM's order takes a seed and a fixed output length.
+		k.synthetic = w.InputLen != nil || w.IgnoreEOS
+	}
+	k.repetition = w.NumPrefixes != 0 || w.SuffixLen != 0
+	k.prefix = k.repetition || w.PrefixLen != 0
+	return k
+}
+
+// checkPromptsFile checks the prompts file a source reads.
+func checkPromptsFile(w Prompts, p *Problems) {
+	at := "workload.prompts"
+	if w.Source != "" {
+		at += ".path"
+	}
+	f := w.File
+	if f == "" {
+		p.add(at, "empty (the %s source reads a file)", w.Source)
+		return
+	}
+	if st, err := os.Stat(f); err != nil {
+		p.add(at, "%s: no such file", f)
+	} else if st.IsDir() {
+		p.add(at, "%s: a folder, not a prompts file", f)
+	}
+}
+
+// addChecks adds a source's own checks ("field: why") under at.
+func addChecks(at string, msgs []string, p *Problems) {
+	for _, msg := range msgs {
+		field, why, _ := strings.Cut(msg, ": ")
+		p.add(at+"."+field, "%s", why)
+	}
+}
+
+// validateDatasetPrompts checks the sharegpt and chat_jsonl sources.
+func validateDatasetPrompts(w Prompts, k promptKeys, p *Problems) {
+	const at = "workload.prompts"
+	checkPromptsFile(w, p)
+	if w.Source == workload.SourceChatJSONL && w.UseOutputLen {
+		p.add(at+".use_output_len", "the chat_jsonl source always takes a line's max_tokens or output_len")
+	}
+	if k.synthetic {
+		p.add(at, "input_len, output_len, seed and ignore_eos are the synthetic source's, not the %s source's", w.Source)
+	}
+	if k.prefix {
+		p.add(at, "num_prefixes, prefix_len and suffix_len are the prefix_repetition source's, not the %s source's", w.Source)
+	}
+	if w.Count < 0 {
+		p.add(at+".count", "%d: must be 0 (all) or more", w.Count)
+	}
+	if w.MaxModelLen < 0 {
+		p.add(at+".max_model_len", "%d: must be 0 (no limit) or more", w.MaxModelLen)
+	}
+}
+
+// validateSyntheticPrompts checks the synthetic source.
+func validateSyntheticPrompts(w Prompts, k promptKeys, p *Problems) {
+	const at = "workload.prompts"
+	if w.File != "" {
+		p.add(at+".path", "the synthetic source reads no file")
+	}
+	if k.dataset {
+		p.add(at, "use_output_len and max_model_len are the dataset sources', not the synthetic source's")
+	}
+	if k.repetition {
+		p.add(at, "num_prefixes and suffix_len are the prefix_repetition source's, not the synthetic source's (which takes prefix_len alone)")
+	}
+	addChecks(at, w.Synthetic().Check(), p)
+}
+
+// validateTracePrompts checks the trace source.
+func validateTracePrompts(w Prompts, k promptKeys, p *Problems) {
+	const at = "workload.prompts"
+	checkPromptsFile(w, p)
+	if w.InputLen != nil || w.OutputLen != nil || k.dataset || k.prefix {
+		p.add(at, "input_len, output_len, use_output_len, max_model_len and the prefix keys are not the trace source's (a trace gives each request's lengths)")
+	}
+	addChecks(at, w.Trace().Check(), p)
+	if w.File != "" {
+		if _, err := workload.TraceFormat(w.Format, w.File); err != nil {
+			p.add(at+".format", "empty, and the path's extension names no trace format (mooncake for .jsonl, azure for .csv)")
+		}
+	}
+}
+
+// validatePrefixPrompts checks the prefix_repetition source.
+func validatePrefixPrompts(w Prompts, k promptKeys, p *Problems) {
+	const at = "workload.prompts"
+	if w.File != "" {
+		p.add(at+".path", "the prefix_repetition source reads no file")
+	}
+	if k.dataset {
+		p.add(at, "use_output_len and max_model_len are the dataset sources', not the prefix_repetition source's")
+	}
+	if w.InputLen != nil {
+		p.add(at+".input_len", "the synthetic source's: prefix_repetition prompts are prefix_len + suffix_len tokens")
+	}
+	addChecks(at, w.PrefixRepetition().Check(), p)
 }
 
 // validateSessions checks workload.sessions against the prompt source.
