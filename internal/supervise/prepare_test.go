@@ -91,7 +91,9 @@ func TestPrepareWaitsForTheHealthPath(t *testing.T) {
 	p, base := startServe(t, "unhealthy")
 	err := WaitReady(context.Background(), p, Probe{BaseURL: base, Timeout: time.Second, Interval: 20 * time.Millisecond,
 		Prepare: []Command{{Argv: []string{"true"}}}})
-	if err == nil || !strings.Contains(err.Error(), "GET /health: HTTP 503") {
+	// The last attempt may end with its 503 or still be waiting at the
+	// deadline on a loaded machine: either way the error names the 503.
+	if err == nil || !strings.Contains(err.Error(), "/health") || !strings.Contains(err.Error(), "503") {
 		t.Fatalf("got %v; want a readiness stuck at GET /health", err)
 	}
 	if log := readLog(t, p.LogPath()); strings.Contains(log, "prepare") {
