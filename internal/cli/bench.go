@@ -8,7 +8,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -354,39 +353,24 @@ func commandLine(cmd *cobra.Command) []string {
 	return out
 }
 
-// validate checks every flag before any work; errors name the flag.
-func (o *benchOptions) validate() error {
+// checkFlags checks what the flags say together, before a rehearsal is
+// made of them: which were given with which (a ramp replaces
+// --request-rate, --request-rate inf is the sustained closed loop), and
+// what only a command line has (--progress, the API key's variable, the
+// dataset flags). Every value the rehearsal holds is checked once, by the
+// rule a rehearsal file is held to (checkConfig); errors name the flag.
+func (o *benchOptions) checkFlags() error {
 	if len(o.baseURLs) > 0 {
 		o.baseURL = o.baseURLs[0]
 	}
 	if o.baseURL == "" {
 		return usageError("--base-url is required (or vllm bench serve's --host and --port)")
 	}
-	seen := map[string]bool{}
-	for _, b := range o.endpoints() {
-		u, err := url.Parse(b)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return usageError("--base-url %q: want an absolute http:// or https:// URL", b)
-		}
-		if seen[b] {
-			return usageError("--base-url %q is given twice: each replica has its own address", b)
-		}
-		seen[b] = true
-	}
-	n := len(o.endpoints())
-	switch {
-	case o.balance != "" && o.balance != config.BalanceRoundRobin && o.balance != config.BalanceLeastOutstanding:
-		return usageError("--balance %q: want %s or %s", o.balance, config.BalanceRoundRobin, config.BalanceLeastOutstanding)
-	case o.balance != "" && n < 2:
+	if o.balance != "" && len(o.endpoints()) < 2 {
 		return usageError("--balance %s: give several --base-url to balance over", o.balance)
-	case o.cost.gpusSet && o.cost.gpus%n != 0:
+	}
+	if n := len(o.endpoints()); o.cost.gpusSet && o.cost.gpus%n != 0 {
 		return usageError("--gpus %d over %d endpoints: give a multiple of %d (each replica the same number of GPUs)", o.cost.gpus, n, n)
-	}
-	if !strings.HasPrefix(o.endpoint, "/") {
-		return usageError("--endpoint %q: want a path starting with /", o.endpoint)
-	}
-	if strings.TrimSpace(o.name) == "" {
-		return usageError("--name: empty")
 	}
 	if err := o.cost.check(); err != nil {
 		return err
@@ -396,33 +380,6 @@ func (o *benchOptions) validate() error {
 	}
 	if err := o.validateShaped(); err != nil {
 		return err
-	}
-	open := (len(o.requestRates) > 0 && !o.sustained()) || o.ramp() || o.dataset.trace()
-	if (!open && !o.sustained()) || o.closedSet {
-		if len(o.concurrencies) == 0 {
-			return usageError("--concurrency: empty")
-		}
-		if errs := config.CheckConcurrencies(o.concurrencies); len(errs) > 0 {
-			return usageError("--concurrency %s", errs[0].Msg)
-		}
-	}
-	if o.repeats < 1 {
-		return usageError("--repeats %d: want at least 1", o.repeats)
-	}
-	if o.warmupPerLoad < 0 {
-		return usageError("--warmup-waves-per-load %d: want 0 or more", o.warmupPerLoad)
-	}
-	if o.warmupWaves < 0 {
-		return usageError("--warmup-waves %d: want 0 or more", o.warmupWaves)
-	}
-	if o.warmupClients < 0 {
-		return usageError("--warmup-concurrency %d: want 1 or more (0: the first --concurrency)", o.warmupClients)
-	}
-	if o.maxTokens < 1 {
-		return usageError("--max-tokens %d: want at least 1", o.maxTokens)
-	}
-	if o.timeout <= 0 {
-		return usageError("--timeout %v: want a positive duration such as 60s", o.timeout)
 	}
 	if o.apiKeyEnv != "" {
 		if _, err := config.APIKey(o.apiKeyEnv); err != nil {
@@ -435,57 +392,28 @@ func (o *benchOptions) validate() error {
 	if err := o.dataset.validate(o.promptsPath); err != nil {
 		return err
 	}
-	if endpoint.IsCompletions(o.endpoint) {
-		// The completions API takes one prompt: no history, no messages.
-		switch {
-		case o.dataset.multiTurn:
-			return usageError("--multi-turn needs the chat API, and --endpoint %s is the completions API: use --backend openai-chat (or --endpoint %s)", o.endpoint, endpoint.Default)
-		case o.dataset.name == datasetChat:
-			return usageError("--dataset-name chat sends chat messages, and --endpoint %s is the completions API: use --backend openai-chat (or --endpoint %s)", o.endpoint, endpoint.Default)
-		}
+	open := (len(o.requestRates) > 0 && !o.sustained()) || o.ramp() || o.dataset.trace()
+	if !open && !o.sustained() && len(o.openSet) > 0 {
+		return usageError("--%s applies to open-loop waves: add --request-rate", o.openSet[0])
 	}
-	if err := o.slo.apply(&config.Rehearsal{}); err != nil {
+	return nil
+}
+
+// checkConfig holds the rehearsal the flags made to the rules a rehearsal
+// file is held to (config.Rehearsal.Validate: one validation for every
+// config), naming the first problem by the flag that set its field. The
+// model is not yet known without --model: the server names it next.
+func (o *benchOptions) checkConfig(cfg *config.Rehearsal) error {
+	err := cfg.Validate()
+	var probs *config.Problems
+	if !errors.As(err, &probs) {
 		return err
 	}
-	switch o.ready {
-	case config.ReadyAnswer, config.ReadyModels, config.ReadyFull:
-	default:
-		return usageError("--ready %q: want answer, models or full", o.ready)
-	}
-	if o.readyTimeout <= 0 {
-		return usageError("--ready-timeout %v: want a positive duration such as 5s", o.readyTimeout)
-	}
-	if open && o.dataset.trace() {
-		if o.numRequests < 0 || o.duration < 0 {
-			return usageError("--num-requests %d, --duration %v: want non-negative bounds", o.numRequests, o.duration)
+	for _, p := range probs.Items {
+		if p.Path == "servers[0].model" && o.model == "" {
+			continue
 		}
-		if o.maxConcurrency < 0 {
-			return usageError("--max-concurrency %d: want 0 (no cap) or more", o.maxConcurrency)
-		}
-	} else if open {
-		if err := config.CheckArrival(o.arrival, o.burstiness); err != nil {
-			return usageError("--arrival/--burstiness: %v", err)
-		}
-		for _, r := range o.requestRates {
-			if err := config.CheckSchedule(o.arrival, r, o.burstiness, o.seed); err != nil {
-				return usageError("--request-rate/--arrival/--burstiness: %v", err)
-			}
-		}
-		if o.numRequests < 0 || o.duration < 0 {
-			return usageError("--num-requests %d, --duration %v: want non-negative bounds", o.numRequests, o.duration)
-		}
-		if o.numRequests == 0 && o.duration == 0 {
-			flag := "--request-rate"
-			if o.ramp() {
-				flag = "--ramp-up-strategy"
-			}
-			return usageError("%s needs a bound: --num-requests, --duration, or both", flag)
-		}
-		if o.maxConcurrency < 0 {
-			return usageError("--max-concurrency %d: want 0 (no cap) or more", o.maxConcurrency)
-		}
-	} else if len(o.openSet) > 0 && !o.sustained() {
-		return usageError("--%s applies to open-loop waves: add --request-rate", o.openSet[0])
+		return usageError("%s: %s", o.flagOf(p.Path), p.Msg)
 	}
 	return nil
 }
@@ -505,9 +433,6 @@ func (o *benchOptions) validateShaped() error {
 			return usageError("--ramp-up-strategy replaces --request-rate: the rate goes from --ramp-up-start-rps to --ramp-up-end-rps (give one of them)")
 		case o.dataset.trace():
 			return usageError("--ramp-up-strategy: --dataset-name %s replays the trace's own arrival times", o.dataset.name)
-		}
-		if err := workload.CheckRamp(o.rampStrategy, o.rampStartRPS, o.rampEndRPS); err != nil {
-			return usageError("--ramp-up-strategy/--ramp-up-start-rps/--ramp-up-end-rps: %v", err)
 		}
 	}
 	if o.dataset.trace() {
@@ -550,10 +475,6 @@ func (o *benchOptions) validateSustained() error {
 		return usageError("--request-rate inf needs --max-concurrency C: the clients of the sustained closed loop")
 	case o.closedSet:
 		return usageError("--concurrency does not apply with --request-rate inf: the clients are --max-concurrency")
-	case o.numRequests < 0 || o.duration < 0:
-		return usageError("--num-requests %d, --duration %v: want non-negative bounds", o.numRequests, o.duration)
-	case o.warmupRequests < 0:
-		return usageError("--warmup-requests %d: want 0 or more", o.warmupRequests)
 	}
 	for _, name := range o.openSet {
 		switch name {
@@ -582,7 +503,7 @@ func (o *benchOptions) parseExtraBody() (map[string]any, error) {
 }
 
 func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) error {
-	if err := o.validate(); err != nil {
+	if err := o.checkFlags(); err != nil {
 		return err
 	}
 	if err := o.seg.check(); err != nil {
@@ -660,12 +581,42 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 }
 
 // rehearsal is bench's rehearsal: one server already running at
-// --base-url, the workload of the flags, no mechanism check. Without
-// --model the server's first listed model is taken, and a note says so.
+// --base-url, the workload of the flags, no mechanism check; held to the
+// one validation before the server is asked anything. Without --model the
+// server's first listed model is taken, and a note says so.
 func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []string, error) {
-	extra, err := o.parseExtraBody()
+	cfg, err := o.config()
 	if err != nil {
 		return nil, nil, err
+	}
+	if err := o.checkConfig(cfg); err != nil {
+		return nil, nil, err
+	}
+	notes, err := o.firstModel(ctx, slices.Clone(o.vllm.notes))
+	if err != nil {
+		return nil, nil, err
+	}
+	o.setModel(cfg)
+	return cfg, notes, nil
+}
+
+// setModel puts the model of the flags (or the one the server named) into
+// cfg: the model requested, its max_model_len, the result file's run.
+func (o *benchOptions) setModel(cfg *config.Rehearsal) {
+	modelID := o.model
+	if o.vllm.modelID != "" {
+		modelID = o.vllm.modelID // --served-model-name is what the requests ask for
+	}
+	cfg.Model.ID, cfg.VLLM = modelID, o.vllmRun(modelID)
+	cfg.Servers[0].Model, cfg.Servers[0].MaxModelLen = o.model, o.dataset.maxModelLen
+}
+
+// config is the rehearsal the flags make, before the server is asked for
+// its model.
+func (o *benchOptions) config() (*config.Rehearsal, error) {
+	extra, err := o.parseExtraBody()
+	if err != nil {
+		return nil, err
 	}
 	if o.dataset.ignoreEOS {
 		extra = maps.Clone(extra)
@@ -677,16 +628,9 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 	extra = o.vllm.sampling(extra, endpoint.IsCompletions(o.endpoint))
 	tok, err := o.tokenizerConfig()
 	if err != nil {
-		return nil, nil, err
-	}
-	notes, err := o.firstModel(ctx, slices.Clone(o.vllm.notes))
-	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	temperature, includeUsage := 0.0, o.includeUsage
-	if t := o.vllm.temperature; o.vllm.changed["temperature"] && (t < 0 || math.IsNaN(t) || math.IsInf(t, 0)) {
-		return nil, nil, usageError("--temperature %v: want 0 or more", t)
-	}
 	if o.vllm.changed["temperature"] && !o.vllm.serve {
 		temperature = o.vllm.temperature // bench serve sends it as a sampling field, as vLLM
 	}
@@ -728,30 +672,25 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 			w.OpenLoop.Arrival, w.OpenLoop.Seed = workload.ArrivalTrace, 0
 		}
 	}
-	modelID := o.model
-	if o.vllm.modelID != "" {
-		modelID = o.vllm.modelID // --served-model-name is what the requests ask for
-	}
 	cfg := &config.Rehearsal{
-		Model: config.Model{ID: modelID},
 		Servers: []config.Server{{
-			Name: o.name, BaseURL: strings.TrimRight(o.baseURL, "/"), Model: o.model, APIKeyEnv: o.apiKeyEnv,
-			FollowRedirects: o.followRedirs, StopGrace: config.Duration(config.DefaultStopGrace), MaxModelLen: o.dataset.maxModelLen,
+			Name: o.name, BaseURL: strings.TrimRight(o.baseURL, "/"), APIKeyEnv: o.apiKeyEnv,
+			FollowRedirects: o.followRedirs, StopGrace: config.Duration(config.DefaultStopGrace),
 			Ready:   config.Ready{Path: config.DefaultReadyPath, Timeout: config.Duration(o.readyTimeout), Mode: o.ready},
 			Metrics: config.Metrics{Path: config.DefaultMetricsPath, Metric: config.DefaultMetric},
 		}},
 		Workload:        w,
 		Tokenizer:       tok,
 		OnServerFailure: config.OnFailureStop,
-		VLLM:            o.vllmRun(modelID),
 	}
+	o.setModel(cfg)
 	cfg.Servers[0].Headers, cfg.Servers[0].InsecureTLS = o.vllm.headerPairs, o.vllm.insecure
 	o.replicas(&cfg.Servers[0])
 	if err := o.slo.apply(cfg); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	cfg.Cost = o.cost.config()
-	return cfg, notes, nil
+	return cfg, nil
 }
 
 // firstModel takes, without --model, the server's first listed model (and

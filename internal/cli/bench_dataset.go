@@ -134,9 +134,6 @@ func (d *datasetOptions) firstChanged(names ...string) string {
 // validate checks the dataset flags against each other; errors name the
 // flag.
 func (d *datasetOptions) validate(promptsPath string) error {
-	if d.maxModelLen < 0 {
-		return usageError("--max-model-len %d: want 0 (unknown) or more", d.maxModelLen)
-	}
 	if n := d.firstChanged(prefixFlags...); n != "" && d.name != datasetPrefix {
 		return usageError("--%s applies to --dataset-name prefix_repetition", n)
 	}
@@ -152,38 +149,26 @@ func (d *datasetOptions) validate(promptsPath string) error {
 		if d.path != "" {
 			return usageError("--dataset-path: the random dataset reads no file")
 		}
+		// 0 is "absent" in a file's lengths, but a value given here.
 		if d.inputLen < 1 {
 			return usageError("--random-input-len %d: want at least 1", d.inputLen)
 		}
 		if d.outputLen < 1 {
 			return usageError("--random-output-len %d: want at least 1", d.outputLen)
 		}
-		if d.randomPrefixLen < 0 {
-			return usageError("--random-prefix-len %d: want 0 (none) or more", d.randomPrefixLen)
-		}
-		s := d.synthetic(0)
-		if probs := s.Check(); len(probs) > 0 {
-			return usageError("--dataset-name random: %s (--random-input-len, --random-output-len, --random-range-ratio, --random-prefix-len, --num-prompts)", probs[0])
-		}
 	case datasetPrefix:
 		if d.path != "" {
 			return usageError("--dataset-path: the prefix_repetition dataset reads no file")
 		}
-		switch {
-		case d.prefixOutputLen < 1:
+		if d.prefixOutputLen < 1 {
 			return usageError("--prefix-repetition-output-len %d: want at least 1", d.prefixOutputLen)
-		case d.numPrefixes >= 1 && d.numPrompts%d.numPrefixes != 0:
-			return usageError("--num-prompts %d is not a multiple of --prefix-repetition-num-prefixes %d (each prefix takes the same number of suffixes)", d.numPrompts, d.numPrefixes)
 		}
-		if probs := d.prefixRepetition(0).Check(); len(probs) > 0 {
-			return usageError("--dataset-name prefix_repetition: %s", prefixFlagNames.Replace(probs[0]))
+		if d.numPrefixes >= 1 && d.numPrompts%d.numPrefixes != 0 {
+			return usageError("--num-prompts %d is not a multiple of --prefix-repetition-num-prefixes %d (each prefix takes the same number of suffixes)", d.numPrompts, d.numPrefixes)
 		}
 	case datasetShareGPT, datasetCustom, datasetChat:
 		if d.path == "" {
 			return usageError("--dataset-name %s needs --dataset-path", d.name)
-		}
-		if d.numPrompts < 0 {
-			return usageError("--num-prompts %d: want 0 (all) or more", d.numPrompts)
 		}
 		if d.name == datasetCustom && d.numPromptsSet {
 			return usageError("--num-prompts applies to random, sharegpt and chat datasets")
@@ -192,12 +177,7 @@ func (d *datasetOptions) validate(promptsPath string) error {
 		if d.path == "" {
 			return usageError("--dataset-name %s needs --dataset-path", d.name)
 		}
-		tr := d.traceParams(0)
-		if probs := tr.Check(); len(probs) > 0 {
-			field, why, _ := strings.Cut(probs[0], ": ")
-			flag := map[string]string{"time_scale": "--trace-time-scale", "block_size": "--trace-block-size", "count": "--num-prompts"}[field]
-			return usageError("%s %s", flag, why)
-		}
+		// 0 is the default in a file, but a value given here.
 		if d.traceTimeScale == 0 {
 			return usageError("--trace-time-scale 0: want a positive number")
 		}
@@ -275,15 +255,6 @@ func (d *datasetOptions) prefixRepetition(seed int64) workload.PrefixRepetition 
 	return workload.PrefixRepetition{NumPrefixes: d.numPrefixes, PrefixLen: d.prefixLen, SuffixLen: d.suffixLen, Count: d.numPrompts,
 		OutputLen: workload.Length{Fixed: d.prefixOutputLen}, Seed: seed, IgnoreEOS: d.ignoreEOS}
 }
-
-// prefixFlagNames turns the fields of PrefixRepetition.Check's problems
-// into bench's flags.
-var prefixFlagNames = strings.NewReplacer(
-	"num_prefixes: ", "--prefix-repetition-num-prefixes ",
-	"prefix_len: ", "--prefix-repetition-prefix-len ",
-	"suffix_len: ", "--prefix-repetition-suffix-len ",
-	"count: ", "--num-prompts ",
-)
 
 // prompts is workload.prompts of bench's flags.
 func (d *datasetOptions) prompts(promptsPath string, seed int64) config.Prompts {

@@ -60,11 +60,11 @@ func TestBenchDatasetFlagErrors(t *testing.T) {
 		{[]string{"--dataset-path", "x.json"}, "--dataset-path needs --dataset-name"},
 		{[]string{"--dataset-name", "random", "--dataset-path", "x"}, "--dataset-path: the random dataset reads no file"},
 		{[]string{"--dataset-name", "random", "--random-input-len", "0"}, "--random-input-len 0: want at least 1"},
-		{[]string{"--dataset-name", "random", "--random-range-ratio", "1.5"}, "--dataset-name random: input_len: range_ratio 1.5"},
-		{[]string{"--dataset-name", "random", "--num-prompts", "0"}, "--dataset-name random: count: 0"},
+		{[]string{"--dataset-name", "random", "--random-range-ratio", "1.5"}, "--random-input-len: range_ratio 1.5"},
+		{[]string{"--dataset-name", "random", "--num-prompts", "0"}, "--num-prompts: 0: must be at least 1"},
 		{[]string{"--dataset-name", "custom", "--dataset-path", "x", "--num-prompts", "3"}, "--num-prompts applies to random, sharegpt and chat"},
 		{[]string{"--dataset-name", "random", "--prompts", "p.txt"}, "--prompts and --dataset-name: give one"},
-		{[]string{"--model", "m", "--tokenizer", "qwen3", "--dataset-name", "sharegpt", "--dataset-path", "/nonexistent/sg.json"}, "--dataset-name sharegpt: prompts: open /nonexistent/sg.json"},
+		{[]string{"--model", "m", "--tokenizer", "qwen3", "--dataset-name", "sharegpt", "--dataset-path", "/nonexistent/sg.json"}, "--dataset-path: /nonexistent/sg.json: no such file"},
 		{[]string{"--model", "m", "--dataset-name", "random", "--tokenizer", "usage"}, "--dataset-name random: synthetic prompts need the pinned tokenizer"},
 	}
 	for _, c := range cases {

@@ -97,19 +97,19 @@ func TestBenchPrefixFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--dataset-name", "prefix_repetition", "--prefix-repetition-prefix-len", "0"}, "--dataset-name prefix_repetition: --prefix-repetition-prefix-len 0: must be at least 1"},
-		{[]string{"--dataset-name", "prefix_repetition", "--prefix-repetition-prefix-len", "-4"}, "--prefix-repetition-prefix-len -4: must be at least 1"},
-		{[]string{"--dataset-name", "prefix_repetition", "--prefix-repetition-suffix-len", "0"}, "--prefix-repetition-suffix-len 0: must be at least 1"},
-		{[]string{"--dataset-name", "prefix_repetition", "--prefix-repetition-num-prefixes", "0"}, "--prefix-repetition-num-prefixes 0: must be at least 1"},
+		{[]string{"--dataset-name", "prefix_repetition", "--prefix-repetition-prefix-len", "0"}, "--prefix-repetition-prefix-len: 0: must be at least 1"},
+		{[]string{"--dataset-name", "prefix_repetition", "--prefix-repetition-prefix-len", "-4"}, "--prefix-repetition-prefix-len: -4: must be at least 1"},
+		{[]string{"--dataset-name", "prefix_repetition", "--prefix-repetition-suffix-len", "0"}, "--prefix-repetition-suffix-len: 0: must be at least 1"},
+		{[]string{"--dataset-name", "prefix_repetition", "--prefix-repetition-num-prefixes", "0"}, "--prefix-repetition-num-prefixes: 0: must be at least 1"},
 		{[]string{"--dataset-name", "prefix_repetition", "--prefix-repetition-output-len", "0"}, "--prefix-repetition-output-len 0: want at least 1"},
 		{[]string{"--dataset-name", "prefix_repetition", "--num-prompts", "1001"}, "--num-prompts 1001 is not a multiple of --prefix-repetition-num-prefixes 10"},
-		{[]string{"--dataset-name", "prefix_repetition", "--prefix-repetition-prefix-len", "9999999"}, "--prefix-repetition-prefix-len 9999999: must be at most 1048576"},
+		{[]string{"--dataset-name", "prefix_repetition", "--prefix-repetition-prefix-len", "9999999"}, "--prefix-repetition-prefix-len: 9999999: must be at most 1048576"},
 		{[]string{"--dataset-name", "prefix_repetition", "--num-prompts", "900000", "--prefix-repetition-num-prefixes", "1"}, "tokens in all, more than 100000000"},
 		{[]string{"--dataset-name", "prefix_repetition", "--dataset-path", "x"}, "--dataset-path: the prefix_repetition dataset reads no file"},
 		{[]string{"--dataset-name", "random", "--prefix-repetition-suffix-len", "3"}, "--prefix-repetition-suffix-len applies to --dataset-name prefix_repetition"},
 		{[]string{"--dataset-name", "prefix_repetition", "--random-prefix-len", "3"}, "--random-prefix-len applies to --dataset-name random"},
-		{[]string{"--dataset-name", "random", "--random-prefix-len", "-1"}, "--random-prefix-len -1: want 0 (none) or more"},
-		{[]string{"--max-model-len", "-1"}, "--max-model-len -1: want 0 (unknown) or more"},
+		{[]string{"--dataset-name", "random", "--random-prefix-len", "-1"}, "--random-prefix-len: -1: must be 0 (none) or more"},
+		{[]string{"--max-model-len", "-1"}, "--max-model-len: -1: must be 0 (unknown) or more"},
 		{[]string{"--model", "m", "--dataset-name", "prefix_repetition", "--tokenizer", "usage"}, "--dataset-name prefix_repetition: synthetic prompts need the pinned tokenizer"},
 		{[]string{"--model", "m", "--max-model-len", "100", "--tokenizer", "usage"}, "needs the pinned tokenizer to count their tokens"},
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/bundle/bundletest"
+	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/tokenizer"
 )
@@ -185,30 +187,30 @@ func TestBenchFlagErrors(t *testing.T) {
 		want string
 	}{
 		{nil, "--base-url is required"},
-		{[]string{"--base-url", "localhost:8000"}, `--base-url "localhost:8000": want an absolute`},
-		{[]string{"--base-url", "http://x", "--concurrency", "0"}, "--concurrency 0"},
-		{[]string{"--base-url", "http://x", "--concurrency", "8,8"}, "--concurrency 8 appears twice"},
+		{[]string{"--base-url", "localhost:8000"}, `--base-url: "localhost:8000" is not an http(s) URL`},
+		{[]string{"--base-url", "http://x", "--concurrency", "0"}, "--concurrency: 0: must be at least 1"},
+		{[]string{"--base-url", "http://x", "--concurrency", "8,8"}, "--concurrency: 8 appears twice"},
 		{[]string{"--base-url", "http://x", "--api-key-env", "REHEARSE_EMPTY_FOR_TEST"}, "--api-key-env REHEARSE_EMPTY_FOR_TEST: the variable is empty"},
-		{[]string{"--base-url", "http://x", "--repeats", "0"}, "--repeats 0"},
-		{[]string{"--base-url", "http://x", "--max-tokens", "0"}, "--max-tokens 0"},
-		{[]string{"--base-url", "http://x", "--timeout", "0s"}, "--timeout 0s"},
-		{[]string{"--base-url", "http://x", "--endpoint", "v1"}, `--endpoint "v1"`},
+		{[]string{"--base-url", "http://x", "--repeats", "0"}, "--repeats: 0: must be at least 1"},
+		{[]string{"--base-url", "http://x", "--max-tokens", "0"}, "--max-tokens: 0: must be at least 1"},
+		{[]string{"--base-url", "http://x", "--timeout", "0s"}, "--timeout: 0s: must be positive"},
+		{[]string{"--base-url", "http://x", "--endpoint", "v1"}, `--endpoint: "v1" must start with /`},
 		{[]string{"--base-url", "http://x", "--api-key-env", "REHEARSE_UNSET_FOR_TEST"}, "REHEARSE_UNSET_FOR_TEST: the variable is not set"},
-		{[]string{"--base-url", "http://x", "--request-rate", "5", "--num-prompts", "0"}, "needs a bound"},
-		{[]string{"--base-url", "http://x", "--request-rate", "5", "--duration", "1s", "--arrival", "bursty"}, `arrival "bursty"`},
-		{[]string{"--base-url", "http://x", "--request-rate", "-1", "--duration", "1s"}, "request rate -1"},
+		{[]string{"--base-url", "http://x", "--request-rate", "5", "--num-prompts", "0"}, "--request-rate: needs num_requests or duration"},
+		{[]string{"--base-url", "http://x", "--request-rate", "5", "--duration", "1s", "--arrival", "bursty"}, `--arrival: "bursty": want one of`},
+		{[]string{"--base-url", "http://x", "--request-rate", "-1", "--duration", "1s"}, "--request-rate: -1: must be positive"},
 		{[]string{"--base-url", "http://x", "--duration", "10s"}, "--duration applies to open-loop waves"},
 		{[]string{"--base-url", "http://x", "--model", "m", "--extra-body", "[1]"}, "--extra-body"},
 		{[]string{"--base-url", "http://x", "--model", "m", "--extra-body", `{"stream":false}`}, `"stream" is set by rehearse`},
 		{[]string{"--base-url", "http://x", "--model", "m", "--extra-body", `{"max_tokens":9}`}, `--extra-body: "max_tokens" is set by rehearse and cannot be overridden (set workload.max_tokens (--max-tokens) instead)`},
-		{[]string{"--base-url", "http://x", "--model", "m", "--tokenizer", "qwen3", "--prompts", "/nonexistent/p.txt"}, "--prompts: prompts: open /nonexistent/p.txt"},
+		{[]string{"--base-url", "http://x", "--model", "m", "--tokenizer", "qwen3", "--prompts", "/nonexistent/p.txt"}, "--prompts: /nonexistent/p.txt: no such file"},
 		{[]string{"--base-url", "http://x", "--model", "m", "--tokenizer", "nope"}, `--tokenizer "nope"`},
 		{[]string{"--base-url", "http://x", "--progress", "sometimes"}, `--progress "sometimes"`},
 		{[]string{"--base-url", "http://x", "--request-rate", "inf", "--duration", "1s"}, "--request-rate inf without --max-concurrency sends every request at once: --duration does not apply"},
 		{[]string{"--base-url", "http://x", "--request-rate", "inf,4", "--max-concurrency", "2"}, "give it alone"},
 		{[]string{"--base-url", "http://x", "--request-rate", "inf", "--max-concurrency", "2", "--concurrency", "4"}, "--concurrency does not apply with --request-rate inf"},
 		{[]string{"--base-url", "http://x", "--request-rate", "inf", "--max-concurrency", "2", "--arrival", "gamma"}, "--arrival applies to open-loop arrivals"},
-		{[]string{"--base-url", "http://x", "--request-rate", "inf", "--max-concurrency", "2", "--warmup-requests", "-1"}, "--warmup-requests -1"},
+		{[]string{"--base-url", "http://x", "--request-rate", "inf", "--max-concurrency", "2", "--warmup-requests", "-1"}, "--warmup-requests: -1: must be 0 or more"},
 		{[]string{"--base-url", "http://x", "--warmup-requests", "4"}, "--warmup-requests applies to the sustained closed loop"},
 		{[]string{"--base-url", "http://x", "--request-rate", "4", "--duration", "1s", "--warmup-requests", "4"}, "--warmup-requests applies to the sustained closed loop"},
 	}
@@ -423,5 +425,44 @@ func TestBenchSustained(t *testing.T) {
 	}
 	if len(res.Aggregates) != 1 || res.Aggregates[0].Failures.Total != 20 || !strings.Contains(out, "3 clients, sustained") {
 		t.Fatalf("aggregates %+v\n%s", res.Aggregates, out)
+	}
+}
+
+// TestBenchAndFileShareOneValidation holds bench's flags and a rehearsal
+// file to one rule: the same bad value gets the same message from
+// config.Rehearsal.Validate, named by the flag on a command line and by
+// the field path in a file.
+func TestBenchAndFileShareOneValidation(t *testing.T) {
+	const head = "servers:\n  - {name: s, base_url: \"http://127.0.0.1:9\", model: m}\nworkload:\n"
+	cases := []struct {
+		flags      []string
+		yaml, path string
+	}{
+		{[]string{"--max-tokens", "-1"}, "  concurrencies: [1]\n  max_tokens: -1\n", "workload.max_tokens"},
+		{[]string{"--repeats", "-2"}, "  concurrencies: [1]\n  repeats: -2\n", "workload.repeats"},
+		{[]string{"--concurrency", "4,4"}, "  concurrencies: [4, 4]\n", "workload.concurrencies[1]"},
+		{[]string{"--endpoint", "v1"}, "  concurrencies: [1]\n  endpoint: v1\n", "workload.endpoint"},
+		{[]string{"--request-rate", "-1", "--duration", "1s"}, "  open_loop: {request_rates_rps: [-1], duration: 1s}\n", "workload.open_loop.request_rates_rps[0]"},
+	}
+	for _, c := range cases {
+		_, err := config.Parse([]byte(head+c.yaml), "r.yaml", t.TempDir())
+		var probs *config.Problems
+		if !errors.As(err, &probs) {
+			t.Fatalf("%s: %v, want problems", c.path, err)
+		}
+		var msg string
+		for _, p := range probs.Items {
+			if p.Path == c.path {
+				msg = p.Msg
+			}
+		}
+		if msg == "" {
+			t.Fatalf("%s: no problem at that path in %v", c.path, err)
+		}
+		args := append([]string{"bench", "--base-url", "http://127.0.0.1:9", "--model", "m", "--tokenizer", "qwen3"}, c.flags...)
+		code, _, stderr := runMain(context.Background(), args...)
+		if want := c.flags[0] + ": " + msg; code != 2 || strings.TrimSpace(stderr) != "rehearse: "+want {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q (the file's rule)", c.flags, code, stderr, want)
+		}
 	}
 }

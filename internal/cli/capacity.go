@@ -179,7 +179,7 @@ func runCapacity(ctx context.Context, st *State, o *capacityOptions, argv []stri
 	}
 	// bench's checks of the common flags; its load flags are not capacity's.
 	b.repeats, b.concurrencies, b.closedSet = 1, []int{1}, false
-	if err := b.validate(); err != nil {
+	if err := b.checkFlags(); err != nil {
 		return err
 	}
 	cfg, notes, err := b.rehearsal(ctx)

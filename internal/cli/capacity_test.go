@@ -35,7 +35,7 @@ func TestCapacityFlagErrors(t *testing.T) {
 		{append(base, "--slo", "ttft<=500ms", "--repeats", "-1"), "--repeats -1"},
 		{append(base, "--slo", "ttft<=500ms", "--predicted", "8"), `--predicted "8": want MAX_PASS,MIN_FAIL`},
 		{append(base, "--slo", "ttft<=500ms", "--predicted", "8,4"), "--predicted [8, 4]: want 0 ≤ max_pass < min_fail"},
-		{append(base, "--slo", "ttft<=500ms", "--max-tokens", "0"), "--max-tokens 0"},
+		{append(base, "--slo", "ttft<=500ms", "--max-tokens", "0"), "--max-tokens: 0: must be at least 1"},
 		{append(base, "--slo", "ttft<=500ms", "--predict-from", "no-such-profile"), `--predict-from no-such-profile: sim: profile "no-such-profile" is neither a built-in profile`},
 		{append(base, "--slo", "ttft<=500ms", "--predict-from", "t4-qwen2.5-1.5b-serial", "--predicted", "1,2"), "--predict-from and --predicted both"},
 		{append(base, "--slo", "ttft<=500ms", "--concurrency", "4"), "unknown flag: --concurrency"},

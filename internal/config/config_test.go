@@ -85,8 +85,8 @@ on_server_failure: panic
 	}
 	// Shape problems (unknown keys, wrong kinds) come first, and the rest
 	// of the file is still checked, so every problem comes out at once.
-	if len(p.Items) < 3 || !strings.HasPrefix(p.Items[0], "servers[2].colour: unknown key") ||
-		!strings.HasPrefix(p.Items[1], "workload.timeout: \"soon\" is not a duration") ||
+	if len(p.Items) < 3 || !strings.HasPrefix(p.Items[0].String(), "servers[2].colour: unknown key") ||
+		!strings.HasPrefix(p.Items[1].String(), "workload.timeout: \"soon\" is not a duration") ||
 		!strings.Contains(err.Error(), "servers[1].launch: empty") {
 		t.Errorf("want the shape problems first and the semantic ones after, got:\n%v", err)
 	}

@@ -13,8 +13,8 @@ func TestCompletionsEndpoint(t *testing.T) {
 		t.Fatalf("completions endpoint: %v", err)
 	}
 	for _, c := range []struct{ yaml, want string }{
-		{promptsHead + synthHead + "  endpoint: /v1/completions\n  sessions: {turns: 2}\n", `workload.sessions: multi-turn sessions need the chat API, and workload.endpoint "/v1/completions" is the completions API`},
-		{promptsHead + "{source: chat_jsonl, path: c.jsonl}\n  endpoint: /v1/completions\n", `workload.prompts.source: chat_jsonl prompts are chat messages, and workload.endpoint "/v1/completions"`},
+		{promptsHead + synthHead + "  endpoint: /v1/completions\n  sessions: {turns: 2}\n", `workload.sessions: multi-turn sessions need the chat API, and the endpoint "/v1/completions" is the completions API`},
+		{promptsHead + "{source: chat_jsonl, path: c.jsonl}\n  endpoint: /v1/completions\n", `workload.prompts.source: chat_jsonl prompts are chat messages, and the endpoint "/v1/completions"`},
 	} {
 		_, err := Parse([]byte(c.yaml), "r.yaml", t.TempDir())
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -20,11 +20,26 @@ import (
 	"github.com/rehearse/rehearse/internal/workload"
 )
 
-// Problems is every problem found in a rehearsal file, each prefixed with
-// its field path. Error() lists them one per line.
+// Problems is every problem found in a rehearsal, each with the field path
+// it is about. Error() lists them one per line, each as "path: message".
 type Problems struct {
 	File  string
-	Items []string
+	Items []Problem
+}
+
+// Problem is one problem of a rehearsal: the field path it is about (empty
+// for the whole file) and what is wrong there. A command that builds its
+// rehearsal from flags renders Path as the flag that set it.
+type Problem struct {
+	Path string
+	Msg  string
+}
+
+func (p Problem) String() string {
+	if p.Path == "" {
+		return p.Msg
+	}
+	return p.Path + ": " + p.Msg
 }
 
 func (p *Problems) Error() string {
@@ -33,23 +48,19 @@ func (p *Problems) Error() string {
 		name = "rehearsal"
 	}
 	if len(p.Items) == 1 {
-		return name + ": " + p.Items[0]
+		return name + ": " + p.Items[0].String()
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d problems:", name, len(p.Items))
 	for _, it := range p.Items {
 		b.WriteString("\n  ")
-		b.WriteString(it)
+		b.WriteString(it.String())
 	}
 	return b.String()
 }
 
 func (p *Problems) add(path, format string, a ...any) {
-	msg := fmt.Sprintf(format, a...)
-	if path != "" {
-		msg = path + ": " + msg
-	}
-	p.Items = append(p.Items, msg)
+	p.Items = append(p.Items, Problem{Path: path, Msg: fmt.Sprintf(format, a...)})
 }
 
 // extraBodyReserved are the request fields rehearse sets itself, each with
@@ -168,7 +179,7 @@ func Parse(data []byte, name, dir string) (*Rehearsal, error) {
 	probs := &Problems{File: name}
 	var generic any
 	if err := yaml.Unmarshal(data, &generic); err != nil {
-		probs.Items = append(probs.Items, "not valid YAML: "+oneLine(err))
+		probs.add("", "not valid YAML: %s", oneLine(err))
 		return nil, probs
 	}
 	if generic == nil {
@@ -189,7 +200,7 @@ func Parse(data []byte, name, dir string) (*Rehearsal, error) {
 	}
 	var r Rehearsal
 	if err := yaml.UnmarshalWithOptions(data, &r, yaml.DisallowUnknownField()); err != nil {
-		probs.Items = append(probs.Items, oneLine(err))
+		probs.add("", "%s", oneLine(err))
 		return nil, probs
 	}
 	r.Path, r.Dir = name, dir
@@ -200,6 +211,19 @@ func Parse(data []byte, name, dir string) (*Rehearsal, error) {
 		return nil, probs
 	}
 	return &r, nil
+}
+
+// Validate checks a rehearsal built by other means than Parse (a command's
+// flags) with the rules a rehearsal file is held to, defaults applied: one
+// validation for every config. A *Problems error lists every problem, each
+// with its field path, for the caller to name as the user wrote it.
+func (r *Rehearsal) Validate() error {
+	probs := &Problems{File: r.Path}
+	r.validate(probs)
+	if len(probs.Items) > 0 {
+		return probs
+	}
+	return nil
 }
 
 func oneLine(err error) string {
@@ -738,10 +762,10 @@ func (r *Rehearsal) validateWorkload(names map[string]int, p *Problems) {
 	if endpoint.IsCompletions(w.Endpoint) {
 		// The completions API takes one prompt: no history, no messages.
 		if w.Sessions != nil {
-			p.add("workload.sessions", "multi-turn sessions need the chat API, and workload.endpoint %q is the completions API (use %s)", w.Endpoint, DefaultEndpoint)
+			p.add("workload.sessions", "multi-turn sessions need the chat API, and the endpoint %q is the completions API (use %s)", w.Endpoint, DefaultEndpoint)
 		}
 		if w.Prompts.Source == workload.SourceChatJSONL {
-			p.add("workload.prompts.source", "%s prompts are chat messages, and workload.endpoint %q is the completions API (use %s)", w.Prompts.Source, w.Endpoint, DefaultEndpoint)
+			p.add("workload.prompts.source", "%s prompts are chat messages, and the endpoint %q is the completions API (use %s)", w.Prompts.Source, w.Endpoint, DefaultEndpoint)
 		}
 	}
 	for _, e := range CheckExtraBody(w.ExtraBody) {

@@ -174,14 +174,14 @@ func validateBaseURLs(at string, s Server, p *Problems) {
 	case s.Router != nil:
 		p.add(at+".router", "given with base_urls: point base_url at the router instead")
 	}
-	seen := map[string]int{}
+	seen := map[string]bool{}
 	for j, u := range s.BaseURLs {
 		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
 			p.add(fmt.Sprintf("%s.base_urls[%d]", at, j), "%q is not an http(s) URL", u)
-		} else if k, dup := seen[u]; dup {
-			p.add(fmt.Sprintf("%s.base_urls[%d]", at, j), "%q is base_urls[%d] again: each replica has its own address", u, k)
+		} else if seen[u] {
+			p.add(fmt.Sprintf("%s.base_urls[%d]", at, j), "%q is given twice: each replica has its own address", u)
 		}
-		seen[u] = j
+		seen[u] = true
 	}
 }
 

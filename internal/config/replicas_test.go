@@ -77,7 +77,7 @@ func TestReplicasValidation(t *testing.T) {
 		{`  - {name: a, base_url: "http://h:0", base_urls: ["http://h:1", "http://h:2"]}`, `servers[0].base_url: given with base_urls`},
 		{`  - {name: a, base_urls: ["http://h:1", "http://h:2"], replicas: 3}`, `servers[0].replicas: 3, but base_urls has 2 addresses`},
 		{`  - {name: a, base_urls: ["http://h:1", "ftp://h:2"]}`, `servers[0].base_urls[1]: "ftp://h:2" is not an http(s) URL`},
-		{`  - {name: a, base_urls: ["http://h:1", "http://h:1/"]}`, `servers[0].base_urls[1]: "http://h:1" is base_urls[0] again`},
+		{`  - {name: a, base_urls: ["http://h:1", "http://h:1/"]}`, `servers[0].base_urls[1]: "http://h:1" is given twice`},
 		{"  - {name: a, launch: [s, \"{port}\"], replicas: 2}\n  - {name: a.replica-1, launch: [s, \"{port}\"]}", `servers[1].name: "a.replica-1": its log a.replica-1.log would be one of server a's`},
 	} {
 		_, err := parseServer(t, c.server+"\n")
