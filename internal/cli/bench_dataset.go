@@ -2,7 +2,6 @@ package cli
 
 import (
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
