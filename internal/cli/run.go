@@ -16,6 +16,7 @@ import (
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/exitcode"
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/report"
 	"github.com/rehearse/rehearse/internal/stream"
@@ -24,7 +25,7 @@ import (
 )
 
 // exitInterrupted is the exit code after Ctrl-C (128 + SIGINT).
-const exitInterrupted = 130
+const exitInterrupted = exitcode.Interrupted
 
 type runOptions struct {
 	file     string
