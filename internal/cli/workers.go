@@ -75,11 +75,11 @@ type workersJob struct {
 // recorded) and merges what they wrote.
 func runWorkers(ctx context.Context, st *State, job workersJob) error {
 	n := job.seg.workers
-	if entries, err := os.ReadDir(job.dir); err == nil && len(entries) > 0 {
-		return usageError("%s: the output folder is not empty (choose another with -o)", job.dir)
+	if ne := (*bundle.NotEmptyError)(nil); errors.As(bundle.CheckEmptyDir(job.dir), &ne) {
+		return usageError("%v", ne)
 	}
 	segDir := strings.TrimRight(job.dir, string(filepath.Separator)) + ".workers"
-	if err := makeEmptyDir(segDir); err != nil {
+	if err := bundle.MakeEmptyDir(segDir); err != nil {
 		return usageError("--workers: %v", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -248,7 +248,7 @@ func mergeWorkers(ctx context.Context, st *State, dir string, parts, failed []st
 	if err != nil {
 		return nil, nil, &ExitError{Code: 1, Err: fmt.Errorf("merging the workers' segments: %w", err)}
 	}
-	if err := makeEmptyDir(dir); err != nil {
+	if err := bundle.MakeEmptyDir(dir); err != nil {
 		return nil, nil, &ExitError{Code: 2, Err: err}
 	}
 	if err := m.Write(mctx, dir); err != nil {
