@@ -231,7 +231,7 @@ func rehearse(ctx context.Context, job rehearsalJob) (*rehearsed, error) {
 	if tokNote != "" {
 		notes = append(notes, tokNote)
 	}
-	sync, worker, done, err := job.segment.synchronizer(ctx, cfg, prompts)
+	sync, worker, done, err := job.segment.coordination().Join(ctx, cfg, prompts)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package coordinate
 
 import (
 	"context"
+	"errors"
+	"net"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -241,5 +243,39 @@ func TestReleaseMeasuresTheOffsetAgain(t *testing.T) {
 	}
 	if !near(third.Offset, 40*time.Second) {
 		t.Errorf("offset %v without re-measuring: want the last one, about 40 s", third.Offset)
+	}
+}
+
+// TestMeasureWaiting: a worker that starts before its coordinator serves
+// keeps trying until it does; a refused token ends the wait at once.
+func TestMeasureWaiting(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing serves there yet
+	s := &Server{Workers: 1, Token: "tok"}
+	go func() {
+		time.Sleep(700 * time.Millisecond)
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return
+		}
+		_ = s.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	})
+	c := &Client{URL: "http://" + addr, Count: 1, Token: "tok"}
+	if err := c.MeasureWaiting(context.Background(), 2, 20*time.Second); err != nil {
+		t.Fatalf("a coordinator that serves late: %v", err)
+	}
+	bad := &Client{URL: "http://" + addr, Count: 1, Token: "other"}
+	began := time.Now()
+	if err := bad.MeasureWaiting(context.Background(), 2, 20*time.Second); !errors.Is(err, ErrUnauthorized) || time.Since(began) > 5*time.Second {
+		t.Errorf("a refused token: %v after %v", err, time.Since(began))
 	}
 }
