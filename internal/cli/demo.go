@@ -81,11 +81,8 @@ scale 50 by default, in about half a minute.`,
 				dir = "rehearse-demo-" + time.Now().UTC().Format("20060102T150405Z")
 			}
 			start := time.Now()
-			err = runRehearsal(cmd.Context(), st, rehearsalJob{
-				cfg: cfg, dir: dir, quiet: o.quiet, progressMode: o.progress,
-				command:    demoCommand(dir, o),
-				simulation: rehearsal.Simulation(cfg),
-			})
+			job := rehearsal.Job{Rehearsal: cfg, Dir: dir, Command: demoCommand(dir, o)}
+			err = runRehearsal(cmd.Context(), st, job, o.quiet, o.progress)
 			fmt.Fprintf(st.Stdout, "The demo took %.0f s of wall time at time scale %g.\n", time.Since(start).Seconds(), o.timeScale)
 			return err
 		},

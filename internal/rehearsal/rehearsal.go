@@ -105,7 +105,7 @@ const (
 )
 
 // Run runs the rehearsal and writes its bundle (results.json, the journal,
-// the server logs; the caller renders the report). It returns an error
+// the server logs; Rehearse renders the report). It returns an error
 // when no bundle could be written, or when writing the journal or
 // results.json failed (a *bundle.WriteError, wrapped): the first write
 // error of the journal stops the run at once, as Ctrl-C does (the requests
