@@ -64,3 +64,6 @@ func tokenizerStop(err error, file string) error { return rehearsal.TokenizerSto
 
 // warnLines is rehearsal.WarnLines.
 func warnLines(w io.Writer) func(rehearsal.Event) { return rehearsal.WarnLines(w) }
+
+// scaleSimulated is rehearsal.ScaleSimulated.
+func scaleSimulated(cfg *config.Rehearsal, k float64) error { return rehearsal.ScaleSimulated(cfg, k) }
