@@ -17,6 +17,7 @@ type NotEmptyError struct {
 	Bundle string
 }
 
+// Error says what the folder holds, and to choose another.
 func (e *NotEmptyError) Error() string {
 	if e.Bundle != "" {
 		return fmt.Sprintf("%s already holds a bundle (%s): the output folder is not empty (choose another with -o)", e.Dir, e.Bundle)

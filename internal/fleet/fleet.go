@@ -50,7 +50,9 @@ type Job struct {
 	// Margin is how long after the last worker reached a wave's barrier
 	// the wave is released; BarrierTimeout how long a worker waits there.
 	Margin, BarrierTimeout time.Duration
-	Stdout, Stderr         io.Writer
+	// Stdout takes the merged bundle's summary, Stderr the workers'
+	// failures, warnings and verify's problems.
+	Stdout, Stderr io.Writer
 	// Summary prints the merged bundle's results on Stdout (nil: none).
 	Summary func(w io.Writer, res *bundle.Results)
 	// After, when set, runs once the merged bundle verified (bench's

@@ -20,6 +20,8 @@ import (
 // Ending is how a command ends a rehearsal on the terminal: what End
 // prints, and what it checks beyond how the rehearsal ended.
 type Ending struct {
+	// Stdout takes the summary and where the bundle is, Stderr the
+	// warnings and verify's problems.
 	Stdout, Stderr io.Writer
 	// Summary prints the results on Stdout: PrintResults (run, demo),
 	// PrintCapacity (capacity), bench's summary; nil prints none.

@@ -18,6 +18,7 @@ import (
 // Job is a rehearsal ready to run, from run, demo, bench, capacity or sim
 // validate: Rehearse runs it to a verified bundle.
 type Job struct {
+	// Rehearsal is the rehearsal to run, loaded and checked.
 	Rehearsal *config.Rehearsal
 	// Dir is the bundle's folder.
 	Dir string
