@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -14,8 +12,6 @@ import (
 
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/rehearsal"
-	"github.com/rehearse/rehearse/internal/report"
-	"github.com/rehearse/rehearse/internal/search"
 )
 
 type capacityOptions struct {
@@ -207,10 +203,10 @@ func runCapacity(ctx context.Context, st *State, o *capacityOptions, argv []stri
 		dir = "rehearse-capacity-" + time.Now().UTC().Format("20060102T150405Z")
 	}
 	pb := newWaveBar(st.Stderr, b.progress, false)
-	r, err := rehearse(ctx, rehearsalJob{
-		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: &prompts, tokenizer: &opened, waveEvents: pb.event,
-		progress: probeLines(st.Stderr, b.progress),
-		fail: func(err error) error {
+	job := rehearsal.Job{
+		Rehearsal: cfg, Dir: dir, Command: argv, Notes: notes, Prompts: &prompts, Tokenizer: &opened,
+		WaveEvents: pb.event, WavesDone: pb.close, Progress: rehearsal.ProbeLines(st.Stderr, b.progress),
+		Fail: func(err error) error {
 			if de := (*rehearsal.DescriptorError)(nil); errors.As(err, &de) {
 				return usageError("capacity: %v", err)
 			}
@@ -219,59 +215,6 @@ func runCapacity(ctx context.Context, st *State, o *capacityOptions, argv []stri
 			}
 			return usageError("--tokenizer: %v", err)
 		},
-	})
-	pb.close()
-	if err != nil {
-		return err
 	}
-	printCapacity(st.Stdout, r)
-	printWarnings(st.Stderr, r.out.Results, r.problems)
-	fmt.Fprintf(st.Stdout, "\nbundle: %s (check it with: rehearse verify %s)\n", dir, dir)
-	if err := r.exitError(dir); err != nil {
-		return err
-	}
-	for _, c := range r.out.Results.Capacity {
-		if f := search.Fault(c, r.out.Results.Records); f != "" {
-			return &ExitError{Code: 1, Err: fmt.Errorf("%s; the bundle in %s says how", f, dir)}
-		}
-	}
-	return nil
-}
-
-// probeLines prints a line per finished probe (report.ProbeLine), unless
-// progress is off.
-func probeLines(w io.Writer, mode string) func(rehearsal.Event) {
-	warn := warnLines(w)
-	return func(ev rehearsal.Event) {
-		if mode != config.ProgressNever && ev.Step == "probe" && ev.Capacity != nil {
-			fmt.Fprintln(w, report.ProbeLine(*ev.Capacity))
-		}
-		warn(ev)
-	}
-}
-
-// warnLines prints the runner's warnings, one line each, whatever the
-// progress mode.
-func warnLines(w io.Writer) func(rehearsal.Event) {
-	return func(ev rehearsal.Event) {
-		if ev.Step == "warn" {
-			fmt.Fprintf(w, "rehearse: warning: %s: %s\n", ev.Server, ev.Text)
-		}
-	}
-}
-
-// printCapacity prints each search's answer and its probes.
-func printCapacity(w io.Writer, r *rehearsed) {
-	if r.out.Results == nil {
-		return
-	}
-	for _, c := range r.out.Results.Capacity {
-		fmt.Fprintln(w, report.CapacitySentence(c))
-		if cs := report.CapacityCostSentence(r.out.Results, c.Server); cs != "" {
-			fmt.Fprintln(w, cs)
-		}
-		fmt.Fprintln(w)
-		_ = report.CapacityTable(c).Text(w)
-		fmt.Fprintln(w)
-	}
+	return rehearsal.Perform(ctx, job, rehearsal.Ending{Stdout: st.Stdout, Stderr: st.Stderr, Summary: rehearsal.PrintCapacity, Faults: true})
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
 )
 
@@ -45,12 +44,4 @@ func (o *costOptions) config() *config.Cost {
 		return nil
 	}
 	return &config.Cost{GPUHourUSD: o.gpuHourUSD, GPUs: o.gpus}
-}
-
-// costBasis is provenance.cost of a rehearsal's cost: (nil: none).
-func costBasis(c *config.Cost) *bundle.CostBasis {
-	if c == nil {
-		return nil
-	}
-	return &bundle.CostBasis{GPUHourUSD: c.GPUHourUSD, GPUs: c.GPUs}
 }

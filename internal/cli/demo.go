@@ -73,7 +73,7 @@ scale 50 by default, in about half a minute.`,
 			if err != nil {
 				return err
 			}
-			if err := scaleSimulated(cfg, o.timeScale); err != nil {
+			if err := rehearsal.ScaleSimulated(cfg, o.timeScale); err != nil {
 				return err
 			}
 			dir := o.outDir
@@ -81,11 +81,8 @@ scale 50 by default, in about half a minute.`,
 				dir = "rehearse-demo-" + time.Now().UTC().Format("20060102T150405Z")
 			}
 			start := time.Now()
-			err = runRehearsal(cmd.Context(), st, rehearsalJob{
-				cfg: cfg, dir: dir, quiet: o.quiet, progressMode: o.progress,
-				command:    demoCommand(dir, o),
-				simulation: rehearsal.Simulation(cfg),
-			})
+			job := rehearsal.Job{Rehearsal: cfg, Dir: dir, Command: demoCommand(dir, o)}
+			err = runRehearsal(cmd.Context(), st, job, o.quiet, o.progress)
 			fmt.Fprintf(st.Stdout, "The demo took %.0f s of wall time at time scale %g.\n", time.Since(start).Seconds(), o.timeScale)
 			return err
 		},
@@ -108,39 +105,4 @@ func demoCommand(dir string, o demoOptions) []string {
 		argv = append(argv, "--capacity")
 	}
 	return argv
-}
-
-// scaleSimulated rewrites a simulated rehearsal for time scale k: every
-// server's --time-scale argument, and the client timeout and polling period,
-// which the file states at its own scale, are converted through simulated
-// time; so are the SLO's objectives and a capacity probe's time cap.
-func scaleSimulated(cfg *config.Rehearsal, k float64) error {
-	fileScale := 0.0
-	for i := range cfg.Servers {
-		s := &cfg.Servers[i]
-		a, found, err := rehearsal.FindTimeScale(s.Launch)
-		if err != nil {
-			return fmt.Errorf("servers[%d].launch: %v", i, err)
-		}
-		if !found {
-			return fmt.Errorf("servers[%d].launch: no --time-scale argument to scale", i)
-		}
-		if fileScale != 0 && a.Value != fileScale {
-			return fmt.Errorf("servers[%d].launch: --time-scale %g differs from the other servers' %g", i, a.Value, fileScale)
-		}
-		fileScale = a.Value
-		s.Launch = a.With(s.Launch, k)
-	}
-	ratio := fileScale / k
-	cfg.Workload.Timeout = config.Duration(float64(cfg.Workload.Timeout) * ratio)
-	if m := cfg.MechanismCheck; m != nil {
-		m.Period = config.Duration(max(float64(m.Period)*ratio, float64(time.Millisecond)))
-	}
-	if s := cfg.SLO; s != nil {
-		s.Objectives = s.Objectives.Scaled(ratio)
-	}
-	if c := cfg.Capacity; c != nil {
-		c.MaxDuration = config.Duration(float64(c.MaxDuration) * ratio)
-	}
-	return nil
 }

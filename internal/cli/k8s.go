@@ -3,14 +3,10 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
@@ -221,7 +217,7 @@ func k8sWorker(st *State, spec *k8s.Spec, args []string) ([]string, error) {
 }
 
 // k8sRun loads the rehearsal file, refuses what cannot run as N workers,
-// and ships the file in the ConfigMap.
+// and ships the file in the ConfigMap (k8s.Spec.ShipRehearsal).
 func k8sRun(st *State, spec *k8s.Spec, fs *pflag.FlagSet, args []string) ([]string, error) {
 	file, _ := fs.GetString("file")
 	if file == "" {
@@ -231,64 +227,21 @@ func k8sRun(st *State, spec *k8s.Spec, fs *pflag.FlagSet, args []string) ([]stri
 	if err != nil {
 		return nil, &ExitError{Code: 2, Err: err}
 	}
-	for i, s := range cfg.Servers {
-		at := fmt.Sprintf("%s: servers[%d] (%s)", file, i, s.Name)
-		if s.Launched() {
-			return nil, usageError("%s: has launch: each of the N workers would launch its own; under rehearse k8s a server is reached at base_url", at)
-		}
-		if err := noPassword(s.BaseURL); err != nil {
-			return nil, usageError("%s: base_url %v", at, err)
-		}
-		for j, u := range s.BaseURLs {
-			if err := noPassword(u); err != nil {
-				return nil, usageError("%s: base_urls[%d] %v", at, j, err)
-			}
-		}
-		if s.APIKeyEnv != "" && !slices.Contains(spec.APIKeyEnvs, s.APIKeyEnv) {
-			spec.APIKeyEnvs = append(spec.APIKeyEnvs, s.APIKeyEnv)
-		}
+	if err := spec.CheckServers(file, cfg); err != nil {
+		return nil, &ExitError{Code: 2, Err: err}
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
-	if err := k8sFiles(st, file, data); err != nil {
-		return nil, err
+	warnings, err := spec.ShipRehearsal(file, data)
+	for _, w := range warnings {
+		k8sWarn(st, "%s", w)
 	}
-	spec.File = &k8s.File{Name: filepath.Base(file), Content: string(data)}
-	return withFlagValue(fs, args, "file", k8s.RehearsalDir+"/"+spec.File.Name), nil
-}
-
-// k8sFiles checks the files a rehearsal file reads besides itself, as
-// written in it: a relative path would be looked for beside the mounted
-// file, where only the file is (refused); an absolute one must be in the
-// image or a volume (a warning).
-func k8sFiles(st *State, file string, data []byte) error {
-	var raw struct {
-		Workload struct {
-			Prompts any `yaml:"prompts"`
-		} `yaml:"workload"`
-		Tokenizer struct {
-			Path string `yaml:"path"`
-		} `yaml:"tokenizer"`
+	if err != nil {
+		return nil, &ExitError{Code: 2, Err: err}
 	}
-	if err := yaml.Unmarshal(data, &raw); err != nil {
-		return &ExitError{Code: 2, Err: fmt.Errorf("%s: %v", file, err)}
-	}
-	prompts, _ := raw.Workload.Prompts.(string)
-	if m, ok := raw.Workload.Prompts.(map[string]any); ok {
-		prompts, _ = m["path"].(string)
-	}
-	for _, f := range []struct{ key, path string }{{"workload.prompts", prompts}, {"tokenizer.path", raw.Tokenizer.Path}} {
-		switch {
-		case f.path == "":
-		case !filepath.IsAbs(f.path):
-			return usageError("%s: %s %q: a relative path would be read beside the file in the ConfigMap (%s), where only the file is: give the absolute path of a file in the image or a mounted volume", file, f.key, f.path, k8s.RehearsalDir)
-		default:
-			k8sWarn(st, "%s: %s %s is read here and must be at that same path in the worker image or a mounted volume", file, f.key, f.path)
-		}
-	}
-	return nil
+	return k8s.WithFlagValue(fs, args, "file", k8s.RehearsalDir+"/"+spec.File.Name), nil
 }
 
 // k8sBench checks bench's endpoint and notes its API key variable.
@@ -301,7 +254,7 @@ func k8sBench(st *State, spec *k8s.Spec, fs *pflag.FlagSet) error {
 		return usageError("k8s bench: --base-url is required (the engine's address inside the cluster, e.g. http://vllm.NAMESPACE.svc:8000)")
 	}
 	for _, base := range bases {
-		if err := noPassword(base); err != nil {
+		if err := k8s.NoPassword(base); err != nil {
 			return usageError("k8s bench: --base-url %v", err)
 		}
 	}
@@ -318,78 +271,6 @@ func k8sBench(st *State, spec *k8s.Spec, fs *pflag.FlagSet) error {
 	return nil
 }
 
-// noPassword refuses a URL with a password: the manifests would carry it.
-func noPassword(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return nil
-	}
-	if _, ok := u.User.Password(); ok {
-		return fmt.Errorf("%s carries a password, which the manifests would hold: use api_key_env and a Secret", config.RedactURL(raw))
-	}
-	return nil
-}
-
 func k8sWarn(st *State, format string, a ...any) {
 	fmt.Fprintf(st.Stderr, "rehearse k8s: warning: "+format+"\n", a...)
-}
-
-// withFlagValue returns args with the value of the flag name replaced,
-// in whichever form it was given (--name V, --name=V, -n V, -nV, -n=V,
-// or a shorthand at the end of a group such as -qn V); nothing after "--"
-// is touched.
-func withFlagValue(fs *pflag.FlagSet, args []string, name, value string) []string {
-	flag := fs.Lookup(name)
-	out := slices.Clone(args)
-	for i := 1; i < len(out); i++ {
-		a := out[i]
-		switch {
-		case a == "--":
-			return out
-		case a == "--"+flag.Name:
-			if i+1 < len(out) {
-				out[i+1] = value
-				i++
-			}
-		case strings.HasPrefix(a, "--"+flag.Name+"="):
-			out[i] = "--" + flag.Name + "=" + value
-		case strings.HasPrefix(a, "--"):
-			if f := fs.Lookup(strings.SplitN(a[2:], "=", 2)[0]); f != nil && f.NoOptDefVal == "" && !strings.Contains(a, "=") {
-				i++ // the flag's value
-			}
-		case strings.HasPrefix(a, "-") && len(a) > 1:
-			i += shorthandGroup(fs, out, i, flag, value)
-		}
-	}
-	return out
-}
-
-// shorthandGroup rewrites the value of flag in the shorthand group
-// args[i] and returns how many of the following arguments it consumed.
-func shorthandGroup(fs *pflag.FlagSet, args []string, i int, flag *pflag.Flag, value string) int {
-	a := args[i]
-	for j := 1; j < len(a); j++ {
-		f := fs.ShorthandLookup(a[j : j+1])
-		if f == nil || f.NoOptDefVal != "" {
-			continue // a boolean in the group
-		}
-		rest := a[j+1:]
-		if f == flag {
-			switch {
-			case rest == "":
-				if i+1 < len(args) {
-					args[i+1] = value
-				}
-			case strings.HasPrefix(rest, "="):
-				args[i] = a[:j+1] + "=" + value
-			default:
-				args[i] = a[:j+1] + value
-			}
-		}
-		if rest == "" {
-			return 1
-		}
-		return 0
-	}
-	return 0
 }

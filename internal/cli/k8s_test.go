@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rehearse/rehearse/internal/k8s"
 	"github.com/spf13/pflag"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -202,7 +203,7 @@ func TestWithFlagValue(t *testing.T) {
 		{[]string{"run", "--progress=never", "-f", "a.yaml"}, []string{"run", "--progress=never", "-f", "NEW"}},
 	}
 	for _, c := range cases {
-		if got := withFlagValue(fs, c.in, "file", "NEW"); !slices.Equal(got, c.want) {
+		if got := k8s.WithFlagValue(fs, c.in, "file", "NEW"); !slices.Equal(got, c.want) {
 			t.Errorf("%v: got %v, want %v", c.in, got, c.want)
 		}
 	}
@@ -210,7 +211,7 @@ func TestWithFlagValue(t *testing.T) {
 	for _, c := range cases {
 		fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 		fs.AddFlagSet(newRunCmd(&State{}).Flags())
-		if err := fs.Parse(withFlagValue(fs, c.in, "file", "NEW")[1:]); err != nil {
+		if err := fs.Parse(k8s.WithFlagValue(fs, c.in, "file", "NEW")[1:]); err != nil {
 			t.Fatal(err)
 		}
 		if v, _ := fs.GetString("file"); v != "NEW" {

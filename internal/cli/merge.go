@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -87,7 +85,7 @@ func runMerge(ctx context.Context, st *State, out, baseline string, o bundle.Mer
 		}
 		return &ExitError{Code: 2, Err: err}
 	}
-	if err := makeEmptyDir(out); err != nil {
+	if err := bundle.MakeEmptyDir(out); err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
 	if err := bundle.AppendPartLogs(ctx, out, parts, set.Results); err != nil {
@@ -120,18 +118,5 @@ func runMerge(ctx context.Context, st *State, out, baseline string, o bundle.Mer
 		return err
 	}
 	fmt.Fprintf(st.Stdout, "merged %d parts into %s: %d servers, %d waves, %d records\n", len(parts), out, len(res.Servers), len(res.Waves), merged.Records)
-	return nil
-}
-
-func makeEmptyDir(dir string) error {
-	entries, err := os.ReadDir(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return os.MkdirAll(dir, 0o755)
-	case err != nil:
-		return err
-	case len(entries) > 0:
-		return fmt.Errorf("%s: exists and is not empty", dir)
-	}
 	return nil
 }

@@ -50,7 +50,7 @@ func heldMerge(t *testing.T, out, baseline string, parts []string) error {
 	if err != nil {
 		return err
 	}
-	if err := makeEmptyDir(out); err != nil {
+	if err := bundle.MakeEmptyDir(out); err != nil {
 		t.Fatal(err)
 	}
 	if err := bundle.AppendPartLogs(ctx, out, parts, all); err != nil {

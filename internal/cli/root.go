@@ -10,6 +10,7 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/exitcode"
 	"github.com/rehearse/rehearse/internal/provenance"
 )
 
@@ -21,14 +22,9 @@ type State struct {
 	Stderr io.Writer
 }
 
-// ExitError carries a specific exit code out of a command.
-type ExitError struct {
-	Code int
-	Err  error
-}
-
-func (e *ExitError) Error() string { return e.Err.Error() }
-func (e *ExitError) Unwrap() error { return e.Err }
+// ExitError carries a specific exit code out of a command; the packages
+// that do the work return it too (exitcode.Error).
+type ExitError = exitcode.Error
 
 // Main runs the rehearse command line and returns the process exit code:
 // 0 on success, 1 when the work failed (a check did not pass, a gate tripped),
@@ -153,5 +149,5 @@ func Version() string {
 
 // usageError marks bad flags or arguments: exit code 2.
 func usageError(format string, a ...any) error {
-	return &ExitError{Code: 2, Err: fmt.Errorf(format, a...)}
+	return exitcode.Usagef(format, a...)
 }

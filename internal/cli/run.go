@@ -2,29 +2,21 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
-	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/exitcode"
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/report"
-	"github.com/rehearse/rehearse/internal/stream"
-	"github.com/rehearse/rehearse/internal/tokenizer"
-	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // exitInterrupted is the exit code after Ctrl-C (128 + SIGINT).
-const exitInterrupted = 130
+const exitInterrupted = exitcode.Interrupted
 
 type runOptions struct {
 	file     string
@@ -74,47 +66,7 @@ rehearsal file (every problem is listed with its field path).`,
 		Example: `  rehearse run -f examples/simulated.yaml -o /tmp/sim
   rehearse run -f examples/t4-seed.yaml`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.file == "" {
-				return usageError("run: -f REHEARSAL.yaml is required")
-			}
-			if err := checkProgress(o.progress); err != nil {
-				return err
-			}
-			o.slo.noteChanged(cmd.Flags())
-			cfg, err := config.Load(o.file)
-			if err != nil {
-				return &ExitError{Code: 2, Err: err}
-			}
-			if err := o.slo.apply(cfg); err != nil {
-				return err
-			}
-			if err := o.seg.apply(cfg); err != nil {
-				return err
-			}
-			dir := o.outDir
-			if dir == "" {
-				dir = cfg.Output.Dir
-			}
-			if dir == "" {
-				base := strings.TrimSuffix(filepath.Base(o.file), filepath.Ext(o.file))
-				dir = "rehearse-" + base + "-" + time.Now().UTC().Format("20060102T150405Z")
-			}
-			if o.seg.workers > 0 {
-				return runWorkers(cmd.Context(), st, workersJob{seg: &o.seg, args: workerArgs(cmd), dir: dir, quietFlag: "--quiet",
-					summary: func(res *bundle.Results) { report.ResultsTable(res).Text(st.Stdout) }})
-			}
-			command := append([]string{"rehearse", "run", "-f", o.file, "-o", dir}, o.slo.args()...)
-			if o.seg.segment != "" {
-				command = append(command, "--segment", o.seg.segment)
-			}
-			return runRehearsal(cmd.Context(), st, rehearsalJob{
-				cfg: cfg, dir: dir, quiet: o.quiet, progressMode: o.progress,
-				command:    command,
-				simulation: rehearsal.Simulation(cfg),
-				segment:    &o.seg,
-			})
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runRun(cmd, st, &o) },
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.file, "file", "f", "", "the rehearsal file (YAML)")
@@ -126,271 +78,55 @@ rehearsal file (every problem is listed with its field path).`,
 	return cmd
 }
 
-// rehearsalJob is a rehearsal ready to run, from run, demo or bench.
-type rehearsalJob struct {
-	cfg     *config.Rehearsal
-	dir     string
-	command []string
-	quiet   bool
-	// progressMode is --progress: the live view of each wave (run, demo).
-	progressMode string
-	// simulation is demo's; the provenance builder finds the same from
-	// the simulated servers of cfg.
-	simulation *bundle.Simulation
-	notes      []string
-	// prompts are the resolved prompts, tokenizer the opened tokenizer
-	// (nil: open and resolve them from cfg).
-	prompts   *workload.Set
-	tokenizer *rehearsal.OpenedTokenizer
-	// fail turns a refusal before any work (prompts, tokenizer, a plan
-	// beyond the open-file limit, a capacity prediction's profile) into the
-	// command's error.
-	fail func(error) error
-	// progress receives the runner's steps; waveEvents each wave's.
-	progress   func(rehearsal.Event)
-	waveEvents func(rehearsal.WaveEvent)
-	// segment is the worker's flags of a split plan (nil: none).
-	segment *segmentOptions
-}
-
-// What to pass when a model's own tokenizer is not at hand, or cannot be
-// counted exactly: on the command line, and in a rehearsal file.
-const (
-	tokenizerFixFlags = "pass --tokenizer PATH (the model's tokenizer.json, or a folder holding one), or --tokenizer usage to count the server's usage.completion_tokens"
-	tokenizerFixFile  = "set tokenizer.path to the model's tokenizer.json (or a folder holding one), or tokenizer.variant to usage to count the servers' usage.completion_tokens"
-	refusedFixFlags   = "pass --tokenizer usage to count the server's usage.completion_tokens"
-	refusedFixFile    = "set tokenizer.variant to usage to count the servers' usage.completion_tokens"
-)
-
-// tokenizerStop is the one line (exit 2) of a rehearsal stopped before any
-// request because its model's own tokenizer is not at hand or cannot be
-// counted exactly, saying what to pass: the flags, or with file the
-// rehearsal file's keys; 130 when it was interrupted looking. nil for any
-// other error.
-func tokenizerStop(err error, file string) error {
-	var nf *tokenizer.NotFoundError
-	var re *tokenizer.RefusedError
-	var te *rehearsal.TokenizerError
-	fix := ""
-	switch {
-	case !errors.As(err, &te):
-		return nil
-	case errors.Is(err, context.Canceled):
-		return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("interrupted while finding the tokenizer (%v)", te.Err)}
-	case errors.As(err, &nf):
-		fix = tokenizerFixFlags
-		if file != "" {
-			fix = tokenizerFixFile
-		}
-	case errors.As(err, &re):
-		fix = refusedFixFlags
-		if file != "" {
-			fix = refusedFixFile
-		}
-	default:
-		return nil
+// runRun checks run's flags, loads the rehearsal file and hands it to the
+// runner: here, or as --workers processes of this binary.
+func runRun(cmd *cobra.Command, st *State, o *runOptions) error {
+	if o.file == "" {
+		return usageError("run: -f REHEARSAL.yaml is required")
 	}
-	if file == "" {
-		// On the command line the model's flag is the key; the message
-		// names the model.
-		return usageError("%v; %s", te.Err, fix)
-	}
-	return usageError("%s: %v; %s", file, err, fix)
-}
-
-// rehearsed is a finished rehearsal: its outcome, the bundle's verify
-// problems, and the tokenizer that counted it.
-type rehearsed struct {
-	out      *rehearsal.Outcome
-	problems []bundle.Problem
-}
-
-// rehearse opens the tokenizer and resolves the prompts, builds the provenance,
-// runs the rehearsal (rehearsal.Run, the one runner), renders the report
-// and verifies the bundle with the tokenizer that counted its records, so
-// every output_tokens is re-counted too. run, demo and bench all go
-// through it.
-func rehearse(ctx context.Context, job rehearsalJob) (*rehearsed, error) {
-	cfg := job.cfg
-	opened, prompts, err := job.inputs(ctx)
-	if err != nil {
-		return nil, err
-	}
-	tok, tokProv, tokNote := opened.Tokenizer, opened.Provenance, opened.Note
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("cannot find the rehearse executable for {rehearse}: %w", err)
-	}
-	prov, notes := rehearsal.Provenance(ctx, cfg, job.command, tokProv)
-	if job.simulation != nil {
-		prov.Simulation = job.simulation
-	}
-	prov.Cost = costBasis(cfg.Cost)
-	notes = append(append([]string(nil), job.notes...), notes...)
-	if tokNote != "" {
-		notes = append(notes, tokNote)
-	}
-	sync, worker, done, err := job.segment.synchronizer(ctx, cfg, prompts)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	prov.Worker = worker
-	var counter rehearsal.Counter
-	verifyOpts := bundle.Options{}
-	if tok != nil {
-		counter = tok
-		verifyOpts.Tokenizer = func(bundle.Provenance) (bundle.Counter, error) { return tok, nil }
-	}
-	out, err := rehearsal.Run(ctx, rehearsal.Options{
-		Rehearsal: cfg, Dir: job.dir, RehearseExe: exe, Prompts: prompts, Counter: counter,
-		Provenance: prov, Notes: notes, Progress: job.progress, WaveEvents: job.waveEvents, Sync: sync,
-	})
-	if err != nil {
-		de, pe, se := (*rehearsal.DescriptorError)(nil), (*rehearsal.PredictError)(nil), (*rehearsal.SegmentError)(nil)
-		if _, refused := errors.AsType[*stream.ModelNotServedError](err); refused || errors.As(err, &se) {
-			return nil, usageError("%v", err)
-		}
-		if errors.As(err, &de) || errors.As(err, &pe) {
-			return nil, job.fail(err)
-		}
-		return nil, err
-	}
-	if err := report.Write(job.dir, out.Results); err != nil {
-		return nil, fmt.Errorf("%s: report: %w", job.dir, err)
-	}
-	rep, _ := bundle.VerifyWith(context.Background(), job.dir, verifyOpts)
-	return &rehearsed{out: out, problems: rep.Problems}, nil
-}
-
-// printWarnings prints, on stderr, a finished bundle's warnings of token
-// exactness (one line per server whose re-counted tokens differ from its
-// usage, report.UsageWarnings) and verify's problems.
-func printWarnings(w io.Writer, res *bundle.Results, problems []bundle.Problem) {
-	for _, l := range report.UsageWarnings(res) {
-		fmt.Fprintf(w, "rehearse: warning: %s\n", l)
-	}
-	for _, p := range problems {
-		fmt.Fprintf(w, "verify: %s\n", p)
-	}
-}
-
-// inputs opens the rehearsal's tokenizer, once, and resolves the prompts
-// with it, unless the job brings them (bench and capacity do, to name
-// their flags in a refusal).
-func (job rehearsalJob) inputs(ctx context.Context) (rehearsal.OpenedTokenizer, workload.Set, error) {
-	opened := rehearsal.OpenedTokenizer{}
-	if job.tokenizer != nil {
-		opened = *job.tokenizer
-	} else {
-		var err error
-		if opened, err = rehearsal.OpenTokenizer(ctx, job.cfg); err != nil {
-			return opened, workload.Set{}, job.fail(err)
-		}
-	}
-	if job.prompts != nil {
-		return opened, *job.prompts, nil
-	}
-	prompts, err := rehearsal.Prompts(job.cfg, opened.Tokenizer)
-	if err != nil {
-		return opened, prompts, job.fail(fmt.Errorf("workload.prompts: %w", err))
-	}
-	return opened, prompts, nil
-}
-
-// exitError is the command's error for a finished rehearsal: interrupted
-// (130), a server that refused its input (2: a model it does not serve),
-// a bundle that does not verify, or servers that failed (1).
-func (r *rehearsed) exitError(dir string) error {
-	out := r.out
-	switch {
-	case out.Interrupted:
-		why := "the first wave was not released"
-		if out.Stopped != nil {
-			why = out.Stopped.Error()
-		}
-		return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("interrupted; the bundle in %s holds what finished (%s)", dir, why)}
-	case out.Refused != nil:
-		// Bad input, found once the server answered: exit 2.
-		return &ExitError{Code: 2, Err: fmt.Errorf("%v; no request was sent to it (the bundle in %s holds what was recorded before)", out.Refused, dir)}
-	case len(r.problems) > 0:
-		return &ExitError{Code: 1, Err: fmt.Errorf("%s: the bundle does not verify (%d problems)", dir, len(r.problems))}
-	case out.Unsynced != nil:
-		return &ExitError{Code: 1, Err: fmt.Errorf("the workers could not release a wave together, so the later waves did not run (%v); the bundle in %s holds what was recorded", out.Unsynced, dir)}
-	case len(out.Failed) > 0:
-		// The full reasons, with log tails, were printed as they happened
-		// and are in the bundle's notes.
-		firsts := make([]string, len(out.Failed))
-		for i, f := range out.Failed {
-			first, _, more := strings.Cut(f, "\n")
-			if more {
-				first = strings.TrimSuffix(first, ":") + " (shown above)"
-			}
-			firsts[i] = first
-		}
-		return &ExitError{Code: 1, Err: fmt.Errorf("%d server(s) failed:\n  %s", len(out.Failed), strings.Join(firsts, "\n  "))}
-	}
-	if ok, total, byKind := out.Requests(); total > 0 && ok == 0 {
-		var kinds []string
-		for _, k := range contract.ErrorKinds {
-			if n := byKind[k]; n > 0 {
-				kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
-			}
-		}
-		return &ExitError{Code: 1, Err: fmt.Errorf("no request succeeded: all %d recorded requests failed (%s); the bundle in %s says how", total, strings.Join(kinds, ", "), dir)}
-	}
-	return nil
-}
-
-func runRehearsal(ctx context.Context, st *State, job rehearsalJob) error {
-	job.fail = func(err error) error {
-		if de := (*rehearsal.DescriptorError)(nil); errors.As(err, &de) {
-			return usageError("run: %v", err)
-		}
-		if stop := tokenizerStop(err, job.cfg.Path); stop != nil {
-			return stop
-		}
-		return &ExitError{Code: 2, Err: fmt.Errorf("%s: %w", job.cfg.Path, err)}
-	}
-	// The bundle's folder is named once the rehearsal starts: a plan
-	// refused before it gets one line, the refusal.
-	var started sync.Once
-	job.progress = func(ev rehearsal.Event) {
-		started.Do(func() { fmt.Fprintf(st.Stderr, "rehearse: writing the bundle to %s\n", job.dir) })
-		// A failure is printed even when quiet: it carries the log's tail.
-		text := ev.Text
-		if ev.Step == "probe" && ev.Capacity != nil {
-			text = report.ProbeLine(*ev.Capacity)
-		}
-		if !job.quiet || ev.Step == "fail" || ev.Step == "warn" {
-			fmt.Fprintf(st.Stderr, "%s  %-10s %s\n", time.Now().Format("15:04:05"), ev.Server, text)
-		}
-	}
-	if !job.quiet {
-		bar := newWaveBar(st.Stderr, job.progressMode, true)
-		defer bar.close()
-		job.waveEvents = bar.event
-	}
-	r, err := rehearse(ctx, job)
-	if err != nil {
+	if err := checkProgress(o.progress); err != nil {
 		return err
 	}
-	report.ResultsTable(r.out.Results).Text(st.Stdout)
-	printReasoning(st.Stdout, r.out.Results)
-	for _, c := range r.out.Results.Capacity {
-		fmt.Fprintf(st.Stdout, "\n%s\n", report.CapacitySentence(c))
+	o.slo.noteChanged(cmd.Flags())
+	cfg, err := config.Load(o.file)
+	if err != nil {
+		return &ExitError{Code: 2, Err: err}
 	}
-	if m := r.out.Results.MechanismCheck; m != nil {
-		fmt.Fprintf(st.Stdout, "\nMechanism check (separate %d-client wave, not in the table): %s.\n", m.Concurrency, m.Finding())
+	if err := o.slo.apply(cfg); err != nil {
+		return err
 	}
-	if sim := r.out.Results.Provenance.Simulation; sim != nil && sim.TimeScale > 0 {
-		fmt.Fprintf(st.Stdout, "Simulated servers, not GPU measurements: figures are on the wall clock at time scale %s (goodput ÷ %s and latencies × %s give simulated time).\n",
-			report.Number(sim.TimeScale), report.Number(sim.TimeScale), report.Number(sim.TimeScale))
+	if err := o.seg.apply(cfg); err != nil {
+		return err
 	}
-	printWarnings(st.Stderr, r.out.Results, r.problems)
-	fmt.Fprintf(st.Stdout, "\nBundle: %s (report: %s)\n", job.dir, filepath.Join(job.dir, bundle.ReadmeFile))
-	if len(r.problems) == 0 {
-		fmt.Fprintf(st.Stdout, "Verified: every digest matches and every aggregate recomputes; check it again with: rehearse verify %s\n", job.dir)
+	dir := o.outDir
+	if dir == "" {
+		dir = cfg.Output.Dir
 	}
-	return r.exitError(job.dir)
+	if dir == "" {
+		base := strings.TrimSuffix(filepath.Base(o.file), filepath.Ext(o.file))
+		dir = "rehearse-" + base + "-" + time.Now().UTC().Format("20060102T150405Z")
+	}
+	if o.seg.workers > 0 {
+		return runWorkers(cmd.Context(), st, workersJob{seg: &o.seg, args: workerArgs(cmd), dir: dir, quietFlag: "--quiet",
+			summary: func(res *bundle.Results) { report.ResultsTable(res).Text(st.Stdout) }})
+	}
+	command := append([]string{"rehearse", "run", "-f", o.file, "-o", dir}, o.slo.args()...)
+	if o.seg.segment != "" {
+		command = append(command, "--segment", o.seg.segment)
+	}
+	job := rehearsal.Job{Rehearsal: cfg, Dir: dir, Command: command, Coordination: o.seg.coordination()}
+	return runRehearsal(cmd.Context(), st, job, o.quiet, o.progress)
+}
+
+// runRehearsal runs a rehearsal file's job (run's, demo's) and ends it as
+// they do: a line per step, a bar per wave unless quiet, the results
+// table and the bundle's README (rehearsal.Perform).
+func runRehearsal(ctx context.Context, st *State, job rehearsal.Job, quiet bool, progress string) error {
+	job.Progress = rehearsal.StepLines(st.Stderr, job.Dir, quiet)
+	if !quiet {
+		bar := newWaveBar(st.Stderr, progress, true)
+		defer bar.close()
+		job.WaveEvents = bar.event
+	}
+	return rehearsal.Perform(ctx, job, rehearsal.Ending{Stdout: st.Stdout, Stderr: st.Stderr, Summary: rehearsal.PrintResults, Report: true})
 }

@@ -1,20 +1,12 @@
 package cli
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
-	"github.com/rehearse/rehearse/internal/coordinate"
-	"github.com/rehearse/rehearse/internal/plan"
 	"github.com/rehearse/rehearse/internal/rehearsal"
-	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // segmentOptions are the flags of a worker of a split plan (SPEC §10),
@@ -102,57 +94,11 @@ func (o *segmentOptions) check() error {
 	return nil
 }
 
-// synchronizer is the worker's link to the other workers: a coordinator
-// client whose clock offset is measured now, or a fixed first release at
-// --start-at; with it the worker's provenance so far, and what to call
-// once the rehearsal ends (the worker reports done).
-func (o *segmentOptions) synchronizer(ctx context.Context, cfg *config.Rehearsal, prompts workload.Set) (rehearsal.Synchronizer, *bundle.Worker, func(), error) {
-	if o == nil || cfg.Segment.Whole() {
-		return nil, nil, func() {}, nil
+// coordination is how this worker joins the others (nil: not a worker's
+// flags).
+func (o *segmentOptions) coordination() *rehearsal.Coordination {
+	if o == nil {
+		return nil
 	}
-	w := &bundle.Worker{Coordinator: config.RedactURL(o.coordinator)}
-	if !o.start.IsZero() {
-		w.StartAt = o.start.UTC().Format(time.RFC3339Nano)
-	}
-	planned := plan.WorkloadOf(cfg, prompts)
-	if o.coordinator == "" {
-		// The runner refuses a plan of several waves with no synchronizer.
-		if o.start.IsZero() || rehearsal.SyncWaves(cfg, planned) > 1 {
-			return nil, w, func() {}, nil
-		}
-		return coordinate.Fixed{At: o.start}, w, func() {}, nil
-	}
-	c := &coordinate.Client{
-		URL: o.coordinator, Worker: cfg.Segment.Index, Count: cfg.Segment.Count, Token: os.Getenv(coordinate.TokenEnv),
-		Digest: rehearsal.PlanDigest(cfg, planned), BarrierTimeout: o.barrierTimeout, StartAt: o.start,
-	}
-	if err := measureOffset(ctx, c); err != nil {
-		return nil, nil, nil, &ExitError{Code: 1, Err: fmt.Errorf("--coordinator: %v", config.RedactURL(err.Error()))}
-	}
-	w.ClockOffsetS, w.OffsetUncertaintyS = c.Offset.Seconds(), c.Uncertainty.Seconds()
-	done := func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = c.Done(dctx)
-	}
-	return c, w, done, nil
-}
-
-// measureOffset measures c's clock offset, trying again for up to
-// config.DefaultCoordinatorWait while the coordinator cannot be reached
-// (a worker may start before it serves), but not once it refused the
-// token.
-func measureOffset(ctx context.Context, c *coordinate.Client) error {
-	deadline := time.Now().Add(time.Duration(config.DefaultCoordinatorWait) * time.Second)
-	for {
-		err := c.Measure(ctx, config.DefaultOffsetSamples)
-		if err == nil || ctx.Err() != nil || time.Now().After(deadline) || errors.Is(err, coordinate.ErrUnauthorized) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+	return &rehearsal.Coordination{Coordinator: o.coordinator, StartAt: o.start, BarrierTimeout: o.barrierTimeout}
 }

@@ -2,16 +2,9 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,7 +13,7 @@ import (
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/coordinate"
-	"github.com/rehearse/rehearse/internal/report"
+	"github.com/rehearse/rehearse/internal/fleet"
 )
 
 // workerFlags are the flags a worker process is not handed as given:
@@ -67,254 +60,18 @@ type workersJob struct {
 	after func(res *bundle.Results) error
 }
 
-// runWorkers starts an in-process coordinator, runs the N workers as
-// child processes (os.Executable) with --segment i/N --coordinator URL,
-// each writing its segment bundle to DIR.workers/worker-i (its output in
-// worker-i.log beside it), then merges the segments into DIR and verifies
-// it. Ctrl-C interrupts every worker (each writes the bundle of what it
-// recorded) and merges what they wrote.
+// runWorkers runs job's N segments here as worker processes and merges
+// them (fleet.Run).
 func runWorkers(ctx context.Context, st *State, job workersJob) error {
-	n := job.seg.workers
-	if entries, err := os.ReadDir(job.dir); err == nil && len(entries) > 0 {
-		return usageError("%s: the output folder is not empty (choose another with -o)", job.dir)
-	}
-	segDir := strings.TrimRight(job.dir, string(filepath.Separator)) + ".workers"
-	if err := makeEmptyDir(segDir); err != nil {
-		return usageError("--workers: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("--workers: the coordinator cannot listen: %w", err)
-	}
-	// A token of its own: another local user cannot reach these workers'
-	// coordinator either.
-	token := coordinate.NewToken()
-	coord := &coordinate.Server{Workers: n, StartAt: job.seg.start, Margin: job.seg.releaseMargin, Timeout: job.seg.barrierTimeout, Token: token}
-	go func() { _ = coord.Serve(ln) }()
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = coord.Shutdown(sctx)
-	}()
-	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(st.Stderr, "rehearse: %d workers, coordinator at %s, segments in %s\n", n, url, segDir)
-
-	parts := make([]string, n)
-	for i := range n {
-		parts[i] = filepath.Join(segDir, "worker-"+strconv.Itoa(i))
-	}
-	procs, closeLogs, err := startWorkers(job, url, token, parts)
-	if err != nil {
-		return err
-	}
-	defer closeLogs()
-	failed := waitWorkers(ctx, coord, procs, parts)
-	for _, f := range failed {
-		fmt.Fprintf(st.Stderr, "rehearse: %s\n", f)
-	}
-	merged, probs, err := mergeWorkers(ctx, st, job.dir, parts, failed)
-	if err != nil {
-		return err
+	fj := fleet.Job{
+		Workers: job.seg.workers, Args: job.args, Dir: job.dir, QuietFlag: job.quietFlag,
+		StartAt: job.seg.startAt, Start: job.seg.start, Margin: job.seg.releaseMargin, BarrierTimeout: job.seg.barrierTimeout,
+		Stdout: st.Stdout, Stderr: st.Stderr, After: job.after,
 	}
 	if job.summary != nil {
-		job.summary(merged)
+		fj.Summary = func(_ io.Writer, res *bundle.Results) { job.summary(res) }
 	}
-	printWorkers(st.Stdout, merged)
-	printWarnings(st.Stderr, merged, probs)
-	fmt.Fprintf(st.Stdout, "\nbundle: %s, merged from %d worker segments in %s (check it with: rehearse verify %s)\n", job.dir, len(merged.Provenance.Workers), segDir, job.dir)
-	switch {
-	case ctx.Err() != nil:
-		return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("interrupted; the bundle in %s holds what the workers recorded", job.dir)}
-	case len(probs) > 0:
-		return &ExitError{Code: 1, Err: fmt.Errorf("%s: the merged bundle does not verify (%d problems)", job.dir, len(probs))}
-	case len(failed) > 0:
-		return &ExitError{Code: 1, Err: fmt.Errorf("%d of %d workers failed: %s", len(failed), n, strings.Join(failed, "; "))}
-	}
-	if job.after != nil {
-		return job.after(merged)
-	}
-	return nil
-}
-
-// startWorkers starts worker i writing its segment to parts[i], its output
-// to parts[i].log; on an error none is left running.
-func startWorkers(job workersJob, url, token string, parts []string) ([]*exec.Cmd, func(), error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, nil, fmt.Errorf("--workers: cannot find the rehearse executable: %w", err)
-	}
-	n := len(parts)
-	var (
-		procs []*exec.Cmd
-		logs  []*os.File
-	)
-	closeLogs := func() {
-		for _, f := range logs {
-			f.Close()
-		}
-	}
-	abort := func(err error) ([]*exec.Cmd, func(), error) {
-		for _, p := range procs {
-			_ = p.Process.Kill()
-			_ = p.Wait()
-		}
-		closeLogs()
-		return nil, nil, err
-	}
-	for i, part := range parts {
-		args := append([]string(nil), job.args...)
-		args = append(args, "--segment="+strconv.Itoa(i)+"/"+strconv.Itoa(n), "--coordinator="+url, "--output="+part,
-			"--barrier-timeout="+job.seg.barrierTimeout.String(), job.quietFlag)
-		if job.seg.startAt != "" {
-			args = append(args, "--start-at="+job.seg.startAt)
-		}
-		logf, err := os.Create(part + ".log")
-		if err != nil {
-			return abort(err)
-		}
-		logs = append(logs, logf)
-		c := exec.Command(exe, args...)
-		c.Stdout, c.Stderr = logf, logf
-		c.Env = append(os.Environ(), coordinate.TokenEnv+"="+token)
-		if err := c.Start(); err != nil {
-			return abort(fmt.Errorf("worker %d did not start: %w", i, err))
-		}
-		procs = append(procs, c)
-	}
-	return procs, closeLogs, nil
-}
-
-// waitWorkers waits for every worker; Ctrl-C (ctx) is passed on to each as
-// SIGINT, and a worker that fails is reported gone to the coordinator so
-// the others' barriers fail at once. It returns a line per failed worker.
-func waitWorkers(ctx context.Context, coord *coordinate.Server, procs []*exec.Cmd, parts []string) []string {
-	stopWatch := make(chan struct{})
-	defer close(stopWatch)
-	go func() {
-		select {
-		case <-ctx.Done():
-			for _, p := range procs {
-				_ = p.Process.Signal(os.Interrupt)
-			}
-		case <-stopWatch:
-		}
-	}()
-	var wg sync.WaitGroup
-	errs := make([]error, len(procs))
-	for i, p := range procs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = p.Wait()
-			if errs[i] != nil {
-				coord.Gone(i, errs[i].Error())
-			}
-		}()
-	}
-	wg.Wait()
-	var failed []string
-	for i, err := range errs {
-		if err != nil {
-			failed = append(failed, fmt.Sprintf("worker %d: %v (its output: %s.log)", i, err, parts[i]))
-		}
-	}
-	return failed
-}
-
-// mergeWorkers merges the segments the workers wrote into dir (to its end
-// even after Ctrl-C: the segments are on disk), writes its report and
-// verifies it.
-func mergeWorkers(ctx context.Context, st *State, dir string, parts, failed []string) (*bundle.Results, []bundle.Problem, error) {
-	mctx := context.WithoutCancel(ctx)
-	var have []string
-	for _, p := range parts {
-		if _, err := os.Stat(filepath.Join(p, bundle.JournalFile)); err == nil {
-			have = append(have, p)
-		}
-	}
-	if len(have) == 0 {
-		return nil, nil, &ExitError{Code: 1, Err: fmt.Errorf("no worker wrote a segment (%s)", strings.Join(failed, "; "))}
-	}
-	// As rehearse merge merges (runMerge): the segments' records are
-	// streamed, one merged wave's held at a time (bundle.PartSet.Merge).
-	set, err := bundle.ReadPartSet(mctx, have)
-	if err != nil {
-		if uerr := unverifiedInput(st, err); uerr != nil {
-			return nil, nil, uerr
-		}
-		return nil, nil, &ExitError{Code: 1, Err: err}
-	}
-	m, err := set.Merge(mctx, have, bundle.MergeOptions{MaxOffsetUncertaintyS: config.DefaultMaxOffsetUncertainty})
-	if err != nil {
-		return nil, nil, &ExitError{Code: 1, Err: fmt.Errorf("merging the workers' segments: %w", err)}
-	}
-	if err := makeEmptyDir(dir); err != nil {
-		return nil, nil, &ExitError{Code: 2, Err: err}
-	}
-	if err := m.Write(mctx, dir); err != nil {
-		return nil, nil, err
-	}
-	merged := m.Results
-	if !m.Held {
-		if merged, err = bundle.ReadResultsContext(mctx, dir); err != nil {
-			return nil, nil, err
-		}
-	}
-	if err := report.Write(dir, merged); err != nil {
-		return nil, nil, err
-	}
-	probs, err := bundle.VerifyContext(mctx, dir)
-	return merged, probs, err
-}
-
-// printWorkers prints the workers' clock offsets and the largest
-// cross-worker release spread of the merged bundle's waves.
-func printWorkers(w io.Writer, res *bundle.Results) {
-	ws := res.Provenance.Workers
-	if len(ws) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "\nWorkers: %d", len(ws))
-	worstUnc := 0.0
-	for _, x := range ws {
-		worstUnc = max(worstUnc, x.OffsetUncertaintyS)
-	}
-	spread := 0.0
-	for _, wv := range res.Waves {
-		if s := wv.WorkerReleaseSpreadS; s != nil {
-			spread = max(spread, *s)
-		}
-		// A merged wave's uncertainty is its workers' largest, measured at
-		// its barrier.
-		if u := wv.OffsetUncertaintyS; u != nil {
-			worstUnc = max(worstUnc, *u)
-		}
-	}
-	fmt.Fprintf(w, "; largest cross-worker release spread %.3f ms (clock offset uncertainty up to %.3f ms)\n", spread*1000, worstUnc*1000)
-}
-
-// serveCoordinator serves s on listen until every worker is done or ctx
-// ends (exit 130).
-func serveCoordinator(ctx context.Context, st *State, s *coordinate.Server, listen string) error {
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return usageError("--listen %s: %v", listen, err)
-	}
-	go func() { _ = s.Serve(ln) }()
-	fmt.Fprintf(st.Stderr, "rehearse coordinate: %d workers, listening on http://%s\n", s.Workers, ln.Addr())
-	var err2 error
-	select {
-	case <-s.Done():
-		fmt.Fprintf(st.Stderr, "rehearse coordinate: all %d workers are done\n", s.Workers)
-	case <-ctx.Done():
-		err2 = &ExitError{Code: exitInterrupted, Err: fmt.Errorf("coordinate: interrupted (%v)", context.Cause(ctx))}
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := s.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return err2
+	return fleet.Run(ctx, fj)
 }
 
 func newCoordinateCmd(st *State) *cobra.Command {
@@ -369,7 +126,7 @@ exits once all N workers reported done, or on Ctrl-C.`,
 				}
 				s.StartAt = t
 			}
-			return serveCoordinator(cmd.Context(), st, s, listen)
+			return s.Run(cmd.Context(), listen, st.Stderr)
 		},
 	}
 	f := cmd.Flags()

@@ -63,6 +63,24 @@ func (c *Client) Measure(ctx context.Context, samples int) error {
 	return nil
 }
 
+// MeasureWaiting is Measure, tried again every half second for up to wait
+// while the coordinator cannot be reached (a worker may start before it
+// serves), but not once it refused the token, nor once ctx ended.
+func (c *Client) MeasureWaiting(ctx context.Context, samples int, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		err := c.Measure(ctx, samples)
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) || errors.Is(err, ErrUnauthorized) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
 func (c *Client) measure(ctx context.Context, samples int) (offset, uncertainty time.Duration, err error) {
 	best := time.Duration(-1)
 	for range max(samples, 1) {

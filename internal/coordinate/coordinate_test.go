@@ -2,6 +2,9 @@ package coordinate
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -9,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rehearse/rehearse/internal/exitcode"
 	"github.com/rehearse/rehearse/internal/plan"
 )
 
@@ -241,5 +245,89 @@ func TestReleaseMeasuresTheOffsetAgain(t *testing.T) {
 	}
 	if !near(third.Offset, 40*time.Second) {
 		t.Errorf("offset %v without re-measuring: want the last one, about 40 s", third.Offset)
+	}
+}
+
+// TestMeasureWaiting: a worker that starts before its coordinator serves
+// keeps trying until it does; a refused token ends the wait at once.
+func TestMeasureWaiting(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing serves there yet
+	s := &Server{Workers: 1, Token: "tok"}
+	go func() {
+		time.Sleep(700 * time.Millisecond)
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return
+		}
+		_ = s.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	})
+	c := &Client{URL: "http://" + addr, Count: 1, Token: "tok"}
+	if err := c.MeasureWaiting(context.Background(), 2, 20*time.Second); err != nil {
+		t.Fatalf("a coordinator that serves late: %v", err)
+	}
+	bad := &Client{URL: "http://" + addr, Count: 1, Token: "other"}
+	began := time.Now()
+	if err := bad.MeasureWaiting(context.Background(), 2, 20*time.Second); !errors.Is(err, ErrUnauthorized) || time.Since(began) > 5*time.Second {
+		t.Errorf("a refused token: %v after %v", err, time.Since(began))
+	}
+}
+
+// lockedBuffer is a log written by Run and read by the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestRun: rehearse coordinate serves until every worker reported done,
+// says so, and ends; Ctrl-C ends it with exit 130; an address it cannot
+// listen on is bad usage.
+func TestRun(t *testing.T) {
+	var log lockedBuffer
+	s := &Server{Workers: 1}
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(context.Background(), "127.0.0.1:0", &log) }()
+	var url string
+	for deadline := time.Now().Add(10 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, after, ok := strings.Cut(log.String(), "listening on "); ok {
+			url = strings.TrimSpace(after)
+		}
+	}
+	if err := (&Client{URL: url, Count: 1}).Done(context.Background()); err != nil {
+		t.Fatalf("done at %q: %v", url, err)
+	}
+	if err := <-ran; err != nil || !strings.Contains(log.String(), "rehearse coordinate: all 1 workers are done") {
+		t.Errorf("got %v, log %q", err, log.String())
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var ee *exitcode.Error
+	if err := (&Server{Workers: 2}).Run(ctx, "127.0.0.1:0", io.Discard); !errors.As(err, &ee) || ee.Code != exitcode.Interrupted {
+		t.Errorf("interrupted: %v", err)
+	}
+	if err := (&Server{Workers: 2}).Run(context.Background(), "no-such-host.invalid:x", io.Discard); !errors.As(err, &ee) || ee.Code != exitcode.Usage || !strings.HasPrefix(err.Error(), "--listen no-such-host.invalid:x: ") {
+		t.Errorf("bad address: %v", err)
 	}
 }

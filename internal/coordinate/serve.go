@@ -7,11 +7,15 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/rehearse/rehearse/internal/exitcode"
 )
 
 // TokenEnv is the variable that holds the coordinator's shared token, in
@@ -87,6 +91,42 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.http = hs
 	s.mu.Unlock()
 	return hs.Serve(limitListener(ln, s.maxConns()))
+}
+
+// Listen serves s in the background (Serve) on a new listener at addr,
+// HOST:PORT (port 0 picks a free one), and returns the address it
+// listens on; Shutdown stops it.
+func (s *Server) Listen(addr string) (net.Addr, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	go func() { _ = s.Serve(ln) }()
+	return ln.Addr(), nil
+}
+
+// Run is rehearse coordinate: it serves s on listen, saying so on log,
+// until every worker reported done (nil) or ctx ends (exit 130), then
+// shuts it down. An address it cannot listen on is bad usage (exit 2).
+func (s *Server) Run(ctx context.Context, listen string, log io.Writer) error {
+	addr, err := s.Listen(listen)
+	if err != nil {
+		return exitcode.Usagef("--listen %s: %v", listen, err)
+	}
+	fmt.Fprintf(log, "rehearse coordinate: %d workers, listening on http://%s\n", s.Workers, addr)
+	var ended error
+	select {
+	case <-s.Done():
+		fmt.Fprintf(log, "rehearse coordinate: all %d workers are done\n", s.Workers)
+	case <-ctx.Done():
+		ended = &exitcode.Error{Code: exitcode.Interrupted, Err: fmt.Errorf("coordinate: interrupted (%v)", context.Cause(ctx))}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := s.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return ended
 }
 
 // Shutdown stops Serve: it waits for the requests in progress until ctx

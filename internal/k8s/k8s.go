@@ -7,7 +7,11 @@
 // segment bundles into one and verifies it. The objects are the official
 // k8s.io/api types, written as multi-document YAML in a fixed order.
 //
-// The package only describes; it never talks to a cluster.
+// It also checks what the workers run before anything is written: a
+// rehearsal file's servers and the files it reads (CheckServers,
+// ShipRehearsal), and the worker's command line (WithFlagValue points -f
+// at the mounted file). The package only describes; it never talks to a
+// cluster.
 package k8s
 
 import (

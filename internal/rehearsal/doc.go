@@ -1,5 +1,10 @@
-// Package rehearsal is the one runner: run, demo and bench all go through
-// Run. It plans the workload once (plan.WorkloadOf), records that plan in
+// Package rehearsal is the one runner: run, demo, bench and capacity all
+// go through Run, and end through Perform, the runner's tail: Rehearse
+// (inputs, provenance, Run, the report, verify with the tokenizer that
+// counted) and Rehearsed.End (the summary, the warnings, where the bundle
+// is, and the exit status: Rehearsed.Err).
+//
+// Run plans the workload once (plan.WorkloadOf), records that plan in
 // the bundle's header (results.json's workload) and hands its load to
 // package drive. For each server in order it launches the process (or
 // reaches one already running), waits for readiness, walks the server's planned waves

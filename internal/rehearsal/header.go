@@ -232,3 +232,39 @@ func renderChat(set *workload.Set, tok *tokenizer.Tokenizer, kwargs map[string]a
 	}
 	return nil
 }
+
+// ScaleSimulated rewrites a simulated rehearsal for time scale k: every
+// server's --time-scale argument, and the client timeout and polling period,
+// which the file states at its own scale, are converted through simulated
+// time; so are the SLO's objectives and a capacity probe's time cap
+// (rehearse demo --time-scale).
+func ScaleSimulated(cfg *config.Rehearsal, k float64) error {
+	fileScale := 0.0
+	for i := range cfg.Servers {
+		s := &cfg.Servers[i]
+		a, found, err := FindTimeScale(s.Launch)
+		if err != nil {
+			return fmt.Errorf("servers[%d].launch: %v", i, err)
+		}
+		if !found {
+			return fmt.Errorf("servers[%d].launch: no --time-scale argument to scale", i)
+		}
+		if fileScale != 0 && a.Value != fileScale {
+			return fmt.Errorf("servers[%d].launch: --time-scale %g differs from the other servers' %g", i, a.Value, fileScale)
+		}
+		fileScale = a.Value
+		s.Launch = a.With(s.Launch, k)
+	}
+	ratio := fileScale / k
+	cfg.Workload.Timeout = config.Duration(float64(cfg.Workload.Timeout) * ratio)
+	if m := cfg.MechanismCheck; m != nil {
+		m.Period = config.Duration(max(float64(m.Period)*ratio, float64(time.Millisecond)))
+	}
+	if s := cfg.SLO; s != nil {
+		s.Objectives = s.Objectives.Scaled(ratio)
+	}
+	if c := cfg.Capacity; c != nil {
+		c.MaxDuration = config.Duration(float64(c.MaxDuration) * ratio)
+	}
+	return nil
+}

@@ -15,7 +15,8 @@ import (
 
 // Provenance is the header's provenance before any server ran, for run,
 // demo and bench alike: the tool from build info (provenance.Tool), the command as the caller names it,
-// the host, its GPUs, the tokenizer, and the simulated servers. The notes
+// the host, its GPUs, the tokenizer, the simulated servers, and the price
+// the cost figures rest on. The notes
 // say what could not be described, and that GPUs listed are this
 // machine's when a server is reached elsewhere. Model, times and the
 // output-token source are filled in by Run.
@@ -39,7 +40,16 @@ func Provenance(ctx context.Context, cfg *config.Rehearsal, command []string, to
 		GPUs:       gpus,
 		Tokenizer:  tok,
 		Simulation: Simulation(cfg),
+		Cost:       costBasis(cfg.Cost),
 	}, notes
+}
+
+// costBasis is provenance.cost of a rehearsal's cost: (nil: none).
+func costBasis(c *config.Cost) *bundle.CostBasis {
+	if c == nil {
+		return nil
+	}
+	return &bundle.CostBasis{GPUHourUSD: c.GPUHourUSD, GPUs: c.GPUs}
 }
 
 // FirstModel is the first model the server at baseURL lists on GET

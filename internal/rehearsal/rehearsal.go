@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -106,7 +105,7 @@ const (
 )
 
 // Run runs the rehearsal and writes its bundle (results.json, the journal,
-// the server logs; the caller renders the report). It returns an error
+// the server logs; Rehearse renders the report). It returns an error
 // when no bundle could be written, or when writing the journal or
 // results.json failed (a *bundle.WriteError, wrapped): the first write
 // error of the journal stops the run at once, as Ctrl-C does (the requests
@@ -244,27 +243,14 @@ func stoppedByWrite(err error, dir string) error {
 	return fmt.Errorf("%w; the rehearsal stopped at this first write error, and %s keeps what was journaled before it (once there is room, \"rehearse report %s\" rebuilds the bundle from it)", we, dir, dir)
 }
 
-// prepareDir creates the bundle folder, refusing one that holds files: a
-// bundle is never written over another, nor mixed with other files.
+// prepareDir creates the bundle folder by the one rule of a bundle's
+// folder (bundle.MakeEmptyDir): a bundle is never written over another,
+// nor mixed with other files.
 func prepareDir(dir string) error {
 	if dir == "" {
 		return errors.New("rehearsal: no output folder")
 	}
-	for _, f := range []string{bundle.ResultsFile, bundle.JournalFile} {
-		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
-			return fmt.Errorf("%s already holds a bundle (%s): the output folder is not empty (choose another with -o)", dir, f)
-		}
-	}
-	entries, err := os.ReadDir(dir)
-	switch {
-	case err == nil && len(entries) > 0:
-		return fmt.Errorf("%s: the output folder is not empty (choose another with -o)", dir)
-	case err == nil:
-		return nil
-	case errors.Is(err, os.ErrNotExist):
-		return os.MkdirAll(dir, 0o755)
-	}
-	return err
+	return bundle.MakeEmptyDir(dir)
 }
 
 type runner struct {

@@ -6,11 +6,16 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
+	"time"
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/contract"
+	"github.com/rehearse/rehearse/internal/coordinate"
+	"github.com/rehearse/rehearse/internal/exitcode"
 	"github.com/rehearse/rehearse/internal/plan"
+	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // Synchronizer releases the waves of a split plan's workers together: it
@@ -21,6 +26,56 @@ import (
 // offset and waits at the wave's barrier), coordinate.Fixed another.
 type Synchronizer interface {
 	Release(ctx context.Context, seq int) (plan.Release, error)
+}
+
+// Coordination is how a worker of a split plan joins the others (run's and
+// bench's --coordinator, --start-at and --barrier-timeout; SPEC §10).
+type Coordination struct {
+	// Coordinator is the base URL of rehearse coordinate ("": none).
+	Coordinator string
+	// StartAt is the instant the first wave is released at (zero: none).
+	StartAt time.Time
+	// BarrierTimeout bounds one wait at a wave's barrier.
+	BarrierTimeout time.Duration
+}
+
+// Join is the worker's link to the other workers of cfg's split plan: a
+// coordinator client whose clock offset is measured now (with the token
+// in $REHEARSE_COORDINATOR_TOKEN), or a fixed first release at StartAt;
+// with it the worker's provenance so far, and what to call once the
+// rehearsal ends (the worker reports done). A nil c, or a whole plan,
+// has none; a worker that cannot reach the coordinator, an error (exit 1).
+func (c *Coordination) Join(ctx context.Context, cfg *config.Rehearsal, prompts workload.Set) (Synchronizer, *bundle.Worker, func(), error) {
+	if c == nil || cfg.Segment.Whole() {
+		return nil, nil, func() {}, nil
+	}
+	w := &bundle.Worker{Coordinator: config.RedactURL(c.Coordinator)}
+	if !c.StartAt.IsZero() {
+		w.StartAt = c.StartAt.UTC().Format(time.RFC3339Nano)
+	}
+	planned := plan.WorkloadOf(cfg, prompts)
+	if c.Coordinator == "" {
+		// The runner refuses a plan of several waves with no synchronizer.
+		if c.StartAt.IsZero() || SyncWaves(cfg, planned) > 1 {
+			return nil, w, func() {}, nil
+		}
+		return coordinate.Fixed{At: c.StartAt}, w, func() {}, nil
+	}
+	cl := &coordinate.Client{
+		URL: c.Coordinator, Worker: cfg.Segment.Index, Count: cfg.Segment.Count, Token: os.Getenv(coordinate.TokenEnv),
+		Digest: PlanDigest(cfg, planned), BarrierTimeout: c.BarrierTimeout, StartAt: c.StartAt,
+	}
+	wait := time.Duration(config.DefaultCoordinatorWait) * time.Second
+	if err := cl.MeasureWaiting(ctx, config.DefaultOffsetSamples, wait); err != nil {
+		return nil, nil, nil, &exitcode.Error{Code: 1, Err: fmt.Errorf("--coordinator: %v", config.RedactURL(err.Error()))}
+	}
+	w.ClockOffsetS, w.OffsetUncertaintyS = cl.Offset.Seconds(), cl.Uncertainty.Seconds()
+	done := func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = cl.Done(dctx)
+	}
+	return cl, w, done, nil
 }
 
 // SegmentError is a split plan refused before any work.
