@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -97,7 +96,7 @@ the bundle.`,
 			if err != nil {
 				return err
 			}
-			return simValidateExit(validate.Run(cmd.Context(), vo))
+			return simExit(validate.Run(cmd.Context(), vo))
 		},
 	}
 	simValidateFlags(cmd.Flags(), &o)
@@ -179,12 +178,4 @@ func rehearseLive(ctx context.Context, live validate.Live) (*rehearsal.Outcome, 
 		return nil, err
 	}
 	return r.out, nil
-}
-
-// simValidateExit is the command's error: bad input exits 2.
-func simValidateExit(err error) error {
-	if _, ok := errors.AsType[*validate.UsageError](err); ok {
-		return usageError("%v", err)
-	}
-	return err
 }

@@ -16,7 +16,7 @@ type Server struct{ Name, Engine string }
 // chooses every server of the bundle with the engine its launch argv
 // names (--engine, as the demo's simulated servers have). A flag that is
 // not NAME=serial or NAME=batching, a server the bundle lacks or one named
-// twice is a *UsageError.
+// twice is a *fit.UsageError.
 func Servers(res *bundle.Results, flags []string) ([]Server, error) {
 	var out []Server
 	if len(flags) == 0 {

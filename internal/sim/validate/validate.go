@@ -49,16 +49,10 @@ type Options struct {
 	Stdout, Stderr io.Writer
 }
 
-// UsageError is bad input found once the bundles are read: a bundle that
+// usage is bad input found once the bundles are read (a bundle that
 // cannot be read, a server it lacks, loads the fit refuses, a live run
-// that cannot be made. The command exits 2 with it.
-type UsageError struct{ Err error }
-
-func (e *UsageError) Error() string { return e.Err.Error() }
-
-func (e *UsageError) Unwrap() error { return e.Err }
-
-func usage(format string, a ...any) error { return &UsageError{fmt.Errorf(format, a...)} }
+// that cannot be made): a *fit.UsageError, with which the command exits 2.
+func usage(format string, a ...any) error { return &fit.UsageError{Err: fmt.Errorf(format, a...)} }
 
 // file is what Output stores.
 type file struct {
@@ -76,7 +70,7 @@ type file struct {
 
 // Run fits, predicts and (unless NoLive) runs live the held-out loads of
 // every chosen server, writes the table to Output and prints it. Bad input
-// is a *UsageError; the Runner's and Write's errors are returned as they
+// is a *fit.UsageError; the Runner's and Write's errors are returned as they
 // are.
 func Run(ctx context.Context, o Options) error {
 	res, hold, servers, notes, err := o.read()

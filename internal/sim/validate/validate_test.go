@@ -8,11 +8,12 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/sim/engine"
+	"github.com/rehearse/rehearse/internal/sim/fit"
 )
 
 // TestServers: without --server every server with the engine its launch
 // argv names, in the bundle's order; with flags the ones named; every
-// refusal is a *UsageError naming what to pass.
+// refusal is a *fit.UsageError naming what to pass.
 func TestServers(t *testing.T) {
 	res := &bundle.Results{Servers: []bundle.Server{
 		{Name: "naive", LaunchArgv: []string{"rehearse", "sim", "--engine", "serial"}},
@@ -40,8 +41,8 @@ func TestServers(t *testing.T) {
 		{res, []string{"naive=serial", "naive=batching"}, `--server "naive=batching": server naive is named twice`},
 	} {
 		_, err := Servers(tc.res, tc.flags)
-		if _, ok := errors.AsType[*UsageError](err); !ok || err.Error() != "sim validate: "+tc.want {
-			t.Errorf("%v: %v; want a *UsageError %q", tc.flags, err, tc.want)
+		if _, ok := errors.AsType[*fit.UsageError](err); !ok || err.Error() != "sim validate: "+tc.want {
+			t.Errorf("%v: %v; want a *fit.UsageError %q", tc.flags, err, tc.want)
 		}
 	}
 }
