@@ -65,8 +65,10 @@ type Command struct {
 // exits 2 with it.
 type UsageError struct{ Err error }
 
+// Error is the refusal's one line.
 func (e *UsageError) Error() string { return e.Err.Error() }
 
+// Unwrap is the refusal's cause.
 func (e *UsageError) Unwrap() error { return e.Err }
 
 func refused(format string, a ...any) error { return &UsageError{fmt.Errorf(format, a...)} }

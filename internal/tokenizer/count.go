@@ -26,13 +26,15 @@ type CountOptions struct {
 // LineError is a line of JSON Lines input that holds no {"text": ...}:
 // bad input, with which a command exits 2.
 type LineError struct {
-	Name string
-	Line int
-	Err  error
+	Name string // the input's (CountOptions.Name)
+	Line int    // from 1
+	Err  error  // what is wrong with it
 }
 
+// Error names the input and the line: "stdin:3: no \"text\" field".
 func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.Name, e.Line, e.Err) }
 
+// Unwrap is what is wrong with the line.
 func (e *LineError) Unwrap() error { return e.Err }
 
 // WriteCounts counts the tokens of the text in (no special tokens added)

@@ -31,8 +31,10 @@ type Command struct {
 // or a server or loads the fit refuses. A command exits 2 with it.
 type UsageError struct{ Err error }
 
+// Error is the refusal's one line.
 func (e *UsageError) Error() string { return e.Err.Error() }
 
+// Unwrap is the refusal's cause.
 func (e *UsageError) Unwrap() error { return e.Err }
 
 // Run fits the profile, compares it with the bundle's waves, writes it
