@@ -2,11 +2,9 @@ package cli
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -16,13 +14,9 @@ import (
 
 // modelWriteOptions is what `rehearse model write` was asked to do.
 type modelWriteOptions struct {
-	preset          string
-	shape           gguf.Shape
-	typ             string
-	seed            uint64
-	tokenizerPath   string
-	tokenizerConfig string
-	out             string
+	gguf.CreateOptions
+	preset string
+	typ    string
 }
 
 func newModelCmd(st *State) *cobra.Command {
@@ -60,61 +54,48 @@ Presets: ` + strings.Join(gguf.PresetNames(), ", ") + `.`,
 			return o.resolve(cmd.Flags())
 		},
 		RunE: func(*cobra.Command, []string) error {
-			return runModelWrite(st, o)
+			return flagFault(gguf.Create(o.CreateOptions, st.Stdout, st.Stderr))
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.preset, "preset", "ci", "the shape to start from: "+strings.Join(gguf.PresetNames(), ", "))
-	f.StringVar(&o.shape.Arch, "arch", "", "architecture: "+strings.Join(gguf.Architectures(), " or ")+" (default: the preset's)")
-	f.IntVar(&o.shape.Layers, "layers", 0, "decoder layers (block_count; default: the preset's)")
-	f.IntVar(&o.shape.Embd, "embd", 0, "hidden size (embedding_length; default: the preset's)")
-	f.IntVar(&o.shape.Heads, "heads", 0, "attention heads (default: the preset's)")
-	f.IntVar(&o.shape.KVHeads, "kv-heads", 0, "key/value heads, for grouped-query attention (default: the preset's)")
-	f.IntVar(&o.shape.FFN, "ffn", 0, "feed-forward size (intermediate_size; default: the preset's)")
-	f.IntVar(&o.shape.Vocab, "vocab", 0, "embedding rows, padded with unused tokens (default: the preset's, else the tokenizer's ids)")
-	f.IntVar(&o.shape.Context, "context", 0, "context length (default: the preset's)")
-	f.Float64Var(&o.shape.RopeBase, "rope-base", 0, "rotary embedding base (rope.freq_base; default: the preset's)")
-	f.Float64Var(&o.shape.NormEps, "norm-eps", 0, "RMSNorm epsilon (default: the preset's)")
-	f.BoolVar(&o.shape.Tied, "tied", false, "share the token embedding with the output layer, no output.weight (default: the preset's; every preset ties)")
+	f.StringVar(&o.Shape.Arch, "arch", "", "architecture: "+strings.Join(gguf.Architectures(), " or ")+" (default: the preset's)")
+	f.IntVar(&o.Shape.Layers, "layers", 0, "decoder layers (block_count; default: the preset's)")
+	f.IntVar(&o.Shape.Embd, "embd", 0, "hidden size (embedding_length; default: the preset's)")
+	f.IntVar(&o.Shape.Heads, "heads", 0, "attention heads (default: the preset's)")
+	f.IntVar(&o.Shape.KVHeads, "kv-heads", 0, "key/value heads, for grouped-query attention (default: the preset's)")
+	f.IntVar(&o.Shape.FFN, "ffn", 0, "feed-forward size (intermediate_size; default: the preset's)")
+	f.IntVar(&o.Shape.Vocab, "vocab", 0, "embedding rows, padded with unused tokens (default: the preset's, else the tokenizer's ids)")
+	f.IntVar(&o.Shape.Context, "context", 0, "context length (default: the preset's)")
+	f.Float64Var(&o.Shape.RopeBase, "rope-base", 0, "rotary embedding base (rope.freq_base; default: the preset's)")
+	f.Float64Var(&o.Shape.NormEps, "norm-eps", 0, "RMSNorm epsilon (default: the preset's)")
+	f.BoolVar(&o.Shape.Tied, "tied", false, "share the token embedding with the output layer, no output.weight (default: the preset's; every preset ties)")
 	f.StringVar(&o.typ, "type", "f16", "type of the matrices: f16 or f32 (norms and biases are f32)")
-	f.Uint64Var(&o.seed, "seed", 1, "seed of the random weights: one seed, one file")
-	f.StringVar(&o.tokenizerPath, "tokenizer", "", "tokenizer.json, or a folder holding one (default: the embedded Qwen file)")
-	f.StringVar(&o.tokenizerConfig, "tokenizer-config", "", "tokenizer_config.json with the chat template and special tokens (default: the one beside --tokenizer; else ChatML with <|im_end|>)")
-	f.StringVarP(&o.out, "output", "o", "", "the GGUF file to write (required)")
+	f.Uint64Var(&o.Seed, "seed", 1, "seed of the random weights: one seed, one file")
+	f.StringVar(&o.Tokenizer, "tokenizer", "", "tokenizer.json, or a folder holding one (default: the embedded Qwen file)")
+	f.StringVar(&o.TokenizerConfig, "tokenizer-config", "", "tokenizer_config.json with the chat template and special tokens (default: the one beside --tokenizer; else ChatML with <|im_end|>)")
+	f.StringVarP(&o.Path, "output", "o", "", "the GGUF file to write (required)")
 	return cmd
 }
 
 // resolve starts from the preset and keeps every shape flag given.
 func (o *modelWriteOptions) resolve(flags *pflag.FlagSet) error {
-	if o.out == "" {
+	if o.Path == "" {
 		return usageError("--output: required (the GGUF file to write)")
 	}
-	if st, err := os.Stat(filepath.Dir(o.out)); err != nil || !st.IsDir() {
-		return usageError("--output %s: its folder %s does not exist", o.out, filepath.Dir(o.out))
+	if st, err := os.Stat(filepath.Dir(o.Path)); err != nil || !st.IsDir() {
+		return usageError("--output %s: its folder %s does not exist", o.Path, filepath.Dir(o.Path))
 	}
 	preset, ok := gguf.Presets[o.preset]
 	if !ok {
 		return usageError("--preset %q: want one of %s", o.preset, strings.Join(gguf.PresetNames(), ", "))
 	}
-	given := o.shape
-	o.shape = preset
-	for name, set := range map[string]func(){
-		"arch": func() { o.shape.Arch = given.Arch }, "layers": func() { o.shape.Layers = given.Layers },
-		"embd": func() { o.shape.Embd = given.Embd }, "heads": func() { o.shape.Heads = given.Heads },
-		"kv-heads": func() { o.shape.KVHeads = given.KVHeads }, "ffn": func() { o.shape.FFN = given.FFN },
-		"vocab": func() { o.shape.Vocab = given.Vocab }, "context": func() { o.shape.Context = given.Context },
-		"rope-base": func() { o.shape.RopeBase = given.RopeBase }, "norm-eps": func() { o.shape.NormEps = given.NormEps },
-		"tied": func() { o.shape.Tied = given.Tied },
-	} {
-		if flags.Changed(name) {
-			set()
-		}
-	}
+	o.Shape = preset.With(o.Shape, flags.Changed)
 	typ, err := gguf.ParseType(o.typ)
 	if err != nil {
 		return flagFault(err)
 	}
-	o.shape.Type = typ
+	o.Shape.Type = typ
 	return nil
 }
 
@@ -125,26 +106,4 @@ func flagFault(err error) error {
 		return usageError("--%s: %s", fe.Field, fe.Msg)
 	}
 	return err
-}
-
-func runModelWrite(st *State, o modelWriteOptions) error {
-	start := time.Now()
-	tokJSON, config, err := gguf.ReadTokenizerFiles(o.tokenizerPath, o.tokenizerConfig)
-	if err != nil {
-		return flagFault(err)
-	}
-	m, err := gguf.New(o.shape, o.seed, tokJSON, config)
-	if err != nil {
-		return flagFault(err)
-	}
-	s := m.Shape
-	fmt.Fprintf(st.Stderr, "writing %s: %s, %d layers, n_embd %d, %d heads (%d kv), ffn %d, vocab %d, tied %v, %s, seed %d, %d parameters\n",
-		o.out, s.Arch, s.Layers, s.Embd, s.Heads, s.KVHeads, s.FFN, s.Vocab, s.Tied, s.Type, m.Seed, m.Params())
-	n, err := m.WriteFile(o.out)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(st.Stdout, "wrote %s: %d bytes (%.1f MiB) in %.1f s; tokenizer %s (sha256 %s), %d whole-word tokens it may emit\n",
-		o.out, n, float64(n)/(1<<20), time.Since(start).Seconds(), m.Tokenizer.Name, m.Tokenizer.SHA256, m.Words)
-	return nil
 }

@@ -1,23 +1,16 @@
 package cli
 
 import (
-	"encoding/json"
-	"errors"
+	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 
-	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/rehearse/rehearse/internal/bundle"
-	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/rehearsal"
-	"github.com/rehearse/rehearse/internal/sim/engine"
 	"github.com/rehearse/rehearse/internal/sim/fit"
+	"github.com/rehearse/rehearse/internal/sim/validate"
 )
 
 type simValidateOptions struct {
@@ -35,9 +28,6 @@ type simValidateOptions struct {
 	markdown    bool
 	fitJitter   bool
 }
-
-// simValidateServer is one --server: a bundle server and its engine.
-type simValidateServer struct{ name, engine string }
 
 func newSimValidateCmd(st *State) *cobra.Command {
 	var o simValidateOptions
@@ -102,10 +92,19 @@ the bundle.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.bundleDir = args[0]
-			return runSimValidate(cmd, st, o)
+			vo, err := o.options(st)
+			if err != nil {
+				return err
+			}
+			return simExit(validate.Run(cmd.Context(), vo))
 		},
 	}
-	f := cmd.Flags()
+	simValidateFlags(cmd.Flags(), &o)
+	return cmd
+}
+
+// simValidateFlags binds the flags of rehearse sim validate.
+func simValidateFlags(f *pflag.FlagSet, o *simValidateOptions) {
 	f.StringVar(&o.fitOn, "fit-on", "", "loads the fit reads: concurrencies such as 1,64, rates such as 2rps, ramp, trace, or closed, sustained, open")
 	f.StringVar(&o.holdOut, "hold-out", "", "loads predicted and judged: concurrencies such as 8,32, rates such as 2rps, ramp, trace, or closed, sustained, open")
 	f.BoolVar(&o.fitJitter, "fit-jitter", false, "also fit a seeded step jitter from the inter-token spread")
@@ -118,21 +117,6 @@ the bundle.`,
 	f.IntVar(&o.maxModelLen, "max-model-len", 32768, "max_model_len of the fitted profiles")
 	f.BoolVar(&o.asJSON, "json", false, "print the table as JSON rows")
 	f.BoolVar(&o.markdown, "markdown", false, "print the table as markdown")
-	return cmd
-}
-
-// simValidateFile is what -o stores.
-type simValidateFile struct {
-	Bundle     string             `json:"bundle"`
-	HoldBundle string             `json:"hold_out_bundle,omitempty"`
-	FitOn      string             `json:"fit_on"`
-	HoldOut    string             `json:"hold_out"`
-	TimeScale  float64            `json:"live_time_scale,omitempty"`
-	Profiles   []*engine.Profile  `json:"profiles"`
-	Rows       []fit.ErrorRow     `json:"rows"`
-	Unexplain  []string           `json:"not_explained,omitempty"`
-	Notes      []string           `json:"notes,omitempty"`
-	CountRatio map[string]float64 `json:"bundle_counted_per_generated_token"`
 }
 
 // validate refuses flags that do not go together or are out of range, and
@@ -153,244 +137,45 @@ func (o simValidateOptions) validate() error {
 	return checkOutput("sim validate: -o", o.output)
 }
 
-func runSimValidate(cmd *cobra.Command, st *State, o simValidateOptions) error {
+// options parses the loads and checks the flags, and builds the
+// validation's options: the table goes to -o through writeOutput, the live
+// run through the one runner (rehearse) as rehearse run's does.
+func (o simValidateOptions) options(st *State) (validate.Options, error) {
 	fitOn, err := fit.ParseLoads(o.fitOn)
 	if err != nil {
-		return usageError("sim validate: --fit-on %q: %v", o.fitOn, err)
+		return validate.Options{}, usageError("sim validate: --fit-on %q: %v", o.fitOn, err)
 	}
 	holdOut, err := fit.ParseLoads(o.holdOut)
 	if err != nil {
-		return usageError("sim validate: --hold-out %q: %v", o.holdOut, err)
+		return validate.Options{}, usageError("sim validate: --hold-out %q: %v", o.holdOut, err)
 	}
 	if err := o.validate(); err != nil {
-		return err
+		return validate.Options{}, err
 	}
-	res, err := bundle.ReadResults(o.bundleDir)
-	if err != nil {
-		return usageError("sim validate: %v", err)
-	}
-	servers, err := validateServers(res, o.servers)
-	if err != nil {
-		return err
-	}
-	var notes []string
-	if n := fit.InSimulatedTime(res, "the bundle", o.timeScale); n != "" {
-		notes = append(notes, n)
-	}
-	hold := res
-	if o.holdBundle != "" {
-		if hold, err = bundle.ReadResults(o.holdBundle); err != nil {
-			return usageError("sim validate: --hold-out-bundle: %v", err)
-		}
-		if n := fit.InSimulatedTime(hold, "the held-out bundle", o.timeScale); n != "" {
-			notes = append(notes, n)
-		}
-		for _, s := range servers {
-			if !slices.Contains(hold.ServerNames(), s.name) {
-				return usageError("sim validate: --hold-out-bundle %s has no server %s (have: %s)", o.holdBundle, s.name, strings.Join(hold.ServerNames(), ", "))
-			}
-		}
-	}
-	var vals []*fit.Validation
-	for _, s := range servers {
-		v, err := fit.Validate(res, fit.ValidateOptions{Server: s.name, Engine: s.engine, FitOn: fitOn, HoldOut: holdOut, HeldOut: hold, Jitter: o.fitJitter, MaxModelLen: o.maxModelLen})
-		if err != nil {
-			return usageError("%v", err)
-		}
-		vals = append(vals, v)
-	}
-	if !o.noLive {
-		if err := runValidateLive(cmd, st, o, hold, vals); err != nil {
-			return err
-		}
-	}
-	file := simValidateFile{Bundle: o.bundleDir, HoldBundle: o.holdBundle, FitOn: o.fitOn, HoldOut: o.holdOut, CountRatio: map[string]float64{}, Notes: notes}
-	if !o.noLive {
-		file.TimeScale = o.timeScale
-	}
-	var rows []fit.ErrorRow
-	for _, v := range vals {
-		file.Profiles = append(file.Profiles, v.Fit.Profile)
-		file.CountRatio[v.Server] = v.Fit.CountedPerGeneratedToken
-		for _, u := range v.Fit.Unexplained {
-			file.Unexplain = append(file.Unexplain, v.Server+": "+u)
-		}
-		rows = append(rows, v.Rows...)
-	}
-	file.Rows = rows
-	data, err := json.MarshalIndent(file, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := writeOutput(st, "sim validate: -o", o.output, append(data, '\n')); err != nil {
-		return err
-	}
-	return printValidate(st, o, rows, notes, vals)
+	return validate.Options{
+		Bundle: o.bundleDir, HoldBundle: o.holdBundle, FitOn: o.fitOn, HoldOut: o.holdOut,
+		FitLoads: fitOn, HoldLoads: holdOut, Servers: o.servers, Output: o.output,
+		Write:      func(data []byte) error { return writeOutput(st, "sim validate: -o", o.output, data) },
+		LiveBundle: o.liveBundle, NoLive: o.noLive, TimeScale: o.timeScale, MaxModelLen: o.maxModelLen,
+		JSON: o.asJSON, Markdown: o.markdown, Jitter: o.fitJitter,
+		Runner: validate.Runner{Scale: scaleSimulated, Run: rehearseLive},
+		Stdout: st.Stdout, Stderr: st.Stderr,
+	}, nil
 }
 
-// printValidate prints the error table and the notes: on standard output,
-// or on stderr where -o - made the file standard output's.
-func printValidate(st *State, o simValidateOptions, rows []fit.ErrorRow, notes []string, vals []*fit.Validation) error {
-	w := st.Stdout
-	if o.output == bundle.StdoutPath {
-		w = st.Stderr
-	}
-	switch {
-	case o.asJSON:
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if rows == nil {
-			rows = []fit.ErrorRow{}
-		}
-		return enc.Encode(rows)
-	default:
-		fit.WriteTable(w, rows, o.markdown)
-	}
-	for _, n := range notes {
-		fmt.Fprintf(w, "Note: %s.\n", n)
-	}
-	for _, v := range vals {
-		for _, n := range v.Notes {
-			fmt.Fprintf(w, "Note: %s: %s.\n", v.Server, n)
-		}
-	}
-	if o.output != bundle.StdoutPath {
-		fmt.Fprintf(w, "The table is written to %s.\n", o.output)
-	}
-	return nil
-}
-
-// validateServers reads --server NAME=ENGINE, or every server of the bundle
-// with the engine its launch argv names.
-func validateServers(res *bundle.Results, flags []string) ([]simValidateServer, error) {
-	var out []simValidateServer
-	if len(flags) == 0 {
-		for _, s := range res.Servers {
-			eng := argvValue(s.LaunchArgv, "--engine")
-			if eng != engine.Serial && eng != engine.Batching {
-				return nil, usageError("sim validate: server %s: its launch argv names no simulated engine; pass --server %s=serial or --server %s=batching", s.Name, s.Name, s.Name)
-			}
-			out = append(out, simValidateServer{s.Name, eng})
-		}
-		return out, nil
-	}
-	for _, f := range flags {
-		name, eng, ok := strings.Cut(f, "=")
-		if !ok || name == "" || (eng != engine.Serial && eng != engine.Batching) {
-			return nil, usageError("sim validate: --server %q: want NAME=serial or NAME=batching", f)
-		}
-		if !slices.Contains(res.ServerNames(), name) {
-			return nil, usageError("sim validate: --server %q: the bundle has no server %s (have: %s)", f, name, strings.Join(res.ServerNames(), ", "))
-		}
-		if slices.ContainsFunc(out, func(s simValidateServer) bool { return s.name == name }) {
-			return nil, usageError("sim validate: --server %q: server %s is named twice", f, name)
-		}
-		out = append(out, simValidateServer{name, eng})
-	}
-	return out, nil
-}
-
-// argvValue reads "--flag V" or "--flag=V" from an argv ("" when absent).
-func argvValue(argv []string, flag string) string {
-	for i, a := range argv {
-		if v, ok := strings.CutPrefix(a, flag+"="); ok {
-			return v
-		}
-		if a == flag && i+1 < len(argv) {
-			return argv[i+1]
-		}
-	}
-	return ""
-}
-
-// runValidateLive sends the held-out waves of the bundle's workload to
-// "rehearse sim" with each fitted profile, through the one runner, and adds
-// the live rows to each validation.
-func runValidateLive(cmd *cobra.Command, st *State, o simValidateOptions, res *bundle.Results, vals []*fit.Validation) error {
-	work, err := os.MkdirTemp("", "rehearse-sim-validate-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(work)
-	dir := o.liveBundle
-	if dir == "" {
-		dir = filepath.Join(work, "live")
-	}
-	cfg, err := fit.LiveConfig(res, vals, work, o.timeScale)
-	if nl, ok := errors.AsType[*fit.NoLiveError](err); ok {
-		return usageError("%s", nl)
-	}
-	if err != nil {
-		return err
-	}
-	cwd, err := os.Getwd()
-	if err != nil {
-		return err
-	}
-	data, err := yaml.Marshal(cfg)
-	if err != nil {
-		return err
-	}
-	rc, err := config.Parse(data, "the live run of sim validate", cwd)
-	if err != nil {
-		return fmt.Errorf("sim validate: the live run's rehearsal: %w", err)
-	}
-	if err := scaleSimulated(rc, o.timeScale); err != nil {
-		return err
-	}
-	// scaleSimulated scales the client timeout; the sustained duration
-	// and the open-loop rates and duration are scaled here.
-	if su := rc.Workload.Sustained; su != nil {
-		su.Duration = config.Duration(float64(su.Duration) / o.timeScale)
-	}
-	if op := rc.Workload.OpenLoop; op != nil {
-		op.Duration = config.Duration(float64(op.Duration) / o.timeScale)
-		for i := range op.RequestRatesRPS {
-			op.RequestRatesRPS[i] *= o.timeScale
-		}
-		if r := op.Ramp; r != nil {
-			r.StartRPS *= o.timeScale
-			r.EndRPS *= o.timeScale
-		}
-	}
-	job := rehearsalJob{cfg: rc, dir: dir, quiet: true,
-		command:    append(validateCommand(o), serverFlags(vals)...),
-		simulation: rehearsal.Simulation(rc),
-		notes:      []string{"The live run of rehearse sim validate: the held-out waves of " + o.bundleDir + " against rehearse sim with profiles fitted on its waves at " + o.fitOn + "."},
-	}
+// rehearseLive runs sim validate's live run through rehearse: a refusal
+// before any work exits 2, a finished rehearsal's failure as rehearse
+// run's would.
+func rehearseLive(ctx context.Context, live validate.Live) (*rehearsal.Outcome, error) {
+	job := rehearsalJob{cfg: live.Config, dir: live.Dir, quiet: true, command: live.Command,
+		simulation: live.Simulation, notes: live.Notes}
 	job.fail = func(err error) error { return &ExitError{Code: 2, Err: fmt.Errorf("sim validate: live run: %w", err)} }
-	fmt.Fprintf(st.Stderr, "rehearse sim validate: live run of the held-out waves at time scale %g, bundle %s\n", o.timeScale, dir)
-	r, err := rehearse(cmd.Context(), job)
+	r, err := rehearse(ctx, job)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := r.exitError(dir); err != nil {
-		return err
+	if err := r.exitError(live.Dir); err != nil {
+		return nil, err
 	}
-	for _, v := range vals {
-		if err := v.AddLive(r.out.Results.Waves, r.out.Results.Records, v.Server, o.timeScale); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// validateCommand is the command line a live bundle records.
-func validateCommand(o simValidateOptions) []string {
-	out := []string{"rehearse", "sim", "validate", o.bundleDir, "--fit-on", o.fitOn, "--hold-out", o.holdOut}
-	if o.holdBundle != "" {
-		out = append(out, "--hold-out-bundle", o.holdBundle)
-	}
-	if o.fitJitter {
-		out = append(out, "--fit-jitter")
-	}
-	return append(out, "--time-scale", strconv.FormatFloat(o.timeScale, 'g', -1, 64))
-}
-
-func serverFlags(vals []*fit.Validation) []string {
-	var out []string
-	for _, v := range vals {
-		out = append(out, "--server", v.Server+"="+v.Fit.Profile.Engine)
-	}
-	return out
+	return r.out, nil
 }

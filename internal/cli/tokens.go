@@ -1,14 +1,8 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -93,6 +87,8 @@ func (o tokensOptions) request() tokenizer.Request {
 	return tokenizer.Request{Variant: o.variant}
 }
 
+// runTokens counts stdin with the tokenizer the flags name, found through
+// the one resolver: a bad JSON Lines line exits 2.
 func runTokens(ctx context.Context, st *State, o tokensOptions) error {
 	tok, _, err := tokenizer.Resolve(ctx, o.request())
 	var nf *tokenizer.NotFoundError
@@ -102,80 +98,9 @@ func runTokens(ctx context.Context, st *State, o tokensOptions) error {
 	case err != nil:
 		return usageError("%v", err)
 	}
-	w := bufio.NewWriter(st.Stdout)
-	if o.jsonl {
-		err = tokensJSONL(tok, st.Stdin, w)
-	} else {
-		err = tokensText(tok, st.Stdin, w, o.ids)
-	}
-	if ferr := w.Flush(); err == nil {
-		err = ferr
+	err = tok.WriteCounts(st.Stdin, st.Stdout, tokenizer.CountOptions{Name: "stdin", JSONL: o.jsonl, IDs: o.ids})
+	if _, bad := errors.AsType[*tokenizer.LineError](err); bad {
+		return &ExitError{Code: 2, Err: err}
 	}
 	return err
-}
-
-func tokensText(tok *tokenizer.Tokenizer, in io.Reader, w *bufio.Writer, withIDs bool) error {
-	text, err := io.ReadAll(in)
-	if err != nil {
-		return fmt.Errorf("stdin: %v", err)
-	}
-	ids := tok.Encode(string(text))
-	fmt.Fprintln(w, len(ids))
-	if withIDs {
-		w.Write(appendIDs(nil, ids))
-		w.WriteByte('\n')
-	}
-	return nil
-}
-
-// tokensJSONL reads one {"text": ...} object per line and writes one
-// {"count": N, "ids": [...]} per line, in order.
-func tokensJSONL(tok *tokenizer.Tokenizer, in io.Reader, w *bufio.Writer) error {
-	r := bufio.NewReaderSize(in, 1<<16)
-	var ids []int
-	var out []byte
-	for line := 1; ; line++ {
-		b, err := r.ReadBytes('\n')
-		if len(b) == 0 && errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("stdin: %v", err)
-		}
-		var rec struct {
-			Text *string `json:"text"`
-		}
-		if len(bytes.TrimSpace(b)) == 0 {
-			return &ExitError{Code: 2, Err: fmt.Errorf(`stdin:%d: empty line, want {"text": ...}`, line)}
-		}
-		if uerr := json.Unmarshal(b, &rec); uerr != nil {
-			return &ExitError{Code: 2, Err: fmt.Errorf("stdin:%d: %v", line, uerr)}
-		}
-		if rec.Text == nil {
-			return &ExitError{Code: 2, Err: fmt.Errorf(`stdin:%d: no "text" field`, line)}
-		}
-		ids = tok.AppendEncode(ids[:0], *rec.Text)
-		out = append(out[:0], `{"count":`...)
-		out = strconv.AppendInt(out, int64(len(ids)), 10)
-		out = append(out, `,"ids":`...)
-		out = appendIDs(out, ids)
-		out = append(out, "}\n"...)
-		if _, werr := w.Write(out); werr != nil {
-			return werr
-		}
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-	}
-}
-
-func appendIDs(dst []byte, ids []int) []byte {
-	dst = append(dst, '[')
-	for i, id := range ids {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = strconv.AppendInt(dst, int64(id), 10)
-	}
-	return append(dst, ']')
 }

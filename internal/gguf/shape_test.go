@@ -53,3 +53,19 @@ func TestParseType(t *testing.T) {
 		t.Error("q4_0 accepted")
 	}
 }
+
+// TestShapeWith: the fields named are taken from the shape given, by
+// their flag names; the others stay the preset's.
+func TestShapeWith(t *testing.T) {
+	preset := Presets["ci"]
+	given := Shape{Arch: "llama", Layers: 2, Embd: 64, Heads: 4, KVHeads: 1, FFN: 128, Vocab: 7, Context: 99, RopeBase: 3, NormEps: 0.5, Tied: false}
+	got := preset.With(given, func(f string) bool { return f == "layers" || f == "tied" || f == "kv-heads" })
+	want := preset
+	want.Layers, want.Tied, want.KVHeads = 2, false, 1
+	if got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	if all := preset.With(given, func(string) bool { return true }); all != (Shape{Arch: "llama", Layers: 2, Embd: 64, Heads: 4, KVHeads: 1, FFN: 128, Vocab: 7, Context: 99, RopeBase: 3, NormEps: 0.5, Type: preset.Type}) {
+		t.Errorf("every field: %+v", all)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/rehearse/rehearse/internal/chattemplate"
+	"github.com/rehearse/rehearse/internal/tokenizer"
 )
 
 // Token types, as llama.cpp's converter writes tokenizer.ggml.token_type.
@@ -212,14 +213,13 @@ func (v *Vocabulary) Padded(n int) ([]string, []int32) {
 }
 
 // ReadTokenizerFiles reads the tokenizer.json at path (or in the folder
-// path) and the tokenizer_config.json at configPath, or beside the
-// tokenizer.json when configPath is "" (nil when there is none). path ""
-// means the embedded Qwen file (nil bytes; New reads it).
+// path: tokenizer.File, as the one resolver reads it) and the
+// tokenizer_config.json at configPath, or beside the tokenizer.json when
+// configPath is "" (nil when there is none). path "" means the embedded
+// Qwen file (nil bytes; New reads it).
 func ReadTokenizerFiles(path, configPath string) (tokenizerJSON, config []byte, err error) {
 	if path != "" {
-		if st, err := os.Stat(path); err == nil && st.IsDir() {
-			path = filepath.Join(path, "tokenizer.json")
-		}
+		path = tokenizer.File(path)
 		if tokenizerJSON, err = os.ReadFile(path); err != nil {
 			return nil, nil, fieldErr("tokenizer", "%v", err)
 		}

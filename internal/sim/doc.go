@@ -9,10 +9,14 @@
 // /v1/models, /health and vLLM-named Prometheus /metrics; its output text
 // re-tokenizes with the pinned tokenizer to exactly the tokens the engine
 // emitted; and it injects seeded faults for the client's reliability tests.
+// Command is rehearse sim itself: its settings checked and turned into
+// Options, the server listening and serving until its context ends.
 //
 // Beside it: package engine holds the engine model and the profiles that
 // this server and the predictor share, package predict steps that engine
 // on a virtual clock to predict a workload's records and a capacity
-// bracket, and package fit fits a profile to a results bundle and
-// validates it on held-out loads. Nothing there imports this package.
+// bracket, package fit fits a profile to a results bundle and validates
+// it on held-out loads, and package validate runs rehearse sim validate
+// (its live run through the runner, above it). Nothing there imports this
+// package.
 package sim

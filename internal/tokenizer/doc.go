@@ -12,6 +12,11 @@
 // (SPEC §6): an explicit path or variant, the Hugging Face cache, the
 // embedded file for a Qwen2/2.5/3 model, then the Hub (package hfhub). It
 // never answers with another model's tokenizer: it says what it tried.
+// File is how every --tokenizer path is read: a file, or the
+// tokenizer.json in a folder.
+//
+// WriteCounts is rehearse tokens: the count (and ids) of a text, or of
+// every line of JSON Lines.
 package tokenizer
 
 //go:generate go run gen_tables.go

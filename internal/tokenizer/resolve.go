@@ -128,9 +128,7 @@ type resolver struct {
 // tokenizer.json). Without a digest to match, an error is the answer; with
 // one, a file that fails or differs is noted and passed over (nil, nil).
 func (r *resolver) load(path string) (*Tokenizer, error) {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		path = filepath.Join(path, "tokenizer.json")
-	}
+	path = File(path)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if r.req.SHA256 == "" {
@@ -152,6 +150,17 @@ func (r *resolver) load(path string) (*Tokenizer, error) {
 	}
 	t.info.Name, t.info.Source = path, path
 	return t, nil
+}
+
+// File is the tokenizer.json a path names, as every --tokenizer flag
+// takes it: the path itself, or the tokenizer.json in it when it is a
+// folder (a model's folder). Resolve reads a Request.Path through it, and
+// so does rehearse model write, which needs the file's bytes.
+func File(path string) string {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return filepath.Join(path, "tokenizer.json")
+	}
+	return path
 }
 
 // localTokenizer is the tokenizer.json of a model named by its folder, as

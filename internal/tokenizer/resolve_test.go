@@ -268,3 +268,22 @@ func TestFamilyVariant(t *testing.T) {
 		}
 	}
 }
+
+// TestFile: a folder names the tokenizer.json in it; a file, or a path that
+// is not there, names itself (reading it says what is wrong).
+func TestFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "t.json")
+	if err := os.WriteFile(file, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		dir:                           filepath.Join(dir, "tokenizer.json"),
+		file:                          file,
+		filepath.Join(dir, "missing"): filepath.Join(dir, "missing"),
+	} {
+		if got := File(path); got != want {
+			t.Errorf("File(%q) = %q, want %q", path, got, want)
+		}
+	}
+}

@@ -5,6 +5,8 @@
 // (Compare); and validates it (Validate): fitted on some loads, predicted
 // on the others, the predictor's error tabulated per held-out load and
 // metric, to which a live simulator run's rows are added (AddLive).
+// Command is rehearse sim fit: the fit, the comparison, the profile
+// written and the derivation printed.
 //
 // Both sides of every comparison count generated tokens
 // (GeneratedCounts). The live run itself goes through the runner (package
