@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"os"
@@ -21,7 +20,6 @@ import (
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/endpoint"
 	"github.com/rehearse/rehearse/internal/rehearsal"
-	"github.com/rehearse/rehearse/internal/report"
 	"github.com/rehearse/rehearse/internal/secret"
 	"github.com/rehearse/rehearse/internal/tokenizer"
 	"github.com/rehearse/rehearse/internal/workload"
@@ -519,7 +517,7 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 	// Opened before the workers start: a model whose tokenizer is not at
 	// hand stops here once, and one the Hub gives is in the cache for them.
 	opened, err := rehearsal.OpenTokenizer(ctx, cfg)
-	if stop := tokenizerStop(err, ""); stop != nil {
+	if stop := rehearsal.TokenizerStop(err, ""); stop != nil {
 		return stop
 	} else if err != nil {
 		return usageError("--tokenizer: %v", err)
@@ -555,29 +553,18 @@ func runBench(ctx context.Context, st *State, o *benchOptions, argv []string) er
 		dir = "rehearse-bench-" + time.Now().UTC().Format("20060102T150405Z")
 	}
 	pb := newWaveBar(st.Stderr, o.progress, false)
-	r, err := rehearse(ctx, rehearsalJob{
-		cfg: cfg, dir: dir, command: argv, notes: notes, prompts: &prompts, tokenizer: &opened, waveEvents: pb.event, segment: &o.seg,
-		progress: warnLines(st.Stderr),
-		fail: func(err error) error {
+	job := rehearsal.Job{
+		Rehearsal: cfg, Dir: dir, Command: argv, Notes: notes, Prompts: &prompts, Tokenizer: &opened,
+		WaveEvents: pb.event, WavesDone: pb.close, Coordination: o.seg.coordination(), Progress: rehearsal.WarnLines(st.Stderr),
+		Fail: func(err error) error {
 			if de := (*rehearsal.DescriptorError)(nil); errors.As(err, &de) {
 				return usageError("bench: %v", err)
 			}
 			return usageError("--tokenizer: %v", err)
 		},
-	})
-	pb.close()
-	if err != nil {
-		return err
 	}
-	o.printSummary(st.Stdout, r.out.Results)
-	printWarnings(st.Stderr, r.out.Results, r.problems)
-	fmt.Fprintf(st.Stdout, "\nbundle: %s (check it with: rehearse verify %s)\n", dir, dir)
-	if len(r.problems) == 0 {
-		if err := o.save.write(st, r.out.Results, dir); err != nil {
-			return err
-		}
-	}
-	return r.exitError(dir)
+	return rehearsal.Perform(ctx, job, rehearsal.Ending{Stdout: st.Stdout, Stderr: st.Stderr, Summary: o.printSummary,
+		Verified: func(res *bundle.Results) error { return o.save.write(st, res, dir) }})
 }
 
 // rehearsal is bench's rehearsal: one server already running at
@@ -743,33 +730,6 @@ func (o *benchOptions) tokenizerConfig() (config.Tokenizer, error) {
 		return config.Tokenizer{Model: id, Revision: rev}, nil
 	}
 	return config.Tokenizer{}, usageError("--tokenizer %q: no such file, and not ORG/NAME[@REV], qwen3, qwen2.5 or usage", spec)
-}
-
-// printReasoning prints the reasoning table of a bundle whose servers
-// streamed reasoning or tool calls, and nothing otherwise.
-func printReasoning(w io.Writer, res *bundle.Results) {
-	if sec := report.ReasoningTable(res); len(sec.Rows) > 0 {
-		fmt.Fprintln(w, "\nReasoning (goodput and TTFT are content only; TTFT any is the first token of any channel):")
-		sec.Text(w)
-	}
-}
-
-// printBenchSummary prints report's summary table, a row per aggregate,
-// then every warning as a note.
-func printBenchSummary(w io.Writer, res *bundle.Results) {
-	if len(res.Aggregates) == 0 {
-		fmt.Fprintln(w, "No recorded waves finished: there is no summary.")
-		return
-	}
-	report.SummaryTable(res).Text(w)
-	if res.Cost != nil && res.Provenance.Cost != nil {
-		fmt.Fprintf(w, "\nCost per million output tokens at %s (median goodput):\n", report.CostBasisText(*res.Provenance.Cost))
-		report.CostTable(res).Text(w)
-	}
-	printReasoning(w, res)
-	for _, l := range report.Warnings(res) {
-		fmt.Fprintf(w, "note: %s\n", l)
-	}
 }
 
 // endpoints are the server's addresses: each --base-url (trimmed of a

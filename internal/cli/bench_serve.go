@@ -19,6 +19,7 @@ import (
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/export"
+	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/vllmcli"
 	"github.com/rehearse/rehearse/internal/workload"
 )
@@ -290,7 +291,7 @@ func (o *benchOptions) printSummary(w io.Writer, res *bundle.Results) {
 		}
 		fmt.Fprintln(w)
 	}
-	printBenchSummary(w, res)
+	rehearsal.PrintBench(w, res)
 	if !o.vllm.serve && o.vllm.showPercentiles() {
 		printPercentiles(w, res, o.vllm.metrics, o.vllm.percentiles)
 	}

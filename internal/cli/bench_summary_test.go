@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rehearse/rehearse/internal/golden"
+	"github.com/rehearse/rehearse/internal/rehearsal"
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
@@ -45,6 +46,6 @@ func TestBenchSummaryGolden(t *testing.T) {
 	res.Records[4].FirstContentS = nil
 	res.Recompute()
 	var out bytes.Buffer
-	printBenchSummary(&out, res)
+	rehearsal.PrintBench(&out, res)
 	golden.Check(t, "bench-summary.golden", out.Bytes())
 }

@@ -185,7 +185,7 @@ func runCapacity(ctx context.Context, st *State, o *capacityOptions, argv []stri
 	cfg.Workload.Concurrencies = []int{}
 	cfg.Capacity = c
 	opened, err := rehearsal.OpenTokenizer(ctx, cfg)
-	if stop := tokenizerStop(err, ""); stop != nil {
+	if stop := rehearsal.TokenizerStop(err, ""); stop != nil {
 		return stop
 	} else if err != nil {
 		return usageError("--tokenizer: %v", err)

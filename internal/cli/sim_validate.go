@@ -158,24 +158,24 @@ func (o simValidateOptions) options(st *State) (validate.Options, error) {
 		Write:      func(data []byte) error { return writeOutput(st, "sim validate: -o", o.output, data) },
 		LiveBundle: o.liveBundle, NoLive: o.noLive, TimeScale: o.timeScale, MaxModelLen: o.maxModelLen,
 		JSON: o.asJSON, Markdown: o.markdown, Jitter: o.fitJitter,
-		Runner: validate.Runner{Scale: scaleSimulated, Run: rehearseLive},
+		Runner: validate.Runner{Scale: rehearsal.ScaleSimulated, Run: rehearseLive},
 		Stdout: st.Stdout, Stderr: st.Stderr,
 	}, nil
 }
 
-// rehearseLive runs sim validate's live run through rehearse: a refusal
-// before any work exits 2, a finished rehearsal's failure as rehearse
-// run's would.
+// rehearseLive runs sim validate's live run through the runner: a
+// refusal before any work exits 2, a finished rehearsal's failure as
+// rehearse run's would.
 func rehearseLive(ctx context.Context, live validate.Live) (*rehearsal.Outcome, error) {
-	job := rehearsalJob{cfg: live.Config, dir: live.Dir, quiet: true, command: live.Command,
-		simulation: live.Simulation, notes: live.Notes}
-	job.fail = func(err error) error { return &ExitError{Code: 2, Err: fmt.Errorf("sim validate: live run: %w", err)} }
-	r, err := rehearse(ctx, job)
+	r, err := rehearsal.Rehearse(ctx, rehearsal.Job{
+		Rehearsal: live.Config, Dir: live.Dir, Command: live.Command, Notes: live.Notes,
+		Fail: func(err error) error { return &ExitError{Code: 2, Err: fmt.Errorf("sim validate: live run: %w", err)} },
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := r.exitError(live.Dir); err != nil {
+	if err := r.Err(live.Dir); err != nil {
 		return nil, err
 	}
-	return r.out, nil
+	return r.Outcome, nil
 }

@@ -158,6 +158,25 @@ func PrintResults(w io.Writer, res *bundle.Results) {
 	}
 }
 
+// PrintBench is the summary of bench: report's summary table, a row per
+// aggregate, the cost table where priced, the reasoning table, then every
+// warning as a note.
+func PrintBench(w io.Writer, res *bundle.Results) {
+	if len(res.Aggregates) == 0 {
+		fmt.Fprintln(w, "No recorded waves finished: there is no summary.")
+		return
+	}
+	report.SummaryTable(res).Text(w)
+	if res.Cost != nil && res.Provenance.Cost != nil {
+		fmt.Fprintf(w, "\nCost per million output tokens at %s (median goodput):\n", report.CostBasisText(*res.Provenance.Cost))
+		report.CostTable(res).Text(w)
+	}
+	PrintReasoning(w, res)
+	for _, l := range report.Warnings(res) {
+		fmt.Fprintf(w, "note: %s\n", l)
+	}
+}
+
 // PrintReasoning prints the reasoning table of a bundle whose servers
 // streamed reasoning or tool calls, and nothing otherwise.
 func PrintReasoning(w io.Writer, res *bundle.Results) {
