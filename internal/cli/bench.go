@@ -695,7 +695,7 @@ func (o *benchOptions) rehearsal(ctx context.Context) (*config.Rehearsal, []stri
 		MaxTokens: o.maxTokens, Temperature: &temperature, Timeout: config.Duration(o.timeout),
 		WarmupWaves: o.warmupWaves, WarmupConcurrency: o.warmupClients, WarmupWavesPerLoad: o.warmupPerLoad,
 		Endpoint: o.endpoint, IncludeUsage: &includeUsage, ExtraBody: extra,
-		Sessions: o.dataset.sessions(), RequestIDPrefix: o.vllm.requestIDPrefix, NumWarmups: o.numWarmups,
+		Sessions: o.dataset.sessions(), RequestIDPrefix: o.vllm.requestIDPrefix, NumWarmups: o.numWarmups, Models: o.vllm.models, SideProbes: o.vllm.sideProbes,
 	}
 	if o.vllm.serve {
 		w.BodyStyle = endpoint.StyleVLLM
@@ -828,6 +828,15 @@ func printBenchSummary(w io.Writer, res *bundle.Results) {
 		report.CostTable(res).Text(w)
 	}
 	printReasoning(w, res)
+	for _, t := range []struct {
+		title string
+		sec   report.Section
+	}{{"Per LoRA adapter:", report.ModelsTable(res)}, {"Side probes (beside the load, not in its figures):", report.SideProbesTable(res)}} {
+		if len(t.sec.Rows) > 0 {
+			fmt.Fprintf(w, "\n%s\n", t.title)
+			t.sec.Text(w)
+		}
+	}
 	for _, l := range report.Warnings(res) {
 		fmt.Fprintf(w, "note: %s\n", l)
 	}
