@@ -220,7 +220,7 @@ func recordsEqual(a, b *contract.Record) bool {
 		!equalPtr(a.RetryAfterS, b.RetryAfterS) || a.Redacted != b.Redacted ||
 		a.Text != b.Text || a.OutputTokens != b.OutputTokens ||
 		!equalPtr(a.UsageCompletionTokens, b.UsageCompletionTokens) || !equalPtr(a.UsagePromptTokens, b.UsagePromptTokens) ||
-		a.FinishReason != b.FinishReason || a.Retried != b.Retried ||
+		a.FinishReason != b.FinishReason || a.Retried != b.Retried || a.Model != b.Model ||
 		!equalPtr(a.InputTokens, b.InputTokens) || a.MaxTokens != b.MaxTokens ||
 		!equalPtr(a.Session, b.Session) || a.Turn != b.Turn || !equalPtr(a.Replica, b.Replica) ||
 		!equalPtr(a.FirstTokenS, b.FirstTokenS) || a.ReasoningText != b.ReasoningText ||

@@ -368,7 +368,7 @@ func (in *interner) intern(s *string) {
 
 // record interns rec's strings.
 func (in *interner) record(rec *contract.Record) {
-	for _, s := range []*string{&rec.Kind, &rec.Server, &rec.ErrorKind, &rec.Error, &rec.Text, &rec.FinishReason, &rec.ReasoningText, &rec.ToolCallText, &rec.Retried} {
+	for _, s := range []*string{&rec.Kind, &rec.Server, &rec.ErrorKind, &rec.Error, &rec.Text, &rec.FinishReason, &rec.ReasoningText, &rec.ToolCallText, &rec.Retried, &rec.Model} {
 		in.intern(s)
 	}
 }

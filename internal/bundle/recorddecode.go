@@ -144,6 +144,7 @@ const (
 	fRetryAfter
 	fRedacted
 	fRequest
+	fModel
 
 	fieldCount // the number of record fields
 )
@@ -232,6 +233,8 @@ func recordFieldNum(key []byte) int {
 		return fRedacted
 	case "request":
 		return fRequest
+	case "model":
+		return fModel
 	}
 	return -1
 }
@@ -340,25 +343,10 @@ func (d *recDecoder) value(f int, rec *contract.Record, timesOnly bool) bool {
 			return d.skip()
 		}
 	}
+	if s := strField(f, rec); s != nil {
+		return d.str(s)
+	}
 	switch f {
-	case fKind:
-		return d.str(&rec.Kind)
-	case fServer:
-		return d.str(&rec.Server)
-	case fErrorKind:
-		return d.str(&rec.ErrorKind)
-	case fError:
-		return d.str(&rec.Error)
-	case fText:
-		return d.str(&rec.Text)
-	case fFinishReason:
-		return d.str(&rec.FinishReason)
-	case fReasoningText:
-		return d.str(&rec.ReasoningText)
-	case fToolCallText:
-		return d.str(&rec.ToolCallText)
-	case fRetried:
-		return d.str(&rec.Retried)
 	case fConcurrency:
 		return d.int(&rec.Concurrency)
 	case fRepeat:
@@ -424,6 +412,33 @@ func (d *recDecoder) value(f int, rec *contract.Record, timesOnly bool) bool {
 		return json.Unmarshal(d.b[start:d.i], &rec.ClientAddedS) == nil
 	}
 	return false
+}
+
+// strField is rec's string field f, nil where f is not a string field.
+func strField(f int, rec *contract.Record) *string {
+	switch f {
+	case fKind:
+		return &rec.Kind
+	case fServer:
+		return &rec.Server
+	case fErrorKind:
+		return &rec.ErrorKind
+	case fError:
+		return &rec.Error
+	case fText:
+		return &rec.Text
+	case fFinishReason:
+		return &rec.FinishReason
+	case fReasoningText:
+		return &rec.ReasoningText
+	case fToolCallText:
+		return &rec.ToolCallText
+	case fRetried:
+		return &rec.Retried
+	case fModel:
+		return &rec.Model
+	}
+	return nil
 }
 
 // str decodes a string (null leaves it as it is, as encoding/json does).

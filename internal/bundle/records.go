@@ -124,9 +124,9 @@ func checkWaves(r *Results) ([]Problem, map[int]contract.Wave) {
 			index[w.ID], byID[w.ID] = i, w
 		}
 		switch w.Kind {
-		case contract.KindRecorded, contract.KindWarmup, contract.KindMechanismCheck:
+		case contract.KindRecorded, contract.KindWarmup, contract.KindMechanismCheck, contract.KindSideProbe:
 		default:
-			bad("kind", "%q is not %s, %s or %s", w.Kind, contract.KindRecorded, contract.KindWarmup, contract.KindMechanismCheck)
+			bad("kind", "%q is not %s, %s, %s or %s", w.Kind, contract.KindRecorded, contract.KindWarmup, contract.KindMechanismCheck, contract.KindSideProbe)
 		}
 		switch w.Mode {
 		case "", contract.ModeClosed, contract.ModeSustained, contract.ModeOpen:
@@ -146,7 +146,37 @@ func checkWaves(r *Results) ([]Problem, map[int]contract.Wave) {
 			bad("request_rate_rps", "%v is not a request rate", w.RequestRateRPS)
 		}
 	}
-	return probs, byID
+	return append(probs, checkSideWaves(r.Waves, byID)...), byID
+}
+
+// checkSideWaves checks that each side-probe wave stands beside a
+// recorded wave of its server (beside), of its repeat, and that no other
+// wave claims to.
+func checkSideWaves(waves []contract.Wave, byID map[int]contract.Wave) []Problem {
+	var probs []Problem
+	for i, w := range waves {
+		bad := func(format string, args ...any) {
+			probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Load: waveLabel(w),
+				Field: fmt.Sprintf("waves[%d].beside", i), Msg: fmt.Sprintf(format, args...)})
+		}
+		if w.Kind != contract.KindSideProbe {
+			if w.Beside != 0 {
+				bad("%d on a %s wave: only a side_probe wave stands beside another", w.Beside, w.Kind)
+			}
+			continue
+		}
+		b, ok := byID[w.Beside]
+		switch {
+		case !ok || w.Beside == w.ID:
+			bad("%d names no other wave: a side_probe wave stands beside a recorded wave", w.Beside)
+		case b.Kind != contract.KindRecorded || b.Server != w.Server || b.Repeat != w.Repeat:
+			bad("%d is a %s wave of %s, repeat %d: a side_probe wave stands beside a recorded wave of its server and repeat", w.Beside, b.Kind, b.Server, b.Repeat)
+		case w.Mode != contract.ModeOpen:
+			probs = append(probs, Problem{File: ResultsFile, Server: w.Server, Load: waveLabel(w),
+				Field: fmt.Sprintf("waves[%d].mode", i), Msg: fmt.Sprintf("%q: a side_probe wave is open (probe k is client k)", w.Mode)})
+		}
+	}
+	return probs
 }
 
 func waveLabel(w contract.Wave) string {
@@ -190,29 +220,7 @@ func checkRecord(i int, rec *contract.Record, c recordContext) []Problem {
 	if !haveWave {
 		bad("wave", "wave %d does not exist", rec.Wave)
 	} else {
-		if rec.Kind != w.Kind {
-			bad("kind", "%q, its wave %d says %q", rec.Kind, w.ID, w.Kind)
-		}
-		if rec.Server != w.Server {
-			bad("server", "%q, its wave %d says %q", rec.Server, w.ID, w.Server)
-		}
-		if rec.Concurrency != w.Concurrency {
-			bad("concurrency", "%d, its wave %d says %d", rec.Concurrency, w.ID, w.Concurrency)
-		}
-		if rec.Repeat != w.Repeat {
-			bad("repeat", "%d, its wave %d says %d", rec.Repeat, w.ID, w.Repeat)
-		}
-		if wl := c.workload; w.Mode == contract.ModeOpen && w.Arrival == contract.ArrivalTrace && wl != nil {
-			// A trace replay sends request i, prompt i, at arrivals_s[i].
-			switch {
-			case rec.Prompt != rec.Client:
-				bad("prompt", "%d, but a trace replay's request %d sends prompt %d", rec.Prompt, rec.Client, rec.Client)
-			case rec.Prompt < 0 || rec.Prompt >= len(wl.ArrivalsS):
-				bad("prompt", "%d, but workload.arrivals_s has %d arrivals", rec.Prompt, len(wl.ArrivalsS))
-			case math.Abs(rec.IntendedStartS-wl.ArrivalsS[rec.Prompt]) > 1e-9:
-				bad("intended_start_s", "%v, but workload.arrivals_s[%d] is %v", rec.IntendedStartS, rec.Prompt, wl.ArrivalsS[rec.Prompt])
-			}
-		}
+		checkRecordWave(rec, w, c.workload, bad)
 	}
 
 	switch {
@@ -231,6 +239,8 @@ func checkRecord(i int, rec *contract.Record, c recordContext) []Problem {
 		bad("client", "%d is negative", rec.Client)
 	}
 	switch {
+	case rec.Kind == contract.KindSideProbe:
+		checkSideProbe(rec, c.workload, bad)
 	case rec.Prompt < 0:
 		bad("prompt", "%d is negative", rec.Prompt)
 	case c.prompts > 0 && rec.Prompt >= c.prompts:
@@ -260,6 +270,7 @@ func checkRecord(i int, rec *contract.Record, c recordContext) []Problem {
 	checkReasoning(rec, c.source, bad, checkCount)
 	checkClientAdded(rec, bad)
 	checkPromptFields(rec, c, bad, checkCount)
+	checkRecordModel(rec, c.workload, bad)
 	checkSessionFields(rec, c.workload, bad)
 	if !tokensOK {
 		return probs
@@ -279,6 +290,79 @@ func checkRecord(i int, rec *contract.Record, c recordContext) []Problem {
 		}
 	}
 	return probs
+}
+
+// checkRecordWave checks that a record agrees with its wave w: kind,
+// server, concurrency and repeat, and, in a trace replay, its prompt and
+// intended start (request i sends prompt i at workload.arrivals_s[i]).
+func checkRecordWave(rec *contract.Record, w contract.Wave, wl *Workload, bad func(field, format string, args ...any)) {
+	if rec.Kind != w.Kind {
+		bad("kind", "%q, its wave %d says %q", rec.Kind, w.ID, w.Kind)
+	}
+	if rec.Server != w.Server {
+		bad("server", "%q, its wave %d says %q", rec.Server, w.ID, w.Server)
+	}
+	if rec.Concurrency != w.Concurrency {
+		bad("concurrency", "%d, its wave %d says %d", rec.Concurrency, w.ID, w.Concurrency)
+	}
+	if rec.Repeat != w.Repeat {
+		bad("repeat", "%d, its wave %d says %d", rec.Repeat, w.ID, w.Repeat)
+	}
+	if w.Mode != contract.ModeOpen || w.Arrival != contract.ArrivalTrace || wl == nil {
+		return
+	}
+	switch {
+	case rec.Prompt != rec.Client:
+		bad("prompt", "%d, but a trace replay's request %d sends prompt %d", rec.Prompt, rec.Client, rec.Client)
+	case rec.Prompt < 0 || rec.Prompt >= len(wl.ArrivalsS):
+		bad("prompt", "%d, but workload.arrivals_s has %d arrivals", rec.Prompt, len(wl.ArrivalsS))
+	case math.Abs(rec.IntendedStartS-wl.ArrivalsS[rec.Prompt]) > 1e-9:
+		bad("intended_start_s", "%v, but workload.arrivals_s[%d] is %v", rec.IntendedStartS, rec.Prompt, wl.ArrivalsS[rec.Prompt])
+	}
+}
+
+// checkSideProbe checks what a side probe's record says it sent: no
+// prompt of workload.prompts (prompt −1: workload.side_probes.prompt),
+// side_probes' max_tokens, no input_tokens, and no model of its own (it
+// asks for the server's).
+func checkSideProbe(rec *contract.Record, wl *Workload, bad func(field, format string, args ...any)) {
+	if rec.Prompt != -1 {
+		bad("prompt", "%d, but a side probe sends workload.side_probes.prompt, none of workload.prompts (prompt -1)", rec.Prompt)
+	}
+	if rec.InputTokens != nil {
+		bad("input_tokens", "%d on a side probe, whose prompt is not counted", *rec.InputTokens)
+	}
+	if wl == nil || wl.SideProbes == nil {
+		return
+	}
+	if want := wl.SideProbes.MaxTokens; rec.MaxTokens != want {
+		bad("max_tokens", "%d, but workload.side_probes.max_tokens is %d", rec.MaxTokens, want)
+	}
+}
+
+// checkRecordModel checks the model a record says its request asked for
+// against the plan, where results.json records one: a recorded (or
+// mechanism-check) request asked for its prompt's
+// (workload.prompt_models), a warm-up request or side probe for the
+// server's (no model).
+func checkRecordModel(rec *contract.Record, wl *Workload, bad func(field, format string, args ...any)) {
+	if wl == nil || wl.PromptModels == nil {
+		return
+	}
+	want := ""
+	if rec.Kind == contract.KindRecorded || rec.Kind == contract.KindMechanismCheck {
+		if rec.Prompt < 0 || rec.Prompt >= len(wl.PromptModels) {
+			return // checkRecord reports the prompt
+		}
+		want = wl.PromptModels[rec.Prompt]
+	}
+	switch {
+	case rec.Model == want:
+	case want == "":
+		bad("model", "%q on a %s request, which asks for the server's model", rec.Model, rec.Kind)
+	default:
+		bad("model", "%q, but workload.prompt_models[%d] is %q", rec.Model, rec.Prompt, want)
+	}
 }
 
 // checkRetryAfter checks retry_after_s, where a record has one: a finite

@@ -262,6 +262,17 @@ type Workload struct {
 	// ones (vLLM's --num-warmups), at most WarmupConcurrency in flight;
 	// absent when none.
 	NumWarmups int `json:"num_warmups,omitempty"`
+	// Models, when set, are the model names (LoRA adapters) the prompts
+	// were assigned, and how (vLLM's --lora-modules, --lora-assignment);
+	// absent when every request asked for the server's model.
+	Models *Models `json:"models,omitempty"`
+	// PromptModels is the model prompt i's recorded requests asked for
+	// (their record.model), aligned with Prompts; absent without Models.
+	PromptModels []string `json:"prompt_models,omitempty"`
+	// SideProbes, when set, were sent beside every planned recorded wave
+	// (vLLM's --probe-request-rate): their records are waves of kind
+	// side_probe, and their figures each aggregate's side_probes.
+	SideProbes *SideProbes `json:"side_probes,omitempty"`
 	// VLLM is the vllm bench serve command line the workload came from,
 	// as its result file records it; absent otherwise.
 	VLLM *vllmcli.Run `json:"vllm,omitempty"`
@@ -272,6 +283,26 @@ type Workload struct {
 	// waves (each server's own, with its predicted bracket, is in
 	// Results.Capacity); absent when none.
 	Capacity *search.Spec `json:"capacity,omitempty"`
+}
+
+// Models are the model names a workload's prompts were assigned, the
+// assignment (random or round-robin, workload.AssignModels) and the seed
+// of a random one.
+type Models struct {
+	Names      []string `json:"names"`
+	Assignment string   `json:"assignment"`
+	Seed       int64    `json:"seed"`
+}
+
+// SideProbes are what each side probe sent (prompt, as one user message
+// or the completions prompt, and max_tokens, to the server's model) and
+// the rate: the next probe went 1/rate_rps seconds after the last ended.
+// A side probe's record has prompt −1 (it sent this prompt, none of
+// workload.prompts).
+type SideProbes struct {
+	RateRPS   float64 `json:"rate_rps"`
+	Prompt    string  `json:"prompt"`
+	MaxTokens int     `json:"max_tokens"`
 }
 
 // Session is one multi-turn session: its user turns, indices into
@@ -497,6 +528,7 @@ func (r *Results) ComputeAggregates() []contract.Aggregate {
 	aggs := contract.Aggregates(r.Waves, r.Records, r.ServerNames(), r.BaselineName())
 	contract.ApplySLO(aggs, r.Waves, r.Records, r.SLO)
 	contract.ApplyReplicas(aggs, r.Waves, r.Records, r.Shapes())
+	contract.ApplyApart(aggs, r.Waves, r.Records)
 	return aggs
 }
 

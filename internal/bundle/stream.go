@@ -53,6 +53,7 @@ func (d *Dir) verifyStreaming(ctx context.Context, o Options, rep *Report) (*str
 		sv.slo.Apply(want)
 	}
 	sv.replicas.Apply(want, res.Shapes())
+	sv.apart.Apply(want)
 	sv.res = res
 	rep.Records, rep.Waves, rep.Aggregates = sv.n, len(res.Waves), len(res.Aggregates)
 	wprobs, _ := checkWaves(res)
@@ -167,6 +168,7 @@ type streamVerify struct {
 	plan     *planCheck
 	agg      *contract.Aggregator
 	replicas *contract.ReplicaCounter
+	apart    *contract.ApartTally
 	servers  map[string]Server
 	// replicaProbs are the records' replica problems, in order.
 	replicaProbs []Problem
@@ -205,6 +207,7 @@ func (sv *streamVerify) begin(head *Results) bool {
 	sv.plan = newPlanCheck(head.Waves, &head.Workload, head.Provenance.Worker)
 	sv.agg = contract.NewAggregator(head.Waves, head.ServerNames(), head.BaselineName())
 	sv.replicas = contract.NewReplicaCounter(head.Waves)
+	sv.apart = contract.NewApartTally(head.Waves)
 	sv.servers = serversByName(head)
 	sv.counter, sv.countNote = recountCounter(head, sv.o, 1)
 	if sv.counter != nil {
@@ -244,6 +247,7 @@ func (sv *streamVerify) record(i int, rec *contract.Record, x *recordWork) {
 	}
 	sv.agg.Add(rec)
 	sv.replicas.Add(rec)
+	sv.apart.Add(rec)
 	if p := recordReplicaProblem(i, rec, sv.servers); p != nil {
 		sv.replicaProbs = append(sv.replicaProbs, *p)
 	}

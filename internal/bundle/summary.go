@@ -116,6 +116,7 @@ func readReportStreaming(ctx context.Context, dir string) (*ReportInput, bool, e
 		sv.slo.Apply(want)
 	}
 	sv.replicas.Apply(want, res.Shapes())
+	sv.apart.Apply(want)
 	in := &ReportInput{Results: res, Lean: true, Disagree: len(streamedProblems(res, sv, want))}
 	if sum != "" {
 		in.Known = []Digest{{File: ResultsFile, SHA256: sum}}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rehearse/rehearse/internal/contract"
 	"github.com/rehearse/rehearse/internal/search"
+	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // Problem is one thing verify found wrong, located as precisely as it can be.
@@ -420,7 +421,34 @@ func checkHeader(res *Results) []Problem {
 		probs = append(probs, Problem{File: ResultsFile, Field: "provenance.output_tokens_source",
 			Msg: fmt.Sprintf("%q is not %s or %s", s, SourceTokenizer, SourceUsage)})
 	}
-	return probs
+	return append(probs, checkPromptModels(&res.Workload)...)
+}
+
+// checkPromptModels checks workload.prompt_models against the assignment
+// that made them: workload.models' names assigned to the prompts as its
+// assignment and seed assign them (workload.AssignModels), one per prompt.
+func checkPromptModels(wl *Workload) []Problem {
+	m := wl.Models
+	if m == nil {
+		if wl.PromptModels != nil {
+			return []Problem{{File: ResultsFile, Field: "workload.prompt_models", Msg: "set, but workload.models says no models were assigned"}}
+		}
+		return nil
+	}
+	want, err := workload.AssignModels(m.Names, m.Assignment, m.Seed, len(wl.Prompts))
+	if err != nil {
+		return []Problem{{File: ResultsFile, Field: "workload.models", Msg: err.Error()}}
+	}
+	if len(wl.PromptModels) != len(want) {
+		return []Problem{{File: ResultsFile, Field: "workload.prompt_models", Msg: fmt.Sprintf("%d models for %d prompts", len(wl.PromptModels), len(want))}}
+	}
+	for i, got := range wl.PromptModels {
+		if got != want[i] {
+			return []Problem{{File: ResultsFile, Field: fmt.Sprintf("workload.prompt_models[%d]", i),
+				Msg: fmt.Sprintf("%q, but workload.models (%s, seed %d) assigns prompt %d %q", got, m.Assignment, m.Seed, i, want[i])}}
+		}
+	}
+	return nil
 }
 
 // checkWaveTimes recomputes each wave's wall_s and, where stored, a closed

@@ -626,7 +626,7 @@ func (o *benchOptions) config() (*config.Rehearsal, error) {
 		MaxTokens: o.maxTokens, Temperature: &temperature, Timeout: config.Duration(o.timeout),
 		WarmupWaves: o.warmupWaves, WarmupConcurrency: o.warmupClients, WarmupWavesPerLoad: o.warmupPerLoad,
 		Endpoint: o.endpoint, IncludeUsage: &includeUsage, ExtraBody: extra,
-		Sessions: o.dataset.sessions(), RequestIDPrefix: o.vllm.requestIDPrefix, NumWarmups: o.numWarmups,
+		Sessions: o.dataset.sessions(), RequestIDPrefix: o.vllm.requestIDPrefix, NumWarmups: o.numWarmups, Models: o.vllm.models, SideProbes: o.vllm.sideProbes,
 	}
 	if o.vllm.serve {
 		w.BodyStyle = endpoint.StyleVLLM

@@ -46,6 +46,8 @@ var benchFlagOf = map[string]string{
 	"workload.open_loop.ramp.start_rps":    "--ramp-up-start-rps",
 	"workload.open_loop.ramp.end_rps":      "--ramp-up-end-rps",
 	"workload.open_loop.pacing":            "--request-rate",
+	"workload.models":                      "--lora-modules",
+	"workload.side_probes":                 "--probe-request-rate",
 	"slo":                                  "--slo",
 	"cost":                                 "--gpu-hour-cost",
 	"cost.gpus":                            "--gpus",

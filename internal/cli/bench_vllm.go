@@ -19,6 +19,7 @@ import (
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/stream"
 	"github.com/rehearse/rehearse/internal/vllmcli"
+	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // The flags of `vllm bench serve` that bench takes with vLLM's meaning,
@@ -60,6 +61,9 @@ type vllmOptions struct {
 	skipChatTemplate      bool
 	chatTemplateKwargs    string
 	useBeamSearch         bool
+	loraModules           []string
+	loraAssignment        string
+	probeRequestRate      float64
 
 	// serve is rehearse bench serve: vLLM's defaults, vLLM's body style,
 	// pacing and result file (bench_serve.go).
@@ -89,6 +93,10 @@ type vllmOptions struct {
 	percentiles []float64
 	// notes go into the bundle's notes (--metadata).
 	notes []string
+	// models are --lora-modules assigned as --lora-assignment says, and
+	// sideProbes --probe-request-rate's probes (nil: none).
+	models     *config.Models
+	sideProbes *config.SideProbes
 }
 
 // vLLM's defaults of the flags whose default bench shows.
@@ -135,6 +143,9 @@ func vllmFlags(f *pflag.FlagSet, v *vllmOptions) {
 	f.BoolVar(&v.useBeamSearch, "use-beam-search", false, "accepted: vLLM main parses it and sends nothing different")
 	f.BoolVar(&v.skipChatTemplate, "skip-chat-template", false, "send custom prompts as they are; bench serve otherwise renders each through the tokenizer's chat template (the tokenizer_config.json beside its tokenizer.json)")
 	f.StringVar(&v.chatTemplateKwargs, "chat-template-kwargs", "", "JSON object of extra chat template variables for custom prompts rendered on the client (bench serve), e.g. '{\"enable_thinking\":false}'")
+	f.StringArrayVar(&v.loraModules, "lora-modules", nil, "LoRA adapters the server serves, space-separated: each prompt's requests ask for one as their model, assigned by --lora-assignment (warm-ups and probes ask for --model); each must be in the server's /v1/models, and each record keeps its own")
+	f.StringVar(&v.loraAssignment, "lora-assignment", config.VLLMDefaultLoRAAssignment, "how --lora-modules go to the prompts: random (drawn with --seed as vLLM's random.choice draws them) or round-robin")
+	f.Float64Var(&v.probeRequestRate, "probe-request-rate", 0, "above 0: beside each recorded wave, probes of one token (prompt \"Hi\") one at a time, the next 1/RATE s after the last ended, outside --max-concurrency; their latency reported apart")
 	for _, r := range vllmRefused {
 		if r.noValue {
 			f.Bool(r.name, false, r.why)
@@ -152,18 +163,12 @@ type refusedFlag struct {
 	why     string
 }
 
-// notYet is the refusal of a flag rehearse may take later.
-const notYet = "not yet in rehearse"
-
 // vllmRefused are vllm bench serve's flags with no equivalent in bench,
 // each with what to use instead.
 var vllmRefused = []refusedFlag{
-	{"probe-request-rate", false, notYet + ": no side probes beside the load (run a second rehearse bench at a low --request-rate beside it)"},
 	{"profile", true, "rehearse does not drive vLLM's profiler (start it on the server)"},
 	{"self-timed", true, timedTrace},
 	{"no-self-timed", true, timedTrace},
-	{"lora-modules", false, notYet + ": every request asks for --model (rehearse one adapter at a time with --model ADAPTER)"},
-	{"lora-assignment", false, notYet + ": every request asks for --model (rehearse one adapter at a time with --model ADAPTER)"},
 	{"plot-timeline", true, "the bundle's report has the plots (rehearse report DIR)"},
 	{"timeline-itl-thresholds", false, "the bundle's report has the plots (rehearse report DIR)"},
 	{"plot-dataset-stats", true, "the bundle's report has the plots (rehearse report DIR)"},
@@ -360,8 +365,8 @@ func (o *benchOptions) applyVLLM(f *pflag.FlagSet) error {
 }
 
 // applyRecordFlags maps what the run records and sends beside its load:
-// --label (the server's name), --metadata (notes, and the result's keys)
-// and --header.
+// --label (the server's name), --metadata (notes, and the result's keys),
+// --header, and the LoRA adapters and side probes (applyApart).
 func (o *benchOptions) applyRecordFlags() error {
 	v := &o.vllm
 	if v.changed["label"] {
@@ -379,7 +384,35 @@ func (o *benchOptions) applyRecordFlags() error {
 		v.metadataPairs = append(v.metadataPairs, p)
 		v.notes = append(v.notes, fmt.Sprintf("metadata %s=%s", p.Key, p.Value))
 	}
-	return v.parseHeaders()
+	if err := v.parseHeaders(); err != nil {
+		return err
+	}
+	return o.applyApart()
+}
+
+// applyApart maps --lora-modules and --lora-assignment (each prompt's
+// model, config.Workload.Models, a random assignment seeded with --seed)
+// and --probe-request-rate (side probes, config.Workload.SideProbes, with
+// vLLM's prompt and length; 0, vLLM's default, sends none). Their values
+// are checked with the rest of the rehearsal (config.Rehearsal.Validate,
+// named by flag in bench_flagof.go); here only what flags say together.
+func (o *benchOptions) applyApart() error {
+	v := &o.vllm
+	v.models, v.sideProbes = nil, nil
+	if a := v.loraAssignment; a != workload.AssignRandom && a != workload.AssignRoundRobin {
+		return usageError("--lora-assignment %q: want %s or %s", a, workload.AssignRandom, workload.AssignRoundRobin)
+	}
+	if v.changed["lora-modules"] {
+		v.models = &config.Models{Names: v.loraModules, Assignment: v.loraAssignment, Seed: o.seed}
+	}
+	if !v.changed["probe-request-rate"] || v.probeRequestRate == 0 {
+		return nil
+	}
+	if o.seg.segment != "" || o.seg.workers > 0 {
+		return usageError("--probe-request-rate: a split plan's workers would each send probes: run them in one process (no --segment or --workers)")
+	}
+	v.sideProbes = &config.SideProbes{RateRPS: v.probeRequestRate, Prompt: config.VLLMProbePrompt, MaxTokens: config.VLLMProbeMaxTokens}
+	return nil
 }
 
 // applyBackend sets the endpoint of --backend (or --endpoint-type) and

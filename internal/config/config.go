@@ -216,6 +216,34 @@ type Workload struct {
 	// waves, one unrecorded warm-up wave of this many requests, at most
 	// warmup_concurrency of them in flight (0: all at once).
 	NumWarmups int `yaml:"num_warmups"`
+	// Models, when set, gives each prompt its own model name (vllm bench
+	// serve's --lora-modules and --lora-assignment): its recorded requests
+	// ask for that model (a LoRA adapter) instead of the server's; warm-up
+	// requests and side probes ask for the server's, as vLLM's do.
+	Models *Models `yaml:"models"`
+	// SideProbes, when set, sends side probes beside every planned
+	// recorded wave (vllm bench serve's --probe-request-rate).
+	SideProbes *SideProbes `yaml:"side_probes"`
+}
+
+// Models are the model names the prompts are assigned (LoRA adapters the
+// server was launched with), and how: random (the default, drawn with
+// Seed as vLLM draws them) or round-robin (workload.AssignModels).
+type Models struct {
+	Names      []string `yaml:"names"`
+	Assignment string   `yaml:"assignment"`
+	Seed       int64    `yaml:"seed"`
+}
+
+// SideProbes are small requests sent one at a time beside a recorded
+// wave, from its release until its requests have ended, bypassing its
+// concurrency cap, their latency reported apart (vLLM's probe requests):
+// each sends Prompt with MaxTokens, then, once it ended, the next goes
+// 1/RateRPS later.
+type SideProbes struct {
+	RateRPS   float64 `yaml:"rate_rps"`
+	Prompt    string  `yaml:"prompt"`
+	MaxTokens int     `yaml:"max_tokens"`
 }
 
 // Sessions are multi-turn sessions: conversations whose turn t+1 is sent

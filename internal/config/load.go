@@ -552,6 +552,12 @@ func (r *Rehearsal) applyWorkloadDefaults() {
 	if w.Mode == "" {
 		w.Mode = DefaultMode
 	}
+	if m := w.Models; m != nil && m.Assignment == "" {
+		m.Assignment = VLLMDefaultLoRAAssignment
+	}
+	if sp := w.SideProbes; sp != nil {
+		sp.ApplyDefaults()
+	}
 	if w.Mode == ModeSustained {
 		if w.Sustained == nil {
 			w.Sustained = &Sustained{WarmupRequests: DefaultSustainedWarmupRequests}
@@ -775,6 +781,7 @@ func (r *Rehearsal) validateWorkload(names map[string]int, p *Problems) {
 		p.add("workload.extra_body."+e.Key, "%s", e.Error())
 	}
 	validateVLLMWorkload(w, p)
+	r.validateApart(p)
 	if w.Prompts.Inline != nil && len(w.Prompts.Inline) == 0 {
 		p.add("workload.prompts", "empty list")
 	}

@@ -342,3 +342,56 @@ func validatePacing(o *OpenLoop, p *Problems) {
 		p.add(at, "%s: the ramp's first request is drawn at start_rps, which must be above 0", o.Pacing)
 	}
 }
+
+// ApplyDefaults gives the side probes vLLM's prompt and max_tokens where
+// they are not set.
+func (sp *SideProbes) ApplyDefaults() {
+	if sp.Prompt == "" {
+		sp.Prompt = VLLMProbePrompt
+	}
+	if sp.MaxTokens == 0 {
+		sp.MaxTokens = VLLMProbeMaxTokens
+	}
+}
+
+// CheckSideProbeRate says what makes rps unfit as the side probes' rate:
+// anything but a finite rate above 0.
+func CheckSideProbeRate(rps float64) error {
+	if !(rps > 0) || math.IsInf(rps, 0) {
+		return fmt.Errorf("%v: want a finite rate above 0 requests per second", rps)
+	}
+	return nil
+}
+
+// validateApart checks workload.models and workload.side_probes: model
+// names a request can carry, assigned per prompt (so never to a session's
+// turns, which would change model within a conversation), and side probes
+// of a positive rate, a prompt and an output limit, in one process (a
+// split plan's workers would each send them).
+func (r *Rehearsal) validateApart(p *Problems) {
+	w := r.Workload
+	if m := w.Models; m != nil {
+		if err := workload.CheckModels(m.Names, m.Assignment); err != nil {
+			p.add("workload.models", "%v", err)
+		}
+		if w.Sessions != nil {
+			p.add("workload.models", "each prompt has its own model, and a multi-turn session's turns are prompts: not with multi-turn sessions")
+		}
+	}
+	sp := w.SideProbes
+	if sp == nil {
+		return
+	}
+	if err := CheckSideProbeRate(sp.RateRPS); err != nil {
+		p.add("workload.side_probes.rate_rps", "%v", err)
+	}
+	if strings.TrimSpace(sp.Prompt) == "" {
+		p.add("workload.side_probes.prompt", "empty prompt")
+	}
+	if sp.MaxTokens < 1 {
+		p.add("workload.side_probes.max_tokens", "%d: must be at least 1", sp.MaxTokens)
+	}
+	if r.SegmentSpec != "" {
+		p.add("workload.side_probes", "a split plan's workers would each send them: run side probes in one process (no segment)")
+	}
+}

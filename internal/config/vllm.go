@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rehearse/rehearse/internal/endpoint"
+	"github.com/rehearse/rehearse/internal/workload"
 )
 
 // The defaults of vllm bench serve (vLLM main's vllm/benchmarks/serve.py
@@ -40,6 +41,13 @@ const (
 	// VLLMRequestIDPrefix begins --request-id-prefix's default,
 	// "bench-" + 8 random hex digits + "-".
 	VLLMRequestIDPrefix = "bench-"
+	// VLLMDefaultLoRAAssignment is --lora-assignment.
+	VLLMDefaultLoRAAssignment = workload.AssignRandom
+	// VLLMProbePrompt and VLLMProbeMaxTokens are what each of vLLM's probe
+	// requests sends (--probe-request-rate): the defaults of
+	// workload.side_probes.
+	VLLMProbePrompt    = "Hi"
+	VLLMProbeMaxTokens = 1
 )
 
 // VLLMDefaultRequestRate is --request-rate: inf, every request at time 0.

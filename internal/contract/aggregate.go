@@ -158,6 +158,13 @@ type Aggregate struct {
 	// ReplicaRequests counts the recorded attempts sent to each replica
 	// (index = replica), absent when no record names a replica.
 	ReplicaRequests []int `json:"replica_requests,omitempty"`
+	// Models are the population's figures per model its records asked
+	// for (Record.Model: LoRA adapters), by name; absent when no record
+	// names one (ApplyApart).
+	Models []ModelFigures `json:"models,omitempty"`
+	// SideProbes are the side probes sent beside the population's waves,
+	// never in its own figures; absent when none were (ApplyApart).
+	SideProbes *SideProbeFigures `json:"side_probes,omitempty"`
 	// UsageDisagreement is SPEC §2's per-record check of the re-counted
 	// tokens against the server's usage; absent when no record carried
 	// usage to compare (and in bundles written before it).

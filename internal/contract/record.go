@@ -10,6 +10,11 @@ const (
 	KindRecorded       = "recorded"
 	KindWarmup         = "warmup"
 	KindMechanismCheck = "mechanism_check"
+	// KindSideProbe is the wave of side probes sent beside a recorded
+	// wave (vLLM's --probe-request-rate): one small request at a time,
+	// never in the recorded wave's aggregates; its figures are the
+	// aggregate's side_probes (Wave.Beside names the recorded wave).
+	KindSideProbe = "side_probe"
 )
 
 // Load modes of a wave.
@@ -130,6 +135,11 @@ type Record struct {
 	InputTokens *int `json:"input_tokens,omitempty"`
 	// MaxTokens is the output limit this request asked for.
 	MaxTokens int `json:"max_tokens,omitempty"`
+	// Model is the model name the request's body asked for where the
+	// plan gives each prompt its own (a LoRA adapter of vLLM's
+	// --lora-modules: workload.prompt_models[prompt]); "" (absent) where
+	// it asked for the server's model.
+	Model string `json:"model,omitempty"`
 	// Session is the index into workload.sessions of the conversation this
 	// request is a turn of; nil for a request that is no session's turn.
 	Session *int `json:"session,omitempty"`
@@ -231,6 +241,11 @@ type Wave struct {
 	// ClientCPUS is the CPU time (user + system) the rehearse process used
 	// during the wave, so a reader can see when the load generator was busy.
 	ClientCPUS float64 `json:"client_cpu_s,omitempty"`
+	// Beside, on a wave of kind side_probe, is the id of the recorded
+	// wave its probes were sent beside: released at that wave's release
+	// (so their times share its origin) and stopped once its requests
+	// had ended. 0 (absent) on every other wave.
+	Beside int `json:"beside,omitempty"`
 	// Probe marks a capacity search's probe wave (SPEC §8) with its kind:
 	// search, retry (the re-probe of an unresolved point) or repeat (a
 	// re-run of a final point); "" for every other wave.

@@ -135,7 +135,7 @@ func (d *Driver) ClosedWave(ctx context.Context, t Target, spec WaveSpec) (WaveR
 		tl.journalErr = err
 		tl.mu.Unlock()
 	}
-	d.progress(Event{Kind: WaveReleased, Wave: w, Total: total})
+	d.released(w, release, total)
 	// Requests are recorded from here on, after the wave's own line.
 	rel.publish(w, release)
 	ended.Wait()

@@ -111,6 +111,9 @@ type Driver struct {
 	stats  Stats
 	// rrNext numbers each balanced target's next request (round-robin).
 	rrNext map[string]int
+	// side is the side probes armed beside the wave about to be
+	// released (nil: none); released starts them.
+	side *sideRun
 
 	progressMu sync.Mutex
 
@@ -208,6 +211,9 @@ type WaveResult struct {
 	// UntilMet says a sustained wave's Until predicate ended it before its
 	// bounds did.
 	UntilMet bool
+	// SideProbes is the wave of side probes sent beside this one (nil
+	// when none were planned or the wave was never released).
+	SideProbes *WaveResult
 }
 
 // prepare builds one request per prompt of l that a wave of the given
@@ -219,9 +225,12 @@ func prepare(t Target, l plan.Load, requests int) ([]*stream.Prepared, error) {
 	// (a dataset of 100,000 prompts is not marshalled for a wave of 64).
 	out := make([]*stream.Prepared, min(len(l.Prompts), max(requests, 1)))
 	for i := range out {
-		prompt := l.Prompts[i]
+		prompt, model := l.Prompts[i], t.Model
+		if m := l.ModelFor(i); m != "" {
+			model = m
+		}
 		p, err := stream.Prepare(stream.Request{
-			BaseURL: t.BaseURL, Endpoint: t.Endpoint, Model: t.Model, APIKey: t.APIKey,
+			BaseURL: t.BaseURL, Endpoint: t.Endpoint, Model: model, APIKey: t.APIKey,
 			Prompt: prompt, Messages: l.MessagesFor(i), MaxTokens: l.MaxTokensFor(i), Temperature: l.Temperature,
 			IncludeUsage: t.IncludeUsage, ExtraBody: t.ExtraBody, Timeout: l.Timeout,
 			FollowRedirects: t.FollowRedirects, Style: l.Style, Headers: t.Headers, RequestID: l.RequestID(i),

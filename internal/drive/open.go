@@ -157,7 +157,7 @@ func (o *openRun) run(ctx context.Context) (WaveResult, error) {
 	if err := d.journalWave(o.w); err != nil {
 		o.tl.journalErr = err
 	}
-	d.progress(Event{Kind: WaveReleased, Wave: o.w, Total: o.total})
+	d.released(o.w, release, o.total)
 	// The requests see the wave as released; the dispatcher goes on
 	// counting in w.
 	o.rel = newRelease()

@@ -289,7 +289,7 @@ func (d *Driver) releasePart(p *sustainedPart, at time.Time) {
 		p.tl.mu.Unlock()
 	}
 	if !p.quiet {
-		d.progress(Event{Kind: WaveReleased, Wave: p.wave, Total: p.total})
+		d.released(p.wave, at, p.total)
 	}
 	p.rel.publish(p.wave, at)
 }

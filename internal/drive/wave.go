@@ -10,11 +10,33 @@ import (
 
 // Wave runs one planned wave (package plan orders them) with the given
 // load: a closed-loop wave at its concurrency, a sustained closed loop at
-// its concurrency and bounds, or an open-loop wave on its schedule.
+// its concurrency and bounds, or an open-loop wave on its schedule; and,
+// beside a recorded wave that plans them, its side probes
+// (WaveResult.SideProbes).
 func (d *Driver) Wave(ctx context.Context, t Target, load plan.Load, w plan.Wave) (WaveResult, error) {
 	if w.Kind == contract.KindWarmup {
-		load.RequestIDPrefix = "" // vLLM's warm-ups carry no request id
+		// vLLM's warm-ups carry no request id, and ask for the server's
+		// model, not a prompt's LoRA adapter.
+		load.RequestIDPrefix, load.Models = "", nil
 	}
+	if w.SideProbes == nil || w.Kind != contract.KindRecorded {
+		return d.wave(ctx, t, load, w)
+	}
+	side, err := d.armSideProbes(ctx, t, load, *w.SideProbes)
+	if err != nil {
+		return WaveResult{}, err
+	}
+	res, err := d.wave(ctx, t, load, w)
+	sres, serr := side.finish()
+	res.SideProbes = sres
+	if err == nil {
+		err = serr
+	}
+	return res, err
+}
+
+// wave runs one planned wave by its mode.
+func (d *Driver) wave(ctx context.Context, t Target, load plan.Load, w plan.Wave) (WaveResult, error) {
 	switch w.Mode {
 	case contract.ModeClosed:
 		return d.ClosedWave(ctx, t, WaveSpec{Load: load, Kind: w.Kind, Concurrency: w.Concurrency, Repeat: w.Repeat, Cold: w.Cold, Share: ShareOf(w)})

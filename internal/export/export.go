@@ -116,6 +116,8 @@ type load struct {
 	byWave map[int][]contract.Record
 	// records are every record of the load, in results.json's order.
 	records []contract.Record
+	// agg is the load's aggregate, recomputed from the records.
+	agg contract.Aggregate
 }
 
 // loads returns the populations of r's aggregates, in the aggregates'
@@ -123,7 +125,7 @@ type load struct {
 func loads(r *bundle.Results) []load {
 	var out []load
 	for _, ag := range r.ComputeAggregates() {
-		l := load{key: ag.Key(), byWave: map[int][]contract.Record{}}
+		l := load{key: ag.Key(), byWave: map[int][]contract.Record{}, agg: ag}
 		for _, w := range r.Waves {
 			if w.Kind == contract.KindRecorded && contract.KeyOf(w) == l.key {
 				l.waves = append(l.waves, w)

@@ -74,6 +74,9 @@ func VLLMResults(r *bundle.Results, o Options) []VLLMResult {
 		for _, f := range vllmBenchmark(r, l, o) {
 			obj = obj.set(f.k, f.v)
 		}
+		for _, f := range vllmProbes(l.agg.SideProbes) {
+			obj = obj.set(f.k, f.v)
+		}
 		if h.ramp != nil {
 			obj = obj.set("rps_change_events", rpsChangeEvents(l, h.ramp))
 		}
@@ -416,6 +419,22 @@ func vllmBenchmark(r *bundle.Results, l load, o Options) object {
 	}
 	peakTok, peakConc := vllmPeaks(l)
 	return append(obj, field{"max_output_tokens_per_s", peakTok}, field{"max_concurrent_requests", peakConc}, field{"rtfx", 0.0})
+}
+
+// vllmProbes are the probe keys benchmark() adds with
+// --probe-request-rate, from the side probes beside the load's waves:
+// their successful and failed counts and the median, p99 (type 7, NumPy's
+// default) and largest E2E of the successful ones, in ms; none where no
+// probe succeeded, as vLLM writes none.
+func vllmProbes(sp *contract.SideProbeFigures) object {
+	if sp == nil || sp.E2E.N == 0 {
+		return nil
+	}
+	ms := func(v *float64) float64 { return *v * 1000 }
+	return object{
+		{"probe_completed", sp.E2E.N}, {"probe_failed", sp.Requests - sp.E2E.N},
+		{"probe_median_e2el_ms", ms(sp.E2E.P50)}, {"probe_p99_e2el_ms", ms(sp.E2E.P99)}, {"probe_max_e2el_ms", ms(sp.MaxE2ES)},
+	}
 }
 
 // vllmPercentiles is process_one_metric's keys of each metric chosen, in

@@ -3,6 +3,7 @@ package export
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -68,6 +69,14 @@ func VLLMSummary(w io.Writer, o VLLMObject) {
 	if tokenizer {
 		line("Total token throughput (tok/s):", num("total_token_throughput"))
 	}
+	if _, ok := o.Get("probe_completed"); ok {
+		fmt.Fprintln(w, center("Probe Requests", '-', 50))
+		line("Probe requests completed:", int(num("probe_completed")))
+		line("Probe requests failed:", int(num("probe_failed")))
+		line("Median probe E2EL (ms):", num("probe_median_e2el_ms"))
+		line("P99 probe E2EL (ms):", num("probe_p99_e2el_ms"))
+		line("Max probe E2EL (ms):", num("probe_max_e2el_ms"))
+	}
 	for _, m := range vllmMetricHeaders {
 		if _, ok := o.Get("mean_" + m.key + "_ms"); !ok {
 			continue
@@ -76,7 +85,8 @@ func VLLMSummary(w io.Writer, o VLLMObject) {
 		line("Mean "+m.name+" (ms):", num("mean_"+m.key+"_ms"))
 		line("Median "+m.name+" (ms):", num("median_"+m.key+"_ms"))
 		for _, f := range o {
-			if p, ok := strings.CutSuffix(f.k, "_"+m.key+"_ms"); ok && strings.HasPrefix(p, "p") {
+			// p{P}_{metric}_ms, and not probe_*_e2el_ms.
+			if p, ok := strings.CutSuffix(f.k, "_"+m.key+"_ms"); ok && strings.HasPrefix(p, "p") && isNumber(p[1:]) {
 				line("P"+p[1:]+" "+m.name+" (ms):", num(f.k))
 			}
 		}
@@ -92,4 +102,10 @@ func center(s string, c rune, n int) string {
 		return s
 	}
 	return strings.Repeat(string(c), pad/2) + s + strings.Repeat(string(c), pad-pad/2)
+}
+
+// isNumber reports whether s is a percentile as vLLM names one: 99, 99.9.
+func isNumber(s string) bool {
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil
 }

@@ -44,6 +44,18 @@ type Load struct {
 	// RequestIDPrefix, when set, sends prompt i's requests with the
 	// x-request-id prefix + i (vLLM's --request-id-prefix).
 	RequestIDPrefix string
+	// Models, when set, is the model name prompt i's requests ask for
+	// (a LoRA adapter; workload.AssignModels), aligned with Prompts; nil:
+	// the server's model.
+	Models []string
+}
+
+// ModelFor is the model prompt i's requests ask for ("" for the server's).
+func (l Load) ModelFor(i int) string {
+	if i >= 0 && i < len(l.Models) {
+		return l.Models[i]
+	}
+	return ""
 }
 
 // RequestID is the x-request-id of prompt i's requests ("" for none).
@@ -70,13 +82,14 @@ func (l Load) MessagesFor(i int) []stream.Message {
 	return nil
 }
 
-// Stamp sets what r's prompt asked for: its max_tokens and, where counted,
-// its input tokens.
+// Stamp sets what r's prompt asked for: its max_tokens, its model where
+// it has its own and, where counted, its input tokens.
 func (l Load) Stamp(r *contract.Record) {
 	if r.Prompt < 0 || r.Prompt >= len(l.Prompts) {
 		return
 	}
 	r.MaxTokens = l.MaxTokensFor(r.Prompt)
+	r.Model = l.ModelFor(r.Prompt)
 	if r.Prompt < len(l.InputTokens) {
 		n := l.InputTokens[r.Prompt]
 		r.InputTokens = &n
@@ -102,6 +115,9 @@ func (l Load) Validate() error {
 	}
 	if n := len(l.InputTokens); n != 0 && n != len(l.Prompts) {
 		return fmt.Errorf("%d prompt input token counts for %d prompts", n, len(l.Prompts))
+	}
+	if n := len(l.Models); n != 0 && n != len(l.Prompts) {
+		return fmt.Errorf("%d prompt models for %d prompts", n, len(l.Prompts))
 	}
 	if l.Timeout < 0 {
 		return fmt.Errorf("timeout %v: want a positive duration", l.Timeout)

@@ -23,6 +23,8 @@ type Wave struct {
 	Open *Schedule
 	// Sustained bounds a sustained closed-loop wave (nil otherwise).
 	Sustained *Bounds
+	// SideProbes, on a recorded wave, are sent beside it (nil: none).
+	SideProbes *SideProbes
 
 	// Segment, when not the whole plan, runs only this worker's share of
 	// the wave (see Share); the runner sets it on a split plan.
@@ -94,6 +96,23 @@ type Schedule struct {
 	Pacing string
 }
 
+// SideProbes are small requests sent one at a time beside a recorded wave,
+// from its release until its requests have ended, outside its concurrency
+// cap (vLLM's --probe-request-rate): each sends Prompt, one user message
+// (the completions API's prompt), with MaxTokens to the server's model,
+// and once it ended the next goes 1/RateRPS later. Their records are a
+// wave of kind side_probe beside the recorded one.
+type SideProbes struct {
+	RateRPS   float64
+	Prompt    string
+	MaxTokens int
+}
+
+// Interval is the pause between a side probe's end and the next's send.
+func (s SideProbes) Interval() time.Duration {
+	return time.Duration(float64(time.Second) / s.RateRPS)
+}
+
 // Label names the wave's load as contract does everywhere: "1 client",
 // "8 clients" or "2.5 req/s".
 func (w Wave) Label() string {
@@ -127,7 +146,7 @@ func WarmupConcurrency(wl Workload) int {
 // (repeat r drawn with seed open_loop.seed + r − 1, so repeats are
 // independent draws and each is reproducible) — or wl.Repeats waves of its
 // ramp, or wl.Repeats replays of its trace — then the mechanism check
-// when it is this server's.
+// when it is this server's. Every recorded wave carries wl.SideProbes.
 func Server(wl Workload, server string) []Wave {
 	var out []Wave
 	warm := WarmupConcurrency(wl)
@@ -149,7 +168,7 @@ func Server(wl Workload, server string) []Wave {
 			out = append(out, Wave{Kind: contract.KindWarmup, Mode: contract.ModeClosed, Concurrency: c, Repeat: r})
 		}
 		for r := 1; r <= wl.Repeats; r++ {
-			out = append(out, Wave{Kind: contract.KindRecorded, Mode: mode, Concurrency: c, Repeat: r, Cold: cold, Sustained: bounds})
+			out = append(out, Wave{Kind: contract.KindRecorded, Mode: mode, Concurrency: c, Repeat: r, Cold: cold, Sustained: bounds, SideProbes: wl.SideProbes})
 			cold = false
 		}
 	}
@@ -159,7 +178,7 @@ func Server(wl Workload, server string) []Wave {
 			if o.Arrival == contract.ArrivalTrace {
 				seed = 0 // a replay draws nothing
 			}
-			return Wave{Kind: contract.KindRecorded, Mode: contract.ModeOpen, Repeat: r, Open: &Schedule{
+			return Wave{Kind: contract.KindRecorded, Mode: contract.ModeOpen, Repeat: r, SideProbes: wl.SideProbes, Open: &Schedule{
 				RequestRateRPS: rate, Arrival: o.Arrival, Burstiness: o.Burstiness, Seed: seed,
 				NumRequests: o.NumRequests, Duration: o.Duration, MaxConcurrency: o.MaxConcurrency, Ramp: o.Ramp,
 				Pacing: o.Pacing,

@@ -52,6 +52,9 @@ type Workload struct {
 	ExtraBody    map[string]any
 	// Load is what each request sends.
 	Load Load
+	// SideProbes, when set, are sent beside every recorded wave Server
+	// plans (Wave.SideProbes).
+	SideProbes *SideProbes
 	// Source says where the prompts came from (its Name "": not said).
 	Source workload.SourceRecord
 }
@@ -136,6 +139,9 @@ func WorkloadOf(cfg *config.Rehearsal, prompts workload.Set) Workload {
 			out.Open.Ramp = &contract.Ramp{Strategy: r.Strategy, StartRPS: r.StartRPS, EndRPS: r.EndRPS}
 		}
 	}
+	if sp := w.SideProbes; sp != nil {
+		out.SideProbes = &SideProbes{RateRPS: sp.RateRPS, Prompt: sp.Prompt, MaxTokens: sp.MaxTokens}
+	}
 	if c := cfg.Capacity; c != nil {
 		spec := c.Spec("")
 		out.Capacity = &spec
@@ -159,6 +165,10 @@ func loadOf(w config.Workload, prompts workload.Set) Load {
 		Messages:        messages(prompts),
 		Style:           w.BodyStyle,
 		RequestIDPrefix: w.RequestIDPrefix,
+	}
+	if m := w.Models; m != nil {
+		// Validation refused names that cannot be assigned.
+		l.Models, _ = workload.AssignModels(m.Names, m.Assignment, m.Seed, len(l.Prompts))
 	}
 	if o := w.OpenLoop; o != nil && o.Arrival == workload.ArrivalTrace && prompts.Arrivals != nil {
 		l.Arrivals = slices.Clone(prompts.Arrivals)

@@ -172,6 +172,15 @@ func PrintBench(w io.Writer, res *bundle.Results) {
 		report.CostTable(res).Text(w)
 	}
 	PrintReasoning(w, res)
+	for _, t := range []struct {
+		title string
+		sec   report.Section
+	}{{"Per LoRA adapter:", report.ModelsTable(res)}, {"Side probes (beside the load, not in its figures):", report.SideProbesTable(res)}} {
+		if len(t.sec.Rows) > 0 {
+			fmt.Fprintf(w, "\n%s\n", t.title)
+			t.sec.Text(w)
+		}
+	}
 	for _, l := range report.Warnings(res) {
 		fmt.Fprintf(w, "note: %s\n", l)
 	}

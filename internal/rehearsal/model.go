@@ -3,6 +3,7 @@ package rehearsal
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,7 +13,8 @@ import (
 )
 
 // checkServedModels asks every server already running (not launched) that
-// names a model whether its GET /v1/models serves it, once Run's own checks
+// names a model whether its GET /v1/models serves it, and each model the
+// prompts are assigned (LoRA adapters, which vLLM lists there too), once Run's own checks
 // of the plan passed and before it makes the bundle's folder: a list that
 // does not refuses the rehearsal (a *stream.ModelNotServedError) before any
 // request. A server that does not answer yet, or answers no list, goes on;
@@ -35,13 +37,19 @@ func checkServedModels(ctx context.Context, cfg *config.Rehearsal) error {
 		if len(s.BaseURLs) > 1 {
 			urls = s.BaseURLs
 		}
+		models := []string{s.Model}
+		if m := cfg.Workload.Models; m != nil {
+			models = append(models, m.Names...) // LoRA adapters are listed as models
+		}
 		for _, u := range urls {
 			if u == "" {
 				continue
 			}
-			probe := supervise.Probe{Name: s.Name, BaseURL: u, Model: s.Model, APIKey: apiKey, Client: httpClient(s.InsecureTLS, 5*time.Second)}
-			if err := supervise.CheckModel(ctx, probe); err != nil {
-				return err
+			for _, model := range slices.Compact(slices.Clone(models)) {
+				probe := supervise.Probe{Name: s.Name, BaseURL: u, Model: model, APIKey: apiKey, Client: httpClient(s.InsecureTLS, 5*time.Second)}
+				if err := supervise.CheckModel(ctx, probe); err != nil {
+					return err
+				}
 			}
 		}
 	}

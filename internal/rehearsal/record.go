@@ -45,6 +45,13 @@ func recordedWorkload(cfg *config.Rehearsal, wl plan.Workload) bundle.Workload {
 		NumWarmups:         wl.NumWarmups,
 		VLLM:               cfg.VLLM,
 	}
+	if m := cfg.Workload.Models; m != nil && l.Models != nil {
+		out.Models = &bundle.Models{Names: slices.Clone(m.Names), Assignment: m.Assignment, Seed: m.Seed}
+		out.PromptModels = l.Models
+	}
+	if sp := wl.SideProbes; sp != nil {
+		out.SideProbes = &bundle.SideProbes{RateRPS: sp.RateRPS, Prompt: sp.Prompt, MaxTokens: sp.MaxTokens}
+	}
 	if s := wl.Sustained; s != nil {
 		out.Sustained = &bundle.Sustained{NumRequests: s.NumRequests, DurationS: s.Duration.Seconds(), WarmupRequests: s.WarmupRequests}
 	}

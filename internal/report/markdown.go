@@ -50,6 +50,7 @@ func Markdown(res *bundle.Results, figs []FigureRef, digests []bundle.Digest) []
 	writeWorkload(&b, res)
 	writeResults(&b, res)
 	writeReplicas(&b, res)
+	writeApart(&b, res)
 	writeSLO(&b, res)
 	writeReasoning(&b, res)
 	writeCost(&b, res)

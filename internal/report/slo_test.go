@@ -2,10 +2,11 @@ package report
 
 import (
 	"bytes"
-	"github.com/rehearse/rehearse/internal/plot/plottest"
-	"github.com/rehearse/rehearse/internal/search"
 	"strings"
 	"testing"
+
+	"github.com/rehearse/rehearse/internal/plot/plottest"
+	"github.com/rehearse/rehearse/internal/search"
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/bundle/bundletest"
