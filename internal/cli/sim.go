@@ -106,6 +106,7 @@ func simFlags(f *pflag.FlagSet, o *simOptions) {
 	f.StringVar(&o.Profile, "profile", "", "built-in profile name or profile JSON file (default t4-qwen2.5-1.5b-ENGINE)")
 	f.BoolVar(&o.listProfiles, "list-profiles", false, "list the built-in profiles and exit")
 	f.StringVar(&o.Model, "model", "", "model id to serve (default: the profile's model)")
+	f.StringSliceVar(&o.LoRAModules, "lora-modules", nil, "LoRA adapters served beside --model, as vLLM's NAME or NAME=PATH, comma-separated: listed in /v1/models and answered as the model is")
 	f.StringVar(&o.Host, "host", "127.0.0.1", "address to listen on")
 	f.IntVar(&o.Port, "port", 8000, "port to listen on; 0 picks a free one")
 	f.StringVar(&o.PortFile, "port-file", "", "write the chosen port to this file once listening")

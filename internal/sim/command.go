@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,9 @@ type Command struct {
 	Profile string
 	// Model is the model id served ("": the profile's).
 	Model string
+	// LoRAModules are adapters served beside Model, as vLLM's
+	// --lora-modules NAME=PATH (the path is not read: NAME is served).
+	LoRAModules []string
 	// Host and Port are where it listens (port 0: one the system picks);
 	// PortFile, when set, receives the port once it listens.
 	Host     string
@@ -87,6 +91,23 @@ func ListProfiles(w io.Writer) error {
 }
 
 // check refuses settings out of range, naming their flags.
+// loraNames are the adapter names of --lora-modules, each NAME or
+// NAME=PATH as vLLM takes them: none empty, none twice.
+func loraNames(modules []string) ([]string, error) {
+	var names []string
+	for _, m := range modules {
+		name, _, _ := strings.Cut(m, "=")
+		switch {
+		case strings.TrimSpace(name) == "" || name != strings.TrimSpace(name):
+			return nil, refused("--lora-modules %q: want NAME or NAME=PATH, the name neither empty nor padded", m)
+		case slices.Contains(names, name):
+			return nil, refused("--lora-modules %q: %s is given twice", m, name)
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}
+
 func (c Command) check() error {
 	switch {
 	case c.Engine != engine.Serial && c.Engine != engine.Batching:
@@ -122,7 +143,12 @@ func (c Command) options(ctx context.Context) (Options, error) {
 	if err := c.check(); err != nil {
 		return Options{}, err
 	}
+	loras, err := loraNames(c.LoRAModules)
+	if err != nil {
+		return Options{}, err
+	}
 	opts := Options{
+		LoRAModules:     loras,
 		ReasoningTokens: c.Reasoning, ReasoningField: c.ReasoningField, ToolCalls: c.ToolCalls,
 		StampSends: c.StampSends,
 		Engine:     c.Engine, Model: c.Model, TimeScale: c.TimeScale, Seed: c.Seed,

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,10 @@ type Options struct {
 	// Profile is the step-latency profile; nil means the built-in
 	// t4-qwen2.5-1.5b profile of the engine.
 	Profile *engine.Profile
+	// LoRAModules are adapter names served beside Model, as vLLM's
+	// --lora-modules: listed in /v1/models with Model as their parent, and
+	// answered as Model is (the simulator models no adapter's cost).
+	LoRAModules []string
 	// Model is the model id served in /v1/models and responses; empty means
 	// the profile's model.
 	Model string
@@ -99,6 +104,7 @@ type Server struct {
 	opts    Options
 	prof    *engine.Profile
 	model   string
+	loras   []string
 	clk     *engine.Clock
 	engine  *engine.Engine
 	counter engine.Counter
@@ -147,6 +153,7 @@ func New(opts Options) (*Server, error) {
 		opts:    opts,
 		prof:    opts.Profile,
 		model:   opts.Model,
+		loras:   opts.LoRAModules,
 		clk:     clk,
 		engine:  engine.Start(opts.Profile, clk, limits, cache),
 		counter: opts.Tokenizer,
@@ -328,13 +335,25 @@ func (s *Server) Close() {
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{
-		"object": "list",
-		"data": []map[string]any{{
-			"id": s.model, "object": "model", "created": s.created, "owned_by": "rehearse-sim",
-			"root": s.model, "max_model_len": s.prof.MaxModelLen,
-		}},
-	})
+	data := []map[string]any{{
+		"id": s.model, "object": "model", "created": s.created, "owned_by": "rehearse-sim",
+		"root": s.model, "max_model_len": s.prof.MaxModelLen,
+	}}
+	for _, name := range s.loras {
+		// vLLM lists an adapter with its path as root and the base model
+		// as parent.
+		data = append(data, map[string]any{
+			"id": name, "object": "model", "created": s.created, "owned_by": "rehearse-sim",
+			"root": name, "parent": s.model, "max_model_len": s.prof.MaxModelLen,
+		})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+// serves reports whether model is one the server answers: its own, or one
+// of its adapters.
+func (s *Server) serves(model string) bool {
+	return model == s.model || slices.Contains(s.loras, model)
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
@@ -455,7 +474,7 @@ func (s *Server) readChat(r *http.Request, completions bool) (*chatRequest, int,
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, http.StatusBadRequest, fmt.Errorf("request body is not a %s request: %v", api, err)
 	}
-	if req.Model != "" && req.Model != s.model {
+	if req.Model != "" && !s.serves(req.Model) {
 		return nil, http.StatusNotFound, fmt.Errorf("the model `%s` does not exist (this server serves `%s`)", req.Model, s.model)
 	}
 	if req.N != nil && *req.N != 1 {

@@ -239,6 +239,36 @@ func TestModelsAndHealth(t *testing.T) {
 	}
 }
 
+// TestLoRAModulesAreServed: adapters given as vLLM's --lora-modules are
+// listed in /v1/models with the model as parent and answered; another
+// name still gets vLLM's 404.
+func TestLoRAModulesAreServed(t *testing.T) {
+	_, ts := newTestServer(t, Options{Engine: engine.Batching, Model: "sim/qwen", LoRAModules: []string{"a1", "a2"}})
+	resp, err := http.Get(ts.URL + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Data []struct{ ID, Parent string } `json:"data"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&m)
+	resp.Body.Close()
+	if err != nil || len(m.Data) != 3 || m.Data[1].ID != "a1" || m.Data[2].ID != "a2" || m.Data[2].Parent != "sim/qwen" {
+		t.Fatalf("/v1/models: %+v (%v)", m, err)
+	}
+	for model, status := range map[string]int{"a2": http.StatusOK, "sim/qwen": http.StatusOK, "a3": http.StatusNotFound} {
+		body := `{"model":"` + model + `","prompt":"hi","max_tokens":2,"stream":false}`
+		resp, err := http.Post(ts.URL+"/v1/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != status {
+			t.Errorf("model %s: status %d, want %d", model, resp.StatusCode, status)
+		}
+	}
+}
+
 // scrape reads /metrics with expfmt.
 func scrape(t *testing.T, h http.Handler) map[string]float64 {
 	t.Helper()
