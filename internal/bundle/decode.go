@@ -80,18 +80,7 @@ func decodeVisitSums(in io.Reader, v *recordVisitor, wantSums bool) (*Results, e
 	} else if t != json.Delim('{') {
 		return nil, errMalformed
 	}
-	var (
-		records          []contract.Record
-		waves, aggs      []json.RawMessage
-		haveWaves        bool
-		haveRecs         bool
-		rest             = []byte{'{'}
-		firstRest        = true
-		raw              json.RawMessage
-		required         = recordFieldIndex()
-		missingRecordErr error
-		sums             []recordSum
-	)
+	s := &streamedObject{rest: []byte{'{'}, firstRest: true, required: recordFieldIndex()}
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
@@ -101,51 +90,8 @@ func decodeVisitSums(in io.Reader, v *recordVisitor, wantSums bool) (*Results, e
 		if !ok {
 			return nil, errMalformed
 		}
-		switch {
-		case strings.EqualFold(key, "records"):
-			sums = sums[:0]
-			sumsTo := &sums
-			if !wantSums {
-				sumsTo = nil
-			}
-			if v != nil {
-				if haveRecs || !haveWaves {
-					return nil, errUnsupported
-				}
-				head, err := decodeHead(append(bytes.Clone(rest), '}'), waves)
-				if err != nil {
-					return nil, err
-				}
-				if !v.begin(head) {
-					return nil, errUnsupported
-				}
-			}
-			haveRecs = true
-			records, missingRecordErr, dec, err = decodeRecords(dec, in, required, records[:0], sumsTo, v)
-			if err != nil {
-				return nil, err
-			}
-		case strings.EqualFold(key, "waves"):
-			haveWaves = true
-			waves = nil
-			if err := dec.Decode(&waves); err != nil {
-				return nil, readErr(err)
-			}
-		case strings.EqualFold(key, "aggregates"):
-			aggs = nil
-			if err := dec.Decode(&aggs); err != nil {
-				return nil, readErr(err)
-			}
-		default:
-			if err := dec.Decode(&raw); err != nil {
-				return nil, readErr(err)
-			}
-			if !firstRest {
-				rest = append(rest, ',')
-			}
-			firstRest = false
-			k, _ := json.Marshal(key)
-			rest = append(append(append(rest, k...), ':'), raw...)
+		if dec, err = s.member(dec, in, key, v, wantSums); err != nil {
+			return nil, err
 		}
 	}
 	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
@@ -154,17 +100,140 @@ func decodeVisitSums(in io.Reader, v *recordVisitor, wantSums bool) (*Results, e
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, readErr(err) // something after the object
 	}
-	rest = append(rest, '}')
+	r, keys, err := s.results(wantSums)
+	if err != nil {
+		return nil, err
+	}
+	return finishDecode(r, keys, v != nil)
+}
+
+// streamedObject is what decodeVisitSums has read of results.json's
+// object so far: its records (where kept) and their sums, its waves and
+// aggregates still raw, and every other member, raw, in rest (an object
+// still open). missingRecord is the first record's lack of a required
+// field.
+type streamedObject struct {
+	records       []contract.Record
+	sums          []recordSum
+	waves, aggs   []json.RawMessage
+	haveWaves     bool
+	haveRecs      bool
+	rest          []byte
+	firstRest     bool
+	raw           json.RawMessage
+	required      map[string]uint
+	missingRecord error
+}
+
+// member reads the value of the member key at dec's position and returns
+// the decoder to go on with (the records are read past dec, which another
+// decoder then follows).
+func (s *streamedObject) member(dec *json.Decoder, in io.Reader, key string, v *recordVisitor, wantSums bool) (*json.Decoder, error) {
+	switch {
+	case strings.EqualFold(key, "records"):
+		return s.readRecords(dec, in, v, wantSums)
+	case strings.EqualFold(key, "waves"):
+		s.haveWaves = true
+		s.waves = nil
+		if err := dec.Decode(&s.waves); err != nil {
+			return nil, readErr(err)
+		}
+	case strings.EqualFold(key, "aggregates"):
+		s.aggs = nil
+		if err := dec.Decode(&s.aggs); err != nil {
+			return nil, readErr(err)
+		}
+	default:
+		if err := dec.Decode(&s.raw); err != nil {
+			return nil, readErr(err)
+		}
+		if !s.firstRest {
+			s.rest = append(s.rest, ',')
+		}
+		s.firstRest = false
+		k, _ := json.Marshal(key)
+		s.rest = append(append(append(s.rest, k...), ':'), s.raw...)
+	}
+	return dec, nil
+}
+
+// readRecords reads the records array at dec's position (decodeRecords),
+// first handing v (where not nil) what came before it: records before
+// the waves, a second records array, or v's refusal are errUnsupported.
+func (s *streamedObject) readRecords(dec *json.Decoder, in io.Reader, v *recordVisitor, wantSums bool) (*json.Decoder, error) {
+	s.sums = s.sums[:0]
+	sumsTo := &s.sums
+	if !wantSums {
+		sumsTo = nil
+	}
+	if v != nil {
+		if s.haveRecs || !s.haveWaves {
+			return nil, errUnsupported
+		}
+		head, err := decodeHead(append(bytes.Clone(s.rest), '}'), s.waves)
+		if err != nil {
+			return nil, err
+		}
+		if !v.begin(head) {
+			return nil, errUnsupported
+		}
+	}
+	s.haveRecs = true
+	var err error
+	s.records, s.missingRecord, dec, err = decodeRecords(dec, in, s.required, s.records[:0], sumsTo, v)
+	if err != nil {
+		return nil, err
+	}
+	return dec, nil
+}
+
+// results is the Results the whole object read holds (records without
+// sums unless wantSums) and the keys its waves and aggregates carried;
+// errMalformed for another schema, a record lacking a required field, or
+// a wave or aggregate that does not decode.
+func (s *streamedObject) results(wantSums bool) (*Results, *storedKeys, error) {
 	var r Results
-	if err := json.Unmarshal(rest, &r); err != nil {
-		return nil, errMalformed
+	if err := json.Unmarshal(append(s.rest, '}'), &r); err != nil {
+		return nil, nil, errMalformed
 	}
 	if r.Schema != Schema {
-		return nil, errMalformed
+		return nil, nil, errMalformed
 	}
-	if missingRecordErr != nil {
-		return nil, errMalformed
+	if s.missingRecord != nil {
+		return nil, nil, errMalformed
 	}
+	keys, err := rawKeys(s.waves, s.aggs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.haveWaves {
+		r.Waves = make([]contract.Wave, len(s.waves))
+		for i, raw := range s.waves {
+			if err := json.Unmarshal(raw, &r.Waves[i]); err != nil {
+				return nil, nil, errMalformed
+			}
+		}
+	}
+	if s.aggs != nil {
+		r.Aggregates = make([]contract.Aggregate, len(s.aggs))
+		for i, raw := range s.aggs {
+			if err := json.Unmarshal(raw, &r.Aggregates[i]); err != nil {
+				return nil, nil, errMalformed
+			}
+		}
+	}
+	if s.haveRecs {
+		r.Records = s.records
+		if wantSums {
+			r.recordSums = s.sums
+		}
+	}
+	return &r, keys, nil
+}
+
+// rawKeys is the keys each raw wave and aggregate carries; errMalformed
+// where one is no object or a wave lacks a required field.
+func rawKeys(waves, aggs []json.RawMessage) (*storedKeys, error) {
 	keys := &storedKeys{waves: make([]map[string]bool, len(waves)), aggregates: make([]map[string]bool, len(aggs))}
 	for i, raw := range waves {
 		m, err := checkFields(raw, requiredWaveFields)
@@ -180,29 +249,7 @@ func decodeVisitSums(in io.Reader, v *recordVisitor, wantSums bool) (*Results, e
 		}
 		keys.aggregates[i] = aggregateKeys(m)
 	}
-	if haveWaves {
-		r.Waves = make([]contract.Wave, len(waves))
-		for i, raw := range waves {
-			if err := json.Unmarshal(raw, &r.Waves[i]); err != nil {
-				return nil, errMalformed
-			}
-		}
-	}
-	if aggs != nil {
-		r.Aggregates = make([]contract.Aggregate, len(aggs))
-		for i, raw := range aggs {
-			if err := json.Unmarshal(raw, &r.Aggregates[i]); err != nil {
-				return nil, errMalformed
-			}
-		}
-	}
-	if haveRecs {
-		r.Records = records
-		if wantSums {
-			r.recordSums = sums
-		}
-	}
-	return finishDecode(&r, keys, v != nil)
+	return keys, nil
 }
 
 // decodeRecords decodes the records array at dec's position, appending to
