@@ -270,63 +270,10 @@ func decodeRecords(dec *json.Decoder, in io.Reader, required map[string]uint, ou
 		return nil, nil, nil, errMalformed
 	}
 	split := newArraySplitter(io.MultiReader(dec.Buffered(), in))
-	all := uint(1)<<len(required) - 1
-	type item struct {
-		rec      contract.Record
-		sum      recordSum
-		work     recordWork
-		bad      bool // not an object, or not a record
-		complete bool // every required field is there
-	}
-	next := split.next
-	decode := func(raw []byte, it *item) {
-		if v != nil && v.timesOnly {
-			if _, _, ok := fastRecord(raw, &it.rec, true); ok {
-				it.complete = true
-				return
-			}
-			it.rec = contract.Record{}
-			if decodeTimes(raw, &it.rec) {
-				it.complete = true
-				return
-			}
-			it.rec = contract.Record{}
-		}
-		sum := &it.sum
-		if sums == nil {
-			sum = nil
-		}
-		if seen, _, ok := fastRecordSum(raw, &it.rec, false, sum); ok {
-			it.complete = seen == all
-			if v != nil && v.work != nil {
-				v.work(&it.rec, &it.work)
-			}
-			return
-		}
-		it.rec = contract.Record{} // fastRecord's half, then encoding/json's word
-		var seen uint
-		chunks := -1
-		if !objectKeys(raw, func(k []byte, at int) {
-			seen |= required[string(k)]
-			if string(k) == "chunk_times_s" {
-				chunks = at
-			}
-		}) {
-			it.bad = true
-			return
-		}
-		it.complete = seen == all
-		it.bad = unmarshalRecord(raw, chunks, &it.rec) != nil
-		if sums != nil {
-			it.sum = sumCompact(raw, chunks)
-		}
-		if !it.bad && v != nil && v.work != nil {
-			v.work(&it.rec, &it.work)
-		}
-	}
+	rd := &recordDecoder{required: required, all: uint(1)<<len(required) - 1, sums: sums != nil, v: v}
 	n := 0
 	texts := newInterner()
-	err = decodeRecycled(next, decode, func(it *item) error {
+	err = decodeRecycled(split.next, rd.decode, func(it *recordItem) error {
 		if it.bad {
 			return errMalformed
 		}
@@ -351,12 +298,92 @@ func decodeRecords(dec *json.Decoder, in io.Reader, required map[string]uint, ou
 	if err != nil {
 		return nil, nil, nil, readErr(err)
 	}
-	// Go on after the array: a comma there is the next key's, as the
-	// opening brace of an object; a closing brace ends the object.
+	if after, err = afterArray(split); err != nil {
+		return nil, nil, nil, err
+	}
+	if out == nil {
+		out = []contract.Record{}
+	}
+	return out, missing, after, nil
+}
+
+// recordItem is one record as decodeRecords' workers decode it.
+type recordItem struct {
+	rec      contract.Record
+	sum      recordSum
+	work     recordWork
+	bad      bool // not an object, or not a record
+	complete bool // every required field is there
+}
+
+// recordDecoder decodes decodeRecords' records: required indexes the
+// required fields' bits (all of them set: all), sums asks for the
+// records' sums, and v (where not nil) for its work or times only.
+type recordDecoder struct {
+	required map[string]uint
+	all      uint
+	sums     bool
+	v        *recordVisitor
+}
+
+// decode decodes one record's bytes into it: by fastRecord where it can
+// (its times only where v asks for no more), else by encoding/json, which
+// says whether the record is one.
+func (d *recordDecoder) decode(raw []byte, it *recordItem) {
+	v := d.v
+	if v != nil && v.timesOnly {
+		if _, _, ok := fastRecord(raw, &it.rec, true); ok {
+			it.complete = true
+			return
+		}
+		it.rec = contract.Record{}
+		if decodeTimes(raw, &it.rec) {
+			it.complete = true
+			return
+		}
+		it.rec = contract.Record{}
+	}
+	sum := &it.sum
+	if !d.sums {
+		sum = nil
+	}
+	if seen, _, ok := fastRecordSum(raw, &it.rec, false, sum); ok {
+		it.complete = seen == d.all
+		if v != nil && v.work != nil {
+			v.work(&it.rec, &it.work)
+		}
+		return
+	}
+	it.rec = contract.Record{} // fastRecord's half, then encoding/json's word
+	var seen uint
+	chunks := -1
+	if !objectKeys(raw, func(k []byte, at int) {
+		seen |= d.required[string(k)]
+		if string(k) == "chunk_times_s" {
+			chunks = at
+		}
+	}) {
+		it.bad = true
+		return
+	}
+	it.complete = seen == d.all
+	it.bad = unmarshalRecord(raw, chunks, &it.rec) != nil
+	if d.sums {
+		it.sum = sumCompact(raw, chunks)
+	}
+	if !it.bad && v != nil && v.work != nil {
+		v.work(&it.rec, &it.work)
+	}
+}
+
+// afterArray is a decoder going on after the array split has cut: a comma
+// there is the next key's, as the opening brace of an object; a closing
+// brace ends the object.
+func afterArray(split *arraySplitter) (*json.Decoder, error) {
 	rest := bufio.NewReader(split.rest())
 	c, err := skipSpaceByte(rest)
 	if err != nil {
-		return nil, nil, nil, readErr(err)
+		return nil, readErr(err)
 	}
 	var prefix string
 	switch c {
@@ -365,16 +392,13 @@ func decodeRecords(dec *json.Decoder, in io.Reader, required map[string]uint, ou
 	case '}':
 		prefix = "{}"
 	default:
-		return nil, nil, nil, errMalformed
+		return nil, errMalformed
 	}
-	after = json.NewDecoder(io.MultiReader(strings.NewReader(prefix), rest))
+	after := json.NewDecoder(io.MultiReader(strings.NewReader(prefix), rest))
 	if _, err := after.Token(); err != nil {
-		return nil, nil, nil, readErr(err)
+		return nil, readErr(err)
 	}
-	if out == nil {
-		out = []contract.Record{}
-	}
-	return out, missing, after, nil
+	return after, nil
 }
 
 // skipSpaceByte reads past space and returns the byte after it.
