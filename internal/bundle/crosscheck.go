@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"reflect"
 	"runtime"
@@ -68,14 +69,31 @@ func (d *Dir) compareJournalWith(ctx context.Context, res *Results, side journal
 	case err != nil:
 		return []Problem{fileProblem(err)}, nil
 	}
-	// A record line is compared as bytes with what the journal would
-	// have written for results.json's record (json.Marshal of the same
-	// entry), on all cores; a line that differs sends the comparison to
-	// the whole decode below, which lists how.
-	// Where the stream decoder hashed results.json's records, a line
-	// whose bytes are the record's (recordSum) is the same record without
-	// marshalling it: that is checked as the line is read, and the line
-	// is not kept. Any other line is copied and compared on all cores.
+	j, same, err := side.sameRecords(f)
+	f.Close()
+	if same {
+		fixWaveTimesOf(j, side.clocks())
+		return compareLists("waves", j.Waves, res.Waves, wavesEqual), nil
+	}
+	if IsInterrupted(ctx, err) {
+		return nil, err
+	}
+	return d.journalDifferences(ctx, res, side)
+}
+
+// sameRecords reads the journal from in and reports whether its records
+// are results.json's, every one, with the journal read (its records not
+// kept) where they are; err is the read's error.
+//
+// A record line is compared as bytes with what the journal would have
+// written for results.json's record (json.Marshal of the same entry), on
+// all cores; a line that differs ends the read (the whole decode,
+// journalDifferences, lists how). Where the stream decoder hashed
+// results.json's records, a line whose bytes are the record's
+// (recordSum) is the same record without marshalling it: that is
+// checked as the line is read, and the line is not kept. Any other line
+// is copied and compared on all cores.
+func (side journalSide) sameRecords(in io.Reader) (*Results, bool, error) {
 	var differ atomic.Bool
 	sums := side.sums
 	if len(sums) != side.n {
@@ -96,7 +114,7 @@ func (d *Dir) compareJournalWith(ctx context.Context, res *Results, side journal
 	}
 	var batch []rawLine
 	seen := 0
-	j, err := scanJournal(f, func(*contract.Record) error { return errDiffers }, func(n int, line []byte, sum recordSum, summed bool) (int, error) {
+	j, err := scanJournal(in, func(*contract.Record) error { return errDiffers }, func(n int, line []byte, sum recordSum, summed bool) (int, error) {
 		if n >= side.n || differ.Load() {
 			return 0, errDiffers
 		}
@@ -118,16 +136,14 @@ func (d *Dir) compareJournalWith(ctx context.Context, res *Results, side journal
 	jobs <- batch
 	close(jobs)
 	wg.Wait()
-	f.Close()
-	if err == nil && !differ.Load() && seen == side.n {
-		fixWaveTimesOf(j, side.clocks())
-		return compareLists("waves", j.Waves, res.Waves, wavesEqual), nil
-	}
-	if IsInterrupted(ctx, err) {
-		return nil, err
-	}
-	// They differ (or the journal is bad): decode it whole, to list how.
-	j, err = d.journal(ctx, JournalFile)
+	return j, err == nil && !differ.Load() && seen == side.n, err
+}
+
+// journalDifferences decodes the journal whole and lists how its
+// records and waves differ from results.json's (the journal's records
+// without chunk times taken as results.json writes them, an empty list).
+func (d *Dir) journalDifferences(ctx context.Context, res *Results, side journalSide) ([]Problem, error) {
+	j, err := d.journal(ctx, JournalFile)
 	switch {
 	case IsInterrupted(ctx, err):
 		return nil, err

@@ -80,18 +80,7 @@ func decodeVisitSums(in io.Reader, v *recordVisitor, wantSums bool) (*Results, e
 	} else if t != json.Delim('{') {
 		return nil, errMalformed
 	}
-	var (
-		records          []contract.Record
-		waves, aggs      []json.RawMessage
-		haveWaves        bool
-		haveRecs         bool
-		rest             = []byte{'{'}
-		firstRest        = true
-		raw              json.RawMessage
-		required         = recordFieldIndex()
-		missingRecordErr error
-		sums             []recordSum
-	)
+	s := &streamedObject{rest: []byte{'{'}, firstRest: true, required: recordFieldIndex()}
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
@@ -101,51 +90,8 @@ func decodeVisitSums(in io.Reader, v *recordVisitor, wantSums bool) (*Results, e
 		if !ok {
 			return nil, errMalformed
 		}
-		switch {
-		case strings.EqualFold(key, "records"):
-			sums = sums[:0]
-			sumsTo := &sums
-			if !wantSums {
-				sumsTo = nil
-			}
-			if v != nil {
-				if haveRecs || !haveWaves {
-					return nil, errUnsupported
-				}
-				head, err := decodeHead(append(bytes.Clone(rest), '}'), waves)
-				if err != nil {
-					return nil, err
-				}
-				if !v.begin(head) {
-					return nil, errUnsupported
-				}
-			}
-			haveRecs = true
-			records, missingRecordErr, dec, err = decodeRecords(dec, in, required, records[:0], sumsTo, v)
-			if err != nil {
-				return nil, err
-			}
-		case strings.EqualFold(key, "waves"):
-			haveWaves = true
-			waves = nil
-			if err := dec.Decode(&waves); err != nil {
-				return nil, readErr(err)
-			}
-		case strings.EqualFold(key, "aggregates"):
-			aggs = nil
-			if err := dec.Decode(&aggs); err != nil {
-				return nil, readErr(err)
-			}
-		default:
-			if err := dec.Decode(&raw); err != nil {
-				return nil, readErr(err)
-			}
-			if !firstRest {
-				rest = append(rest, ',')
-			}
-			firstRest = false
-			k, _ := json.Marshal(key)
-			rest = append(append(append(rest, k...), ':'), raw...)
+		if dec, err = s.member(dec, in, key, v, wantSums); err != nil {
+			return nil, err
 		}
 	}
 	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
@@ -154,17 +100,140 @@ func decodeVisitSums(in io.Reader, v *recordVisitor, wantSums bool) (*Results, e
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, readErr(err) // something after the object
 	}
-	rest = append(rest, '}')
+	r, keys, err := s.results(wantSums)
+	if err != nil {
+		return nil, err
+	}
+	return finishDecode(r, keys, v != nil)
+}
+
+// streamedObject is what decodeVisitSums has read of results.json's
+// object so far: its records (where kept) and their sums, its waves and
+// aggregates still raw, and every other member, raw, in rest (an object
+// still open). missingRecord is the first record's lack of a required
+// field.
+type streamedObject struct {
+	records       []contract.Record
+	sums          []recordSum
+	waves, aggs   []json.RawMessage
+	haveWaves     bool
+	haveRecs      bool
+	rest          []byte
+	firstRest     bool
+	raw           json.RawMessage
+	required      map[string]uint
+	missingRecord error
+}
+
+// member reads the value of the member key at dec's position and returns
+// the decoder to go on with (the records are read past dec, which another
+// decoder then follows).
+func (s *streamedObject) member(dec *json.Decoder, in io.Reader, key string, v *recordVisitor, wantSums bool) (*json.Decoder, error) {
+	switch {
+	case strings.EqualFold(key, "records"):
+		return s.readRecords(dec, in, v, wantSums)
+	case strings.EqualFold(key, "waves"):
+		s.haveWaves = true
+		s.waves = nil
+		if err := dec.Decode(&s.waves); err != nil {
+			return nil, readErr(err)
+		}
+	case strings.EqualFold(key, "aggregates"):
+		s.aggs = nil
+		if err := dec.Decode(&s.aggs); err != nil {
+			return nil, readErr(err)
+		}
+	default:
+		if err := dec.Decode(&s.raw); err != nil {
+			return nil, readErr(err)
+		}
+		if !s.firstRest {
+			s.rest = append(s.rest, ',')
+		}
+		s.firstRest = false
+		k, _ := json.Marshal(key)
+		s.rest = append(append(append(s.rest, k...), ':'), s.raw...)
+	}
+	return dec, nil
+}
+
+// readRecords reads the records array at dec's position (decodeRecords),
+// first handing v (where not nil) what came before it: records before
+// the waves, a second records array, or v's refusal are errUnsupported.
+func (s *streamedObject) readRecords(dec *json.Decoder, in io.Reader, v *recordVisitor, wantSums bool) (*json.Decoder, error) {
+	s.sums = s.sums[:0]
+	sumsTo := &s.sums
+	if !wantSums {
+		sumsTo = nil
+	}
+	if v != nil {
+		if s.haveRecs || !s.haveWaves {
+			return nil, errUnsupported
+		}
+		head, err := decodeHead(append(bytes.Clone(s.rest), '}'), s.waves)
+		if err != nil {
+			return nil, err
+		}
+		if !v.begin(head) {
+			return nil, errUnsupported
+		}
+	}
+	s.haveRecs = true
+	var err error
+	s.records, s.missingRecord, dec, err = decodeRecords(dec, in, s.required, s.records[:0], sumsTo, v)
+	if err != nil {
+		return nil, err
+	}
+	return dec, nil
+}
+
+// results is the Results the whole object read holds (records without
+// sums unless wantSums) and the keys its waves and aggregates carried;
+// errMalformed for another schema, a record lacking a required field, or
+// a wave or aggregate that does not decode.
+func (s *streamedObject) results(wantSums bool) (*Results, *storedKeys, error) {
 	var r Results
-	if err := json.Unmarshal(rest, &r); err != nil {
-		return nil, errMalformed
+	if err := json.Unmarshal(append(s.rest, '}'), &r); err != nil {
+		return nil, nil, errMalformed
 	}
 	if r.Schema != Schema {
-		return nil, errMalformed
+		return nil, nil, errMalformed
 	}
-	if missingRecordErr != nil {
-		return nil, errMalformed
+	if s.missingRecord != nil {
+		return nil, nil, errMalformed
 	}
+	keys, err := rawKeys(s.waves, s.aggs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.haveWaves {
+		r.Waves = make([]contract.Wave, len(s.waves))
+		for i, raw := range s.waves {
+			if err := json.Unmarshal(raw, &r.Waves[i]); err != nil {
+				return nil, nil, errMalformed
+			}
+		}
+	}
+	if s.aggs != nil {
+		r.Aggregates = make([]contract.Aggregate, len(s.aggs))
+		for i, raw := range s.aggs {
+			if err := json.Unmarshal(raw, &r.Aggregates[i]); err != nil {
+				return nil, nil, errMalformed
+			}
+		}
+	}
+	if s.haveRecs {
+		r.Records = s.records
+		if wantSums {
+			r.recordSums = s.sums
+		}
+	}
+	return &r, keys, nil
+}
+
+// rawKeys is the keys each raw wave and aggregate carries; errMalformed
+// where one is no object or a wave lacks a required field.
+func rawKeys(waves, aggs []json.RawMessage) (*storedKeys, error) {
 	keys := &storedKeys{waves: make([]map[string]bool, len(waves)), aggregates: make([]map[string]bool, len(aggs))}
 	for i, raw := range waves {
 		m, err := checkFields(raw, requiredWaveFields)
@@ -180,29 +249,7 @@ func decodeVisitSums(in io.Reader, v *recordVisitor, wantSums bool) (*Results, e
 		}
 		keys.aggregates[i] = aggregateKeys(m)
 	}
-	if haveWaves {
-		r.Waves = make([]contract.Wave, len(waves))
-		for i, raw := range waves {
-			if err := json.Unmarshal(raw, &r.Waves[i]); err != nil {
-				return nil, errMalformed
-			}
-		}
-	}
-	if aggs != nil {
-		r.Aggregates = make([]contract.Aggregate, len(aggs))
-		for i, raw := range aggs {
-			if err := json.Unmarshal(raw, &r.Aggregates[i]); err != nil {
-				return nil, errMalformed
-			}
-		}
-	}
-	if haveRecs {
-		r.Records = records
-		if wantSums {
-			r.recordSums = sums
-		}
-	}
-	return finishDecode(&r, keys, v != nil)
+	return keys, nil
 }
 
 // decodeRecords decodes the records array at dec's position, appending to
@@ -223,63 +270,10 @@ func decodeRecords(dec *json.Decoder, in io.Reader, required map[string]uint, ou
 		return nil, nil, nil, errMalformed
 	}
 	split := newArraySplitter(io.MultiReader(dec.Buffered(), in))
-	all := uint(1)<<len(required) - 1
-	type item struct {
-		rec      contract.Record
-		sum      recordSum
-		work     recordWork
-		bad      bool // not an object, or not a record
-		complete bool // every required field is there
-	}
-	next := split.next
-	decode := func(raw []byte, it *item) {
-		if v != nil && v.timesOnly {
-			if _, _, ok := fastRecord(raw, &it.rec, true); ok {
-				it.complete = true
-				return
-			}
-			it.rec = contract.Record{}
-			if decodeTimes(raw, &it.rec) {
-				it.complete = true
-				return
-			}
-			it.rec = contract.Record{}
-		}
-		sum := &it.sum
-		if sums == nil {
-			sum = nil
-		}
-		if seen, _, ok := fastRecordSum(raw, &it.rec, false, sum); ok {
-			it.complete = seen == all
-			if v != nil && v.work != nil {
-				v.work(&it.rec, &it.work)
-			}
-			return
-		}
-		it.rec = contract.Record{} // fastRecord's half, then encoding/json's word
-		var seen uint
-		chunks := -1
-		if !objectKeys(raw, func(k []byte, at int) {
-			seen |= required[string(k)]
-			if string(k) == "chunk_times_s" {
-				chunks = at
-			}
-		}) {
-			it.bad = true
-			return
-		}
-		it.complete = seen == all
-		it.bad = unmarshalRecord(raw, chunks, &it.rec) != nil
-		if sums != nil {
-			it.sum = sumCompact(raw, chunks)
-		}
-		if !it.bad && v != nil && v.work != nil {
-			v.work(&it.rec, &it.work)
-		}
-	}
+	rd := &recordDecoder{required: required, all: uint(1)<<len(required) - 1, sums: sums != nil, v: v}
 	n := 0
 	texts := newInterner()
-	err = decodeRecycled(next, decode, func(it *item) error {
+	err = decodeRecycled(split.next, rd.decode, func(it *recordItem) error {
 		if it.bad {
 			return errMalformed
 		}
@@ -304,12 +298,92 @@ func decodeRecords(dec *json.Decoder, in io.Reader, required map[string]uint, ou
 	if err != nil {
 		return nil, nil, nil, readErr(err)
 	}
-	// Go on after the array: a comma there is the next key's, as the
-	// opening brace of an object; a closing brace ends the object.
+	if after, err = afterArray(split); err != nil {
+		return nil, nil, nil, err
+	}
+	if out == nil {
+		out = []contract.Record{}
+	}
+	return out, missing, after, nil
+}
+
+// recordItem is one record as decodeRecords' workers decode it.
+type recordItem struct {
+	rec      contract.Record
+	sum      recordSum
+	work     recordWork
+	bad      bool // not an object, or not a record
+	complete bool // every required field is there
+}
+
+// recordDecoder decodes decodeRecords' records: required indexes the
+// required fields' bits (all of them set: all), sums asks for the
+// records' sums, and v (where not nil) for its work or times only.
+type recordDecoder struct {
+	required map[string]uint
+	all      uint
+	sums     bool
+	v        *recordVisitor
+}
+
+// decode decodes one record's bytes into it: by fastRecord where it can
+// (its times only where v asks for no more), else by encoding/json, which
+// says whether the record is one.
+func (d *recordDecoder) decode(raw []byte, it *recordItem) {
+	v := d.v
+	if v != nil && v.timesOnly {
+		if _, _, ok := fastRecord(raw, &it.rec, true); ok {
+			it.complete = true
+			return
+		}
+		it.rec = contract.Record{}
+		if decodeTimes(raw, &it.rec) {
+			it.complete = true
+			return
+		}
+		it.rec = contract.Record{}
+	}
+	sum := &it.sum
+	if !d.sums {
+		sum = nil
+	}
+	if seen, _, ok := fastRecordSum(raw, &it.rec, false, sum); ok {
+		it.complete = seen == d.all
+		if v != nil && v.work != nil {
+			v.work(&it.rec, &it.work)
+		}
+		return
+	}
+	it.rec = contract.Record{} // fastRecord's half, then encoding/json's word
+	var seen uint
+	chunks := -1
+	if !objectKeys(raw, func(k []byte, at int) {
+		seen |= d.required[string(k)]
+		if string(k) == "chunk_times_s" {
+			chunks = at
+		}
+	}) {
+		it.bad = true
+		return
+	}
+	it.complete = seen == d.all
+	it.bad = unmarshalRecord(raw, chunks, &it.rec) != nil
+	if d.sums {
+		it.sum = sumCompact(raw, chunks)
+	}
+	if !it.bad && v != nil && v.work != nil {
+		v.work(&it.rec, &it.work)
+	}
+}
+
+// afterArray is a decoder going on after the array split has cut: a comma
+// there is the next key's, as the opening brace of an object; a closing
+// brace ends the object.
+func afterArray(split *arraySplitter) (*json.Decoder, error) {
 	rest := bufio.NewReader(split.rest())
 	c, err := skipSpaceByte(rest)
 	if err != nil {
-		return nil, nil, nil, readErr(err)
+		return nil, readErr(err)
 	}
 	var prefix string
 	switch c {
@@ -318,16 +392,13 @@ func decodeRecords(dec *json.Decoder, in io.Reader, required map[string]uint, ou
 	case '}':
 		prefix = "{}"
 	default:
-		return nil, nil, nil, errMalformed
+		return nil, errMalformed
 	}
-	after = json.NewDecoder(io.MultiReader(strings.NewReader(prefix), rest))
+	after := json.NewDecoder(io.MultiReader(strings.NewReader(prefix), rest))
 	if _, err := after.Token(); err != nil {
-		return nil, nil, nil, readErr(err)
+		return nil, readErr(err)
 	}
-	if out == nil {
-		out = []contract.Record{}
-	}
-	return out, missing, after, nil
+	return after, nil
 }
 
 // skipSpaceByte reads past space and returns the byte after it.

@@ -82,135 +82,223 @@ func noWave(name string, wave int) error {
 // where MergeWith takes its records, with the part's wave ids renumbered
 // (old id → merged id), and may add them to out.
 func mergeHeads(parts []*Results, ids [][sha256.Size]byte, counts []int, names []string, o MergeOptions, records func(i int, waveIDs map[int]int, out *Results) error) (*Results, error) {
-	mechanismServer := o.MechanismServer
 	first := parts[0]
-	out := &Results{
-		Schema:     Schema,
-		Provenance: first.Provenance,
-		Workload:   first.Workload,
-		Baseline:   first.Baseline,
-		SLO:        first.SLO,
+	m := &headMerger{
+		out: &Results{
+			Schema:     Schema,
+			Provenance: first.Provenance,
+			Workload:   first.Workload,
+			Baseline:   first.Baseline,
+			SLO:        first.SLO,
+		},
+		first:           first,
+		names:           names,
+		mechanismServer: o.MechanismServer,
+		serverIdx:       map[string]int{},
+		concs:           map[int]bool{},
 	}
-	serverIdx := map[string]int{}
-	concs := map[int]bool{}
-	nextID := 0
+	out := m.out
 	for i, p := range parts {
-		if err := sameWorkload(first.Workload, p.Workload); err != nil {
-			return nil, fmt.Errorf("%s: workload differs from %s's: %v", names[i], names[0], err)
-		}
-		if !sameSLO(first.SLO, p.SLO) {
-			return nil, fmt.Errorf("%s: slo %s differs from %s's %s: the parts' attainments would not be of one objective", names[i], sloLabel(p.SLO), names[0], sloLabel(first.SLO))
-		}
-		if err := distinctRehearsal(parts, ids, counts, i, names); err != nil {
+		if err := m.admit(parts, ids, counts, i); err != nil {
 			return nil, err
 		}
-		if p.Baseline != nil {
-			if out.Baseline != nil && *out.Baseline != *p.Baseline {
-				return nil, fmt.Errorf("%s: baseline %q differs from %q", names[i], *p.Baseline, *out.Baseline)
-			}
-			out.Baseline = p.Baseline
-		}
-		if p.Provenance.StartedAt != "" && (out.Provenance.StartedAt == "" || p.Provenance.StartedAt < out.Provenance.StartedAt) {
-			out.Provenance.StartedAt = p.Provenance.StartedAt
-		}
-		if p.Provenance.FinishedAt > out.Provenance.FinishedAt {
-			out.Provenance.FinishedAt = p.Provenance.FinishedAt
-		}
-		if p.Provenance.Tokenizer.SHA256 != first.Provenance.Tokenizer.SHA256 {
-			return nil, fmt.Errorf("%s: counted with tokenizer %s, %s with %s", names[i], p.Provenance.Tokenizer.SHA256, names[0], first.Provenance.Tokenizer.SHA256)
-		}
-		if pc, fc := p.Provenance.Cost, first.Provenance.Cost; (pc == nil) != (fc == nil) || (pc != nil && *pc != *fc) {
-			return nil, fmt.Errorf("%s: priced at %s, %s at %s: one bundle's cost figures need one price", names[i], costText(pc), names[0], costText(fc))
-		}
-		if i > 0 {
-			if p.Provenance.Tool != first.Provenance.Tool {
-				out.Notes = append(out.Notes, fmt.Sprintf("[%s] This part was written by %s; the bundle's tool record is %s's: %s.",
-					names[i], toolName(p.Provenance.Tool), names[0], toolName(first.Provenance.Tool)))
-			}
-			out.Provenance.addMachines(p.Provenance)
+		if err := m.mergeProvenance(i, p); err != nil {
+			return nil, err
 		}
 		for _, c := range p.Workload.Concurrencies {
-			concs[c] = true
+			m.concs[c] = true
 		}
-		for _, s := range p.Servers {
-			if j, ok := serverIdx[s.Name]; ok {
-				prev := out.Servers[j]
-				if !reflect.DeepEqual(prev.LaunchArgv, s.LaunchArgv) || prev.BaseURL != s.BaseURL {
-					out.Notes = append(out.Notes, fmt.Sprintf("[%s] Server %s was launched again for this part, at %s as %q.", names[i], s.Name, s.BaseURL, s.LaunchArgv))
-				}
-				if s.Exit != "" && s.Exit != prev.Exit {
-					out.Servers[j].Exit = joinNonEmpty(prev.Exit, s.Exit)
-				}
-				continue
-			}
-			serverIdx[s.Name] = len(out.Servers)
-			out.Servers = append(out.Servers, s)
-		}
-		ids := map[int]int{}
-		for _, w := range p.Waves {
-			ids[w.ID] = nextID
-			w.ID = nextID
-			nextID++
-			out.Waves = append(out.Waves, w)
-		}
+		m.mergeServers(i, p)
+		ids := m.renumberWaves(p)
 		if err := records(i, ids, out); err != nil {
 			return nil, err
 		}
-		if p.MechanismCheck != nil {
-			m := *p.MechanismCheck
-			m.Wave = ids[m.Wave]
-			keep := mechanismServer == "" || m.Server == mechanismServer
-			if keep && out.MechanismCheck != nil {
-				return nil, fmt.Errorf("%s: a second mechanism check (the first came from an earlier part); choose one with its server's name", names[i])
-			}
-			if keep {
-				out.MechanismCheck = &m
-				out.Workload.MechanismCheck = p.Workload.MechanismCheck
-			} else {
-				out.Notes = append(out.Notes, fmt.Sprintf("[%s] A mechanism-check wave also ran on %s at %d clients (wave %d, not in the results table): %s.",
-					names[i], m.Server, m.Concurrency, m.Wave, m.Finding()))
-			}
+		if err := m.mergeMechanism(i, p, ids); err != nil {
+			return nil, err
 		}
-		for _, c := range p.Capacity {
-			// A server's search is one sequence of probes: two parts'
-			// searches of it would not replay as one.
-			for _, prev := range out.Capacity {
-				if prev.Server == c.Server {
-					return nil, fmt.Errorf("%s: a second capacity search of %s (an earlier part holds one): a search is not split across parts", names[i], c.Server)
-				}
-			}
-			c.Probes = slices.Clone(c.Probes)
-			for k := range c.Probes {
-				pr := &c.Probes[k]
-				pr.WaveIDs = slices.Clone(pr.WaveIDs)
-				for j, id := range pr.WaveIDs {
-					pr.WaveIDs[j] = ids[id]
-				}
-			}
-			out.Capacity = append(out.Capacity, c)
+		if err := m.mergeCapacity(i, p, ids); err != nil {
+			return nil, err
 		}
 		for _, n := range p.Notes {
 			out.Notes = append(out.Notes, fmt.Sprintf("[%s] %s", names[i], n))
 		}
 	}
+	if err := m.finish(); err != nil {
+		return nil, err
+	}
+	out.Notes = append(out.Notes, fmt.Sprintf("Merged by rehearse merge from %d parts: %v.", len(parts), names))
+	return out, nil
+}
+
+// headMerger is mergeHeads' state while it takes the parts in turn: the
+// merged results so far, the first part (which the others must agree
+// with), the servers merged so far by name (their index in out.Servers),
+// the concurrencies seen, and the next merged wave id.
+type headMerger struct {
+	out             *Results
+	first           *Results
+	names           []string
+	mechanismServer string
+	serverIdx       map[string]int
+	concs           map[int]bool
+	nextID          int
+}
+
+// admit refuses part i where it cannot join the first: another workload,
+// another SLO, the rehearsal of an earlier part, or a baseline other than
+// the one taken so far (which it otherwise sets).
+func (m *headMerger) admit(parts []*Results, ids [][sha256.Size]byte, counts []int, i int) error {
+	p, names := parts[i], m.names
+	if err := sameWorkload(m.first.Workload, p.Workload); err != nil {
+		return fmt.Errorf("%s: workload differs from %s's: %v", names[i], names[0], err)
+	}
+	if !sameSLO(m.first.SLO, p.SLO) {
+		return fmt.Errorf("%s: slo %s differs from %s's %s: the parts' attainments would not be of one objective", names[i], sloLabel(p.SLO), names[0], sloLabel(m.first.SLO))
+	}
+	if err := distinctRehearsal(parts, ids, counts, i, names); err != nil {
+		return err
+	}
+	if p.Baseline != nil {
+		if m.out.Baseline != nil && *m.out.Baseline != *p.Baseline {
+			return fmt.Errorf("%s: baseline %q differs from %q", names[i], *p.Baseline, *m.out.Baseline)
+		}
+		m.out.Baseline = p.Baseline
+	}
+	return nil
+}
+
+// mergeProvenance widens the merged provenance's span to part i's, refuses
+// a part counted with another tokenizer or priced at another price, notes
+// a part written by another tool, and adds the part's machines.
+func (m *headMerger) mergeProvenance(i int, p *Results) error {
+	out, first, names := m.out, m.first, m.names
+	if p.Provenance.StartedAt != "" && (out.Provenance.StartedAt == "" || p.Provenance.StartedAt < out.Provenance.StartedAt) {
+		out.Provenance.StartedAt = p.Provenance.StartedAt
+	}
+	if p.Provenance.FinishedAt > out.Provenance.FinishedAt {
+		out.Provenance.FinishedAt = p.Provenance.FinishedAt
+	}
+	if p.Provenance.Tokenizer.SHA256 != first.Provenance.Tokenizer.SHA256 {
+		return fmt.Errorf("%s: counted with tokenizer %s, %s with %s", names[i], p.Provenance.Tokenizer.SHA256, names[0], first.Provenance.Tokenizer.SHA256)
+	}
+	if pc, fc := p.Provenance.Cost, first.Provenance.Cost; (pc == nil) != (fc == nil) || (pc != nil && *pc != *fc) {
+		return fmt.Errorf("%s: priced at %s, %s at %s: one bundle's cost figures need one price", names[i], costText(pc), names[0], costText(fc))
+	}
+	if i > 0 {
+		if p.Provenance.Tool != first.Provenance.Tool {
+			out.Notes = append(out.Notes, fmt.Sprintf("[%s] This part was written by %s; the bundle's tool record is %s's: %s.",
+				names[i], toolName(p.Provenance.Tool), names[0], toolName(first.Provenance.Tool)))
+		}
+		out.Provenance.addMachines(p.Provenance)
+	}
+	return nil
+}
+
+// mergeServers joins part i's servers to the merged ones by name: a new
+// name is added; a known one launched otherwise is noted, and its exit
+// joined to the earlier one's.
+func (m *headMerger) mergeServers(i int, p *Results) {
+	out := m.out
+	for _, s := range p.Servers {
+		if j, ok := m.serverIdx[s.Name]; ok {
+			prev := out.Servers[j]
+			if !reflect.DeepEqual(prev.LaunchArgv, s.LaunchArgv) || prev.BaseURL != s.BaseURL {
+				out.Notes = append(out.Notes, fmt.Sprintf("[%s] Server %s was launched again for this part, at %s as %q.", m.names[i], s.Name, s.BaseURL, s.LaunchArgv))
+			}
+			if s.Exit != "" && s.Exit != prev.Exit {
+				out.Servers[j].Exit = joinNonEmpty(prev.Exit, s.Exit)
+			}
+			continue
+		}
+		m.serverIdx[s.Name] = len(out.Servers)
+		out.Servers = append(out.Servers, s)
+	}
+}
+
+// renumberWaves adds p's waves to the merged ones under the next merged
+// ids and returns the renumbering (old id → merged id).
+func (m *headMerger) renumberWaves(p *Results) map[int]int {
+	ids := map[int]int{}
+	for _, w := range p.Waves {
+		ids[w.ID] = m.nextID
+		w.ID = m.nextID
+		m.nextID++
+		m.out.Waves = append(m.out.Waves, w)
+	}
+	return ids
+}
+
+// mergeMechanism keeps part i's mechanism check (its wave renumbered by
+// ids) where it is the one chosen, refusing a second; a check not chosen
+// is described in a note.
+func (m *headMerger) mergeMechanism(i int, p *Results, ids map[int]int) error {
+	if p.MechanismCheck == nil {
+		return nil
+	}
+	out := m.out
+	mc := *p.MechanismCheck
+	mc.Wave = ids[mc.Wave]
+	keep := m.mechanismServer == "" || mc.Server == m.mechanismServer
+	if keep && out.MechanismCheck != nil {
+		return fmt.Errorf("%s: a second mechanism check (the first came from an earlier part); choose one with its server's name", m.names[i])
+	}
+	if keep {
+		out.MechanismCheck = &mc
+		out.Workload.MechanismCheck = p.Workload.MechanismCheck
+	} else {
+		out.Notes = append(out.Notes, fmt.Sprintf("[%s] A mechanism-check wave also ran on %s at %d clients (wave %d, not in the results table): %s.",
+			m.names[i], mc.Server, mc.Concurrency, mc.Wave, mc.Finding()))
+	}
+	return nil
+}
+
+// mergeCapacity adds part i's capacity searches, their probes' waves
+// renumbered by ids, refusing a second search of one server.
+func (m *headMerger) mergeCapacity(i int, p *Results, ids map[int]int) error {
+	out := m.out
+	for _, c := range p.Capacity {
+		// A server's search is one sequence of probes: two parts'
+		// searches of it would not replay as one.
+		for _, prev := range out.Capacity {
+			if prev.Server == c.Server {
+				return fmt.Errorf("%s: a second capacity search of %s (an earlier part holds one): a search is not split across parts", m.names[i], c.Server)
+			}
+		}
+		c.Probes = slices.Clone(c.Probes)
+		for k := range c.Probes {
+			pr := &c.Probes[k]
+			pr.WaveIDs = slices.Clone(pr.WaveIDs)
+			for j, id := range pr.WaveIDs {
+				pr.WaveIDs[j] = ids[id]
+			}
+		}
+		out.Capacity = append(out.Capacity, c)
+	}
+	return nil
+}
+
+// finish sets the merged workload's concurrencies (every part's, sorted)
+// and its mechanism check (none where no check was kept), and refuses a
+// chosen mechanism server or a baseline that no part holds.
+func (m *headMerger) finish() error {
+	out := m.out
 	out.Workload.Concurrencies = out.Workload.Concurrencies[:0:0]
-	for c := range concs {
+	for c := range m.concs {
 		out.Workload.Concurrencies = append(out.Workload.Concurrencies, c)
 	}
 	sort.Ints(out.Workload.Concurrencies)
-	if mechanismServer != "" && (out.MechanismCheck == nil || out.MechanismCheck.Server != mechanismServer) {
-		return nil, fmt.Errorf("no part holds a mechanism check on %q", mechanismServer)
+	if m.mechanismServer != "" && (out.MechanismCheck == nil || out.MechanismCheck.Server != m.mechanismServer) {
+		return fmt.Errorf("no part holds a mechanism check on %q", m.mechanismServer)
 	}
 	if out.MechanismCheck == nil {
 		out.Workload.MechanismCheck = nil
 	}
 	if out.Baseline != nil {
-		if _, ok := serverIdx[*out.Baseline]; !ok {
-			return nil, fmt.Errorf("baseline %q is in none of the parts", *out.Baseline)
+		if _, ok := m.serverIdx[*out.Baseline]; !ok {
+			return fmt.Errorf("baseline %q is in none of the parts", *out.Baseline)
 		}
 	}
-	out.Notes = append(out.Notes, fmt.Sprintf("Merged by rehearse merge from %d parts: %v.", len(parts), names))
-	return out, nil
+	return nil
 }
 
 // distinctRehearsal refuses part i when it carries the same rehearsal as

@@ -77,16 +77,74 @@ func (ps *PartSet) mergeSegmentsStreamed(ctx context.Context, names []string, o 
 // waves take them (or a record or wave is wrong), nothing more said.
 // Every streamed segment's records must be those verified (their sums).
 func (s *segmentStream) pass(ctx context.Context, f func(*contract.Record) error) ([]contract.Wave, int, bool, error) {
+	rd := s.read(ctx)
+	defer rd.cancel()
+	var waves []contract.Wave
+	n := 0
+	for gi, g := range s.groups {
+		if !rd.gather(g) {
+			rd.stop()
+			return nil, n, false, nil
+		}
+		w, recs, err := g.join(gi+1, s.ps.Results, s.names, s.order)
+		for mi := range g.members {
+			g.members[mi].recs = nil
+		}
+		if err != nil {
+			rd.stop()
+			return nil, n, false, nil
+		}
+		waves = append(waves, w)
+		for i := range recs {
+			if err := f(&recs[i]); err != nil {
+				rd.stop()
+				return nil, n, false, err
+			}
+			n++
+		}
+	}
+	for w := range rd.chs {
+		if rd.peek(w) != nil {
+			rd.stop() // records the waves did not take
+			return nil, n, false, nil
+		}
+	}
+	rd.stop()
+	if err := s.checkReads(ctx, rd); err != nil {
+		return nil, n, false, err
+	}
+	return waves, n, true, nil
+}
+
+// segmentReaders are pass's readers, one a segment (in s.order): each
+// sends its segment's records on its channel, the next not yet taken
+// held in heads, and leaves what its read returned in results and errs.
+type segmentReaders struct {
+	chs     []chan contract.Record
+	heads   []*contract.Record
+	results []*Results
+	errs    []error
+	wg      sync.WaitGroup
+	cancel  context.CancelFunc
+}
+
+// read starts a reader for each segment, in s.order: a held segment's
+// records are sent as held, a streamed one's as visitPart decodes them
+// (copies, retainRecord). They stop when ctx ends or the readers are
+// cancelled.
+func (s *segmentStream) read(ctx context.Context) *segmentReaders {
 	pctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	k := len(s.order)
-	chs := make([]chan contract.Record, k)
-	results := make([]*Results, k)
-	errs := make([]error, k)
-	var wg sync.WaitGroup
+	rd := &segmentReaders{
+		chs:     make([]chan contract.Record, k),
+		heads:   make([]*contract.Record, k),
+		results: make([]*Results, k),
+		errs:    make([]error, k),
+		cancel:  cancel,
+	}
 	for w, pi := range s.order {
 		ch := make(chan contract.Record, 256)
-		chs[w] = ch
+		rd.chs[w] = ch
 		src := s.ps.srcs[pi]
 		send := func(r contract.Record) {
 			select {
@@ -94,7 +152,7 @@ func (s *segmentStream) pass(ctx context.Context, f func(*contract.Record) error
 			case <-pctx.Done():
 			}
 		}
-		wg.Go(func() {
+		rd.wg.Go(func() {
 			defer close(ch)
 			if src.held {
 				for _, r := range src.res.Records {
@@ -102,7 +160,7 @@ func (s *segmentStream) pass(ctx context.Context, f func(*contract.Record) error
 				}
 				return
 			}
-			results[w], errs[w] = visitPart(pctx, src.dir, &recordVisitor{
+			rd.results[w], rd.errs[w] = visitPart(pctx, src.dir, &recordVisitor{
 				begin: func(*Results) bool { return true },
 				record: func(_ int, rec *contract.Record, _ *recordWork) {
 					send(retainRecord(rec))
@@ -110,77 +168,65 @@ func (s *segmentStream) pass(ctx context.Context, f func(*contract.Record) error
 			})
 		})
 	}
-	// stop ends the readers and waits for them.
-	stop := func() {
-		cancel()
-		for _, ch := range chs {
-			for range ch {
-			}
-		}
-		wg.Wait()
-	}
-	heads := make([]*contract.Record, k)
-	peek := func(w int) *contract.Record {
-		if heads[w] == nil {
-			if r, ok := <-chs[w]; ok {
-				heads[w] = &r
-			}
-		}
-		return heads[w]
-	}
-	parts := s.ps.Results
-	var waves []contract.Wave
-	n := 0
-	for gi, g := range s.groups {
-		for mi := range g.members {
-			m := &g.members[mi]
-			m.recs = nil
-			for r := peek(m.worker); r != nil && r.Wave == m.wave.ID; r = peek(m.worker) {
-				if r.Kind != contract.KindMechanismCheck && r.Client%k != m.worker {
-					stop()
-					return nil, n, false, nil
-				}
-				m.recs = append(m.recs, *r)
-				heads[m.worker] = nil
-			}
-		}
-		w, recs, err := g.join(gi+1, parts, s.names, s.order)
-		for mi := range g.members {
-			g.members[mi].recs = nil
-		}
-		if err != nil {
-			stop()
-			return nil, n, false, nil
-		}
-		waves = append(waves, w)
-		for i := range recs {
-			if err := f(&recs[i]); err != nil {
-				stop()
-				return nil, n, false, err
-			}
-			n++
+	return rd
+}
+
+// stop ends the readers and waits for them.
+func (rd *segmentReaders) stop() {
+	rd.cancel()
+	for _, ch := range rd.chs {
+		for range ch {
 		}
 	}
-	for w := range k {
-		if peek(w) != nil {
-			stop() // records the waves did not take
-			return nil, n, false, nil
+	rd.wg.Wait()
+}
+
+// peek is reader w's next record, not taken; nil once it has sent all.
+func (rd *segmentReaders) peek(w int) *contract.Record {
+	if rd.heads[w] == nil {
+		if r, ok := <-rd.chs[w]; ok {
+			rd.heads[w] = &r
 		}
 	}
-	stop()
+	return rd.heads[w]
+}
+
+// gather takes each member of g its records, those its worker's reader
+// sends next with the member's wave id; false where one is another
+// worker's share (a client of another worker, not a mechanism check).
+func (rd *segmentReaders) gather(g *waveGroup) bool {
+	k := len(rd.chs)
+	for mi := range g.members {
+		m := &g.members[mi]
+		m.recs = nil
+		for r := rd.peek(m.worker); r != nil && r.Wave == m.wave.ID; r = rd.peek(m.worker) {
+			if r.Kind != contract.KindMechanismCheck && r.Client%k != m.worker {
+				return false
+			}
+			m.recs = append(m.recs, *r)
+			rd.heads[m.worker] = nil
+		}
+	}
+	return true
+}
+
+// checkReads is the error of the stopped readers' reads: ctx's
+// interruption, a segment that no longer reads, or one whose records are
+// no longer those verified (their sums); nil where every read holds.
+func (s *segmentStream) checkReads(ctx context.Context, rd *segmentReaders) error {
 	for w, pi := range s.order {
 		src := s.ps.srcs[pi]
 		switch {
 		case src.held:
-		case errs[w] != nil && IsInterrupted(ctx, errs[w]):
-			return nil, n, false, errs[w]
-		case errs[w] != nil:
-			return nil, n, false, changedError(src.dir, errs[w])
-		case !slices.Equal(results[w].recordSums, src.sums):
-			return nil, n, false, changedError(src.dir, nil)
+		case rd.errs[w] != nil && IsInterrupted(ctx, rd.errs[w]):
+			return rd.errs[w]
+		case rd.errs[w] != nil:
+			return changedError(src.dir, rd.errs[w])
+		case !slices.Equal(rd.results[w].recordSums, src.sums):
+			return changedError(src.dir, nil)
 		}
 	}
-	return waves, n, true, nil
+	return nil
 }
 
 // retainRecord is a copy of a record a visitor is handed, to keep after

@@ -85,7 +85,11 @@ func fastRecordSum(raw []byte, rec *contract.Record, timesOnly bool, sum *record
 			if f == fChunkTimes {
 				chunks = d.i
 			}
-			if !d.value(f, rec, timesOnly) {
+			if timesOnly && !timesField(f) {
+				if !d.skip() {
+					return 0, -1, false
+				}
+			} else if !d.value(f, rec) {
 				return 0, -1, false
 			}
 			d.space()
@@ -335,14 +339,7 @@ func (d *recDecoder) delimited(j int) bool {
 }
 
 // value decodes field f's value into rec.
-func (d *recDecoder) value(f int, rec *contract.Record, timesOnly bool) bool {
-	if timesOnly {
-		switch f {
-		case fKind, fWave, fOK, fChunkTimes:
-		default:
-			return d.skip()
-		}
-	}
+func (d *recDecoder) value(f int, rec *contract.Record) bool {
 	if s := strField(f, rec); s != nil {
 		return d.str(s)
 	}
@@ -400,16 +397,7 @@ func (d *recDecoder) value(f int, rec *contract.Record, timesOnly bool) bool {
 	case fChunkTimes:
 		return d.floats(&rec.ChunkTimesS)
 	case fClientAdded:
-		start := d.i
-		if !d.skip() {
-			return false
-		}
-		if d.sum {
-			d.flush(start)
-			d.out = appendCompact(d.out, d.b[start:d.i], -1)
-			d.last = d.i
-		}
-		return json.Unmarshal(d.b[start:d.i], &rec.ClientAddedS) == nil
+		return d.clientAdded(&rec.ClientAddedS)
 	}
 	return false
 }
@@ -439,6 +427,32 @@ func strField(f int, rec *contract.Record) *string {
 		return &rec.Model
 	}
 	return nil
+}
+
+// timesField reports whether a times-only pass decodes field f (kind,
+// wave, ok, chunk_times_s); it skips the others.
+func timesField(f int) bool {
+	switch f {
+	case fKind, fWave, fOK, fChunkTimes:
+		return true
+	}
+	return false
+}
+
+// clientAdded decodes client_added_s into v by encoding/json, which
+// checks it, after skipping past it; summing, its bytes go to out in
+// compact form.
+func (d *recDecoder) clientAdded(v **contract.ClientAdded) bool {
+	start := d.i
+	if !d.skip() {
+		return false
+	}
+	if d.sum {
+		d.flush(start)
+		d.out = appendCompact(d.out, d.b[start:d.i], -1)
+		d.last = d.i
+	}
+	return json.Unmarshal(d.b[start:d.i], v) == nil
 }
 
 // str decodes a string (null leaves it as it is, as encoding/json does).

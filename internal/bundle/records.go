@@ -220,32 +220,11 @@ func checkRecord(i int, rec *contract.Record, c recordContext) []Problem {
 	if !haveWave {
 		bad("wave", "wave %d does not exist", rec.Wave)
 	} else {
-		checkRecordWave(rec, w, c.workload, bad)
+		checkAgainstWave(rec, w, c.workload, bad)
 	}
-
-	switch {
-	case rec.ErrorKind != "" && !contract.IsErrorKind(rec.ErrorKind):
-		bad("error_kind", "%q is not a failure kind (%s)", rec.ErrorKind, strings.Join(contract.ErrorKinds, ", "))
-	case rec.OK && rec.ErrorKind != "":
-		bad("ok", "true with error_kind %q", rec.ErrorKind)
-	case !rec.OK && rec.ErrorKind == "":
-		bad("ok", "false without an error_kind")
-	}
-	if rec.HTTPStatus != 0 && (rec.HTTPStatus < 100 || rec.HTTPStatus > 599) {
-		bad("http_status", "%d is not an HTTP status", rec.HTTPStatus)
-	}
+	checkOutcome(rec, bad)
 	checkRetryAfter(rec, bad)
-	if rec.Client < 0 {
-		bad("client", "%d is negative", rec.Client)
-	}
-	switch {
-	case rec.Kind == contract.KindSideProbe:
-		checkSideProbe(rec, c.workload, bad)
-	case rec.Prompt < 0:
-		bad("prompt", "%d is negative", rec.Prompt)
-	case c.prompts > 0 && rec.Prompt >= c.prompts:
-		bad("prompt", "%d is not an index into workload.prompts (%d prompts)", rec.Prompt, c.prompts)
-	}
+	checkIndexes(rec, c.prompts, c.workload, bad)
 
 	checkTimes(rec, bad)
 
@@ -272,30 +251,16 @@ func checkRecord(i int, rec *contract.Record, c recordContext) []Problem {
 	checkPromptFields(rec, c, bad, checkCount)
 	checkRecordModel(rec, c.workload, bad)
 	checkSessionFields(rec, c.workload, bad)
-	if !tokensOK {
-		return probs
-	}
-	switch c.source {
-	case SourceUsage:
-		switch u := rec.UsageCompletionTokens; {
-		case u == nil && rec.OutputTokens != 0:
-			bad("output_tokens", "%d, but there is no usage_completion_tokens to take it from (provenance.output_tokens_source is usage)", rec.OutputTokens)
-		case u != nil && *u != rec.OutputTokens:
-			bad("output_tokens", "%d, usage_completion_tokens %d (provenance.output_tokens_source is usage)", rec.OutputTokens, *u)
-		}
-	case SourceTokenizer, "":
-		// A redacted record was counted before its secret was replaced.
-		if msg := tokensForText(rec); msg != "" && !rec.Redacted {
-			bad("output_tokens", "%s", msg)
-		}
+	if tokensOK {
+		checkOutputTokens(rec, c.source, bad)
 	}
 	return probs
 }
 
-// checkRecordWave checks that a record agrees with its wave w: kind,
-// server, concurrency and repeat, and, in a trace replay, its prompt and
-// intended start (request i sends prompt i at workload.arrivals_s[i]).
-func checkRecordWave(rec *contract.Record, w contract.Wave, wl *Workload, bad func(field, format string, args ...any)) {
+// checkAgainstWave checks that rec agrees with its wave w (kind, server,
+// concurrency, repeat) and, in a trace replay (wl known), that it sent
+// its request's prompt at its arrival.
+func checkAgainstWave(rec *contract.Record, w contract.Wave, wl *Workload, bad func(field, format string, args ...any)) {
 	if rec.Kind != w.Kind {
 		bad("kind", "%q, its wave %d says %q", rec.Kind, w.ID, w.Kind)
 	}
@@ -308,16 +273,68 @@ func checkRecordWave(rec *contract.Record, w contract.Wave, wl *Workload, bad fu
 	if rec.Repeat != w.Repeat {
 		bad("repeat", "%d, its wave %d says %d", rec.Repeat, w.ID, w.Repeat)
 	}
-	if w.Mode != contract.ModeOpen || w.Arrival != contract.ArrivalTrace || wl == nil {
-		return
+	if w.Mode == contract.ModeOpen && w.Arrival == contract.ArrivalTrace && wl != nil {
+		// A trace replay sends request i, prompt i, at arrivals_s[i].
+		switch {
+		case rec.Prompt != rec.Client:
+			bad("prompt", "%d, but a trace replay's request %d sends prompt %d", rec.Prompt, rec.Client, rec.Client)
+		case rec.Prompt < 0 || rec.Prompt >= len(wl.ArrivalsS):
+			bad("prompt", "%d, but workload.arrivals_s has %d arrivals", rec.Prompt, len(wl.ArrivalsS))
+		case math.Abs(rec.IntendedStartS-wl.ArrivalsS[rec.Prompt]) > 1e-9:
+			bad("intended_start_s", "%v, but workload.arrivals_s[%d] is %v", rec.IntendedStartS, rec.Prompt, wl.ArrivalsS[rec.Prompt])
+		}
+	}
+}
+
+// checkOutcome checks that error_kind is a failure kind, that ok holds
+// exactly when there is none, and that http_status is an HTTP status.
+func checkOutcome(rec *contract.Record, bad func(field, format string, args ...any)) {
+	switch {
+	case rec.ErrorKind != "" && !contract.IsErrorKind(rec.ErrorKind):
+		bad("error_kind", "%q is not a failure kind (%s)", rec.ErrorKind, strings.Join(contract.ErrorKinds, ", "))
+	case rec.OK && rec.ErrorKind != "":
+		bad("ok", "true with error_kind %q", rec.ErrorKind)
+	case !rec.OK && rec.ErrorKind == "":
+		bad("ok", "false without an error_kind")
+	}
+	if rec.HTTPStatus != 0 && (rec.HTTPStatus < 100 || rec.HTTPStatus > 599) {
+		bad("http_status", "%d is not an HTTP status", rec.HTTPStatus)
+	}
+}
+
+// checkIndexes checks that client and prompt are not negative and that
+// prompt indexes workload.prompts (prompts of them; 0: no list).
+func checkIndexes(rec *contract.Record, prompts int, wl *Workload, bad func(field, format string, args ...any)) {
+	if rec.Client < 0 {
+		bad("client", "%d is negative", rec.Client)
 	}
 	switch {
-	case rec.Prompt != rec.Client:
-		bad("prompt", "%d, but a trace replay's request %d sends prompt %d", rec.Prompt, rec.Client, rec.Client)
-	case rec.Prompt < 0 || rec.Prompt >= len(wl.ArrivalsS):
-		bad("prompt", "%d, but workload.arrivals_s has %d arrivals", rec.Prompt, len(wl.ArrivalsS))
-	case math.Abs(rec.IntendedStartS-wl.ArrivalsS[rec.Prompt]) > 1e-9:
-		bad("intended_start_s", "%v, but workload.arrivals_s[%d] is %v", rec.IntendedStartS, rec.Prompt, wl.ArrivalsS[rec.Prompt])
+	case rec.Kind == contract.KindSideProbe:
+		checkSideProbe(rec, wl, bad)
+	case rec.Prompt < 0:
+		bad("prompt", "%d is negative", rec.Prompt)
+	case prompts > 0 && rec.Prompt >= prompts:
+		bad("prompt", "%d is not an index into workload.prompts (%d prompts)", rec.Prompt, prompts)
+	}
+}
+
+// checkOutputTokens checks output_tokens (a count) against where source
+// says it came from: usage_completion_tokens, or the text re-counted
+// (not for a redacted record).
+func checkOutputTokens(rec *contract.Record, source string, bad func(field, format string, args ...any)) {
+	switch source {
+	case SourceUsage:
+		switch u := rec.UsageCompletionTokens; {
+		case u == nil && rec.OutputTokens != 0:
+			bad("output_tokens", "%d, but there is no usage_completion_tokens to take it from (provenance.output_tokens_source is usage)", rec.OutputTokens)
+		case u != nil && *u != rec.OutputTokens:
+			bad("output_tokens", "%d, usage_completion_tokens %d (provenance.output_tokens_source is usage)", rec.OutputTokens, *u)
+		}
+	case SourceTokenizer, "":
+		// A redacted record was counted before its secret was replaced.
+		if msg := tokensForText(rec); msg != "" && !rec.Redacted {
+			bad("output_tokens", "%s", msg)
+		}
 	}
 }
 

@@ -95,6 +95,14 @@ func (s *arraySplitter) next() ([]byte, error) {
 		s.pos = end
 		return s.buf[start:end], nil
 	}
+	return s.scanObject()
+}
+
+// scanObject cuts out the object at s.pos by its braces outside strings,
+// reading more as it needs (next's way where fastEnd cannot prove the
+// end): a word at a time through numbers, space and literals, at memchr
+// speed through strings.
+func (s *arraySplitter) scanObject() ([]byte, error) {
 	start, i, depth := s.pos, s.pos, 0
 	for {
 		if i == len(s.buf) {

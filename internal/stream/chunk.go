@@ -132,18 +132,39 @@ func (s *state) handle(ev Event, now time.Time, res *Result, text *strings.Build
 		return
 	}
 	if c.Usage != nil {
-		if c.Usage.CompletionTokens != nil {
-			v := *c.Usage.CompletionTokens
-			res.UsageCompletionTokens = &v
-		}
-		if c.Usage.PromptTokens != nil {
-			v := *c.Usage.PromptTokens
-			res.UsagePromptTokens = &v
-		}
+		c.Usage.takeInto(res)
 	}
-	content, other := false, false
-	for i := range c.Choices {
-		cc := &c.Choices[i]
+	content, other := s.takeChoices(c.Choices, res, text)
+	if (content || other) && res.FirstToken.IsZero() {
+		res.FirstToken = now
+	}
+	if content {
+		if res.FirstContent.IsZero() {
+			res.FirstContent = now
+		}
+		res.ChunkTimes = append(res.ChunkTimes, now)
+	}
+}
+
+// takeInto copies the usage's token counts (those present) into res.
+func (u *usage) takeInto(res *Result) {
+	if u.CompletionTokens != nil {
+		v := *u.CompletionTokens
+		res.UsageCompletionTokens = &v
+	}
+	if u.PromptTokens != nil {
+		v := *u.PromptTokens
+		res.UsagePromptTokens = &v
+	}
+}
+
+// takeChoices adds a chunk's choices' pieces: content (the delta's, or a
+// completion's text) to text, reasoning and tool-call arguments to s's, a
+// finish reason to res; it reports whether there was content and whether
+// there was another piece.
+func (s *state) takeChoices(choices []choice, res *Result, text *strings.Builder) (content, other bool) {
+	for i := range choices {
+		cc := &choices[i]
 		piece := cc.Delta.Content
 		if piece == nil {
 			piece = cc.Text
@@ -166,15 +187,7 @@ func (s *state) handle(ev Event, now time.Time, res *Result, text *strings.Build
 			res.FinishReason = strings.Clone(*cc.FinishReason)
 		}
 	}
-	if (content || other) && res.FirstToken.IsZero() {
-		res.FirstToken = now
-	}
-	if content {
-		if res.FirstContent.IsZero() {
-			res.FirstContent = now
-		}
-		res.ChunkTimes = append(res.ChunkTimes, now)
-	}
+	return content, other
 }
 
 // forget drops the chunk's pointers into the event's data, which the

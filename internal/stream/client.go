@@ -613,7 +613,7 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, p *Prepared, rele
 		}
 		g.arm()
 	}}
-	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(traceCtx, trace), http.MethodPost, p.url, bytes.NewReader(p.body))
+	hreq, err := newStreamRequest(httptrace.WithClientTrace(traceCtx, trace), p)
 	if err != nil {
 		c.failEarly(ctx, g.release, g.arm, &res, contract.ErrClient, "cannot build request: "+err.Error())
 		return res, ""
@@ -623,14 +623,6 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, p *Prepared, rele
 			conn.clearGate(g)
 		}
 	}()
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "text/event-stream")
-	if p.apiKey != "" {
-		hreq.Header.Set("Authorization", "Bearer "+p.apiKey)
-	}
-	for _, h := range p.headers {
-		hreq.Header.Set(h.Name, h.Value)
-	}
 
 	resp, err := hc.Do(hreq)
 	status := 0
@@ -644,22 +636,8 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, p *Prepared, rele
 		return Result{}, why
 	}
 	start, released := g.sent()
-	if err != nil && resp != nil && released {
-		// A followed chain of redirects was stopped (checkRedirect).
-		res.Start, res.End, res.HTTPStatus = start, time.Now(), resp.StatusCode
-		res.ErrorKind = contract.ErrHTTPStatus
-		res.Error = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, transportText(err))
-		return res, ""
-	}
 	if err != nil {
-		if !released {
-			var probe Result
-			c.classifyTransport(ctx, reqCtx, &probe, err, false)
-			c.failEarly(ctx, g.release, g.arm, &res, probe.ErrorKind, probe.Error)
-			return res, ""
-		}
-		res.Start, res.End = start, time.Now()
-		c.classifyTransport(ctx, reqCtx, &res, err, false)
+		c.doFailure(ctx, reqCtx, g, resp, err, start, released, &res)
 		return res, ""
 	}
 	defer resp.Body.Close()
@@ -682,6 +660,52 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, p *Prepared, rele
 		res.ErrorKind, res.Error = contract.ErrHTTPStatus, msg
 		return res, ""
 	}
+	c.readResponseStream(ctx, reqCtx, cancel, resp, p, &res)
+	return res, ""
+}
+
+// newStreamRequest is p's POST, under ctx, asking for an event stream,
+// with p's API key and headers.
+func newStreamRequest(ctx context.Context, p *Prepared) (*http.Request, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(p.body))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "text/event-stream")
+	if p.apiKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+p.apiKey)
+	}
+	for _, h := range p.headers {
+		hreq.Header.Set(h.Name, h.Value)
+	}
+	return hreq, nil
+}
+
+// doFailure records in res a request hc.Do failed with err: a followed
+// chain of redirects stopped (resp the last), a failure before the
+// release (stamped at it), or one after the request was sent at start.
+func (c *Client) doFailure(ctx, reqCtx context.Context, g *gate, resp *http.Response, err error, start time.Time, released bool, res *Result) {
+	switch {
+	case resp != nil && released:
+		// A followed chain of redirects was stopped (checkRedirect).
+		res.Start, res.End, res.HTTPStatus = start, time.Now(), resp.StatusCode
+		res.ErrorKind = contract.ErrHTTPStatus
+		res.Error = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, transportText(err))
+	case !released:
+		var probe Result
+		c.classifyTransport(ctx, reqCtx, &probe, err, false)
+		c.failEarly(ctx, g.release, g.arm, res, probe.ErrorKind, probe.Error)
+	default:
+		res.Start, res.End = start, time.Now()
+		c.classifyTransport(ctx, reqCtx, res, err, false)
+	}
+}
+
+// readResponseStream reads a 2xx response's event stream into res, after
+// refusing one that is no event stream; read whole, its body is drained
+// (briefly, then cancel ends the request) for the connection's reuse.
+func (c *Client) readResponseStream(ctx, reqCtx context.Context, cancel context.CancelCauseFunc, resp *http.Response, p *Prepared, res *Result) {
 	if ct := resp.Header.Get("Content-Type"); mediaType(ct) == "application/json" {
 		msg := readErrorBody(resp.Body)
 		res.End = time.Now()
@@ -689,19 +713,18 @@ func (c *Client) attempt(ctx context.Context, hc *http.Client, p *Prepared, rele
 		if msg != "" {
 			res.Error += ": " + msg
 		}
-		return res, ""
+		return
 	}
 	if why := notEventStream(resp.Header.Get("Content-Encoding"), resp.Header.Get("Content-Type")); why != "" {
 		head := readHead(resp.Body, func() { cancel(nil) })
 		res.End = time.Now()
 		res.ErrorKind, res.Error = contract.ErrStreamMalformed, why+"; "+describeHead(head, int64(len(head)))
-		return res, ""
+		return
 	}
-	c.readStream(ctx, reqCtx, resp.Body, &res, nil, p.hint)
+	c.readStream(ctx, reqCtx, resp.Body, res, nil, p.hint)
 	if res.OK {
 		drain(resp.Body, func() { cancel(nil) })
 	}
-	return res, ""
 }
 
 // mediaType is a Content-Type's media type, lower case, without parameters.

@@ -106,22 +106,8 @@ func (c *Client) attemptH1(ctx context.Context, p *Prepared, release <-chan stru
 		}
 	}
 	trace := httptrace.ContextClientTrace(ctx)
-	conn, idle, dialedAt, err := c.h1Get(ctx, p.addr, fresh)
-	if err != nil {
-		var probe Result
-		c.classifyTransport(ctx, ctx, &probe, err, false)
-		c.failEarly(ctx, release, arm, &res, probe.ErrorKind, probe.Error)
-		return res, ""
-	}
-	if trace != nil && trace.GotConn != nil {
-		trace.GotConn(httptrace.GotConnInfo{Conn: conn, Reused: idle && dialedAt.IsZero(), WasIdle: idle})
-	}
-	arm()
-	select {
-	case <-release:
-	case <-ctx.Done():
-		conn.Close()
-		c.failEarly(ctx, release, arm, &res, contract.ErrCanceled, "canceled: "+context.Cause(ctx).Error())
+	conn, idle, dialedAt, ok := c.h1Connect(ctx, p, release, arm, fresh, trace, &res)
+	if !ok {
 		return res, ""
 	}
 	start := time.Now()
@@ -151,26 +137,10 @@ func (c *Client) attemptH1(ctx context.Context, p *Prepared, release <-chan stru
 		c.answeredEarly(ctx, conn, p, &res, err)
 		return res, ""
 	}
-
-	wb := wbufPool.Get().(*[]byte)
-	wire := appendRequest((*wb)[:0], p)
-	n, werr := conn.Write(wire)
-	if cap(wire) <= maxPooledWrite {
-		*wb = wire[:0]
-		wbufPool.Put(wb)
-	}
-	if werr != nil {
-		tctx.note(ctx, werr)
-		if idle && ctx.Err() == nil && !tctx.hit {
-			if n == 0 {
-				return Result{}, fmt.Sprintf("stale %s: %s; no byte of the request was written", idleName(dialedAt), werr)
-			}
-			if isReset(werr) {
-				return Result{}, fmt.Sprintf("stale %s: reset by the server before any answer, the request unread (%s)", idleName(dialedAt), werr)
-			}
+	if stale, ok := c.h1Write(ctx, tctx, conn, p, idle, dialedAt, &res); !ok {
+		if stale != "" {
+			return Result{}, stale
 		}
-		res.End = time.Now()
-		c.classifyTransport(ctx, tctx, &res, werr, false)
 		return res, ""
 	}
 
@@ -194,14 +164,76 @@ func (c *Client) attemptH1(ctx context.Context, p *Prepared, release <-chan stru
 	body.ctx, body.tctx = ctx, tctx
 	res.HTTPStatus = h.status
 	res.noteRetryAfter(h.status, h.retryAfter, h.date)
-	cancelRead := func() { conn.SetReadDeadline(aLongTimeAgo) }
-
 	if h.status < 200 || h.status > 299 {
 		res.ErrorKind, res.Error = contract.ErrHTTPStatus, h1StatusError(h, p.url, body)
 		res.End = time.Now()
 		keep = c.h1Keep(conn, p.addr, h, body, stop)
 		return res, ""
 	}
+	keep = c.h1Stream(ctx, tctx, conn, p, h, hr.buf, body, stop, &res)
+	return res, ""
+}
+
+// h1Connect takes a connection for p (a fresh one where fresh), tells
+// trace (where not nil) of it, arms and waits for the release. Where
+// none comes, or ctx ends first, it records the failure in res (stamped
+// at the release) and reports false.
+func (c *Client) h1Connect(ctx context.Context, p *Prepared, release <-chan struct{}, arm func(), fresh bool, trace *httptrace.ClientTrace, res *Result) (conn net.Conn, idle bool, dialedAt time.Time, ok bool) {
+	conn, idle, dialedAt, err := c.h1Get(ctx, p.addr, fresh)
+	if err != nil {
+		var probe Result
+		c.classifyTransport(ctx, ctx, &probe, err, false)
+		c.failEarly(ctx, release, arm, res, probe.ErrorKind, probe.Error)
+		return nil, false, time.Time{}, false
+	}
+	if trace != nil && trace.GotConn != nil {
+		trace.GotConn(httptrace.GotConnInfo{Conn: conn, Reused: idle && dialedAt.IsZero(), WasIdle: idle})
+	}
+	arm()
+	select {
+	case <-release:
+	case <-ctx.Done():
+		conn.Close()
+		c.failEarly(ctx, release, arm, res, contract.ErrCanceled, "canceled: "+context.Cause(ctx).Error())
+		return nil, false, time.Time{}, false
+	}
+	return conn, idle, dialedAt, true
+}
+
+// h1Write writes p's request on conn. Where the write fails it reports
+// false and either why the attempt is void (a connection that sat unused
+// (idle, dialed at dialedAt) and took no byte of it, or was reset before
+// any answer) or, with "", the failure recorded in res.
+func (c *Client) h1Write(ctx context.Context, tctx *h1Timeout, conn net.Conn, p *Prepared, idle bool, dialedAt time.Time, res *Result) (stale string, ok bool) {
+	wb := wbufPool.Get().(*[]byte)
+	wire := appendRequest((*wb)[:0], p)
+	n, werr := conn.Write(wire)
+	if cap(wire) <= maxPooledWrite {
+		*wb = wire[:0]
+		wbufPool.Put(wb)
+	}
+	if werr == nil {
+		return "", true
+	}
+	tctx.note(ctx, werr)
+	if idle && ctx.Err() == nil && !tctx.hit {
+		if n == 0 {
+			return fmt.Sprintf("stale %s: %s; no byte of the request was written", idleName(dialedAt), werr), false
+		}
+		if isReset(werr) {
+			return fmt.Sprintf("stale %s: reset by the server before any answer, the request unread (%s)", idleName(dialedAt), werr), false
+		}
+	}
+	res.End = time.Now()
+	c.classifyTransport(ctx, tctx, res, werr, false)
+	return "", false
+}
+
+// h1Stream reads a 2xx response's event stream (head h, its first bytes
+// in buf) from body into res, after refusing one that is no event stream; read whole, the rest of body is
+// drained (briefly) and conn pooled. It reports whether conn was pooled.
+func (c *Client) h1Stream(ctx context.Context, tctx *h1Timeout, conn net.Conn, p *Prepared, h respHead, buf []byte, body *h1Body, stop func() bool, res *Result) bool {
+	cancelRead := func() { conn.SetReadDeadline(aLongTimeAgo) }
 	if mediaType(h.contentType) == "application/json" {
 		msg := readErrorBody(body)
 		res.End = time.Now()
@@ -209,24 +241,24 @@ func (c *Client) attemptH1(ctx context.Context, p *Prepared, release <-chan stru
 		if msg != "" {
 			res.Error += ": " + msg
 		}
-		return res, ""
+		return false
 	}
 	if why := notEventStream(h.contentEncoding, h.contentType); why != "" {
 		head := readHead(body, cancelRead)
 		res.End = time.Now()
 		res.ErrorKind, res.Error = contract.ErrStreamMalformed, why+"; "+describeHead(head, int64(len(head)))
-		return res, ""
+		return false
 	}
-	c.readStream(ctx, tctx, body, &res, hr.buf, p.hint)
-	if res.OK {
-		if !body.done {
-			conn.SetReadDeadline(time.Now().Add(drainWait))
-			body.draining = true
-			io.Copy(io.Discard, io.LimitReader(body, 64<<10))
-		}
-		keep = c.h1Keep(conn, p.addr, h, body, stop)
+	c.readStream(ctx, tctx, body, res, buf, p.hint)
+	if !res.OK {
+		return false
 	}
-	return res, ""
+	if !body.done {
+		conn.SetReadDeadline(time.Now().Add(drainWait))
+		body.draining = true
+		io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+	}
+	return c.h1Keep(conn, p.addr, h, body, stop)
 }
 
 // h1Keep pools conn for the next request when its response was read to

@@ -198,61 +198,92 @@ func parseHead(b []byte) (respHead, error) {
 		if len(line) == 0 {
 			break
 		}
-		if line[0] == ' ' || line[0] == '\t' {
-			return h, malformed("malformed MIME header: continuation line %q", quoteHead(line))
+		name, value, err := splitHeaderLine(line)
+		if err != nil {
+			return h, err
 		}
-		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 {
-			return h, malformed("malformed MIME header line: %q", quoteHead(line))
-		}
-		name, value := line[:colon], bytes.TrimSpace(line[colon+1:])
-		for _, c := range name {
-			if c <= ' ' || c >= 0x7f {
-				return h, malformed("malformed MIME header line: %q", quoteHead(line))
-			}
-		}
-		switch {
-		case fieldIs(name, "content-length"):
-			n, err := strconv.ParseInt(string(value), 10, 64)
-			if err != nil || n < 0 || len(value) == 0 || value[0] == '+' {
-				return h, malformed("bad Content-Length %q", quoteHead(value))
-			}
-			if h.hasLength && n != h.length {
-				return h, malformed("message cannot contain multiple Content-Length headers; got %d and %d", h.length, n)
-			}
-			h.length, h.hasLength = n, true
-		case fieldIs(name, "transfer-encoding"):
-			te = value
-		case fieldIs(name, "connection"):
-			for _, tok := range bytes.Split(value, []byte(",")) {
-				tok = bytes.TrimSpace(tok)
-				if fieldIs(tok, "close") {
-					h.close = true
-				} else if fieldIs(tok, "keep-alive") {
-					h.keepAlive = true
-				}
-			}
-		case fieldIs(name, "content-type"):
-			h.contentType = internHeader(value)
-		case fieldIs(name, "content-encoding"):
-			h.contentEncoding = string(value)
-		case fieldIs(name, "location"):
-			h.location = string(value)
-		case rateLimited(status) && fieldIs(name, "retry-after"):
-			h.retryAfter = string(value)
-		case rateLimited(status) && fieldIs(name, "date"):
-			h.date = string(value)
+		if err := h.field(name, value, &te); err != nil {
+			return h, err
 		}
 	}
 	if proto10 && !h.keepAlive {
 		h.close = true
 	}
+	if err := h.setFraming(te); err != nil {
+		return h, err
+	}
+	return h, nil
+}
+
+// splitHeaderLine is a header line's name and value (trimmed); an error
+// for a continuation line, or a name missing or holding a space or a
+// control byte.
+func splitHeaderLine(line []byte) (name, value []byte, err error) {
+	if line[0] == ' ' || line[0] == '\t' {
+		return nil, nil, malformed("malformed MIME header: continuation line %q", quoteHead(line))
+	}
+	colon := bytes.IndexByte(line, ':')
+	if colon <= 0 {
+		return nil, nil, malformed("malformed MIME header line: %q", quoteHead(line))
+	}
+	name, value = line[:colon], bytes.TrimSpace(line[colon+1:])
+	for _, c := range name {
+		if c <= ' ' || c >= 0x7f {
+			return nil, nil, malformed("malformed MIME header line: %q", quoteHead(line))
+		}
+	}
+	return name, value, nil
+}
+
+// field takes the header field name: value into h (h.status set); a
+// Transfer-Encoding's value goes to te, for setFraming. An error for a
+// Content-Length that is no length or differs from an earlier one.
+func (h *respHead) field(name, value []byte, te *[]byte) error {
 	switch {
+	case fieldIs(name, "content-length"):
+		n, err := strconv.ParseInt(string(value), 10, 64)
+		if err != nil || n < 0 || len(value) == 0 || value[0] == '+' {
+			return malformed("bad Content-Length %q", quoteHead(value))
+		}
+		if h.hasLength && n != h.length {
+			return malformed("message cannot contain multiple Content-Length headers; got %d and %d", h.length, n)
+		}
+		h.length, h.hasLength = n, true
+	case fieldIs(name, "transfer-encoding"):
+		*te = value
+	case fieldIs(name, "connection"):
+		for _, tok := range bytes.Split(value, []byte(",")) {
+			tok = bytes.TrimSpace(tok)
+			if fieldIs(tok, "close") {
+				h.close = true
+			} else if fieldIs(tok, "keep-alive") {
+				h.keepAlive = true
+			}
+		}
+	case fieldIs(name, "content-type"):
+		h.contentType = internHeader(value)
+	case fieldIs(name, "content-encoding"):
+		h.contentEncoding = string(value)
+	case fieldIs(name, "location"):
+		h.location = string(value)
+	case rateLimited(h.status) && fieldIs(name, "retry-after"):
+		h.retryAfter = string(value)
+	case rateLimited(h.status) && fieldIs(name, "date"):
+		h.date = string(value)
+	}
+	return nil
+}
+
+// setFraming sets how h's body is framed: none for a status without one,
+// chunked (the one transfer encoding taken: te, nil where absent), a
+// length, or to the connection's close.
+func (h *respHead) setFraming(te []byte) error {
+	switch status := h.status; {
 	case status == 204 || status == 304 || (status >= 100 && status <= 199):
 		h.framing = bodyNone
 	case te != nil:
 		if !fieldIs(te, "chunked") {
-			return h, malformed("unsupported transfer encoding: %q", quoteHead(te))
+			return malformed("unsupported transfer encoding: %q", quoteHead(te))
 		}
 		h.framing = bodyChunked
 	case h.hasLength:
@@ -260,7 +291,7 @@ func parseHead(b []byte) (respHead, error) {
 	default:
 		h.framing, h.close = bodyClose, true
 	}
-	return h, nil
+	return nil
 }
 
 // internHeader avoids allocating the Content-Type every stream sends.

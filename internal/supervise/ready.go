@@ -86,6 +86,39 @@ func (e *NotReadyError) Error() string {
 // WaitReady runs the readiness sequence against a launched process (p) or a
 // server already running (p nil). It fails early when p exits.
 func WaitReady(ctx context.Context, p *Process, pr Probe) error {
+	pr = pr.withDefaults()
+	client := pr.Client
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Second}
+	}
+	w := &readiness{p: p, name: pr.Name, timeout: pr.Timeout, interval: pr.Interval, logLines: pr.LogLines}
+	if w.name == "" {
+		w.name = "server"
+	}
+	if p != nil {
+		w.name, w.logPath, w.done = p.Name(), p.LogPath(), p.Done()
+	}
+	pr.Name = w.name
+	w.deadline = time.Now().Add(pr.Timeout)
+	ctx, cancel := context.WithDeadline(ctx, w.deadline)
+	defer cancel()
+
+	steps, err := readySteps(pr, client, p)
+	if err != nil {
+		return w.fail(err.Error(), err)
+	}
+	for _, step := range steps {
+		if err := w.retry(ctx, step); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// withDefaults is pr with its defaults where it leaves them unset: the
+// health path, the endpoint, the timeout, the interval and the log
+// lines shown.
+func (pr Probe) withDefaults() Probe {
 	if pr.HealthPath == "" {
 		pr.HealthPath = "/health"
 	}
@@ -101,77 +134,87 @@ func WaitReady(ctx context.Context, p *Process, pr Probe) error {
 	if pr.LogLines <= 0 {
 		pr.LogLines = 20
 	}
-	client := pr.Client
-	if client == nil {
-		client = &http.Client{Timeout: 10 * time.Second}
-	}
-	name, logPath := pr.Name, ""
-	if name == "" {
-		name = "server"
-	}
-	var done <-chan struct{}
-	if p != nil {
-		name, logPath, done = p.Name(), p.LogPath(), p.Done()
-	}
-	pr.Name = name
-	fail := func(reason string, err error) error {
-		e := &NotReadyError{Server: name, Reason: reason, LogPath: logPath, Err: err}
-		if logPath != "" {
-			e.Tail, _ = TailLines(logPath, pr.LogLines)
-		}
-		return e
-	}
-	deadline := time.Now().Add(pr.Timeout)
-	ctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
+	return pr
+}
 
-	steps, err := readySteps(pr, client, p)
-	if err != nil {
-		return fail(err.Error(), err)
+// readiness is WaitReady's wait for one server: its name, its process
+// (p, nil for a server already running) with its log and its end (done),
+// and the probe's deadline, pause between attempts and log lines shown.
+type readiness struct {
+	p        *Process
+	name     string
+	logPath  string
+	done     <-chan struct{}
+	deadline time.Time
+	timeout  time.Duration
+	interval time.Duration
+	logLines int
+}
+
+// fail is a *NotReadyError saying reason (err, where not nil, the answer
+// that ended the wait), with the last lines of the log.
+func (w *readiness) fail(reason string, err error) error {
+	e := &NotReadyError{Server: w.name, Reason: reason, LogPath: w.logPath, Err: err}
+	if w.logPath != "" {
+		e.Tail, _ = TailLines(w.logPath, w.logLines)
 	}
-	for _, step := range steps {
-		var last error
-		cut := false // the final attempt was still waiting at the deadline
-		for {
-			if done != nil {
-				select {
-				case <-done:
-					e, _ := p.Exited()
-					return fail(fmt.Sprintf("the process %s during %s", e.Phrase(), step.name), nil)
-				default:
-				}
-			}
-			err := step.try(ctx)
-			if err == nil {
-				break
-			}
-			// An attempt cut short by our own deadline says nothing about
-			// the server; keep the last real answer for the message.
-			cut = last != nil && ctx.Err() != nil
-			if !cut {
-				last = err
-			}
-			var fatal *fatalProbe
-			if errors.As(err, &fatal) {
-				return fail(fmt.Sprintf("%s: %v", step.name, fatal.err), fatal.err)
-			}
-			wait := time.NewTimer(pr.Interval)
+	return e
+}
+
+// retry tries step until it succeeds, the process exits, it fails for
+// good (a fatalProbe) or ctx ends, pausing between attempts.
+func (w *readiness) retry(ctx context.Context, step readyStep) error {
+	var last error
+	cut := false // the final attempt was still waiting at the deadline
+	for {
+		if w.done != nil {
 			select {
-			case <-ctx.Done():
-				wait.Stop()
-				if errors.Is(context.Cause(ctx), context.DeadlineExceeded) && time.Now().After(deadline.Add(-time.Millisecond)) {
-					reason := fmt.Sprintf("no answer within %s; last attempt %s: %v", pr.Timeout, step.name, last)
-					if cut {
-						reason = fmt.Sprintf("no answer within %s; %s last answered %v, and the attempt after it was still waiting at the deadline", pr.Timeout, step.name, last)
-					}
-					return fail(reason, nil)
-				}
-				return fmt.Errorf("%s: readiness interrupted: %w", name, context.Cause(ctx))
-			case <-done:
-				wait.Stop()
-			case <-wait.C:
+			case <-w.done:
+				e, _ := w.p.Exited()
+				return w.fail(fmt.Sprintf("the process %s during %s", e.Phrase(), step.name), nil)
+			default:
 			}
 		}
+		err := step.try(ctx)
+		if err == nil {
+			return nil
+		}
+		// An attempt cut short by our own deadline says nothing about
+		// the server; keep the last real answer for the message.
+		cut = last != nil && ctx.Err() != nil
+		if !cut {
+			last = err
+		}
+		var fatal *fatalProbe
+		if errors.As(err, &fatal) {
+			return w.fail(fmt.Sprintf("%s: %v", step.name, fatal.err), fatal.err)
+		}
+		if err := w.pause(ctx, step, last, cut); err != nil {
+			return err
+		}
+	}
+}
+
+// pause waits the interval before step's next attempt, or until the
+// process exits. Where ctx ends first it is the error: no answer by the
+// deadline (last the last answer; cut: the attempt after it was still
+// waiting), or the readiness interrupted.
+func (w *readiness) pause(ctx context.Context, step readyStep, last error, cut bool) error {
+	wait := time.NewTimer(w.interval)
+	select {
+	case <-ctx.Done():
+		wait.Stop()
+		if errors.Is(context.Cause(ctx), context.DeadlineExceeded) && time.Now().After(w.deadline.Add(-time.Millisecond)) {
+			reason := fmt.Sprintf("no answer within %s; last attempt %s: %v", w.timeout, step.name, last)
+			if cut {
+				reason = fmt.Sprintf("no answer within %s; %s last answered %v, and the attempt after it was still waiting at the deadline", w.timeout, step.name, last)
+			}
+			return w.fail(reason, nil)
+		}
+		return fmt.Errorf("%s: readiness interrupted: %w", w.name, context.Cause(ctx))
+	case <-w.done:
+		wait.Stop()
+	case <-wait.C:
 	}
 	return nil
 }
