@@ -81,7 +81,7 @@ type Bench struct {
 	dataset datasetOptions
 	slo     SLO
 	cost    costOptions
-	save    saveResultOptions // --save-result and its flags (bench_export.go)
+	save    saveResultOptions // --save-result and its flags (saveresult.go)
 	// vllm are vllm bench serve's flags that map onto the others.
 	vllm vllmOptions
 	seg  Segment

@@ -24,7 +24,7 @@ import (
 )
 
 // rehearse bench serve is `vllm bench serve` with vllm replaced by
-// rehearse: bench's flags, one mapping of vLLM's (bench_vllm.go), and
+// rehearse: bench's flags, one mapping of vLLM's (vllm.go), and
 // vLLM's defaults (config.VLLMDefault*) for every flag not given.
 
 // ShowServeDefaults makes bench serve's help show vLLM's defaults where

@@ -24,7 +24,7 @@ import (
 
 // The flags of `vllm bench serve` that bench takes with vLLM's meaning,
 // beyond those it had under vLLM's names already (bench.go,
-// bench_dataset.go), and those it refuses by name. The README's table
+// dataset.go), and those it refuses by name. The README's table
 // "vllm bench serve flags" lists every one of them.
 
 // vllmOptions are vllm bench serve's flags that map onto bench's own.
@@ -66,7 +66,7 @@ type vllmOptions struct {
 	probeRequestRate      float64
 
 	// serve is rehearse bench serve: vLLM's defaults, vLLM's body style,
-	// pacing and result file (bench_serve.go).
+	// pacing and result file (serve.go).
 	serve bool
 	// requestRate and burstiness are --request-rate and --burstiness as
 	// given (or vLLM's defaults), before they are mapped.
@@ -410,7 +410,7 @@ func (o *Bench) applyRecordFlags() error {
 // and --probe-request-rate (side probes, config.Workload.SideProbes, with
 // vLLM's prompt and length; 0, vLLM's default, sends none). Their values
 // are checked with the rest of the rehearsal (config.Rehearsal.Validate,
-// named by flag in bench_flagof.go); here only what flags say together.
+// named by flag in flagof.go); here only what flags say together.
 func (o *Bench) applyApart() error {
 	v := &o.vllm
 	v.models, v.sideProbes = nil, nil
