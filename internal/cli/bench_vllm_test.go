@@ -17,24 +17,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rehearse/rehearse/internal/benchcmd"
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/contract"
 )
-
-func TestBenchArgs(t *testing.T) {
-	for _, c := range []struct{ in, want []string }{
-		{[]string{"bench", "--goodput", "ttft:500", "tpot:50", "--num_prompts", "3"}, []string{"bench", "--goodput=ttft:500", "--goodput=tpot:50", "--num-prompts", "3"}},
-		{[]string{"bench", "--metadata", "a=1", "b=2"}, []string{"bench", "--metadata=a=1", "--metadata=b=2"}},
-		{[]string{"bench", "--goodput=ttft:5", "--model", "m"}, []string{"bench", "--goodput=ttft:5", "--model", "m"}},
-		{[]string{"bench", "--goodput", "--model", "m"}, []string{"bench", "--goodput", "--model", "m"}},
-		{[]string{"bench", "--random_input_len=8"}, []string{"bench", "--random-input-len=8"}},
-		{[]string{"run", "--goodput", "a", "b"}, []string{"run", "--goodput", "a", "b"}},
-	} {
-		if got := benchArgs(c.in); !slices.Equal(got, c.want) {
-			t.Errorf("benchArgs(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}
 
 // vllmTableRow is one row of the README's table of vllm bench serve's
 // flags.
@@ -72,8 +58,8 @@ func TestVLLMFlagTable(t *testing.T) {
 	rows := readVLLMTable(t)
 	flags := newBenchCmd(&State{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard}).Flags()
 	refused := map[string]bool{}
-	for _, r := range vllmRefused {
-		refused[r.name] = true
+	for name := range benchcmd.Refused() {
+		refused[name] = true
 	}
 	inTable := map[string]bool{}
 	for _, r := range rows {
@@ -104,9 +90,8 @@ func TestVLLMFlagTable(t *testing.T) {
 			t.Errorf("bench refuses --%s, and the README's table does not list it", name)
 		}
 	}
-	var v vllmOptions
 	fs := pflag.NewFlagSet("vllm", pflag.ContinueOnError)
-	vllmFlags(fs, &v)
+	benchcmd.VLLMFlags(fs)
 	fs.VisitAll(func(f *pflag.Flag) {
 		if !inTable[f.Name] {
 			t.Errorf("bench takes --%s for vllm bench serve, and the README's table does not list it", f.Name)
@@ -406,10 +391,7 @@ func vllmFlagList(t *testing.T) []string {
 // flag the next vLLM adds fails here until it is one or the other.
 func TestVLLMFlagList(t *testing.T) {
 	cmd := benchCommand(&State{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard}, true)
-	refused := map[string]string{}
-	for _, r := range vllmRefused {
-		refused[r.name] = r.why
-	}
+	refused := benchcmd.Refused()
 	verdict := map[string]string{}
 	for _, r := range readVLLMTable(t) {
 		verdict[r.flag] = r.rehearse

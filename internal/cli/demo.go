@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rehearse/rehearse/examples"
+	"github.com/rehearse/rehearse/internal/benchcmd"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/rehearsal"
 )
@@ -55,7 +56,7 @@ scale 50 by default, in about half a minute.`,
 			if o.timeScale <= 0 || math.IsInf(o.timeScale, 0) || math.IsNaN(o.timeScale) {
 				return usageError("demo: --time-scale %v: want a positive number", o.timeScale)
 			}
-			if err := checkProgress(o.progress); err != nil {
+			if err := benchcmd.CheckProgress(o.progress); err != nil {
 				return err
 			}
 			cwd, err := os.Getwd()
@@ -92,7 +93,7 @@ scale 50 by default, in about half a minute.`,
 	f.Float64Var(&o.timeScale, "time-scale", defaultDemoTimeScale, "simulated time runs K times faster than the wall clock")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr")
 	f.BoolVar(&o.capacity, "capacity", false, "search both servers' capacity under an SLO instead (examples/capacity.yaml; default --time-scale 50)")
-	progressFlag(f, &o.progress)
+	benchcmd.ProgressFlag(f, &o.progress)
 	return cmd
 }
 

@@ -1,6 +1,10 @@
-// Package cli implements the rehearse command line: each subcommand fills an
-// options struct from flags, validates it before any work, and hands it to a
-// run function in the package that does the work. No logic lives here.
+// Package cli implements the rehearse command line: the cobra commands and
+// their help, each binding its flags to an options struct and handing it to
+// one call in the package that does the work, which validates it before any
+// work (bench, bench serve and capacity: package benchcmd). What stays here
+// is the command line's own: usage errors and exit statuses, -o files, the
+// argument checks of a few commands that have no package of their own
+// (export's vLLM files, k8s's worker command lines).
 package cli
 
 const usage = `rehearse rehearses LLM serving under load before production does.

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/rehearse/rehearse/internal/benchcmd"
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/export"
 )
@@ -144,7 +145,7 @@ func runExport(ctx context.Context, st *State, o exportOptions) error {
 	if err := checkOutput("-o", o.out); err != nil {
 		return err
 	}
-	if !toStdout(o.out) && inside(o.dir, o.out) {
+	if !toStdout(o.out) && benchcmd.Inside(o.dir, o.out) {
 		return usageError("-o %s: inside the bundle %s, where SHA256SUMS would not list it and verify would fail; write it elsewhere", o.out, o.dir)
 	}
 	res, err := bundle.ReadVerified(ctx, o.dir)
@@ -182,7 +183,7 @@ func vllmFile(out string) bool {
 // name; or to -o FILE.json, the one load's object, or, with
 // --append-result, each load's appended (one object per line).
 func runVLLMExport(ctx context.Context, st *State, o exportOptions, eo export.Options) error {
-	if inside(o.dir, filepath.Join(o.out, "x")) || inside(o.dir, o.out) {
+	if benchcmd.Inside(o.dir, filepath.Join(o.out, "x")) || benchcmd.Inside(o.dir, o.out) {
 		return usageError("-o %s: inside the bundle %s, where SHA256SUMS would not list it and verify would fail; write it elsewhere", o.out, o.dir)
 	}
 	file := vllmFile(o.out)
@@ -213,33 +214,12 @@ func runVLLMExport(ctx context.Context, st *State, o exportOptions, eo export.Op
 		if !file {
 			path = filepath.Join(o.out, r.FileName)
 		}
-		if err := writeVLLMResult(st, path, r.Object.PyJSON(), o.appendTo); err != nil {
+		if err := benchcmd.WriteVLLMResult(st.env(), path, r.Object.PyJSON(), o.appendTo); err != nil {
 			return err
 		}
 		fmt.Fprintf(st.Stderr, "rehearse: wrote %s (vllm, %s at %s, from %s)\n", path, r.Server, r.Load, o.dir)
 	}
 	return nil
-}
-
-// inside reports whether path lies in dir (after cleaning both; a dir
-// that does not exist holds nothing).
-func inside(dir, path string) bool {
-	d, err1 := filepath.Abs(dir)
-	p, err2 := filepath.Abs(path)
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	if rd, err := filepath.EvalSymlinks(d); err == nil {
-		d = rd
-	}
-	if rp, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
-		p = filepath.Join(rp, filepath.Base(p))
-	}
-	rel, err := filepath.Rel(d, p)
-	if _, serr := os.Stat(d); serr != nil {
-		return false
-	}
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // bullets writes items as a wrapped list for help text: "- " before each,

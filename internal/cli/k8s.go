@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/rehearse/rehearse/internal/benchcmd"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/k8s"
 )
@@ -191,7 +192,7 @@ func k8sWorker(st *State, spec *k8s.Spec, args []string) ([]string, error) {
 	fs := cmd.Flags()
 	parse := args
 	if args[0] == "bench" {
-		parse = benchArgs(args) // vllm bench serve's multi-valued flags, as Main reads them
+		parse = benchcmd.Args(args) // vllm bench serve's multi-valued flags, as Main reads them
 	}
 	if err := fs.Parse(parse[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -246,7 +247,7 @@ func k8sRun(st *State, spec *k8s.Spec, fs *pflag.FlagSet, args []string) ([]stri
 
 // k8sBench checks bench's endpoint and notes its API key variable.
 func k8sBench(st *State, spec *k8s.Spec, fs *pflag.FlagSet) error {
-	if err := checkRefused(fs); err != nil {
+	if err := benchcmd.CheckRefused(fs); err != nil {
 		return err
 	}
 	bases, _ := fs.GetStringSlice("base-url")

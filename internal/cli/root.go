@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rehearse/rehearse/internal/benchcmd"
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/exitcode"
@@ -32,7 +33,7 @@ type ExitError = exitcode.Error
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	st := &State{Stdin: stdin, Stdout: stdout, Stderr: stderr}
 	root := newRootCmd(st)
-	root.SetArgs(benchArgs(args))
+	root.SetArgs(benchcmd.Args(args))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rehearse/rehearse/internal/benchcmd"
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/exitcode"
@@ -23,8 +24,8 @@ type runOptions struct {
 	outDir   string
 	quiet    bool
 	progress string
-	slo      sloOptions
-	seg      segmentOptions
+	slo      benchcmd.SLO
+	seg      benchcmd.Segment
 }
 
 func newRunCmd(st *State) *cobra.Command {
@@ -72,9 +73,9 @@ rehearsal file (every problem is listed with its field path).`,
 	f.StringVarP(&o.file, "file", "f", "", "the rehearsal file (YAML)")
 	f.StringVarP(&o.outDir, "output", "o", "", "bundle folder (default: output.dir of the file, else rehearse-NAME-TIME)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress lines on stderr (failures are still printed)")
-	sloFlags(f, &o.slo, true)
-	progressFlag(f, &o.progress)
-	segmentFlags(f, &o.seg)
+	o.slo.Flags(f, true)
+	benchcmd.ProgressFlag(f, &o.progress)
+	o.seg.Flags(f)
 	return cmd
 }
 
@@ -84,18 +85,18 @@ func runRun(cmd *cobra.Command, st *State, o *runOptions) error {
 	if o.file == "" {
 		return usageError("run: -f REHEARSAL.yaml is required")
 	}
-	if err := checkProgress(o.progress); err != nil {
+	if err := benchcmd.CheckProgress(o.progress); err != nil {
 		return err
 	}
-	o.slo.noteChanged(cmd.Flags())
+	o.slo.NoteChanged(cmd.Flags())
 	cfg, err := config.Load(o.file)
 	if err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
-	if err := o.slo.apply(cfg); err != nil {
+	if err := o.slo.Apply(cfg); err != nil {
 		return err
 	}
-	if err := o.seg.apply(cfg); err != nil {
+	if err := o.seg.Apply(cfg); err != nil {
 		return err
 	}
 	dir := o.outDir
@@ -106,15 +107,15 @@ func runRun(cmd *cobra.Command, st *State, o *runOptions) error {
 		base := strings.TrimSuffix(filepath.Base(o.file), filepath.Ext(o.file))
 		dir = "rehearse-" + base + "-" + time.Now().UTC().Format("20060102T150405Z")
 	}
-	if o.seg.workers > 0 {
-		return runWorkers(cmd.Context(), st, workersJob{seg: &o.seg, args: workerArgs(cmd), dir: dir, quietFlag: "--quiet",
-			summary: func(res *bundle.Results) { report.ResultsTable(res).Text(st.Stdout) }})
+	if o.seg.Workers() > 0 {
+		return benchcmd.RunWorkers(cmd.Context(), st.env(), benchcmd.WorkersJob{Seg: &o.seg, Args: benchcmd.WorkerArgs(cmd.CommandPath(), cmd.Flags()), Dir: dir, QuietFlag: "--quiet",
+			Summary: func(res *bundle.Results) { report.ResultsTable(res).Text(st.Stdout) }})
 	}
-	command := append([]string{"rehearse", "run", "-f", o.file, "-o", dir}, o.slo.args()...)
-	if o.seg.segment != "" {
-		command = append(command, "--segment", o.seg.segment)
+	command := append([]string{"rehearse", "run", "-f", o.file, "-o", dir}, o.slo.Args()...)
+	if o.seg.Spec() != "" {
+		command = append(command, "--segment", o.seg.Spec())
 	}
-	job := rehearsal.Job{Rehearsal: cfg, Dir: dir, Command: command, Coordination: o.seg.coordination()}
+	job := rehearsal.Job{Rehearsal: cfg, Dir: dir, Command: command, Coordination: o.seg.Coordination()}
 	return runRehearsal(cmd.Context(), st, job, o.quiet, o.progress)
 }
 
@@ -124,9 +125,9 @@ func runRun(cmd *cobra.Command, st *State, o *runOptions) error {
 func runRehearsal(ctx context.Context, st *State, job rehearsal.Job, quiet bool, progress string) error {
 	job.Progress = rehearsal.StepLines(st.Stderr, job.Dir, quiet)
 	if !quiet {
-		bar := newWaveBar(st.Stderr, progress, true)
-		defer bar.close()
-		job.WaveEvents = bar.event
+		bar := benchcmd.NewWaveBar(st.Stderr, progress, true)
+		defer bar.Close()
+		job.WaveEvents = bar.Event
 	}
 	return rehearsal.Perform(ctx, job, rehearsal.Ending{Stdout: st.Stdout, Stderr: st.Stderr, Summary: rehearsal.PrintResults, Report: true})
 }

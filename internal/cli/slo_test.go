@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/rehearse/rehearse/internal/bundle"
-	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/contract"
 )
 
@@ -89,38 +88,5 @@ func TestSLOFlagErrors(t *testing.T) {
 		if code != 2 || !strings.Contains(errs, c.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 			t.Errorf("%v: exit %d, stderr %q, want 2 and one line with %q", c.args, code, errs, c.want)
 		}
-	}
-}
-
-// run's --slo and --attainment replace the file's slo: each on its own.
-func TestSLOFlagsReplaceTheFiles(t *testing.T) {
-	fileSLO := func() *config.Rehearsal {
-		o, _ := contract.ParseObjectives("ttft<=1s")
-		return &config.Rehearsal{SLO: &config.SLO{Objectives: o, Attainment: 0.8}}
-	}
-	for _, tc := range []struct {
-		o    sloOptions
-		want string
-	}{
-		{sloOptions{}, "ttft<=1s at 0.8"},
-		{sloOptions{attainment: 0.99, attainmentSet: true}, "ttft<=1s at 0.99"},
-		{sloOptions{expr: "tpot<=20ms", attainment: 0.95}, "tpot<=20ms at 0.8"},
-		{sloOptions{expr: "tpot<=20ms", attainment: 0.9, attainmentSet: true}, "tpot<=20ms at 0.9"},
-	} {
-		cfg := fileSLO()
-		if err := tc.o.apply(cfg); err != nil {
-			t.Fatal(err)
-		}
-		if got := cfg.SLO.Objectives.String() + " at " + strconv.FormatFloat(cfg.SLO.Attainment, 'g', -1, 64); got != tc.want {
-			t.Errorf("%+v: %s, want %s", tc.o, got, tc.want)
-		}
-	}
-	o := sloOptions{expr: "e2el<=2s", attainment: 0.9, attainmentSet: true}
-	if got := strings.Join(o.args(), " "); got != "--slo=e2el<=2s --attainment=0.9" {
-		t.Errorf("args %q", got)
-	}
-	cfg := &config.Rehearsal{}
-	if err := (&sloOptions{expr: "ttft<=5ms", attainment: 0.95}).apply(cfg); err != nil || cfg.SLO.Attainment != 0.95 {
-		t.Errorf("no file slo: %+v, %v", cfg.SLO, err)
 	}
 }

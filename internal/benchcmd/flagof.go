@@ -1,4 +1,4 @@
-package cli
+package benchcmd
 
 import "strings"
 
@@ -72,7 +72,7 @@ var promptFlagOf = map[string]map[string]string{
 // field of the prompts is its dataset's flag (promptFlagOf; the dataset
 // itself where no one flag set it), and an open loop's own problems are
 // its rate's, or its ramp's.
-func (o *benchOptions) flagOf(path string) string {
+func (o *Bench) flagOf(path string) string {
 	if rest, ok := strings.CutPrefix(path, "workload.prompts"); ok {
 		field, _, _ := strings.Cut(strings.TrimLeft(rest, "."), "[")
 		if flag, ok := promptFlagOf[o.dataset.name][field]; ok {

@@ -1,78 +1,14 @@
 package cli
 
 import (
-	"context"
-	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
-	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
 	"github.com/rehearse/rehearse/internal/coordinate"
-	"github.com/rehearse/rehearse/internal/fleet"
 )
-
-// workerFlags are the flags a worker process is not handed as given:
-// --workers itself, and those runWorkers sets per worker.
-var workerFlags = map[string]bool{
-	"workers": true, "segment": true, "coordinator": true, "output": true, "progress": true, "quiet": true,
-	"start-at": true, "barrier-timeout": true, "release-margin": true,
-	// bench's vLLM result files are written once, of the merged bundle.
-	"save-result": true, "result-dir": true, "result-filename": true, "save-detailed": true,
-}
-
-// workerArgs is the command line of one worker of cmd's invocation: the
-// subcommand and every flag that was set (values as given, never
-// redacted: the worker needs them), less workerFlags.
-func workerArgs(cmd *cobra.Command) []string {
-	out := strings.Fields(cmd.CommandPath())[1:] // bench, or bench serve
-	cmd.Flags().Visit(func(f *pflag.Flag) {
-		if workerFlags[f.Name] {
-			return
-		}
-		if sv, ok := f.Value.(pflag.SliceValue); ok {
-			for _, v := range sv.GetSlice() {
-				out = append(out, "--"+f.Name+"="+v)
-			}
-			return
-		}
-		out = append(out, "--"+f.Name+"="+f.Value.String())
-	})
-	return out
-}
-
-// workersJob is rehearse bench (or run) --workers N: the N segments of the
-// plan as worker processes of this binary on this machine.
-type workersJob struct {
-	seg  *segmentOptions
-	args []string // a worker's command line, less its own flags
-	dir  string   // the merged bundle
-	// quietFlag is how the subcommand is told to print no progress.
-	quietFlag string
-	// summary prints the merged bundle's table.
-	summary func(res *bundle.Results)
-	// after, when set, runs once the merged bundle verified (bench's
-	// --save-result files).
-	after func(res *bundle.Results) error
-}
-
-// runWorkers runs job's N segments here as worker processes and merges
-// them (fleet.Run).
-func runWorkers(ctx context.Context, st *State, job workersJob) error {
-	fj := fleet.Job{
-		Workers: job.seg.workers, Args: job.args, Dir: job.dir, QuietFlag: job.quietFlag,
-		StartAt: job.seg.startAt, Start: job.seg.start, Margin: job.seg.releaseMargin, BarrierTimeout: job.seg.barrierTimeout,
-		Stdout: st.Stdout, Stderr: st.Stderr, After: job.after,
-	}
-	if job.summary != nil {
-		fj.Summary = func(_ io.Writer, res *bundle.Results) { job.summary(res) }
-	}
-	return fleet.Run(ctx, fj)
-}
 
 func newCoordinateCmd(st *State) *cobra.Command {
 	var (

@@ -1,4 +1,4 @@
-package cli
+package benchcmd
 
 import (
 	"strconv"
@@ -9,15 +9,17 @@ import (
 	"github.com/rehearse/rehearse/internal/contract"
 )
 
-// sloOptions are --slo and --attainment, shared by bench and run.
-type sloOptions struct {
+// SLO is --slo and --attainment, shared by bench and run.
+type SLO struct {
 	expr       string
 	attainment float64
 	// attainmentSet is whether --attainment was given.
 	attainmentSet bool
 }
 
-func sloFlags(f *pflag.FlagSet, o *sloOptions, overrides bool) {
+// Flags binds --slo and --attainment to o; overrides says they replace
+// a rehearsal file's slo: (run).
+func (o *SLO) Flags(f *pflag.FlagSet, overrides bool) {
 	what := ""
 	if overrides {
 		what = " (replaces the file's slo:)"
@@ -30,11 +32,11 @@ func sloFlags(f *pflag.FlagSet, o *sloOptions, overrides bool) {
 	f.Float64Var(&o.attainment, "attainment", contract.DefaultAttainment, target)
 }
 
-// noteChanged records which flags were given.
-func (o *sloOptions) noteChanged(f *pflag.FlagSet) { o.attainmentSet = f.Changed("attainment") }
+// NoteChanged records which flags were given.
+func (o *SLO) NoteChanged(f *pflag.FlagSet) { o.attainmentSet = f.Changed("attainment") }
 
-// args are the flags given, as provenance records the command.
-func (o *sloOptions) args() []string {
+// Args are the flags given, as provenance records the command.
+func (o *SLO) Args() []string {
 	var out []string
 	if o.expr != "" {
 		out = append(out, "--slo="+o.expr)
@@ -45,9 +47,9 @@ func (o *sloOptions) args() []string {
 	return out
 }
 
-// apply checks the flags and sets cfg.SLO from them: --slo replaces the
+// Apply checks the flags and sets cfg.SLO from them: --slo replaces the
 // file's objectives, --attainment its target (or the default's).
-func (o *sloOptions) apply(cfg *config.Rehearsal) error {
+func (o *SLO) Apply(cfg *config.Rehearsal) error {
 	if o.attainmentSet {
 		if err := contract.CheckAttainmentTarget(o.attainment); err != nil {
 			return usageError("--attainment: %v", err)

@@ -1,4 +1,4 @@
-package cli
+package benchcmd
 
 import (
 	"crypto/rand"
@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/rehearse/rehearse/internal/bundle"
@@ -25,41 +24,17 @@ import (
 )
 
 // rehearse bench serve is `vllm bench serve` with vllm replaced by
-// rehearse: bench's flags, one mapping of vLLM's (bench_vllm.go), and
+// rehearse: bench's flags, one mapping of vLLM's (vllm.go), and
 // vLLM's defaults (config.VLLMDefault*) for every flag not given.
 
-func serveHelp(cmd *cobra.Command) {
-	cmd.Use = "serve [flags]"
-	cmd.Short = "vllm bench serve's command line, with vLLM's defaults, through rehearse"
-	cmd.Long = `A vllm bench serve command line with vllm replaced by rehearse: the same
-requests as vLLM main sends them (count, API, body, arrivals), vLLM's result
-file (--save-result) and its "Serving Benchmark Result" block on stdout, and a
-verified bundle beside them. Every flag has vLLM's meaning and vLLM's default
-(rehearse bench keeps rehearse's own); a flag rehearse cannot honour is refused
-by name, with what to use, before any request (the README's table lists each).
-
-vLLM's defaults: --backend openai (the completions API, /v1/completions),
---dataset-name random (1024 tokens in, 128 out, ignore_eos on), --num-prompts
-1000, --request-rate inf (every request at time 0; with --max-concurrency C at
-most C in flight), --burstiness 1 (a finite rate draws Poisson arrivals,
-rescaled so the last request goes at num-prompts/rate, as vLLM does), no
-temperature unless --temperature, sampling fields only when given, one run,
-an x-request-id of --request-id-prefix (bench-<random>-) and the prompt's
-index on each request, OPENAI_API_KEY as the bearer token when it is set, a
-request timeout of 6 hours.
-
-The bundle goes to -o DIR (default rehearse-bench-<UTC time>); --save-result
-writes vLLM's file in the working folder (or --result-dir) under vLLM's name.
-The defaults below are vLLM's where vLLM has the flag.`
+// ShowServeDefaults makes bench serve's help show vLLM's defaults where
+// they are not bench's (applyServeDefaults sets them).
+func ShowServeDefaults(f *pflag.FlagSet) {
 	for name, def := range vllmDefaultsShown {
-		if fl := cmd.Flags().Lookup(name); fl != nil {
+		if fl := f.Lookup(name); fl != nil {
 			fl.DefValue = def
 		}
 	}
-	cmd.Example = `  rehearse bench serve --backend vllm --model NousResearch/Hermes-3-Llama-3.1-8B --endpoint /v1/completions \
-      --dataset-name sharegpt --dataset-path ShareGPT_V3_unfiltered_cleaned_split.json --num-prompts 10
-  rehearse bench serve --model Qwen/Qwen2.5-1.5B-Instruct --random-input-len 512 --random-output-len 128 \
-      --request-rate 5 --max-concurrency 16 --num-prompts 200 --save-result --label mylabel --metadata gpu=h100 tp=1`
 }
 
 // vllmDefaultsShown are the defaults bench serve's help shows where they
@@ -73,7 +48,7 @@ var vllmDefaultsShown = map[string]string{
 
 // applyServeDefaults gives every flag of bench serve that was not given
 // vLLM's default; nothing for bench.
-func (o *benchOptions) applyServeDefaults(f *pflag.FlagSet) error {
+func (o *Bench) applyServeDefaults(f *pflag.FlagSet) error {
 	v := &o.vllm
 	if !v.serve && f.Changed("chat-template-kwargs") {
 		return usageError("--chat-template-kwargs: only rehearse bench serve renders custom prompts through the chat template")
@@ -150,7 +125,7 @@ func (o *benchOptions) applyServeDefaults(f *pflag.FlagSet) error {
 // chat template on the client, as vLLM's custom dataset does unless
 // --skip-chat-template, with --chat-template-kwargs (a JSON object) as
 // extra template variables.
-func (v *vllmOptions) chatTemplate(o *benchOptions, kwargsGiven bool) error {
+func (v *vllmOptions) chatTemplate(o *Bench, kwargsGiven bool) error {
 	render := o.dataset.name == datasetCustom && !v.skipChatTemplate
 	if kwargsGiven && !render {
 		return usageError("--chat-template-kwargs: rehearse renders a chat template only for --dataset-name custom without --skip-chat-template; for the server's template use --extra-body '{\"chat_template_kwargs\":{...}}'")
@@ -182,7 +157,7 @@ func randomHex(n int) string {
 // once applyLoad has: a finite rate or a ramp is paced as vLLM paces it
 // (workload.PacingVLLM), its arrivals gamma of --burstiness (1: Poisson,
 // inf: every 1/rate), bounded by --num-prompts alone.
-func (o *benchOptions) serveLoad() error {
+func (o *Bench) serveLoad() error {
 	v := &o.vllm
 	if !v.serve {
 		return nil
@@ -217,7 +192,7 @@ func (o *benchOptions) serveLoad() error {
 // serveRamp checks a ramp-up as vLLM's main_async does, and that its first
 // request, drawn at the start rate, has a rate above 0 (vLLM's get_request
 // asserts it).
-func (o *benchOptions) serveRamp() error {
+func (o *Bench) serveRamp() error {
 	switch {
 	case o.vllm.changed["request-rate"]:
 		return usageError("--request-rate with --ramp-up-strategy: the ramp sets the rate (vLLM: remove --request-rate)")
@@ -238,7 +213,7 @@ func (o *benchOptions) serveRamp() error {
 // serve every value given, or vLLM's default; for bench, given --label,
 // --metadata or --backend, those (each load's rate, concurrency and count
 // then come from its waves); nil for bench without them.
-func (o *benchOptions) vllmRun(modelID string) *vllmcli.Run {
+func (o *Bench) vllmRun(modelID string) *vllmcli.Run {
 	v := &o.vllm
 	shaped := v.changed["label"] || v.changed["metadata"] || v.changed["backend"] || v.changed["endpoint-type"]
 	if !v.serve && !shaped {
@@ -284,7 +259,7 @@ func (o *benchOptions) vllmRun(modelID string) *vllmcli.Run {
 // block of each load (from the figures of its result file) before
 // rehearse's own table; for bench, the table, then vLLM's percentile
 // block where --percentile-metrics or --metric-percentiles asked for it.
-func (o *benchOptions) printSummary(w io.Writer, res *bundle.Results) {
+func (o *Bench) printSummary(w io.Writer, res *bundle.Results) {
 	if o.vllm.serve {
 		for _, r := range export.VLLMResults(res, export.Options{}) {
 			export.VLLMSummary(w, r.Object)

@@ -1,4 +1,4 @@
-package cli
+package benchcmd
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rehearse/rehearse/internal/bundle"
+	"github.com/rehearse/rehearse/internal/exitcode"
 	"github.com/rehearse/rehearse/internal/export"
 )
 
@@ -41,14 +42,14 @@ func saveResultFlags(f *pflag.FlagSet, o *saveResultOptions) {
 
 // validate refuses the save flags without --save-result, by name, and a
 // --result-filename that names what is not nothing or a regular file
-// (checkOutput) for the bundle in bundleDir.
-func (o *saveResultOptions) validate(changed func(string) bool, bundleDir string) error {
+// (Env.CheckOutput) for the bundle in bundleDir.
+func (o *saveResultOptions) validate(env Env, changed func(string) bool, bundleDir string) error {
 	o.save = o.save || o.appendTo // vLLM saves with either
 	if o.save && o.filename != "" && !filepath.IsAbs(o.filename) {
-		return checkOutput("--result-filename", filepath.Join(o.resultDir(bundleDir), o.filename))
+		return env.CheckOutput("--result-filename", filepath.Join(o.resultDir(bundleDir), o.filename))
 	}
 	if o.save && o.filename != "" {
-		return checkOutput("--result-filename", o.filename)
+		return env.CheckOutput("--result-filename", o.filename)
 	}
 	if o.save {
 		return nil
@@ -67,24 +68,24 @@ func (o *saveResultOptions) validate(changed func(string) bool, bundleDir string
 // --save-result. --append-result appends a newline and the object to a
 // file that has content; without it, several loads into one
 // --result-filename are refused (vLLM writes one run per file).
-func (o saveResultOptions) write(st *State, res *bundle.Results, bundleDir string) error {
+func (o saveResultOptions) write(env Env, res *bundle.Results, bundleDir string) error {
 	if !o.save || res == nil {
 		return nil
 	}
 	dir := o.resultDir(bundleDir)
-	if inside(bundleDir, filepath.Join(dir, "x")) {
+	if Inside(bundleDir, filepath.Join(dir, "x")) {
 		return usageError("--result-dir %s: inside the bundle %s, where SHA256SUMS would not list the file", dir, bundleDir)
 	}
 	results := export.VLLMResults(res, export.Options{Detailed: o.detailed, Metrics: o.metrics, Percentiles: o.percentiles})
 	if len(results) == 0 {
-		fmt.Fprintf(st.Stderr, "rehearse: --save-result: the bundle has no recorded load; no result file written\n")
+		fmt.Fprintf(env.Stderr, "rehearse: --save-result: the bundle has no recorded load; no result file written\n")
 		return nil
 	}
 	if o.filename != "" && len(results) > 1 && !o.appendTo {
 		return usageError("--result-filename %s: the bundle has %d loads and vLLM writes one run per file; add --append-result to write them one per line", o.filename, len(results))
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return &ExitError{Code: 2, Err: fmt.Errorf("--result-dir: %w", err)}
+		return &exitcode.Error{Code: 2, Err: fmt.Errorf("--result-dir: %w", err)}
 	}
 	var written []string
 	for _, r := range results {
@@ -96,29 +97,29 @@ func (o saveResultOptions) write(st *State, res *bundle.Results, bundleDir strin
 		if !filepath.IsAbs(name) {
 			path = filepath.Join(dir, name)
 		}
-		if err := writeVLLMResult(st, path, r.Object.PyJSON(), o.appendTo); err != nil {
+		if err := WriteVLLMResult(env, path, r.Object.PyJSON(), o.appendTo); err != nil {
 			return err
 		}
 		if !slices.Contains(written, path) {
 			written = append(written, path)
 		}
 	}
-	fmt.Fprintf(st.Stdout, "vLLM result JSON (%d load(s)): %s\n", len(results), strings.Join(written, ", "))
+	fmt.Fprintf(env.Stdout, "vLLM result JSON (%d load(s)): %s\n", len(results), strings.Join(written, ", "))
 	return nil
 }
 
-// writeVLLMResult writes one result to path, replacing the file, or, to
+// WriteVLLMResult writes one result to path, replacing the file, or, to
 // append, after a newline where the file has content (vLLM's mode a+).
-func writeVLLMResult(st *State, path string, data []byte, appendTo bool) error {
+func WriteVLLMResult(env Env, path string, data []byte, appendTo bool) error {
 	if !appendTo {
-		return writeOutput(st, "--save-result", path, data)
+		return env.WriteOutput("--save-result", path, data)
 	}
-	if err := checkOutput("--result-filename", path); err != nil {
+	if err := env.CheckOutput("--result-filename", path); err != nil {
 		return err
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return &ExitError{Code: 1, Err: fmt.Errorf("--append-result: %w", err)}
+		return &exitcode.Error{Code: 1, Err: fmt.Errorf("--append-result: %w", err)}
 	}
 	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
 		data = append([]byte("\n"), data...)
@@ -128,7 +129,7 @@ func writeVLLMResult(st *State, path string, data []byte, appendTo bool) error {
 		err = cerr
 	}
 	if err != nil {
-		return &ExitError{Code: 1, Err: fmt.Errorf("--append-result: %w", err)}
+		return &exitcode.Error{Code: 1, Err: fmt.Errorf("--append-result: %w", err)}
 	}
 	return nil
 }
@@ -143,4 +144,26 @@ func (o saveResultOptions) resultDir(bundleDir string) string {
 		return "."
 	}
 	return filepath.Dir(filepath.Clean(bundleDir))
+}
+
+// Inside reports whether path lies in dir (after cleaning both; a dir
+// that does not exist holds nothing): --result-dir's rule, and rehearse
+// export's for its -o.
+func Inside(dir, path string) bool {
+	d, err1 := filepath.Abs(dir)
+	p, err2 := filepath.Abs(path)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	if rd, err := filepath.EvalSymlinks(d); err == nil {
+		d = rd
+	}
+	if rp, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		p = filepath.Join(rp, filepath.Base(p))
+	}
+	rel, err := filepath.Rel(d, p)
+	if _, serr := os.Stat(d); serr != nil {
+		return false
+	}
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

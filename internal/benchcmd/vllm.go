@@ -1,4 +1,4 @@
-package cli
+package benchcmd
 
 import (
 	"fmt"
@@ -24,7 +24,7 @@ import (
 
 // The flags of `vllm bench serve` that bench takes with vLLM's meaning,
 // beyond those it had under vLLM's names already (bench.go,
-// bench_dataset.go), and those it refuses by name. The README's table
+// dataset.go), and those it refuses by name. The README's table
 // "vllm bench serve flags" lists every one of them.
 
 // vllmOptions are vllm bench serve's flags that map onto bench's own.
@@ -66,7 +66,7 @@ type vllmOptions struct {
 	probeRequestRate      float64
 
 	// serve is rehearse bench serve: vLLM's defaults, vLLM's body style,
-	// pacing and result file (bench_serve.go).
+	// pacing and result file (serve.go).
 	serve bool
 	// requestRate and burstiness are --request-rate and --burstiness as
 	// given (or vLLM's defaults), before they are mapped.
@@ -156,6 +156,21 @@ func vllmFlags(f *pflag.FlagSet, v *vllmOptions) {
 	}
 }
 
+// VLLMFlags adds to f, bound to nothing, vllm bench serve's flags that
+// bench takes beyond its own or refuses by name: the list the README's
+// table of them must cover.
+func VLLMFlags(f *pflag.FlagSet) { vllmFlags(f, new(vllmOptions)) }
+
+// Refused are vllm bench serve's flags that bench refuses by name, each
+// with why (the error's text after the flag's name).
+func Refused() map[string]string {
+	out := map[string]string{}
+	for _, r := range vllmRefused {
+		out[r.name] = r.why
+	}
+	return out
+}
+
 // refusedFlag is a vllm bench serve flag bench refuses, and why.
 type refusedFlag struct {
 	name    string
@@ -223,12 +238,12 @@ var vllmBackends = []string{"openai-responses", "openai-audio", "openai-embeddin
 // value up to the next flag is theirs.
 var vllmMultiValued = map[string]bool{"goodput": true, "metadata": true, "header": true, "lora-modules": true}
 
-// benchArgs rewrites a bench command line written for vllm bench serve
+// Args rewrites a bench command line written for vllm bench serve
 // into one pflag reads with the same meaning: the values after a flag of
 // several values (--goodput ttft:500 tpot:50) become one flag each, and a
 // flag spelled with underscores (--num_prompts, which vLLM's parser
 // accepts) gets dashes. Any other command line is returned as it is.
-func benchArgs(args []string) []string {
+func Args(args []string) []string {
 	if len(args) == 0 || args[0] != "bench" {
 		return args
 	}
@@ -265,9 +280,9 @@ func benchArgs(args []string) []string {
 	return out
 }
 
-// checkRefused refuses the first vllm bench serve flag given that bench
+// CheckRefused refuses the first vllm bench serve flag given that bench
 // has no equivalent of.
-func checkRefused(f *pflag.FlagSet) error {
+func CheckRefused(f *pflag.FlagSet) error {
 	for _, r := range vllmRefused {
 		if f.Changed(r.name) {
 			return usageError("--%s (vllm bench serve's): %s", r.name, r.why)
@@ -283,7 +298,7 @@ func checkRefused(f *pflag.FlagSet) error {
 // (vLLM's rate is inf by default), --request-rate inf without
 // --max-concurrency as every request released at once, --burstiness as
 // gamma arrivals, the sampling flags as body fields.
-func (o *benchOptions) applyVLLM(f *pflag.FlagSet) error {
+func (o *Bench) applyVLLM(f *pflag.FlagSet) error {
 	v := &o.vllm
 	v.changed, v.consumed = map[string]bool{}, map[string]bool{}
 	f.Visit(func(fl *pflag.Flag) { v.changed[fl.Name] = true })
@@ -367,7 +382,7 @@ func (o *benchOptions) applyVLLM(f *pflag.FlagSet) error {
 // applyRecordFlags maps what the run records and sends beside its load:
 // --label (the server's name), --metadata (notes, and the result's keys),
 // --header, and the LoRA adapters and side probes (applyApart).
-func (o *benchOptions) applyRecordFlags() error {
+func (o *Bench) applyRecordFlags() error {
 	v := &o.vllm
 	if v.changed["label"] {
 		if v.changed["name"] {
@@ -395,8 +410,8 @@ func (o *benchOptions) applyRecordFlags() error {
 // and --probe-request-rate (side probes, config.Workload.SideProbes, with
 // vLLM's prompt and length; 0, vLLM's default, sends none). Their values
 // are checked with the rest of the rehearsal (config.Rehearsal.Validate,
-// named by flag in bench_flagof.go); here only what flags say together.
-func (o *benchOptions) applyApart() error {
+// named by flag in flagof.go); here only what flags say together.
+func (o *Bench) applyApart() error {
 	v := &o.vllm
 	v.models, v.sideProbes = nil, nil
 	if a := v.loraAssignment; a != workload.AssignRandom && a != workload.AssignRoundRobin {
@@ -417,7 +432,7 @@ func (o *benchOptions) applyApart() error {
 
 // applyBackend sets the endpoint of --backend (or --endpoint-type) and
 // checks that --endpoint, when given too, is of its API.
-func (o *benchOptions) applyBackend() error {
+func (o *Bench) applyBackend() error {
 	v := &o.vllm
 	backend, flag := v.backend, "--backend"
 	if v.changed["endpoint-type"] {
@@ -460,7 +475,7 @@ func (o *benchOptions) applyBackend() error {
 // applyLengths maps --input-len and --output-len onto the flags of the
 // dataset, and --custom-output-len and --sharegpt-output-len onto
 // max_tokens, as vLLM does.
-func (o *benchOptions) applyLengths() error {
+func (o *Bench) applyLengths() error {
 	v, d := &o.vllm, &o.dataset
 	if v.changed["input-len"] {
 		if d.name != datasetRandom {
@@ -510,7 +525,7 @@ func (o *benchOptions) applyLengths() error {
 // once, --num-prompts bounds an open-loop (or ramp-up) or sustained run
 // given no other bound, --burstiness means gamma arrivals, --num-warmups is the sustained
 // loop's warm-up.
-func (o *benchOptions) applyLoad() error {
+func (o *Bench) applyLoad() error {
 	v := &o.vllm
 	shaped := o.ramp() || o.dataset.trace() // open-loop waves without --request-rate
 	if v.changed["max-concurrency"] && len(o.requestRates) == 0 && !o.closedSet && !shaped {
@@ -570,7 +585,7 @@ func (o *benchOptions) applyLoad() error {
 
 // recordRate keeps --request-rate and --burstiness as given, for vLLM's
 // result file: vLLM takes one rate.
-func (o *benchOptions) recordRate() error {
+func (o *Bench) recordRate() error {
 	v := &o.vllm
 	v.requestRate, v.burstiness = math.Inf(1), o.burstiness
 	switch {

@@ -1,4 +1,4 @@
-package cli
+package benchcmd
 
 import (
 	"fmt"
@@ -15,12 +15,13 @@ import (
 	"github.com/rehearse/rehearse/internal/rehearsal"
 )
 
-// progressFlag registers --progress, the live view of bench, run and demo.
-func progressFlag(f *pflag.FlagSet, mode *string) {
+// ProgressFlag registers --progress, the live view of bench, run and demo.
+func ProgressFlag(f *pflag.FlagSet, mode *string) {
 	f.StringVar(mode, "progress", config.DefaultProgress, "live per-request view of each wave on stderr: auto (when stderr is a terminal), always, never")
 }
 
-func checkProgress(mode string) error {
+// CheckProgress refuses a --progress that is not auto, always or never.
+func CheckProgress(mode string) error {
 	switch mode {
 	case config.ProgressAuto, config.ProgressAlways, config.ProgressNever:
 		return nil
@@ -33,12 +34,12 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// waveBar draws one progress bar per wave on stderr, advanced as each
+// WaveBar draws one progress bar per wave on stderr, advanced as each
 // request ends: the server, the load and the repeat, the requests ended of
 // the wave's total and how many failed, and the time since the release.
 // Off a terminal (mode auto) it draws nothing: the runner's line per wave
 // is the plain view.
-type waveBar struct {
+type WaveBar struct {
 	w       io.Writer
 	enabled bool
 	// clear removes a finished wave's bar, for a command that prints a
@@ -47,12 +48,14 @@ type waveBar struct {
 	bar   *progressbar.ProgressBar
 }
 
-func newWaveBar(w io.Writer, mode string, clear bool) *waveBar {
+// NewWaveBar is the bar of mode (--progress) on w; clear removes each
+// finished wave's bar (run, demo print a line per wave of their own).
+func NewWaveBar(w io.Writer, mode string, clear bool) *WaveBar {
 	on := mode == config.ProgressAlways || (mode == config.ProgressAuto && isTerminal(w))
-	return &waveBar{w: w, enabled: on, clear: clear}
+	return &WaveBar{w: w, enabled: on, clear: clear}
 }
 
-func (p *waveBar) event(ev rehearsal.WaveEvent) {
+func (p *WaveBar) Event(ev rehearsal.WaveEvent) {
 	if !p.enabled {
 		return
 	}
@@ -95,8 +98,8 @@ func (p *waveBar) event(ev rehearsal.WaveEvent) {
 	}
 }
 
-// close ends a bar left open by an interrupted wave.
-func (p *waveBar) close() {
+// Close ends a bar left open by an interrupted wave.
+func (p *WaveBar) Close() {
 	if p.bar != nil {
 		p.bar.Exit()
 		fmt.Fprintln(p.w)

@@ -1,4 +1,4 @@
-package cli
+package benchcmd
 
 import (
 	"time"
@@ -9,10 +9,10 @@ import (
 	"github.com/rehearse/rehearse/internal/rehearsal"
 )
 
-// segmentOptions are the flags of a worker of a split plan (SPEC §10),
+// Segment is the flags of a worker of a split plan (SPEC §10),
 // shared by run and bench: --segment, --start-at, --coordinator,
 // --barrier-timeout, and --workers (run the N segments here).
-type segmentOptions struct {
+type Segment struct {
 	segment        string
 	startAt        string
 	coordinator    string
@@ -23,7 +23,8 @@ type segmentOptions struct {
 	start time.Time // --start-at parsed
 }
 
-func segmentFlags(f *pflag.FlagSet, o *segmentOptions) {
+// Flags binds the segment flags to o.
+func (o *Segment) Flags(f *pflag.FlagSet) {
 	f.StringVar(&o.segment, "segment", "", "run worker i's share (0-based) of every wave of the plan split among N workers: i/N, or auto/N to read i from $"+config.SegmentIndexEnv)
 	f.StringVar(&o.startAt, "start-at", "", "RFC 3339 instant at which the first wave is released (a split plan's workers start together)")
 	f.StringVar(&o.coordinator, "coordinator", "", "base URL of the coordinator (rehearse coordinate) that releases a split plan's waves together and measures this worker's clock offset")
@@ -32,9 +33,9 @@ func segmentFlags(f *pflag.FlagSet, o *segmentOptions) {
 	f.DurationVar(&o.releaseMargin, "release-margin", time.Duration(config.DefaultReleaseMargin*float64(time.Second)), "with --workers: how long after the last worker reached a wave's barrier the wave is released: it covers the barrier's reply reaching every worker (a worker reaches the barrier with its share already armed)")
 }
 
-// apply sets cfg's segment from --segment (which overrides the file's
+// Apply sets cfg's segment from --segment (which overrides the file's
 // segment:) and checks the segment flags; errors name the flag (exit 2).
-func (o *segmentOptions) apply(cfg *config.Rehearsal) error {
+func (o *Segment) Apply(cfg *config.Rehearsal) error {
 	if err := o.check(); err != nil {
 		return err
 	}
@@ -65,8 +66,8 @@ func (o *segmentOptions) apply(cfg *config.Rehearsal) error {
 }
 
 // check checks what the segment flags say on their own, before anything
-// is resolved or asked of a server: apply checks them against the plan.
-func (o *segmentOptions) check() error {
+// is resolved or asked of a server: Apply checks them against the plan.
+func (o *Segment) check() error {
 	if o.workers != 0 && (o.segment != "" || o.coordinator != "") {
 		return usageError("--workers runs every segment here: it takes no --segment or --coordinator")
 	}
@@ -94,11 +95,18 @@ func (o *segmentOptions) check() error {
 	return nil
 }
 
-// coordination is how this worker joins the others (nil: not a worker's
+// Coordination is how this worker joins the others (nil: not a worker's
 // flags).
-func (o *segmentOptions) coordination() *rehearsal.Coordination {
+func (o *Segment) Coordination() *rehearsal.Coordination {
 	if o == nil {
 		return nil
 	}
 	return &rehearsal.Coordination{Coordinator: o.coordinator, StartAt: o.start, BarrierTimeout: o.barrierTimeout}
 }
+
+// Workers is --workers: how many worker processes run the plan here (0:
+// none).
+func (o *Segment) Workers() int { return o.workers }
+
+// Spec is --segment as given ("" without it).
+func (o *Segment) Spec() string { return o.segment }
