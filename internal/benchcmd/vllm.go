@@ -158,11 +158,12 @@ func vllmFlags(f *pflag.FlagSet, v *vllmOptions) {
 
 // VLLMFlags adds to f, bound to nothing, vllm bench serve's flags that
 // bench takes beyond its own or refuses by name: the list the README's
-// table of them must cover.
+// table of them must cover. Only the tests that hold that table call it.
 func VLLMFlags(f *pflag.FlagSet) { vllmFlags(f, new(vllmOptions)) }
 
 // Refused are vllm bench serve's flags that bench refuses by name, each
-// with why (the error's text after the flag's name).
+// with why (the error's text after the flag's name). Only the tests that
+// hold the README's table call it.
 func Refused() map[string]string {
 	out := map[string]string{}
 	for _, r := range vllmRefused {

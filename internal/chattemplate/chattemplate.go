@@ -128,9 +128,6 @@ func specialName(raw json.RawMessage) (string, bool) {
 	return obj.Content, true
 }
 
-// File is the tokenizer_config.json the template was read from.
-func (t *Template) File() string { return t.file }
-
 // RenderUser renders prompt as the one user message with the generation
 // prompt added; kwargs are extra template variables (vLLM's
 // --chat-template-kwargs), over the special tokens as transformers merges

@@ -134,13 +134,6 @@ func CheckArrival(arrival string, burstiness float64) error {
 	return err
 }
 
-// CheckSchedule checks one open-loop schedule (arrival process, rate,
-// burstiness, seed) with the schedule's own rule, for bench's flags.
-func CheckSchedule(arrival string, rateRPS, burstiness float64, seed int64) error {
-	_, err := workload.NewSchedule(arrival, rateRPS, burstiness, seed)
-	return err
-}
-
 // APIKey reads the API key from the environment variable env: an empty
 // value is refused as an unset one is (an empty bearer token is a
 // misconfiguration, not "no key"), for api_key_env and --api-key-env alike.
