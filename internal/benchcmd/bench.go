@@ -268,7 +268,11 @@ func (o *Bench) checkConfig(cfg *config.Rehearsal) error {
 		if p.Path == "servers[0].model" && o.model == "" {
 			continue
 		}
-		return usageError("%s: %s", o.flagOf(p.Path), p.Msg)
+		flag := o.flagOf(p.Path)
+		if o.dataset.name == datasetRandom && strings.HasPrefix(p.Msg, "range_ratio") {
+			flag = "--random-range-ratio" // a length's spread, set by its own flag
+		}
+		return usageError("%s: %s", flag, p.Msg)
 	}
 	return nil
 }

@@ -60,7 +60,7 @@ func TestBenchDatasetFlagErrors(t *testing.T) {
 		{[]string{"--dataset-path", "x.json"}, "--dataset-path needs --dataset-name"},
 		{[]string{"--dataset-name", "random", "--dataset-path", "x"}, "--dataset-path: the random dataset reads no file"},
 		{[]string{"--dataset-name", "random", "--random-input-len", "0"}, "--random-input-len 0: want at least 1"},
-		{[]string{"--dataset-name", "random", "--random-range-ratio", "1.5"}, "--random-input-len: range_ratio 1.5"},
+		{[]string{"--dataset-name", "random", "--random-range-ratio", "1.5"}, "--random-range-ratio: range_ratio 1.5"},
 		{[]string{"--dataset-name", "random", "--num-prompts", "0"}, "--num-prompts: 0: must be at least 1"},
 		{[]string{"--dataset-name", "custom", "--dataset-path", "x", "--num-prompts", "3"}, "--num-prompts applies to random, sharegpt and chat"},
 		{[]string{"--dataset-name", "random", "--prompts", "p.txt"}, "--prompts and --dataset-name: give one"},
