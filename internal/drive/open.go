@@ -82,28 +82,21 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 	if err != nil {
 		return WaveResult{}, fmt.Errorf("%s: open wave: %w", t.Name, err)
 	}
-	o := &openRun{d: d, t: t, spec: spec, offsets: offsets, mine: spec.units(len(offsets))}
-	ss, prepared, total, err := d.sendables(t, spec.Load, len(offsets), o.mine)
+	mine := spec.units(len(offsets))
+	s, err := d.newSends(t, "open", spec.Load, len(offsets), mine)
 	if err != nil {
-		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
+		return WaveResult{}, err
 	}
-	o.ss, o.prepared, o.total = ss, prepared, total
-	defer d.advance(t, prepared)
-	if err := ctx.Err(); err != nil {
-		return WaveResult{}, fmt.Errorf("%s: open wave not released: %w", t.Name, context.Cause(ctx))
-	}
+	defer s.close()
+	o := &openRun{s: s, spec: spec, offsets: offsets, mine: mine}
 	limit := plan.ShareCap(spec.Segment, spec.MaxConcurrency)
-	warm := min(len(o.mine), openWarm)
+	warm := min(len(mine), openWarm)
 	if limit > 0 {
-		warm = min(len(o.mine), limit)
+		warm = min(len(mine), limit)
 		o.slots = make(chan struct{}, limit)
 	}
-	if warm > 0 {
-		d.warm(ctx, t, warm)
-	}
-	defer d.client.Drop()
-	if err := ctx.Err(); err != nil {
-		return WaveResult{}, fmt.Errorf("%s: open wave not released: %w", t.Name, context.Cause(ctx))
+	if err := s.dial(ctx, warm); err != nil {
+		return WaveResult{}, err
 	}
 	return o.run(ctx)
 }
@@ -111,81 +104,57 @@ func (d *Driver) OpenWave(ctx context.Context, t Target, spec OpenSpec) (WaveRes
 // openRun is one open wave past its preparation: what its dispatcher and
 // its requests share.
 type openRun struct {
-	d    *Driver
-	t    Target
+	// waveRun is the wave from its release (set by run).
+	*waveRun
+	s    *waveSends
 	spec OpenSpec
 	// offsets are every arrival's offset from the release; mine the
 	// arrivals of this segment, in order.
-	offsets  []time.Duration
-	mine     []int
-	ss       *sessionRunner
-	prepared *replicaSet
-	total    int
+	offsets []time.Duration
+	mine    []int
 	// slots holds a token per request in flight under a concurrency cap
 	// (nil: none).
 	slots chan struct{}
 
-	w       contract.Wave
 	records []contract.Record
-	tl      tally
 	ended   sync.WaitGroup
-	rel     *release
 }
 
 // run releases the wave, dispatches its arrivals and ends it.
 func (o *openRun) run(ctx context.Context) (WaveResult, error) {
-	d, t, spec := o.d, o.t, o.spec
-	o.w = contract.Wave{
-		ID: d.NextWaveID(), Server: t.Name, Concurrency: spec.MaxConcurrency, Repeat: spec.Repeat,
+	t, spec := o.s.t, o.spec
+	o.waveRun = o.s.d.newWaveRun(t, spec.Share, spec.Load, contract.Wave{
+		ID: o.s.d.NextWaveID(), Server: t.Name, Concurrency: spec.MaxConcurrency, Repeat: spec.Repeat,
 		Kind: spec.Kind, Mode: contract.ModeOpen,
 		RequestRateRPS: spec.RequestRateRPS, Arrival: spec.Arrival, Burstiness: spec.Burstiness,
 		Seed: spec.Seed, MaxConcurrency: spec.MaxConcurrency, Ramp: spec.Ramp,
-	}
+	}, o.s.total)
 	o.records = make([]contract.Record, len(o.mine))
 	// A split plan's workers agree on the release now that their
 	// connections are dialed, and start their schedules at that instant:
 	// request k goes at that instant + offset(k) on every
 	// worker's clock.
-	release, err := spec.arm(ctx)
+	release, err := o.s.arm(ctx, &spec.Share)
 	if err != nil {
-		return WaveResult{}, fmt.Errorf("%s: open wave %w", t.Name, err)
+		return WaveResult{}, err
 	}
-	cpu0 := cpuTime()
-	stalls := d.watchStalls()
+	o.watch()
 	spec.stampWave(&o.w, time.Now())
-	o.w.StartedAt = anchor(release)
-	if err := d.journalWave(o.w); err != nil {
-		o.tl.journalErr = err
-	}
-	d.released(o.w, release, o.total)
 	// The requests see the wave as released; the dispatcher goes on
 	// counting in w.
-	o.rel = newRelease()
-	o.rel.load, o.rel.worker, o.rel.secrets = spec.Load, spec.worker(), t.Secrets
-	o.rel.publish(o.w, release)
+	o.publish(release)
 
 	sent := o.dispatch(ctx, release)
 	o.ended.Wait()
 	records := o.records[:sent]
 	w := o.w
 	w.NotSent = len(o.mine) - sent
-	if o.ss != nil {
-		records = o.ss.records()
+	if o.s.ss != nil {
+		records = o.s.ss.records()
 		w.NotSent = o.total - len(records)
 	}
-	w.ClientCPUS = (cpuTime() - cpu0).Seconds()
-	w.ClientStalls = stalls.end()
-	w.WallS = contract.WaveWallS(records)
-	w.Stopped = stopped(ctx)
-	d.count(w)
-	o.tl.mu.Lock()
-	journalErr := o.tl.journalErr
-	o.tl.mu.Unlock()
-	if err := d.journalWave(w); err != nil && journalErr == nil {
-		journalErr = err
-	}
-	d.progress(Event{Kind: WaveEnded, Wave: w, Done: o.tl.done, Failed: o.tl.failed, Total: o.total, Elapsed: time.Since(release)})
-	return WaveResult{Wave: w, Release: release, Records: records}, waveError(ctx, w, journalErr)
+	o.stampEnd(ctx, &w, records)
+	return o.finish(ctx, w, records)
 }
 
 // dispatch sends the segment's arrivals at their times from release until
@@ -264,18 +233,18 @@ func (o *openRun) takeSlot(ctx context.Context) bool {
 // gate closes; slot is its place among the segment's records.
 func (o *openRun) send(ctx context.Context, slot, i int, off time.Duration, gate chan struct{}) {
 	defer o.ended.Done()
-	d, prepared := o.d, o.prepared
-	if o.ss != nil {
+	d, ss, prepared := o.d, o.s.ss, o.s.prepared
+	if ss != nil {
 		// Arrival i starts a session; its first turn goes at the
 		// arrival, the others each after the reply before it.
-		o.ss.run(ctx, i, func(tag turnTag, prompt int, p *stream.Prepared, intended time.Duration) (contract.Record, bool) {
+		ss.run(ctx, i, func(tag turnTag, prompt int, p *stream.Prepared, intended time.Duration) (contract.Record, bool) {
 			var res stream.Result
 			if tag.turn == 1 {
 				res, intended = d.client.SendAt(ctx, p, gate, nil), off
 			} else {
 				res = d.client.Send(ctx, p)
 			}
-			return o.ss.settle(o.rel, i, prompt, intended, res, o.total, &o.tl, tag), true
+			return ss.settle(o.rel, i, prompt, intended, res, o.total, &o.tl, tag), true
 		})
 		if o.slots != nil {
 			<-o.slots

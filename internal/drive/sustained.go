@@ -84,17 +84,12 @@ func (s SustainedSpec) check() error {
 // sustainedPart is one of a sustained run's two waves, the warm-up or the
 // measured part: its release, its records as they end, and its counts.
 type sustainedPart struct {
-	wave  contract.Wave
-	rel   *release
-	total int // requests it will send; -1 when bounded by duration only
-	quiet bool
-	cpu0  time.Duration
-	// stalls is the part's stall watch, from its release to its end.
-	stalls *stallWatch
+	// waveRun is the part's wave: its total is -1 when a duration alone
+	// bounds the part, and a warm-up's is quiet.
+	*waveRun
 
 	mu      sync.Mutex
 	indexed []indexedRecord
-	tl      tally
 
 	// until ends the part early (SustainedSpec.Until). bySent holds the
 	// records at their place in the send order, landed which have ended,
@@ -235,7 +230,7 @@ func (s *closedLoop) take(last lastEnd) (sendSlot, bool) {
 			// No warm-up: the measured part is released at the
 			// instant the workers agreed on.
 			s.measuredAt = s.spec.ReleaseAt
-			s.spec.stampWave(&s.meas.wave, time.Now())
+			s.spec.stampWave(&s.meas.w, time.Now())
 		}
 		s.release(s.measuredAt)
 	case s.pastDuration || s.spec.Duration > 0 && last.measured && last.at.Sub(s.measuredAt) >= s.spec.Duration:
@@ -278,20 +273,10 @@ func (p *sustainedPart) records() []contract.Record {
 	return out
 }
 
-// releasePart journals the part at its release and lets its records go.
-func (d *Driver) releasePart(p *sustainedPart, at time.Time) {
-	p.cpu0 = cpuTime()
-	p.stalls = d.watchStalls()
-	p.wave.StartedAt = anchor(at)
-	if err := d.journalWave(p.wave); err != nil {
-		p.tl.mu.Lock()
-		p.tl.journalErr = err
-		p.tl.mu.Unlock()
-	}
-	if !p.quiet {
-		d.released(p.wave, at, p.total)
-	}
-	p.rel.publish(p.wave, at)
+// release starts the part's watch and publishes it, released at at.
+func (p *sustainedPart) release(at time.Time) {
+	p.watch()
+	p.publish(at)
 }
 
 // settlePart records request slot of the run, sent by client, once its
@@ -336,10 +321,7 @@ func (d *Driver) settlePart(slot sendSlot, client, prompt int, res stream.Result
 func (d *Driver) finishPart(ctx context.Context, p *sustainedPart, planned int) (WaveResult, error) {
 	recs := p.records()
 	w := p.rel.wave
-	w.ClientCPUS = (cpuTime() - p.cpu0).Seconds()
-	w.ClientStalls = p.stalls.end()
-	w.WallS = contract.WaveWallS(recs)
-	w.Stopped = stopped(ctx)
+	p.stampEnd(ctx, &w, recs)
 	if ctx.Err() != nil && planned > 0 {
 		w.NotSent = planned - len(recs)
 	}
@@ -350,18 +332,9 @@ func (d *Driver) finishPart(ctx context.Context, p *sustainedPart, planned int) 
 		w.Look = p.look
 	}
 	p.gate.Unlock()
-	d.count(w)
-	p.tl.mu.Lock()
-	journalErr := p.tl.journalErr
-	done, failed := p.tl.done, p.tl.failed
-	p.tl.mu.Unlock()
-	if err := d.journalWave(w); err != nil && journalErr == nil {
-		journalErr = err
-	}
-	if !p.quiet {
-		d.progress(Event{Kind: WaveEnded, Wave: w, Done: done, Failed: failed, Total: p.total, Elapsed: time.Since(p.rel.at)})
-	}
-	return WaveResult{Wave: w, Release: p.rel.at, Records: recs, UntilMet: met}, waveError(ctx, w, journalErr)
+	res, err := p.finish(ctx, w, recs)
+	res.UntilMet = met
+	return res, err
 }
 
 // SustainedWave runs one sustained closed-loop wave: Concurrency clients on
@@ -389,124 +362,54 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 	if err := spec.check(); err != nil {
 		return WaveResult{}, fmt.Errorf("%s: sustained wave: %w", t.Name, err)
 	}
-	requests := len(spec.Prompts) // bounded by duration only: any prompt may be sent
-	if spec.NumRequests > 0 {
-		requests = spec.WarmupRequests + spec.NumRequests
-	}
-	ss, err := d.newSessionRunner(t, spec.Load)
+	s, err := d.sustainedSends(t, spec)
 	if err != nil {
-		return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
+		return WaveResult{}, err
 	}
-	var prepared *replicaSet
-	if ss == nil {
-		if prepared, err = d.prepareReplicas(t, spec.Load, requests); err != nil {
-			return WaveResult{}, fmt.Errorf("%s: %w", t.Name, err)
-		}
-		if spec.NumRequests == 0 {
-			// Bound by duration: how many requests the run has is
-			// known only when it ended, from this worker's picks.
-			prepared.planned = 0
-		}
-		defer d.advance(t, prepared)
+	defer s.close()
+	clients := spec.units(spec.Concurrency)
+	if err := s.dial(ctx, len(clients)); err != nil {
+		return WaveResult{}, err
 	}
-	if err := ctx.Err(); err != nil {
-		return WaveResult{}, fmt.Errorf("%s: sustained wave not released: %w", t.Name, context.Cause(ctx))
-	}
-	c, warmN, n := spec.Concurrency, spec.WarmupRequests, spec.NumRequests
-	clients := spec.units(c)
 	// This worker's requests of the run: k, k+step, ... from first.
 	first, step := 0, 1
 	if seg := spec.Segment; !seg.Whole() {
 		first, step = seg.Index, seg.Count
 	}
-	owned := func(lo, hi int) int { // this worker's requests in [lo, hi)
-		return len(plan.Share(spec.Segment, hi)) - len(plan.Share(spec.Segment, lo))
-	}
-	// A server that refuses connections is not an error of the wave: its
-	// requests fail as connect and are recorded.
-	if len(clients) > 0 {
-		d.warm(ctx, t, len(clients))
-	}
-	defer d.client.Drop()
-	if err := ctx.Err(); err != nil {
-		return WaveResult{}, fmt.Errorf("%s: sustained wave not released: %w", t.Name, context.Cause(ctx))
-	}
 
-	warm, meas := d.sustainedParts(t, &spec, owned(0, warmN), owned(warmN, warmN+n))
-	total := meas.total
-
-	var (
-		releasing sync.WaitGroup
-		running   sync.WaitGroup
-		settling  sync.WaitGroup
-		warmEnded sync.WaitGroup
-	)
-	snd := &closedLoop{ctx: ctx, spec: &spec, warm: warm, meas: meas, warmN: warmN, n: n, next: first, step: step}
+	warm, meas := d.sustainedParts(t, &spec)
+	var releasing, settling, warmEnded sync.WaitGroup
+	snd := &closedLoop{ctx: ctx, spec: &spec, warm: warm, meas: meas, warmN: spec.WarmupRequests, n: spec.NumRequests, next: first, step: step}
 	snd.release = func(at time.Time) {
 		releasing.Add(1)
 		go func() {
 			defer releasing.Done()
-			d.releasePart(meas, at)
+			meas.release(at)
 		}()
 	}
 	// A split plan's workers agree on the release now that their
 	// connections are dialed, and start their clients at that instant.
-	start, err := spec.arm(ctx)
+	start, err := s.arm(ctx, &spec.Share)
 	if err != nil {
-		return WaveResult{}, fmt.Errorf("%s: sustained wave %w", t.Name, err)
+		return WaveResult{}, err
 	}
-	if warm != nil {
-		warmEnded.Add(warm.total)
-		spec.stampWave(&warm.wave, time.Now())
-		d.releasePart(warm, start)
-	}
-	warmFinished := make(chan struct{})
-	var warmRes WaveResult
-	var warmErr error
-	go func() {
-		defer close(warmFinished)
-		if warm == nil {
-			return
-		}
-		// The warm-up wave ends when its last request has: the measured
-		// part runs on meanwhile.
-		warmEnded.Wait()
-		warmRes, warmErr = d.finishPart(ctx, warm, warm.total)
-	}()
-
-	running.Add(len(clients))
-	// The clients start a group at a time, the responses that came
-	// meanwhile read between (stream.Barrier), as a closed wave's.
-	gates := stream.NewBarrier(len(clients))
-	sc := &sustainedClients{d: d, ctx: ctx, snd: snd, ss: ss, prepared: prepared, warm: warm, meas: meas,
+	warmup := d.runWarmup(ctx, &spec, warm, start, &warmEnded)
+	sc := &sustainedClients{d: d, ctx: ctx, snd: snd, ss: s.ss, prepared: s.prepared, warm: warm, meas: meas,
 		warmEnded: &warmEnded, settling: &settling, first: first, step: step}
-	for k, client := range clients {
-		go func() {
-			defer running.Done()
-			<-gates.Gate(k)
-			sc.run(client)
-		}()
-	}
-	go gates.Open()
-	running.Wait()
+	sc.runAll(clients)
 	releasing.Wait()
 	settling.Wait()
-	if warm != nil {
-		// Warm-up requests never sent (the run was canceled) end the
-		// warm-up too.
-		warmEnded.Add(-(warm.total - warm.sent))
-	}
-	<-warmFinished
+	warmRes, warmErr := warmup()
 
 	var out WaveResult
 	var err2 error
 	if meas.sentCount() > 0 {
-		out, err2 = d.finishPart(ctx, meas, max(total, 0))
-	} else if err2 = ctx.Err(); err2 != nil {
-		err2 = fmt.Errorf("%s: sustained wave not released: %w", t.Name, context.Cause(ctx))
+		out, err2 = d.finishPart(ctx, meas, max(meas.total, 0))
+	} else {
+		err2 = s.notReleased(ctx)
 	}
 	if warm != nil {
-		out.Warmup = &warmRes
+		out.Warmup = warmRes
 		if err2 == nil {
 			err2 = warmErr
 		}
@@ -514,24 +417,84 @@ func (d *Driver) SustainedWave(ctx context.Context, t Target, spec SustainedSpec
 	return out, err2
 }
 
+// sustainedSends is what a sustained wave sends: its sessions, or the
+// prompts of its requests (bounded by duration only, any prompt may be
+// sent).
+func (d *Driver) sustainedSends(t Target, spec SustainedSpec) (*waveSends, error) {
+	s := &waveSends{d: d, t: t, mode: "sustained"}
+	var err error
+	if s.ss, err = d.newSessionRunner(t, spec.Load); err != nil {
+		return nil, fmt.Errorf("%s: %w", t.Name, err)
+	}
+	if s.ss != nil {
+		return s, nil
+	}
+	requests := len(spec.Prompts)
+	if spec.NumRequests > 0 {
+		requests = spec.WarmupRequests + spec.NumRequests
+	}
+	if s.prepared, err = d.prepareReplicas(t, spec.Load, requests); err != nil {
+		return nil, fmt.Errorf("%s: %w", t.Name, err)
+	}
+	if spec.NumRequests == 0 {
+		// Bound by duration: how many requests the run has is
+		// known only when it ended, from this worker's picks.
+		s.prepared.planned = 0
+	}
+	return s, nil
+}
+
+// runWarmup releases the warm-up part, if there is one, at start, and
+// finishes it beside the measured part once its last request has ended
+// (ended). The func it returns, called once the clients are done, counts
+// the warm-up requests never sent (the run was canceled) as ended too and
+// returns the warm-up's result (nil without a warm-up).
+func (d *Driver) runWarmup(ctx context.Context, spec *SustainedSpec, warm *sustainedPart, start time.Time, ended *sync.WaitGroup) func() (*WaveResult, error) {
+	if warm == nil {
+		return func() (*WaveResult, error) { return nil, nil }
+	}
+	ended.Add(warm.total)
+	spec.stampWave(&warm.w, time.Now())
+	warm.release(start)
+	finished := make(chan struct{})
+	var res WaveResult
+	var err error
+	go func() {
+		defer close(finished)
+		// The warm-up wave ends when its last request has: the measured
+		// part runs on meanwhile.
+		ended.Wait()
+		res, err = d.finishPart(ctx, warm, warm.total)
+	}()
+	return func() (*WaveResult, error) {
+		ended.Add(-(warm.total - warm.sent))
+		<-finished
+		return &res, err
+	}
+}
+
 // sustainedParts are a sustained wave's warm-up part (nil without one)
-// and measured part, of warmN and measN of this worker's requests (measN
-// unknown, -1, when a duration alone bounds the run).
-func (d *Driver) sustainedParts(t Target, spec *SustainedSpec, warmN, measN int) (warm, meas *sustainedPart) {
+// and measured part, of this worker's requests of each (the measured
+// part's unknown, -1, when a duration alone bounds the run).
+func (d *Driver) sustainedParts(t Target, spec *SustainedSpec) (warm, meas *sustainedPart) {
+	warmN, n := spec.WarmupRequests, spec.NumRequests
+	owned := func(lo, hi int) int { // this worker's requests in [lo, hi)
+		return len(plan.Share(spec.Segment, hi)) - len(plan.Share(spec.Segment, lo))
+	}
 	base := contract.Wave{Server: t.Name, Concurrency: spec.Concurrency, Repeat: spec.Repeat, Mode: contract.ModeSustained}
-	if spec.WarmupRequests > 0 {
+	if warmN > 0 {
 		ww := base
 		ww.ID, ww.Kind = d.NextWaveID(), contract.KindWarmup
-		warm = &sustainedPart{wave: ww, rel: newRelease(), total: warmN, quiet: true}
-		warm.rel.load, warm.rel.worker, warm.rel.secrets = spec.Load, spec.worker(), t.Secrets
+		warm = &sustainedPart{waveRun: d.newWaveRun(t, spec.Share, spec.Load, ww, owned(0, warmN))}
+		warm.quiet = true
 	}
 	mw := base
 	mw.ID, mw.Kind, mw.Cold, mw.Probe = d.NextWaveID(), spec.Kind, spec.Cold, spec.Probe
-	if spec.NumRequests == 0 {
-		measN = -1
+	measN := -1
+	if n > 0 {
+		measN = owned(warmN, warmN+n)
 	}
-	meas = &sustainedPart{wave: mw, rel: newRelease(), total: measN, until: spec.Until, every: max(1, spec.UntilEvery)}
-	meas.rel.load, meas.rel.worker, meas.rel.secrets = spec.Load, spec.worker(), t.Secrets
+	meas = &sustainedPart{waveRun: d.newWaveRun(t, spec.Share, spec.Load, mw, measN), until: spec.Until, every: max(1, spec.UntilEvery)}
 	return warm, meas
 }
 
@@ -552,6 +515,24 @@ type sustainedClients struct {
 	// first and step are this worker's requests of the run: first,
 	// first+step, ...
 	first, step int
+}
+
+// runAll runs the clients, started a group at a time, the responses that
+// came meanwhile read between (stream.Barrier), as a closed wave's, and
+// returns when each has ended its loop.
+func (sc *sustainedClients) runAll(clients []int) {
+	var running sync.WaitGroup
+	running.Add(len(clients))
+	gates := stream.NewBarrier(len(clients))
+	for k, client := range clients {
+		go func() {
+			defer running.Done()
+			<-gates.Gate(k)
+			sc.run(client)
+		}()
+	}
+	go gates.Open()
+	running.Wait()
 }
 
 // run is client's loop: it takes the run's next request as soon as its
