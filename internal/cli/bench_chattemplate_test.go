@@ -82,3 +82,44 @@ func TestServeCustomChatTemplateStops(t *testing.T) {
 		t.Errorf("%d requests sent; want none", n)
 	}
 }
+
+// A rehearsal file asks for the same client-side rendering with
+// workload.prompts.chat_template and chat_template_kwargs: rehearse run
+// sends each prompt of the file rendered, as bench serve's custom dataset
+// does; the keys are refused on a source that is not a prompts file, and
+// the kwargs without the template.
+func TestRunChatTemplateKey(t *testing.T) {
+	model := qwenFolder(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "p.jsonl"), []byte(`{"prompt": "What is the capital of India?"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := newVLLMLog(t, "Qwen/Qwen3-8B")
+	head := "model: {id: Qwen/Qwen3-8B}\nservers: [{name: s, base_url: \"" + l.URL + "\"}]\ntokenizer: {path: " + model + "}\n" +
+		"workload: {concurrencies: [1], repeats: 1, endpoint: /v1/completions, prompts: "
+	for name, c := range map[string]struct{ prompts, want string }{
+		"ok":     {`{path: p.jsonl, chat_template: true, chat_template_kwargs: {enable_thinking: false}}`, ""},
+		"source": {`{source: synthetic, input_len: {fixed: 8}, output_len: {fixed: 2}, chat_template: true}`, "workload.prompts.chat_template: renders the prompts of a prompts file"},
+		"kwargs": {`{path: p.jsonl, chat_template_kwargs: {enable_thinking: false}}`, "workload.prompts.chat_template_kwargs: given without chat_template: true"},
+	} {
+		file := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(file, []byte(head+c.prompts+"}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errs := runMain(context.Background(), "run", "-f", file, "-o", filepath.Join(dir, "out-"+name))
+		if c.want != "" {
+			if code != 2 || !strings.Contains(errs, c.want) {
+				t.Errorf("%s: exit %d, stderr %q; want 2 and %q", name, code, errs, c.want)
+			}
+			continue
+		}
+		if code != 0 {
+			t.Fatalf("%s: exit %d, stderr %q", name, code, errs)
+		}
+	}
+	want := "<|im_start|>user\nWhat is the capital of India?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+	got := l.requests()
+	if len(got) == 0 || got[len(got)-1].body["prompt"] != want {
+		t.Fatalf("%d requests; want the last to send the rendered prompt %q, got %v", len(got), want, got[len(got)-1].body)
+	}
+}

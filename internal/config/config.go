@@ -427,10 +427,11 @@ type Prompts struct {
 	// The prefix_repetition source's other parameters (with OutputLen,
 	// Count, Seed and IgnoreEOS).
 	NumPrefixes, SuffixLen int
-	// ChatTemplate, set by bench serve for vLLM's custom dataset (no YAML
-	// key), renders each prompt through the tokenizer's chat template
-	// (chattemplate) before it is counted and sent, with ChatTemplateKwargs
-	// as extra template variables (--chat-template-kwargs).
+	// ChatTemplate (chat_template: true; bench serve sets it for vLLM's
+	// custom dataset) renders each prompt of a prompts file through the
+	// tokenizer's chat template (chattemplate) before it is counted and
+	// sent, with ChatTemplateKwargs (chat_template_kwargs;
+	// --chat-template-kwargs) as extra template variables.
 	ChatTemplate       bool
 	ChatTemplateKwargs map[string]any
 }
@@ -465,6 +466,9 @@ type promptsMapping struct {
 	NumPrefixes int     `yaml:"num_prefixes"`
 	PrefixLen   int     `yaml:"prefix_len"`
 	SuffixLen   int     `yaml:"suffix_len"`
+
+	ChatTemplate       bool           `yaml:"chat_template"`
+	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs"`
 }
 
 // UnmarshalYAML accepts a string (a file), a list of strings, or a
@@ -497,7 +501,8 @@ func (p *Prompts) UnmarshalYAML(b []byte) error {
 		*p = Prompts{Source: m.Source, File: m.Path, InputLen: m.InputLen, OutputLen: m.OutputLen,
 			Count: m.Count, Seed: m.Seed, IgnoreEOS: m.IgnoreEOS, UseOutputLen: m.UseOutputLen, MaxModelLen: m.MaxModelLen, Order: m.Order,
 			Format: m.Format, TimeScale: m.TimeScale, BlockSize: m.BlockSize,
-			NumPrefixes: m.NumPrefixes, PrefixLen: m.PrefixLen, SuffixLen: m.SuffixLen}
+			NumPrefixes: m.NumPrefixes, PrefixLen: m.PrefixLen, SuffixLen: m.SuffixLen,
+			ChatTemplate: m.ChatTemplate, ChatTemplateKwargs: m.ChatTemplateKwargs}
 	default:
 		return fmt.Errorf("prompts: want a file name, a list of strings or a mapping with a source")
 	}

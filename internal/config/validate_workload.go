@@ -15,6 +15,7 @@ import (
 // and the parameters that source takes (and no others).
 func validatePrompts(w Prompts, p *Problems) {
 	const at = "workload.prompts"
+	validateChatTemplate(w, p)
 	k := promptKeysOf(w, p)
 	if k.trace && w.Source != workload.SourceTrace {
 		p.add(at, "format, time_scale and block_size are the trace source's, not the %s source's", w.Name())
@@ -44,6 +45,19 @@ func validatePrompts(w Prompts, p *Problems) {
 	default:
 		p.add(at+".source", "%q: want one of %s (or a list of prompts, or a file name)", w.Source,
 			strings.Join(slices.DeleteFunc(workload.Sources(), func(s string) bool { return s == workload.SourceInline }), ", "))
+	}
+}
+
+// validateChatTemplate checks chat_template and chat_template_kwargs: a
+// prompts file's prompts rendered on the client, as vLLM's custom dataset.
+func validateChatTemplate(w Prompts, p *Problems) {
+	const at = "workload.prompts"
+	fileSource := w.Source == workload.SourceFile || (w.Source == "" && w.File != "")
+	switch {
+	case w.ChatTemplate && !fileSource:
+		p.add(at+".chat_template", "renders the prompts of a prompts file (a path, or source: file), not the %s source's", w.Name())
+	case !w.ChatTemplate && w.ChatTemplateKwargs != nil:
+		p.add(at+".chat_template_kwargs", "given without chat_template: true (for the server's template, put chat_template_kwargs in workload.extra_body)")
 	}
 }
 
