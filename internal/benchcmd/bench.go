@@ -382,41 +382,19 @@ func (o *Bench) Run(ctx context.Context, argv []string) error {
 	}
 	// Opened before the workers start: a model whose tokenizer is not at
 	// hand stops here once, and one the Hub gives is in the cache for them.
-	opened, err := rehearsal.OpenTokenizer(ctx, cfg)
-	if stop := rehearsal.TokenizerStop(err, ""); stop != nil {
-		return stop
-	} else if err != nil {
-		return usageError("--tokenizer: %v", err)
+	opened, err := openTokenizer(ctx, cfg)
+	if err != nil {
+		return err
 	}
+	dir := o.dir("bench")
 	if o.seg.workers > 0 {
-		dir := o.out
-		if dir == "" {
-			dir = "rehearse-bench-" + time.Now().UTC().Format("20060102T150405Z")
-		}
 		return RunWorkers(ctx, o.env, WorkersJob{Seg: &o.seg, Args: o.workerArgs, Dir: dir, QuietFlag: "--progress=never",
 			Summary: func(res *bundle.Results) { o.printSummary(o.env.Stdout, res) },
 			After:   func(res *bundle.Results) error { return o.save.write(o.env, res, dir) }})
 	}
-	prompts, err := rehearsal.Prompts(cfg, opened.Tokenizer)
-	if ce := (*chattemplate.Error)(nil); errors.As(err, &ce) {
-		return usageError("--dataset-name custom: %v; pass --skip-chat-template to send the prompts as they are", err)
-	}
+	prompts, err := o.prompts(cfg, opened)
 	if err != nil {
-		flag := "--prompts"
-		if o.dataset.name != "" {
-			flag = "--dataset-name " + o.dataset.name
-		}
-		if tl := (*workload.TooLongError)(nil); errors.As(err, &tl) {
-			flag = fmt.Sprintf("--max-model-len %d", o.dataset.maxModelLen)
-			if !o.dataset.changed["max-model-len"] {
-				flag = "the server's /v1/models"
-			}
-		}
-		return usageError("%s: %v", flag, err)
-	}
-	dir := o.out
-	if dir == "" {
-		dir = "rehearse-bench-" + time.Now().UTC().Format("20060102T150405Z")
+		return err
 	}
 	pb := NewWaveBar(o.env.Stderr, o.progress, false)
 	job := rehearsal.Job{
@@ -431,6 +409,51 @@ func (o *Bench) Run(ctx context.Context, argv []string) error {
 	}
 	return rehearsal.Perform(ctx, job, rehearsal.Ending{Stdout: o.env.Stdout, Stderr: o.env.Stderr, Summary: o.printSummary,
 		Verified: func(res *bundle.Results) error { return o.save.write(o.env, res, dir) }})
+}
+
+// openTokenizer opens the rehearsal's tokenizer through the one resolver:
+// a model whose tokenizer is not at hand stops with what to pass.
+func openTokenizer(ctx context.Context, cfg *config.Rehearsal) (rehearsal.OpenedTokenizer, error) {
+	opened, err := rehearsal.OpenTokenizer(ctx, cfg)
+	if stop := rehearsal.TokenizerStop(err, ""); stop != nil {
+		return opened, stop
+	} else if err != nil {
+		return opened, usageError("--tokenizer: %v", err)
+	}
+	return opened, nil
+}
+
+// prompts resolves the rehearsal's prompts, a refusal named by the flag
+// that gave them: the dataset (or --prompts), --max-model-len or the
+// server's limit for a prompt too long, --skip-chat-template for a
+// template that cannot render.
+func (o *Bench) prompts(cfg *config.Rehearsal, opened rehearsal.OpenedTokenizer) (workload.Set, error) {
+	prompts, err := rehearsal.Prompts(cfg, opened.Tokenizer)
+	if ce := (*chattemplate.Error)(nil); errors.As(err, &ce) {
+		return prompts, usageError("--dataset-name custom: %v; pass --skip-chat-template to send the prompts as they are", err)
+	}
+	if err == nil {
+		return prompts, nil
+	}
+	flag := "--prompts"
+	if o.dataset.name != "" {
+		flag = "--dataset-name " + o.dataset.name
+	}
+	if tl := (*workload.TooLongError)(nil); errors.As(err, &tl) {
+		flag = fmt.Sprintf("--max-model-len %d", o.dataset.maxModelLen)
+		if !o.dataset.changed["max-model-len"] {
+			flag = "the server's /v1/models"
+		}
+	}
+	return prompts, usageError("%s: %v", flag, err)
+}
+
+// dir is the bundle's folder: -o, or rehearse-COMMAND-TIME.
+func (o *Bench) dir(command string) string {
+	if o.out != "" {
+		return o.out
+	}
+	return "rehearse-" + command + "-" + time.Now().UTC().Format("20060102T150405Z")
 }
 
 // rehearsal is bench's rehearsal: one server already running at

@@ -150,24 +150,15 @@ func (o *Capacity) Run(ctx context.Context, argv []string) error {
 	}
 	cfg.Workload.Concurrencies = []int{}
 	cfg.Capacity = c
-	opened, err := rehearsal.OpenTokenizer(ctx, cfg)
-	if stop := rehearsal.TokenizerStop(err, ""); stop != nil {
-		return stop
-	} else if err != nil {
-		return usageError("--tokenizer: %v", err)
-	}
-	prompts, err := rehearsal.Prompts(cfg, opened.Tokenizer)
+	opened, err := openTokenizer(ctx, cfg)
 	if err != nil {
-		flag := "--prompts"
-		if b.dataset.name != "" {
-			flag = "--dataset-name " + b.dataset.name
-		}
-		return usageError("%s: %v", flag, err)
+		return err
 	}
-	dir := b.out
-	if dir == "" {
-		dir = "rehearse-capacity-" + time.Now().UTC().Format("20060102T150405Z")
+	prompts, err := b.prompts(cfg, opened)
+	if err != nil {
+		return err
 	}
+	dir := b.dir("capacity")
 	pb := NewWaveBar(o.env.Stderr, b.progress, false)
 	job := rehearsal.Job{
 		Rehearsal: cfg, Dir: dir, Command: argv, Notes: notes, Prompts: &prompts, Tokenizer: &opened,
