@@ -3,6 +3,8 @@ package fit
 import (
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/rehearse/rehearse/internal/bundle"
@@ -112,10 +114,7 @@ func printMarkdown(w io.Writer, fitted *Result, cmp *Comparison) {
 	fmt.Fprintf(w, "\n| clients | waves | goodput tok/s, measured | predicted | error | p95 TTFT, measured | predicted | error | failures, measured | predicted |\n")
 	fmt.Fprintf(w, "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, r := range cmp.Rows {
-		fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Concurrency, fittedLabel(r.Fitted),
-			report.Goodput(r.Measured.Goodput), report.Goodput(r.Predicted.Goodput), report.Change(RelErr(r.Predicted.Goodput.Median, r.Measured.Goodput.Median)),
-			report.Seconds(r.Measured.TTFT.P95), report.Seconds(r.Predicted.TTFT.P95), report.Change(RelErr(r.Predicted.TTFT.P95, r.Measured.TTFT.P95)),
-			report.FailureCount(r.Measured.Failures), report.FailureCount(r.Predicted.Failures))
+		fmt.Fprintf(w, "| %s |\n", strings.Join(rowCells(r), " | "))
 	}
 }
 
@@ -131,12 +130,19 @@ func printText(w io.Writer, fitted *Result, cmp *Comparison) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "clients\twaves\tgoodput measured\tpredicted\terror\tp95 TTFT measured\tpredicted\terror\tfailures measured\tpredicted\t\n")
 	for _, r := range cmp.Rows {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Concurrency, fittedLabel(r.Fitted),
-			report.Goodput(r.Measured.Goodput), report.Goodput(r.Predicted.Goodput), report.Change(RelErr(r.Predicted.Goodput.Median, r.Measured.Goodput.Median)),
-			report.Seconds(r.Measured.TTFT.P95), report.Seconds(r.Predicted.TTFT.P95), report.Change(RelErr(r.Predicted.TTFT.P95, r.Measured.TTFT.P95)),
-			report.FailureCount(r.Measured.Failures), report.FailureCount(r.Predicted.Failures))
+		fmt.Fprintf(tw, "%s\t\n", strings.Join(rowCells(r), "\t"))
 	}
 	tw.Flush()
+}
+
+// rowCells are one load's cells of the comparison, in the columns both
+// forms print: clients, waves, then measured, predicted and error of
+// goodput and of p95 TTFT, then measured and predicted failures.
+func rowCells(r ComparisonRow) []string {
+	return []string{strconv.Itoa(r.Concurrency), fittedLabel(r.Fitted),
+		report.Goodput(r.Measured.Goodput), report.Goodput(r.Predicted.Goodput), report.Change(RelErr(r.Predicted.Goodput.Median, r.Measured.Goodput.Median)),
+		report.Seconds(r.Measured.TTFT.P95), report.Seconds(r.Predicted.TTFT.P95), report.Change(RelErr(r.Predicted.TTFT.P95, r.Measured.TTFT.P95)),
+		report.FailureCount(r.Measured.Failures), report.FailureCount(r.Predicted.Failures)}
 }
 
 // fittedLabel says whether a row's waves were fitted on or held out.
