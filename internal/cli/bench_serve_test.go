@@ -467,3 +467,26 @@ func TestServeInsecure(t *testing.T) {
 		t.Fatalf("with --insecure: %d requests, records %+v", n, res.Records)
 	}
 }
+
+// TestHeadersOnEveryTurn: --header goes on every request, a multi-turn
+// session's later turns too (their template was built without the
+// headers, so turns went out without them).
+func TestHeadersOnEveryTurn(t *testing.T) {
+	l := newVLLMLog(t, "m")
+	t.Chdir(t.TempDir())
+	code, _, errs := runMain(context.Background(), "bench", "--base-url", l.URL, "--model", "m", "--tokenizer", "qwen2.5",
+		"--dataset-name", "random", "--random-input-len", "8", "--random-output-len", "2", "--num-prompts", "2",
+		"--multi-turn", "--max-turns", "2", "--concurrency", "1", "--repeats", "1", "--header", "x-tenant=t1", "-o", "b")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	got := l.requests()
+	if len(got) < 2 {
+		t.Fatalf("%d requests, want every turn of the sessions", len(got))
+	}
+	for i, r := range got {
+		if v := r.header.Get("x-tenant"); v != "t1" {
+			t.Errorf("request %d (%v): x-tenant %q, want t1", i, r.body["messages"], v)
+		}
+	}
+}

@@ -229,18 +229,28 @@ func prepare(t Target, l plan.Load, requests int) ([]*stream.Prepared, error) {
 		if m := l.ModelFor(i); m != "" {
 			model = m
 		}
-		p, err := stream.Prepare(stream.Request{
-			BaseURL: t.BaseURL, Endpoint: t.Endpoint, Model: model, APIKey: t.APIKey,
-			Prompt: prompt, Messages: l.MessagesFor(i), MaxTokens: l.MaxTokensFor(i), Temperature: l.Temperature,
-			IncludeUsage: t.IncludeUsage, ExtraBody: t.ExtraBody, Timeout: l.Timeout,
-			FollowRedirects: t.FollowRedirects, Style: l.Style, Headers: t.Headers, RequestID: l.RequestID(i),
-		})
+		r := t.request(l, t.BaseURL, model)
+		r.Prompt, r.Messages, r.MaxTokens, r.RequestID = prompt, l.MessagesFor(i), l.MaxTokensFor(i), l.RequestID(i)
+		p, err := stream.Prepare(r)
 		if err != nil {
 			return nil, err
 		}
 		out[i] = p
 	}
 	return out, nil
+}
+
+// request is what t sends for load l to the address baseURL, asking for
+// model: the endpoint, key, body style, headers and options every request
+// of the load shares. The caller sets what is its own (the prompt or
+// messages, max_tokens, the request id): a wave's requests, its side
+// probes and its sessions' turns are all made here.
+func (t Target) request(l plan.Load, baseURL, model string) stream.Request {
+	return stream.Request{
+		BaseURL: baseURL, Endpoint: t.Endpoint, Model: model, APIKey: t.APIKey,
+		Temperature: l.Temperature, IncludeUsage: t.IncludeUsage, ExtraBody: t.ExtraBody, Timeout: l.Timeout,
+		FollowRedirects: t.FollowRedirects, Style: l.Style, Headers: t.Headers,
+	}
 }
 
 // release is a wave's release as its requests see it: the wave as it was

@@ -98,11 +98,7 @@ func (d *Driver) newSessionRunner(t Target, l plan.Load) (*sessionRunner, error)
 	}
 	sr := &sessionRunner{d: d, l: l, balance: t.Balance, byClient: map[int][]contract.Record{}, underway: make([]int, len(urls))}
 	for _, u := range urls {
-		tmpl, err := stream.NewTemplate(stream.Request{
-			BaseURL: u, Endpoint: t.Endpoint, Model: t.Model, APIKey: t.APIKey,
-			Temperature: l.Temperature, IncludeUsage: t.IncludeUsage, ExtraBody: t.ExtraBody,
-			Timeout: l.Timeout, FollowRedirects: t.FollowRedirects,
-		})
+		tmpl, err := stream.NewTemplate(t.request(l, u, t.Model))
 		if err != nil {
 			return nil, err
 		}

@@ -46,12 +46,9 @@ func (d *Driver) armSideProbes(ctx context.Context, t Target, l plan.Load, sp pl
 	// vLLM's probe is its first request with the prompt, its length and
 	// the model replaced: the body's other fields (extra body, headers)
 	// are the wave's; no x-request-id.
-	p, err := stream.Prepare(stream.Request{
-		BaseURL: t.BaseURL, Endpoint: t.Endpoint, Model: t.Model, APIKey: t.APIKey,
-		Prompt: sp.Prompt, MaxTokens: sp.MaxTokens, Temperature: l.Temperature,
-		IncludeUsage: t.IncludeUsage, ExtraBody: t.ExtraBody, Timeout: l.Timeout,
-		FollowRedirects: t.FollowRedirects, Style: l.Style, Headers: t.Headers,
-	})
+	r := t.request(l, t.BaseURL, t.Model)
+	r.Prompt, r.MaxTokens = sp.Prompt, sp.MaxTokens
+	p, err := stream.Prepare(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: side probes: %w", t.Name, err)
 	}
