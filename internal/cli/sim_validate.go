@@ -1,14 +1,10 @@
 package cli
 
 import (
-	"context"
-	"fmt"
-
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/rehearse/rehearse/internal/bundle"
-	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/sim/fit"
 	"github.com/rehearse/rehearse/internal/sim/validate"
 )
@@ -158,24 +154,6 @@ func (o simValidateOptions) options(st *State) (validate.Options, error) {
 		Write:      func(data []byte) error { return writeOutput(st, "sim validate: -o", o.output, data) },
 		LiveBundle: o.liveBundle, NoLive: o.noLive, TimeScale: o.timeScale, MaxModelLen: o.maxModelLen,
 		JSON: o.asJSON, Markdown: o.markdown, Jitter: o.fitJitter,
-		Runner: validate.Runner{Scale: rehearsal.ScaleSimulated, Run: rehearseLive},
 		Stdout: st.Stdout, Stderr: st.Stderr,
 	}, nil
-}
-
-// rehearseLive runs sim validate's live run through the runner: a
-// refusal before any work exits 2, a finished rehearsal's failure as
-// rehearse run's would.
-func rehearseLive(ctx context.Context, live validate.Live) (*rehearsal.Outcome, error) {
-	r, err := rehearsal.Rehearse(ctx, rehearsal.Job{
-		Rehearsal: live.Config, Dir: live.Dir, Command: live.Command, Notes: live.Notes,
-		Fail: func(err error) error { return &ExitError{Code: 2, Err: fmt.Errorf("sim validate: live run: %w", err)} },
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := r.Err(live.Dir); err != nil {
-		return nil, err
-	}
-	return r.Outcome, nil
 }

@@ -5,7 +5,6 @@
 // error table.
 //
 // It sits above package rehearsal: the runner imports the predictor
-// (package predict) and never this package, which drives the runner. The
-// command reaches the runner through a Runner, so that the live run is the
-// one rehearse run makes.
+// (package predict) and never this package, which drives the runner: the
+// live run is the one rehearse run makes (rehearsal.Rehearse).
 package validate

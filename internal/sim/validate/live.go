@@ -12,33 +12,10 @@ import (
 
 	"github.com/rehearse/rehearse/internal/bundle"
 	"github.com/rehearse/rehearse/internal/config"
+	"github.com/rehearse/rehearse/internal/exitcode"
 	"github.com/rehearse/rehearse/internal/rehearsal"
 	"github.com/rehearse/rehearse/internal/sim/fit"
 )
-
-// Runner is the one runner as the command reaches it, for the live run.
-type Runner struct {
-	// Scale converts a simulated rehearsal written at time scale 1 to
-	// time scale k: every server's --time-scale argument, and the client
-	// timeout, mechanism check, SLO and capacity cap through simulated
-	// time (what rehearse demo does to its file).
-	Scale func(cfg *config.Rehearsal, k float64) error
-	// Run runs the live rehearsal as rehearse run does (its prompts and
-	// tokenizer, the runner, the report, verify) and returns its outcome;
-	// a rehearsal that failed is its error, returned as it is.
-	Run func(ctx context.Context, live Live) (*rehearsal.Outcome, error)
-}
-
-// Live is the live run for Runner.Run: its rehearsal, converted to the
-// time scale, the bundle folder, the command line and notes the bundle
-// records, and what it simulated.
-type Live struct {
-	Config     *config.Rehearsal
-	Dir        string
-	Command    []string
-	Simulation *bundle.Simulation
-	Notes      []string
-}
 
 // live sends the held-out loads of the bundle's workload to rehearse sim
 // with each fitted profile, through the one runner, and adds the live rows
@@ -57,13 +34,11 @@ func (o Options) live(ctx context.Context, res *bundle.Results, vals []*fit.Vali
 	if err != nil {
 		return err
 	}
-	live := Live{Config: rc, Dir: dir,
-		Command:    append(o.command(), serverFlags(vals)...),
-		Simulation: rehearsal.Simulation(rc),
-		Notes:      []string{"The live run of rehearse sim validate: the held-out waves of " + o.Bundle + " against rehearse sim with profiles fitted on its waves at " + o.FitOn + "."},
-	}
 	fmt.Fprintf(o.Stderr, "rehearse sim validate: live run of the held-out waves at time scale %g, bundle %s\n", o.TimeScale, dir)
-	out, err := o.Runner.Run(ctx, live)
+	out, err := runLive(ctx, rehearsal.Job{Rehearsal: rc, Dir: dir,
+		Command: append(o.command(), serverFlags(vals)...),
+		Notes:   []string{"The live run of rehearse sim validate: the held-out waves of " + o.Bundle + " against rehearse sim with profiles fitted on its waves at " + o.FitOn + "."},
+	})
 	if err != nil {
 		return err
 	}
@@ -73,6 +48,24 @@ func (o Options) live(ctx context.Context, res *bundle.Results, vals []*fit.Vali
 		}
 	}
 	return nil
+}
+
+// runLive runs the live rehearsal through the one runner, as rehearse run
+// does (its prompts and tokenizer, the runner, the report, verify): a
+// refusal before any work exits 2, a finished rehearsal's failure is
+// rehearse run's.
+func runLive(ctx context.Context, job rehearsal.Job) (*rehearsal.Outcome, error) {
+	job.Fail = func(err error) error {
+		return &exitcode.Error{Code: 2, Err: fmt.Errorf("sim validate: live run: %w", err)}
+	}
+	r, err := rehearsal.Rehearse(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Err(job.Dir); err != nil {
+		return nil, err
+	}
+	return r.Outcome, nil
 }
 
 // liveConfig is the live run's rehearsal (fit.LiveConfig), parsed as a
@@ -97,7 +90,7 @@ func (o Options) liveConfig(res *bundle.Results, vals []*fit.Validation, work st
 	if err != nil {
 		return nil, fmt.Errorf("sim validate: the live run's rehearsal: %w", err)
 	}
-	if err := o.Runner.Scale(rc, o.TimeScale); err != nil {
+	if err := rehearsal.ScaleSimulated(rc, o.TimeScale); err != nil {
 		return nil, err
 	}
 	// Scale converts the client timeout; the sustained duration and the

@@ -43,8 +43,6 @@ type Options struct {
 	JSON, Markdown bool
 	// Jitter also fits a seeded step jitter.
 	Jitter bool
-	// Runner is the one runner, for the live run.
-	Runner Runner
 	// Stdout and Stderr are the command's.
 	Stdout, Stderr io.Writer
 }
@@ -70,7 +68,7 @@ type file struct {
 
 // Run fits, predicts and (unless NoLive) runs live the held-out loads of
 // every chosen server, writes the table to Output and prints it. Bad input
-// is a *fit.UsageError; the Runner's and Write's errors are returned as they
+// is a *fit.UsageError; the live run's and Write's errors are returned as they
 // are.
 func Run(ctx context.Context, o Options) error {
 	res, hold, servers, notes, err := o.read()
