@@ -148,13 +148,9 @@ func runExport(ctx context.Context, st *State, o exportOptions) error {
 	if !toStdout(o.out) && benchcmd.Inside(o.dir, o.out) {
 		return usageError("-o %s: inside the bundle %s, where SHA256SUMS would not list it and verify would fail; write it elsewhere", o.out, o.dir)
 	}
-	res, err := bundle.ReadVerified(ctx, o.dir)
+	res, err := readToExport(ctx, o.dir)
 	if err != nil {
-		var ue *bundle.UnverifiedError
-		if errors.As(err, &ue) {
-			return &ExitError{Code: 1, Err: fmt.Errorf("export refused: %w", err)}
-		}
-		return unreadable(err)
+		return err
 	}
 	out, err := export.Export(o.format, res, eo)
 	if err != nil {
@@ -170,6 +166,18 @@ func runExport(ctx context.Context, st *State, o exportOptions) error {
 		fmt.Fprintf(st.Stderr, "rehearse: wrote %s (%s, from %s)\n", o.out, o.format, o.dir)
 	}
 	return nil
+}
+
+// readToExport reads the bundle in dir, verified: one that does not verify
+// is refused (exit 1), one that cannot be read is unreadable's.
+func readToExport(ctx context.Context, dir string) (*bundle.Results, error) {
+	res, err := bundle.ReadVerified(ctx, dir)
+	if ue := (*bundle.UnverifiedError)(nil); errors.As(err, &ue) {
+		return nil, &ExitError{Code: 1, Err: fmt.Errorf("export refused: %w", err)}
+	} else if err != nil {
+		return nil, unreadable(err)
+	}
+	return res, nil
 }
 
 // vllmFile reports whether -o names one vLLM result file (a name ending in
@@ -192,13 +200,9 @@ func runVLLMExport(ctx context.Context, st *State, o exportOptions, eo export.Op
 			return err
 		}
 	}
-	res, err := bundle.ReadVerified(ctx, o.dir)
+	res, err := readToExport(ctx, o.dir)
 	if err != nil {
-		var ue *bundle.UnverifiedError
-		if errors.As(err, &ue) {
-			return &ExitError{Code: 1, Err: fmt.Errorf("export refused: %w", err)}
-		}
-		return unreadable(err)
+		return err
 	}
 	results := export.VLLMResults(res, eo)
 	if file && len(results) > 1 && !o.appendTo {
